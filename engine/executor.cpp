@@ -1,0 +1,76 @@
+// Executor; see executor.h.
+#include "engine/executor.h"
+
+#include "engine/error.h"
+#include "engine/op.h"
+
+namespace pillars {
+
+namespace {
+bool is_leaf(const Node& n) { return n.op == &kInputOp || n.op == &kParamOp || n.op == &kConstantOp; }
+}
+
+Executor::Executor(const Graph& g) : graph_(g), plan_(plan_memory(g)) {
+  arena_ = Storage::allocate(plan_.arena_bytes);
+  if (plan_.workspace_bytes) workspace_ = Storage::allocate(plan_.workspace_bytes);
+  const int nv = g.num_values();
+  values_.resize(static_cast<size_t>(nv));
+  char* base = static_cast<char*>(arena_->data);
+  for (ValueId v = 0; v < nv; ++v) {
+    const int64_t off = plan_.offset[static_cast<size_t>(v)];
+    if (off != MemoryPlan::kExternal) values_[static_cast<size_t>(v)] = Tensor::view_of(base + off, g.shape(v), g.dtype(v));
+  }
+  for (const Node& n : g.nodes())
+    if (n.op == &kConstantOp) values_[static_cast<size_t>(n.outputs[0])] = g.constants()[static_cast<size_t>(n.attrs.ints[0])];
+  node_in_.resize(g.nodes().size());
+  node_out_.resize(g.nodes().size());
+  for (size_t i = 0; i < g.nodes().size(); ++i) {
+    node_in_[i].resize(g.node(static_cast<int>(i)).inputs.size());
+    node_out_[i].resize(g.node(static_cast<int>(i)).outputs.size());
+  }
+}
+
+void Executor::bind(ValueId leaf, const Tensor& value) {
+  const Node& n = graph_.producer(leaf);
+  PILLARS_CHECK(is_leaf(n), "executor: value %", leaf, " is not an input or parameter");
+  PILLARS_CHECK(value.defined() && value.shape() == graph_.shape(leaf) && value.dtype() == graph_.dtype(leaf), "executor: ",
+                n.op->name, " '", n.attrs.name, "' expects ", dtype_name(graph_.dtype(leaf)), shape_str(graph_.shape(leaf)),
+                ", got ", value.defined() ? std::string(dtype_name(value.dtype())) + shape_str(value.shape()) : "nothing");
+  values_[static_cast<size_t>(leaf)] = value;
+}
+
+void Executor::bind(const std::string& input_name, const Tensor& value) {
+  const ValueId v = graph_.find_input(input_name);
+  PILLARS_CHECK(v != kNoValue, "executor: the graph has no input named '", input_name, "'");
+  bind(v, value);
+}
+
+void Executor::bind_params(ParamStore& store) {
+  for (ValueId v : graph_.params()) bind(v, store.get(graph_.producer(v).attrs.name));
+}
+
+void Executor::run() {
+  const auto& nodes = graph_.nodes();
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const Node& n = nodes[i];
+    if (is_leaf(n)) {
+      PILLARS_CHECK(values_[static_cast<size_t>(n.outputs[0])].defined(), "executor: ", n.op->name, " '", n.attrs.name,
+                    "' was not bound before run()");
+      continue;
+    }
+    if (n.op->is_view) { // same bytes as the input (which may be an external tensor), new shape
+      const Tensor& src = values_[static_cast<size_t>(n.inputs[0])];
+      Tensor& dst = values_[static_cast<size_t>(n.outputs[0])];
+      if (!dst.defined() || dst.raw() != src.raw()) dst = src.reshape(graph_.shape(n.outputs[0]));
+      continue;
+    }
+    auto& in = node_in_[i];
+    auto& out = node_out_[i];
+    for (size_t k = 0; k < n.inputs.size(); ++k) in[k] = values_[static_cast<size_t>(n.inputs[k])];
+    for (size_t k = 0; k < n.outputs.size(); ++k) out[k] = values_[static_cast<size_t>(n.outputs[k])];
+    PILLARS_CHECK(n.op->cpu != nullptr, "executor: op '", n.op->name, "' has no CPU kernel");
+    n.op->cpu(KernelContext{n, in, out, workspace_ ? workspace_->data : nullptr});
+  }
+}
+
+} // namespace pillars

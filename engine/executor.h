@@ -1,0 +1,41 @@
+// Executor: runs a graph on the CPU.
+//
+//   Executor ex(g);                      // plans memory, allocates the arena once
+//   ex.bind_params(store);               // parameters by name
+//   ex.bind("tokens", ids);              // inputs by name (shape and dtype must match the graph)
+//   ex.run();                            // every node, in order
+//   Tensor loss = ex.value(loss_id);     // a view into the arena (valid until the next run)
+//
+// Nothing is allocated by run(): values are views into the arena, kernels get pre-sized scratch.
+// Callers cache one Executor per distinct graph (per batch shape), so a training loop with
+// bucketed shapes reaches a steady state with no allocation at all.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "engine/graph.h"
+#include "engine/params.h"
+#include "engine/passes/plan_memory.h"
+
+namespace pillars {
+
+class Executor {
+ public:
+  explicit Executor(const Graph& g); // keeps a reference: g must outlive the executor
+  void bind(const std::string& input_name, const Tensor& value);
+  void bind(ValueId leaf, const Tensor& value);
+  void bind_params(ParamStore& store); // every parameter leaf of the graph must be in the store
+  void run();
+  const Tensor& value(ValueId v) const { return values_.at(static_cast<size_t>(v)); }
+  const MemoryPlan& plan() const { return plan_; }
+  const Graph& graph() const { return graph_; }
+
+ private:
+  const Graph& graph_;
+  MemoryPlan plan_;
+  std::shared_ptr<Storage> arena_, workspace_;
+  std::vector<Tensor> values_;                  // one per value
+  std::vector<std::vector<Tensor>> node_in_, node_out_; // per node, reused every run
+};
+
+} // namespace pillars

@@ -1,0 +1,52 @@
+// What an op *is*: its shape rule, its kernels, its vector-Jacobian product. Where it runs is the
+// kernel's business (kernels/cpu, kernels/cuda); how it is differentiated is written once, in
+// terms of other ops, so the backward graph is an ordinary graph that every pass understands.
+//
+// Each op family lives in engine/ops/<family>.cpp: OpDef objects plus the builder functions
+// declared in engine/ops/<family>.h, which are the API models use.
+#pragma once
+#include <span>
+#include <vector>
+
+#include "engine/graph.h"
+
+namespace pillars {
+
+// What a kernel sees: the node (for attributes), its input and output tensors (contiguous,
+// shapes as inferred), and a scratch buffer of the size the op asked for.
+struct KernelContext {
+  const Node& node;
+  std::span<const Tensor> in;
+  std::span<Tensor> out;
+  void* workspace = nullptr;
+};
+
+struct OutputSpec {
+  Shape shape;
+  DType dtype = DType::f32;
+};
+
+struct OpDef {
+  const char* name;
+  // Shape/type rule: validate the inputs (throw pillars::Error naming the op and shapes) and return
+  // the outputs' shapes and dtypes.
+  std::vector<OutputSpec> (*infer)(const Graph& g, const Node& node) = nullptr;
+  // CPU kernel; the CUDA slot is filled by the CUDA backend (nullptr: not available on the GPU).
+  void (*cpu)(const KernelContext& ctx) = nullptr;
+  void (*cuda)(const KernelContext& ctx) = nullptr;
+  // Vector-Jacobian product. Given the gradients of the node's outputs (kNoValue where an output
+  // has none), append nodes to `g` computing the gradient of every input i with needs[i] set, and
+  // return them (kNoValue for inputs that get no gradient). `node` is a copy: g may reallocate.
+  std::vector<ValueId> (*vjp)(Graph& g, const Node& node, const std::vector<ValueId>& grad_out,
+                              const std::vector<bool>& needs) = nullptr;
+  // Scratch bytes the CPU kernel needs (nullptr: none). Allocated once by the executor.
+  size_t (*workspace)(const Graph& g, const Node& node) = nullptr;
+  // True when output 0 is a view of input 0 (same bytes, new shape): no kernel runs, and the
+  // memory planner gives both the same buffer.
+  bool is_view = false;
+};
+
+// Leaf ops (no kernel).
+extern const OpDef kInputOp, kParamOp, kConstantOp;
+
+} // namespace pillars

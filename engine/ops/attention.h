@@ -1,0 +1,41 @@
+// Fused multi-head attention (kernels/cpu/attention.h): online softmax, O(T) memory.
+//
+//   q (B, Tq, H, D), k (B, Tk, H, D), v (B, Tk, H, D) → o (B, Tq, H, D)
+//   O = dropout(softmax(scale · Q Kᵀ + masks)) V per (batch, head)
+// The layout is the projections' natural one, so no transposes are needed around the op.
+#pragma once
+#include <cstdint>
+
+#include "engine/graph.h"
+
+namespace pillars::ops {
+
+struct AttentionOptions {
+  float scale = 0.0f;            // 0 → 1/sqrt(D)
+  bool causal = false;           // query i sees keys j <= i (bottom-right aligned when Tq != Tk)
+  ValueId key_lengths = kNoValue; // i32 (B): keys j >= key_lengths[b] are padding
+  float dropout = 0.0f;          // on the attention probabilities
+  uint64_t seed = 0, rng_offset = 0;
+  bool emit_probs = false;       // also return A (B, H, Tq, Tk), the probabilities before dropout
+};
+
+struct AttentionResult {
+  ValueId out = kNoValue;   // (B, Tq, H, D)
+  ValueId lse = kNoValue;   // (B, H, Tq) log-sum-exp of each row (used by the backward)
+  ValueId probs = kNoValue; // (B, H, Tq, Tk) when emit_probs
+};
+
+AttentionResult attention(Graph& g, ValueId q, ValueId k, ValueId v, const AttentionOptions& opt = {});
+
+// The composed reference: the same function from permute/matmul/masked_fill/softmax/dropout ops,
+// materialising (B, H, Tq, Tk). The test oracle for the fused op, and the "naive" baseline.
+// `probs`, if given, receives the probabilities before dropout (B, H, Tq, Tk), like emit_probs.
+ValueId attention_reference(Graph& g, ValueId q, ValueId k, ValueId v, const AttentionOptions& opt = {},
+                            ValueId* probs = nullptr);
+
+// The op itself, for passes that find or rewrite attention nodes (node.op == &ops::kAttention).
+// Its node: inputs q, k, v [, key_lengths]; outputs o, lse [, probs]; attrs scale (resolved),
+// causal, p (dropout), seed, rng_offset, heads (H), ints = {emit_probs}.
+extern const OpDef kAttention;
+
+} // namespace pillars::ops

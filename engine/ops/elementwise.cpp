@@ -1,0 +1,230 @@
+// Elementwise ops and their gradients.
+//
+// Binary ops broadcast: output shape = broadcast(a, b) (align at the right; extents must be equal
+// or 1). For y = a ∘ b with broadcasting, dL/da = sum_to(dL/dy · ∂y/∂a, shape(a)).
+//
+//   add  y = a + b      da = g           db = g
+//   sub  y = a − b      da = g           db = −g
+//   mul  y = a · b      da = g · b       db = g · a
+//   div  y = a / b      da = g / b       db = −g · y / b
+//   exp  y = eˣ         dx = g · y
+//   log  y = ln x       dx = g / x
+//   sqrt y = √x         dx = g / (2y)
+//   tanh                dx = g · (1 − y²)
+//   relu y = max(x, 0)  dx = g · [x > 0]
+//   gelu y = x Φ(x)     dx = g · (Φ(x) + x φ(x))
+#include "engine/ops/elementwise.h"
+
+#include <cmath>
+
+#include "engine/ops/common.h"
+#include "kernels/cpu/elementwise.h"
+
+namespace pillars::ops {
+
+using detail::kParallelGrain;
+
+namespace {
+
+Shape broadcast_shapes(const char* op, const Shape& a, const Shape& b) {
+  const size_t r = std::max(a.size(), b.size());
+  Shape out(r);
+  for (size_t i = 0; i < r; ++i) {
+    const int64_t ea = i < r - a.size() ? 1 : a[i - (r - a.size())];
+    const int64_t eb = i < r - b.size() ? 1 : b[i - (r - b.size())];
+    PILLARS_CHECK(ea == eb || ea == 1 || eb == 1, op, ": shapes ", shape_str(a), " and ", shape_str(b), " do not broadcast");
+    out[i] = ea == 1 ? eb : ea;
+  }
+  return out;
+}
+
+// ---- binary -----------------------------------------------------------------------------------
+
+std::vector<OutputSpec> infer_binary(const Graph& g, const Node& n) {
+  detail::expect_f32(n.op->name, g, n.inputs[0]);
+  detail::expect_f32(n.op->name, g, n.inputs[1]);
+  return {{broadcast_shapes(n.op->name, g.shape(n.inputs[0]), g.shape(n.inputs[1])), DType::f32}};
+}
+
+template <cpu::BinaryKind K> void binary_cpu(const KernelContext& c) {
+  cpu::binary_broadcast(K, c.in[0].data<float>(), c.in[0].shape(), c.in[1].data<float>(), c.in[1].shape(),
+                        c.out[0].data<float>(), c.out[0].shape());
+}
+
+std::vector<ValueId> add_vjp(Graph& g, const Node& n, const std::vector<ValueId>& go, const std::vector<bool>& needs) {
+  const ValueId gy = go[0];
+  return {needs[0] ? sum_to(g, gy, g.shape(n.inputs[0])) : kNoValue, needs[1] ? sum_to(g, gy, g.shape(n.inputs[1])) : kNoValue};
+}
+std::vector<ValueId> sub_vjp(Graph& g, const Node& n, const std::vector<ValueId>& go, const std::vector<bool>& needs) {
+  const ValueId gy = go[0];
+  return {needs[0] ? sum_to(g, gy, g.shape(n.inputs[0])) : kNoValue,
+          needs[1] ? sum_to(g, neg(g, gy), g.shape(n.inputs[1])) : kNoValue};
+}
+std::vector<ValueId> mul_vjp(Graph& g, const Node& n, const std::vector<ValueId>& go, const std::vector<bool>& needs) {
+  const ValueId gy = go[0], a = n.inputs[0], b = n.inputs[1];
+  return {needs[0] ? sum_to(g, mul(g, gy, b), g.shape(a)) : kNoValue, needs[1] ? sum_to(g, mul(g, gy, a), g.shape(b)) : kNoValue};
+}
+std::vector<ValueId> div_vjp(Graph& g, const Node& n, const std::vector<ValueId>& go, const std::vector<bool>& needs) {
+  const ValueId gy = go[0], a = n.inputs[0], b = n.inputs[1], y = n.outputs[0];
+  return {needs[0] ? sum_to(g, div(g, gy, b), g.shape(a)) : kNoValue,
+          needs[1] ? sum_to(g, neg(g, div(g, mul(g, gy, y), b)), g.shape(b)) : kNoValue};
+}
+
+const OpDef kAdd{.name = "add", .infer = infer_binary, .cpu = binary_cpu<cpu::BinaryKind::add>, .vjp = add_vjp};
+const OpDef kSub{.name = "sub", .infer = infer_binary, .cpu = binary_cpu<cpu::BinaryKind::sub>, .vjp = sub_vjp};
+const OpDef kMul{.name = "mul", .infer = infer_binary, .cpu = binary_cpu<cpu::BinaryKind::mul>, .vjp = mul_vjp};
+const OpDef kDiv{.name = "div", .infer = infer_binary, .cpu = binary_cpu<cpu::BinaryKind::div>, .vjp = div_vjp};
+
+// ---- unary --------------------------------------------------------------------------------------
+
+std::vector<OutputSpec> infer_unary(const Graph& g, const Node& n) {
+  detail::expect_f32(n.op->name, g, n.inputs[0]);
+  return {{g.shape(n.inputs[0]), DType::f32}};
+}
+
+template <cpu::UnaryKind K> void unary_cpu(const KernelContext& c) {
+  cpu::unary(K, c.in[0].data<float>(), c.out[0].data<float>(), c.out[0].numel(), c.node.attrs.scale, c.node.attrs.value);
+}
+
+std::vector<ValueId> scale_vjp(Graph& g, const Node& n, const std::vector<ValueId>& go, const std::vector<bool>&) {
+  return {scale(g, go[0], n.attrs.scale)};
+}
+std::vector<ValueId> add_scalar_vjp(Graph&, const Node&, const std::vector<ValueId>& go, const std::vector<bool>&) {
+  return {go[0]};
+}
+std::vector<ValueId> exp_vjp(Graph& g, const Node& n, const std::vector<ValueId>& go, const std::vector<bool>&) {
+  return {mul(g, go[0], n.outputs[0])};
+}
+std::vector<ValueId> log_vjp(Graph& g, const Node& n, const std::vector<ValueId>& go, const std::vector<bool>&) {
+  return {div(g, go[0], n.inputs[0])};
+}
+std::vector<ValueId> sqrt_vjp(Graph& g, const Node& n, const std::vector<ValueId>& go, const std::vector<bool>&) {
+  return {div(g, scale(g, go[0], 0.5f), n.outputs[0])};
+}
+std::vector<ValueId> tanh_vjp(Graph& g, const Node& n, const std::vector<ValueId>& go, const std::vector<bool>&) {
+  const ValueId y = n.outputs[0];
+  return {mul(g, go[0], add_scalar(g, neg(g, mul(g, y, y)), 1.0f))};
+}
+std::vector<ValueId> relu_vjp(Graph& g, const Node& n, const std::vector<ValueId>& go, const std::vector<bool>&) {
+  return {relu_backward(g, go[0], n.inputs[0])};
+}
+std::vector<ValueId> gelu_vjp(Graph& g, const Node& n, const std::vector<ValueId>& go, const std::vector<bool>&) {
+  return {gelu_backward(g, go[0], n.inputs[0])};
+}
+
+const OpDef kScale{.name = "scale", .infer = infer_unary, .cpu = unary_cpu<cpu::UnaryKind::scale>, .vjp = scale_vjp};
+const OpDef kAddScalar{.name = "add_scalar", .infer = infer_unary, .cpu = unary_cpu<cpu::UnaryKind::add_scalar>, .vjp = add_scalar_vjp};
+const OpDef kExp{.name = "exp", .infer = infer_unary, .cpu = unary_cpu<cpu::UnaryKind::exp>, .vjp = exp_vjp};
+const OpDef kLog{.name = "log", .infer = infer_unary, .cpu = unary_cpu<cpu::UnaryKind::log>, .vjp = log_vjp};
+const OpDef kSqrt{.name = "sqrt", .infer = infer_unary, .cpu = unary_cpu<cpu::UnaryKind::sqrt>, .vjp = sqrt_vjp};
+const OpDef kTanh{.name = "tanh", .infer = infer_unary, .cpu = unary_cpu<cpu::UnaryKind::tanh>, .vjp = tanh_vjp};
+const OpDef kRelu{.name = "relu", .infer = infer_unary, .cpu = unary_cpu<cpu::UnaryKind::relu>, .vjp = relu_vjp};
+const OpDef kGelu{.name = "gelu", .infer = infer_unary, .cpu = unary_cpu<cpu::UnaryKind::gelu>, .vjp = gelu_vjp};
+
+// ---- activation backward: (dy, x) → dx ------------------------------------------------------------
+
+std::vector<OutputSpec> infer_same_as_first(const Graph& g, const Node& n) {
+  PILLARS_CHECK(g.shape(n.inputs[0]) == g.shape(n.inputs[1]), n.op->name, ": shapes differ");
+  return {{g.shape(n.inputs[0]), DType::f32}};
+}
+template <cpu::UnaryKind K> void activation_backward_cpu(const KernelContext& c) {
+  cpu::activation_backward(K, c.in[0].data<float>(), c.in[1].data<float>(), c.out[0].data<float>(), c.out[0].numel());
+}
+// Second derivatives are not needed by anything in Pillars; these ops have no vjp.
+const OpDef kReluBackward{.name = "relu_backward", .infer = infer_same_as_first, .cpu = activation_backward_cpu<cpu::UnaryKind::relu>};
+const OpDef kGeluBackward{.name = "gelu_backward", .infer = infer_same_as_first, .cpu = activation_backward_cpu<cpu::UnaryKind::gelu>};
+
+// ---- fill, sum_to, broadcast_to -----------------------------------------------------------------
+
+std::vector<OutputSpec> infer_fill(const Graph&, const Node& n) { return {{Shape(n.attrs.ints), DType::f32}}; }
+void fill_cpu(const KernelContext& c) { c.out[0].fill(c.node.attrs.value); }
+const OpDef kFill{.name = "fill", .infer = infer_fill, .cpu = fill_cpu};
+
+bool broadcastable_to(const Shape& from, const Shape& to) {
+  if (from.size() > to.size()) return false;
+  for (size_t i = 0; i < from.size(); ++i) {
+    const int64_t f = from[from.size() - 1 - i], t = to[to.size() - 1 - i];
+    if (f != t && f != 1) return false;
+  }
+  return true;
+}
+
+std::vector<OutputSpec> infer_sum_to(const Graph& g, const Node& n) {
+  const Shape target(n.attrs.ints);
+  PILLARS_CHECK(broadcastable_to(target, g.shape(n.inputs[0])), "sum_to: ", shape_str(target), " does not broadcast to ",
+                shape_str(g.shape(n.inputs[0])));
+  return {{target, DType::f32}};
+}
+void sum_to_cpu(const KernelContext& c) {
+  cpu::sum_to(c.in[0].data<float>(), c.in[0].shape(), c.out[0].data<float>(), c.out[0].shape());
+}
+std::vector<ValueId> sum_to_vjp(Graph& g, const Node& n, const std::vector<ValueId>& go, const std::vector<bool>&) {
+  return {broadcast_to(g, go[0], g.shape(n.inputs[0]))};
+}
+const OpDef kSumTo{.name = "sum_to", .infer = infer_sum_to, .cpu = sum_to_cpu, .vjp = sum_to_vjp};
+
+std::vector<OutputSpec> infer_broadcast_to(const Graph& g, const Node& n) {
+  const Shape target(n.attrs.ints);
+  PILLARS_CHECK(broadcastable_to(g.shape(n.inputs[0]), target), "broadcast_to: ", shape_str(g.shape(n.inputs[0])),
+                " does not broadcast to ", shape_str(target));
+  return {{target, DType::f32}};
+}
+void broadcast_to_cpu(const KernelContext& c) {
+  // y = 0 + x, broadcast: reuse the binary kernel with a scalar zero.
+  static const float zero = 0.0f;
+  cpu::binary_broadcast(cpu::BinaryKind::add, c.in[0].data<float>(), c.in[0].shape(), &zero, Shape{}, c.out[0].data<float>(),
+                        c.out[0].shape());
+}
+std::vector<ValueId> broadcast_to_vjp(Graph& g, const Node& n, const std::vector<ValueId>& go, const std::vector<bool>&) {
+  return {sum_to(g, go[0], g.shape(n.inputs[0]))};
+}
+const OpDef kBroadcastTo{.name = "broadcast_to", .infer = infer_broadcast_to, .cpu = broadcast_to_cpu, .vjp = broadcast_to_vjp};
+
+Attrs with_shape(const Shape& s) {
+  Attrs a;
+  a.ints = s;
+  return a;
+}
+
+} // namespace
+
+ValueId add(Graph& g, ValueId a, ValueId b) { return g.add1(kAdd, {a, b}); }
+ValueId sub(Graph& g, ValueId a, ValueId b) { return g.add1(kSub, {a, b}); }
+ValueId mul(Graph& g, ValueId a, ValueId b) { return g.add1(kMul, {a, b}); }
+ValueId div(Graph& g, ValueId a, ValueId b) { return g.add1(kDiv, {a, b}); }
+ValueId scale(Graph& g, ValueId x, float s) {
+  Attrs a;
+  a.scale = s;
+  return g.add1(kScale, {x}, a);
+}
+ValueId add_scalar(Graph& g, ValueId x, float c) {
+  Attrs a;
+  a.value = c;
+  return g.add1(kAddScalar, {x}, a);
+}
+ValueId neg(Graph& g, ValueId x) { return scale(g, x, -1.0f); }
+ValueId exp(Graph& g, ValueId x) { return g.add1(kExp, {x}); }
+ValueId log(Graph& g, ValueId x) { return g.add1(kLog, {x}); }
+ValueId sqrt(Graph& g, ValueId x) { return g.add1(kSqrt, {x}); }
+ValueId tanh(Graph& g, ValueId x) { return g.add1(kTanh, {x}); }
+ValueId relu(Graph& g, ValueId x) { return g.add1(kRelu, {x}); }
+ValueId gelu(Graph& g, ValueId x) { return g.add1(kGelu, {x}); }
+ValueId relu_backward(Graph& g, ValueId dy, ValueId x) { return g.add1(kReluBackward, {dy, x}); }
+ValueId gelu_backward(Graph& g, ValueId dy, ValueId x) { return g.add1(kGeluBackward, {dy, x}); }
+
+ValueId fill(Graph& g, const Shape& shape, float value) {
+  Attrs a = with_shape(shape);
+  a.value = value;
+  return g.add1(kFill, {}, a);
+}
+ValueId zeros_like(Graph& g, ValueId x) { return fill(g, g.shape(x), 0.0f); }
+ValueId sum_to(Graph& g, ValueId x, const Shape& shape) {
+  if (g.shape(x) == shape) return x;
+  return g.add1(kSumTo, {x}, with_shape(shape));
+}
+ValueId broadcast_to(Graph& g, ValueId x, const Shape& shape) {
+  if (g.shape(x) == shape) return x;
+  return g.add1(kBroadcastTo, {x}, with_shape(shape));
+}
+
+} // namespace pillars::ops

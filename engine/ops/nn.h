@@ -1,0 +1,48 @@
+// Neural-network ops: softmax, layer norm, embedding, dropout, masking, losses, similarities.
+// Fused ops here each have a composed reference (from simpler ops) that the tests compare with.
+#pragma once
+#include <cstdint>
+
+#include "engine/graph.h"
+
+namespace pillars::ops {
+
+// softmax / log-softmax along `axis` (default last), statistics in f32.
+ValueId softmax(Graph& g, ValueId x, int64_t axis = -1);
+ValueId log_softmax(Graph& g, ValueId x, int64_t axis = -1);
+// The softmax vector-Jacobian product as an op: dx = y ∘ (dy − Σ_axis dy ∘ y), y = softmax(x).
+ValueId softmax_backward(Graph& g, ValueId y, ValueId dy, int64_t axis = -1);
+
+// Fused layer norm over the last axis: y = (x − mean) / sqrt(var + eps) · gamma + beta
+//   x (..., D), gamma (D), beta (D) → y (..., D). gamma/beta may be kNoValue (no affine).
+ValueId layer_norm(Graph& g, ValueId x, ValueId gamma, ValueId beta, float eps = 1e-5f);
+// The same function composed of mean/sub/mul/sqrt/div ops (the test oracle).
+ValueId layer_norm_reference(Graph& g, ValueId x, ValueId gamma, ValueId beta, float eps = 1e-5f);
+
+// Embedding gather: table (V, D), ids i32 (...) → (..., D). Gradient: scatter-add into (V, D).
+// An id outside [0, V) is an error reported by the kernel.
+ValueId embedding(Graph& g, ValueId table, ValueId ids);
+
+// Dropout with the counter-based RNG (kernels/philox.h): element i is kept when
+// philox_uniform(seed, offset, i) >= p and scaled by 1/(1 − p). Same mask from the same
+// (seed, offset) on any device; the backward regenerates it.
+ValueId dropout(Graph& g, ValueId x, float p, uint64_t seed, uint64_t offset);
+
+// y = where(mask != 0, value, x); mask is i32, broadcast to x's shape.
+ValueId masked_fill(Graph& g, ValueId x, ValueId mask, float value);
+
+// Cross-entropy of logits (N, V) against i32 targets (N), mean over targets != ignore_index,
+// with label smoothing ε: loss_n = (1 − ε)·(−log p_t) + ε/V · Σ_v (−log p_v) (PyTorch's definition).
+// Output: a scalar. (N with no valid target gives 0.)
+ValueId cross_entropy(Graph& g, ValueId logits, ValueId targets, float smoothing = 0.0f,
+                      int64_t ignore_index = -100);
+
+// Cosine similarity along `axis`: a·b / max(‖a‖·‖b‖, eps) (PyTorch's F.cosine_similarity).
+ValueId cosine_similarity(Graph& g, ValueId a, ValueId b, int64_t axis = -1, float eps = 1e-8f);
+
+// Per-head Gram matrix for GHT (../shared/GHT.md §2): x (B, T, H, D) is a per-head feature map
+// (e.g. V or O); lengths i32 (B) or kNoValue excludes padded positions t >= lengths[b].
+// G[i, j] = Σ_{b, t < len_b, d} x[b,t,i,d] · x[b,t,j,d]  → (H, H). Gradient: dX = (dG + dGᵀ) X.
+ValueId head_gram(Graph& g, ValueId x, ValueId lengths = kNoValue);
+
+} // namespace pillars::ops

@@ -1,0 +1,127 @@
+// Reductions over one axis, seen as x (outer, n, inner) → y (outer, inner).
+//
+//   sum   y = Σ_k x[k]            dx = broadcast(g)
+//   mean  y = (1/n) Σ_k x[k]      dx = broadcast(g) / n
+//   max   y = max_k x[k]          dx = g at the first arg-max, 0 elsewhere
+#include "engine/ops/reduce.h"
+
+#include <cmath>
+#include <limits>
+
+#include "engine/ops/common.h"
+#include "engine/ops/elementwise.h"
+#include "engine/ops/shape.h"
+
+namespace pillars::ops {
+
+using detail::AxisSplit;
+using detail::split_at;
+
+namespace {
+
+Shape reduced_shape(const Shape& s, int64_t axis, bool keepdim) {
+  Shape out;
+  for (int64_t i = 0; i < static_cast<int64_t>(s.size()); ++i) {
+    if (i != axis) out.push_back(s[static_cast<size_t>(i)]);
+    else if (keepdim) out.push_back(1);
+  }
+  return out;
+}
+
+std::vector<OutputSpec> infer_reduce(const Graph& g, const Node& n) {
+  detail::expect_f32(n.op->name, g, n.inputs[0]);
+  const Shape& s = g.shape(n.inputs[0]);
+  PILLARS_CHECK(n.attrs.axis >= 0 && n.attrs.axis < static_cast<int64_t>(s.size()), n.op->name, ": bad axis");
+  return {{reduced_shape(s, n.attrs.axis, n.attrs.keepdim), DType::f32}};
+}
+
+// Sum (or mean) in double along n for each (outer, inner) pair: accurate and order-independent.
+void sum_cpu_impl(const KernelContext& c, double factor) {
+  const AxisSplit sp = split_at(c.in[0].shape(), c.node.attrs.axis);
+  const float* x = c.in[0].data<float>();
+  float* y = c.out[0].data<float>();
+#pragma omp parallel for schedule(static) if (sp.outer * sp.inner * sp.n > detail::kParallelGrain)
+  for (int64_t o = 0; o < sp.outer; ++o)
+    for (int64_t i = 0; i < sp.inner; ++i) {
+      double acc = 0;
+      for (int64_t k = 0; k < sp.n; ++k) acc += x[(o * sp.n + k) * sp.inner + i];
+      y[o * sp.inner + i] = static_cast<float>(acc * factor);
+    }
+}
+void sum_cpu(const KernelContext& c) { sum_cpu_impl(c, 1.0); }
+void mean_cpu(const KernelContext& c) {
+  const int64_t n = c.in[0].dim(static_cast<int>(c.node.attrs.axis));
+  sum_cpu_impl(c, n ? 1.0 / static_cast<double>(n) : 0.0);
+}
+void max_cpu(const KernelContext& c) {
+  const AxisSplit sp = split_at(c.in[0].shape(), c.node.attrs.axis);
+  const float* x = c.in[0].data<float>();
+  float* y = c.out[0].data<float>();
+#pragma omp parallel for schedule(static) if (sp.outer * sp.inner * sp.n > detail::kParallelGrain)
+  for (int64_t o = 0; o < sp.outer; ++o)
+    for (int64_t i = 0; i < sp.inner; ++i) {
+      float m = -std::numeric_limits<float>::infinity();
+      for (int64_t k = 0; k < sp.n; ++k) m = std::max(m, x[(o * sp.n + k) * sp.inner + i]);
+      y[o * sp.inner + i] = m;
+    }
+}
+
+// g (reduced shape) → broadcast back over the reduced axis.
+ValueId expand_back(Graph& g, ValueId grad, const Node& n) {
+  const Shape& xs = g.shape(n.inputs[0]);
+  return broadcast_to(g, reshape(g, grad, reduced_shape(xs, n.attrs.axis, true)), xs);
+}
+std::vector<ValueId> sum_vjp(Graph& g, const Node& n, const std::vector<ValueId>& go, const std::vector<bool>&) {
+  return {expand_back(g, go[0], n)};
+}
+std::vector<ValueId> mean_vjp(Graph& g, const Node& n, const std::vector<ValueId>& go, const std::vector<bool>&) {
+  const int64_t count = g.shape(n.inputs[0])[static_cast<size_t>(n.attrs.axis)];
+  return {expand_back(g, scale(g, go[0], 1.0f / static_cast<float>(count)), n)};
+}
+
+// max_backward(x, y, g) → dx: g routed to the first position where x equals the max.
+std::vector<OutputSpec> infer_max_backward(const Graph& g, const Node& n) { return {{g.shape(n.inputs[0]), DType::f32}}; }
+void max_backward_cpu(const KernelContext& c) {
+  const AxisSplit sp = split_at(c.in[0].shape(), c.node.attrs.axis);
+  const float* x = c.in[0].data<float>();
+  const float* y = c.in[1].data<float>();
+  const float* gy = c.in[2].data<float>();
+  float* dx = c.out[0].data<float>();
+#pragma omp parallel for schedule(static) if (sp.outer * sp.inner * sp.n > detail::kParallelGrain)
+  for (int64_t o = 0; o < sp.outer; ++o)
+    for (int64_t i = 0; i < sp.inner; ++i) {
+      bool routed = false;
+      for (int64_t k = 0; k < sp.n; ++k) {
+        const int64_t at = (o * sp.n + k) * sp.inner + i;
+        const bool is_max = !routed && x[at] == y[o * sp.inner + i];
+        dx[at] = is_max ? gy[o * sp.inner + i] : 0.0f;
+        routed = routed || is_max;
+      }
+    }
+}
+const OpDef kMaxBackward{.name = "max_backward", .infer = infer_max_backward, .cpu = max_backward_cpu};
+std::vector<ValueId> max_vjp(Graph& g, const Node& n, const std::vector<ValueId>& go, const std::vector<bool>&) {
+  Attrs a = n.attrs;
+  return {g.add1(kMaxBackward, {n.inputs[0], n.outputs[0], go[0]}, a)};
+}
+
+const OpDef kSum{.name = "sum", .infer = infer_reduce, .cpu = sum_cpu, .vjp = sum_vjp};
+const OpDef kMean{.name = "mean", .infer = infer_reduce, .cpu = mean_cpu, .vjp = mean_vjp};
+const OpDef kMax{.name = "max", .infer = infer_reduce, .cpu = max_cpu, .vjp = max_vjp};
+
+ValueId reduce(const OpDef& op, Graph& g, ValueId x, int64_t axis, bool keepdim) {
+  Attrs a;
+  a.axis = detail::normalize_axis(op.name, axis, g.shape(x).size());
+  a.keepdim = keepdim;
+  return g.add1(op, {x}, a);
+}
+
+} // namespace
+
+ValueId sum(Graph& g, ValueId x, int64_t axis, bool keepdim) { return reduce(kSum, g, x, axis, keepdim); }
+ValueId mean(Graph& g, ValueId x, int64_t axis, bool keepdim) { return reduce(kMean, g, x, axis, keepdim); }
+ValueId max(Graph& g, ValueId x, int64_t axis, bool keepdim) { return reduce(kMax, g, x, axis, keepdim); }
+ValueId sum_all(Graph& g, ValueId x) { return sum(g, reshape(g, x, {numel(g.shape(x))}), 0); }
+ValueId mean_all(Graph& g, ValueId x) { return mean(g, reshape(g, x, {numel(g.shape(x))}), 0); }
+
+} // namespace pillars::ops

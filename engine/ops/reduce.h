@@ -1,0 +1,13 @@
+// Reductions over one axis (negative axes count from the end).
+#pragma once
+#include "engine/graph.h"
+
+namespace pillars::ops {
+
+ValueId sum(Graph& g, ValueId x, int64_t axis, bool keepdim = false);
+ValueId mean(Graph& g, ValueId x, int64_t axis, bool keepdim = false);
+ValueId max(Graph& g, ValueId x, int64_t axis, bool keepdim = false); // gradient to the (first) arg-max
+ValueId sum_all(Graph& g, ValueId x);  // scalar (shape [])
+ValueId mean_all(Graph& g, ValueId x); // scalar
+
+} // namespace pillars::ops

@@ -1,0 +1,243 @@
+// Data-movement ops.
+//
+//   reshape   a free view (same bytes)            dx = reshape(g, shape(x))
+//   permute   y[i_order] = x[i]  (copies)          dx = permute(g, inverse(order))
+//   slice     y = x[..., begin:end, ...]           dx = pad_slice(g) (zeros elsewhere)
+//   pad_slice y = zeros with x at [begin, end)     dx = slice(g)
+//   concat    y = [x_0 | x_1 | …] along axis      dx_k = slice(g) of x_k's range
+#include "engine/ops/shape.h"
+
+#include <cstring>
+#include <numeric>
+
+#include "engine/ops/common.h"
+
+namespace pillars::ops {
+
+namespace {
+
+// ---- reshape ------------------------------------------------------------------------------------
+
+std::vector<OutputSpec> infer_reshape(const Graph& g, const Node& n) {
+  return {{Shape(n.attrs.ints), g.dtype(n.inputs[0])}};
+}
+std::vector<ValueId> reshape_vjp(Graph& g, const Node& n, const std::vector<ValueId>& go, const std::vector<bool>&) {
+  return {reshape(g, go[0], g.shape(n.inputs[0]))};
+}
+const OpDef kReshape{.name = "reshape", .infer = infer_reshape, .vjp = reshape_vjp, .is_view = true};
+
+// ---- permute ------------------------------------------------------------------------------------
+
+std::vector<OutputSpec> infer_permute(const Graph& g, const Node& n) {
+  const Shape& s = g.shape(n.inputs[0]);
+  const auto& order = n.attrs.ints;
+  PILLARS_CHECK(order.size() == s.size(), "permute: order has ", order.size(), " axes, input ", shape_str(s));
+  std::vector<bool> seen(s.size(), false);
+  Shape out;
+  for (int64_t a : order) {
+    PILLARS_CHECK(a >= 0 && a < static_cast<int64_t>(s.size()) && !seen[static_cast<size_t>(a)], "permute: bad order");
+    seen[static_cast<size_t>(a)] = true;
+    out.push_back(s[static_cast<size_t>(a)]);
+  }
+  return {{out, g.dtype(n.inputs[0])}};
+}
+
+// Copies with element size `es`: for each output row (last axis), gathers from x with the
+// permuted strides; when the last axis stays last the row is one memcpy.
+void permute_cpu(const KernelContext& c) {
+  const Shape& xs = c.in[0].shape();
+  const auto& order = c.node.attrs.ints;
+  const size_t r = xs.size(), es = dtype_size(c.in[0].dtype());
+  const int64_t total = c.out[0].numel();
+  if (total == 0) return;
+  if (r == 0) { std::memcpy(c.out[0].raw(), c.in[0].raw(), es); return; }
+  std::vector<int64_t> xstride(r, 1);
+  for (size_t i = r - 1; i-- > 0;) xstride[i] = xstride[i + 1] * xs[i + 1];
+  const Shape& os = c.out[0].shape();
+  std::vector<int64_t> st(r); // stride in x of each output axis
+  for (size_t i = 0; i < r; ++i) st[i] = xstride[static_cast<size_t>(order[i])];
+  const int64_t row = os[r - 1], rows = total / row;
+  const char* x = static_cast<const char*>(c.in[0].raw());
+  char* y = static_cast<char*>(c.out[0].raw());
+  const bool contiguous_rows = st[r - 1] == 1;
+#pragma omp parallel for schedule(static) if (total > detail::kParallelGrain)
+  for (int64_t rr = 0; rr < rows; ++rr) {
+    int64_t rem = rr, off = 0;
+    for (size_t ax = r - 1; ax-- > 0;) {
+      off += (rem % os[ax]) * st[ax];
+      rem /= os[ax];
+    }
+    char* dst = y + static_cast<size_t>(rr * row) * es;
+    if (contiguous_rows) {
+      std::memcpy(dst, x + static_cast<size_t>(off) * es, static_cast<size_t>(row) * es);
+    } else if (es == 4) {
+      const float* src = reinterpret_cast<const float*>(x) + off;
+      float* d = reinterpret_cast<float*>(dst);
+      const int64_t s = st[r - 1];
+      for (int64_t k = 0; k < row; ++k) d[k] = src[k * s];
+    } else {
+      for (int64_t k = 0; k < row; ++k) std::memcpy(dst + static_cast<size_t>(k) * es, x + static_cast<size_t>(off + k * st[r - 1]) * es, es);
+    }
+  }
+}
+std::vector<ValueId> permute_vjp(Graph& g, const Node& n, const std::vector<ValueId>& go, const std::vector<bool>&) {
+  std::vector<int64_t> inverse(n.attrs.ints.size());
+  for (size_t i = 0; i < inverse.size(); ++i) inverse[static_cast<size_t>(n.attrs.ints[i])] = static_cast<int64_t>(i);
+  return {permute(g, go[0], inverse)};
+}
+const OpDef kPermute{.name = "permute", .infer = infer_permute, .cpu = permute_cpu, .vjp = permute_vjp};
+
+// ---- slice / pad_slice / concat: all copy blocks of (outer, extent·inner) ----------------------
+
+// ints = {axis, begin, end} for slice; {axis, begin, full} for pad_slice.
+std::vector<OutputSpec> infer_slice(const Graph& g, const Node& n) {
+  Shape s = g.shape(n.inputs[0]);
+  const int64_t axis = n.attrs.ints[0], begin = n.attrs.ints[1], end = n.attrs.ints[2];
+  PILLARS_CHECK(0 <= begin && begin <= end && end <= s[static_cast<size_t>(axis)], "slice: [", begin, ", ", end,
+                ") out of range for axis ", axis, " of ", shape_str(s));
+  s[static_cast<size_t>(axis)] = end - begin;
+  return {{s, g.dtype(n.inputs[0])}};
+}
+std::vector<OutputSpec> infer_pad_slice(const Graph& g, const Node& n) {
+  Shape s = g.shape(n.inputs[0]);
+  const int64_t axis = n.attrs.ints[0], begin = n.attrs.ints[1], full = n.attrs.ints[2];
+  PILLARS_CHECK(begin >= 0 && begin + s[static_cast<size_t>(axis)] <= full, "pad_slice: does not fit");
+  s[static_cast<size_t>(axis)] = full;
+  return {{s, g.dtype(n.inputs[0])}};
+}
+
+// Copy `x` (outer, xn, inner) into `y` (outer, yn, inner) at offset `at` along the middle axis.
+void copy_block(const char* x, int64_t xn, char* y, int64_t yn, int64_t at, int64_t outer, int64_t inner, size_t es) {
+  const size_t xrow = static_cast<size_t>(xn * inner) * es, yrow = static_cast<size_t>(yn * inner) * es;
+  for (int64_t o = 0; o < outer; ++o) std::memcpy(y + o * yrow + static_cast<size_t>(at * inner) * es, x + o * xrow, xrow);
+}
+// The reverse: y (outer, yn, inner) = x (outer, xn, inner)[at : at + yn].
+void take_block(const char* x, int64_t xn, int64_t at, char* y, int64_t yn, int64_t outer, int64_t inner, size_t es) {
+  const size_t xrow = static_cast<size_t>(xn * inner) * es, yrow = static_cast<size_t>(yn * inner) * es;
+  for (int64_t o = 0; o < outer; ++o) std::memcpy(y + o * yrow, x + o * xrow + static_cast<size_t>(at * inner) * es, yrow);
+}
+
+void slice_cpu(const KernelContext& c) {
+  const auto sp = detail::split_at(c.in[0].shape(), c.node.attrs.ints[0]);
+  const int64_t begin = c.node.attrs.ints[1], len = c.node.attrs.ints[2] - begin;
+  take_block(static_cast<const char*>(c.in[0].raw()), sp.n, begin, static_cast<char*>(c.out[0].raw()), len, sp.outer, sp.inner,
+             dtype_size(c.in[0].dtype()));
+}
+void pad_slice_cpu(const KernelContext& c) {
+  const auto sp = detail::split_at(c.in[0].shape(), c.node.attrs.ints[0]);
+  std::memset(c.out[0].raw(), 0, c.out[0].nbytes());
+  copy_block(static_cast<const char*>(c.in[0].raw()), sp.n, static_cast<char*>(c.out[0].raw()), c.node.attrs.ints[2],
+             c.node.attrs.ints[1], sp.outer, sp.inner, dtype_size(c.in[0].dtype()));
+}
+std::vector<ValueId> slice_vjp(Graph& g, const Node& n, const std::vector<ValueId>& go, const std::vector<bool>&) {
+  const int64_t axis = n.attrs.ints[0];
+  return {pad_slice(g, go[0], axis, n.attrs.ints[1], g.shape(n.inputs[0])[static_cast<size_t>(axis)])};
+}
+std::vector<ValueId> pad_slice_vjp(Graph& g, const Node& n, const std::vector<ValueId>& go, const std::vector<bool>&) {
+  const int64_t axis = n.attrs.ints[0], begin = n.attrs.ints[1];
+  return {slice(g, go[0], axis, begin, begin + g.shape(n.inputs[0])[static_cast<size_t>(axis)])};
+}
+const OpDef kSlice{.name = "slice", .infer = infer_slice, .cpu = slice_cpu, .vjp = slice_vjp};
+const OpDef kPadSlice{.name = "pad_slice", .infer = infer_pad_slice, .cpu = pad_slice_cpu, .vjp = pad_slice_vjp};
+
+std::vector<OutputSpec> infer_concat(const Graph& g, const Node& n) {
+  PILLARS_CHECK(!n.inputs.empty(), "concat: no inputs");
+  Shape s = g.shape(n.inputs[0]);
+  const size_t axis = static_cast<size_t>(n.attrs.axis);
+  int64_t total = 0;
+  for (ValueId v : n.inputs) {
+    Shape t = g.shape(v);
+    PILLARS_CHECK(t.size() == s.size() && g.dtype(v) == g.dtype(n.inputs[0]), "concat: rank/dtype mismatch");
+    total += t[axis];
+    t[axis] = s[axis];
+    PILLARS_CHECK(t == s, "concat: shapes ", shape_str(g.shape(n.inputs[0])), " and ", shape_str(g.shape(v)),
+                  " differ outside axis ", axis);
+  }
+  s[axis] = total;
+  return {{s, g.dtype(n.inputs[0])}};
+}
+void concat_cpu(const KernelContext& c) {
+  const auto sp = detail::split_at(c.out[0].shape(), c.node.attrs.axis);
+  int64_t at = 0;
+  for (const Tensor& x : c.in) {
+    const int64_t xn = x.dim(static_cast<int>(c.node.attrs.axis));
+    copy_block(static_cast<const char*>(x.raw()), xn, static_cast<char*>(c.out[0].raw()), sp.n, at, sp.outer, sp.inner,
+               dtype_size(x.dtype()));
+    at += xn;
+  }
+}
+std::vector<ValueId> concat_vjp(Graph& g, const Node& n, const std::vector<ValueId>& go, const std::vector<bool>& needs) {
+  std::vector<ValueId> out;
+  int64_t at = 0;
+  for (size_t k = 0; k < n.inputs.size(); ++k) {
+    const int64_t len = g.shape(n.inputs[k])[static_cast<size_t>(n.attrs.axis)];
+    out.push_back(needs[k] ? slice(g, go[0], n.attrs.axis, at, at + len) : kNoValue);
+    at += len;
+  }
+  return out;
+}
+const OpDef kConcat{.name = "concat", .infer = infer_concat, .cpu = concat_cpu, .vjp = concat_vjp};
+
+} // namespace
+
+ValueId reshape(Graph& g, ValueId x, const Shape& shape) {
+  Shape s = shape;
+  int64_t known = 1, infer_at = -1;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == -1) {
+      PILLARS_CHECK(infer_at < 0, "reshape: more than one -1 in ", shape_str(shape));
+      infer_at = static_cast<int64_t>(i);
+    } else {
+      known *= s[i];
+    }
+  }
+  const int64_t n = numel(g.shape(x));
+  if (infer_at >= 0) {
+    PILLARS_CHECK(known > 0 && n % known == 0, "reshape: cannot infer ", shape_str(shape), " from ", shape_str(g.shape(x)));
+    s[static_cast<size_t>(infer_at)] = n / known;
+  }
+  PILLARS_CHECK(numel(s) == n, "reshape: ", shape_str(g.shape(x)), " (", n, " elements) to ", shape_str(s));
+  if (s == g.shape(x)) return x;
+  Attrs a;
+  a.ints = s;
+  return g.add1(kReshape, {x}, a);
+}
+
+ValueId permute(Graph& g, ValueId x, const std::vector<int64_t>& order) {
+  bool identity = true;
+  for (size_t i = 0; i < order.size(); ++i) identity = identity && order[i] == static_cast<int64_t>(i);
+  if (identity && order.size() == g.shape(x).size()) return x;
+  Attrs a;
+  a.ints = order;
+  return g.add1(kPermute, {x}, a);
+}
+
+ValueId transpose(Graph& g, ValueId x, int64_t axis0, int64_t axis1) {
+  const size_t r = g.shape(x).size();
+  std::vector<int64_t> order(r);
+  std::iota(order.begin(), order.end(), 0);
+  std::swap(order[static_cast<size_t>(detail::normalize_axis("transpose", axis0, r))],
+            order[static_cast<size_t>(detail::normalize_axis("transpose", axis1, r))]);
+  return permute(g, x, order);
+}
+
+ValueId slice(Graph& g, ValueId x, int64_t axis, int64_t begin, int64_t end) {
+  Attrs a;
+  a.ints = {detail::normalize_axis("slice", axis, g.shape(x).size()), begin, end};
+  return g.add1(kSlice, {x}, a);
+}
+
+ValueId pad_slice(Graph& g, ValueId x, int64_t axis, int64_t begin, int64_t full) {
+  Attrs a;
+  a.ints = {detail::normalize_axis("pad_slice", axis, g.shape(x).size()), begin, full};
+  return g.add1(kPadSlice, {x}, a);
+}
+
+ValueId concat(Graph& g, const std::vector<ValueId>& xs, int64_t axis) {
+  PILLARS_CHECK(!xs.empty(), "concat: no inputs");
+  Attrs a;
+  a.axis = detail::normalize_axis("concat", axis, g.shape(xs[0]).size());
+  return g.add1(kConcat, xs, a);
+}
+
+} // namespace pillars::ops

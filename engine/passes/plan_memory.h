@@ -1,0 +1,24 @@
+// plan_memory: assigns every computed value a byte offset in one arena, reusing the memory of
+// values that are dead (liveness analysis + first-fit). Leaves (inputs, parameters, constants)
+// live outside the arena; views (reshape) share their source's bytes.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "engine/graph.h"
+
+namespace pillars {
+
+struct MemoryPlan {
+  static constexpr int64_t kExternal = -1;
+  std::vector<int64_t> offset;    // per value: arena byte offset, or kExternal
+  std::vector<int32_t> alias_of;  // per value: the value whose bytes it shares (itself if none)
+  size_t arena_bytes = 0;         // arena size (= peak live bytes with reuse, plus fragmentation)
+  size_t naive_bytes = 0;         // what one buffer per value would take
+  size_t workspace_bytes = 0;     // largest per-node scratch (one buffer, nodes run one at a time)
+};
+
+MemoryPlan plan_memory(const Graph& g);
+
+} // namespace pillars

@@ -1,0 +1,238 @@
+// Tensor and Storage: see tensor.h.
+#include "engine/tensor.h"
+
+#include <cstdlib>
+#include <cstring>
+
+#include "engine/error.h"
+
+namespace pillars {
+
+size_t dtype_size(DType t) {
+  switch (t) {
+    case DType::f32: return 4;
+    case DType::i32: return 4;
+    case DType::bf16: return 2;
+    case DType::i64: return 8;
+  }
+  return 0;
+}
+
+const char* dtype_name(DType t) {
+  switch (t) {
+    case DType::f32: return "f32";
+    case DType::i32: return "i32";
+    case DType::bf16: return "bf16";
+    case DType::i64: return "i64";
+  }
+  return "?";
+}
+
+const char* device_name(Device d) { return d == Device::cpu ? "cpu" : "cuda"; }
+
+int64_t numel(const Shape& s) {
+  int64_t n = 1;
+  for (int64_t e : s) n *= e;
+  return n;
+}
+
+std::string shape_str(const Shape& s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + "]";
+}
+
+uint16_t f32_to_bf16(float x) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, 4);
+  if ((bits & 0x7f800000u) == 0x7f800000u && (bits & 0x007fffffu)) return uint16_t((bits >> 16) | 0x40); // quiet NaN
+  const uint32_t rounding = 0x7fffu + ((bits >> 16) & 1u); // round to nearest, ties to even
+  return static_cast<uint16_t>((bits + rounding) >> 16);
+}
+
+float bf16_to_f32(uint16_t x) {
+  const uint32_t bits = static_cast<uint32_t>(x) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+// ---- Storage --------------------------------------------------------------------------------
+
+#ifdef PILLARS_HAVE_CUDA
+void* cuda_malloc_or_throw(size_t bytes); // kernels/cuda/device.cu
+void cuda_free(void* p);
+#endif
+
+Storage::~Storage() {
+  if (!owned || !data) return;
+  if (device == Device::cpu) {
+    std::free(data);
+  } else {
+#ifdef PILLARS_HAVE_CUDA
+    cuda_free(data);
+#endif
+  }
+}
+
+std::shared_ptr<Storage> Storage::allocate(size_t bytes, Device device) {
+  auto s = std::make_shared<Storage>();
+  s->bytes = bytes;
+  s->device = device;
+  if (device == Device::cpu) {
+    const size_t rounded = (bytes + 63) / 64 * 64; // aligned_alloc wants a multiple of the alignment
+    s->data = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
+    if (!s->data) throw Error(str_cat("out of memory allocating ", bytes, " bytes"));
+  } else {
+#ifdef PILLARS_HAVE_CUDA
+    s->data = cuda_malloc_or_throw(bytes);
+#else
+    throw Error("this build of pillars has no CUDA support (configure with nvcc present)");
+#endif
+  }
+  return s;
+}
+
+std::shared_ptr<Storage> Storage::wrap(void* data, size_t bytes, Device device) {
+  auto s = std::make_shared<Storage>();
+  s->data = data;
+  s->bytes = bytes;
+  s->device = device;
+  s->owned = false;
+  return s;
+}
+
+// ---- Tensor ---------------------------------------------------------------------------------
+
+void check_dtype(const Tensor& t, DType expected) {
+  if (t.dtype() != expected)
+    throw Error(str_cat("tensor of dtype ", dtype_name(t.dtype()), " used as ", dtype_name(expected)));
+}
+
+static void check_shape(const Shape& shape) {
+  for (int64_t e : shape)
+    if (e < 0) throw Error(str_cat("negative extent in shape ", shape_str(shape)));
+}
+
+Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
+  check_shape(shape);
+  Tensor t;
+  t.shape_ = shape;
+  t.dtype_ = dtype;
+  t.storage_ = Storage::allocate(static_cast<size_t>(pillars::numel(shape)) * dtype_size(dtype), device);
+  return t;
+}
+
+Tensor Tensor::zeros(const Shape& shape, DType dtype) {
+  Tensor t = empty(shape, dtype);
+  std::memset(t.raw(), 0, t.nbytes());
+  return t;
+}
+
+Tensor Tensor::full(const Shape& shape, float value) {
+  Tensor t = empty(shape, DType::f32);
+  t.fill(value);
+  return t;
+}
+
+Tensor Tensor::from(const Shape& shape, const std::vector<float>& values) {
+  PILLARS_CHECK(static_cast<int64_t>(values.size()) == pillars::numel(shape), "Tensor::from: ",
+                values.size(), " values for shape ", shape_str(shape));
+  Tensor t = empty(shape, DType::f32);
+  std::memcpy(t.raw(), values.data(), t.nbytes());
+  return t;
+}
+
+Tensor Tensor::from_i32(const Shape& shape, const std::vector<int32_t>& values) {
+  PILLARS_CHECK(static_cast<int64_t>(values.size()) == pillars::numel(shape), "Tensor::from_i32: ",
+                values.size(), " values for shape ", shape_str(shape));
+  Tensor t = empty(shape, DType::i32);
+  std::memcpy(t.raw(), values.data(), t.nbytes());
+  return t;
+}
+
+Tensor Tensor::view_of(void* data, const Shape& shape, DType dtype, Device device) {
+  check_shape(shape);
+  Tensor t;
+  t.shape_ = shape;
+  t.dtype_ = dtype;
+  t.storage_ = Storage::wrap(data, static_cast<size_t>(pillars::numel(shape)) * dtype_size(dtype), device);
+  return t;
+}
+
+int64_t Tensor::dim(int axis) const {
+  const int r = rank();
+  const int a = axis < 0 ? axis + r : axis;
+  PILLARS_CHECK(a >= 0 && a < r, "axis ", axis, " out of range for shape ", shape_str(shape_));
+  return shape_[a];
+}
+
+Tensor Tensor::reshape(const Shape& shape) const {
+  Shape s = shape;
+  int infer = -1;
+  int64_t known = 1;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == -1) {
+      PILLARS_CHECK(infer < 0, "reshape: more than one -1 in ", shape_str(shape));
+      infer = static_cast<int>(i);
+    } else {
+      known *= s[i];
+    }
+  }
+  if (infer >= 0) {
+    PILLARS_CHECK(known > 0 && numel() % known == 0, "reshape: cannot infer ", shape_str(shape), " from ", shape_str(shape_));
+    s[infer] = numel() / known;
+  }
+  PILLARS_CHECK(pillars::numel(s) == numel(), "reshape: ", shape_str(shape_), " has ", numel(),
+                " elements, ", shape_str(s), " has ", pillars::numel(s));
+  Tensor t = *this;
+  t.shape_ = s;
+  return t;
+}
+
+Tensor Tensor::slice0(int64_t begin, int64_t end) const {
+  PILLARS_CHECK(rank() >= 1 && 0 <= begin && begin <= end && end <= shape_[0], "slice0: [", begin, ", ", end,
+                ") out of range for ", shape_str(shape_));
+  Tensor t = *this;
+  const int64_t row = pillars::numel(shape_) / (shape_[0] == 0 ? 1 : shape_[0]);
+  t.offset_ += static_cast<size_t>(begin * row) * dtype_size(dtype_);
+  t.shape_[0] = end - begin;
+  return t;
+}
+
+Tensor Tensor::clone() const {
+  Tensor t = empty(shape_, dtype_, device());
+  t.copy_from(*this);
+  return t;
+}
+
+void Tensor::copy_from(const Tensor& src) {
+  PILLARS_CHECK(src.shape_ == shape_ && src.dtype_ == dtype_, "copy_from: ", shape_str(src.shape_), " ",
+                dtype_name(src.dtype_), " into ", shape_str(shape_), " ", dtype_name(dtype_));
+  PILLARS_CHECK(device() == Device::cpu && src.device() == Device::cpu, "copy_from: CPU tensors only");
+  if (nbytes()) std::memmove(raw(), src.raw(), nbytes());
+}
+
+void Tensor::fill(float value) {
+  const int64_t n = numel();
+  switch (dtype_) {
+    case DType::f32: { float* p = data<float>(); for (int64_t i = 0; i < n; ++i) p[i] = value; break; }
+    case DType::i32: { int32_t* p = data<int32_t>(); for (int64_t i = 0; i < n; ++i) p[i] = static_cast<int32_t>(value); break; }
+    case DType::i64: { int64_t* p = data<int64_t>(); for (int64_t i = 0; i < n; ++i) p[i] = static_cast<int64_t>(value); break; }
+    case DType::bf16: { uint16_t* p = data<uint16_t>(); const uint16_t b = f32_to_bf16(value); for (int64_t i = 0; i < n; ++i) p[i] = b; break; }
+  }
+}
+
+std::vector<float> Tensor::to_vector() const {
+  const int64_t n = numel();
+  std::vector<float> out(static_cast<size_t>(n));
+  switch (dtype_) {
+    case DType::f32: std::memcpy(out.data(), raw(), nbytes()); break;
+    case DType::i32: { auto* p = data<int32_t>(); for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(p[i]); break; }
+    case DType::i64: { auto* p = data<int64_t>(); for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(p[i]); break; }
+    case DType::bf16: { auto* p = data<uint16_t>(); for (int64_t i = 0; i < n; ++i) out[i] = bf16_to_f32(p[i]); break; }
+  }
+  return out;
+}
+
+} // namespace pillars
