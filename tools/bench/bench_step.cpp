@@ -1,0 +1,149 @@
+// `pillars bench step`: one training step (forward, backward, Adam) of the reference
+// encoder-decoder, ours and PyTorch's, on the same thread count.
+//
+// Shape: B = 160 sentence pairs of 25 source and 25 target tokens = 4,000 target tokens, no
+// padding; config "bench" (3+3 layers, d 256, 8 heads, FFN 1024, vocab 10,000, dropout 0.1,
+// label smoothing 0.1); Adam (0.9, 0.98), lr 5e-4. PyTorch runs tools/bench/torch_step.py (the
+// same model written with torch.nn) in a child process; each side reports its own peak RSS.
+#include "tools/bench/bench_step.h"
+
+#include <omp.h>
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/executor.h"
+#include "engine/optim/adam.h"
+#include "engine/passes/autodiff.h"
+#include "models/transformer.h"
+
+#ifndef PILLARS_SOURCE_DIR
+#define PILLARS_SOURCE_DIR "."
+#endif
+
+namespace pillars::bench {
+
+namespace {
+
+constexpr int64_t kBatch = 160, kSrcLen = 25, kTgtLen = 25;
+
+double peak_rss_mb() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return static_cast<double>(ru.ru_maxrss) / 1024.0; // Linux reports KiB
+}
+
+Tensor random_tokens(const Shape& shape, int64_t vocab, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int32_t> dist(4, static_cast<int32_t>(vocab - 1)); // 0..3 are specials
+  Tensor t = Tensor::empty(shape, DType::i32);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<int32_t>()[i] = dist(rng);
+  return t;
+}
+
+struct StepResult {
+  double median_s = 0, tokens_per_s = 0, peak_rss_mb = 0, arena_mb = 0;
+  float first_loss = 0;
+};
+
+StepResult run_ours(int repeats) {
+  TransformerConfig cfg = transformer_config("bench");
+  ParamStore params;
+  init_transformer_params(cfg, params, 1);
+  Seq2SeqGraph m = build_seq2seq_training_graph(cfg, kBatch, kSrcLen, kTgtLen, 0.1f, 1234, true);
+  const std::vector<ValueId> leaves = m.graph.params();
+  const std::vector<ValueId> grads = autodiff(m.graph, m.loss, leaves);
+  m.graph.mark_output(m.loss);
+  Executor ex(m.graph);
+  ex.bind_params(params);
+  ex.bind("src_tokens", random_tokens({kBatch, kSrcLen}, cfg.vocab, 1));
+  Tensor src_lengths = Tensor::empty({kBatch}, DType::i32);
+  src_lengths.fill(static_cast<float>(kSrcLen));
+  ex.bind("src_lengths", src_lengths);
+  ex.bind("prev_output_tokens", random_tokens({kBatch, kTgtLen}, cfg.vocab, 2));
+  ex.bind("target", random_tokens({kBatch * kTgtLen}, cfg.vocab, 3));
+
+  optim::Adam adam(0.9, 0.98, 1e-8, 0.0, false);
+  std::vector<optim::ParamSlot> slots;
+  for (size_t i = 0; i < leaves.size(); ++i) {
+    const std::string& name = m.graph.producer(leaves[i]).attrs.name;
+    if (grads[i] != kNoValue) slots.push_back({name, params.get(name), ex.value(grads[i])});
+  }
+  auto step = [&] {
+    ex.run();
+    adam.step(slots, 5e-4f);
+  };
+  StepResult r;
+  step(); // warm-up: first-touch of the arena, optimiser state
+  r.first_loss = ex.value(m.loss).data<float>()[0];
+  std::vector<double> times;
+  for (int i = 0; i < repeats; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    step();
+    times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(times.begin(), times.end());
+  r.median_s = times[times.size() / 2];
+  r.tokens_per_s = static_cast<double>(kBatch * kTgtLen) / r.median_s;
+  r.peak_rss_mb = peak_rss_mb();
+  r.arena_mb = static_cast<double>(ex.plan().arena_bytes) / (1 << 20);
+  return r;
+}
+
+// Runs the PyTorch twin; returns false (with a printed reason) if python3/torch are missing.
+bool run_torch(int threads, int repeats, StepResult& r) {
+  const std::filesystem::path script = std::filesystem::path(PILLARS_SOURCE_DIR) / "tools/bench/torch_step.py";
+  if (!std::filesystem::exists(script)) {
+    std::printf("PyTorch: skipped (%s not found)\n", script.c_str());
+    return false;
+  }
+  const std::string cmd = "/usr/bin/python3 " + script.string() + " --threads " + std::to_string(threads) + " --repeats " +
+                          std::to_string(repeats) + " --batch " + std::to_string(kBatch) + " --src-len " + std::to_string(kSrcLen) +
+                          " --tgt-len " + std::to_string(kTgtLen) + " 2>/dev/null";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (!pipe) return false;
+  std::string out;
+  char buf[4096];
+  while (size_t n = fread(buf, 1, sizeof buf, pipe)) out.append(buf, n);
+  const int status = pclose(pipe);
+  if (status != 0 || out.empty()) {
+    std::printf("PyTorch: skipped (python3 with torch not available: apt-get install python3-torch)\n");
+    return false;
+  }
+  const auto j = nlohmann::json::parse(out.substr(out.rfind('{')));
+  r.median_s = j.at("median_s");
+  r.tokens_per_s = j.at("tokens_per_s");
+  r.peak_rss_mb = j.at("peak_rss_mb");
+  r.first_loss = j.at("first_loss");
+  return true;
+}
+
+} // namespace
+
+int bench_step(int threads, int repeats) {
+  omp_set_num_threads(threads);
+  std::printf("training step: encoder-decoder 3+3, d 256, 8 heads, FFN 1024, vocab 10000, %lld target tokens, Adam, %d threads\n",
+              static_cast<long long>(kBatch * kTgtLen), threads);
+  const StepResult ours = run_ours(repeats);
+  std::printf("  pillars  %8.1f target tokens/s  (%.3f s/step, peak RSS %.0f MB, activation arena %.0f MB, loss %.3f)\n",
+              ours.tokens_per_s, ours.median_s, ours.peak_rss_mb, ours.arena_mb, ours.first_loss);
+  StepResult torch;
+  if (run_torch(threads, repeats, torch)) {
+    std::printf("  pytorch  %8.1f target tokens/s  (%.3f s/step, peak RSS %.0f MB, loss %.3f)\n", torch.tokens_per_s, torch.median_s,
+                torch.peak_rss_mb, torch.first_loss);
+    std::printf("  speed %.2fx PyTorch (target >= 1.5x), peak memory %.2fx PyTorch's (target <= 0.5x)\n",
+                ours.tokens_per_s / torch.tokens_per_s, ours.peak_rss_mb / torch.peak_rss_mb);
+  }
+  return 0;
+}
+
+} // namespace pillars::bench
