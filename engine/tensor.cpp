@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "engine/error.h"
+#include "kernels/cuda/device.h"
 
 namespace pillars {
 
@@ -59,19 +60,13 @@ float bf16_to_f32(uint16_t x) {
 
 // ---- Storage --------------------------------------------------------------------------------
 
-#ifdef PILLARS_HAVE_CUDA
-void* cuda_malloc_or_throw(size_t bytes); // kernels/cuda/device.cu
-void cuda_free(void* p);
-#endif
 
 Storage::~Storage() {
   if (!owned || !data) return;
   if (device == Device::cpu) {
     std::free(data);
   } else {
-#ifdef PILLARS_HAVE_CUDA
     cuda_free(data);
-#endif
   }
 }
 
@@ -84,11 +79,7 @@ std::shared_ptr<Storage> Storage::allocate(size_t bytes, Device device) {
     s->data = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
     if (!s->data) throw Error(str_cat("out of memory allocating ", bytes, " bytes"));
   } else {
-#ifdef PILLARS_HAVE_CUDA
-    s->data = cuda_malloc_or_throw(bytes);
-#else
-    throw Error("this build of pillars has no CUDA support (configure with nvcc present)");
-#endif
+    s->data = cuda_malloc_or_throw(bytes); // throws in a build without CUDA
   }
   return s;
 }

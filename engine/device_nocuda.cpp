@@ -1,0 +1,24 @@
+// The CUDA backend's entry points in a build without CUDA: every query answers "no device", and
+// anything that would touch a GPU throws a clear error. (With CUDA, kernels/cuda/device.cu
+// defines these instead and this file compiles to nothing.)
+#ifndef PILLARS_HAVE_CUDA
+#include "engine/error.h"
+#include "kernels/cuda/device.h"
+
+namespace pillars {
+
+namespace {
+[[noreturn]] void no_cuda() { throw Error("this build of pillars has no CUDA support (configure with nvcc present)"); }
+} // namespace
+
+int cuda_device_count() { return 0; }
+std::string cuda_unavailable_reason() { return "this build of pillars has no CUDA support"; }
+std::string cuda_device_name(int) { no_cuda(); }
+void* cuda_malloc_or_throw(size_t) { no_cuda(); }
+void cuda_free(void*) {}
+void cuda_copy_to_device(void*, const void*, size_t) { no_cuda(); }
+void cuda_copy_to_host(void*, const void*, size_t) { no_cuda(); }
+void cuda_saxpy(float, const float*, float*, long) { no_cuda(); }
+
+} // namespace pillars
+#endif

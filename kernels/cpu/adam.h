@@ -1,0 +1,66 @@
+// The optimisers' elementwise loops on the CPU: Adam/AdamW, SGD (momentum, Nesterov), and the two
+// passes of gradient-norm clipping. Every loop is one fused pass over the parameter's elements.
+//
+// Adam / AdamW, per element (t = this parameter's step, 1 for its first update):
+//
+//   g  ← g + λ₂·p                          (Adam's L2 weight decay; λ₂ = 0 for AdamW)
+//   p  ← p · (1 − lr·λ)                    (AdamW's decoupled decay; the factor is 1 for Adam)
+//   m  ← β₁·m + (1 − β₁)·g
+//   v  ← β₂·v + (1 − β₂)·g·g
+//   v̂  ← max(v̂, v)                         (AMSGrad only; v̂ replaces v below)
+//   p  ← p − (lr / (1 − β₁ᵗ)) · m / (√v / √(1 − β₂ᵗ) + ε)
+//
+// SGD, per element (the first update of a parameter sets b ← d instead of the momentum rule):
+//
+//   d  ← g + λ·p
+//   b  ← μ·b + (1 − τ)·d                   (μ = momentum, τ = dampening; skipped when μ = 0)
+//   d  ← d + μ·b  (Nesterov)   or   d ← b  (heavy ball)
+//   p  ← p − lr·d
+//
+// The float32 operations are the ones torch 1.13's single-tensor optimisers perform, in the same
+// order (each torch op rounds once: m·β₁ and (1−β₁)·g are two roundings, addcmul is (c·g)·g,
+// addcdiv is (c·m)/denom). The scalar coefficients are computed by the caller in double, as torch
+// does in Python, and rounded to float once (see AdamCoeffs / SgdCoeffs).
+//
+// Threads: large tensors are cut into fixed blocks that run on OpenMP threads; the arithmetic per
+// element never depends on the blocking, so results are identical for any thread count. The inner
+// loops are branch-free per element (the flags are loop-invariant) and vectorise.
+#pragma once
+#include <cstdint>
+
+namespace pillars::cpu {
+
+struct AdamCoeffs {
+  float beta1 = 0, one_minus_beta1 = 0; // β₁, 1 − β₁ (rounded from double, as torch does)
+  float beta2 = 0, one_minus_beta2 = 0; // β₂, 1 − β₂
+  float l2 = 0;                         // λ₂: Adam's weight decay added to the gradient
+  float decay = 1;                      // AdamW: 1 − lr·λ; 1 for Adam
+  float neg_step_size = 0;              // −lr / (1 − β₁ᵗ)
+  float bias_correction2_sqrt = 1;      // √(1 − β₂ᵗ)
+  float eps = 0;
+};
+
+// One Adam/AdamW update of n elements in place. `v_max` is the AMSGrad running maximum, or null.
+void adam_update(int64_t n, float* p, const float* g, float* m, float* v, float* v_max,
+                 const AdamCoeffs& c);
+
+struct SgdCoeffs {
+  float weight_decay = 0;          // λ
+  float momentum = 0;              // μ (0: no momentum buffer)
+  float one_minus_dampening = 1;   // 1 − τ
+  float neg_lr = 0;                // −lr
+  bool nesterov = false;
+  bool first = false;              // the parameter's first update: b ← d
+};
+
+// One SGD update of n elements in place. `buf` is the momentum buffer (null when μ = 0).
+void sgd_update(int64_t n, float* p, const float* g, float* buf, const SgdCoeffs& c);
+
+// Σ xᵢ² accumulated in double. The summation order depends on n only (fixed blocks, fixed lanes),
+// never on the thread count, so the result is reproducible bit for bit.
+double sum_of_squares(int64_t n, const float* x);
+
+// x ← s·x
+void scale(int64_t n, float* x, float s);
+
+} // namespace pillars::cpu

@@ -1,0 +1,381 @@
+// The encoder-decoder transformer: configs, parameters, and the graph builder. See transformer.h.
+//
+// The graph, block by block (post-norm shown; pre-norm moves each LN to the block's input and adds
+// a final LN after each stack). B batch, Ts/Tt source/target length, d model width, H heads,
+// Dh = d/H head width, F FFN width, V vocabulary.
+//
+//   src_tokens (B, Ts) ─ embed_block ─ x (B, Ts, d)
+//     encoder_layer × enc_layers:  x = LN(x + drop(attention_block(x, x, src_lengths)))
+//                                  x = LN(x + drop(ffn_block(x)))
+//   prev_output_tokens (B, Tt) ─ embed_block ─ y (B, Tt, d)
+//     decoder_layer × dec_layers:  y = LN(y + drop(attention_block(y, y, causal)))
+//                                  y = LN(y + drop(attention_block(y, enc, src_lengths)))
+//                                  y = LN(y + drop(ffn_block(y)))
+//   logits (B·Tt, V) = y · Eᵀ ;  loss = cross_entropy(logits, target, ε, ignore pad)
+#include "models/transformer.h"
+
+#include <cmath>
+
+#include "engine/error.h"
+#include "engine/ops.h"
+
+namespace pillars {
+
+// ---- configuration ------------------------------------------------------------------------------
+
+int64_t TransformerConfig::heads_of(const std::string& module) const {
+  const auto it = module_heads.find(module);
+  return it == module_heads.end() ? heads : it->second;
+}
+
+void TransformerConfig::validate() const {
+  auto require = [](bool ok, const auto&... msg) {
+    if (!ok) throw InputError(str_cat("transformer config: ", msg...));
+  };
+  require(vocab > 0 && d_model > 0 && heads > 0 && ffn > 0, "vocab, d_model, heads and ffn must be positive (got ",
+          vocab, ", ", d_model, ", ", heads, ", ", ffn, ")");
+  require(enc_layers >= 0 && dec_layers >= 1, "need enc_layers >= 0 and dec_layers >= 1 (got ", enc_layers, ", ",
+          dec_layers, ")");
+  require(d_model % heads == 0, "d_model ", d_model, " is not a multiple of heads ", heads);
+  require(d_model >= 4, "d_model ", d_model, " is too small for sinusoidal positions (need >= 4)");
+  require(activation == "relu" || activation == "gelu", "activation must be \"relu\" or \"gelu\", got \"",
+          activation, "\"");
+  for (float p : {dropout, attention_dropout, activation_dropout})
+    require(p >= 0.0f && p < 1.0f, "dropout probabilities must lie in [0, 1), got ", p);
+  require(pad_id >= 0 && pad_id < vocab, "pad_id ", pad_id, " outside the vocabulary of ", vocab);
+  for (const auto& [module, kept] : module_heads)
+    require(kept >= 1 && kept <= heads, "module '", module, "' keeps ", kept, " heads; must be 1..", heads);
+}
+
+TransformerConfig transformer_config(const std::string& name) {
+  TransformerConfig c;
+  // The paper's base model (fairseq `transformer`, IWSLT'14 recipe: dropout 0.3; 10k joint BPE).
+  c.vocab = 10000, c.d_model = 512, c.heads = 8, c.ffn = 2048, c.enc_layers = 6, c.dec_layers = 6;
+  c.dropout = 0.3f, c.attention_dropout = 0.0f, c.activation_dropout = 0.0f;
+  if (name == "base") return c;
+  if (name == "lite1") { // Transformer-Lite1: fewer layers
+    c.enc_layers = 4, c.dec_layers = 4;
+    return c;
+  }
+  if (name == "lite2") { // Transformer-Lite2: narrower (Dh = 53)
+    c.d_model = 424, c.ffn = 1696;
+    return c;
+  }
+  if (name == "bench") {
+    c.d_model = 256, c.ffn = 1024, c.enc_layers = 3, c.dec_layers = 3, c.dropout = 0.1f;
+    return c;
+  }
+  if (name == "tiny") { // every code path, including all three dropouts, at toy size
+    c.vocab = 32, c.d_model = 16, c.heads = 2, c.ffn = 32, c.enc_layers = 2, c.dec_layers = 2;
+    c.dropout = c.attention_dropout = c.activation_dropout = 0.1f;
+    return c;
+  }
+  std::string known;
+  for (const std::string& n : transformer_config_names()) known += (known.empty() ? "" : ", ") + n;
+  throw InputError(str_cat("unknown transformer config \"", name, "\" (known: ", known, ")"));
+}
+
+std::vector<std::string> transformer_config_names() { return {"tiny", "bench", "base", "lite1", "lite2"}; }
+
+// ---- parameters ---------------------------------------------------------------------------------
+
+namespace {
+
+const char* kEncoderTable = "encoder.embed_tokens.weight";
+const char* kDecoderTable = "decoder.embed_tokens.weight";
+const char* kOutputProjection = "decoder.output_projection.weight";
+
+bool ties_output(const TransformerConfig& c) { return c.share_decoder_input_output_embed || c.share_all_embeddings; }
+// share_all_embeddings: one table, stored under the encoder's name, serves both stacks.
+std::string decoder_table(const TransformerConfig& c) { return c.share_all_embeddings ? kEncoderTable : kDecoderTable; }
+std::string output_matrix(const TransformerConfig& c) { return ties_output(c) ? decoder_table(c) : kOutputProjection; }
+
+} // namespace
+
+// fairseq's initialisation (fairseq/models/transformer, fairseq/modules/multihead_attention.py):
+//   token tables             N(0, d^-1/2 std), pad row 0         (Embedding())
+//   q/k/v_proj.weight        xavier_uniform, gain 1/√2           (MultiheadAttention, qkv_same_dim)
+//   out_proj, fc1, fc2       xavier_uniform, gain 1              (the transformer's Linear())
+//   untied output projection N(0, d^-1/2 std)
+//   every bias               0;   layer norms: weight 1, bias 0
+// (Recent fairseq leaves fc1/fc2 and the q/k/v biases at PyTorch's nn.Linear default,
+// U(±1/√fan_in); the xavier/zero choice above is fairseq's original Linear() helper.)
+std::vector<init::ParamSpec> transformer_parameters(const TransformerConfig& cfg) {
+  cfg.validate();
+  using init::Init;
+  const int64_t d = cfg.d_model, F = cfg.ffn, V = cfg.vocab, Dh = cfg.head_dim();
+  std::vector<init::ParamSpec> specs;
+  auto table = [&](const std::string& name, int64_t padding_row) {
+    specs.push_back({name, {V, d}, Init::embedding, 1.0, padding_row});
+  };
+  auto linear = [&](const std::string& prefix, int64_t out, int64_t in, double gain) {
+    specs.push_back({prefix + ".weight", {out, in}, Init::xavier_uniform, gain});
+    specs.push_back({prefix + ".bias", {out}, Init::zeros});
+  };
+  auto norm = [&](const std::string& prefix) {
+    specs.push_back({prefix + ".weight", {d}, Init::ones});
+    specs.push_back({prefix + ".bias", {d}, Init::zeros});
+  };
+  auto attention = [&](const std::string& module) {
+    const int64_t HD = cfg.heads_of(module) * Dh;
+    const double qkv_gain = 1.0 / std::sqrt(2.0);
+    linear(module + ".q_proj", HD, d, qkv_gain);
+    linear(module + ".k_proj", HD, d, qkv_gain);
+    linear(module + ".v_proj", HD, d, qkv_gain);
+    linear(module + ".out_proj", d, HD, 1.0);
+  };
+  auto ffn = [&](const std::string& layer) {
+    linear(layer + ".fc1", F, d, 1.0);
+    linear(layer + ".fc2", d, F, 1.0);
+  };
+
+  table(kEncoderTable, cfg.pad_id);
+  for (int64_t i = 0; i < cfg.enc_layers; ++i) {
+    const std::string p = "encoder.layers." + std::to_string(i);
+    attention(p + ".self_attn");
+    norm(p + ".self_attn_layer_norm");
+    ffn(p);
+    norm(p + ".final_layer_norm");
+  }
+  if (cfg.pre_norm) norm("encoder.layer_norm");
+
+  if (!cfg.share_all_embeddings) table(kDecoderTable, cfg.pad_id);
+  for (int64_t i = 0; i < cfg.dec_layers; ++i) {
+    const std::string p = "decoder.layers." + std::to_string(i);
+    attention(p + ".self_attn");
+    norm(p + ".self_attn_layer_norm");
+    attention(p + ".encoder_attn");
+    norm(p + ".encoder_attn_layer_norm");
+    ffn(p);
+    norm(p + ".final_layer_norm");
+  }
+  if (cfg.pre_norm) norm("decoder.layer_norm");
+  if (!ties_output(cfg)) specs.push_back({kOutputProjection, {V, d}, Init::embedding, 1.0, -1});
+  return specs;
+}
+
+void init_transformer_params(const TransformerConfig& cfg, ParamStore& store, uint64_t seed) {
+  init::init_parameters(transformer_parameters(cfg), store, seed);
+}
+
+int64_t count_parameters(const ParamStore& store, bool include_embeddings, bool matrices_only) {
+  auto ends_with = [](const std::string& s, const std::string& suffix) {
+    return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  int64_t total = 0;
+  for (const std::string& name : store.names()) {
+    const Tensor& t = store.get(name);
+    const bool embedding = ends_with(name, "embed_tokens.weight") || ends_with(name, "output_projection.weight");
+    if (embedding && !include_embeddings) continue;
+    if (matrices_only && t.rank() < 2) continue;
+    total += t.numel();
+  }
+  return total;
+}
+
+Tensor sinusoidal_positions(int64_t first, int64_t T, int64_t d) {
+  PILLARS_CHECK(d >= 4, "sinusoidal_positions: d = ", d, " too small");
+  const int64_t half = d / 2;
+  const double step = std::log(10000.0) / static_cast<double>(half - 1);
+  Tensor table = Tensor::zeros({T, d}); // an odd d leaves the last column 0, as fairseq does
+  float* p = table.data<float>();
+  for (int64_t t = 0; t < T; ++t) {
+    const double pos = static_cast<double>(first + t);
+    for (int64_t i = 0; i < half; ++i) {
+      const double angle = pos * std::exp(-step * static_cast<double>(i));
+      p[t * d + i] = static_cast<float>(std::sin(angle));
+      p[t * d + half + i] = static_cast<float>(std::cos(angle));
+    }
+  }
+  return table;
+}
+
+// ---- the graph, one function per block ------------------------------------------------------------
+
+namespace {
+
+// What every block needs: the graph being built, the config, and the dropout stream.
+struct Emitter {
+  Graph& g;
+  const TransformerConfig& cfg;
+  const Seq2SeqOptions& opt;
+  std::vector<AttentionSite>& sites;
+  uint64_t next_rng_offset = 0;
+
+  // Each random op gets a disjoint range [offset, offset + n) of the one Philox stream
+  // (kernels/philox.h), rounded up to a multiple of 4 so every range starts a fresh Philox block.
+  uint64_t take_rng(int64_t n) {
+    const uint64_t offset = next_rng_offset;
+    next_rng_offset += (static_cast<uint64_t>(n) + 3) & ~uint64_t{3};
+    return offset;
+  }
+};
+
+// x (any shape) → same shape; the identity when not training or p = 0.
+ValueId dropout(Emitter& e, ValueId x, float p) {
+  if (!e.opt.train || p <= 0.0f) return x;
+  return ops::dropout(e.g, x, p, e.opt.dropout_seed, e.take_rng(numel(e.g.shape(x))));
+}
+
+// x (..., in) → (..., out): x Wᵀ + b with W = prefix.weight (out, in), b = prefix.bias (out).
+ValueId linear(Emitter& e, ValueId x, const std::string& prefix, int64_t out, int64_t in) {
+  const ValueId w = e.g.param(prefix + ".weight", {out, in});
+  const ValueId b = e.g.param(prefix + ".bias", {out});
+  return ops::linear(e.g, x, w, b);
+}
+
+// x (..., d) → (..., d): layer norm with prefix.weight (d), prefix.bias (d), eps 1e-5.
+ValueId layer_norm(Emitter& e, ValueId x, const std::string& prefix) {
+  const int64_t d = e.cfg.d_model;
+  return ops::layer_norm(e.g, x, e.g.param(prefix + ".weight", {d}), e.g.param(prefix + ".bias", {d}), 1e-5f);
+}
+
+// tokens i32 (B, T) → x (B, T, d) = dropout(√d · E[tokens] + P), with P (T, d) the sinusoids of
+// positions pad+1 … pad+T. (fairseq gives pad tokens position `pad`, a zero row; we give every
+// row its index. Only the rows of pad tokens differ, and those never reach a non-pad output:
+// they are masked as keys and their targets are ignored.)
+ValueId embed_block(Emitter& e, const std::string& table_name, ValueId tokens) {
+  const int64_t V = e.cfg.vocab, d = e.cfg.d_model, T = e.g.shape(tokens)[1];
+  const ValueId table = e.g.param(table_name, {V, d});                                 // (V, d)
+  const ValueId x = ops::scale(e.g, ops::embedding(e.g, table, tokens),
+                               static_cast<float>(std::sqrt(static_cast<double>(d)))); // (B, T, d)
+  const ValueId pos = e.g.constant(sinusoidal_positions(e.cfg.pad_id + 1, T, d));      // (T, d)
+  return dropout(e, ops::add(e.g, x, pos), e.cfg.dropout);                             // (B, T, d)
+}
+
+// Multi-head attention, fairseq's MultiheadAttention with the softmax in one fused op:
+//   x_q (B, Tq, d), x_kv (B, Tk, d) → (B, Tq, d)
+// `key_lengths` i32 (B) masks padded keys (kNoValue: none); `query_lengths` is only recorded for GHT.
+ValueId attention_block(Emitter& e, const std::string& module, ValueId x_q, ValueId x_kv, bool causal,
+                        ValueId key_lengths, ValueId query_lengths) {
+  Graph& g = e.g;
+  const int64_t d = e.cfg.d_model, H = e.cfg.heads_of(module), Dh = e.cfg.head_dim(), HD = H * Dh;
+  const int64_t B = g.shape(x_q)[0], Tq = g.shape(x_q)[1], Tk = g.shape(x_kv)[1];
+
+  const ValueId q = ops::reshape(g, linear(e, x_q, module + ".q_proj", HD, d), {B, Tq, H, Dh});  // (B, Tq, H, Dh)
+  const ValueId k = ops::reshape(g, linear(e, x_kv, module + ".k_proj", HD, d), {B, Tk, H, Dh}); // (B, Tk, H, Dh)
+  const ValueId v = ops::reshape(g, linear(e, x_kv, module + ".v_proj", HD, d), {B, Tk, H, Dh}); // (B, Tk, H, Dh)
+
+  // O = dropout(softmax(q kᵀ / √Dh + masks)) v per (batch, head). fairseq multiplies q by Dh^-1/2
+  // before the product; the fused op scales the scores instead: the same function.
+  ops::AttentionOptions a;
+  a.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(Dh)));
+  a.causal = causal;
+  a.key_lengths = key_lengths;
+  if (e.opt.train && e.cfg.attention_dropout > 0.0f) {
+    a.dropout = e.cfg.attention_dropout;
+    a.seed = e.opt.dropout_seed;
+    a.rng_offset = e.take_rng(B * H * Tq * Tk); // one number per probability
+  }
+  a.emit_probs = e.opt.attention_probs;
+  const ops::AttentionResult r = ops::attention(g, q, k, v, a);                       // out (B, Tq, H, Dh)
+
+  // GHT hook: record this module's per-head feature maps (see AttentionSite in transformer.h).
+  AttentionSite site;
+  site.module = module;
+  site.heads = H, site.head_dim = Dh;
+  site.q = q, site.k = k, site.v = v, site.out = r.out, site.probs = r.probs;
+  site.query_lengths = query_lengths, site.key_lengths = key_lengths;
+  site.node = g.value(r.out).producer;
+  e.sites.push_back(std::move(site));
+
+  const ValueId o = ops::reshape(g, r.out, {B, Tq, HD});                               // (B, Tq, H·Dh)
+  return linear(e, o, module + ".out_proj", d, HD);                                   // (B, Tq, d)
+}
+
+// Position-wise feed-forward: x (B, T, d) → fc2(act_drop(act(fc1(x)))) (B, T, d), inner width F.
+ValueId ffn_block(Emitter& e, const std::string& layer, ValueId x) {
+  const int64_t d = e.cfg.d_model, F = e.cfg.ffn;
+  ValueId h = linear(e, x, layer + ".fc1", F, d);                                      // (B, T, F)
+  h = e.cfg.activation == "gelu" ? ops::gelu(e.g, h) : ops::relu(e.g, h);              // (B, T, F)
+  h = dropout(e, h, e.cfg.activation_dropout);                                         // (B, T, F)
+  return linear(e, h, layer + ".fc2", d, F);                                           // (B, T, d)
+}
+
+// A residual sub-layer around `f`, x (B, T, d) → (B, T, d):
+//   post-norm  LN(x + dropout(f(x)))        pre-norm  x + dropout(f(LN(x)))
+template <class Fn> ValueId residual(Emitter& e, const std::string& norm, ValueId x, Fn f) {
+  const ValueId in = e.cfg.pre_norm ? layer_norm(e, x, norm) : x;
+  const ValueId y = ops::add(e.g, x, dropout(e, f(in), e.cfg.dropout));
+  return e.cfg.pre_norm ? y : layer_norm(e, y, norm);
+}
+
+// Encoder layer i: x (B, Ts, d) → (B, Ts, d). Self-attention over the non-pad source positions.
+ValueId encoder_layer(Emitter& e, int64_t i, ValueId x, ValueId src_lengths) {
+  const std::string p = "encoder.layers." + std::to_string(i);
+  x = residual(e, p + ".self_attn_layer_norm", x, [&](ValueId h) {
+    return attention_block(e, p + ".self_attn", h, h, /*causal=*/false, src_lengths, src_lengths);
+  });
+  return residual(e, p + ".final_layer_norm", x, [&](ValueId h) { return ffn_block(e, p, h); });
+}
+
+// Decoder layer i: y (B, Tt, d), enc (B, Ts, d) → (B, Tt, d).
+// Self-attention is causal; with right padding that alone keeps padded target positions out of
+// every real position's view, so it needs no key mask (tgt_lengths, when declared, is passed as
+// one anyway: it changes no real row and tells GHT which positions are real).
+// Cross-attention masks padded source keys.
+ValueId decoder_layer(Emitter& e, int64_t i, ValueId y, ValueId enc, ValueId src_lengths, ValueId tgt_lengths) {
+  const std::string p = "decoder.layers." + std::to_string(i);
+  y = residual(e, p + ".self_attn_layer_norm", y, [&](ValueId h) {
+    return attention_block(e, p + ".self_attn", h, h, /*causal=*/true, tgt_lengths, tgt_lengths);
+  });
+  y = residual(e, p + ".encoder_attn_layer_norm", y, [&](ValueId h) {
+    return attention_block(e, p + ".encoder_attn", h, enc, /*causal=*/false, src_lengths, tgt_lengths);
+  });
+  return residual(e, p + ".final_layer_norm", y, [&](ValueId h) { return ffn_block(e, p, h); });
+}
+
+// src_tokens (B, Ts) → encoder output (B, Ts, d).
+ValueId encoder(Emitter& e, ValueId src_tokens, ValueId src_lengths) {
+  ValueId x = embed_block(e, kEncoderTable, src_tokens);
+  for (int64_t i = 0; i < e.cfg.enc_layers; ++i) x = encoder_layer(e, i, x, src_lengths);
+  return e.cfg.pre_norm ? layer_norm(e, x, "encoder.layer_norm") : x;
+}
+
+// prev_output_tokens (B, Tt), enc (B, Ts, d) → decoder output (B, Tt, d), before the vocabulary.
+ValueId decoder(Emitter& e, ValueId prev_tokens, ValueId enc, ValueId src_lengths, ValueId tgt_lengths) {
+  ValueId y = embed_block(e, decoder_table(e.cfg), prev_tokens);
+  for (int64_t i = 0; i < e.cfg.dec_layers; ++i) y = decoder_layer(e, i, y, enc, src_lengths, tgt_lengths);
+  return e.cfg.pre_norm ? layer_norm(e, y, "decoder.layer_norm") : y;
+}
+
+} // namespace
+
+Seq2SeqGraph build_seq2seq_training_graph(const TransformerConfig& cfg, int64_t B, int64_t Ts, int64_t Tt,
+                                          const Seq2SeqOptions& options) {
+  cfg.validate();
+  PILLARS_CHECK(B > 0 && Ts > 0 && Tt > 0, "build_seq2seq_training_graph: bad batch shape B=", B, " Ts=", Ts,
+                " Tt=", Tt);
+  Seq2SeqGraph m;
+  m.B = B, m.Ts = Ts, m.Tt = Tt;
+  Graph& g = m.graph;
+  m.src_tokens = g.input("src_tokens", {B, Ts}, DType::i32);
+  m.src_lengths = g.input("src_lengths", {B}, DType::i32);
+  m.prev_output_tokens = g.input("prev_output_tokens", {B, Tt}, DType::i32);
+  m.target = g.input("target", {B * Tt}, DType::i32);
+  if (options.target_lengths) m.tgt_lengths = g.input("tgt_lengths", {B}, DType::i32);
+
+  Emitter e{g, cfg, options, m.attention};
+  m.encoder_out = encoder(e, m.src_tokens, m.src_lengths);                                    // (B, Ts, d)
+  const ValueId y = decoder(e, m.prev_output_tokens, m.encoder_out, m.src_lengths, m.tgt_lengths); // (B, Tt, d)
+
+  // logits = y Eᵀ: the output projection is a linear layer without bias whose weight (V, d) is
+  // the decoder's token table when tied (graph.param returns the same value for the same name).
+  const ValueId rows = ops::reshape(g, y, {B * Tt, cfg.d_model});                             // (B·Tt, d)
+  m.logits = ops::linear(g, rows, g.param(output_matrix(cfg), {cfg.vocab, cfg.d_model}));     // (B·Tt, V)
+  m.loss = ops::cross_entropy(g, m.logits, m.target, options.label_smoothing, cfg.pad_id);    // scalar
+  g.mark_output(m.logits);
+  g.mark_output(m.loss);
+  return m;
+}
+
+Seq2SeqGraph build_seq2seq_training_graph(const TransformerConfig& cfg, int64_t B, int64_t Ts, int64_t Tt,
+                                          float label_smoothing, uint64_t dropout_seed, bool train) {
+  Seq2SeqOptions o;
+  o.label_smoothing = label_smoothing;
+  o.dropout_seed = dropout_seed;
+  o.train = train;
+  return build_seq2seq_training_graph(cfg, B, Ts, Tt, o);
+}
+
+} // namespace pillars

@@ -1,0 +1,128 @@
+// The encoder-decoder transformer (Vaswani et al. 2017) as fairseq's `transformer` architecture
+// builds it: what the GHT paper trains for translation and summarisation.
+//
+//   TransformerConfig cfg = transformer_config("base");        // or fill the fields yourself
+//   cfg.vocab = dictionary.size();
+//   ParamStore params;
+//   init_transformer_params(cfg, params, /*seed=*/1);         // every parameter, fairseq's init
+//   Seq2SeqGraph m = build_seq2seq_training_graph(cfg, B, Ts, Tt, /*label_smoothing=*/0.1f,
+//                                                 /*dropout_seed=*/step_seed, /*train=*/true);
+//   auto grads = autodiff(m.graph, m.loss, m.graph.params());  // (after GHT passes add their losses)
+//   Executor ex(m.graph);  ex.bind_params(params);
+//   ex.bind("src_tokens", ...); ex.bind("src_lengths", ...);
+//   ex.bind("prev_output_tokens", ...); ex.bind("target", ...);  ex.run();
+//
+// Parameters carry fairseq/PyTorch names ("encoder.layers.0.self_attn.q_proj.weight"), so a
+// fairseq checkpoint's tensors map one to one. The decoder's output projection is its input
+// embedding (share_decoder_input_output_embed): the graph asks for the same parameter twice and
+// autodiff sums both gradients. Batches are right-padded with pad_id.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "engine/graph.h"
+#include "engine/params.h"
+#include "models/init.h"
+
+namespace pillars {
+
+struct TransformerConfig {
+  int64_t vocab = 0;      // joint source/target vocabulary (with pad, eos, ...)
+  int64_t d_model = 0;    // embedding / residual width d
+  int64_t heads = 0;      // attention heads per module H (head width Dh = d / H)
+  int64_t ffn = 0;        // feed-forward inner width
+  int64_t enc_layers = 0, dec_layers = 0;
+  bool pre_norm = false;  // false: post-norm LN(x + f(x)) (the paper's); true: x + f(LN(x)) + final LNs
+  std::string activation = "relu"; // "relu" | "gelu" (exact, erf)
+  float dropout = 0.1f;            // on embeddings and on every sub-layer output before the residual
+  float attention_dropout = 0.0f;  // on attention probabilities
+  float activation_dropout = 0.0f; // after the FFN activation
+  int64_t pad_id = 1;              // fairseq's dictionary: bos 0, pad 1, eos 2, unk 3
+  bool share_all_embeddings = false;            // encoder and decoder use one token table
+  bool share_decoder_input_output_embed = true; // logits = y · E_decᵀ
+  // Attention modules with fewer heads than `heads` (after V2S pruning): module name
+  // ("decoder.layers.2.encoder_attn") → kept heads. Dh stays d / heads; the module's projections
+  // become (kept·Dh, d) and out_proj (d, kept·Dh).
+  std::map<std::string, int64_t> module_heads;
+
+  int64_t head_dim() const { return d_model / heads; }
+  int64_t heads_of(const std::string& module) const;
+  void validate() const; // throws InputError naming the bad field
+};
+
+// Named configurations (the experiment file refers to them by name; vocab is a placeholder the
+// dataset's dictionary overrides):
+//   "tiny"   2+2 layers, d 16, 2 heads, FFN 32, vocab 32, all dropouts 0.1   (tests)
+//   "bench"  3+3 layers, d 256, 8 heads, FFN 1024, vocab 10000                 (benchmarks)
+//   "base"   6+6 layers, d 512, 8 heads, FFN 2048, vocab 10000, dropout 0.3   (IWSLT recipe)
+//   "lite1"  base with 4+4 layers                  (Transformer-Lite1, ~30M without embeddings)
+//   "lite2"  base with d 424, FFN 1696             (Transformer-Lite2, ~30M without embeddings)
+TransformerConfig transformer_config(const std::string& name);
+std::vector<std::string> transformer_config_names();
+
+// Every parameter of the model, with its shape and fairseq's initialisation, in creation order.
+std::vector<init::ParamSpec> transformer_parameters(const TransformerConfig& cfg);
+// Creates and initialises all of them in `store` (seeded, deterministic: models/init.h).
+void init_transformer_params(const TransformerConfig& cfg, ParamStore& store, uint64_t seed);
+
+// Number of parameter elements. include_embeddings=false leaves out the token tables and an untied
+// output projection (the paper's accounting). matrices_only=true also leaves out biases and
+// layer-norm vectors (rank-1 tensors), i.e. counts only weight matrices.
+int64_t count_parameters(const ParamStore& store, bool include_embeddings, bool matrices_only = false);
+
+// ---- the graph ----------------------------------------------------------------------------------
+
+// One attention module of a built graph, as recorded for the GHT passes (HUDS, GCT, V2S, head
+// metrics; ../shared/GHT.md). THIS IS THE HOOK: a pass that needs per-head feature maps reads them
+// from here and appends its own nodes (e.g. ops::head_gram on `v` or `out`, then the GCT loss) to
+// the graph *before* autodiff runs, so the feature maps get their gradients like any other value.
+// V and O cost nothing extra (they are values the forward computes anyway); A exists only when
+// Seq2SeqOptions::attention_probs asked the attention nodes to emit it.
+struct AttentionSite {
+  std::string module;             // "encoder.layers.0.self_attn", "decoder.layers.1.encoder_attn", ...
+  int64_t heads = 0, head_dim = 0;
+  ValueId q = kNoValue;           // (B, Tq, H, Dh) per-head queries
+  ValueId k = kNoValue;           // (B, Tk, H, Dh) per-head keys
+  ValueId v = kNoValue;           // (B, Tk, H, Dh) per-head values: GHT's "V"
+  ValueId out = kNoValue;         // (B, Tq, H, Dh) A·V per head, before out_proj: GHT's "O"
+  ValueId probs = kNoValue;       // (B, H, Tq, Tk) softmax probabilities before dropout: GHT's "A"
+  ValueId query_lengths = kNoValue; // i32 (B): valid query rows (src_lengths, or tgt_lengths if declared)
+  ValueId key_lengths = kNoValue;   // i32 (B): valid key rows (src_lengths, or tgt_lengths if declared)
+  int node = -1;                  // index of the attention node in graph.nodes()
+};
+
+struct Seq2SeqOptions {
+  float label_smoothing = 0.0f;
+  uint64_t dropout_seed = 0; // every dropout of the graph draws from this Philox stream, at disjoint offsets
+  bool train = true;         // false: no dropout ops at all
+  // Feature-map requests from GHT passes (see AttentionSite):
+  bool attention_probs = false; // attention nodes also output A
+  bool target_lengths = false;  // declare an i32 (B) input "tgt_lengths" (decoder-side padding)
+};
+
+struct Seq2SeqGraph {
+  Graph graph;
+  // Inputs (bind by these names): "src_tokens" i32 (B, Ts), "src_lengths" i32 (B),
+  // "prev_output_tokens" i32 (B, Tt), "target" i32 (B·Tt); "tgt_lengths" i32 (B) only if requested.
+  ValueId src_tokens = kNoValue, src_lengths = kNoValue, prev_output_tokens = kNoValue, target = kNoValue,
+          tgt_lengths = kNoValue;
+  ValueId encoder_out = kNoValue; // (B, Ts, d)
+  ValueId logits = kNoValue;      // (B·Tt, V) (rows of padded target positions are computed but meaningless)
+  ValueId loss = kNoValue;        // scalar: label-smoothed cross-entropy, mean over non-pad targets
+  std::vector<AttentionSite> attention; // every attention module, in graph order
+  int64_t B = 0, Ts = 0, Tt = 0;
+};
+
+Seq2SeqGraph build_seq2seq_training_graph(const TransformerConfig& cfg, int64_t B, int64_t Ts, int64_t Tt,
+                                          const Seq2SeqOptions& options);
+Seq2SeqGraph build_seq2seq_training_graph(const TransformerConfig& cfg, int64_t B, int64_t Ts, int64_t Tt,
+                                          float label_smoothing, uint64_t dropout_seed, bool train);
+
+// fairseq's SinusoidalPositionalEmbedding rows for positions first, first+1, ..., first+T−1:
+// (T, d) = [sin(p·f_0) … sin(p·f_{h−1}) | cos(p·f_0) … cos(p·f_{h−1})] (+ a zero column if d is
+// odd), h = d/2, f_i = exp(−ln(10000)·i/(h−1)). Computed in double, stored as f32.
+Tensor sinusoidal_positions(int64_t first, int64_t T, int64_t d);
+
+} // namespace pillars
