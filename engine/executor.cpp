@@ -69,7 +69,7 @@ void Executor::run() {
     for (size_t k = 0; k < n.inputs.size(); ++k) in[k] = values_[static_cast<size_t>(n.inputs[k])];
     for (size_t k = 0; k < n.outputs.size(); ++k) out[k] = values_[static_cast<size_t>(n.outputs[k])];
     PILLARS_CHECK(n.op->cpu != nullptr, "executor: op '", n.op->name, "' has no CPU kernel");
-    n.op->cpu(KernelContext{n, in, out, workspace_ ? workspace_->data : nullptr});
+    n.op->cpu(KernelContext{n, in, out, workspace_ ? workspace_->data : nullptr, run_seed_});
   }
 }
 

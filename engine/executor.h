@@ -25,6 +25,8 @@ class Executor {
   void bind(const std::string& input_name, const Tensor& value);
   void bind(ValueId leaf, const Tensor& value);
   void bind_params(ParamStore& store); // every parameter leaf of the graph must be in the store
+  // The seed random ops add to their own (dropout masks differ per step; see KernelContext).
+  void set_seed(uint64_t seed) { run_seed_ = seed; }
   void run();
   const Tensor& value(ValueId v) const { return values_.at(static_cast<size_t>(v)); }
   const MemoryPlan& plan() const { return plan_; }
@@ -36,6 +38,7 @@ class Executor {
   std::shared_ptr<Storage> arena_, workspace_;
   std::vector<Tensor> values_;                  // one per value
   std::vector<std::vector<Tensor>> node_in_, node_out_; // per node, reused every run
+  uint64_t run_seed_ = 0;
 };
 
 } // namespace pillars

@@ -19,6 +19,10 @@ struct KernelContext {
   std::span<const Tensor> in;
   std::span<Tensor> out;
   void* workspace = nullptr;
+  // The run's random seed (Executor::set_seed). Random ops draw from Philox stream
+  // (attrs.seed + run_seed, attrs.rng_offset), so one cached graph gives fresh dropout masks every
+  // step while forward and backward of a step agree.
+  uint64_t run_seed = 0;
 };
 
 struct OutputSpec {

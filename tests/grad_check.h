@@ -52,8 +52,8 @@ struct GradCheckOptions {
   double h = 1e-2;                  // step, scaled by max(1, |x|)
   double rtol = 2e-2;               // see the comment above
   double noise_ulps = 64;           // k in the rounding-noise bound
-  std::map<int, Tensor> fixed;      // input index → the tensor to use (never differentiated)
-  std::vector<int> no_grad;         // further f32 inputs not to differentiate
+  std::map<int, Tensor> fixed{};    // input index → the tensor to use (never differentiated)
+  std::vector<int> no_grad{};       // further f32 inputs not to differentiate
   int64_t max_elements = 0;         // > 0: check at most this many (evenly spaced) elements per input
 };
 

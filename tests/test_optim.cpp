@@ -36,36 +36,7 @@
 #include "engine/optim/schedule.h"
 #include "engine/optim/sgd.h"
 #include "kernels/cpu/adam.h"
-
-// ---- allocation counting -------------------------------------------------------------------
-// A replacement operator new that counts calls while g_counting is set, to check that an update
-// allocates nothing. It is weak: if another part of the test binary replaces operator new too,
-// that one wins, and the test notices (the probe allocation is not counted) and skips the check;
-// likewise under AddressSanitizer, which replaces operator new/delete itself.
-namespace {
-std::atomic<bool> g_counting{false};
-std::atomic<long> g_allocations{0};
-} // namespace
-
-#if defined(__SANITIZE_ADDRESS__)
-#define PILLARS_TEST_COUNT_ALLOCATIONS 0 // the sanitizer owns operator new/delete
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define PILLARS_TEST_COUNT_ALLOCATIONS 0
-#endif
-#endif
-#ifndef PILLARS_TEST_COUNT_ALLOCATIONS
-#define PILLARS_TEST_COUNT_ALLOCATIONS 1
-#endif
-
-#if PILLARS_TEST_COUNT_ALLOCATIONS
-// Pairs with the standard library's operator delete, which calls free().
-__attribute__((weak)) void* operator new(std::size_t size) {
-  if (g_counting.load(std::memory_order_relaxed)) g_allocations.fetch_add(1, std::memory_order_relaxed);
-  if (void* p = std::malloc(size ? size : 1)) return p;
-  throw std::bad_alloc();
-}
-#endif
+#include "tests/alloc_counter.h"
 
 namespace {
 
@@ -388,21 +359,18 @@ TEST_CASE("optim: an update allocates nothing after a parameter's first step") {
   adam.step(slots, 0.01f);
   sgd.step(copy, 0.01f);
 
-  g_allocations = 0;
-  g_counting = true;
-  ::operator delete(::operator new(16)); // the probe: counted iff our operator new is the one in use
-  const long probe = g_allocations.exchange(0);
+  pillars::testing::AllocationCounter counter;
   for (int i = 0; i < 3; ++i) {
     adam.step(slots, 0.01f);
     sgd.step(copy, 0.01f);
     clip_grad_norm(slots, 0.5f);
   }
-  g_counting = false;
-  if (probe != 1) {
+  const long allocations = counter.stop();
+  if (!counter.active()) {
     MESSAGE("operator new is replaced elsewhere (or by a sanitizer); allocation check skipped");
     return;
   }
-  CHECK(g_allocations.load() == 0);
+  CHECK(allocations == 0);
 }
 
 TEST_CASE("optim: threaded kernels give the same bits as small serial pieces") {

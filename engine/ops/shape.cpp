@@ -7,6 +7,7 @@
 //   concat    y = [x_0 | x_1 | …] along axis      dx_k = slice(g) of x_k's range
 #include "engine/ops/shape.h"
 
+#include <array>
 #include <cstring>
 #include <numeric>
 
@@ -51,10 +52,12 @@ void permute_cpu(const KernelContext& c) {
   const int64_t total = c.out[0].numel();
   if (total == 0) return;
   if (r == 0) { std::memcpy(c.out[0].raw(), c.in[0].raw(), es); return; }
-  std::vector<int64_t> xstride(r, 1);
+  constexpr size_t kMaxRank = 8; // fixed arrays: kernels must not allocate inside a step
+  PILLARS_CHECK(r <= kMaxRank, "permute supports rank <= ", kMaxRank);
+  std::array<int64_t, kMaxRank> xstride{}, st{}; // st: stride in x of each output axis
+  xstride[r - 1] = 1;
   for (size_t i = r - 1; i-- > 0;) xstride[i] = xstride[i + 1] * xs[i + 1];
   const Shape& os = c.out[0].shape();
-  std::vector<int64_t> st(r); // stride in x of each output axis
   for (size_t i = 0; i < r; ++i) st[i] = xstride[static_cast<size_t>(order[i])];
   const int64_t row = os[r - 1], rows = total / row;
   const char* x = static_cast<const char*>(c.in[0].raw());

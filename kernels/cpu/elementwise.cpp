@@ -6,9 +6,11 @@
 // then a plain vectorisable loop.
 #include "kernels/cpu/elementwise.h"
 
+#include <array>
 #include <cmath>
 #include <cstring>
-#include <vector>
+
+#include "engine/error.h"
 
 namespace pillars::cpu {
 
@@ -21,10 +23,15 @@ constexpr int64_t kGrain = 1 << 15;
 #define PILLARS_CLONES
 #endif
 
+// Kernels run inside training steps, which must not allocate: index arithmetic uses fixed arrays.
+constexpr size_t kMaxRank = 8;
+using Strides = std::array<int64_t, kMaxRank>;
+
 // Strides (in elements) of `shape` seen as broadcast to `out_shape` (0 on broadcast axes).
-std::vector<int64_t> broadcast_strides(const Shape& shape, const Shape& out_shape) {
+Strides broadcast_strides(const Shape& shape, const Shape& out_shape) {
   const size_t r = out_shape.size(), off = r - shape.size();
-  std::vector<int64_t> st(r, 0);
+  PILLARS_CHECK(r <= kMaxRank, "elementwise kernels support rank <= ", kMaxRank, ", got ", shape_str(out_shape));
+  Strides st{};
   int64_t s = 1;
   for (size_t i = shape.size(); i-- > 0;) {
     st[i + off] = shape[i] == 1 ? 0 : s;
@@ -65,7 +72,7 @@ template <BinaryKind K> void binary_impl(const float* a, const Shape& as, const 
     return;
   }
   const int64_t row = r ? os[r - 1] : 1, rows = total / row;
-  const std::vector<int64_t> sa = broadcast_strides(as, os), sb = broadcast_strides(bs, os);
+  const Strides sa = broadcast_strides(as, os), sb = broadcast_strides(bs, os);
   const int64_t sa_last = r ? sa[r - 1] : 0, sb_last = r ? sb[r - 1] : 0;
 #pragma omp parallel for schedule(static) if (total > kGrain)
   for (int64_t rr = 0; rr < rows; ++rr) {
@@ -158,9 +165,9 @@ void sum_to(const float* x, const Shape& xs, float* out, const Shape& os) {
     return;
   }
   // General case: walk x and add each element to its (broadcast) place in out.
-  const std::vector<int64_t> so = broadcast_strides(os, xs);
+  const Strides so = broadcast_strides(os, xs);
   const size_t r = xs.size();
-  std::vector<int64_t> idx(r, 0);
+  Strides idx{};
   int64_t o = 0;
   for (int64_t i = 0; i < total; ++i) {
     out[o] += x[i];

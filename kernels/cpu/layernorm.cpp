@@ -1,0 +1,95 @@
+// Layer-norm kernels (math in layernorm.h). Rows are independent: OpenMP over rows for dx and y;
+// the parameter gradients dγ, dβ are column sums, threaded over blocks of columns.
+#include "kernels/cpu/layernorm.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "kernels/cpu/vec_math.h"
+
+namespace pillars::cpu {
+namespace {
+
+constexpr int64_t kParallelMin = 32768; // elements
+constexpr int64_t kColumnBlock = 64;    // columns of dγ/dβ one thread sums at a time
+
+PILLARS_SIMD_CLONES void forward_row(const float* x, const float* gamma, const float* beta,
+                                     float* y, float* mean_out, float* rstd_out, int64_t D, float eps) {
+  float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+  for (int64_t d = 0; d < D; ++d) sum += x[d];
+  const float mean = sum / static_cast<float>(D);
+  float sq = 0.0f;
+#pragma omp simd reduction(+ : sq)
+  for (int64_t d = 0; d < D; ++d) sq += (x[d] - mean) * (x[d] - mean);
+  const float rstd = 1.0f / std::sqrt(sq / static_cast<float>(D) + eps);
+#pragma omp simd
+  for (int64_t d = 0; d < D; ++d) {
+    const float xhat = (x[d] - mean) * rstd;
+    y[d] = xhat * (gamma ? gamma[d] : 1.0f) + (beta ? beta[d] : 0.0f);
+  }
+  *mean_out = mean;
+  *rstd_out = rstd;
+}
+
+PILLARS_SIMD_CLONES void backward_row(const float* x, const float* gamma, float mean, float rstd,
+                                      const float* g, float* dx, int64_t D) {
+  float sum_g = 0.0f, sum_gx = 0.0f; // Σ ĝ, Σ ĝ·x̂
+#pragma omp simd reduction(+ : sum_g, sum_gx)
+  for (int64_t d = 0; d < D; ++d) {
+    const float gh = g[d] * (gamma ? gamma[d] : 1.0f);
+    sum_g += gh;
+    sum_gx += gh * (x[d] - mean) * rstd;
+  }
+  const float mean_g = sum_g / static_cast<float>(D), mean_gx = sum_gx / static_cast<float>(D);
+#pragma omp simd
+  for (int64_t d = 0; d < D; ++d) {
+    const float gh = g[d] * (gamma ? gamma[d] : 1.0f);
+    dx[d] = rstd * (gh - mean_g - (x[d] - mean) * rstd * mean_gx);
+  }
+}
+
+// dγ[d0, d0 + w) and dβ[d0, d0 + w): Σ over all rows, in row order, accumulated in double.
+PILLARS_SIMD_CLONES void param_grad_block(const float* x, const float* mean, const float* rstd,
+                                          const float* g, float* dgamma, float* dbeta, int64_t N,
+                                          int64_t D, int64_t d0, int64_t w) {
+  double acc_gamma[kColumnBlock] = {}, acc_beta[kColumnBlock] = {};
+  for (int64_t n = 0; n < N; ++n) {
+    const float* xr = x + n * D + d0;
+    const float* gr = g + n * D + d0;
+#pragma omp simd
+    for (int64_t j = 0; j < w; ++j) {
+      acc_gamma[j] += static_cast<double>(gr[j] * ((xr[j] - mean[n]) * rstd[n]));
+      acc_beta[j] += static_cast<double>(gr[j]);
+    }
+  }
+  for (int64_t j = 0; j < w; ++j) {
+    if (dgamma) dgamma[d0 + j] = static_cast<float>(acc_gamma[j]);
+    if (dbeta) dbeta[d0 + j] = static_cast<float>(acc_beta[j]);
+  }
+}
+
+} // namespace
+
+void layer_norm_forward(const float* x, const float* gamma, const float* beta, float* y, float* mean,
+                        float* rstd, int64_t N, int64_t D, float eps) {
+#pragma omp parallel for schedule(static) if (N * D >= kParallelMin)
+  for (int64_t n = 0; n < N; ++n)
+    forward_row(x + n * D, gamma, beta, y + n * D, mean + n, rstd + n, D, eps);
+}
+
+void layer_norm_backward(const float* x, const float* gamma, const float* mean, const float* rstd,
+                         const float* dy, float* dx, float* dgamma, float* dbeta, int64_t N, int64_t D) {
+  const bool parallel = N * D >= kParallelMin;
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int64_t n = 0; n < N; ++n) backward_row(x + n * D, gamma, mean[n], rstd[n], dy + n * D, dx + n * D, D);
+  if (!dgamma && !dbeta) return;
+  const int64_t blocks = (D + kColumnBlock - 1) / kColumnBlock;
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int64_t b = 0; b < blocks; ++b) {
+    const int64_t d0 = b * kColumnBlock;
+    param_grad_block(x, mean, rstd, dy, dgamma, dbeta, N, D, d0, std::min(kColumnBlock, D - d0));
+  }
+}
+
+} // namespace pillars::cpu
