@@ -16,7 +16,10 @@ deps:
 	@./tools/install-deps.sh
 
 build: deps
-	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS) >/dev/null
+	@mkdir -p $(BUILD)
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS) > $(BUILD)/configure.log 2>&1 \
+	  || { cat $(BUILD)/configure.log; exit 1; }
+	@grep -E '^-- pillars:' $(BUILD)/configure.log || true
 	@cmake --build $(BUILD) -j $(JOBS)
 
 test: build

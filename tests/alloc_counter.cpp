@@ -35,7 +35,10 @@ namespace pillars::testing {
 AllocationCounter::AllocationCounter() {
   g_allocations = 0;
   g_counting = true;
-  delete new int(0); // the probe: counted iff our operator new is in use
+  // The probe: counted iff our operator new is in use. Through a volatile pointer, because the
+  // compiler may otherwise elide a new/delete pair (C++14 allows it, and -O3 does).
+  int* volatile probe = new int(0);
+  delete probe;
   active_ = g_allocations.exchange(0) == 1;
 }
 

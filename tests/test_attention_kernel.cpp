@@ -465,38 +465,54 @@ TEST_CASE("attention kernel: rows that see no key give zeros, lse -inf and zero 
     CHECK(r.dv[e] == 0.0);
   }
   CHECK(std::isfinite(error(r.o, r.o)));  // no NaN anywhere in O (error() returns inf on NaN)
+
+  // No keys at all (Tk = 0): every row sees nothing.
+  Config empty;
+  empty.B = 1, empty.H = 2, empty.Tq = 3, empty.Tk = 0, empty.D = 16;
+  Problem none(empty);
+  const Results z = run(none, empty, attention_forward, attention_backward);
+  for (double x : z.o) CHECK(x == 0.0);
+  for (double x : z.lse) CHECK(x == -kInf);
+  for (double x : z.dq) CHECK(x == 0.0);
 }
 
 TEST_CASE("attention kernel: dropout drops exactly the Philox elements") {
   // With V = the identity (Tk = D), O's row i is the dropped probability row itself:
-  // O[i, j] = P[i, j] · Z[i, j]. So O[i, j] == 0 exactly where philox says "drop" (P > 0 here), and
-  // O[i, j] = P[i, j] / (1 − p) where kept.
+  // O[i, j] = P[i, j] · Z[i, j]. So O[i, j] == 0 exactly where philox_uniform says "drop" (P > 0
+  // here), and O[i, j] = P[i, j] / (1 − p) (to float rounding) where kept. Offsets 0, 8 and 3 put
+  // the rows' first elements at, off, and between Philox 4-word boundaries and SIMD blocks.
   Config c;
-  c.B = 2, c.H = 2, c.Tq = 40, c.Tk = 32, c.D = 32, c.dropout = 0.25f, c.spread = 0.5f;
+  c.B = 2, c.H = 2, c.Tq = 40, c.Tk = 64, c.D = 64, c.dropout = 0.25f, c.spread = 0.5f;
   Problem pr(c);
   AttentionParams& p = pr.p;
   std::fill(pr.v_storage.begin(), pr.v_storage.end(), 0.0f);
   for (int64_t b = 0; b < c.B; ++b)
     for (int64_t j = 0; j < c.Tk; ++j)
       for (int64_t h = 0; h < c.H; ++h) at(pr.v_storage.data(), p.v_batch_stride, p.v_token_stride, c.H, c.D, b, j, h, j) = 1.0f;
-  attention_forward(p, pr.Q, pr.K, pr.V, pr.O(), pr.lse.data(), pr.probs.data());
-  int dropped = 0;
-  for (int64_t b = 0; b < c.B; ++b)
-    for (int64_t h = 0; h < c.H; ++h)
-      for (int64_t i = 0; i < c.Tq; ++i)
-        for (int64_t j = 0; j < c.Tk; ++j) {
-          const int64_t e = ((b * c.H + h) * c.Tq + i) * c.Tk + j;
-          const bool keep = pillars::philox_uniform(p.seed, p.rng_offset, uint64_t(e)) >= p.dropout_p;
-          const float o = at(pr.O(), p.o_batch_stride, p.o_token_stride, c.H, c.D, b, i, h, j);
-          if (keep) {
-            CHECK(o == doctest::Approx(pr.probs[e] / (1 - p.dropout_p)).epsilon(1e-5));
-          } else {
-            CHECK(o == 0.0f);
-            ++dropped;
-          }
-        }
-  const double fraction = double(dropped) / (c.B * c.H * c.Tq * c.Tk);
-  CHECK(fraction == doctest::Approx(0.25).epsilon(0.1));  // 5120 draws: σ ≈ 0.006
+  for (Isa isa : available_isas())
+    for (uint64_t offset : {0, 8, 3}) {
+      const ScopedIsa scoped(isa);
+      p.rng_offset = offset;
+      INFO(attention_isa() << ", rng offset " << offset);
+      attention_forward(p, pr.Q, pr.K, pr.V, pr.O(), pr.lse.data(), pr.probs.data());
+      int64_t dropped = 0, wrong_drops = 0, wrong_keeps = 0;
+      for (int64_t b = 0; b < c.B; ++b)
+        for (int64_t h = 0; h < c.H; ++h)
+          for (int64_t i = 0; i < c.Tq; ++i)
+            for (int64_t j = 0; j < c.Tk; ++j) {
+              const int64_t e = ((b * c.H + h) * c.Tq + i) * c.Tk + j;
+              const bool keep = pillars::philox_uniform(p.seed, p.rng_offset, uint64_t(e)) >= p.dropout_p;
+              const double o = at(pr.O(), p.o_batch_stride, p.o_token_stride, c.H, c.D, b, i, h, j);
+              const double kept = pr.probs[e] / (1.0 - p.dropout_p);
+              dropped += !keep;
+              wrong_drops += !keep && o != 0.0;
+              wrong_keeps += keep && !(std::abs(o - kept) <= 1e-6 * kept);
+            }
+      CHECK(wrong_drops == 0);
+      CHECK(wrong_keeps == 0);
+      const double fraction = double(dropped) / double(c.B * c.H * c.Tq * c.Tk);
+      CHECK(fraction == doctest::Approx(0.25).epsilon(0.1));  // 10240 draws: σ ≈ 0.004
+    }
 }
 
 TEST_CASE("attention kernel: fused backward matches finite differences of the fused forward") {

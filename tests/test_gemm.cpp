@@ -152,12 +152,14 @@ TEST_CASE("gemm: odd sizes, all transpose combinations, every ISA") {
 }
 
 TEST_CASE("gemm: shapes spanning several cache blocks, every ISA") {
-  // M > MC (144), K > KC (256, and uneven splits), N > NC (4096); tall-skinny and wide-short
-  // shapes that make the threading grid split M or N.
+  // Larger than the cache blocks (AVX-512/AVX2: MC 96, KC 1024, NC 1024; the blocks are evened
+  // out, so e.g. K = 1500 runs as 750 + 750): several M, K and N blocks, ragged everywhere, and
+  // tall-skinny and wide-short shapes that make the threading grid split M or N.
   const Case shapes[] = {
       {false, false, 257, 257, 257}, {true, false, 300, 129, 513},  {false, true, 129, 300, 600},
       {true, true, 311, 97, 300},    {false, false, 3, 4100, 20},   {false, true, 1, 5000, 33},
       {true, false, 2000, 1, 65},    {false, false, 1000, 70, 260}, {true, false, 70, 300, 1500},
+      {false, true, 13, 1100, 2100}, {true, true, 200, 7, 1030},
   };
   std::mt19937 rng(2);
   for (Isa isa : isas_to_test()) {
@@ -177,7 +179,7 @@ TEST_CASE("gemm: alpha and beta, including beta = 0 over a NaN-filled C") {
       for (float beta : {0.0f, 1.0f, -1.5f, 0.25f})
         for (bool ta : kTrans)
           for (bool tb : kTrans) {
-            Case c{ta, tb, 37, 70, 300, alpha, beta}; // two K blocks: beta applies only to the first
+            Case c{ta, tb, 13, 70, 1100, alpha, beta}; // two K blocks: beta applies only to the first
             CHECK(check_sgemm(c, rng) == 0);
           }
   }

@@ -19,19 +19,19 @@
 // our own code is on both sides (state save/restore, threading) the comparison is bit for bit.
 #include <doctest/doctest.h>
 
-#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <memory>
-#include <new>
 #include <nlohmann/json.hpp>
 #include <omp.h>
 
 #include "engine/error.h"
 #include "engine/optim/adam.h"
+#include "engine/io/safetensors.h"
 #include "engine/optim/clip.h"
 #include "engine/optim/schedule.h"
 #include "engine/optim/sgd.h"
@@ -211,7 +211,7 @@ TEST_CASE("optim: Adam, AdamW and SGD follow torch.optim trajectories") {
   }
 }
 
-TEST_CASE("optim: state saved after 5 steps and loaded into a fresh optimiser continues bit for bit") {
+TEST_CASE("optim: state saved to a safetensors file after 5 steps and loaded into a fresh optimiser continues bit for bit") {
   for (const json& run : golden()["runs"]) {
     const std::string name = run["name"];
     CAPTURE(name);
@@ -226,7 +226,13 @@ TEST_CASE("optim: state saved after 5 steps and loaded into a fresh optimiser co
     {
       std::unique_ptr<Optimizer> first = make_optimizer(run["optimizer"]);
       run_steps(run, *first, slots, 1, 5);
-      for (const auto& [n, t] : first->state()) saved.emplace_back(n, t.clone()); // as a checkpoint would
+      // Through a real checkpoint file: safetensors on disk (i64 step counters included).
+      std::vector<io::NamedTensor> to_file;
+      for (const auto& [n, t] : first->state()) to_file.push_back({n, t});
+      const std::string path = (std::filesystem::temp_directory_path() / ("pillars_optim_state_" + name + ".safetensors")).string();
+      io::save_safetensors(path, to_file);
+      for (auto& nt : io::load_safetensors(path).tensors) saved.emplace_back(nt.name, nt.tensor);
+      std::filesystem::remove(path);
     }
     std::unique_ptr<Optimizer> resumed = make_optimizer(run["optimizer"]);
     resumed->load_state(saved);

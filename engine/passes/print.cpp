@@ -3,15 +3,14 @@
 
 #include <sstream>
 
+#include "engine/error.h"
 #include "engine/op.h"
 
 namespace pillars {
 
 namespace {
 
-std::string value_str(const Graph& g, ValueId v) {
-  return "%" + std::to_string(v) + ":" + dtype_name(g.dtype(v)) + shape_str(g.shape(v));
-}
+std::string value_str(const Graph& g, ValueId v) { return str_cat("%", v, ":", dtype_name(g.dtype(v)), shape_str(g.shape(v))); }
 
 // The attributes that differ from their defaults, so a line shows only what matters.
 std::string attrs_str(const Attrs& a) {

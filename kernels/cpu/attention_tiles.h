@@ -12,9 +12,9 @@
 // through a shared inline function; attention.cpp calls the AVX versions only after a run-time CPU
 // check (kernels/cpu/cpu_features.h).
 //
-// Contract shared by all tile kernels: the column count n of every tile (keys of a block, padded
-// head dimension) is a multiple of 16 — the driver pads its tiles with zeros (or −inf for masked
-// logits), so no kernel needs a masked tail.
+// Contract shared by the tile kernels (dropout_multipliers excepted): the column count n of every
+// tile (the queries or keys of a block, or the head dimension, padded) is a multiple of 16 — the
+// driver pads its tiles with zeros (or masks the padding), so no kernel needs a masked tail.
 #pragma once
 #include <cstdint>
 

@@ -70,7 +70,7 @@ struct Generic {
 } // namespace
 
 const KernelSet* kernels_generic() {
-  static constexpr KernelSet set = make_kernel_set<Generic, 4, 2>("generic", 128, 256, 4096);
+  static constexpr KernelSet set = make_kernel_set<Generic, 4, 2>("generic", 96, 1024, 1024);
   return &set;
 }
 
