@@ -15,6 +15,7 @@
 // Each timing is the median of `repeats` runs after one warm-up run. "max rel diff" compares the
 // fused outputs (O, and dQ, dK, dV) with the naive ones: a sanity check that both computed the same.
 #include "tools/bench/bench_attention.h"
+#include "tools/bench/measure.h"
 
 #include <omp.h>
 
@@ -32,34 +33,6 @@
 namespace pillars::bench {
 namespace {
 
-// Median seconds of `repeats` calls of f, after one warm-up call.
-double median_seconds(int repeats, const std::function<void()>& f) {
-  f();
-  std::vector<double> times;
-  for (int r = 0; r < repeats; ++r) {
-    const auto t0 = std::chrono::steady_clock::now();
-    f();
-    times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  }
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
-}
-
-std::vector<float> random_tensor(int64_t elements, std::mt19937& rng) {
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> x(static_cast<size_t>(elements));
-  for (float& e : x) e = dist(rng);
-  return x;
-}
-
-double max_rel_diff(const std::vector<float>& ours, const std::vector<float>& theirs) {
-  double diff = 0, scale = 0;
-  for (size_t i = 0; i < ours.size(); ++i) {
-    diff = std::max(diff, double(std::fabs(ours[i] - theirs[i])));
-    scale = std::max(scale, double(std::fabs(theirs[i])));
-  }
-  return scale > 0 ? diff / scale : diff;
-}
 
 // One implementation's buffers: outputs of the forward and the backward.
 struct Outputs {
@@ -96,8 +69,8 @@ void bench_case(int64_t B, int64_t H, int64_t T, int64_t D, bool causal, int thr
   cpu::AttentionParams p = cpu::attention_params_contiguous(B, H, T, T, D);
   p.causal = causal;
   const int64_t elements = B * T * H * D;
-  const std::vector<float> Q = random_tensor(elements, rng), K = random_tensor(elements, rng),
-                           V = random_tensor(elements, rng), dO = random_tensor(elements, rng);
+  const std::vector<float> Q = random_floats(elements, rng), K = random_floats(elements, rng),
+                           V = random_floats(elements, rng), dO = random_floats(elements, rng);
   Outputs fused(elements, B * H * T), naive(elements, B * H * T);
   const Timing f = time_implementation(p, {"fused", cpu::attention_forward, cpu::attention_backward},
                                        Q, K, V, dO, fused, repeats);

@@ -7,12 +7,14 @@
 //
 // Shapes: 1024³ in all four transpose combinations, the tall-skinny 4096 × 256 × 1024, and the
 // products of a transformer training step with 4000 tokens, d_model 256, d_ff 1024 and a 10000-word
-// vocabulary (logits, the FFN matmul, and a weight gradient, which multiplies by Aᵀ).
+// vocabulary (logits x·Wᵀ, the FFN's x·W, and a weight gradient xᵀ·dy, which multiplies by Aᵀ).
+// (Names in the table are ASCII so that printf's byte-counted widths line up.)
 //
 // Each timing is the median of `repeats` runs after one warm-up run (which also lets our packing
 // buffers and OpenBLAS's thread pool reach their steady state). The "max rel diff" column is
 // max |ours − OpenBLAS| / max |OpenBLAS|, a sanity check that both computed the same thing.
 #include "tools/bench/bench_gemm.h"
+#include "tools/bench/measure.h"
 
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/gemm.h"
@@ -67,44 +69,16 @@ const Shape kShapes[] = {
     {"square", true, false, 1024, 1024, 1024},
     {"square", true, true, 1024, 1024, 1024},
     {"tall-skinny", false, false, 4096, 256, 1024},
-    {"logits x·Wᵀ", false, true, 4000, 10000, 256},
-    {"ffn x·W", false, false, 4000, 256, 1024},
-    {"weight grad xᵀ·dy", true, false, 256, 1024, 4000},
+    {"logits x*W^T", false, true, 4000, 10000, 256},
+    {"ffn x*W", false, false, 4000, 256, 1024},
+    {"weight grad x^T*dy", true, false, 256, 1024, 4000},
 };
 
-// Median seconds of `repeats` calls of f, after one warm-up call.
-double median_seconds(int repeats, const std::function<void()>& f) {
-  f();
-  std::vector<double> times;
-  for (int r = 0; r < repeats; ++r) {
-    const auto t0 = std::chrono::steady_clock::now();
-    f();
-    times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  }
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
-}
-
-std::vector<float> random_matrix(int64_t elements, std::mt19937& rng) {
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> m(static_cast<size_t>(elements));
-  for (float& x : m) x = dist(rng);
-  return m;
-}
-
-double max_rel_diff(const std::vector<float>& ours, const std::vector<float>& theirs) {
-  double diff = 0, scale = 0;
-  for (size_t i = 0; i < ours.size(); ++i) {
-    diff = std::max(diff, double(std::fabs(ours[i] - theirs[i])));
-    scale = std::max(scale, double(std::fabs(theirs[i])));
-  }
-  return scale > 0 ? diff / scale : diff;
-}
 
 void bench_shape(const Shape& s, const OpenBlas& blas, int repeats, std::mt19937& rng) {
   // Row-major storage: A is (M, K) or (K, M) when transposed; B is (K, N) or (N, K).
   const int64_t lda = s.trans_a ? s.M : s.K, ldb = s.trans_b ? s.K : s.N, ldc = s.N;
-  const std::vector<float> A = random_matrix(s.M * s.K, rng), B = random_matrix(s.K * s.N, rng);
+  const std::vector<float> A = random_floats(s.M * s.K, rng), B = random_floats(s.K * s.N, rng);
   std::vector<float> C(static_cast<size_t>(s.M * s.N)), C_blas(C.size());
   const double gflop = 2.0 * double(s.M) * double(s.N) * double(s.K) * 1e-9;
 

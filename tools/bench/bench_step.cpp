@@ -25,6 +25,7 @@
 #include "engine/optim/adam.h"
 #include "engine/passes/autodiff.h"
 #include "models/transformer.h"
+#include "tools/bench/measure.h"
 
 #ifndef PILLARS_SOURCE_DIR
 #define PILLARS_SOURCE_DIR "."
@@ -83,16 +84,9 @@ StepResult run_ours(int repeats) {
     adam.step(slots, 5e-4f);
   };
   StepResult r;
-  step(); // warm-up: first-touch of the arena, optimiser state
+  step(); // the first step's loss (median_seconds warms up with one more)
   r.first_loss = ex.value(m.loss).data<float>()[0];
-  std::vector<double> times;
-  for (int i = 0; i < repeats; ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
-    step();
-    times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  }
-  std::sort(times.begin(), times.end());
-  r.median_s = times[times.size() / 2];
+  r.median_s = median_seconds(repeats, step);
   r.tokens_per_s = static_cast<double>(kBatch * kTgtLen) / r.median_s;
   r.peak_rss_mb = peak_rss_mb();
   r.arena_mb = static_cast<double>(ex.plan().arena_bytes) / (1 << 20);

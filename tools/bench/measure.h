@@ -1,0 +1,45 @@
+// What every benchmark needs: a robust timer, random inputs, and a comparison of results.
+#pragma once
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <random>
+#include <vector>
+
+namespace pillars::bench {
+
+// Median seconds of `repeats` calls of f, after one warm-up call (first touch of buffers, lazy
+// state). The median, not the mean: a shared machine's hiccups should not move the figure.
+inline double median_seconds(int repeats, const std::function<void()>& f) {
+  f();
+  std::vector<double> times;
+  for (int r = 0; r < repeats; ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    f();
+    times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+// `elements` uniform values in [-1, 1).
+inline std::vector<float> random_floats(int64_t elements, std::mt19937& rng) {
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> x(static_cast<size_t>(elements));
+  for (float& e : x) e = dist(rng);
+  return x;
+}
+
+// max |ours − theirs| / max |theirs|: how far two implementations' results are apart.
+inline double max_rel_diff(const std::vector<float>& ours, const std::vector<float>& theirs) {
+  double diff = 0, scale = 0;
+  for (size_t i = 0; i < ours.size(); ++i) {
+    diff = std::max(diff, double(std::fabs(ours[i] - theirs[i])));
+    scale = std::max(scale, double(std::fabs(theirs[i])));
+  }
+  return scale > 0 ? diff / scale : diff;
+}
+
+} // namespace pillars::bench
