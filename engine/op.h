@@ -48,6 +48,11 @@ struct OpDef {
   // True when output 0 is a view of input 0 (same bytes, new shape): no kernel runs, and the
   // memory planner gives both the same buffer.
   bool is_view = false;
+  // True when output 0 may be written over input 0's buffer: the kernel reads element i of input 0
+  // before it writes element i of output 0, and nothing else. plan_memory uses this when input 0
+  // dies at this node and has output 0's size (gradient accumulation, activation gradients, the
+  // cross-entropy gradient over the logits): the largest buffers of a step are then reused at once.
+  bool inplace = false;
 };
 
 // Leaf ops (no kernel).

@@ -364,7 +364,8 @@ Seq2SeqGraph build_seq2seq_training_graph(const TransformerConfig& cfg, int64_t 
   const ValueId rows = ops::reshape(g, y, {B * Tt, cfg.d_model});                             // (B·Tt, d)
   m.logits = ops::linear(g, rows, g.param(output_matrix(cfg), {cfg.vocab, cfg.d_model}));     // (B·Tt, V)
   m.loss = ops::cross_entropy(g, m.logits, m.target, options.label_smoothing, cfg.pad_id);    // scalar
-  g.mark_output(m.logits);
+  // Only the loss is kept after a run by default: the logits are the largest activation of a
+  // step, and the cross-entropy gradient is written over them. Mark them to read them afterwards.
   g.mark_output(m.loss);
   return m;
 }

@@ -109,7 +109,8 @@ struct Seq2SeqGraph {
   ValueId src_tokens = kNoValue, src_lengths = kNoValue, prev_output_tokens = kNoValue, target = kNoValue,
           tgt_lengths = kNoValue;
   ValueId encoder_out = kNoValue; // (B, Ts, d)
-  ValueId logits = kNoValue;      // (B·Tt, V) (rows of padded target positions are computed but meaningless)
+  ValueId logits = kNoValue;      // (B·Tt, V) (rows of padded target positions are computed but meaningless);
+                                  // not kept after a run unless graph.mark_output(logits) is called
   ValueId loss = kNoValue;        // scalar: label-smoothed cross-entropy, mean over non-pad targets
   std::vector<AttentionSite> attention; // every attention module, in graph order
   int64_t B = 0, Ts = 0, Tt = 0;

@@ -98,6 +98,7 @@ void run_golden_case(const json& c) {
 
   // Forward graph, then the backward graph for every parameter.
   Seq2SeqGraph m = build_seq2seq_training_graph(cfg, B, Ts, Tt, label_smoothing, /*dropout_seed=*/0, /*train=*/false);
+  m.graph.mark_output(m.logits); // read after the run (otherwise the gradient may reuse its buffer)
   const std::vector<ValueId> wrt = m.graph.params();
   const std::vector<ValueId> grads = autodiff(m.graph, m.loss, wrt);
   REQUIRE(grads.size() == wrt.size());
@@ -344,6 +345,7 @@ TEST_CASE("model: a tiny training graph with dropout is deterministic for a seed
 
   auto run = [&](uint64_t seed, bool train) {
     Seq2SeqGraph m = build_seq2seq_training_graph(cfg, B, Ts, Tt, 0.1f, seed, train);
+    m.graph.mark_output(m.logits);
     const std::vector<ValueId> grads = autodiff(m.graph, m.loss, m.graph.params());
     Executor ex(m.graph);
     ex.bind_params(store);
@@ -380,6 +382,7 @@ TEST_CASE("model: GHT feature-map requests (probabilities, tgt_lengths) change n
     o.label_smoothing = 0.1f, o.train = false;
     o.attention_probs = o.target_lengths = requests;
     Seq2SeqGraph m = build_seq2seq_training_graph(cfg, B, Ts, Tt, o);
+    m.graph.mark_output(m.logits);
     if (requests) {
       REQUIRE(m.tgt_lengths != kNoValue);
       for (const AttentionSite& s : m.attention) {

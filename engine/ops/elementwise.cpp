@@ -11,7 +11,7 @@
 //   log  y = ln x       dx = g / x
 //   sqrt y = √x         dx = g / (2y)
 //   tanh                dx = g · (1 − y²)
-//   relu y = max(x, 0)  dx = g · [x > 0]
+//   relu y = max(x, 0)  dx = g · [y > 0]   (= [x > 0]; the output is what the backward keeps)
 //   gelu y = x Φ(x)     dx = g · (Φ(x) + x φ(x))
 #include "engine/ops/elementwise.h"
 
@@ -70,10 +70,10 @@ std::vector<ValueId> div_vjp(Graph& g, const Node& n, const std::vector<ValueId>
           needs[1] ? sum_to(g, neg(g, div(g, mul(g, gy, y), b)), g.shape(b)) : kNoValue};
 }
 
-const OpDef kAdd{.name = "add", .infer = infer_binary, .cpu = binary_cpu<cpu::BinaryKind::add>, .vjp = add_vjp};
-const OpDef kSub{.name = "sub", .infer = infer_binary, .cpu = binary_cpu<cpu::BinaryKind::sub>, .vjp = sub_vjp};
-const OpDef kMul{.name = "mul", .infer = infer_binary, .cpu = binary_cpu<cpu::BinaryKind::mul>, .vjp = mul_vjp};
-const OpDef kDiv{.name = "div", .infer = infer_binary, .cpu = binary_cpu<cpu::BinaryKind::div>, .vjp = div_vjp};
+const OpDef kAdd{.name = "add", .infer = infer_binary, .cpu = binary_cpu<cpu::BinaryKind::add>, .vjp = add_vjp, .inplace = true};
+const OpDef kSub{.name = "sub", .infer = infer_binary, .cpu = binary_cpu<cpu::BinaryKind::sub>, .vjp = sub_vjp, .inplace = true};
+const OpDef kMul{.name = "mul", .infer = infer_binary, .cpu = binary_cpu<cpu::BinaryKind::mul>, .vjp = mul_vjp, .inplace = true};
+const OpDef kDiv{.name = "div", .infer = infer_binary, .cpu = binary_cpu<cpu::BinaryKind::div>, .vjp = div_vjp, .inplace = true};
 
 // ---- unary --------------------------------------------------------------------------------------
 
@@ -105,21 +105,23 @@ std::vector<ValueId> tanh_vjp(Graph& g, const Node& n, const std::vector<ValueId
   const ValueId y = n.outputs[0];
   return {mul(g, go[0], add_scalar(g, neg(g, mul(g, y, y)), 1.0f))};
 }
+// relu'(x) = [x > 0] = [y > 0]: reading the output lets the input die at the relu (it is usually
+// the bias-add before it), which saves one activation per FFN layer for the backward.
 std::vector<ValueId> relu_vjp(Graph& g, const Node& n, const std::vector<ValueId>& go, const std::vector<bool>&) {
-  return {relu_backward(g, go[0], n.inputs[0])};
+  return {relu_backward(g, go[0], n.outputs[0])};
 }
 std::vector<ValueId> gelu_vjp(Graph& g, const Node& n, const std::vector<ValueId>& go, const std::vector<bool>&) {
   return {gelu_backward(g, go[0], n.inputs[0])};
 }
 
-const OpDef kScale{.name = "scale", .infer = infer_unary, .cpu = unary_cpu<cpu::UnaryKind::scale>, .vjp = scale_vjp};
-const OpDef kAddScalar{.name = "add_scalar", .infer = infer_unary, .cpu = unary_cpu<cpu::UnaryKind::add_scalar>, .vjp = add_scalar_vjp};
-const OpDef kExp{.name = "exp", .infer = infer_unary, .cpu = unary_cpu<cpu::UnaryKind::exp>, .vjp = exp_vjp};
-const OpDef kLog{.name = "log", .infer = infer_unary, .cpu = unary_cpu<cpu::UnaryKind::log>, .vjp = log_vjp};
-const OpDef kSqrt{.name = "sqrt", .infer = infer_unary, .cpu = unary_cpu<cpu::UnaryKind::sqrt>, .vjp = sqrt_vjp};
-const OpDef kTanh{.name = "tanh", .infer = infer_unary, .cpu = unary_cpu<cpu::UnaryKind::tanh>, .vjp = tanh_vjp};
-const OpDef kRelu{.name = "relu", .infer = infer_unary, .cpu = unary_cpu<cpu::UnaryKind::relu>, .vjp = relu_vjp};
-const OpDef kGelu{.name = "gelu", .infer = infer_unary, .cpu = unary_cpu<cpu::UnaryKind::gelu>, .vjp = gelu_vjp};
+const OpDef kScale{.name = "scale", .infer = infer_unary, .cpu = unary_cpu<cpu::UnaryKind::scale>, .vjp = scale_vjp, .inplace = true};
+const OpDef kAddScalar{.name = "add_scalar", .infer = infer_unary, .cpu = unary_cpu<cpu::UnaryKind::add_scalar>, .vjp = add_scalar_vjp, .inplace = true};
+const OpDef kExp{.name = "exp", .infer = infer_unary, .cpu = unary_cpu<cpu::UnaryKind::exp>, .vjp = exp_vjp, .inplace = true};
+const OpDef kLog{.name = "log", .infer = infer_unary, .cpu = unary_cpu<cpu::UnaryKind::log>, .vjp = log_vjp, .inplace = true};
+const OpDef kSqrt{.name = "sqrt", .infer = infer_unary, .cpu = unary_cpu<cpu::UnaryKind::sqrt>, .vjp = sqrt_vjp, .inplace = true};
+const OpDef kTanh{.name = "tanh", .infer = infer_unary, .cpu = unary_cpu<cpu::UnaryKind::tanh>, .vjp = tanh_vjp, .inplace = true};
+const OpDef kRelu{.name = "relu", .infer = infer_unary, .cpu = unary_cpu<cpu::UnaryKind::relu>, .vjp = relu_vjp, .inplace = true};
+const OpDef kGelu{.name = "gelu", .infer = infer_unary, .cpu = unary_cpu<cpu::UnaryKind::gelu>, .vjp = gelu_vjp, .inplace = true};
 
 // ---- activation backward: (dy, x) → dx ------------------------------------------------------------
 
@@ -131,8 +133,8 @@ template <cpu::UnaryKind K> void activation_backward_cpu(const KernelContext& c)
   cpu::activation_backward(K, c.in[0].data<float>(), c.in[1].data<float>(), c.out[0].data<float>(), c.out[0].numel());
 }
 // Second derivatives are not needed by anything in Pillars; these ops have no vjp.
-const OpDef kReluBackward{.name = "relu_backward", .infer = infer_same_as_first, .cpu = activation_backward_cpu<cpu::UnaryKind::relu>};
-const OpDef kGeluBackward{.name = "gelu_backward", .infer = infer_same_as_first, .cpu = activation_backward_cpu<cpu::UnaryKind::gelu>};
+const OpDef kReluBackward{.name = "relu_backward", .infer = infer_same_as_first, .cpu = activation_backward_cpu<cpu::UnaryKind::relu>, .inplace = true};
+const OpDef kGeluBackward{.name = "gelu_backward", .infer = infer_same_as_first, .cpu = activation_backward_cpu<cpu::UnaryKind::gelu>, .inplace = true};
 
 // ---- fill, sum_to, broadcast_to -----------------------------------------------------------------
 

@@ -20,8 +20,8 @@ ValueId tanh(Graph& g, ValueId x);
 ValueId relu(Graph& g, ValueId x);
 ValueId gelu(Graph& g, ValueId x);                  // exact: x · Φ(x) = x/2 · (1 + erf(x/√2))
 
-// Backward helpers (also ordinary ops): dy · relu'(x), dy · gelu'(x).
-ValueId relu_backward(Graph& g, ValueId dy, ValueId x);
+// Backward helpers (also ordinary ops): dy · [y > 0] given relu's output y, dy · gelu'(x).
+ValueId relu_backward(Graph& g, ValueId dy, ValueId y);
 ValueId gelu_backward(Graph& g, ValueId dy, ValueId x);
 
 ValueId fill(Graph& g, const Shape& shape, float value); // a constant-valued f32 tensor

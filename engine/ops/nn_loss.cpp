@@ -68,7 +68,9 @@ void cpu_backward(const KernelContext& c) {
                               c.in[3].data<float>()[0], c.out[0].data<float>());
 }
 
-const OpDef kCrossEntropyBackward{.name = "cross_entropy_backward", .infer = infer_backward, .cpu = cpu_backward};
+// In place: each row's logits are read before the same positions of dlogits are written, so the
+// (N, V) gradient can take over the logits' buffer — the largest of a training step.
+const OpDef kCrossEntropyBackward{.name = "cross_entropy_backward", .infer = infer_backward, .cpu = cpu_backward, .inplace = true};
 
 std::vector<ValueId> vjp(Graph& g, const Node& n, const std::vector<ValueId>& dy, const std::vector<bool>& needs) {
   PILLARS_CHECK(dy[1] == kNoValue, "cross_entropy: gradients through the lse output are not supported");

@@ -1,4 +1,4 @@
-// plan_memory: liveness + first-fit; see plan_memory.h.
+// plan_memory: liveness + best-fit; see plan_memory.h.
 //
 // A value is live from the node that produces it to the last node that reads it (or to the end,
 // for graph outputs). Walking the nodes in order, we allocate each node's outputs from a free list,
@@ -24,10 +24,13 @@ bool is_leaf(const Node& n) { return n.op == &kInputOp || n.op == &kParamOp || n
 class Arena {
  public:
   size_t allocate(size_t bytes) {
-    for (auto it = holes_.begin(); it != holes_.end(); ++it) {
-      if (it->second < bytes) continue;
-      const size_t offset = it->first, size = it->second;
-      holes_.erase(it);
+    // Best fit: the smallest hole that is large enough, so big holes stay whole for big values.
+    auto best = holes_.end();
+    for (auto it = holes_.begin(); it != holes_.end(); ++it)
+      if (it->second >= bytes && (best == holes_.end() || it->second < best->second)) best = it;
+    if (best != holes_.end()) {
+      const size_t offset = best->first, size = best->second;
+      holes_.erase(best);
       if (size > bytes) holes_[offset + bytes] = size - bytes;
       return offset;
     }
@@ -103,21 +106,36 @@ MemoryPlan plan_memory(const Graph& g) {
     if (plan.alias_of[v] == static_cast<int32_t>(v) && !external[v] && last_use[v] >= 0)
       dies_at[static_cast<size_t>(last_use[v])].push_back(v);
 
+  auto bytes_of = [&](size_t v) {
+    return align_up(static_cast<size_t>(numel(g.shape(static_cast<ValueId>(v)))) * dtype_size(g.dtype(static_cast<ValueId>(v))));
+  };
+  plan.took_over.assign(nv, -1);
+  std::vector<bool> handed_over(nv, false); // a root whose buffer an in-place output now owns
+
   Arena arena;
   for (int i = 0; i < nn; ++i) {
     const Node& n = g.node(i);
     if (!is_leaf(n) && !n.op->is_view) {
-      for (ValueId v : n.outputs) {
-        const size_t bytes = align_up(static_cast<size_t>(numel(g.shape(v))) * dtype_size(g.dtype(v)));
-        plan.offset[static_cast<size_t>(v)] = static_cast<int64_t>(arena.allocate(bytes));
-        plan.naive_bytes += bytes;
+      for (size_t k = 0; k < n.outputs.size(); ++k) {
+        const size_t v = static_cast<size_t>(n.outputs[k]);
+        plan.naive_bytes += bytes_of(v);
+        // In place: output 0 over input 0, when input 0 (its root) dies here and is the same size.
+        if (k == 0 && n.op->inplace && !n.inputs.empty()) {
+          const size_t in = static_cast<size_t>(plan.alias_of[static_cast<size_t>(n.inputs[0])]);
+          if (!external[in] && last_use[in] == i && !handed_over[in] && bytes_of(in) == bytes_of(v)) {
+            plan.offset[v] = plan.offset[in];
+            plan.took_over[v] = static_cast<int32_t>(in);
+            handed_over[in] = true;
+            continue;
+          }
+        }
+        plan.offset[v] = static_cast<int64_t>(arena.allocate(bytes_of(v)));
       }
       if (n.op->workspace) plan.workspace_bytes = std::max(plan.workspace_bytes, align_up(n.op->workspace(g, n)));
     }
     for (size_t v : dies_at[static_cast<size_t>(i)]) {
-      if (plan.offset[v] == MemoryPlan::kExternal) continue;
-      arena.release(static_cast<size_t>(plan.offset[v]),
-                    align_up(static_cast<size_t>(numel(g.shape(static_cast<ValueId>(v)))) * dtype_size(g.dtype(static_cast<ValueId>(v)))));
+      if (plan.offset[v] == MemoryPlan::kExternal || handed_over[v]) continue;
+      arena.release(static_cast<size_t>(plan.offset[v]), bytes_of(v));
     }
   }
   // Views inherit their root's offset.
