@@ -10,7 +10,7 @@ namespace {
 bool is_leaf(const Node& n) { return n.op == &kInputOp || n.op == &kParamOp || n.op == &kConstantOp; }
 }
 
-Executor::Executor(const Graph& g) : graph_(g), plan_(plan_memory(g)) {
+Executor::Executor(const Graph& g) : graph_(g), plan_(plan_memory(g)), planned_nodes_(g.nodes().size()) {
   arena_ = Storage::allocate(plan_.arena_bytes);
   if (plan_.workspace_bytes) workspace_ = Storage::allocate(plan_.workspace_bytes);
   const int nv = g.num_values();
@@ -33,7 +33,9 @@ Executor::Executor(const Graph& g) : graph_(g), plan_(plan_memory(g)) {
 void Executor::bind(ValueId leaf, const Tensor& value) {
   const Node& n = graph_.producer(leaf);
   PILLARS_CHECK(is_leaf(n), "executor: value %", leaf, " is not an input or parameter");
-  PILLARS_CHECK(value.defined() && value.shape() == graph_.shape(leaf) && value.dtype() == graph_.dtype(leaf), "executor: ",
+  PILLARS_CHECK(!value.defined() || value.device() == Device::cpu, "executor: ", n.op->name, " '", n.attrs.name,
+                "' is a ", device_name(value.device()), " tensor; this executor runs on the CPU");
+  PILLARS_CHECK(value.defined() && value.shape() == graph_.value(leaf).shape && value.dtype() == graph_.dtype(leaf), "executor: ",
                 n.op->name, " '", n.attrs.name, "' expects ", dtype_name(graph_.dtype(leaf)), shape_str(graph_.shape(leaf)),
                 ", got ", value.defined() ? std::string(dtype_name(value.dtype())) + shape_str(value.shape()) : "nothing");
   values_[static_cast<size_t>(leaf)] = value;
@@ -51,6 +53,8 @@ void Executor::bind_params(ParamStore& store) {
 
 void Executor::run() {
   const auto& nodes = graph_.nodes();
+  PILLARS_CHECK(nodes.size() == planned_nodes_, "executor: the graph grew from ", planned_nodes_, " to ", nodes.size(),
+                " nodes after the executor was built; build it after autodiff and the other passes");
   for (size_t i = 0; i < nodes.size(); ++i) {
     const Node& n = nodes[i];
     if (is_leaf(n)) {
@@ -61,7 +65,7 @@ void Executor::run() {
     if (n.op->is_view) { // same bytes as the input (which may be an external tensor), new shape
       const Tensor& src = values_[static_cast<size_t>(n.inputs[0])];
       Tensor& dst = values_[static_cast<size_t>(n.outputs[0])];
-      if (!dst.defined() || dst.raw() != src.raw()) dst = src.reshape(graph_.shape(n.outputs[0]));
+      if (!dst.defined() || dst.raw() != src.raw()) dst.assign_view(src, graph_.value(n.outputs[0]).shape); // no allocation
       continue;
     }
     auto& in = node_in_[i];

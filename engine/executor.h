@@ -21,7 +21,10 @@ namespace pillars {
 
 class Executor {
  public:
-  explicit Executor(const Graph& g); // keeps a reference: g must outlive the executor
+  // Keeps a reference: g must outlive the executor and must not grow after it is built (run()
+  // checks; build the executor after autodiff and every other pass).
+  explicit Executor(const Graph& g);
+  Executor(Graph&&) = delete; // a temporary graph would dangle
   void bind(const std::string& input_name, const Tensor& value);
   void bind(ValueId leaf, const Tensor& value);
   void bind_params(ParamStore& store); // every parameter leaf of the graph must be in the store
@@ -39,6 +42,7 @@ class Executor {
   std::vector<Tensor> values_;                  // one per value
   std::vector<std::vector<Tensor>> node_in_, node_out_; // per node, reused every run
   uint64_t run_seed_ = 0;
+  size_t planned_nodes_ = 0; // the graph's size when planned: growing it later is an error
 };
 
 } // namespace pillars

@@ -100,13 +100,18 @@ void check_dtype(const Tensor& t, DType expected) {
     throw Error(str_cat("tensor of dtype ", dtype_name(t.dtype()), " used as ", dtype_name(expected)));
 }
 
-static void check_shape(const Shape& shape) {
-  for (int64_t e : shape)
+// Extents must be non-negative and the byte size must fit in 63 bits (no silent overflow).
+static void check_shape(const Shape& shape, DType dtype = DType::f32) {
+  int64_t bytes = static_cast<int64_t>(dtype_size(dtype));
+  for (int64_t e : shape) {
     if (e < 0) throw Error(str_cat("negative extent in shape ", shape_str(shape)));
+    if (e != 0 && __builtin_mul_overflow(bytes, e, &bytes))
+      throw Error(str_cat("shape ", shape_str(shape), " of ", dtype_name(dtype), " is too large to address"));
+  }
 }
 
 Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
-  check_shape(shape);
+  check_shape(shape, dtype);
   Tensor t;
   t.shape_ = shape;
   t.dtype_ = dtype;
@@ -143,7 +148,7 @@ Tensor Tensor::from_i32(const Shape& shape, const std::vector<int32_t>& values) 
 }
 
 Tensor Tensor::view_of(void* data, const Shape& shape, DType dtype, Device device) {
-  check_shape(shape);
+  check_shape(shape, dtype);
   Tensor t;
   t.shape_ = shape;
   t.dtype_ = dtype;
@@ -179,6 +184,14 @@ Tensor Tensor::reshape(const Shape& shape) const {
   Tensor t = *this;
   t.shape_ = s;
   return t;
+}
+
+void Tensor::assign_view(const Tensor& src, const Shape& shape) {
+  PILLARS_CHECK(pillars::numel(shape) == src.numel(), "assign_view: ", shape_str(src.shape()), " viewed as ", shape_str(shape));
+  storage_ = src.storage_;
+  offset_ = src.offset_;
+  dtype_ = src.dtype_;
+  shape_ = shape; // copy-assignment: reuses shape_'s capacity
 }
 
 Tensor Tensor::slice0(int64_t begin, int64_t end) const {

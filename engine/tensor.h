@@ -70,6 +70,9 @@ class Tensor {
   template <class T> T* data() const;
 
   Tensor reshape(const Shape& shape) const;        // view; -1 infers one extent
+  // Makes *this a view of src's bytes with `shape` (same element count). Unlike reshape it reuses
+  // this tensor's shape storage, so re-pointing a view every step allocates nothing.
+  void assign_view(const Tensor& src, const Shape& shape);
   Tensor slice0(int64_t begin, int64_t end) const; // view of rows [begin, end) along axis 0
   Tensor clone() const;                            // deep copy
   void copy_from(const Tensor& src);               // same shape and dtype required

@@ -31,23 +31,25 @@ PILLARS_HD uint32_t philox_mulhilo(uint32_t a, uint32_t b, uint32_t* hi) {
   return static_cast<uint32_t>(p);
 }
 
-// Ten rounds of Philox4x32 on a 128-bit counter with a 64-bit key; the constants are the
-// published ones (Random123).
-PILLARS_HD Philox4 philox4x32_10(uint64_t counter, uint64_t seed) {
-  uint32_t c0 = static_cast<uint32_t>(counter), c1 = static_cast<uint32_t>(counter >> 32), c2 = 0, c3 = 0;
-  uint32_t k0 = static_cast<uint32_t>(seed), k1 = static_cast<uint32_t>(seed >> 32);
+// Ten rounds of Philox4x32 on a 128-bit counter (c0 lowest) with a 64-bit key (k0 lowest); the
+// multipliers and Weyl constants are the published ones (Random123), checked against its
+// known-answer vectors in tests/test_philox.cpp.
+PILLARS_HD Philox4 philox4x32_10(Philox4 c, uint32_t k0, uint32_t k1) {
   for (int round = 0; round < 10; ++round) {
     uint32_t hi0, hi1;
-    const uint32_t lo0 = philox_mulhilo(0xD2511F53u, c0, &hi0);
-    const uint32_t lo1 = philox_mulhilo(0xCD9E8D57u, c2, &hi1);
-    c0 = hi1 ^ c1 ^ k0;
-    c1 = lo1;
-    c2 = hi0 ^ c3 ^ k1;
-    c3 = lo0;
+    const uint32_t lo0 = philox_mulhilo(0xD2511F53u, c.v[0], &hi0);
+    const uint32_t lo1 = philox_mulhilo(0xCD9E8D57u, c.v[2], &hi1);
+    c = Philox4{{hi1 ^ c.v[1] ^ k0, lo1, hi0 ^ c.v[3] ^ k1, lo0}};
     k0 += 0x9E3779B9u;
     k1 += 0xBB67AE85u;
   }
-  return Philox4{{c0, c1, c2, c3}};
+  return c;
+}
+
+// The form every dropout uses: a 64-bit counter (upper words zero) and a 64-bit seed as the key.
+PILLARS_HD Philox4 philox4x32_10(uint64_t counter, uint64_t seed) {
+  return philox4x32_10(Philox4{{static_cast<uint32_t>(counter), static_cast<uint32_t>(counter >> 32), 0u, 0u}},
+                       static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32));
 }
 
 // The uniform number in [0, 1) for flat element `index` of a stream (seed, offset).

@@ -2,6 +2,7 @@
 // fresh dropout masks per run seed.
 #include <doctest/doctest.h>
 
+#include "engine/error.h"
 #include "engine/executor.h"
 #include "engine/passes/autodiff.h"
 #include "models/transformer.h"
@@ -40,9 +41,14 @@ TEST_CASE("executor: a repeated training step of the tiny transformer allocates 
   s.bind(ex);
   ex.run(); // first run: kernels may grow their scratch once
   ex.run();
+  // A training loop binds a new batch every step: make the next batches before counting.
+  const Tensor src = Tensor::from_i32({3, 6}, {4, 5, 6, 7, 8, 9, 10, 11, 12, 2, 1, 1, 13, 14, 15, 16, 17, 2});
+  const Tensor prev = Tensor::from_i32({3, 5}, {2, 4, 5, 6, 7, 2, 8, 9, 1, 1, 2, 10, 11, 12, 13});
   pillars::testing::AllocationCounter counter;
   ex.set_seed(5);
   ex.run();
+  ex.bind(s.m.src_tokens, src); // new tensors: views of them are re-pointed without allocating
+  ex.bind(s.m.prev_output_tokens, prev); // (by id: a long name would allocate a std::string here)
   ex.run();
   const long allocations = counter.stop();
   if (!counter.active()) {
@@ -50,6 +56,18 @@ TEST_CASE("executor: a repeated training step of the tiny transformer allocates 
     return;
   }
   CHECK(allocations == 0);
+}
+
+TEST_CASE("executor: refuses a graph that grew after it was built, and non-CPU tensors") {
+  TinyStep s;
+  Executor ex(s.m.graph);
+  s.bind(ex);
+  ex.run();
+  int32_t lengths[3] = {6, 4, 6};
+  const Tensor on_gpu = Tensor::view_of(lengths, {3}, DType::i32, Device::cuda); // only the device tag matters here
+  CHECK_THROWS_WITH_AS(ex.bind("src_lengths", on_gpu), doctest::Contains("cuda tensor"), Error);
+  autodiff(s.m.graph, s.m.loss, s.m.graph.params()); // grows the graph under the executor
+  CHECK_THROWS_WITH_AS(ex.run(), doctest::Contains("grew"), Error);
 }
 
 TEST_CASE("executor: the run seed changes dropout masks; the same seed repeats them exactly") {

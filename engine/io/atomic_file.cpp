@@ -1,6 +1,8 @@
 // Atomic file replacement: see atomic_file.h. POSIX only (open/write/fsync/rename).
 #include "engine/io/atomic_file.h"
 
+#include <atomic>
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -35,12 +37,15 @@ void fsync_directory(const std::string& dir) {
 } // namespace
 
 std::string atomic_temp_path(const std::string& path) {
-  return path + ".tmp." + std::to_string(static_cast<long long>(::getpid()));
+  // Unique per writer: the process id and a per-process counter, so two threads (or two
+  // processes) saving the same path never share a temporary file.
+  static std::atomic<unsigned long long> next{0};
+  return str_cat(path, ".tmp.", static_cast<long long>(::getpid()), ".", next.fetch_add(1));
 }
 
 AtomicFile::AtomicFile(std::string path) : path_(std::move(path)), temp_path_(atomic_temp_path(path_)) {
   if (path_.empty()) throw InputError("cannot write a file with an empty path");
-  fd_ = ::open(temp_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  fd_ = ::open(temp_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666); // never follows a planted link
   if (fd_ < 0) {
     const int err = errno;
     throw InputError(str_cat(path_, ": cannot create temporary file ", temp_path_, ": ", errno_text(err)));

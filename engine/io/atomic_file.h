@@ -55,7 +55,7 @@ class AtomicFile {
 // Replaces the file at `path` with `bytes`, atomically (see above).
 void atomic_write_file(const std::string& path, std::string_view bytes);
 
-// The temporary name AtomicFile uses for `path` in this process: "<path>.tmp.<pid>".
+// A fresh temporary name for `path`: "<path>.tmp.<pid>.<n>", n counting up within the process.
 std::string atomic_temp_path(const std::string& path);
 
 } // namespace pillars::io

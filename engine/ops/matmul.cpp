@@ -4,7 +4,8 @@
 //   A not transposed:  dA = dC · op(B)ᵀ         A transposed:  dA = op(B) · dCᵀ
 //   B not transposed:  dB = op(A)ᵀ · dC         B transposed:  dB = dCᵀ · op(A)
 // each of which is again one matmul with suitable transpose flags (no explicit transposes).
-// In the mixed form (A batched, B 2-D) dB sums over the batch: A's rows are flattened first.
+// In the mixed form (A batched, B 2-D) dB sums over the batch: op(A)'s rows are flattened first
+// (after a transpose when A is transposed), and a transposed A's gradient is computed transposed.
 #include "engine/ops/matmul.h"
 
 #include "engine/ops/common.h"
@@ -75,15 +76,21 @@ std::vector<ValueId> matmul_vjp(Graph& g, const Node& n, const std::vector<Value
   const float alpha = n.attrs.scale;
   const bool b_shared = g.shape(B).size() == 2 && g.shape(A).size() > 2;
   ValueId dA = kNoValue, dB = kNoValue;
-  if (needs[0]) dA = ta ? matmul_scaled(g, B, dC, tb, true, alpha) : matmul_scaled(g, dC, B, false, !tb, alpha);
+  if (needs[0]) {
+    if (!ta) dA = matmul_scaled(g, dC, B, false, !tb, alpha);
+    else if (!b_shared) dA = matmul_scaled(g, B, dC, tb, true, alpha);
+    else dA = transpose(g, matmul_scaled(g, dC, B, false, !tb, alpha), -1, -2); // dAᵀ = dC · op(B)ᵀ, per batch
+  }
   if (needs[1]) {
     ValueId a = A, dc = dC;
-    if (b_shared) { // flatten the batch into rows so the product sums over it
-      PILLARS_CHECK(!ta, "matmul: gradient of a shared 2-D B with a transposed batched A is not supported");
-      a = reshape(g, A, {-1, g.shape(A).back()});
+    bool a_trans = ta;
+    if (b_shared) { // flatten the batch into rows so that one product sums over it
+      if (ta) a = transpose(g, A, -1, -2); // (..., M, K): rows of op(A)
+      a = reshape(g, a, {-1, g.shape(a).back()});
       dc = reshape(g, dC, {-1, g.shape(dC).back()});
+      a_trans = false;
     }
-    dB = tb ? matmul_scaled(g, dc, a, true, ta, alpha) : matmul_scaled(g, a, dc, !ta, false, alpha);
+    dB = tb ? matmul_scaled(g, dc, a, true, a_trans, alpha) : matmul_scaled(g, a, dc, !a_trans, false, alpha);
   }
   return {dA, dB};
 }

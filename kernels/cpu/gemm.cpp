@@ -22,6 +22,8 @@
 // 4 × 8 one on 4-float GCC vectors (SSE2 on x86-64). PILLARS_ISA / force_isa() pick among them.
 #include "kernels/cpu/gemm.h"
 
+#include "engine/error.h"
+
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/gemm_blocked.h"
 
@@ -111,7 +113,10 @@ public:
       std::free(data_);
       const int64_t bytes = round_up(floats * int64_t(sizeof(float)), 64);
       data_ = static_cast<float*>(std::aligned_alloc(64, static_cast<size_t>(bytes)));
-      if (data_ == nullptr) std::abort();
+      if (data_ == nullptr) {
+        capacity_ = 0;
+        throw Error(str_cat("sgemm: out of memory allocating a ", bytes, "-byte packing buffer"));
+      }
       capacity_ = floats;
     }
     return data_;
