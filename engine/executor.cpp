@@ -7,7 +7,6 @@
 namespace pillars {
 
 namespace {
-bool is_leaf(const Node& n) { return n.op == &kInputOp || n.op == &kParamOp || n.op == &kConstantOp; }
 }
 
 Executor::Executor(const Graph& g) : graph_(g), plan_(plan_memory(g)), planned_nodes_(g.nodes().size()) {

@@ -58,4 +58,7 @@ struct OpDef {
 // Leaf ops (no kernel).
 extern const OpDef kInputOp, kParamOp, kConstantOp;
 
+// An input, parameter or constant: bound from outside the graph, never computed.
+inline bool is_leaf(const Node& n) { return n.op == &kInputOp || n.op == &kParamOp || n.op == &kConstantOp; }
+
 } // namespace pillars

@@ -163,26 +163,31 @@ int64_t Tensor::dim(int axis) const {
   return shape_[a];
 }
 
-Tensor Tensor::reshape(const Shape& shape) const {
-  Shape s = shape;
+Shape resolve_reshape(const Shape& from, const Shape& to) {
+  Shape s = to;
   int infer = -1;
   int64_t known = 1;
   for (size_t i = 0; i < s.size(); ++i) {
     if (s[i] == -1) {
-      PILLARS_CHECK(infer < 0, "reshape: more than one -1 in ", shape_str(shape));
+      PILLARS_CHECK(infer < 0, "reshape: more than one -1 in ", shape_str(to));
       infer = static_cast<int>(i);
     } else {
       known *= s[i];
     }
   }
+  const int64_t n = pillars::numel(from);
   if (infer >= 0) {
-    PILLARS_CHECK(known > 0 && numel() % known == 0, "reshape: cannot infer ", shape_str(shape), " from ", shape_str(shape_));
-    s[infer] = numel() / known;
+    PILLARS_CHECK(known > 0 && n % known == 0, "reshape: cannot infer ", shape_str(to), " from ", shape_str(from));
+    s[static_cast<size_t>(infer)] = n / known;
   }
-  PILLARS_CHECK(pillars::numel(s) == numel(), "reshape: ", shape_str(shape_), " has ", numel(),
-                " elements, ", shape_str(s), " has ", pillars::numel(s));
+  PILLARS_CHECK(pillars::numel(s) == n, "reshape: ", shape_str(from), " has ", n, " elements, ", shape_str(s), " has ",
+                pillars::numel(s));
+  return s;
+}
+
+Tensor Tensor::reshape(const Shape& shape) const {
   Tensor t = *this;
-  t.shape_ = s;
+  t.shape_ = resolve_reshape(shape_, shape);
   return t;
 }
 

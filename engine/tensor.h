@@ -29,6 +29,9 @@ const char* device_name(Device d); // "cpu", "cuda"
 using Shape = std::vector<int64_t>;
 int64_t numel(const Shape& s);
 std::string shape_str(const Shape& s); // "[2, 3, 4]"
+// The shape `to` with its one -1 (if any) inferred so that it holds numel(from) elements; throws
+// if the element counts cannot match. Shared by Tensor::reshape and the reshape op.
+Shape resolve_reshape(const Shape& from, const Shape& to);
 
 // bf16 is a storage type: the upper 16 bits of an IEEE f32 (round-to-nearest-even on the way in).
 uint16_t f32_to_bf16(float x);

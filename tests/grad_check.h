@@ -10,29 +10,37 @@
 //      given instead, and are never differentiated.
 //   2. Loss L = Σ out ∘ R for a fixed random R (built with ops: mul + sum_all), so every output
 //      element gets an independent weight; autodiff gives dL/d in_i for every differentiable input.
-//   3. For each element x of each differentiable input: n = (L(x + h) − L(x − h)) / (2h), with L
-//      evaluated on the host, in double, from the f32 outputs of a forward-only graph.
+//   3. For each element x of each differentiable input: n = (L(x + h) − L(x − h)) / (2h), from the
+//      f32 outputs out± of a forward-only graph, on the host in double as
+//      L+ − L− = Σ_k (out+[k] − out−[k]) · R[k] over the outputs that changed (out+[k] ≠ out−[k]);
+//      an output that x does not affect is bit-identical in both and contributes exactly 0.
 //
 // Choice of h and of the tolerance (f32, eps = 2^-23 ≈ 1.2e-7):
 //   - Truncation: the central difference has error h²/6 · L''' (relative O(h²)). With h = 1e-2
-//     (scaled by max(1, |x|)) that is ~1e-5 relative for the smooth O(1) functions tested here.
-//   - Rounding: each output is f32 with a relative error of a few ulps (k·eps), so L± carry an
-//     absolute error ≲ k·eps·S, S = Σ |out ∘ R|, and the quotient ≲ k·eps·S / h. Taking k = 64
-//     covers op chains (softmax → matmul → permute ...) with margin; this is the `noise` term.
+//     (scaled by max(1, |x|)) that is ~1e-5 relative for the smooth O(1) functions tested here, and
+//     up to ~6e-4 where the curvature is high (log or sqrt near 0.2, cosines of 3-element vectors).
+//   - Rounding: each output is f32 with a relative error of a few ulps (k·eps), so out+[k] − out−[k]
+//     is off by ≲ k·eps·(|out+[k]| + |out−[k]|), and only the changed outputs bring any error into
+//     L+ − L−: it is ≲ k·eps·S_e, S_e = Σ_{k changed} (|out+[k]·R[k]| + |out−[k]·R[k]|), and the
+//     quotient ≲ k·eps·S_e / (2h). That is the `noise` term, per element. Taking k = 64 covers op
+//     chains (softmax → matmul → permute ...) with margin (the op tests use ≲ 10). Per element, so
+//     an element that moves a few of many outputs (an elementwise op; one row and column of a Gram
+//     matrix) is bounded by those few: a bound from Σ |out ∘ R| over all outputs was as large as a
+//     1-2 % error in such gradients, which then passed.
 //     (A smaller h would shrink truncation but blow this up: h = 1e-2 balances the two for f32.)
-//   - Pass when |analytic − n| ≤ rtol · max(|n|, 0.01 · max_j |n_j|) + noise, rtol = 2e-2.
+//   - Pass when |analytic − n| ≤ rtol · max(|n|, 0.01 · max_j |n_j|) + noise, rtol = 5e-3: ~8× the
+//     largest truncation error in the op tests, and low enough that a gradient off by 1 % fails
+//     wherever the noise is below 0.5 % of it (an elementwise op's is ≲ 0.1 %).
 //     The floor 0.01·max|n| compares components 100× smaller than the input's largest gradient
-//     on that absolute scale (their relative error is dominated by the noise above).
+//     on that absolute scale (their relative error is dominated by truncation and noise).
 //   The perturbed value is rounded to f32, so the actual step (x+ − x−) is used in the quotient.
 // Non-smooth ops (relu at 0, max with ties, a cosine at the eps clamp) need inputs away from the
-// kinks: choose [lo, hi] or `fixed` values accordingly.
+// kinks (a kink within h of x makes n wrong): choose [lo, hi] or `fixed` values accordingly.
 #pragma once
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
 #include <functional>
 #include <map>
 #include <memory>
@@ -45,7 +53,6 @@
 #include "engine/passes/autodiff.h"
 
 namespace pillars::testing {
-inline double gc_stat_rtol = 0, gc_stat_ulps = 0, gc_stat_rel = 0;
 
 using GraphBuilder = std::function<ValueId(Graph&, const std::vector<ValueId>&)>;
 
@@ -126,32 +133,10 @@ inline void check_gradients(const GraphBuilder& build, const std::vector<Shape>&
   BuiltGraph forward(build, inputs);
   Executor fx(forward.g);
   const std::vector<float> r = R.to_vector();
-  struct Difference {
-    double numeric, noise;
-  };
-  // The central difference of L at element e of input x with step h_rel · max(1, |x_e|).
-  const auto central = [&](Tensor& x, int64_t e, double h_rel) {
-    float* p = x.data<float>() + e;
-    const float x0 = *p;
-    const double h = h_rel * std::max(1.0, std::fabs(static_cast<double>(x0)));
-    const float xp = static_cast<float>(x0 + h), xm = static_cast<float>(x0 - h);
-    std::vector<float> out[2];
-    for (int side = 0; side < 2; ++side) {
-      *p = side == 0 ? xp : xm;
-      bind_all(fx, forward, inputs);
-      fx.run();
-      out[side] = fx.value(forward.out).to_vector();
-    }
-    *p = x0;
-    double dL = 0.0, S = 0.0; // L+ − L−, and S_e = Σ over the changed outputs of |out+ R| + |out− R|
-    for (size_t k = 0; k < r.size(); ++k) {
-      if (out[0][k] == out[1][k]) continue; // bit-identical: contributes exactly 0 (a NaN never is)
-      const double op = out[0][k], om = out[1][k];
-      dL += (op - om) * r[k];
-      S += std::fabs(op * r[k]) + std::fabs(om * r[k]);
-    }
-    const double step = static_cast<double>(xp) - static_cast<double>(xm);
-    return Difference{dL / step, opt.noise_ulps * 1.1920929e-7 * S / step};
+  const auto eval_out = [&] {
+    bind_all(fx, forward, inputs);
+    fx.run();
+    return fx.value(forward.out).to_vector();
   };
 
   size_t next_grad = 0;
@@ -163,41 +148,38 @@ inline void check_gradients(const GraphBuilder& build, const std::vector<Shape>&
     const std::vector<float> analytic = gv == kNoValue ? std::vector<float>(static_cast<size_t>(n), 0.0f) : ex.value(gv).to_vector();
     const int64_t stride = opt.max_elements > 0 ? std::max<int64_t>(1, n / opt.max_elements) : 1;
     std::vector<int64_t> checked;
-    std::vector<Difference> diffs;
+    std::vector<double> numeric, noise;
     double largest = 0.0;
     for (int64_t e = 0; e < n; e += stride) {
+      float* p = x.data<float>() + e;
+      const float x0 = *p;
+      const double h = opt.h * std::max(1.0, std::fabs(static_cast<double>(x0)));
+      const float xp = static_cast<float>(x0 + h), xm = static_cast<float>(x0 - h);
+      *p = xp;
+      const std::vector<float> outp = eval_out();
+      *p = xm;
+      const std::vector<float> outm = eval_out();
+      *p = x0;
+      const double step = static_cast<double>(xp) - static_cast<double>(xm);
+      double dL = 0.0, S = 0.0; // L+ − L−, and S_e
+      for (size_t k = 0; k < r.size(); ++k) {
+        if (outp[k] == outm[k]) continue; // bit-identical: contributes exactly 0 (a NaN never is)
+        const double op = outp[k], om = outm[k];
+        dL += (op - om) * r[k];
+        S += std::fabs(op * r[k]) + std::fabs(om * r[k]);
+      }
       checked.push_back(e);
-      diffs.push_back(central(x, e, opt.h));
-      largest = std::max(largest, std::fabs(diffs.back().numeric));
+      numeric.push_back(dL / step);
+      noise.push_back(opt.noise_ulps * 1.1920929e-7 * S / step);
+      largest = std::max(largest, std::fabs(numeric.back()));
     }
-    const auto tol = [&](const Difference& d) { return opt.rtol * std::max(std::fabs(d.numeric), 0.01 * largest) + d.noise; };
     int failures = 0;
     for (size_t c = 0; c < checked.size(); ++c) {
-      const double a = analytic[static_cast<size_t>(checked[c])];
-      Difference d = diffs[c];
-      if (std::getenv("GC_STATS")) {
-        const double num = d.numeric, scale = std::max(std::fabs(num), 0.01 * largest);
-        gc_stat_rtol = std::max(gc_stat_rtol, std::max(0.0, std::fabs(a - num) - d.noise) / scale);
-        gc_stat_ulps = std::max(gc_stat_ulps, d.noise > 0 ? std::fabs(a - num) / (d.noise / opt.noise_ulps) : (a == num ? 0.0 : 1e30));
-        gc_stat_rel = std::max(gc_stat_rel, std::fabs(a - num) / scale);
-      }
-      bool ok = std::fabs(a - d.numeric) <= tol(d);
-      // A kink inside the step (see the comment above): halve it while the central differences
-      // themselves disagree, which no function smooth on [x − h, x + h] does.
-      for (double h_rel = opt.h / 2; !ok && h_rel >= opt.h / 8; h_rel /= 2) {
-        const Difference smaller = central(x, checked[c], h_rel);
-        if (std::fabs(smaller.numeric - d.numeric) <= tol(smaller) + tol(d)) break; // consistent: no kink
-        ok = std::fabs(a - smaller.numeric) <= tol(smaller);
-        if (std::getenv("GC_STATS")) printf("GCKINK element %lld h_rel %g: %g -> %g (analytic %g) ok=%d\n", (long long)checked[c], h_rel, d.numeric, smaller.numeric, a, (int)ok);
-        d = smaller;
-      }
-      if (ok) continue;
+      const double a = analytic[static_cast<size_t>(checked[c])], num = numeric[c];
+      const double tol = opt.rtol * std::max(std::fabs(num), 0.01 * largest) + noise[c];
+      if (std::fabs(a - num) <= tol) continue;
       if (++failures <= 5)
-        MESSAGE("input ", i, " element ", checked[c], ": analytic ", a, " vs numeric ", diffs[c].numeric, " (tolerance ", tol(diffs[c]), ")");
-    }
-    if (std::getenv("GC_STATS")) {
-      printf("GCSTAT input %zu shape %s: needed_rtol %.3g  max_ulps %.3g  max_rel %.3g\n", i, shape_str(x.shape()).c_str(), gc_stat_rtol, gc_stat_ulps, gc_stat_rel);
-      gc_stat_rtol = gc_stat_ulps = gc_stat_rel = 0;
+        MESSAGE("input ", i, " element ", checked[c], ": analytic ", a, " vs numeric ", num, " (tolerance ", tol, ")");
     }
     INFO("input ", i, " of shape ", shape_str(x.shape()), ": ", failures, " of ", checked.size(), " elements off");
     CHECK(failures == 0);

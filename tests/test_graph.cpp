@@ -153,6 +153,30 @@ TEST_CASE("plan_memory: live values never share bytes, and dead ones are reused"
   CHECK(in_place > 0); // the chain's adds and tanh gradients reuse their dying inputs
 }
 
+TEST_CASE("plan_memory: in-place ops are exact even when both inputs are the dying buffer") {
+  // t = tanh(x) dies at mul(t, t), which is written over it; u = u + u likewise; then exp in place.
+  Graph g;
+  const ValueId x = g.input("x", {1000});
+  const ValueId t = ops::tanh(g, x);
+  const ValueId sq = ops::mul(g, t, t);
+  const ValueId doubled = ops::add(g, sq, sq);
+  const ValueId y = ops::exp(g, doubled);
+  g.mark_output(y);
+  const MemoryPlan plan = plan_memory(g);
+  CHECK(plan.took_over[static_cast<size_t>(sq)] == t);
+  CHECK(plan.took_over[static_cast<size_t>(doubled)] == sq);
+  CHECK(plan.took_over[static_cast<size_t>(y)] == doubled);
+  Tensor xs = Tensor::empty({1000});
+  for (int i = 0; i < 1000; ++i) xs.data<float>()[i] = -2.0f + 0.004f * static_cast<float>(i);
+  Executor ex(g);
+  ex.bind("x", xs);
+  ex.run();
+  for (int i = 0; i < 1000; ++i) {
+    const double th = std::tanh(static_cast<double>(xs.data<float>()[i]));
+    CHECK(ex.value(y).data<float>()[i] == doctest::Approx(std::exp(2 * th * th)).epsilon(1e-6));
+  }
+}
+
 TEST_CASE("executor: reports unbound inputs and wrong shapes by name") {
   Graph g;
   const ValueId x = g.input("tokens", {2, 3});

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <utility>
 #include <vector>
 
 #include "engine/error.h"
@@ -65,6 +66,25 @@ std::vector<double> softmax_ref(const Tensor& x, int64_t axis, bool log) {
 }
 
 Tensor ids_tensor(const Shape& s, const std::vector<int32_t>& v) { return Tensor::from_i32(s, v); }
+
+// The autodiff gradients of L = Σ build(inputs) ∘ R with respect to the inputs listed in `wrt`
+// (zeros where L does not depend on one).
+std::vector<std::vector<float>> grads_of(const Builder& build, const std::vector<Tensor>& inputs, const Tensor& R,
+                                         const std::vector<int>& wrt) {
+  pillars::testing::BuiltGraph b(build, inputs);
+  const ValueId loss = ops::sum_all(b.g, ops::mul(b.g, b.out, b.g.constant(R)));
+  std::vector<ValueId> leaves;
+  for (int i : wrt) leaves.push_back(b.leaves[static_cast<size_t>(i)]);
+  const std::vector<ValueId> d = autodiff(b.g, loss, leaves);
+  Executor ex(b.g);
+  pillars::testing::bind_all(ex, b, inputs);
+  ex.run();
+  std::vector<std::vector<float>> out;
+  for (size_t k = 0; k < wrt.size(); ++k)
+    out.push_back(d[k] == kNoValue ? std::vector<float>(static_cast<size_t>(inputs[static_cast<size_t>(wrt[k])].numel()), 0.0f)
+                                   : ex.value(d[k]).to_vector());
+  return out;
+}
 
 } // namespace
 
@@ -193,8 +213,24 @@ TEST_CASE("op: layer_norm gradients equal finite differences and the composed re
     };
     const std::vector<Shape> shapes{{3, 2, 7}, {7}, {7}};
     check_gradients(build(true), shapes);
-    const std::vector<Tensor> in{random_tensor({3, 2, 7}, 1), random_tensor({7}, 2), random_tensor({7}, 3)};
-    check_close(evaluate(build(true), in), to_double(evaluate(build(false), in)), 1e-5, 1e-5);
+    // The fused op against the composed one: forward, and the autodiff gradients dx, dγ, dβ of the
+    // same L = Σ y ∘ R (the fused backward against the chain rule through mean/sub/div/sqrt/mul/add).
+    // D = 129 covers the kernels' vector bodies and tails.
+    for (const Shape& xs : {Shape{3, 2, 7}, Shape{4, 3, 129}}) {
+      CAPTURE(shape_str(xs));
+      const int64_t D = xs.back();
+      const std::vector<Tensor> in{random_tensor(xs, 1), random_tensor({D}, 2), random_tensor({D}, 3)};
+      check_close(evaluate(build(true), in), to_double(evaluate(build(false), in)), 1e-5, 1e-5);
+      const Tensor R = random_tensor(xs, 4);
+      std::vector<int> wrt{0};
+      if (affine) wrt.push_back(1);
+      if (affine == 2) wrt.push_back(2);
+      const auto fused = grads_of(build(true), in, R, wrt), composed = grads_of(build(false), in, R, wrt);
+      for (size_t k = 0; k < wrt.size(); ++k) {
+        CAPTURE(wrt[k]); // 0: dx, 1: dγ, 2: dβ
+        check_close(fused[k], to_double(composed[k]), 1e-4, 1e-5);
+      }
+    }
   }
 }
 
@@ -421,6 +457,46 @@ TEST_CASE("op: cross_entropy with every row ignored is 0 with a zero gradient; b
 
 // ---- cosine similarity, head Gram matrix -----------------------------------------------------------
 
+namespace {
+// d L / d a and d L / d b of L = Σ R ∘ cos(a, b) along `axis`, in double, from the definition
+// cos = w12 / n, n = sqrt(max(w1 w2, eps²)) (w1 = Σ a², w2 = Σ b², w12 = Σ a b):
+//   dcos/da = b / n − (w12 / n) · a / w1 where w1 w2 > eps², b / eps where clamped (n constant).
+std::pair<std::vector<double>, std::vector<double>> cosine_grad_ref(const Tensor& a, const Tensor& b, const Tensor& R,
+                                                                    int64_t axis, double eps) {
+  const Split s = split(a.shape(), axis);
+  const float *av = a.data<float>(), *bv = b.data<float>(), *rv = R.data<float>();
+  std::vector<double> da(static_cast<size_t>(a.numel())), db(da.size());
+  for (int64_t o = 0; o < s.outer; ++o)
+    for (int64_t i = 0; i < s.inner; ++i) {
+      const auto at = [&](int64_t l) { return static_cast<size_t>((o * s.len + l) * s.inner + i); };
+      double w1 = 0, w2 = 0, w12 = 0;
+      for (int64_t l = 0; l < s.len; ++l) {
+        w1 += double(av[at(l)]) * av[at(l)];
+        w2 += double(bv[at(l)]) * bv[at(l)];
+        w12 += double(av[at(l)]) * bv[at(l)];
+      }
+      const bool clamped = w1 * w2 <= eps * eps;
+      const double n = clamped ? eps : std::sqrt(w1 * w2), c = w12 / n, g = rv[o * s.inner + i];
+      for (int64_t l = 0; l < s.len; ++l) {
+        da[at(l)] = g * (bv[at(l)] / n - (clamped ? 0.0 : c * av[at(l)] / w1));
+        db[at(l)] = g * (av[at(l)] / n - (clamped ? 0.0 : c * bv[at(l)] / w2));
+      }
+    }
+  return {da, db};
+}
+
+void check_cosine_grads(const Tensor& a, const Tensor& b, int64_t axis, float eps) {
+  const Builder f = [axis, eps](Graph& g, const std::vector<ValueId>& in) { return ops::cosine_similarity(g, in[0], in[1], axis, eps); };
+  Shape cs = a.shape();
+  cs.erase(cs.begin() + axis);
+  const Tensor R = random_tensor(cs, 3);
+  const auto got = grads_of(f, {a, b}, R, {0, 1});
+  const auto [da, db] = cosine_grad_ref(a, b, R, axis, eps);
+  check_close(got[0], da, 1e-4, 1e-6);
+  check_close(got[1], db, 1e-4, 1e-6);
+}
+} // namespace
+
 TEST_CASE("op: cosine_similarity matches a double reference along any axis, and its gradient") {
   const Shape shape{3, 6, 5};
   const Tensor a = random_tensor(shape, 1), b = random_tensor(shape, 2);
@@ -442,6 +518,7 @@ TEST_CASE("op: cosine_similarity matches a double reference along any axis, and 
       }
     check_close(evaluate(f, {a, b}), want, 1e-5, 1e-6);
     check_gradients(f, {shape, shape});
+    check_cosine_grads(a, b, axis, 1e-8f); // da and db against the formula, in double
   }
 }
 
@@ -454,6 +531,7 @@ TEST_CASE("op: cosine_similarity clamps the norm product at eps (PyTorch 1.13's 
   CHECK(evaluate(f, {Tensor::zeros({1, 2}), b})[0] == 0.0f);
   // Below the clamp the function is bilinear: da = b / eps exactly.
   check_gradients(f, {{4, 3}, {4, 3}}, GradCheckOptions{.lo = -0.2f, .hi = 0.2f});
+  check_cosine_grads(random_tensor({4, 3}, 1, -0.2f, 0.2f), random_tensor({4, 3}, 2, -0.2f, 0.2f), 1, 0.5f);
 }
 
 namespace {
@@ -469,6 +547,22 @@ std::vector<double> head_gram_ref(const Tensor& x, const std::vector<int32_t>& l
   for (int64_t i = 0; i < H; ++i)
     for (int64_t j = 0; j < H; ++j) G.push_back(std::inner_product(e[i].begin(), e[i].end(), e[j].begin(), 0.0));
   return G;
+}
+
+// d L / d x of L = Σ_ij R[i, j] G[i, j], in double: G[i, j] = Σ x[., i, .] x[., j, .] over the valid
+// positions, so x[b, t, i, d] enters G[i, j] and G[j, i] (twice G[i, i]) with x[b, t, j, d]:
+//   dx[b, t, i, d] = Σ_j (R[i, j] + R[j, i]) · x[b, t, j, d] for t < len_b, 0 on padding.
+std::vector<double> head_gram_grad_ref(const Tensor& x, const std::vector<int32_t>& lengths, const Tensor& R) {
+  const int64_t B = x.dim(0), T = x.dim(1), H = x.dim(2), D = x.dim(3);
+  const float *xv = x.data<float>(), *rv = R.data<float>();
+  std::vector<double> dx(static_cast<size_t>(x.numel()), 0.0);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t t = 0; t < (lengths.empty() ? T : lengths[b]); ++t)
+      for (int64_t i = 0; i < H; ++i)
+        for (int64_t j = 0; j < H; ++j)
+          for (int64_t d = 0; d < D; ++d)
+            dx[((b * T + t) * H + i) * D + d] += (double(rv[i * H + j]) + rv[j * H + i]) * xv[((b * T + t) * H + j) * D + d];
+  return dx;
 }
 } // namespace
 
@@ -486,5 +580,11 @@ TEST_CASE("op: head_gram equals the Gram matrix of the flattened valid features,
   const Tensor big = random_tensor({5, 301, 3, 16}, 7);
   check_close(evaluate(with_lengths, {big, ids_tensor({5}, {301, 17, 150, 0, 299})}),
               head_gram_ref(big, {301, 17, 150, 0, 299}), 1e-5, 1e-4);
+  // The backward against its formula, in double (with lengths, so padding gets 0; small and big).
+  const Tensor R = random_tensor({4, 4}, 8), R3 = random_tensor({3, 3}, 9);
+  check_close(grads_of(with_lengths, {x, lengths}, R, {0})[0], head_gram_grad_ref(x, {7, 2, 0}, R), 1e-4, 1e-5);
+  check_close(grads_of(without, {x}, R, {0})[0], head_gram_grad_ref(x, {}, R), 1e-4, 1e-5);
+  check_close(grads_of(with_lengths, {big, ids_tensor({5}, {301, 17, 150, 0, 299})}, R3, {0})[0],
+              head_gram_grad_ref(big, {301, 17, 150, 0, 299}, R3), 1e-4, 1e-5);
   CHECK_THROWS_WITH_AS(evaluate(with_lengths, {x, ids_tensor({3}, {7, 8, 0})}), doctest::Contains("lengths[1] = 8"), Error);
 }

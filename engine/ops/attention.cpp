@@ -52,7 +52,7 @@ Dims check_qkv(const Graph& g, const char* op, ValueId q, ValueId k, ValueId v, 
   return Dims{qs[0], qs[1], ks[1], qs[2], qs[3]};
 }
 
-bool emits_probs(const Node& n) { return n.attrs.ints.at(0) != 0; }
+bool emits_probs(const Node& n) { return !n.attrs.ints.empty() && n.attrs.ints[0] != 0; } // absent: no
 
 // The kernel's parameters for a node; key_lengths: the i32 input or nullptr. The dropout stream's
 // seed is the op's seed plus the executor's run seed, in the forward and the backward alike.

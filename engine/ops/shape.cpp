@@ -184,22 +184,7 @@ const OpDef kConcat{.name = "concat", .infer = infer_concat, .cpu = concat_cpu, 
 } // namespace
 
 ValueId reshape(Graph& g, ValueId x, const Shape& shape) {
-  Shape s = shape;
-  int64_t known = 1, infer_at = -1;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == -1) {
-      PILLARS_CHECK(infer_at < 0, "reshape: more than one -1 in ", shape_str(shape));
-      infer_at = static_cast<int64_t>(i);
-    } else {
-      known *= s[i];
-    }
-  }
-  const int64_t n = numel(g.shape(x));
-  if (infer_at >= 0) {
-    PILLARS_CHECK(known > 0 && n % known == 0, "reshape: cannot infer ", shape_str(shape), " from ", shape_str(g.shape(x)));
-    s[static_cast<size_t>(infer_at)] = n / known;
-  }
-  PILLARS_CHECK(numel(s) == n, "reshape: ", shape_str(g.shape(x)), " (", n, " elements) to ", shape_str(s));
+  const Shape s = resolve_reshape(g.shape(x), shape);
   if (s == g.shape(x)) return x;
   Attrs a;
   a.ints = s;

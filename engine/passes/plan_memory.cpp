@@ -18,7 +18,6 @@ namespace {
 constexpr size_t kAlign = 64;
 size_t align_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
-bool is_leaf(const Node& n) { return n.op == &kInputOp || n.op == &kParamOp || n.op == &kConstantOp; }
 
 // A free list of [offset, offset + size) holes, merged when adjacent; the arena grows at the end.
 class Arena {
