@@ -70,7 +70,7 @@ TEST_CASE("executor: refuses a graph that grew after it was built, and non-CPU t
   CHECK_THROWS_WITH_AS(ex.run(), doctest::Contains("grew"), Error);
 }
 
-TEST_CASE("executor: the run seed changes dropout masks; the same seed repeats them exactly") {
+TEST_CASE("executor: the run seed changes dropout masks, the same seed repeats them exactly") {
   TinyStep s;
   Executor ex(s.m.graph);
   s.bind(ex);

@@ -227,7 +227,7 @@ TEST_CASE("model: Transformer-Lite1 and Lite2 are about 30M without embeddings")
   }
 }
 
-TEST_CASE("model: named configs validate; bad configs are rejected with the field named") {
+TEST_CASE("model: named configs validate, bad configs are rejected with the field named") {
   for (const std::string& name : transformer_config_names()) {
     CAPTURE(name);
     CHECK_NOTHROW(transformer_config(name).validate());

@@ -90,7 +90,7 @@ TEST_CASE("autodiff: MLP gradients equal central finite differences") {
   }
 }
 
-TEST_CASE("autodiff: gradients of a value used twice are summed; unused parameters get none") {
+TEST_CASE("autodiff: gradients of a value used twice are summed, unused parameters get none") {
   Graph g;
   const ValueId x = g.param("x", {3});
   const ValueId unused = g.param("unused", {2});

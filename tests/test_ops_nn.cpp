@@ -236,7 +236,7 @@ TEST_CASE("op: layer_norm gradients equal finite differences and the composed re
 
 // ---- embedding ----------------------------------------------------------------------------------------
 
-TEST_CASE("op: embedding gathers rows; its gradient scatter-adds repeated ids") {
+TEST_CASE("op: embedding gathers rows, its gradient scatter-adds repeated ids") {
   const int64_t V = 11, D = 5;
   const Tensor table = random_tensor({V, D}, 1);
   const Tensor ids = ids_tensor({2, 3}, {4, 0, 4, 10, 4, 7});
@@ -321,7 +321,7 @@ TEST_CASE("op: dropout keeps element i iff philox_uniform(seed, offset, i) >= p,
     CHECK((odd[i] != 0.0f) == (philox_uniform(1234, 5, static_cast<uint64_t>(i)) >= p));
 }
 
-TEST_CASE("op: dropout backward applies the same mask and scale; p = 0 is the identity, p = 1 zeroes") {
+TEST_CASE("op: dropout backward applies the same mask and scale, p = 0 is the identity, p = 1 zeroes") {
   const Tensor x = random_tensor({7, 9}, 3, 0.5f, 1.5f);
   const Builder f = [](Graph& g, const std::vector<ValueId>& in) { return ops::dropout(g, in[0], 0.4f, 77, 16); };
   check_gradients(f, {{7, 9}}); // linear in x: the finite differences are exact up to rounding
@@ -445,7 +445,7 @@ TEST_CASE("op: cross_entropy matches PyTorch (tests/golden/make_ce_reference.py)
   check_close(got.grad, kTorchGrad, 1e-5, 1e-7);
 }
 
-TEST_CASE("op: cross_entropy with every row ignored is 0 with a zero gradient; bad targets are errors") {
+TEST_CASE("op: cross_entropy with every row ignored is 0 with a zero gradient, bad targets are errors") {
   const Tensor logits = random_tensor({3, 4}, 1);
   const CeRun none = run_cross_entropy(logits, ids_tensor({3}, {-100, -100, -100}), 0.1f, -100);
   CHECK(none.loss == 0.0f);

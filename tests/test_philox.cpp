@@ -33,7 +33,7 @@ TEST_CASE("philox: the 64-bit form is the 128-bit counter with zero upper words"
   for (int i = 0; i < 4; ++i) CHECK(a.v[i] == b.v[i]);
 }
 
-TEST_CASE("philox: uniforms are in [0, 1) with the right mean") {
+TEST_CASE("philox: uniforms lie in the unit interval with mean one half") {
   double sum = 0;
   const int n = 1 << 16;
   for (int i = 0; i < n; ++i) {
