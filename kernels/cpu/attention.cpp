@@ -28,8 +28,16 @@
 // the saved lse, P_ij = exp(s_ij − lse_i), instead of being stored (FlashAttention-2's backward).
 // Each thread owns whole (batch, head) pairs: it sweeps key blocks (accumulating that block's dK
 // and dV in a tile) and, inside, query blocks (accumulating dQ of the head in a (Tq × D) buffer),
-// so no two threads ever write the same gradient element. The backward's tiles are (queries × keys);
-// K and V of a key block are packed (also transposed) once and reused by every query block.
+// so no two threads ever write the same gradient element. The backward's tiles are (queries × keys).
+// Where its time goes is the five (64 × 64 × 64) tile products per (key block, query block) pair,
+// so everything else is kept off that path:
+//   * Q and dO of the head are packed once per head (not once per pair), with δ computed and the
+//     strided input rows software-prefetched on the way; K and V once per key block, and their
+//     transposes are done in registers (tiles.transpose) from the packed copies.
+//   * S = Q Kᵀ and dP = dO Vᵀ are never stored: the tile products that make them finish in an
+//     epilogue that turns the accumulators into P = exp(S − lse) (masked) and dS = P ∘ (dP∘Z − δ)
+//     while they are still in registers (tiles.probabilities, tiles.softmax_grad).
+//   * dK, dV of a key block are written (not zero-filled and accumulated) by its first query block.
 //
 // MASKS are prefixes of the key axis (attention.h): row i sees keys [0, n_i). A key block beyond
 // every row's n_i is skipped (causal: the blocks above the diagonal; padding: the blocks past
@@ -95,6 +103,7 @@ namespace {
 constexpr int64_t kBlockQ = 64;  // query rows per tile
 constexpr int64_t kBlockK = 64;  // keys per tile (a multiple of kPad)
 constexpr int64_t kPad = 16;     // tile widths are padded to a multiple of 16 floats (64 bytes)
+constexpr int64_t kRowsAhead = 8; // software prefetch distance of the row-by-row loops, in rows
 constexpr float kLog2e = 1.44269504088896340736f;
 constexpr float kLn2 = 0.69314718055994530942f;
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
@@ -133,22 +142,10 @@ void pack_rows(HeadRows<const float> x, int64_t r0, int64_t n, int64_t n_pad, in
     float* out = dst + r * Dp;
     if (r < n) {
       std::memcpy(out, x[r0 + r], D * sizeof(float));
-      fill(out + D, Dp - D, 0.0f);
+      if (Dp > D) fill(out + D, Dp - D, 0.0f);
     } else {
       fill(out, Dp, 0.0f);
     }
-  }
-}
-
-// dst (Dp, ld) ← the transpose of rows [r0, r0 + n) of x: dst[d · ld + r] = x[r0 + r][d], zero for
-// r in [n, n_pad) and d in [D, Dp).
-void pack_rows_transposed(HeadRows<const float> x, int64_t r0, int64_t n, int64_t n_pad, int64_t D,
-                          int64_t Dp, float* dst, int64_t ld) {
-  prefetch_rows(x, r0, n, D);
-  for (int64_t d = D; d < Dp; ++d) fill(dst + d * ld, n_pad, 0.0f);
-  for (int64_t r = 0; r < n_pad; ++r) {
-    const float* in = r < n ? x[r0 + r] : nullptr;
-    for (int64_t d = 0; d < D; ++d) dst[d * ld + r] = in ? in[d] : 0.0f;
   }
 }
 
@@ -157,6 +154,8 @@ void unpack_rows(const float* src, int64_t ld, int64_t n, float alpha, int64_t D
                  int64_t r0) {
   for (int64_t r = 0; r < n; ++r) {
     float* out = y[r0 + r];
+    if (r + kRowsAhead < n)
+      for (int64_t d = 0; d < D; d += kPad) __builtin_prefetch(y[r0 + r + kRowsAhead] + d, 1);
 #pragma omp simd
     for (int64_t d = 0; d < D; ++d) out[d] = alpha * src[r * ld + d];
   }
@@ -226,30 +225,33 @@ struct ForwardTiles {
   }
 };
 
-// The backward pass's tiles for one (batch, head) pair.
+// The backward pass's tiles for one (batch, head) pair. Q and dO of the head are packed once per
+// head (every key block reads every query block of them); K and V once per key block.
 struct BackwardTiles {
-  float* q;      // (kBlockQ, Dp)      the query block
-  float* dout;   // (kBlockQ, Dp)      the dO block
-  float* kt;     // (Dp, kBlockK)      the key block, transposed (for S = Q Kᵀ)
-  float* k;      // (kBlockK, Dp)      the key block (for dQ += dS K)
-  float* vt;     // (Dp, kBlockK)      the value block, transposed (for dP = dO Vᵀ)
-  float* dk;     // (kBlockK, Dp)      dK accumulator of the key block (unscaled)
-  float* dv;     // (kBlockK, Dp)      dV accumulator of the key block
-  float* p;      // (kBlockQ, kBlockK) probabilities P
-  float* pz;     // (kBlockQ, kBlockK) P ∘ Z (dropout only)
-  float* mult;   // (kBlockQ, kBlockK) dropout multipliers Z (dropout only)
-  float* dp;     // (kBlockQ, kBlockK) dP, then dS
-  float* delta;  // (Tq)               δ_i = rowsum(dO ∘ O)_i
-  float* lse2;   // (Tq)               lse in log2 units
-  float* dq;     // (Tq, Dp)           dQ accumulator of the head (unscaled)
+  float* q;        // (Tq, Dp)           the head's queries
+  float* dout;     // (Tq, Dp)           the head's dO
+  float* k;        // (kBlockK, Dp)      the key block (for dQ += dS K)
+  float* kt;       // (Dp, kBlockK)      the key block, transposed (for S = Q Kᵀ)
+  float* v;        // (kBlockK, Dp)      the value block (staging for vt)
+  float* vt;       // (Dp, kBlockK)      the value block, transposed (for dP = dO Vᵀ)
+  float* dk;       // (kBlockK, Dp)      dK accumulator of the key block (unscaled)
+  float* dv;       // (kBlockK, Dp)      dV accumulator of the key block
+  float* p;        // (kBlockQ, kBlockK) probabilities P
+  float* pz;       // (kBlockQ, kBlockK) P ∘ Z (dropout only)
+  float* mult;     // (kBlockQ, kBlockK) dropout multipliers Z (dropout only)
+  float* ds;       // (kBlockQ, kBlockK) dS
+  float* visible;  // (kBlockQ)          keys of the current key block each query sees
+  float* delta;    // (Tq)               δ_i = rowsum(dO ∘ O)_i
+  float* lse2;     // (Tq)               lse in log2 units (0 for rows that see nothing)
+  float* dq;       // (Tq, Dp)           dQ accumulator of the head (unscaled)
 
   int64_t layout(float* base, int64_t Dp, int64_t Tq, bool dropout) {
     const int64_t tile = kBlockQ * kBlockK, dropout_tile = dropout ? tile : 0;
-    return carve(base, {{&q, kBlockQ * Dp}, {&dout, kBlockQ * Dp}, {&kt, Dp * kBlockK},
-                        {&k, kBlockK * Dp}, {&vt, Dp * kBlockK}, {&dk, kBlockK * Dp},
+    return carve(base, {{&q, Tq * Dp}, {&dout, Tq * Dp}, {&k, kBlockK * Dp}, {&kt, Dp * kBlockK},
+                        {&v, kBlockK * Dp}, {&vt, Dp * kBlockK}, {&dk, kBlockK * Dp},
                         {&dv, kBlockK * Dp}, {&p, tile}, {&pz, dropout_tile},
-                        {&mult, dropout_tile}, {&dp, tile}, {&delta, Tq}, {&lse2, Tq},
-                        {&dq, Tq * Dp}});
+                        {&mult, dropout_tile}, {&ds, tile}, {&visible, kBlockQ}, {&delta, Tq},
+                        {&lse2, Tq}, {&dq, Tq * Dp}});
   }
 };
 
@@ -318,8 +320,12 @@ void forward_query_block(const AttentionParams& p, const TileKernels& tiles, con
     visible[r] = attention_visible_keys(p, b, i0 + r);
     last_key = std::max(last_key, visible[r]);
   }
-  pack_rows_transposed(head_rows(Q, p.q_batch_stride, p.q_token_stride, p, b, h), i0, rows, ld, D, D,
-                       t.qt, ld);
+  // Qᵀ (D, ld) of the block, straight from the input; the padding queries [rows, ld) are zero.
+  const auto q = head_rows(Q, p.q_batch_stride, p.q_token_stride, p, b, h);
+  prefetch_rows(q, i0, rows, D);
+  tiles.transpose(q[i0], p.q_token_stride, rows, D, t.qt, ld);
+  if (rows < ld)
+    for (int64_t d = 0; d < D; ++d) fill(t.qt + d * ld + rows, ld - rows, 0.0f);
   fill(t.m, ld, kNegInf);
   fill(t.l, ld, 0.0f);
   fill(t.ot, D * ld, 0.0f);
@@ -355,90 +361,104 @@ int64_t first_row_seeing(const AttentionParams& p, int64_t b, int64_t j) {
   return lo;
 }
 
-// P (rows, kBlockK) ← exp(S − lse) for query rows [i0, i0 + rows) against keys [j0, j0 + cols),
-// from S in log2 units; with dropout also Z (the multipliers) and P ∘ Z.
-void recompute_probabilities(const AttentionParams& p, const TileKernels& tiles,
-                             const BackwardTiles& t, int64_t b, int64_t h, int64_t i0, int64_t rows,
-                             int64_t j0, int64_t cols, int64_t cols_pad) {
+// With dropout: Z (the multipliers) and P ∘ Z for query rows [i0, i0 + rows) against the key block
+// at j0 (P is already in t.p; t.visible holds how many keys of the block each row sees).
+void dropout_tile(const AttentionParams& p, const TileKernels& tiles, const BackwardTiles& t,
+                  int64_t b, int64_t h, int64_t i0, int64_t rows, int64_t j0, int64_t cols_pad) {
   for (int64_t r = 0; r < rows; ++r) {
-    float* prob = t.p + r * kBlockK;
-    const int64_t n = clamp(attention_visible_keys(p, b, i0 + r) - j0, 0, cols);
-    if (n == 0) {
-      fill(prob, cols_pad, 0.0f);
-    } else {
-      fill(prob + n, cols_pad - n, kNegInf);
-      tiles.exp2_row(prob, cols_pad, t.lse2[i0 + r]);
-    }
-    if (p.dropout_p > 0.0f) {
-      float* mult = t.mult + r * kBlockK;
-      dropout_multipliers(p, tiles, b, h, i0 + r, j0, n, mult);
-      fill(mult + n, cols_pad - n, 0.0f);
-      for (int64_t j = 0; j < cols_pad; ++j) t.pz[r * kBlockK + j] = prob[j] * mult[j];
-    }
+    const int64_t n = static_cast<int64_t>(t.visible[r]);
+    float* mult = t.mult + r * kBlockK;
+    dropout_multipliers(p, tiles, b, h, i0 + r, j0, n, mult);
+    fill(mult + n, cols_pad - n, 0.0f);
+    for (int64_t j = 0; j < cols_pad; ++j) t.pz[r * kBlockK + j] = t.p[r * kBlockK + j] * mult[j];
   }
 }
 
 // The backward pass of key block [j0, j0 + kBlockK) of head (b, h) against every query block that
 // sees it: dK, dV of the block are complete afterwards; dQ of the head accumulates in t.dq.
+// Per query block, five tile products; the two that produce a (queries × keys) tile apply the
+// elementwise step in their epilogue, so S and dP never leave the registers:
+//   P  = exp(S − lse), S = scale · Q Kᵀ     (probabilities: GEMM + exp2 + mask)
+//   dV += (P∘Z)ᵀ dO
+//   dS = P ∘ (dO Vᵀ ∘ Z − δ)                (softmax_grad: GEMM + the softmax backward)
+//   dQ += dS K,   dK += dSᵀ Q               (scale applied on the way out)
 void backward_key_block(const AttentionParams& p, const TileKernels& tiles, const BackwardTiles& t,
-                        int64_t b, int64_t h, int64_t j0, const float* Q, const float* K,
-                        const float* V, const float* dO, float* dK, float* dV) {
+                        int64_t b, int64_t h, int64_t j0, const float* K, const float* V,
+                        float* dK, float* dV) {
   const int64_t D = p.D, Dp = padded_head_dim(p);
   const int64_t cols = std::min(kBlockK, p.Tk - j0), cols_pad = round_up(cols, kPad);
-  const auto q = head_rows(Q, p.q_batch_stride, p.q_token_stride, p, b, h);
   const auto k = head_rows(K, p.k_batch_stride, p.k_token_stride, p, b, h);
   const auto v = head_rows(V, p.v_batch_stride, p.v_token_stride, p, b, h);
-  const auto dout = head_rows(dO, p.o_batch_stride, p.o_token_stride, p, b, h);
   const bool dropout = p.dropout_p > 0.0f;
   const float* pz = dropout ? t.pz : t.p;
 
-  pack_rows_transposed(k, j0, cols, cols_pad, D, Dp, t.kt, kBlockK);
+  // K and V of the block, zero-padded, and their transposes (from the packed copies, so the
+  // padding comes along and the transpose reads L1).
+  prefetch_rows(k, j0, cols, D);
+  prefetch_rows(v, j0, cols, D);
   pack_rows(k, j0, cols, cols_pad, D, Dp, t.k);
-  pack_rows_transposed(v, j0, cols, cols_pad, D, Dp, t.vt, kBlockK);
-  fill(t.dk, cols_pad * Dp, 0.0f);
-  fill(t.dv, cols_pad * Dp, 0.0f);
+  pack_rows(v, j0, cols, cols_pad, D, Dp, t.v);
+  tiles.transpose(t.k, Dp, cols_pad, Dp, t.kt, kBlockK);
+  tiles.transpose(t.v, Dp, cols_pad, Dp, t.vt, kBlockK);
 
+  bool first = true;  // the first query block writes dK, dV; the others accumulate
   for (int64_t i0 = first_row_seeing(p, b, j0); i0 < p.Tq; i0 += kBlockQ) {
     const int64_t rows = std::min(kBlockQ, p.Tq - i0);
-    pack_rows(q, i0, rows, rows, D, Dp, t.q);
-    pack_rows(dout, i0, rows, rows, D, Dp, t.dout);
-    // P = exp(S − lse), S = scale · Q Kᵀ (computed in log2 units)
-    tiles.gemm(rows, cols_pad, Dp, p.scale * kLog2e, t.q, Dp, 1, t.kt, kBlockK, t.p, kBlockK, false);
-    recompute_probabilities(p, tiles, t, b, h, i0, rows, j0, cols, cols_pad);
-    // dV (cols_pad, Dp) += (P∘Z)ᵀ dO
-    tiles.gemm(cols_pad, Dp, rows, 1.0f, pz, 1, kBlockK, t.dout, Dp, t.dv, Dp, true);
-    // dP (rows, cols_pad) = dO Vᵀ, then dS = P ∘ (dP ∘ Z − δ)
-    tiles.gemm(rows, cols_pad, Dp, 1.0f, t.dout, Dp, 1, t.vt, kBlockK, t.dp, kBlockK, false);
+    const float* q = t.q + i0 * Dp;
+    const float* dout = t.dout + i0 * Dp;
     for (int64_t r = 0; r < rows; ++r)
-      tiles.softmax_grad_row(t.p + r * kBlockK, t.dp + r * kBlockK,
-                             dropout ? t.mult + r * kBlockK : nullptr, t.delta[i0 + r], cols_pad);
-    // dQ (rows, Dp) += dS K;  dK (cols_pad, Dp) += dSᵀ Q   (scale applied on the way out)
-    tiles.gemm(rows, Dp, cols_pad, 1.0f, t.dp, kBlockK, 1, t.k, Dp, t.dq + i0 * Dp, Dp, true);
-    tiles.gemm(cols_pad, Dp, rows, 1.0f, t.dp, 1, kBlockK, t.q, Dp, t.dk, Dp, true);
+      t.visible[r] = static_cast<float>(clamp(attention_visible_keys(p, b, i0 + r) - j0, 0, cols));
+    tiles.probabilities(rows, cols_pad, Dp, p.scale * kLog2e, q, Dp, 1, t.kt, kBlockK, t.lse2 + i0,
+                        t.visible, t.p, kBlockK);
+    if (dropout) dropout_tile(p, tiles, t, b, h, i0, rows, j0, cols_pad);
+    tiles.gemm(cols_pad, Dp, rows, 1.0f, pz, 1, kBlockK, dout, Dp, t.dv, Dp, !first);
+    tiles.softmax_grad(rows, cols_pad, Dp, dout, Dp, 1, t.vt, kBlockK, t.p,
+                       dropout ? t.mult : nullptr, t.delta + i0, t.ds, kBlockK);
+    tiles.gemm(rows, Dp, cols_pad, 1.0f, t.ds, kBlockK, 1, t.k, Dp, t.dq + i0 * Dp, Dp, true);
+    tiles.gemm(cols_pad, Dp, rows, 1.0f, t.ds, 1, kBlockK, q, Dp, t.dk, Dp, !first);
+    first = false;
+  }
+  if (first) {  // no query sees this key block: its gradients are zero
+    fill(t.dk, cols_pad * Dp, 0.0f);
+    fill(t.dv, cols_pad * Dp, 0.0f);
   }
   unpack_rows(t.dk, Dp, cols, p.scale, D, head_rows(dK, p.k_batch_stride, p.k_token_stride, p, b, h), j0);
   unpack_rows(t.dv, Dp, cols, 1.0f, D, head_rows(dV, p.v_batch_stride, p.v_token_stride, p, b, h), j0);
 }
 
-// The whole backward pass of head (b, h).
+// The whole backward pass of head (b, h): pack Q and dO of the head (computing δ on the way),
+// sweep the key blocks, write dQ.
 void backward_head(const AttentionParams& p, const TileKernels& tiles, const BackwardTiles& t,
                    int64_t b, int64_t h, const float* Q, const float* K, const float* V,
                    const float* O, const float* lse, const float* dO, float* dQ, float* dK,
                    float* dV) {
-  const int64_t Dp = padded_head_dim(p);
+  const int64_t D = p.D, Dp = padded_head_dim(p);
+  const auto q = head_rows(Q, p.q_batch_stride, p.q_token_stride, p, b, h);
   const auto out = head_rows(O, p.o_batch_stride, p.o_token_stride, p, b, h);
   const auto dout = head_rows(dO, p.o_batch_stride, p.o_token_stride, p, b, h);
   for (int64_t i = 0; i < p.Tq; ++i) {
+    // The rows are a token stride apart (often half a page), which the hardware prefetchers
+    // follow poorly: request the lines a few rows ahead by hand.
+    if (i + kRowsAhead < p.Tq)
+      for (int64_t d = 0; d < D; d += kPad) {
+        __builtin_prefetch(q[i + kRowsAhead] + d);
+        __builtin_prefetch(dout[i + kRowsAhead] + d);
+        __builtin_prefetch(out[i + kRowsAhead] + d);
+      }
+    pack_rows(q, i, 1, 1, D, Dp, t.q + i * Dp);
+    pack_rows(dout, i, 1, 1, D, Dp, t.dout + i * Dp);
+    const float* g = t.dout + i * Dp;
+    const float* o = out[i];
     float delta = 0.0f;
 #pragma omp simd reduction(+ : delta)
-    for (int64_t d = 0; d < p.D; ++d) delta += dout[i][d] * out[i][d];
+    for (int64_t d = 0; d < D; ++d) delta += g[d] * o[d];
     t.delta[i] = delta;
-    t.lse2[i] = lse[(b * p.H + h) * p.Tq + i] * kLog2e;
+    const float l = lse[(b * p.H + h) * p.Tq + i];
+    t.lse2[i] = l == kNegInf ? 0.0f : l * kLog2e;  // a row that sees nothing is masked anyway
   }
   fill(t.dq, p.Tq * Dp, 0.0f);
-  for (int64_t j0 = 0; j0 < p.Tk; j0 += kBlockK)
-    backward_key_block(p, tiles, t, b, h, j0, Q, K, V, dO, dK, dV);
-  unpack_rows(t.dq, Dp, p.Tq, p.scale, p.D, head_rows(dQ, p.q_batch_stride, p.q_token_stride, p, b, h), 0);
+  for (int64_t j0 = 0; j0 < p.Tk; j0 += kBlockK) backward_key_block(p, tiles, t, b, h, j0, K, V, dK, dV);
+  unpack_rows(t.dq, Dp, p.Tq, p.scale, D, head_rows(dQ, p.q_batch_stride, p.q_token_stride, p, b, h), 0);
 }
 
 } // namespace

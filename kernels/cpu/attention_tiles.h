@@ -12,6 +12,11 @@
 // through a shared inline function; attention.cpp calls the AVX versions only after a run-time CPU
 // check (kernels/cpu/cpu_features.h).
 //
+// All the tile products share one register-blocked sweep (gemm_sweep) that hands each finished
+// accumulator vector to an epilogue: the plain gemm stores it, while the backward's fused products
+// (probabilities, softmax_grad) apply the exp2 / softmax-backward step to it before the one store,
+// saving a write and a re-read of a whole tile per product.
+//
 // Contract shared by the tile kernels (dropout_multipliers excepted): the column count n of every
 // tile (the queries or keys of a block, or the head dimension, padded) is a multiple of 16 — the
 // driver pads its tiles with zeros (or masks the padding), so no kernel needs a masked tail.
@@ -40,9 +45,24 @@ struct TileKernels {
   // x[j] ← 2^(x[j] − shift) in place (exactly 0 where x[j] − shift < −126, so −inf gives 0);
   // returns Σ_j x[j]. `shift` must be finite.
   float (*exp2_row)(float* x, int64_t n, float shift);
-  // The softmax backward of one row: dP[j] ← P[j] · (dP[j] · mult[j] − delta), where mult are the
-  // dropout multipliers (nullptr: no dropout).
-  void (*softmax_grad_row)(const float* P, float* dP, const float* mult, float delta, int64_t n);
+  // The backward pass's two fused tile products (a GEMM whose epilogue works on the accumulators
+  // while they are still in registers, so neither S nor dP is ever stored and re-read):
+  //   probabilities: P (m × n, row stride ldp) = 2^(alpha · A B − shift[r]) in the columns
+  //                  j < visible[r] of row r, exactly 0 beyond (visible[r] == 0: the row is 0).
+  //   softmax_grad:  dS (m × n, row stride ld) = P ∘ ((A B) ∘ Z − delta[r]), Z (row stride ld)
+  //                  the dropout multipliers, or nullptr for none; dS may not alias P.
+  // A and B as in gemm; n % 16 == 0. The same arithmetic as gemm followed by the elementwise step
+  // (except that the compiler may fuse a multiply and an add of the epilogue into one FMA).
+  void (*probabilities)(int64_t m, int64_t n, int64_t k, float alpha, const float* A, int64_t a_row,
+                        int64_t a_col, const float* B, int64_t ldb, const float* shift,
+                        const float* visible, float* P, int64_t ldp);
+  void (*softmax_grad)(int64_t m, int64_t n, int64_t k, const float* A, int64_t a_row, int64_t a_col,
+                       const float* B, int64_t ldb, const float* P, const float* mult,
+                       const float* delta, float* dS, int64_t ld);
+  // dst[c · dst_ld + r] = src[r · src_ld + c] for r < rows, c < cols (any sizes): VW × VW blocks
+  // are transposed in registers, the ragged edges element by element.
+  void (*transpose)(const float* src, int64_t src_ld, int64_t rows, int64_t cols, float* dst,
+                    int64_t dst_ld);
   // The dropout multipliers of elements first .. first + n − 1 of the Philox stream `seed`
   // (kernels/philox.h, bit for bit): mult[j] = keep_scale if (word >> 8) >= threshold, else 0,
   // where word is element (first + j)'s random 32-bit word and threshold = ⌈p · 2^24⌉ (that is
@@ -111,12 +131,19 @@ inline vf exp2v(vf x) {
 }
 
 // ---- the tile product: a 6 × (NV·VW) register block swept over C ------------------------------
+//
+// One sweep serves every product of the kernels: it accumulates A B in registers and hands each
+// finished accumulator vector to an *epilogue*, epilogue(i, j, acc) for the VW columns j .. j+VW−1
+// of row i of the product. The plain gemm's epilogue stores alpha · acc (or adds it); the
+// backward's fused ones turn the logits into probabilities, or dP into dS, on the way out.
 
-// C[0:R, 0:V·VW] (=|+=) alpha · A[0:R, 0:k] · B[0:k, 0:V·VW]; the R × V accumulators live in
-// registers, each step loads V vectors of B and broadcasts R scalars of A.
-template <int R, int V>
-void gemm_block(int64_t k, float alpha, const float* A, int64_t a_row, int64_t a_col,
-                const float* B, int64_t ldb, float* C, int64_t ldc, bool accumulate) {
+// The R × V accumulators of rows [i, i + R) and vectors [j, j + V·VW) live in registers; each step
+// loads V vectors of B and broadcasts R scalars of A.
+template <int R, int V, class Epilogue>
+void gemm_block(int64_t i, int64_t j, int64_t k, const float* A, int64_t a_row, int64_t a_col,
+                const float* B, int64_t ldb, const Epilogue& epilogue) {
+  A += i * a_row;
+  B += j;
   vf acc[R][V];
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r)
@@ -136,37 +163,47 @@ void gemm_block(int64_t k, float alpha, const float* A, int64_t a_row, int64_t a
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r)
 #pragma GCC unroll 8
-    for (int v = 0; v < V; ++v) {
-      float* c = C + r * ldc + v * VW;
-      const vf result = splat(alpha) * acc[r][v];
-      store(c, accumulate ? load(c) + result : result);
-    }
+    for (int v = 0; v < V; ++v) epilogue(i + r, j + v * VW, acc[r][v]);
 }
 
 // Picks the block shape for a tail: `rows` ≤ R rows and `vecs` ≤ V vectors, at compile time.
-template <int R, int V = NV>
-void gemm_block_fitting(int rows, int vecs, int64_t k, float alpha, const float* A, int64_t a_row,
-                        int64_t a_col, const float* B, int64_t ldb, float* C, int64_t ldc,
-                        bool accumulate) {
+template <int R, int V, class Epilogue>
+void gemm_block_fitting(int rows, int vecs, int64_t i, int64_t j, int64_t k, const float* A,
+                        int64_t a_row, int64_t a_col, const float* B, int64_t ldb,
+                        const Epilogue& epilogue) {
   if constexpr (R > 1)
     if (rows < R)
-      return gemm_block_fitting<R - 1, V>(rows, vecs, k, alpha, A, a_row, a_col, B, ldb, C, ldc, accumulate);
+      return gemm_block_fitting<R - 1, V>(rows, vecs, i, j, k, A, a_row, a_col, B, ldb, epilogue);
   if constexpr (V > 1)
     if (vecs < V)
-      return gemm_block_fitting<R, V - 1>(rows, vecs, k, alpha, A, a_row, a_col, B, ldb, C, ldc, accumulate);
-  gemm_block<R, V>(k, alpha, A, a_row, a_col, B, ldb, C, ldc, accumulate);
+      return gemm_block_fitting<R, V - 1>(rows, vecs, i, j, k, A, a_row, a_col, B, ldb, epilogue);
+  gemm_block<R, V>(i, j, k, A, a_row, a_col, B, ldb, epilogue);
 }
 
-void gemm(int64_t m, int64_t n, int64_t k, float alpha, const float* A, int64_t a_row,
-          int64_t a_col, const float* B, int64_t ldb, float* C, int64_t ldc, bool accumulate) {
+// The (m × n) product A B, block by block, through `epilogue`.
+template <class Epilogue>
+void gemm_sweep(int64_t m, int64_t n, int64_t k, const float* A, int64_t a_row, int64_t a_col,
+                const float* B, int64_t ldb, const Epilogue& epilogue) {
   for (int64_t j = 0; j < n; j += NV * VW) {  // a column panel of B stays in L1 ...
     const int vecs = static_cast<int>((n - j) / VW < NV ? (n - j) / VW : NV);
     for (int64_t i = 0; i < m; i += MR) {     // ... while the row blocks sweep over it
       const int rows = static_cast<int>(m - i < MR ? m - i : MR);
-      gemm_block_fitting<MR>(rows, vecs, k, alpha, A + i * a_row, a_row, a_col, B + j, ldb,
-                             C + i * ldc + j, ldc, accumulate);
+      gemm_block_fitting<MR, NV>(rows, vecs, i, j, k, A, a_row, a_col, B, ldb, epilogue);
     }
   }
+}
+
+void gemm(int64_t m, int64_t n, int64_t k, float alpha, const float* A, int64_t a_row,
+          int64_t a_col, const float* B, int64_t ldb, float* C, int64_t ldc, bool accumulate) {
+  const vf scale = splat(alpha);
+  if (accumulate)
+    gemm_sweep(m, n, k, A, a_row, a_col, B, ldb, [=](int64_t i, int64_t j, vf acc) {
+      float* c = C + i * ldc + j;
+      store(c, load(c) + scale * acc);
+    });
+  else
+    gemm_sweep(m, n, k, A, a_row, a_col, B, ldb,
+               [=](int64_t i, int64_t j, vf acc) { store(C + i * ldc + j, scale * acc); });
 }
 
 // ---- row operations ----------------------------------------------------------------------------
@@ -226,12 +263,78 @@ float exp2_row(float* x, int64_t n, float shift) {
   return sum_lanes(sum);
 }
 
-void softmax_grad_row(const float* P, float* dP, const float* mult, float delta, int64_t n) {
-  for (int64_t j = 0; j < n; j += VW) {
-    vf g = load(dP + j);
-    if (mult) g *= load(mult + j);
-    store(dP + j, load(P + j) * (g - delta));
+// The lane numbers 0, 1, ..., VW − 1.
+inline vf lane_index() {
+  vf x;
+  for (int l = 0; l < VW; ++l) x[l] = float(l);
+  return x;
+}
+
+void probabilities(int64_t m, int64_t n, int64_t k, float alpha, const float* A, int64_t a_row,
+                   int64_t a_col, const float* B, int64_t ldb, const float* shift,
+                   const float* visible, float* P, int64_t ldp) {
+  const vf scale = splat(alpha), lanes = lane_index();
+  gemm_sweep(m, n, k, A, a_row, a_col, B, ldb, [=](int64_t i, int64_t j, vf acc) {
+    const vf e = exp2v(scale * acc - shift[i]);
+    store(P + i * ldp + j, splat(float(j)) + lanes < visible[i] ? e : splat(0.0f));
+  });
+}
+
+void softmax_grad(int64_t m, int64_t n, int64_t k, const float* A, int64_t a_row, int64_t a_col,
+                  const float* B, int64_t ldb, const float* P, const float* mult,
+                  const float* delta, float* dS, int64_t ld) {
+  if (mult)
+    gemm_sweep(m, n, k, A, a_row, a_col, B, ldb, [=](int64_t i, int64_t j, vf acc) {
+      const int64_t at = i * ld + j;
+      store(dS + at, load(P + at) * (acc * load(mult + at) - delta[i]));
+    });
+  else
+    gemm_sweep(m, n, k, A, a_row, a_col, B, ldb, [=](int64_t i, int64_t j, vf acc) {
+      const int64_t at = i * ld + j;
+      store(dS + at, load(P + at) * (acc - delta[i]));
+    });
+}
+
+// ---- transpose -----------------------------------------------------------------------------------
+
+// Interleaves lanes: zip(a, b, half)[2i] = a[half·VW/2 + i], zip(a, b, half)[2i + 1] = b[half·VW/2 + i].
+inline vf zip(vf a, vf b, int half) {
+  vi index;
+  for (int i = 0; i < VW; ++i) index[i] = (i % 2) * VW + half * (VW / 2) + i / 2;
+  return __builtin_shuffle(a, b, index);
+}
+
+// x (VW × VW, one row per vector) ← its transpose: log2(VW) rounds of "row 2i, 2i+1 ← the lane
+// interleavings of rows i and i + VW/2" (the perfect shuffle; each round moves one bit of the
+// row index into the column index).
+inline void transpose_vectors(vf x[VW]) {
+  for (int round = 1; round < VW; round *= 2) {
+    vf y[VW];
+#pragma GCC unroll 16
+    for (int i = 0; i < VW; ++i) y[i] = zip(x[i / 2], x[i / 2 + VW / 2], i % 2);
+#pragma GCC unroll 16
+    for (int i = 0; i < VW; ++i) x[i] = y[i];
   }
+}
+
+void transpose(const float* src, int64_t src_ld, int64_t rows, int64_t cols, float* dst,
+               int64_t dst_ld) {
+  int64_t r = 0;
+  for (; r + VW <= rows; r += VW) {
+    int64_t c = 0;
+    for (; c + VW <= cols; c += VW) {
+      vf x[VW];
+#pragma GCC unroll 16
+      for (int i = 0; i < VW; ++i) x[i] = load(src + (r + i) * src_ld + c);
+      transpose_vectors(x);
+#pragma GCC unroll 16
+      for (int i = 0; i < VW; ++i) store(dst + (c + i) * dst_ld + r, x[i]);
+    }
+    for (; c < cols; ++c)
+      for (int i = 0; i < VW; ++i) dst[c * dst_ld + r + i] = src[(r + i) * src_ld + c];
+  }
+  for (; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) dst[c * dst_ld + r] = src[r * src_ld + c];
 }
 
 // ---- dropout: Philox4x32-10 on VW counters at once ----------------------------------------------
@@ -274,13 +377,6 @@ void philox_block(uint64_t first_counter, uint64_t seed, vu words[4]) {
   words[0] = c0, words[1] = c1, words[2] = c2, words[3] = c3;
 }
 
-// Interleaves lanes: zip(a, b, half)[2i] = a[half·VW/2 + i], zip(a, b, half)[2i + 1] = b[half·VW/2 + i].
-inline vf zip(vf a, vf b, int half) {
-  vi index;
-  for (int i = 0; i < VW; ++i) index[i] = (i % 2) * VW + half * (VW / 2) + i / 2;
-  return __builtin_shuffle(a, b, index);
-}
-
 void dropout_multipliers(uint64_t seed, uint64_t first, int64_t n, uint32_t threshold,
                          float keep_scale, float* mult) {
   const uint64_t end = first + static_cast<uint64_t>(n);
@@ -308,8 +404,9 @@ void dropout_multipliers(uint64_t seed, uint64_t first, int64_t n, uint32_t thre
 } // namespace
 
 const TileKernels& PILLARS_TILES_NAME() {
-  static const TileKernels kernels{PILLARS_TILES_ISA, gemm,     online_softmax_columns, scale_columns,
-                                   exp2_row,          softmax_grad_row, dropout_multipliers};
+  static const TileKernels kernels{PILLARS_TILES_ISA, gemm,          online_softmax_columns,
+                                   scale_columns,     exp2_row,      probabilities,
+                                   softmax_grad,      transpose,     dropout_multipliers};
   return kernels;
 }
 
