@@ -24,6 +24,8 @@ inline void expect_f32(const char* op, const Graph& g, ValueId v) {
 // (outer, n, inner) view of a shape around `axis`: the layout every axis-wise kernel uses.
 struct AxisSplit {
   int64_t outer = 1, n = 1, inner = 1;
+  // Flat index of element (o, k, i): (o·n + k)·inner + i.
+  int64_t at(int64_t o, int64_t k, int64_t i) const { return (o * n + k) * inner + i; }
 };
 inline AxisSplit split_at(const Shape& s, int64_t axis) {
   AxisSplit r;

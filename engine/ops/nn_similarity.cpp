@@ -28,23 +28,13 @@ constexpr int64_t kGramChunk = 32;      // tokens per partial Gram matrix
 
 // ---- cosine_similarity -------------------------------------------------------------------------
 
-// The tensor as (outer, len, inner) around the axis; element (o, l, i) at (o·len + l)·inner + i.
-struct AxisView {
-  int64_t outer = 1, len = 1, inner = 1;
-  int64_t at(int64_t o, int64_t l, int64_t i) const { return (o * len + l) * inner + i; }
-};
-AxisView view_around(const Shape& s, int64_t axis) {
-  const detail::AxisSplit v = detail::split_at(s, axis);
-  return AxisView{v.outer, v.n, v.inner};
-}
-
 // w1, w2, w12 of one (o, i) pair, in double.
 struct CosineSums {
   double w1 = 0, w2 = 0, w12 = 0;
 };
-CosineSums cosine_sums(const AxisView& v, const float* a, const float* b, int64_t o, int64_t i) {
+CosineSums cosine_sums(const detail::AxisSplit& v, const float* a, const float* b, int64_t o, int64_t i) {
   CosineSums s;
-  for (int64_t l = 0; l < v.len; ++l) {
+  for (int64_t l = 0; l < v.n; ++l) {
     const double x = a[v.at(o, l, i)], y = b[v.at(o, l, i)];
     s.w1 += x * x, s.w2 += y * y, s.w12 += x * y;
   }
@@ -67,7 +57,7 @@ std::vector<OutputSpec> infer_cosine(const Graph& g, const Node& n) {
 }
 
 void cpu_cosine(const KernelContext& c) {
-  const AxisView v = view_around(c.in[0].shape(), c.node.attrs.axis);
+  const detail::AxisSplit v = detail::split_at(c.in[0].shape(), c.node.attrs.axis);
   const float *a = c.in[0].data<float>(), *b = c.in[1].data<float>();
   float* out = c.out[0].data<float>();
   const double eps = c.node.attrs.eps;
@@ -79,7 +69,7 @@ void cpu_cosine(const KernelContext& c) {
 }
 
 void cpu_cosine_backward(const KernelContext& c) {
-  const AxisView v = view_around(c.in[0].shape(), c.node.attrs.axis);
+  const detail::AxisSplit v = detail::split_at(c.in[0].shape(), c.node.attrs.axis);
   const float *a = c.in[0].data<float>(), *b = c.in[1].data<float>(), *dc = c.in[2].data<float>();
   float *da = c.out[0].data<float>(), *db = c.out[1].data<float>();
   const double eps = c.node.attrs.eps;
@@ -91,7 +81,7 @@ void cpu_cosine_backward(const KernelContext& c) {
     const double n = clamped ? eps : std::sqrt(s.w1 * s.w2), cos = s.w12 / n;
     // da = g·(b/n − cos·a/w1), db = g·(a/n − cos·b/w2); the second terms vanish when clamped.
     const double ka = clamped ? 0.0 : cos / s.w1, kb = clamped ? 0.0 : cos / s.w2;
-    for (int64_t l = 0; l < v.len; ++l) {
+    for (int64_t l = 0; l < v.n; ++l) {
       const int64_t k = v.at(o, l, i);
       da[k] = static_cast<float>(dc[oi] * (b[k] / n - ka * a[k]));
       db[k] = static_cast<float>(dc[oi] * (a[k] / n - kb * b[k]));
