@@ -6,19 +6,20 @@
 
 namespace pillars {
 
-namespace {
+void SharedArena::reserve(size_t arena_bytes, size_t workspace_bytes) {
+  bool grew = false;
+  if (!arena || arena->bytes < arena_bytes) arena = Storage::allocate(arena_bytes), grew = true;
+  if (workspace_bytes && (!workspace || workspace->bytes < workspace_bytes))
+    workspace = Storage::allocate(workspace_bytes), grew = true;
+  if (grew) ++generation;
 }
 
-Executor::Executor(const Graph& g) : graph_(g), plan_(plan_memory(g)), planned_nodes_(g.nodes().size()) {
-  arena_ = Storage::allocate(plan_.arena_bytes);
-  if (plan_.workspace_bytes) workspace_ = Storage::allocate(plan_.workspace_bytes);
-  const int nv = g.num_values();
-  values_.resize(static_cast<size_t>(nv));
-  char* base = static_cast<char*>(arena_->data);
-  for (ValueId v = 0; v < nv; ++v) {
-    const int64_t off = plan_.offset[static_cast<size_t>(v)];
-    if (off != MemoryPlan::kExternal) values_[static_cast<size_t>(v)] = Tensor::view_of(base + off, g.shape(v), g.dtype(v));
-  }
+Executor::Executor(const Graph& g, std::shared_ptr<SharedArena> shared)
+    : graph_(g), plan_(plan_memory(g)), arena_(shared ? std::move(shared) : std::make_shared<SharedArena>()),
+      planned_nodes_(g.nodes().size()) {
+  arena_->reserve(plan_.arena_bytes, plan_.workspace_bytes);
+  values_.resize(static_cast<size_t>(g.num_values()));
+  point_views_at_arena();
   for (const Node& n : g.nodes())
     if (n.op == &kConstantOp) values_[static_cast<size_t>(n.outputs[0])] = g.constants()[static_cast<size_t>(n.attrs.ints[0])];
   node_in_.resize(g.nodes().size());
@@ -27,6 +28,16 @@ Executor::Executor(const Graph& g) : graph_(g), plan_(plan_memory(g)), planned_n
     node_in_[i].resize(g.node(static_cast<int>(i)).inputs.size());
     node_out_[i].resize(g.node(static_cast<int>(i)).outputs.size());
   }
+}
+
+void Executor::point_views_at_arena() {
+  char* base = static_cast<char*>(arena_->arena->data);
+  for (ValueId v = 0; v < graph_.num_values(); ++v) {
+    const int64_t off = plan_.offset[static_cast<size_t>(v)];
+    if (off != MemoryPlan::kExternal)
+      values_[static_cast<size_t>(v)] = Tensor::view_of(base + off, graph_.shape(v), graph_.dtype(v));
+  }
+  arena_generation_ = arena_->generation;
 }
 
 void Executor::bind(ValueId leaf, const Tensor& value) {
@@ -54,6 +65,8 @@ void Executor::run() {
   const auto& nodes = graph_.nodes();
   PILLARS_CHECK(nodes.size() == planned_nodes_, "executor: the graph grew from ", planned_nodes_, " to ", nodes.size(),
                 " nodes after the executor was built; build it after autodiff and the other passes");
+  if (arena_generation_ != arena_->generation) point_views_at_arena(); // another executor grew the shared arena
+  void* workspace = arena_->workspace ? arena_->workspace->data : nullptr;
   for (size_t i = 0; i < nodes.size(); ++i) {
     const Node& n = nodes[i];
     if (is_leaf(n)) {
@@ -72,7 +85,7 @@ void Executor::run() {
     for (size_t k = 0; k < n.inputs.size(); ++k) in[k] = values_[static_cast<size_t>(n.inputs[k])];
     for (size_t k = 0; k < n.outputs.size(); ++k) out[k] = values_[static_cast<size_t>(n.outputs[k])];
     PILLARS_CHECK(n.op->cpu != nullptr, "executor: op '", n.op->name, "' has no CPU kernel");
-    n.op->cpu(KernelContext{n, in, out, workspace_ ? workspace_->data : nullptr, run_seed_});
+    n.op->cpu(KernelContext{n, in, out, workspace, run_seed_});
   }
 }
 

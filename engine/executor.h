@@ -8,7 +8,10 @@
 //
 // Nothing is allocated by run(): values are views into the arena, kernels get pre-sized scratch.
 // Callers cache one Executor per distinct graph (per batch shape), so a training loop with
-// bucketed shapes reaches a steady state with no allocation at all.
+// bucketed shapes reaches a steady state with no allocation at all. Such executors never run at
+// the same time, so they can share one arena (SharedArena): memory is then the largest plan, not
+// the sum of all plans. Values read from an executor stay valid until the next run of any
+// executor sharing its arena.
 #pragma once
 #include <string>
 #include <vector>
@@ -19,11 +22,21 @@
 
 namespace pillars {
 
+// Arena and kernel workspace shared by executors that run one at a time. It only grows (to the
+// largest plan seen); each growth bumps `generation`, and an executor re-points its views at the
+// new memory before its next run.
+struct SharedArena {
+  std::shared_ptr<Storage> arena, workspace;
+  uint64_t generation = 0;
+  void reserve(size_t arena_bytes, size_t workspace_bytes);
+};
+
 class Executor {
  public:
   // Keeps a reference: g must outlive the executor and must not grow after it is built (run()
-  // checks; build the executor after autodiff and every other pass).
-  explicit Executor(const Graph& g);
+  // checks; build the executor after autodiff and every other pass). Without `shared`, the
+  // executor owns its arena.
+  explicit Executor(const Graph& g, std::shared_ptr<SharedArena> shared = nullptr);
   Executor(Graph&&) = delete; // a temporary graph would dangle
   void bind(const std::string& input_name, const Tensor& value);
   void bind(ValueId leaf, const Tensor& value);
@@ -36,9 +49,12 @@ class Executor {
   const Graph& graph() const { return graph_; }
 
  private:
+  void point_views_at_arena(); // (re)creates the views of arena-resident values
+
   const Graph& graph_;
   MemoryPlan plan_;
-  std::shared_ptr<Storage> arena_, workspace_;
+  std::shared_ptr<SharedArena> arena_;
+  uint64_t arena_generation_ = 0;
   std::vector<Tensor> values_;                  // one per value
   std::vector<std::vector<Tensor>> node_in_, node_out_; // per node, reused every run
   uint64_t run_seed_ = 0;

@@ -92,6 +92,10 @@ std::string output_matrix(const TransformerConfig& c) { return ties_output(c) ? 
 
 } // namespace
 
+std::string encoder_embedding_name(const TransformerConfig&) { return kEncoderTable; }
+std::string decoder_embedding_name(const TransformerConfig& c) { return decoder_table(c); }
+std::string output_projection_name(const TransformerConfig& c) { return output_matrix(c); }
+
 // fairseq's initialisation (fairseq/models/transformer, fairseq/modules/multihead_attention.py):
 //   token tables             N(0, d^-1/2 std), pad row 0         (Embedding())
 //   q/k/v_proj.weight        xavier_uniform, gain 1/√2           (MultiheadAttention, qkv_same_dim)

@@ -62,6 +62,12 @@ struct TransformerConfig {
 TransformerConfig transformer_config(const std::string& name);
 std::vector<std::string> transformer_config_names();
 
+// Where the token tables live (they depend on the sharing flags): the encoder's table, the decoder's
+// input table, and the (V, d) matrix of the output projection (the decoder's table when tied).
+std::string encoder_embedding_name(const TransformerConfig& cfg);
+std::string decoder_embedding_name(const TransformerConfig& cfg);
+std::string output_projection_name(const TransformerConfig& cfg);
+
 // Every parameter of the model, with its shape and fairseq's initialisation, in creation order.
 std::vector<init::ParamSpec> transformer_parameters(const TransformerConfig& cfg);
 // Creates and initialises all of them in `store` (seeded, deterministic: models/init.h).

@@ -90,3 +90,41 @@ TEST_CASE("plan_memory: a transformer training step reuses most of its memory") 
   MESSAGE("arena ", plan.arena_bytes, " bytes vs ", plan.naive_bytes, " with one buffer per value");
   CHECK(plan.arena_bytes * 2 < plan.naive_bytes);
 }
+
+TEST_CASE("executor: executors sharing one arena give the results of executors with their own") {
+  // Two batch shapes, as a bucketed training loop has: the second graph is larger, so building its
+  // executor grows the shared arena under the first one, which must re-point its views.
+  TinyStep a;
+  TransformerConfig cfg = a.cfg;
+  Seq2SeqGraph big = build_seq2seq_training_graph(cfg, 4, 9, 8, 0.1f, 99, /*train=*/true);
+  autodiff(big.graph, big.loss, big.graph.params());
+  auto bind_big = [&](Executor& ex) {
+    ex.bind_params(a.params);
+    std::vector<int32_t> src(36), prev(32), tgt(32);
+    for (size_t i = 0; i < src.size(); ++i) src[i] = 4 + static_cast<int32_t>(i % 20);
+    for (size_t i = 0; i < prev.size(); ++i) prev[i] = 4 + static_cast<int32_t>((i * 7) % 20), tgt[i] = 4 + static_cast<int32_t>((i * 3) % 20);
+    ex.bind("src_tokens", Tensor::from_i32({4, 9}, src));
+    ex.bind("src_lengths", Tensor::from_i32({4}, {9, 5, 9, 7}));
+    ex.bind("prev_output_tokens", Tensor::from_i32({4, 8}, prev));
+    ex.bind("target", Tensor::from_i32({32}, tgt));
+  };
+  auto loss_of = [](Executor& ex, ValueId loss) { ex.run(); return ex.value(loss).data<float>()[0]; };
+
+  Executor own_small(a.m.graph), own_big(big.graph);
+  a.bind(own_small);
+  bind_big(own_big);
+  const float small_ref = loss_of(own_small, a.m.loss), big_ref = loss_of(own_big, big.loss);
+
+  auto shared = std::make_shared<SharedArena>();
+  Executor small(a.m.graph, shared);
+  a.bind(small);
+  CHECK(loss_of(small, a.m.loss) == small_ref);
+  const uint64_t generation = shared->generation;
+  Executor large(big.graph, shared); // grows the arena
+  CHECK(shared->generation > generation);
+  bind_big(large);
+  CHECK(loss_of(large, big.loss) == big_ref);
+  CHECK(loss_of(small, a.m.loss) == small_ref); // after the growth
+  CHECK(loss_of(large, big.loss) == big_ref);
+  CHECK(shared->arena->bytes == std::max(small.plan().arena_bytes, large.plan().arena_bytes));
+}

@@ -1,0 +1,164 @@
+// See checkpoint.h.
+#include "train/checkpoint.h"
+
+#include <filesystem>
+
+#include "engine/error.h"
+#include "engine/io/atomic_file.h"
+#include "engine/io/safetensors.h"
+
+namespace pillars::train {
+
+namespace {
+
+constexpr const char* kOptimizerPrefix = "optimizer.";
+
+std::string json_twin(const std::string& path) {
+  return std::filesystem::path(path).replace_extension(".json").string();
+}
+
+template <class T> T field(const nlohmann::json& j, const char* key, const std::string& origin) {
+  if (!j.contains(key)) throw InputError(str_cat(origin, ": missing \"", key, "\""));
+  try {
+    return j.at(key).get<T>();
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(str_cat(origin, ": \"", key, "\": ", e.what()));
+  }
+}
+
+} // namespace
+
+nlohmann::json to_json(const TransformerConfig& c) {
+  return {{"vocab", c.vocab}, {"d_model", c.d_model}, {"heads", c.heads}, {"ffn", c.ffn}, {"enc_layers", c.enc_layers},
+          {"dec_layers", c.dec_layers}, {"pre_norm", c.pre_norm}, {"activation", c.activation}, {"dropout", c.dropout},
+          {"attention_dropout", c.attention_dropout}, {"activation_dropout", c.activation_dropout}, {"pad_id", c.pad_id},
+          {"share_all_embeddings", c.share_all_embeddings},
+          {"share_decoder_input_output_embed", c.share_decoder_input_output_embed}, {"module_heads", c.module_heads}};
+}
+
+TransformerConfig transformer_config_from_json(const nlohmann::json& j, const std::string& origin) {
+  TransformerConfig c;
+  c.vocab = field<int64_t>(j, "vocab", origin);
+  c.d_model = field<int64_t>(j, "d_model", origin);
+  c.heads = field<int64_t>(j, "heads", origin);
+  c.ffn = field<int64_t>(j, "ffn", origin);
+  c.enc_layers = field<int64_t>(j, "enc_layers", origin);
+  c.dec_layers = field<int64_t>(j, "dec_layers", origin);
+  c.pre_norm = field<bool>(j, "pre_norm", origin);
+  c.activation = field<std::string>(j, "activation", origin);
+  c.dropout = field<float>(j, "dropout", origin);
+  c.attention_dropout = field<float>(j, "attention_dropout", origin);
+  c.activation_dropout = field<float>(j, "activation_dropout", origin);
+  c.pad_id = field<int64_t>(j, "pad_id", origin);
+  c.share_all_embeddings = field<bool>(j, "share_all_embeddings", origin);
+  c.share_decoder_input_output_embed = field<bool>(j, "share_decoder_input_output_embed", origin);
+  c.module_heads = field<std::map<std::string, int64_t>>(j, "module_heads", origin);
+  try {
+    c.validate();
+  } catch (const InputError& e) {
+    throw InputError(str_cat(origin, ": ", e.what()));
+  }
+  return c;
+}
+
+nlohmann::json to_json(const TrainerState& s) {
+  return {{"epoch", s.epoch}, {"batch_in_epoch", s.batch_in_epoch}, {"updates", s.updates},
+          {"elapsed_seconds", s.elapsed_seconds}, {"best_valid", s.best_valid}, {"has_best", s.has_best},
+          {"bad_validations", s.bad_validations}, {"finished", s.finished}, {"stop_reason", s.stop_reason},
+          {"kept", s.kept}};
+}
+
+TrainerState trainer_state_from_json(const nlohmann::json& j, const std::string& origin) {
+  TrainerState s;
+  s.epoch = field<int64_t>(j, "epoch", origin);
+  s.batch_in_epoch = field<int64_t>(j, "batch_in_epoch", origin);
+  s.updates = field<int64_t>(j, "updates", origin);
+  s.elapsed_seconds = field<double>(j, "elapsed_seconds", origin);
+  s.best_valid = field<double>(j, "best_valid", origin);
+  s.has_best = field<bool>(j, "has_best", origin);
+  s.bad_validations = field<int64_t>(j, "bad_validations", origin);
+  s.finished = field<bool>(j, "finished", origin);
+  s.stop_reason = field<std::string>(j, "stop_reason", origin);
+  s.kept = field<std::map<std::string, double>>(j, "kept", origin);
+  return s;
+}
+
+void save_checkpoint(const std::string& path, const TransformerConfig& cfg, const ParamStore& params,
+                     const optim::Optimizer* optimizer, const TrainerState& state, const nlohmann::json& extra) {
+  std::vector<io::NamedTensor> tensors;
+  for (const std::string& name : params.names()) tensors.push_back({name, params.get(name)});
+  if (optimizer)
+    for (auto& [name, t] : optimizer->state()) tensors.push_back({kOptimizerPrefix + name, t});
+  const std::map<std::string, std::string> metadata = {{"pillars.model", to_json(cfg).dump()},
+                                                       {"pillars.state", to_json(state).dump()},
+                                                       {"pillars.extra", extra.dump()}};
+  io::save_safetensors(path, tensors, metadata);
+  nlohmann::json twin = {{"model", to_json(cfg)},
+                         {"state", to_json(state)},
+                         {"extra", extra},
+                         {"parameters", params.numel()},
+                         {"has_optimizer_state", optimizer != nullptr}};
+  io::atomic_write_file(json_twin(path), twin.dump(2) + "\n");
+}
+
+LoadedCheckpoint load_checkpoint(const std::string& path) {
+  io::SafetensorsContents contents = io::load_safetensors(path);
+  auto meta = [&](const char* key) -> nlohmann::json {
+    const auto it = contents.metadata.find(key);
+    if (it == contents.metadata.end())
+      throw InputError(str_cat(path, ": not a pillars checkpoint (no \"", key, "\" in the safetensors metadata)"));
+    try {
+      return nlohmann::json::parse(it->second);
+    } catch (const nlohmann::json::exception& e) {
+      throw InputError(str_cat(path, ": metadata \"", key, "\" is not valid JSON: ", e.what()));
+    }
+  };
+  LoadedCheckpoint c;
+  c.config = transformer_config_from_json(meta("pillars.model"), path);
+  c.state = trainer_state_from_json(meta("pillars.state"), path);
+  if (contents.metadata.count("pillars.extra")) c.extra = meta("pillars.extra");
+  const std::string prefix = kOptimizerPrefix;
+  for (io::NamedTensor& t : contents.tensors) {
+    if (t.name.rfind(prefix, 0) == 0) c.optimizer_state.push_back({t.name.substr(prefix.size()), t.tensor});
+    else c.params.add(t.name, t.tensor.shape()).copy_from(t.tensor);
+  }
+  // Every parameter the config implies must be there, with its shape.
+  for (const init::ParamSpec& spec : transformer_parameters(c.config)) {
+    if (!c.params.contains(spec.name)) throw InputError(str_cat(path, ": parameter \"", spec.name, "\" is missing"));
+    if (c.params.get(spec.name).shape() != spec.shape)
+      throw InputError(str_cat(path, ": parameter \"", spec.name, "\" has shape ", shape_str(c.params.get(spec.name).shape()),
+                               ", the model config implies ", shape_str(spec.shape)));
+  }
+  return c;
+}
+
+ParamStore average_checkpoints(const std::vector<std::string>& paths, TransformerConfig* config_out) {
+  PILLARS_CHECK(!paths.empty(), "average_checkpoints: no checkpoints");
+  LoadedCheckpoint first = load_checkpoint(paths[0]);
+  std::vector<std::vector<double>> sums;
+  for (const std::string& name : first.params.names()) {
+    const Tensor& t = first.params.get(name);
+    sums.emplace_back(t.data<float>(), t.data<float>() + t.numel());
+  }
+  for (size_t k = 1; k < paths.size(); ++k) {
+    LoadedCheckpoint other = load_checkpoint(paths[k]);
+    size_t i = 0;
+    for (const std::string& name : first.params.names()) {
+      if (!other.params.contains(name) || other.params.get(name).shape() != first.params.get(name).shape())
+        throw InputError(str_cat(paths[k], ": parameter \"", name, "\" differs from ", paths[0], "; cannot average"));
+      const float* p = other.params.get(name).data<float>();
+      for (size_t e = 0; e < sums[i].size(); ++e) sums[i][e] += p[e];
+      ++i;
+    }
+  }
+  size_t i = 0;
+  for (const std::string& name : first.params.names()) {
+    float* p = first.params.get(name).data<float>();
+    for (size_t e = 0; e < sums[i].size(); ++e) p[e] = static_cast<float>(sums[i][e] / static_cast<double>(paths.size()));
+    ++i;
+  }
+  if (config_out) *config_out = first.config;
+  return std::move(first.params);
+}
+
+} // namespace pillars::train

@@ -1,0 +1,63 @@
+// Checkpoints: the model's parameters, the optimiser's state and the trainer's position, in one
+// safetensors file (written atomically: a crash never leaves a partial file under the name), with a
+// JSON twin beside it for people and tools (`checkpoint_last.safetensors` + `checkpoint_last.json`).
+//
+// Inside the safetensors file:
+//   tensors      every parameter under its own name ("encoder.layers.0.fc1.weight", ...), then the
+//                optimiser's state under "optimizer.<entry>" (engine/optim/optimizer.h)
+//   __metadata__ "pillars.model": the TransformerConfig as JSON,
+//                "pillars.state": the TrainerState as JSON
+// A checkpoint without optimiser state (an averaged or pruned model) is still a checkpoint: it
+// evaluates and translates, and `--resume` refuses it.
+#pragma once
+#include <map>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/optim/optimizer.h"
+#include "engine/params.h"
+#include "models/transformer.h"
+
+namespace pillars::train {
+
+// Where the trainer is: enough to continue exactly (the batch order and dropout seeds are functions
+// of the experiment seed, the epoch and the update number).
+struct TrainerState {
+  int64_t epoch = 1;            // the epoch in progress (1-based)
+  int64_t batch_in_epoch = 0;   // batches of `epoch` already trained
+  int64_t updates = 0;          // optimiser updates so far
+  double elapsed_seconds = 0;   // training time so far (over all resumed sessions)
+  double best_valid = 0;        // the best validation score so far (by train.best_metric)
+  bool has_best = false;
+  int64_t bad_validations = 0;  // consecutive validations without improvement (patience)
+  bool finished = false;        // training reached a stopping rule
+  std::string stop_reason;
+  // The best checkpoints kept for averaging: file name → score.
+  std::map<std::string, double> kept;
+};
+
+nlohmann::json to_json(const TransformerConfig& c);
+TransformerConfig transformer_config_from_json(const nlohmann::json& j, const std::string& origin);
+nlohmann::json to_json(const TrainerState& s);
+TrainerState trainer_state_from_json(const nlohmann::json& j, const std::string& origin);
+
+// Writes path (.safetensors) and its JSON twin (path with .json). optimizer may be null.
+void save_checkpoint(const std::string& path, const TransformerConfig& cfg, const ParamStore& params,
+                     const optim::Optimizer* optimizer, const TrainerState& state, const nlohmann::json& extra = {});
+
+struct LoadedCheckpoint {
+  TransformerConfig config;
+  ParamStore params;
+  optim::NamedTensors optimizer_state; // empty if the file has none
+  TrainerState state;
+  nlohmann::json extra;
+};
+// Throws InputError naming the file for anything missing or malformed.
+LoadedCheckpoint load_checkpoint(const std::string& path);
+
+// The element-wise mean of the parameters of several checkpoints of the same model (fairseq's
+// average_checkpoints.py), accumulated in double.
+ParamStore average_checkpoints(const std::vector<std::string>& paths, TransformerConfig* config_out);
+
+} // namespace pillars::train

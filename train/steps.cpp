@@ -1,0 +1,61 @@
+// See steps.h.
+#include "train/steps.h"
+
+#include "engine/error.h"
+#include "engine/passes/autodiff.h"
+
+namespace pillars::train {
+
+Seq2SeqSteps::Seq2SeqSteps(const TransformerConfig& cfg, ParamStore& params, float label_smoothing)
+    : cfg_(cfg), params_(params), label_smoothing_(label_smoothing) {}
+
+Seq2SeqSteps::Compiled& Seq2SeqSteps::compiled(std::map<Shape3, std::unique_ptr<Compiled>>& cache,
+                                               const Seq2SeqBatch& b, bool train) {
+  auto& slot = cache[{b.B, b.Ts, b.Tt}];
+  if (!slot) {
+    auto c = std::make_unique<Compiled>();
+    // The dropout seed is a graph attribute (the base of its Philox stream); the executor adds a
+    // per-run seed, so one graph serves every step.
+    c->model = build_seq2seq_training_graph(cfg_, b.B, b.Ts, b.Tt, train ? label_smoothing_ : 0.0f, /*dropout_seed=*/0, train);
+    if (train) {
+      c->params = c->model.graph.params();
+      c->grads = autodiff(c->model.graph, c->model.loss, c->params);
+    }
+    c->executor = std::make_unique<Executor>(c->model.graph, arena_);
+    c->executor->bind_params(params_);
+    slot = std::move(c);
+  }
+  return *slot;
+}
+
+void Seq2SeqSteps::bind(Compiled& c, const Seq2SeqBatch& b) {
+  Executor& ex = *c.executor;
+  ex.bind(c.model.src_tokens, Tensor::from_i32({b.B, b.Ts}, b.src_tokens));
+  ex.bind(c.model.src_lengths, Tensor::from_i32({b.B}, b.src_lengths));
+  ex.bind(c.model.prev_output_tokens, Tensor::from_i32({b.B, b.Tt}, b.prev_output_tokens));
+  ex.bind(c.model.target, Tensor::from_i32({b.B * b.Tt}, b.target));
+}
+
+float Seq2SeqSteps::train(const Seq2SeqBatch& b, uint64_t seed) {
+  Compiled& c = compiled(train_, b, true);
+  bind(c, b);
+  c.executor->set_seed(seed);
+  c.executor->run();
+  // Slots point at this executor's gradient values (views into the shared arena: rebuilt each
+  // step, since another shape's executor may have moved the arena).
+  slots_.clear();
+  for (size_t i = 0; i < c.params.size(); ++i) {
+    const std::string& name = c.model.graph.producer(c.params[i]).attrs.name;
+    slots_.push_back({name, params_.get(name), c.grads[i] == kNoValue ? Tensor() : c.executor->value(c.grads[i])});
+  }
+  return c.executor->value(c.model.loss).data<float>()[0];
+}
+
+double Seq2SeqSteps::eval(const Seq2SeqBatch& b) {
+  Compiled& c = compiled(eval_, b, false);
+  bind(c, b);
+  c.executor->run();
+  return static_cast<double>(c.executor->value(c.model.loss).data<float>()[0]) * static_cast<double>(b.target_tokens);
+}
+
+} // namespace pillars::train

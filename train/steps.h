@@ -1,0 +1,54 @@
+// The compiled training and evaluation steps of the encoder-decoder, one per batch shape.
+//
+//   Seq2SeqSteps steps(cfg, params, label_smoothing);
+//   float loss = steps.train(batch, seed);   // forward + backward: gradients in steps.slots()
+//   optimizer.step(steps.slots(), lr);
+//   double nll = steps.eval(batch);           // forward only, no dropout, no label smoothing
+//
+// A graph is built (forward, autodiff, memory plan) the first time a shape (B, Ts, Tt) is seen and
+// reused after; all of them share one arena (engine/executor.h), so memory is that of the largest
+// shape, not the sum. Batching (train/batching.h) keeps the number of shapes small.
+#pragma once
+#include <map>
+#include <memory>
+#include <tuple>
+
+#include "engine/executor.h"
+#include "engine/optim/optimizer.h"
+#include "models/transformer.h"
+#include "train/batching.h"
+
+namespace pillars::train {
+
+class Seq2SeqSteps {
+ public:
+  // Keeps references to cfg and params (they must outlive this object).
+  Seq2SeqSteps(const TransformerConfig& cfg, ParamStore& params, float label_smoothing);
+  // One forward + backward on the batch with dropout seed `seed`. Returns the label-smoothed loss
+  // (mean over the batch's target tokens); the gradients of that mean are in slots() until the next
+  // call of train() or eval().
+  float train(const Seq2SeqBatch& batch, uint64_t seed);
+  std::vector<optim::ParamSlot>& slots() { return slots_; }
+  // The summed negative log-likelihood (nats) of the batch's targets, without dropout or smoothing.
+  double eval(const Seq2SeqBatch& batch);
+  size_t compiled_shapes() const { return train_.size() + eval_.size(); }
+
+ private:
+  struct Compiled {
+    Seq2SeqGraph model;
+    std::vector<ValueId> params, grads;
+    std::unique_ptr<Executor> executor;
+  };
+  using Shape3 = std::tuple<int64_t, int64_t, int64_t>;
+  Compiled& compiled(std::map<Shape3, std::unique_ptr<Compiled>>& cache, const Seq2SeqBatch& b, bool train);
+  void bind(Compiled& c, const Seq2SeqBatch& b);
+
+  const TransformerConfig& cfg_;
+  ParamStore& params_;
+  float label_smoothing_;
+  std::shared_ptr<SharedArena> arena_ = std::make_shared<SharedArena>();
+  std::map<Shape3, std::unique_ptr<Compiled>> train_, eval_;
+  std::vector<optim::ParamSlot> slots_;
+};
+
+} // namespace pillars::train
