@@ -55,6 +55,7 @@ struct TransformerConfig {
 // Named configurations (the experiment file refers to them by name; vocab is a placeholder the
 // dataset's dictionary overrides):
 //   "tiny"   2+2 layers, d 16, 2 heads, FFN 32, vocab 32, all dropouts 0.1   (tests)
+//   "small"  3+3 layers, d 256, 4 heads, FFN 1024, dropout 0.1                 (CPU default, Multi30k)
 //   "bench"  3+3 layers, d 256, 8 heads, FFN 1024, vocab 10000                 (benchmarks)
 //   "base"   6+6 layers, d 512, 8 heads, FFN 2048, vocab 10000, dropout 0.3   (IWSLT recipe)
 //   "lite1"  base with 4+4 layers                  (Transformer-Lite1, ~30M without embeddings)

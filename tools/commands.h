@@ -13,6 +13,11 @@ struct Command {
 };
 
 Command add_bench_command(CLI::App& app);
+Command add_data_command(CLI::App& app);
 Command add_graph_command(CLI::App& app);
+Command add_schema_command(CLI::App& app);
+Command add_train_command(CLI::App& app);
+Command add_eval_command(CLI::App& app);
+Command add_translate_command(CLI::App& app);
 
 } // namespace pillars::cli

@@ -1,0 +1,184 @@
+// Importing a user's parallel corpus into the cache; see import.h.
+#include "datasets/import.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+
+#include "datasets/cache.h"
+#include "datasets/manifest.h"
+#include "engine/error.h"
+#include "engine/io/atomic_file.h"
+
+namespace pillars::data {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+bool valid_name(const std::string& name) {
+  if (name.empty() || name[0] == '.' || name.size() > 100) return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.';
+  });
+}
+
+// subword-nmt marks a word continued by the next token with "@@ "; plain tokenized text never has it.
+bool has_bpe_markers(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::string head(1 << 20, '\0');
+  in.read(head.data(), static_cast<std::streamsize>(head.size()));
+  head.resize(static_cast<size_t>(in.gcount()));
+  return head.find("@@ ") != std::string::npos;
+}
+
+// Copies src to dest (atomically), returning what was copied.
+FileFacts copy_counting(const std::string& src, const std::string& dest) {
+  std::ifstream in(src, std::ios::binary);
+  if (!in) throw InputError(str_cat(src, ": cannot open"));
+  fs::create_directories(fs::path(dest).parent_path());
+  io::AtomicFile out(dest);
+  FactsCounter counter;
+  std::vector<char> buf(1 << 20);
+  while (in) {
+    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+    const size_t n = static_cast<size_t>(in.gcount());
+    counter.update(buf.data(), n);
+    out.write(buf.data(), n);
+  }
+  if (in.bad()) throw Error(str_cat(src, ": read failed"));
+  out.commit();
+  return counter.finish();
+}
+
+// One parallel file set found in DIR (or DIR/tmp): split -> language -> relative path.
+using Layout = std::map<std::string, std::map<std::string, std::string>>;
+
+Layout scan(const std::string& dir, const std::string& prefix, const std::string& src, const std::string& tgt) {
+  Layout layout;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir + "/" + prefix, ec)) {
+    if (!entry.is_regular_file()) continue;
+    const std::string file = entry.path().filename().string();
+    const size_t dot = file.find('.');
+    if (dot == std::string::npos || dot == 0 || file.find('.', dot + 1) != std::string::npos) continue; // "split.lang" only
+    const std::string split = file.substr(0, dot), lang = file.substr(dot + 1);
+    if (lang == src || lang == tgt) layout[split][lang] = prefix + file;
+  }
+  return layout;
+}
+
+} // namespace
+
+DatasetSpec import_translation(const ImportOptions& opt, const Progress& progress) {
+  if (!valid_name(opt.name))
+    throw InputError(str_cat("data import: bad dataset name \"", opt.name, "\" (letters, digits, '-', '_', '.'; not starting with '.')"));
+  for (const DatasetSpec& d : builtin_datasets())
+    if (d.name == opt.name) throw InputError(str_cat("data import: \"", opt.name, "\" is a built-in dataset; choose another name"));
+  if (opt.name == "prepared") // <cache>/prepared/ holds the trainer's binarised data (train/prepare.cpp)
+    throw InputError("data import: \"prepared\" is reserved for the cache's own use; choose another name");
+  if (opt.source.empty() || opt.target.empty() || opt.source == opt.target || opt.source.find('.') != std::string::npos ||
+      opt.target.find('.') != std::string::npos)
+    throw InputError(str_cat("data import: --source and --target must be two different language codes (got \"", opt.source,
+                             "\", \"", opt.target, "\")"));
+  if (!fs::is_directory(opt.dir)) throw InputError(str_cat("data import: ", opt.dir, " is not a directory"));
+  const std::string final_dir = cache_root() + "/" + opt.name;
+  if (fs::exists(final_dir) && !opt.force)
+    throw InputError(str_cat("data import: ", final_dir, " already exists (dataset \"", opt.name,
+                             "\" was imported before); pass --force to replace it"));
+
+  // Find the files: top level, plus tmp/ (fairseq's tokenized text before BPE).
+  const std::string dir = fs::absolute(opt.dir).lexically_normal().string();
+  Layout layout = scan(dir, "", opt.source, opt.target);
+  const Layout tmp = scan(dir, "tmp/", opt.source, opt.target);
+  if (layout.empty()) {
+    std::string seen;
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(dir, ec)) seen += " " + entry.path().filename().string();
+    throw InputError(str_cat("data import: no <split>.", opt.source, " / <split>.", opt.target, " files in ", dir,
+                             " (found:", seen.empty() ? " nothing" : seen, ")"));
+  }
+
+  DatasetSpec d;
+  d.name = opt.name;
+  d.task = Task::translation;
+  d.origin = Origin::imported;
+  d.imported_from = dir;
+  d.description = str_cat("imported ", opt.source, "-", opt.target, " parallel text from ", dir);
+  d.sources = {dir};
+  d.licence = "as the original";
+
+  const std::string staging = str_cat(cache_root(), "/.staging/", opt.name, ".", ::getpid());
+  struct RemoveOnFailure {
+    std::string path;
+    ~RemoveOnFailure() {
+      std::error_code ec;
+      if (!path.empty()) fs::remove_all(path, ec);
+    }
+  } cleanup{staging};
+  fs::create_directories(staging);
+
+  std::map<std::string, SplitSpec> splits;
+  auto add_layout = [&](const Layout& l, bool required) {
+    for (const auto& [split, langs] : l) {
+      if (langs.size() < 2) {
+        if (!required) continue; // tmp/ also holds one-sided intermediate files
+        const std::string& lang = langs.count(opt.source) ? opt.target : opt.source;
+        throw InputError(str_cat("data import: ", dir, "/", langs.begin()->second, " has no partner ", split, ".", lang));
+      }
+      const std::string& a = langs.at(opt.source);
+      const std::string& b = langs.at(opt.target);
+      const bool bpe = has_bpe_markers(dir + "/" + a);
+      FileFacts fa = copy_counting(dir + "/" + a, staging + "/" + a), fb = copy_counting(dir + "/" + b, staging + "/" + b);
+      if (fa.records() != fb.records())
+        throw InputError(str_cat("data import: ", dir, "/", a, " has ", fa.records(), " lines but ", dir, "/", b, " has ",
+                                 fb.records(), ": the pair is not line-aligned"));
+      SplitSpec& s = splits[split];
+      if (s.name.empty()) s.name = split, s.examples = fa.records();
+      if (s.examples != fa.records())
+        throw InputError(str_cat("data import: ", dir, "/", a, " has ", fa.records(), " lines but the other ", split,
+                                 " files have ", s.examples));
+      const std::string suffix = bpe ? ".bpe" : "";
+      s.fields.push_back({opt.source + suffix, a});
+      s.fields.push_back({opt.target + suffix, b});
+      d.files.push_back({a, fa.bytes, fa.lines, fa.sha256, ""});
+      d.files.push_back({b, fb.bytes, fb.lines, fb.sha256, ""});
+      progress(str_cat("  ", split, ": ", a, " + ", b, "  ", fa.records(), " pairs -> fields ", opt.source + suffix, ", ",
+                       opt.target + suffix));
+    }
+  };
+  add_layout(layout, true);
+  add_layout(tmp, false); // tmp/ is optional and may hold only some splits
+  for (const auto& [split_name, s] : splits) {
+    std::set<std::string> names;
+    for (const NamedFile& f : s.fields)
+      if (!names.insert(f.name).second)
+        throw InputError(str_cat("data import: split ", s.name, " has two files for field ", f.name,
+                                 " (both the top level and tmp/ hold ", f.name.find(".bpe") != std::string::npos ? "BPE" : "plain",
+                                 " text)"));
+  }
+  if (fs::is_regular_file(dir + "/code")) {
+    const FileFacts f = copy_counting(dir + "/code", staging + "/code");
+    d.files.push_back({"code", f.bytes, f.lines, f.sha256, ""});
+    d.assets.push_back({"bpe.codes", "code"});
+    progress(str_cat("  code: BPE merges (", f.lines, " lines) -> asset bpe.codes"));
+  }
+  for (auto& [name, s] : splits) d.splits.push_back(std::move(s));
+  auto has = [&](const char* s) { return splits.count(s) ? std::string(s) : std::string(); };
+  d.train = has("train"), d.valid = has("valid"), d.test = has("test");
+
+  // Stamps now (a rename keeps the modification time they record), then swap the folder in.
+  for (const FileSpec& f : d.files) write_stamp(staging + "/" + f.path, f.sha256);
+  io::atomic_write_file(staging + "/MANIFEST.json", manifest_json(d));
+  std::error_code ec;
+  fs::remove_all(final_dir, ec);
+  fs::rename(staging, final_dir);
+  cleanup.path.clear();
+  return d;
+}
+
+} // namespace pillars::data

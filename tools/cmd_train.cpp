@@ -1,0 +1,89 @@
+// `pillars train EXP.json [--set key=value]… [--out DIR] [--resume]`: one experiment, end to end
+// (prepare the data, train, evaluate on the test split). See train/session.h for the run directory.
+#include <omp.h>
+
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "train/experiment.h"
+#include "train/session.h"
+#include "tools/commands.h"
+
+namespace pillars::cli {
+
+Command add_train_command(CLI::App& app) {
+  CLI::App* cmd = app.add_subcommand("train", "Train (and then evaluate) the model an experiment file describes");
+  struct Options {
+    std::string experiment, out;
+    std::vector<std::string> sets;
+    bool resume = false, quiet = false, no_eval = false;
+    int threads = 0;
+  };
+  auto opt = std::make_shared<Options>();
+  cmd->add_option("experiment", opt->experiment, "experiment file (JSON; `pillars schema --markdown` lists the fields)")
+      ->required();
+  cmd->add_option("--set", opt->sets, "override a field: --set optim.lr=1e-3 (dotted path; value parsed as JSON)")
+      ->take_all()
+      ->allow_extra_args(false);
+  cmd->add_option("--out", opt->out, "run directory (default: runs/<experiment name>)");
+  cmd->add_flag("--resume", opt->resume, "continue the run in the run directory from its checkpoint_last");
+  cmd->add_option("--threads", opt->threads, "CPU threads (default: the experiment's `threads`, 0 = all cores)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--no-eval", opt->no_eval, "skip the final evaluation on the test split");
+  cmd->add_flag("--quiet", opt->quiet, "no progress lines");
+  return {cmd, [opt]() {
+            const Experiment e = load_experiment(opt->experiment, opt->sets, default_validation_context());
+            const int threads = opt->threads > 0 ? opt->threads : static_cast<int>(e.threads);
+            if (threads > 0) omp_set_num_threads(threads);
+            train::SessionOptions so;
+            so.run_dir = opt->out;
+            so.resume = opt->resume;
+            so.quiet = opt->quiet;
+            so.evaluate = !opt->no_eval;
+            const nlohmann::json result = train::run_experiment(e, so);
+            if (!result.empty()) std::printf("%s\n", result.dump(2).c_str());
+            if (result.contains("bleu"))
+              std::printf("test BLEU (%s): %.2f   %s\n", result["split"].get<std::string>().c_str(),
+                          result["bleu"].get<double>(), result["sacrebleu"].get<std::string>().c_str());
+            return 0;
+          }};
+}
+
+Command add_eval_command(CLI::App& app) {
+  CLI::App* cmd = app.add_subcommand("eval", "Evaluate a trained run or checkpoint: loss, perplexity, BLEU / ROUGE");
+  struct Options {
+    std::string target, split, checkpoint;
+    int64_t beam = 0, batch = 0, max_len_b = -1;
+    double lenpen = -1, max_len_a = -1;
+    int threads = 0;
+  };
+  auto opt = std::make_shared<Options>();
+  cmd->add_option("run", opt->target, "run directory or checkpoint file (.safetensors in a run directory)")->required();
+  cmd->add_option("--split", opt->split, "dataset split (default: the experiment's test split)");
+  cmd->add_option("--checkpoint", opt->checkpoint, "which checkpoint of a run directory")
+      ->check(CLI::IsMember({"best", "last", "average"}));
+  cmd->add_option("--beam", opt->beam, "beam size (default: the experiment's eval.beam)")->check(CLI::PositiveNumber);
+  cmd->add_option("--lenpen", opt->lenpen, "length penalty")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--max-len-a", opt->max_len_a, "max target length = a * source length + b")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--max-len-b", opt->max_len_b, "see --max-len-a")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--batch", opt->batch, "sentences per decoding batch")->check(CLI::PositiveNumber);
+  cmd->add_option("--threads", opt->threads, "CPU threads (0 = all cores)")->check(CLI::NonNegativeNumber);
+  return {cmd, [opt]() {
+            if (opt->threads > 0) omp_set_num_threads(opt->threads);
+            train::EvalOptions eo;
+            eo.split = opt->split;
+            eo.checkpoint = opt->checkpoint;
+            if (opt->beam > 0) eo.beam = opt->beam;
+            if (opt->batch > 0) eo.batch_sentences = opt->batch;
+            if (opt->lenpen >= 0) eo.lenpen = opt->lenpen;
+            if (opt->max_len_a >= 0) eo.max_len_a = opt->max_len_a;
+            if (opt->max_len_b >= 0) eo.max_len_b = opt->max_len_b;
+            const nlohmann::json r = train::evaluate_run(opt->target, eo);
+            std::printf("%s\n", r.dump(2).c_str());
+            return 0;
+          }};
+}
+
+} // namespace pillars::cli

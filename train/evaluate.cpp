@@ -1,0 +1,79 @@
+// See evaluate.h.
+#include "train/evaluate.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <numeric>
+
+#include "engine/error.h"
+#include "metrics/bleu.h"
+#include "metrics/fairseq_bleu.h"
+#include "text/bpe.h"
+
+namespace pillars::train {
+
+Translations translate_corpus(const TransformerConfig& cfg, const ParamStore& params, const TextPipeline& pipeline,
+                              const std::vector<std::string>& sources, const decode::SearchOptions& search,
+                              int64_t batch_sentences, bool progress) {
+  PILLARS_CHECK(batch_sentences >= 1, "translate_corpus: batch_sentences must be >= 1");
+  Translations t;
+  t.text.resize(sources.size());
+  t.ids.resize(sources.size());
+  std::vector<std::vector<int32_t>> src(sources.size());
+  for (size_t i = 0; i < sources.size(); ++i) {
+    src[i] = pipeline.encode_source(sources[i]);
+    if (static_cast<int64_t>(src[i].size()) > search.max_len_cap) { // keep the first tokens and the eos
+      src[i].resize(static_cast<size_t>(search.max_len_cap));
+      src[i].back() = pipeline.dictionary().eos();
+    }
+  }
+  std::vector<size_t> order(sources.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return src[a].size() < src[b].size(); });
+
+  const decode::IncrementalDecoder decoder(cfg, params);
+  const auto t0 = std::chrono::steady_clock::now();
+  for (size_t at = 0; at < order.size(); at += static_cast<size_t>(batch_sentences)) {
+    const size_t end = std::min(order.size(), at + static_cast<size_t>(batch_sentences));
+    std::vector<std::vector<int32_t>> batch;
+    for (size_t j = at; j < end; ++j) batch.push_back(src[order[j]]);
+    const auto hyps = decode::beam_search(decoder, batch, search);
+    for (size_t j = at; j < end; ++j) {
+      t.ids[order[j]] = hyps[j - at].front().tokens;
+      t.generated_tokens += static_cast<int64_t>(t.ids[order[j]].size());
+    }
+    if (progress) std::fprintf(stderr, "\rdecoded %zu/%zu sentences", end, order.size());
+  }
+  t.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (progress) std::fprintf(stderr, " (%.1f sentences/s)\n", t.sentences_per_second());
+  for (size_t i = 0; i < sources.size(); ++i) t.text[i] = pipeline.decode_target(t.ids[i]);
+  return t;
+}
+
+BleuReport score_bleu(const Translations& t, const std::vector<std::vector<std::string>>& refs, const TextPipeline& pipeline,
+                      bool lowercase) {
+  PILLARS_CHECK(!refs.empty(), "score_bleu: no references");
+  for (const auto& r : refs)
+    PILLARS_CHECK(r.size() == t.text.size(), "score_bleu: ", t.text.size(), " hypotheses but ", r.size(), " references");
+  BleuReport b;
+  metrics::BleuOptions o;
+  o.lowercase = lowercase;
+  const metrics::BleuResult s = metrics::corpus_bleu(t.text, refs, o);
+  b.sacrebleu = s.score;
+  b.sacrebleu_line = s.format();
+  // fairseq's tokenized BLEU: hypotheses and the first references as the model's tokenizer sees them.
+  std::vector<std::string> hyp_tok, ref_tok;
+  for (size_t i = 0; i < t.text.size(); ++i) {
+    hyp_tok.push_back(pipeline.tokenized_target(t.ids[i]));
+    std::string r = pipeline.segment(refs[0][i], /*source=*/false);
+    ref_tok.push_back(pipeline.settings().bpe ? text::remove_bpe(r) : r);
+  }
+  metrics::FairseqBleu scorer;
+  for (size_t i = 0; i < hyp_tok.size(); ++i) scorer.add_tokens(ref_tok[i], hyp_tok[i]);
+  b.tokenized = scorer.score();
+  b.tokenized_line = scorer.result_string();
+  return b;
+}
+
+} // namespace pillars::train

@@ -1,0 +1,41 @@
+// Decoding a corpus and scoring it: what validation BLEU, `pillars eval` and `pillars translate` run.
+//
+//   Translations t = translate_corpus(cfg, params, pipeline, sources, search, /*batch_sentences=*/64);
+//   BleuReport b = score_bleu(t, refs, pipeline, /*lowercase=*/false);
+//
+// Sentences are decoded in batches of similar source length (sorted, then restored to the input
+// order), each batch by decode::beam_search with cached keys and values.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "decode/search.h"
+#include "models/transformer.h"
+#include "train/pipeline.h"
+
+namespace pillars::train {
+
+struct Translations {
+  std::vector<std::string> text;                 // detokenized hypotheses, input order
+  std::vector<std::vector<int32_t>> ids;          // the best hypothesis' ids (eos last)
+  double seconds = 0;                             // decoding time (encode + search)
+  double sentences_per_second() const { return seconds > 0 ? static_cast<double>(text.size()) / seconds : 0; }
+  int64_t generated_tokens = 0;
+};
+
+// progress: print "decoded n/N sentences" lines to stderr.
+Translations translate_corpus(const TransformerConfig& cfg, const ParamStore& params, const TextPipeline& pipeline,
+                              const std::vector<std::string>& sources, const decode::SearchOptions& search,
+                              int64_t batch_sentences, bool progress = false);
+
+struct BleuReport {
+  double sacrebleu = 0;        // sacreBLEU's default BLEU of the detokenized output vs raw references
+  std::string sacrebleu_line;  // "BLEU = 34.12 67.1/43.2/… (BP = … ratio = … hyp_len = … ref_len = …)"
+  double tokenized = 0;        // fairseq's BLEU4 on Moses-tokenized, BPE-removed text (first reference)
+  std::string tokenized_line;
+};
+// refs[k][i]: reference k of sentence i (raw text).
+BleuReport score_bleu(const Translations& t, const std::vector<std::vector<std::string>>& refs, const TextPipeline& pipeline,
+                      bool lowercase);
+
+} // namespace pillars::train

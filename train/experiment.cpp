@@ -1,0 +1,416 @@
+// The experiment file: its field table (the single source of types, ranges, defaults and
+// descriptions), loading with `--set` overrides, the checks that span fields, and the resolved
+// config. See experiment.h.
+#include "train/experiment.h"
+
+#include "datasets/registry.h"
+#include "models/transformer.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <regex>
+
+#include "engine/error.h"
+
+namespace pillars {
+
+using nlohmann::json;
+using schema::FieldError;
+
+ValidationContext default_validation_context() {
+  return {data::dataset_names(), transformer_config_names()};
+}
+
+namespace {
+
+// One row of the table: the field, and how it reads from / writes to the Experiment struct.
+struct Entry {
+  schema::Field field;
+  std::function<void(Experiment&, const json&)> read; // empty for sections
+  std::function<json(const Experiment&)> write;
+};
+
+template <class T> void read_value(const json& v, T& out) { v.get_to(out); }
+template <class T> void read_value(const json& v, std::optional<T>& out) {
+  if (v.is_null()) out.reset();
+  else out = v.get<T>();
+}
+template <class T> json write_value(const T& x) { return json(x); }
+template <class T> json write_value(const std::optional<T>& x) { return x ? json(*x) : json(nullptr); }
+
+Entry section(schema::Field f) { return {std::move(f), {}, {}}; }
+template <class T> Entry top(schema::Field f, T Experiment::*m) {
+  return {std::move(f), [m](Experiment& e, const json& v) { read_value(v, e.*m); }, [m](const Experiment& e) { return write_value(e.*m); }};
+}
+template <class S, class T> Entry in(schema::Field f, S Experiment::*s, T S::*m) {
+  return {std::move(f), [s, m](Experiment& e, const json& v) { read_value(v, (e.*s).*m); },
+          [s, m](const Experiment& e) { return write_value((e.*s).*m); }};
+}
+
+const std::vector<Entry>& entries() {
+  static const std::vector<Entry> table = [] {
+    using F = schema::Field;
+    using E = Experiment;
+    using D = DataSettings;
+    using M = ModelSettings;
+    using O = OptimSettings;
+    using T = TrainSettings;
+    using V = EvalSettings;
+    const std::string sz = " (null = the named config's value)";
+    return std::vector<Entry>{
+        top(F::string("name", "Names the run directory and the logs.")
+                .note("the experiment file's name without .json")
+                .matches("^[A-Za-z0-9][A-Za-z0-9._+-]*$", "a name of letters, digits, '.', '_', '+' or '-' (it names the run directory)"),
+            &E::name),
+        top(F::enumeration("task", {"translation", "language_modeling", "summarization"},
+                           "What is trained: an encoder-decoder for translation and summarization, a decoder-only model for language_modeling.")
+                .require(),
+            &E::task),
+        top(F::integer("seed", "Seeds parameter initialisation, dropout and batch order.").def(1).at_least(0), &E::seed),
+        top(F::integer("threads", "CPU threads for the kernels; 0 = all cores.").def(0).at_least(0), &E::threads),
+        top(F::string("description", "Free text, kept in the run's config.json.").def(""), &E::description),
+
+        section(F::section("data", "The dataset and its preprocessing.").require()),
+        in(F::string("data.dataset", "Name of a dataset in the registry, e.g. \"multi30k-de-en\".").require().not_empty(), &E::data, &D::dataset),
+        in(F::string("data.source", "Source side: a language code for translation, a field name for summarization (default \"source\" there); unused by language_modeling.")
+               .def("de"),
+           &E::data, &D::source),
+        in(F::string("data.target", "Target side: a language code for translation, a field name for summarization (default \"summary\" there); unused by language_modeling.")
+               .def("en"),
+           &E::data, &D::target),
+        in(F::string("data.train_split", "Split to train on; \"\" = the dataset's default.").def(""), &E::data, &D::train_split),
+        in(F::string("data.valid_split", "Split to validate on; \"\" = the dataset's default.").def(""), &E::data, &D::valid_split),
+        in(F::string("data.test_split", "Split to test on; \"\" = the dataset's default.").def(""), &E::data, &D::test_split),
+        in(F::enumeration("data.tokenizer", {"moses", "none"}, "\"moses\": Moses-style tokenization of raw text; \"none\": the text is already tokenized (split on spaces).")
+               .def("moses"),
+           &E::data, &D::tokenizer),
+        in(F::boolean("data.lowercase", "Lowercase the text before tokenization.").def(false), &E::data, &D::lowercase),
+        in(F::integer("data.bpe_merges", "BPE merges to learn on the training split; 0 = no BPE (word level).").def(10000).at_least(0), &E::data, &D::bpe_merges),
+        in(F::boolean("data.bpe_joint", "One BPE model and one vocabulary for source and target together.").def(true), &E::data, &D::bpe_joint),
+        in(F::string("data.bpe_codes", "A BPE codes file to use instead of learning one; must be readable.").optional().not_empty().readable(), &E::data,
+           &D::bpe_codes),
+        in(F::integer("data.vocab_threshold", "Words seen fewer times than this in training become the unknown word; 0 = keep all.").def(0).at_least(0), &E::data,
+           &D::vocab_threshold),
+        in(F::integer("data.vocab_max", "Keep at most this many vocabulary entries, most frequent first; 0 = unlimited.").def(0).at_least(0), &E::data,
+           &D::vocab_max),
+        in(F::integer("data.max_tokens", "Tokens per batch, padding included (fairseq's --max-tokens).").def(4096).at_least(1), &E::data, &D::max_tokens),
+        in(F::integer("data.max_source_len", "Longest source sequence, in tokens after BPE.").def(256).at_least(1), &E::data, &D::max_source_len),
+        in(F::integer("data.max_target_len", "Longest target sequence, in tokens after BPE.").def(256).at_least(1), &E::data, &D::max_target_len),
+        in(F::integer("data.block_size", "language_modeling: tokens per training sample (the context length).").def(512).at_least(1), &E::data,
+           &D::block_size),
+        in(F::number("data.train_fraction", "Train on this fraction of the training split (its first examples); 1 = all.").def(1.0).greater_than(0).at_most(1),
+           &E::data, &D::train_fraction),
+
+        section(F::section("model", "The model: a named config, and overrides of its values.").require()),
+        in(F::string("model.config", "Named model config: \"tiny\", \"small\", \"base\", \"lite1\", \"lite2\", \"lm-small\", \"lm-wt103\", ...").require().not_empty(),
+           &E::model, &M::config),
+        in(F::integer("model.d_model", "Embedding and residual width" + sz + ".").optional().at_least(1), &E::model, &M::d_model),
+        in(F::integer("model.heads", "Attention heads per attention module; must divide d_model" + sz + ".").optional().at_least(1), &E::model, &M::heads),
+        in(F::integer("model.ffn", "Feed-forward inner width" + sz + ".").optional().at_least(1), &E::model, &M::ffn),
+        in(F::integer("model.enc_layers", "Encoder layers, translation and summarization only" + sz + ".").optional().at_least(0), &E::model, &M::enc_layers),
+        in(F::integer("model.dec_layers", "Decoder layers, translation and summarization only" + sz + ".").optional().at_least(1), &E::model, &M::dec_layers),
+        in(F::integer("model.layers", "Layers of the decoder-only model, language_modeling only" + sz + ".").optional().at_least(1), &E::model, &M::layers),
+        in(F::boolean("model.pre_norm", "true: pre-norm x + f(LN(x)); false: post-norm LN(x + f(x)), the paper's" + sz + ".").optional(), &E::model, &M::pre_norm),
+        in(F::enumeration("model.activation", {"relu", "gelu"}, "Feed-forward activation" + sz + ".").optional(), &E::model, &M::activation),
+        in(F::number("model.dropout", "Dropout on embeddings and on every sub-layer output" + sz + ".").optional().at_least(0).less_than(1), &E::model, &M::dropout),
+        in(F::number("model.attention_dropout", "Dropout on attention probabilities" + sz + ".").optional().at_least(0).less_than(1), &E::model,
+           &M::attention_dropout),
+        in(F::number("model.activation_dropout", "Dropout after the feed-forward activation" + sz + ".").optional().at_least(0).less_than(1), &E::model,
+           &M::activation_dropout),
+        in(F::boolean("model.share_all_embeddings", "Encoder and decoder share one token embedding (needs a joint vocabulary)" + sz + ".").optional(), &E::model,
+           &M::share_all_embeddings),
+        in(F::boolean("model.share_decoder_input_output_embed", "The output projection is the decoder's input embedding" + sz + ".").optional(), &E::model,
+           &M::share_decoder_input_output_embed),
+        in(F::string("model.init_from", "A checkpoint whose parameters initialise the model; must be readable.").optional().not_empty().readable(), &E::model,
+           &M::init_from),
+
+        section(F::section("optim", "The optimiser and the learning-rate schedule.")),
+        in(F::enumeration("optim.optimizer", {"adam", "adamw", "sgd"}, "adam, adamw (decoupled weight decay) or sgd (with momentum).").def("adam"), &E::optim,
+           &O::optimizer),
+        in(F::number("optim.lr", "Peak learning rate, reached at the end of warmup.").def(5e-4).greater_than(0), &E::optim, &O::lr),
+        in(F::number_array("optim.betas", 2, "Adam's beta1 and beta2.").def(json::array({0.9, 0.98})).at_least(0).less_than(1), &E::optim, &O::betas),
+        in(F::number("optim.eps", "Adam's epsilon.").def(1e-8).greater_than(0), &E::optim, &O::eps),
+        in(F::number("optim.weight_decay", "L2 penalty (adam, sgd) or decoupled weight decay (adamw).").def(0.0001).at_least(0), &E::optim, &O::weight_decay),
+        in(F::number("optim.momentum", "SGD momentum (sgd only).").def(0.9).at_least(0).less_than(1), &E::optim, &O::momentum),
+        in(F::boolean("optim.nesterov", "SGD with Nesterov momentum (sgd only).").def(true), &E::optim, &O::nesterov),
+        in(F::enumeration("optim.schedule", {"inverse_sqrt", "cosine", "linear", "constant"},
+                          "After a linear warmup from warmup_init_lr to lr: inverse_sqrt decays as lr*sqrt(warmup_updates/update) (fairseq's), "
+                          "cosine and linear decay to min_lr over the run, constant stays at lr.")
+               .def("inverse_sqrt"),
+           &E::optim, &O::schedule),
+        in(F::integer("optim.warmup_updates", "Updates of linear warmup.").def(4000).at_least(0), &E::optim, &O::warmup_updates),
+        in(F::number("optim.warmup_init_lr", "Learning rate at the first update of the warmup.").def(1e-7).at_least(0), &E::optim, &O::warmup_init_lr),
+        in(F::number("optim.min_lr", "Floor of the cosine and linear schedules.").def(0.0).at_least(0), &E::optim, &O::min_lr),
+        in(F::number("optim.clip_norm", "Clip the global gradient norm to this; 0 = off.").def(0.0).at_least(0), &E::optim, &O::clip_norm),
+
+        section(F::section("train", "The training loop: when to stop, validate, save.")),
+        in(F::integer("train.max_epochs", "Stop after this many epochs.").def(50).at_least(1), &E::train, &T::max_epochs),
+        in(F::integer("train.max_updates", "Stop after this many updates; 0 = no limit.").def(0).at_least(0), &E::train, &T::max_updates),
+        in(F::number("train.max_minutes", "Stop after this much wall-clock time; 0 = no limit.").def(0.0).at_least(0), &E::train, &T::max_minutes),
+        in(F::number("train.label_smoothing", "Label smoothing of the cross-entropy loss.").def(0.1).at_least(0).less_than(1), &E::train, &T::label_smoothing),
+        in(F::integer("train.update_freq", "Accumulate the gradients of this many batches per update.").def(1).at_least(1), &E::train, &T::update_freq),
+        in(F::integer("train.patience", "Stop after this many validations without a better best_metric; 0 = off.").def(0).at_least(0), &E::train, &T::patience),
+        in(F::enumeration("train.best_metric", {"loss", "bleu", "rouge", "ppl"},
+                          "Validation metric that ranks checkpoints: loss, bleu (translation, needs valid_bleu), rouge (summarization), ppl.")
+               .def("loss"),
+           &E::train, &T::best_metric),
+        in(F::boolean("train.valid_bleu", "Translation: validation also decodes the validation split and scores BLEU.").def(true), &E::train, &T::valid_bleu),
+        in(F::integer("train.valid_max_sentences", "Decode at most this many validation sentences; 0 = all.").def(0).at_least(0), &E::train,
+           &T::valid_max_sentences),
+        in(F::integer("train.keep_best", "Best checkpoints kept on disk.").def(5).at_least(1), &E::train, &T::keep_best),
+        in(F::integer("train.average_best", "At the end, average the parameters of this many best checkpoints into checkpoint_avg; 0 = off.").def(0).at_least(0),
+           &E::train, &T::average_best),
+        in(F::integer("train.log_every", "Log the training loss every this many updates.").def(100).at_least(1), &E::train, &T::log_every),
+        in(F::integer("train.validate_every", "Validate every this many epochs.").def(1).at_least(1), &E::train, &T::validate_every),
+        in(F::number("train.save_every_minutes", "Also save a checkpoint every this many minutes; 0 = only at the end of an epoch.").def(0.0).at_least(0),
+           &E::train, &T::save_every_minutes),
+
+        section(F::section("eval", "Evaluation by `pillars eval` (and the test score at the end of training).")),
+        in(F::string("eval.split", "Split to evaluate; \"\" = data.test_split.").def(""), &E::eval, &V::split),
+        in(F::enumeration("eval.checkpoint", {"best", "last", "average"}, "Checkpoint to evaluate; average needs train.average_best > 0.").def("best"), &E::eval,
+           &V::checkpoint),
+        in(F::integer("eval.beam", "Beam size; 1 = greedy.").def(5).at_least(1), &E::eval, &V::beam),
+        in(F::number("eval.lenpen", "Length penalty: hypotheses are ranked by log-probability / length^lenpen.").def(1.0).at_least(0), &E::eval, &V::lenpen),
+        in(F::number("eval.max_len_a", "Longest output is max_len_a * source length + max_len_b tokens.").def(1.2).at_least(0), &E::eval, &V::max_len_a),
+        in(F::integer("eval.max_len_b", "See max_len_a.").def(10).at_least(0), &E::eval, &V::max_len_b),
+        in(F::integer("eval.batch_sentences", "Sentences decoded per batch.").def(64).at_least(1), &E::eval, &V::batch_sentences),
+        in(F::boolean("eval.sacrebleu_lowercase", "Case-insensitive BLEU (sacreBLEU's -lc).").def(false), &E::eval, &V::sacrebleu_lowercase),
+    };
+  }();
+  return table;
+}
+
+json::json_pointer pointer_of(const std::string& dotted) {
+  json::json_pointer p;
+  std::string rest = dotted;
+  for (size_t dot; (dot = rest.find('.')) != std::string::npos; rest = rest.substr(dot + 1)) p /= rest.substr(0, dot);
+  return p / rest;
+}
+
+std::string quote(const std::string& s) { return schema::describe_value(json(s), false); }
+
+std::string list(const std::vector<std::string>& names) {
+  std::string s;
+  for (const std::string& n : names) s += (s.empty() ? "" : ", ") + n;
+  return s;
+}
+
+void check_known(const std::string& path, const std::string& what, const std::string& value, const std::vector<std::string>& known) {
+  if (known.empty() || std::find(known.begin(), known.end(), value) != known.end()) return;
+  const std::string near = schema::nearest(value, known);
+  throw FieldError(path, quote(path) + ": unknown " + what + " " + quote(value) + (near.empty() ? "" : " — did you mean " + quote(near) + "?") +
+                             " (known: " + list(known) + ")");
+}
+
+void check_readable(const std::string& path, const std::string& file) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(file, ec)) throw FieldError(path, quote(path) + ": cannot read " + quote(file) + ": it is a directory");
+  const int fd = ::open(file.c_str(), O_RDONLY);
+  if (fd < 0) throw FieldError(path, quote(path) + ": cannot read " + quote(file) + ": " + std::strerror(errno));
+  ::close(fd);
+}
+
+// Checks that span fields, then the names the context knows; run on the typed, defaulted
+// experiment. (Readable paths are checked after this, from the table.)
+void check_semantics(const Experiment& e, const ValidationContext& ctx) {
+  const bool lm = e.task == Task::language_modeling;
+  const std::string task = quote(enum_name(e.task));
+  if (lm) {
+    auto refuse = [](const std::string& path) {
+      throw FieldError(path, quote(path) + " is for the encoder-decoder tasks (translation, summarization); a language_modeling model's depth is \"model.layers\"");
+    };
+    if (e.model.enc_layers) refuse("model.enc_layers");
+    if (e.model.dec_layers) refuse("model.dec_layers");
+    if (e.model.share_all_embeddings.value_or(false))
+      throw FieldError("model.share_all_embeddings", "\"model.share_all_embeddings\" needs an encoder, which a language_modeling model does not have");
+  } else if (e.model.layers) {
+    throw FieldError("model.layers", "\"model.layers\" is for language_modeling (a decoder-only model); task " + task +
+                                         " sets \"model.enc_layers\" and \"model.dec_layers\"");
+  }
+  if (e.model.d_model && e.model.heads && *e.model.d_model % *e.model.heads != 0)
+    throw FieldError("model.heads", str_cat("\"model.d_model\" (", *e.model.d_model, ") must be divisible by \"model.heads\" (", *e.model.heads, ")"));
+  if (e.task == Task::translation && e.data.source == e.data.target)
+    throw FieldError("data.target", "\"data.source\" and \"data.target\" are both " + quote(e.data.source));
+
+  if (e.train.best_metric == BestMetric::bleu && e.task != Task::translation)
+    throw FieldError("train.best_metric", "\"train.best_metric\" \"bleu\" needs task \"translation\", not " + task);
+  if (e.train.best_metric == BestMetric::bleu && !e.train.valid_bleu)
+    throw FieldError("train.best_metric", "\"train.best_metric\" is \"bleu\" but \"train.valid_bleu\" is false: validation would not score BLEU");
+  if (e.train.best_metric == BestMetric::rouge && e.task != Task::summarization)
+    throw FieldError("train.best_metric", "\"train.best_metric\" \"rouge\" needs task \"summarization\", not " + task);
+  if (e.train.average_best > e.train.keep_best)
+    throw FieldError("train.average_best", str_cat("\"train.average_best\" (", e.train.average_best, ") must not exceed \"train.keep_best\" (",
+                                                   e.train.keep_best, "): only that many best checkpoints are kept"));
+  if (e.eval.checkpoint == CheckpointChoice::average && e.train.average_best == 0)
+    throw FieldError("eval.checkpoint", "\"eval.checkpoint\" is \"average\" but \"train.average_best\" is 0, so no averaged checkpoint is made");
+  if (e.optim.min_lr > e.optim.lr)
+    throw FieldError("optim.min_lr", str_cat("\"optim.min_lr\" (", e.optim.min_lr, ") must not exceed \"optim.lr\" (", e.optim.lr, ")"));
+  if (e.optim.warmup_init_lr > e.optim.lr)
+    throw FieldError("optim.warmup_init_lr", str_cat("\"optim.warmup_init_lr\" (", e.optim.warmup_init_lr, ") must not exceed \"optim.lr\" (", e.optim.lr, ")"));
+
+  // Last, what the outside world knows: the file is consistent in itself by now.
+  check_known("data.dataset", "dataset", e.data.dataset, ctx.dataset_names);
+  check_known("model.config", "model config", e.model.config, ctx.model_configs);
+}
+
+// parse_experiment without the origin prefix: throws FieldError, so that load_experiment can tell
+// which --set an error came from.
+Experiment parse_fields(json j, const std::string& origin, const ValidationContext& ctx) {
+  if (j.is_object()) { // defaults that depend on the file or on other fields
+    if (!j.contains("name")) j["name"] = std::filesystem::path(origin).stem().string();
+    if (j.value("task", json()) == "summarization" && j.contains("data") && j["data"].is_object()) {
+      if (!j["data"].contains("source")) j["data"]["source"] = "source";
+      if (!j["data"].contains("target")) j["data"]["target"] = "summary";
+    }
+  }
+  const json resolved = schema::validate(j, experiment_fields());
+  Experiment e;
+  for (const Entry& entry : entries())
+    if (entry.read) entry.read(e, resolved.at(pointer_of(entry.field.path)));
+  check_semantics(e, ctx);
+  for (const schema::Field& f : experiment_fields()) // data.bpe_codes, model.init_from
+    if (const json& v = resolved.at(pointer_of(f.path)); f.readable_path && v.is_string()) check_readable(f.path, v.get<std::string>());
+  return e;
+}
+
+std::string read_file(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw InputError(path + ": cannot read: it is a directory");
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd < 0) throw InputError(path + ": cannot read: " + std::strerror(errno));
+  std::string text;
+  char buf[65536];
+  for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) != 0;) {
+    if (n < 0) {
+      const int err = errno;
+      ::close(fd);
+      throw InputError(path + ": cannot read: " + std::strerror(err));
+    }
+    text.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return text;
+}
+
+// `s` with every byte that is not part of valid UTF-8 (or is a control character) written as \xNN,
+// so that a message never carries broken text to the terminal.
+std::string printable(const std::string& s) {
+  std::string out;
+  for (size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    const size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    bool ok = len > 0 && i + len <= s.size() && (c >= 0x20 || c == '\t') && c != 0x7F && !(len == 2 && c < 0xC2);
+    for (size_t k = 1; ok && k < len; ++k) ok = (static_cast<unsigned char>(s[i + k]) >> 6) == 0x2;
+    if (ok) {
+      out.append(s, i, len);
+      i += len;
+    } else {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02X", c);
+      out += buf;
+      ++i;
+    }
+  }
+  return out;
+}
+
+// Parses JSON text; a syntax error names the line and column, a repeated key its path (JSON
+// allows both copies; nlohmann would silently keep the last).
+json parse_json(const std::string& text, const std::string& origin) {
+  std::vector<std::pair<std::vector<std::string>, std::string>> stack; // per open container: keys seen, current key
+  auto callback = [&](int, json::parse_event_t event, json& parsed) {
+    using P = json::parse_event_t;
+    if (event == P::object_start || event == P::array_start) {
+      stack.push_back({{}, event == P::array_start ? "[]" : ""});
+    } else if (event == P::object_end || event == P::array_end) {
+      stack.pop_back();
+    } else if (event == P::key) {
+      auto& [seen, current] = stack.back();
+      const std::string key = parsed.get<std::string>();
+      std::string path;
+      for (size_t i = 0; i + 1 < stack.size(); ++i) path += (i ? "." : "") + stack[i].second;
+      path += (path.empty() ? "" : ".") + key;
+      if (std::find(seen.begin(), seen.end(), key) != seen.end()) throw InputError(origin + ": duplicate key " + quote(path));
+      seen.push_back(key);
+      current = key;
+    }
+    return true;
+  };
+  if (text.find_first_not_of(" \t\r\n") == std::string::npos) throw InputError(origin + ": invalid JSON: the file is empty");
+  try {
+    return json::parse(text, callback);
+  } catch (const json::parse_error& e) {
+    static const std::regex where(R"(at line (\d+), column (\d+): (.*)$)");
+    std::smatch m;
+    const std::string what = e.what();
+    if (std::regex_search(what, m, where)) throw InputError(origin + ":" + m[1].str() + ":" + m[2].str() + ": invalid JSON: " + printable(m[3].str()));
+    const size_t colon = what.find(": ");
+    throw InputError(origin + ": invalid JSON: " + printable(colon == std::string::npos ? what : what.substr(colon + 2)));
+  }
+}
+
+// Does override `assignment` explain the error at `path` (whose message is `message`)?
+bool caused_by(const std::string& assignment, const std::string& path, const std::string& message) {
+  const std::string key = assignment.substr(0, assignment.find('='));
+  auto under = [](const std::string& a, const std::string& b) { return a.size() > b.size() && a.compare(0, b.size(), b) == 0 && (a[b.size()] == '.' || a[b.size()] == '['); };
+  return key == path || under(path, key) || (!path.empty() && under(key, path)) || message.find(quote(key)) != std::string::npos;
+}
+
+} // namespace
+
+const std::vector<schema::Field>& experiment_fields() {
+  static const std::vector<schema::Field> fields = [] {
+    std::vector<schema::Field> f;
+    for (const Entry& e : entries()) f.push_back(e.field);
+    return f;
+  }();
+  return fields;
+}
+
+Experiment parse_experiment(const json& j, const std::string& origin, const ValidationContext& ctx) {
+  try {
+    return parse_fields(j, origin, ctx);
+  } catch (const FieldError& e) {
+    throw InputError(origin + ": " + e.what());
+  }
+}
+
+Experiment load_experiment(const std::string& path, const std::vector<std::string>& overrides, const ValidationContext& ctx) {
+  json j = parse_json(read_file(path), path);
+  for (const std::string& o : overrides) {
+    try {
+      schema::apply_override(j, o, experiment_fields());
+    } catch (const FieldError& e) {
+      throw InputError(path + ": --set " + printable(o) + ": " + e.what());
+    }
+  }
+  try {
+    return parse_fields(std::move(j), path, ctx);
+  } catch (const FieldError& e) {
+    for (auto o = overrides.rbegin(); o != overrides.rend(); ++o) // the last override of a key wins, so blame it
+      if (caused_by(*o, e.path, e.what())) throw InputError(path + ": --set " + printable(*o) + ": " + e.what());
+    throw InputError(path + ": " + e.what());
+  }
+}
+
+json to_json(const Experiment& e) {
+  json j = json::object();
+  for (const Entry& entry : entries()) j[pointer_of(entry.field.path)] = entry.write ? entry.write(e) : json::object();
+  return j;
+}
+
+json experiment_json_schema() {
+  return schema::json_schema(experiment_fields(), "Pillars experiment",
+                             "An experiment file for `pillars train`: what to train, on what data, and how to evaluate it.");
+}
+
+std::string experiment_markdown() { return schema::markdown_table(experiment_fields()); }
+
+} // namespace pillars

@@ -1,0 +1,221 @@
+// See session.h.
+#include "train/session.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "decode/search.h"
+#include "engine/error.h"
+#include "engine/io/atomic_file.h"
+#include "engine/passes/flops.h"
+#include "metrics/bleu.h"
+#include "metrics/rouge.h"
+#include "train/checkpoint.h"
+#include "train/evaluate.h"
+#include "train/prepare.h"
+#include "train/setup.h"
+#include "train/steps.h"
+#include "train/trainer.h"
+
+namespace pillars::train {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+decode::SearchOptions search_options(const EvalSettings& ev, const TransformerConfig& cfg) {
+  decode::SearchOptions o;
+  o.beam = ev.beam;
+  o.lenpen = static_cast<float>(ev.lenpen);
+  o.max_len_a = static_cast<float>(ev.max_len_a);
+  o.max_len_b = ev.max_len_b;
+  o.pad = cfg.pad_id;
+  return o;
+}
+
+// FLOPs per target token of one forward pass, counted on the graph of a representative batch
+// (one sentence pair of 32 source and 32 target tokens).
+double forward_flops_per_token(const TransformerConfig& cfg) {
+  const Seq2SeqGraph g = build_seq2seq_training_graph(cfg, 1, 32, 32, 0.0f, 0, /*train=*/false);
+  return count_flops(g.graph).total() / 32.0;
+}
+
+std::string human(double n) {
+  char buf[32];
+  if (n >= 1e9) std::snprintf(buf, sizeof buf, "%.2fG", n / 1e9);
+  else if (n >= 1e6) std::snprintf(buf, sizeof buf, "%.2fM", n / 1e6);
+  else std::snprintf(buf, sizeof buf, "%.1fk", n / 1e3);
+  return buf;
+}
+
+// Validation by decoding (greedy, for speed): sacreBLEU or ROUGE-L F1 of the first `limit`
+// validation sentences.
+DecodeScorer make_decode_scorer(const PreparedSeq2Seq& p, const Experiment& e, bool rouge) {
+  const size_t limit = e.train.valid_max_sentences > 0
+                           ? std::min(p.valid_source.size(), static_cast<size_t>(e.train.valid_max_sentences))
+                           : p.valid_source.size();
+  const std::vector<std::string> sources(p.valid_source.begin(), p.valid_source.begin() + static_cast<std::ptrdiff_t>(limit));
+  const std::vector<std::string> refs(p.valid_target.begin(), p.valid_target.begin() + static_cast<std::ptrdiff_t>(limit));
+  const TextPipeline* pipeline = &p.pipeline;
+  const EvalSettings ev = e.eval;
+  return [=](const TransformerConfig& cfg, const ParamStore& params) -> double {
+    decode::SearchOptions o = search_options(ev, cfg);
+    o.beam = 1;
+    const Translations t = translate_corpus(cfg, params, *pipeline, sources, o, ev.batch_sentences);
+    if (rouge) {
+      metrics::RougeOptions ro;
+      ro.use_stemmer = true;
+      return 100.0 * metrics::corpus_rouge(t.text, {refs}, ro).mean.rougeL.fmeasure;
+    }
+    return metrics::corpus_bleu(t.text, {refs}).score;
+  };
+}
+
+void write_lines(const std::string& path, const std::vector<std::string>& lines) {
+  std::string all;
+  for (const std::string& l : lines) all += l + "\n";
+  io::atomic_write_file(path, all);
+}
+
+nlohmann::json run_seq2seq(const Experiment& e, const std::string& run_dir, const SessionOptions& options) {
+  PreparedSeq2Seq p = prepare_seq2seq(e, run_dir, !options.quiet);
+  const TransformerConfig cfg = model_config(e, static_cast<int64_t>(p.pipeline.dictionary().size()));
+  ParamStore params;
+  init_transformer_params(cfg, params, static_cast<uint64_t>(e.seed));
+  if (e.model.init_from && !options.resume) {
+    LoadedCheckpoint from = load_checkpoint(*e.model.init_from);
+    for (const std::string& name : params.names()) {
+      if (!from.params.contains(name) || from.params.get(name).shape() != params.get(name).shape())
+        throw InputError(str_cat("model.init_from: ", *e.model.init_from, ": parameter \"", name,
+                                 "\" is missing or has another shape"));
+      params.get(name).copy_from(from.params.get(name));
+    }
+  }
+  if (!options.quiet)
+    std::fprintf(stderr,
+                 "model: %s, %lld+%lld layers, d %lld, %lld heads, FFN %lld, vocab %lld: %s parameters (%s without "
+                 "embeddings), %s FLOPs per target token (forward)\n",
+                 e.model.config.c_str(), static_cast<long long>(cfg.enc_layers), static_cast<long long>(cfg.dec_layers),
+                 static_cast<long long>(cfg.d_model), static_cast<long long>(cfg.heads), static_cast<long long>(cfg.ffn),
+                 static_cast<long long>(cfg.vocab), human(static_cast<double>(count_parameters(params, true))).c_str(),
+                 human(static_cast<double>(count_parameters(params, false))).c_str(),
+                 human(forward_flops_per_token(cfg)).c_str());
+  TrainOptions to;
+  to.run_dir = run_dir;
+  to.resume = options.resume;
+  to.quiet = options.quiet;
+  if (e.task == Task::translation && e.train.valid_bleu) to.valid_bleu = make_decode_scorer(p, e, false);
+  if (e.task == Task::summarization) to.valid_rouge = make_decode_scorer(p, e, true);
+  to.checkpoint_extra = {{"experiment", e.name}, {"pipeline", p.pipeline.to_json()}};
+  const TrainerOutcome outcome = train_seq2seq(e, cfg, params, p.data, to);
+  if (!options.evaluate) return {};
+  EvalOptions eo;
+  eo.quiet = options.quiet;
+  return evaluate_run(run_dir, eo);
+}
+
+} // namespace
+
+std::string run_dir_of(const std::string& path) {
+  if (fs::is_directory(path)) return path;
+  if (!fs::exists(path)) throw InputError(str_cat(path, ": no such checkpoint or run directory"));
+  const fs::path parent = fs::path(path).parent_path();
+  return parent.empty() ? "." : parent.string();
+}
+
+nlohmann::json run_experiment(const Experiment& e, const SessionOptions& options) {
+  const std::string run_dir = options.run_dir.empty() ? (fs::path("runs") / e.name).string() : options.run_dir;
+  const bool has_run = fs::exists(fs::path(run_dir) / "checkpoint_last.safetensors");
+  if (!options.resume && has_run)
+    throw InputError(str_cat(run_dir, " already holds a run (checkpoint_last.safetensors); pass --resume to continue it, "
+                             "or --out DIR for a new run"));
+  if (options.resume && !has_run)
+    throw InputError(str_cat("--resume: ", run_dir, "/checkpoint_last.safetensors does not exist (nothing to resume)"));
+  fs::create_directories(run_dir);
+  io::atomic_write_file((fs::path(run_dir) / "config.json").string(), to_json(e).dump(2) + "\n");
+  switch (e.task) {
+    case Task::translation:
+    case Task::summarization: return run_seq2seq(e, run_dir, options);
+    case Task::language_modeling: break;
+  }
+  throw InputError("task \"language_modeling\" is not available in this build yet");
+}
+
+nlohmann::json evaluate_run(const std::string& target, const EvalOptions& options) {
+  const std::string run_dir = run_dir_of(target);
+  const Experiment e = load_experiment((fs::path(run_dir) / "config.json").string(), {}, default_validation_context());
+  std::string checkpoint = fs::is_directory(target) ? "" : target;
+  if (checkpoint.empty()) {
+    const std::string choice = options.checkpoint.empty() ? enum_name(e.eval.checkpoint) : options.checkpoint;
+    checkpoint = (fs::path(run_dir) / ("checkpoint_" + (choice == "average" ? std::string("avg") : choice) + ".safetensors")).string();
+    if (!fs::exists(checkpoint)) {
+      const std::string last = (fs::path(run_dir) / "checkpoint_last.safetensors").string();
+      if (!options.quiet) std::fprintf(stderr, "eval: %s does not exist; using %s\n", checkpoint.c_str(), last.c_str());
+      checkpoint = last;
+    }
+  }
+  LoadedCheckpoint ck = load_checkpoint(checkpoint);
+  const TextPipeline pipeline = TextPipeline::load(run_dir);
+  const std::string split = !options.split.empty() ? options.split : !e.eval.split.empty() ? e.eval.split : test_split_of(e);
+  const EvalSplit data = read_eval_split(e, split);
+
+  // Teacher-forced loss and perplexity on the split (first reference).
+  std::vector<std::vector<int32_t>> src, tgt;
+  for (size_t i = 0; i < data.source.size(); ++i) {
+    src.push_back(pipeline.encode_source(data.source[i]));
+    tgt.push_back(pipeline.ids(pipeline.segment(data.refs[0][i], false)));
+    src.back().resize(std::min<size_t>(src.back().size(), static_cast<size_t>(e.data.max_source_len)));
+    tgt.back().resize(std::min<size_t>(tgt.back().size(), static_cast<size_t>(e.data.max_target_len)));
+  }
+  std::vector<int64_t> sl, tl;
+  for (size_t i = 0; i < src.size(); ++i) sl.push_back(static_cast<int64_t>(src[i].size())), tl.push_back(static_cast<int64_t>(tgt[i].size()));
+  Seq2SeqSteps steps(ck.config, ck.params, 0.0f);
+  double nll = 0;
+  int64_t tokens = 0;
+  for (const Batch& b : Bucketing(sl, tl, {.max_tokens = e.data.max_tokens}).in_order()) {
+    const Seq2SeqBatch batch = make_seq2seq_batch(src, tgt, b, static_cast<int32_t>(ck.config.pad_id), 2);
+    nll += steps.eval(batch);
+    tokens += batch.target_tokens;
+  }
+  nlohmann::json result = {{"checkpoint", checkpoint}, {"split", split}, {"sentences", data.source.size()},
+                            {"loss", nll / static_cast<double>(tokens)}, {"ppl", std::exp(nll / static_cast<double>(tokens))}};
+
+  decode::SearchOptions so = search_options(e.eval, ck.config);
+  if (options.beam) so.beam = *options.beam;
+  if (options.lenpen) so.lenpen = static_cast<float>(*options.lenpen);
+  if (options.max_len_a) so.max_len_a = static_cast<float>(*options.max_len_a);
+  if (options.max_len_b) so.max_len_b = *options.max_len_b;
+  const int64_t batch_sentences = options.batch_sentences.value_or(e.eval.batch_sentences);
+  const Translations t = translate_corpus(ck.config, ck.params, pipeline, data.source, so, batch_sentences, !options.quiet);
+  result["beam"] = so.beam;
+  result["lenpen"] = so.lenpen;
+  result["sentences_per_second"] = t.sentences_per_second();
+  result["decode_seconds"] = t.seconds;
+  if (e.task == Task::translation) {
+    const BleuReport b = score_bleu(t, data.refs, pipeline, e.eval.sacrebleu_lowercase);
+    result["bleu"] = b.sacrebleu;
+    result["sacrebleu"] = b.sacrebleu_line;
+    result["tokenized_bleu"] = b.tokenized;
+    result["tokenized_bleu_line"] = b.tokenized_line;
+  } else {
+    metrics::RougeOptions ro;
+    ro.use_stemmer = true;
+    const metrics::RougeCorpus r = metrics::corpus_rouge(t.text, data.refs, ro); // refs[k][i]
+    result["rouge1"] = 100 * r.mean.rouge1.fmeasure;
+    result["rouge2"] = 100 * r.mean.rouge2.fmeasure;
+    result["rougeL"] = 100 * r.mean.rougeL.fmeasure;
+  }
+  write_lines((fs::path(run_dir) / ("eval_" + split + ".hyp")).string(), t.text);
+  io::atomic_write_file((fs::path(run_dir) / ("eval_" + split + ".json")).string(), result.dump(2) + "\n");
+  if (!options.quiet) {
+    std::fprintf(stderr, "eval %s on %s: loss %.4f, ppl %.2f, %.1f sentences/s (beam %lld)\n", fs::path(checkpoint).filename().c_str(),
+                 split.c_str(), result["loss"].get<double>(), result["ppl"].get<double>(), t.sentences_per_second(),
+                 static_cast<long long>(so.beam));
+  }
+  return result;
+}
+
+} // namespace pillars::train

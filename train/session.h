@@ -1,0 +1,44 @@
+// A whole run, as `pillars train` and `pillars eval` drive it: prepare the data, build and train the
+// model, evaluate the chosen checkpoint on the test split, write everything into the run directory.
+//
+// Run directory (runs/<experiment name> unless --out says otherwise):
+//   config.json                 the resolved experiment (every default filled in)
+//   pipeline.json dict.txt bpe.codes   the text pipeline (train/pipeline.h)
+//   log.jsonl                   progress, validations, checkpoints (train/trainer.h)
+//   checkpoint_{last,best,avg}.safetensors (+ .json twins)
+//   eval_<split>.json, eval_<split>.hyp    the final evaluation: scores and hypotheses
+#pragma once
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "train/experiment.h"
+
+namespace pillars::train {
+
+struct SessionOptions {
+  std::string run_dir;   // "" = runs/<name>
+  bool resume = false;
+  bool quiet = false;
+  bool evaluate = true;  // evaluate on the test split after training
+};
+
+// Returns the final evaluation (empty if options.evaluate is false).
+nlohmann::json run_experiment(const Experiment& e, const SessionOptions& options);
+
+struct EvalOptions {
+  std::string split;                  // "" = the experiment's eval.split / test split
+  std::string checkpoint;             // "" = eval.checkpoint of the run's config
+  std::optional<int64_t> beam, batch_sentences, max_len_b;
+  std::optional<double> lenpen, max_len_a;
+  bool quiet = false;
+};
+// Evaluates a trained run (its directory, or one of its checkpoint files): loss/perplexity and
+// BLEU on the split; writes eval_<split>.json/.hyp into the run directory; returns the scores.
+nlohmann::json evaluate_run(const std::string& run_dir_or_checkpoint, const EvalOptions& options);
+
+// The run directory of a checkpoint path or a directory.
+std::string run_dir_of(const std::string& run_dir_or_checkpoint);
+
+} // namespace pillars::train

@@ -1,0 +1,365 @@
+// The training loop; see trainer.h.
+#include "train/trainer.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "engine/error.h"
+#include "engine/optim/clip.h"
+#include "train/batching.h"
+#include "train/setup.h"
+#include "train/steps.h"
+
+namespace pillars::train {
+
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+// The dropout seed of update u: a SplitMix64 mix of (experiment seed, u), so neighbouring
+// updates get unrelated Philox streams.
+uint64_t update_seed(uint64_t seed, int64_t update) {
+  uint64_t z = seed * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(update) + 0x632BE59BD9B4E019ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+std::string duration(double seconds) {
+  const int64_t s = static_cast<int64_t>(seconds + 0.5);
+  char buf[32];
+  if (s >= 3600) std::snprintf(buf, sizeof buf, "%lldh%02lldm", static_cast<long long>(s / 3600), static_cast<long long>(s / 60 % 60));
+  else std::snprintf(buf, sizeof buf, "%lldm%02llds", static_cast<long long>(s / 60), static_cast<long long>(s % 60));
+  return buf;
+}
+
+// log.jsonl: appended and flushed line by line, so a crash loses at most the line being written.
+class RunLog {
+ public:
+  explicit RunLog(const std::string& path) : out_(path, std::ios::app) {
+    if (!out_) throw InputError(str_cat(path, ": cannot open for writing"));
+  }
+  void write(const nlohmann::json& j) {
+    out_ << j.dump() << '\n';
+    out_.flush();
+  }
+
+ private:
+  std::ofstream out_;
+};
+
+bool higher_is_better(BestMetric m) { return m == BestMetric::bleu || m == BestMetric::rouge; }
+
+class Loop {
+ public:
+  Loop(const Experiment& e, const TransformerConfig& cfg, ParamStore& params, const Seq2SeqData& data,
+       const TrainOptions& o)
+      : e_(e), cfg_(cfg), params_(params), data_(data), o_(o), log_((fs::path(o.run_dir) / "log.jsonl").string()),
+        steps_(cfg, params, static_cast<float>(e.train.label_smoothing)),
+        optimizer_(make_optimizer(e.optim)) {
+    std::vector<int64_t> src_len, tgt_len;
+    for (const auto& s : data.train_src) src_len.push_back(static_cast<int64_t>(s.size()));
+    for (const auto& t : data.train_tgt) tgt_len.push_back(static_cast<int64_t>(t.size()));
+    train_batches_ = std::make_unique<Bucketing>(src_len, tgt_len, BatchingOptions{.max_tokens = e.data.max_tokens});
+    src_len.clear(), tgt_len.clear();
+    for (const auto& s : data.valid_src) src_len.push_back(static_cast<int64_t>(s.size()));
+    for (const auto& t : data.valid_tgt) tgt_len.push_back(static_cast<int64_t>(t.size()));
+    valid_batches_ = Bucketing(src_len, tgt_len, BatchingOptions{.max_tokens = e.data.max_tokens}).in_order();
+    batches_per_epoch_ = static_cast<int64_t>(train_batches_->in_order().size());
+    const int64_t updates_per_epoch = (batches_per_epoch_ + e.train.update_freq - 1) / e.train.update_freq;
+    planned_updates_ = e.train.max_epochs * updates_per_epoch;
+    if (e.train.max_updates > 0) planned_updates_ = std::min(planned_updates_, e.train.max_updates);
+    schedule_ = make_schedule(e.optim, planned_updates_);
+  }
+
+  TrainerOutcome run() {
+    if (o_.resume) restore();
+    state_.finished = false, state_.stop_reason.clear();
+    session_start_ = Clock::now();
+    elapsed_at_start_ = state_.elapsed_seconds;
+    log_.write({{"type", "start"}, {"resume", o_.resume}, {"epoch", state_.epoch}, {"update", state_.updates},
+                {"batches_per_epoch", batches_per_epoch_}, {"planned_updates", planned_updates_},
+                {"parameters", params_.numel()}});
+    while (!state_.finished) {
+      if (state_.epoch > e_.train.max_epochs) { stop("max_epochs"); break; }
+      train_epoch();
+      if (state_.finished) break;
+      // The epoch is complete.
+      const bool validate_now = (state_.epoch % e_.train.validate_every) == 0;
+      ++state_.epoch, state_.batch_in_epoch = 0;
+      if (validate_now) validate_and_checkpoint();
+      else save("checkpoint_last.safetensors", true);
+    }
+    // Stopped inside an epoch or without a validation of the final parameters: validate them.
+    if (last_validated_update_ != state_.updates) validate_and_checkpoint();
+    save("checkpoint_last.safetensors", true);
+    if (e_.train.average_best > 0) average_best();
+    log_.write({{"type", "end"}, {"reason", state_.stop_reason}, {"update", state_.updates},
+                {"elapsed_seconds", state_.elapsed_seconds}});
+    if (!o_.quiet) std::fprintf(stderr, "stopped: %s after %lld updates (%s)\n", state_.stop_reason.c_str(),
+                                static_cast<long long>(state_.updates), duration(state_.elapsed_seconds).c_str());
+    outcome_.state = state_;
+    return std::move(outcome_);
+  }
+
+ private:
+  static constexpr int32_t kEos = 2; // fairseq's dictionary: bos 0, pad 1, eos 2, unk 3
+  int32_t pad() const { return static_cast<int32_t>(cfg_.pad_id); }
+
+  double elapsed() const {
+    return elapsed_at_start_ + std::chrono::duration<double>(Clock::now() - session_start_).count();
+  }
+
+  void stop(const std::string& reason) {
+    state_.finished = true;
+    state_.stop_reason = reason;
+  }
+
+  void restore() {
+    const std::string path = (fs::path(o_.run_dir) / "checkpoint_last.safetensors").string();
+    if (!fs::exists(path)) throw InputError(str_cat("--resume: ", path, " does not exist (nothing to resume)"));
+    LoadedCheckpoint c = load_checkpoint(path);
+    if (c.optimizer_state.empty())
+      throw InputError(str_cat("--resume: ", path, " has no optimiser state (an averaged or pruned model?)"));
+    for (const std::string& name : params_.names()) {
+      if (!c.params.contains(name)) throw InputError(str_cat("--resume: ", path, " lacks parameter \"", name, "\""));
+      params_.get(name).copy_from(c.params.get(name));
+    }
+    optimizer_->load_state(c.optimizer_state);
+    state_ = c.state;
+    last_validated_update_ = state_.updates; // do not re-validate what the last session validated
+  }
+
+  void train_epoch() {
+    const std::vector<Batch> batches = train_batches_->epoch(static_cast<uint64_t>(e_.seed), state_.epoch);
+    const auto window_start_time = Clock::now();
+    window_start_ = window_start_time;
+    window_tokens_ = 0, window_loss_ = 0, window_updates_ = 0;
+    while (state_.batch_in_epoch < static_cast<int64_t>(batches.size())) {
+      update(batches);
+      if (e_.train.max_updates > 0 && state_.updates >= e_.train.max_updates) return stop("max_updates");
+      if (e_.train.max_minutes > 0 && elapsed() >= 60.0 * e_.train.max_minutes) return stop("max_minutes");
+      if (e_.train.save_every_minutes > 0 && elapsed() - last_save_elapsed_ >= 60.0 * e_.train.save_every_minutes)
+        save("checkpoint_last.safetensors", true);
+    }
+  }
+
+  // One optimiser update from the next update_freq batches of the epoch.
+  void update(const std::vector<Batch>& batches) {
+    const int64_t k = std::min<int64_t>(e_.train.update_freq, static_cast<int64_t>(batches.size()) - state_.batch_in_epoch);
+    const int64_t u = state_.updates + 1;
+    double loss_sum = 0;
+    int64_t tokens = 0;
+    for (int64_t j = 0; j < k; ++j) {
+      const Seq2SeqBatch b = make_seq2seq_batch(data_.train_src, data_.train_tgt,
+                                                batches[static_cast<size_t>(state_.batch_in_epoch + j)], pad(), kEos);
+      const float loss = steps_.train(b, update_seed(static_cast<uint64_t>(e_.seed), u * 64 + j));
+      if (!std::isfinite(loss))
+        throw Error(str_cat("training loss is ", loss, " at update ", u, " (epoch ", state_.epoch,
+                            "); stopped. The last good checkpoint is ", o_.run_dir,
+                            "/checkpoint_last.safetensors — lower optim.lr or set optim.clip_norm"));
+      loss_sum += static_cast<double>(loss) * static_cast<double>(b.target_tokens);
+      tokens += b.target_tokens;
+      if (k > 1) accumulate(static_cast<float>(b.target_tokens), j == 0);
+    }
+    std::vector<optim::ParamSlot>& slots = k > 1 ? finish_accumulation(static_cast<float>(tokens)) : steps_.slots();
+    if (e_.optim.clip_norm > 0) optim::clip_grad_norm(slots, static_cast<float>(e_.optim.clip_norm));
+    const float lr = schedule_->lr(u);
+    optimizer_->step(slots, lr);
+    state_.updates = u;
+    state_.batch_in_epoch += k;
+    const double mean_loss = loss_sum / static_cast<double>(std::max<int64_t>(tokens, 1));
+    outcome_.losses.push_back(static_cast<float>(mean_loss));
+    window_loss_ += loss_sum, window_tokens_ += tokens, ++window_updates_;
+    if (state_.updates % e_.train.log_every == 0) progress(lr);
+  }
+
+  // Gradient accumulation for update_freq > 1: acc = Σ_batches tokens · grad, then / Σ tokens, so
+  // the update uses the gradient of the mean loss over all target tokens of the update.
+  void accumulate(float tokens, bool first) {
+    std::vector<optim::ParamSlot>& s = steps_.slots();
+    if (acc_.size() != s.size()) {
+      acc_.clear();
+      for (const auto& slot : s) acc_.push_back({slot.name, slot.value, Tensor::zeros(slot.value.shape())});
+    }
+    for (size_t i = 0; i < s.size(); ++i) {
+      float* a = acc_[i].grad.data<float>();
+      const int64_t n = acc_[i].grad.numel();
+      if (!s[i].grad.defined()) {
+        if (first) std::fill(a, a + n, 0.0f);
+        continue;
+      }
+      const float* g = s[i].grad.data<float>();
+      for (int64_t x = 0; x < n; ++x) a[x] = (first ? 0.0f : a[x]) + tokens * g[x];
+    }
+  }
+  std::vector<optim::ParamSlot>& finish_accumulation(float tokens) {
+    for (auto& slot : acc_) {
+      float* a = slot.grad.data<float>();
+      for (int64_t x = 0; x < slot.grad.numel(); ++x) a[x] /= tokens;
+    }
+    return acc_;
+  }
+
+  void progress(float lr) {
+    const double now = elapsed();
+    const double window = std::chrono::duration<double>(Clock::now() - window_start_).count();
+    const double tok_s = window > 0 ? static_cast<double>(window_tokens_) / window : 0;
+    const double loss = window_loss_ / static_cast<double>(std::max<int64_t>(window_tokens_, 1));
+    // ETA: the remaining planned updates at this window's pace, or the time limit if sooner.
+    const double per_update = window_updates_ > 0 ? window / static_cast<double>(window_updates_) : 0;
+    double eta = static_cast<double>(std::max<int64_t>(0, planned_updates_ - state_.updates)) * per_update;
+    if (e_.train.max_minutes > 0) eta = std::min(eta, std::max(0.0, 60.0 * e_.train.max_minutes - now));
+    log_.write({{"type", "train"}, {"epoch", state_.epoch}, {"update", state_.updates}, {"loss", loss}, {"lr", lr},
+                {"tokens_per_s", tok_s}, {"elapsed_seconds", now}});
+    if (!o_.quiet)
+      std::fprintf(stderr, "epoch %3lld | update %6lld | loss %7.4f | lr %.3e | %7.0f tok/s | %s elapsed | ETA %s\n",
+                   static_cast<long long>(state_.epoch), static_cast<long long>(state_.updates), loss, lr, tok_s,
+                   duration(now).c_str(), duration(eta).c_str());
+    window_start_ = Clock::now();
+    window_tokens_ = 0, window_loss_ = 0, window_updates_ = 0;
+  }
+
+  ValidScores validate() {
+    ValidScores v;
+    double nll = 0;
+    int64_t tokens = 0;
+    for (const Batch& batch : valid_batches_) {
+      const Seq2SeqBatch b = make_seq2seq_batch(data_.valid_src, data_.valid_tgt, batch, pad(), kEos);
+      nll += steps_.eval(b);
+      tokens += b.target_tokens;
+    }
+    v.loss = nll / static_cast<double>(std::max<int64_t>(tokens, 1));
+    v.ppl = std::exp(v.loss);
+    if (o_.valid_bleu) v.bleu = o_.valid_bleu(cfg_, params_);
+    if (o_.valid_rouge) v.rouge = o_.valid_rouge(cfg_, params_);
+    return v;
+  }
+
+  // The validation score where higher is better.
+  double score_of(const ValidScores& v) const {
+    switch (e_.train.best_metric) {
+      case BestMetric::loss: return -v.loss;
+      case BestMetric::ppl: return -v.ppl;
+      case BestMetric::bleu:
+        if (!v.bleu) throw InputError("train.best_metric is \"bleu\" but validation computes no BLEU (task or train.valid_bleu)");
+        return *v.bleu;
+      case BestMetric::rouge:
+        if (!v.rouge) throw InputError("train.best_metric is \"rouge\" but validation computes no ROUGE");
+        return *v.rouge;
+    }
+    return 0;
+  }
+
+  void validate_and_checkpoint() {
+    const auto t0 = Clock::now();
+    const ValidScores v = validate();
+    last_validated_update_ = state_.updates;
+    outcome_.last_valid = v;
+    const double score = score_of(v);
+    const bool improved = !state_.has_best || score > state_.best_valid;
+    if (improved) state_.best_valid = score, state_.has_best = true, state_.bad_validations = 0;
+    else ++state_.bad_validations;
+    const double took = std::chrono::duration<double>(Clock::now() - t0).count();
+    nlohmann::json j = {{"type", "valid"}, {"epoch", state_.epoch - (state_.batch_in_epoch == 0 ? 1 : 0)},
+                        {"update", state_.updates}, {"loss", v.loss}, {"ppl", v.ppl}, {"best", improved},
+                        {"seconds", took}, {"elapsed_seconds", elapsed()}};
+    if (v.bleu) j["bleu"] = *v.bleu;
+    if (v.rouge) j["rouge"] = *v.rouge;
+    log_.write(j);
+    if (!o_.quiet) {
+      std::string extra;
+      if (v.bleu) extra += str_cat(" | bleu ", std::round(*v.bleu * 100) / 100);
+      if (v.rouge) extra += str_cat(" | rouge ", std::round(*v.rouge * 100) / 100);
+      std::fprintf(stderr, "valid | update %6lld | loss %7.4f | ppl %8.2f%s%s (%.1fs)\n",
+                   static_cast<long long>(state_.updates), v.loss, v.ppl, extra.c_str(), improved ? " | best" : "", took);
+    }
+    if (e_.train.patience > 0 && state_.bad_validations >= e_.train.patience) stop("patience");
+    if (improved) save("checkpoint_best.safetensors", false);
+    keep_for_averaging(score);
+    save("checkpoint_last.safetensors", true);
+  }
+
+  // Keeps the keep_best best validated parameter sets as checkpoint_eE_uU.safetensors.
+  void keep_for_averaging(double score) {
+    const int64_t keep = std::max(e_.train.keep_best, e_.train.average_best);
+    if (keep <= 0) return;
+    const std::string name = str_cat("checkpoint_e", state_.epoch - (state_.batch_in_epoch == 0 ? 1 : 0), "_u",
+                                     state_.updates, ".safetensors");
+    std::vector<std::pair<double, std::string>> ranked;
+    for (const auto& [n, s] : state_.kept) ranked.push_back({s, n});
+    if (static_cast<int64_t>(ranked.size()) >= keep) {
+      std::sort(ranked.begin(), ranked.end());
+      if (score <= ranked.front().first) return; // worse than every kept one
+      fs::remove(fs::path(o_.run_dir) / ranked.front().second);
+      fs::remove(fs::path(o_.run_dir) / fs::path(ranked.front().second).replace_extension(".json"));
+      state_.kept.erase(ranked.front().second);
+    }
+    state_.kept[name] = score;
+    save(name, false);
+  }
+
+  void average_best() {
+    std::vector<std::pair<double, std::string>> ranked;
+    for (const auto& [n, s] : state_.kept) ranked.push_back({s, n});
+    std::sort(ranked.rbegin(), ranked.rend());
+    std::vector<std::string> paths;
+    for (size_t i = 0; i < ranked.size() && static_cast<int64_t>(i) < e_.train.average_best; ++i)
+      paths.push_back((fs::path(o_.run_dir) / ranked[i].second).string());
+    if (paths.empty()) return;
+    TransformerConfig cfg;
+    ParamStore avg = average_checkpoints(paths, &cfg);
+    nlohmann::json extra = o_.checkpoint_extra;
+    extra["averaged"] = paths;
+    save_checkpoint((fs::path(o_.run_dir) / "checkpoint_avg.safetensors").string(), cfg, avg, nullptr, state_, extra);
+    log_.write({{"type", "average"}, {"checkpoints", paths}});
+    if (!o_.quiet) std::fprintf(stderr, "averaged %zu checkpoints into checkpoint_avg.safetensors\n", paths.size());
+  }
+
+  void save(const std::string& name, bool with_optimizer) {
+    state_.elapsed_seconds = elapsed();
+    save_checkpoint((fs::path(o_.run_dir) / name).string(), cfg_, params_, with_optimizer ? optimizer_.get() : nullptr,
+                    state_, o_.checkpoint_extra);
+    if (with_optimizer) last_save_elapsed_ = state_.elapsed_seconds;
+    log_.write({{"type", "checkpoint"}, {"file", name}, {"update", state_.updates}});
+  }
+
+  const Experiment& e_;
+  const TransformerConfig& cfg_;
+  ParamStore& params_;
+  const Seq2SeqData& data_;
+  const TrainOptions& o_;
+  RunLog log_;
+  Seq2SeqSteps steps_;
+  std::unique_ptr<optim::Optimizer> optimizer_;
+  std::unique_ptr<optim::Schedule> schedule_;
+  std::unique_ptr<Bucketing> train_batches_;
+  std::vector<Batch> valid_batches_;
+  int64_t batches_per_epoch_ = 0, planned_updates_ = 0;
+  TrainerState state_;
+  TrainerOutcome outcome_;
+  std::vector<optim::ParamSlot> acc_;
+  Clock::time_point session_start_, window_start_;
+  double elapsed_at_start_ = 0, last_save_elapsed_ = 0, window_loss_ = 0;
+  int64_t window_tokens_ = 0, window_updates_ = 0, last_validated_update_ = -1;
+};
+
+} // namespace
+
+TrainerOutcome train_seq2seq(const Experiment& e, const TransformerConfig& cfg, ParamStore& params,
+                             const Seq2SeqData& data, const TrainOptions& options) {
+  PILLARS_CHECK(!data.train_src.empty() && data.train_src.size() == data.train_tgt.size(),
+                "train_seq2seq: the training set is empty or misaligned");
+  PILLARS_CHECK(!data.valid_src.empty() && data.valid_src.size() == data.valid_tgt.size(),
+                "train_seq2seq: the validation set is empty or misaligned");
+  fs::create_directories(options.run_dir);
+  Loop loop(e, cfg, params, data, options);
+  return loop.run();
+}
+
+} // namespace pillars::train

@@ -1,0 +1,68 @@
+// The training loop of the encoder-decoder (translation, summarisation).
+//
+//   Seq2SeqData data = prepare_seq2seq(experiment, run_dir);        // train/prepare.h
+//   TrainerOutcome r = train_seq2seq(experiment, cfg, params, data, {.run_dir = dir, .resume = false});
+//
+// One epoch = the batches of train/batching.h in the epoch's seeded order. Per batch: forward and
+// backward (train/steps.h), optional gradient clipping, one optimiser update at the schedule's
+// learning rate (update_freq > 1 accumulates several batches, weighted by their target tokens,
+// before each update). Every `validate_every` epochs: validation loss and perplexity, and BLEU when
+// the caller passes a decoder for it; the best validation so far (train.best_metric) is kept as
+// checkpoint_best, the last state as checkpoint_last, the `keep_best` best as checkpoint_eE_uU for
+// averaging. Stopping rules: max_epochs, max_updates, max_minutes, patience. A NaN/inf loss stops
+// with an error and leaves the last good checkpoint in place.
+//
+// Determinism: the batch order is a function of (seed, epoch) and every dropout mask of (seed,
+// update), so the same experiment gives the same losses, and `resume` (which restores parameters,
+// optimiser state and position from checkpoint_last) continues the uninterrupted run exactly.
+//
+// Output in run_dir: log.jsonl (one JSON object per progress line, validation and checkpoint) and
+// the checkpoints; progress lines on stderr.
+#pragma once
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/params.h"
+#include "models/transformer.h"
+#include "train/checkpoint.h"
+#include "train/experiment.h"
+
+namespace pillars::train {
+
+struct Seq2SeqData {
+  // Token ids, eos last.
+  std::vector<std::vector<int32_t>> train_src, train_tgt, valid_src, valid_tgt;
+};
+
+struct ValidScores {
+  double loss = 0;                // mean NLL per target token (nats)
+  double ppl = 0;                 // exp(loss)
+  std::optional<double> bleu;     // when a BLEU scorer was given
+  std::optional<double> rouge;    // when a ROUGE scorer was given
+};
+
+// Extra validation metrics computed by decoding (BLEU, ROUGE): given the current model, returns
+// the named score ("bleu" or "rouge") on the validation set.
+using DecodeScorer = std::function<double(const TransformerConfig&, const ParamStore&)>;
+
+struct TrainOptions {
+  std::string run_dir;
+  bool resume = false;
+  bool quiet = false;               // no progress lines (tests)
+  DecodeScorer valid_bleu;          // optional
+  DecodeScorer valid_rouge;         // optional
+  nlohmann::json checkpoint_extra;  // stored in every checkpoint (dictionary, tokenizer, ...)
+};
+
+struct TrainerOutcome {
+  TrainerState state;
+  std::vector<float> losses;        // the training loss of every update of this session, in order
+  std::optional<ValidScores> last_valid;
+};
+
+TrainerOutcome train_seq2seq(const Experiment& e, const TransformerConfig& cfg, ParamStore& params,
+                             const Seq2SeqData& data, const TrainOptions& options);
+
+} // namespace pillars::train
