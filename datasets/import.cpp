@@ -7,10 +7,10 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <set>
 
 #include "datasets/cache.h"
 #include "datasets/manifest.h"
+#include "datasets/sha1.h"
 #include "engine/error.h"
 #include "engine/io/atomic_file.h"
 
@@ -53,6 +53,31 @@ FileFacts copy_counting(const std::string& src, const std::string& dest) {
   if (in.bad()) throw Error(str_cat(src, ": read failed"));
   out.commit();
   return counter.finish();
+}
+
+// Files whose identity we know: the canonical IWSLT'14 train files (fairseq prepare-iwslt14.sh,
+// johntzwei/nmt_iwslt@7750e75), known only by their git blob ids (iwslt14-de-en's PROVENANCE).
+struct KnownBlob {
+  const char* blob;
+  const char* what;
+};
+constexpr KnownBlob kKnownBlobs[] = {
+    {"30660ed508af1be868cfd3f09a0bd7d71b4517c6", "the canonical IWSLT'14 train.de (fairseq prepare-iwslt14.sh, tokenized + lowercased)"},
+    {"3b48a76e28ede930fd5e177dce14686147a10ee3", "the canonical IWSLT'14 train.en (fairseq prepare-iwslt14.sh, tokenized + lowercased)"},
+    {"f0a0c7d52fa302aed605f8e0fabe10217cf7b336", "the canonical IWSLT'14 train.de with fairseq's 10k BPE"},
+    {"6cec12532b28da3d5f9b7251f8011f6d84604738", "the canonical IWSLT'14 train.en with fairseq's 10k BPE"},
+};
+
+// "identical to iwslt14-de-en/valid.de" / "the canonical ..." / "" for an imported file.
+std::string recognise(const std::string& path, const FileFacts& facts) {
+  for (const DatasetSpec& d : builtin_datasets())
+    for (const FileSpec& f : d.files)
+      if (f.sha256 == facts.sha256) return str_cat("identical to ", d.name, "/", f.path);
+  if (facts.bytes < 1000000) return ""; // the known blobs are all large: skip the second hash
+  const std::string blob = git_blob_id(path);
+  for (const KnownBlob& k : kKnownBlobs)
+    if (blob == k.blob) return str_cat(k.what, " (git blob ", blob, ")");
+  return "";
 }
 
 // One parallel file set found in DIR (or DIR/tmp): split -> language -> relative path.
@@ -133,6 +158,15 @@ DatasetSpec import_translation(const ImportOptions& opt, const Progress& progres
       const std::string& a = langs.at(opt.source);
       const std::string& b = langs.at(opt.target);
       const bool bpe = has_bpe_markers(dir + "/" + a);
+      const std::string suffix = bpe ? ".bpe" : "";
+      if (!required && splits.count(split)) { // tmp/ adds a field only where the top level did not
+        const auto& fields = splits[split].fields;
+        if (std::any_of(fields.begin(), fields.end(), [&](const NamedFile& f) { return f.name == opt.source + suffix; })) {
+          progress(str_cat("  ", split, ": ", a, " + ", b, " skipped (the top level already gives fields ",
+                           opt.source + suffix, ", ", opt.target + suffix, ")"));
+          continue;
+        }
+      }
       FileFacts fa = copy_counting(dir + "/" + a, staging + "/" + a), fb = copy_counting(dir + "/" + b, staging + "/" + b);
       if (fa.records() != fb.records())
         throw InputError(str_cat("data import: ", dir, "/", a, " has ", fa.records(), " lines but ", dir, "/", b, " has ",
@@ -142,25 +176,21 @@ DatasetSpec import_translation(const ImportOptions& opt, const Progress& progres
       if (s.examples != fa.records())
         throw InputError(str_cat("data import: ", dir, "/", a, " has ", fa.records(), " lines but the other ", split,
                                  " files have ", s.examples));
-      const std::string suffix = bpe ? ".bpe" : "";
       s.fields.push_back({opt.source + suffix, a});
       s.fields.push_back({opt.target + suffix, b});
       d.files.push_back({a, fa.bytes, fa.lines, fa.sha256, ""});
       d.files.push_back({b, fb.bytes, fb.lines, fb.sha256, ""});
       progress(str_cat("  ", split, ": ", a, " + ", b, "  ", fa.records(), " pairs -> fields ", opt.source + suffix, ", ",
                        opt.target + suffix));
+      for (const auto& [rel, facts] : {std::pair<const std::string&, const FileFacts&>{a, fa}, {b, fb}})
+        if (const std::string known = recognise(staging + "/" + rel, facts); !known.empty()) {
+          progress(str_cat("    ", rel, ": ", known));
+          d.notes += str_cat(d.notes.empty() ? "" : " ", rel, ": ", known, ".");
+        }
     }
   };
   add_layout(layout, true);
   add_layout(tmp, false); // tmp/ is optional and may hold only some splits
-  for (const auto& [split_name, s] : splits) {
-    std::set<std::string> names;
-    for (const NamedFile& f : s.fields)
-      if (!names.insert(f.name).second)
-        throw InputError(str_cat("data import: split ", s.name, " has two files for field ", f.name,
-                                 " (both the top level and tmp/ hold ", f.name.find(".bpe") != std::string::npos ? "BPE" : "plain",
-                                 " text)"));
-  }
   if (fs::is_regular_file(dir + "/code")) {
     const FileFacts f = copy_counting(dir + "/code", staging + "/code");
     d.files.push_back({"code", f.bytes, f.lines, f.sha256, ""});

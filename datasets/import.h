@@ -12,6 +12,8 @@
 // iwslt14-de-en: files whose text carries subword-nmt BPE markers ("@@ ") become fields
 // "<lang>.bpe", others "<lang>"; a tmp/ subfolder (fairseq prepare-iwslt14.sh keeps the tokenized,
 // pre-BPE text there) is imported too. A top-level `code` file becomes the asset "bpe.codes".
+// Files identical to a registry file (same sha256), or to the canonical fairseq IWSLT'14 train
+// files (same git blob id), are recognised: printed, and noted in the manifest.
 // Errors (bad name, missing or misaligned files, an existing import without `force`) are
 // InputErrors; nothing is left in the cache after a failed import.
 #pragma once

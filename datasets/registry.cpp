@@ -78,7 +78,12 @@ std::string unknown_name_message(const std::string& what, const std::string& nam
     const auto nearest = std::min_element(valid.begin(), valid.end(), [&](const std::string& a, const std::string& b) {
       return edit_distance(name, a) < edit_distance(name, b);
     });
-    msg += str_cat("; did you mean \"", *nearest, "\"? Valid: ", join(valid));
+    // Suggest only what is plausibly a typo or a shortening ("wikitext2", "valid" for "val",
+    // "train" for "train-sample"), not whatever happens to be least unlike "nonsense".
+    const bool close = edit_distance(name, *nearest) <= std::max<size_t>(2, name.size() / 3) ||
+                       (!name.empty() && (nearest->find(name) != std::string::npos || name.find(*nearest) != std::string::npos));
+    if (close) msg += str_cat("; did you mean \"", *nearest, "\"?");
+    msg += str_cat(close ? " Valid: " : "; valid: ", join(valid));
   } else {
     msg += " (there are none)";
   }

@@ -7,7 +7,8 @@
 //   data::sha256_hex("abc")         // one-shot, for bytes in memory
 //   data::sha256_file(path)         // streams a file (throws pillars::InputError naming it)
 //
-// A plain portable implementation (about 300-400 MB/s on one core here): the registry caches
+// A plain portable implementation (about 170 MB/s on one core of the development machine; xz
+// decoding, at about 60 MB/s, costs more): the registry caches
 // a verified-stamp per file (datasets/cache.h), so large files are hashed once, not per read.
 #pragma once
 #include <array>

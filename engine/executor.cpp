@@ -7,10 +7,18 @@
 namespace pillars {
 
 void SharedArena::reserve(size_t arena_bytes, size_t workspace_bytes) {
+  // Growing costs a fresh allocation (and its page faults on first touch) and re-pointing every
+  // executor's views: grow by at least a quarter, so a run of slightly larger shapes grows rarely.
+  auto grown = [](const std::shared_ptr<Storage>& s, size_t need) { return s ? std::max(need, s->bytes + s->bytes / 4) : need; };
   bool grew = false;
-  if (!arena || arena->bytes < arena_bytes) arena = Storage::allocate(arena_bytes), grew = true;
+  if (!arena || arena->bytes < arena_bytes) {
+    const size_t bytes = grown(arena, arena_bytes);
+    arena = nullptr; // free the old one first: peak memory is one arena, not two
+    arena = Storage::allocate(bytes);
+    grew = true;
+  }
   if (workspace_bytes && (!workspace || workspace->bytes < workspace_bytes))
-    workspace = Storage::allocate(workspace_bytes), grew = true;
+    workspace = Storage::allocate(grown(workspace, workspace_bytes)), grew = true;
   if (grew) ++generation;
 }
 

@@ -34,6 +34,7 @@ void TransformerConfig::validate() const {
   };
   require(vocab > 0 && d_model > 0 && heads > 0 && ffn > 0, "vocab, d_model, heads and ffn must be positive (got ",
           vocab, ", ", d_model, ", ", heads, ", ", ffn, ")");
+  require(!decoder_only || enc_layers == 0, "a decoder-only model has no encoder layers (got ", enc_layers, ")");
   require(enc_layers >= 0 && dec_layers >= 1, "need enc_layers >= 0 and dec_layers >= 1 (got ", enc_layers, ", ",
           dec_layers, ")");
   require(d_model % heads == 0, "d_model ", d_model, " is not a multiple of heads ", heads);
@@ -69,6 +70,16 @@ TransformerConfig transformer_config(const std::string& name) {
     c.d_model = 256, c.ffn = 1024, c.enc_layers = 3, c.dec_layers = 3, c.dropout = 0.1f;
     return c;
   }
+  if (name == "lm-small" || name == "lm-wt103") {
+    c.decoder_only = true, c.enc_layers = 0;
+    if (name == "lm-small") {
+      c.d_model = 256, c.ffn = 1024, c.heads = 4, c.dec_layers = 4, c.dropout = 0.1f;
+    } else {
+      c.d_model = 1024, c.ffn = 4096, c.heads = 16, c.dec_layers = 16, c.pre_norm = true;
+      c.dropout = 0.3f, c.attention_dropout = 0.1f, c.activation_dropout = 0.1f;
+    }
+    return c;
+  }
   if (name == "tiny") { // every code path, including all three dropouts, at toy size
     c.vocab = 32, c.d_model = 16, c.heads = 2, c.ffn = 32, c.enc_layers = 2, c.dec_layers = 2;
     c.dropout = c.attention_dropout = c.activation_dropout = 0.1f;
@@ -79,7 +90,7 @@ TransformerConfig transformer_config(const std::string& name) {
   throw InputError(str_cat("unknown transformer config \"", name, "\" (known: ", known, ")"));
 }
 
-std::vector<std::string> transformer_config_names() { return {"tiny", "small", "bench", "base", "lite1", "lite2"}; }
+std::vector<std::string> transformer_config_names() { return {"tiny", "small", "bench", "base", "lite1", "lite2", "lm-small", "lm-wt103"}; }
 
 // ---- parameters ---------------------------------------------------------------------------------
 
@@ -91,7 +102,9 @@ const char* kOutputProjection = "decoder.output_projection.weight";
 
 bool ties_output(const TransformerConfig& c) { return c.share_decoder_input_output_embed || c.share_all_embeddings; }
 // share_all_embeddings: one table, stored under the encoder's name, serves both stacks.
-std::string decoder_table(const TransformerConfig& c) { return c.share_all_embeddings ? kEncoderTable : kDecoderTable; }
+std::string decoder_table(const TransformerConfig& c) {
+  return c.share_all_embeddings && !c.decoder_only ? kEncoderTable : kDecoderTable;
+}
 std::string output_matrix(const TransformerConfig& c) { return ties_output(c) ? decoder_table(c) : kOutputProjection; }
 
 } // namespace
@@ -137,7 +150,7 @@ std::vector<init::ParamSpec> transformer_parameters(const TransformerConfig& cfg
     linear(layer + ".fc2", d, F, 1.0);
   };
 
-  table(kEncoderTable, cfg.pad_id);
+  if (!cfg.decoder_only) table(kEncoderTable, cfg.pad_id);
   for (int64_t i = 0; i < cfg.enc_layers; ++i) {
     const std::string p = "encoder.layers." + std::to_string(i);
     attention(p + ".self_attn");
@@ -145,15 +158,17 @@ std::vector<init::ParamSpec> transformer_parameters(const TransformerConfig& cfg
     ffn(p);
     norm(p + ".final_layer_norm");
   }
-  if (cfg.pre_norm) norm("encoder.layer_norm");
+  if (cfg.pre_norm && !cfg.decoder_only) norm("encoder.layer_norm");
 
-  if (!cfg.share_all_embeddings) table(kDecoderTable, cfg.pad_id);
+  if (!cfg.share_all_embeddings || cfg.decoder_only) table(kDecoderTable, cfg.pad_id);
   for (int64_t i = 0; i < cfg.dec_layers; ++i) {
     const std::string p = "decoder.layers." + std::to_string(i);
     attention(p + ".self_attn");
     norm(p + ".self_attn_layer_norm");
-    attention(p + ".encoder_attn");
-    norm(p + ".encoder_attn_layer_norm");
+    if (!cfg.decoder_only) {
+      attention(p + ".encoder_attn");
+      norm(p + ".encoder_attn_layer_norm");
+    }
     ffn(p);
     norm(p + ".final_layer_norm");
   }
@@ -327,9 +342,10 @@ ValueId decoder_layer(Emitter& e, int64_t i, ValueId y, ValueId enc, ValueId src
   y = residual(e, p + ".self_attn_layer_norm", y, [&](ValueId h) {
     return attention_block(e, p + ".self_attn", h, h, /*causal=*/true, tgt_lengths, tgt_lengths);
   });
-  y = residual(e, p + ".encoder_attn_layer_norm", y, [&](ValueId h) {
-    return attention_block(e, p + ".encoder_attn", h, enc, /*causal=*/false, src_lengths, tgt_lengths);
-  });
+  if (enc != kNoValue) // (a decoder-only language model has no cross-attention)
+    y = residual(e, p + ".encoder_attn_layer_norm", y, [&](ValueId h) {
+      return attention_block(e, p + ".encoder_attn", h, enc, /*causal=*/false, src_lengths, tgt_lengths);
+    });
   return residual(e, p + ".final_layer_norm", y, [&](ValueId h) { return ffn_block(e, p, h); });
 }
 
@@ -352,6 +368,7 @@ ValueId decoder(Emitter& e, ValueId prev_tokens, ValueId enc, ValueId src_length
 Seq2SeqGraph build_seq2seq_training_graph(const TransformerConfig& cfg, int64_t B, int64_t Ts, int64_t Tt,
                                           const Seq2SeqOptions& options) {
   cfg.validate();
+  PILLARS_CHECK(!cfg.decoder_only, "build_seq2seq_training_graph: the config is decoder-only (use build_lm_training_graph)");
   PILLARS_CHECK(B > 0 && Ts > 0 && Tt > 0, "build_seq2seq_training_graph: bad batch shape B=", B, " Ts=", Ts,
                 " Tt=", Tt);
   Seq2SeqGraph m;
@@ -374,6 +391,25 @@ Seq2SeqGraph build_seq2seq_training_graph(const TransformerConfig& cfg, int64_t 
   m.loss = ops::cross_entropy(g, m.logits, m.target, options.label_smoothing, cfg.pad_id);    // scalar
   // Only the loss is kept after a run by default: the logits are the largest activation of a
   // step, and the cross-entropy gradient is written over them. Mark them to read them afterwards.
+  g.mark_output(m.loss);
+  return m;
+}
+
+LmGraph build_lm_training_graph(const TransformerConfig& cfg, int64_t B, int64_t T, const Seq2SeqOptions& options) {
+  cfg.validate();
+  PILLARS_CHECK(cfg.decoder_only, "build_lm_training_graph: the config is not decoder-only");
+  PILLARS_CHECK(B > 0 && T > 0, "build_lm_training_graph: bad batch shape B=", B, " T=", T);
+  LmGraph m;
+  m.B = B, m.T = T;
+  Graph& g = m.graph;
+  m.tokens = g.input("tokens", {B, T}, DType::i32);
+  m.target = g.input("target", {B * T}, DType::i32);
+  Emitter e{g, cfg, options, m.attention};
+  // Causal self-attention alone keeps right padding out of every real position's view.
+  const ValueId y = decoder(e, m.tokens, kNoValue, kNoValue, kNoValue);                      // (B, T, d)
+  const ValueId rows = ops::reshape(g, y, {B * T, cfg.d_model});                              // (B·T, d)
+  m.logits = ops::linear(g, rows, g.param(output_matrix(cfg), {cfg.vocab, cfg.d_model}));     // (B·T, V)
+  m.loss = ops::cross_entropy(g, m.logits, m.target, options.label_smoothing, cfg.pad_id);    // scalar
   g.mark_output(m.loss);
   return m;
 }

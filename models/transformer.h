@@ -40,6 +40,7 @@ struct TransformerConfig {
   float attention_dropout = 0.0f;  // on attention probabilities
   float activation_dropout = 0.0f; // after the FFN activation
   int64_t pad_id = 1;              // fairseq's dictionary: bos 0, pad 1, eos 2, unk 3
+  bool decoder_only = false;  // a language model: no encoder, decoder layers without cross-attention
   bool share_all_embeddings = false;            // encoder and decoder use one token table
   bool share_decoder_input_output_embed = true; // logits = y · E_decᵀ
   // Attention modules with fewer heads than `heads` (after V2S pruning): module name
@@ -60,6 +61,10 @@ struct TransformerConfig {
 //   "base"   6+6 layers, d 512, 8 heads, FFN 2048, vocab 10000, dropout 0.3   (IWSLT recipe)
 //   "lite1"  base with 4+4 layers                  (Transformer-Lite1, ~30M without embeddings)
 //   "lite2"  base with d 424, FFN 1696             (Transformer-Lite2, ~30M without embeddings)
+// Decoder-only language models (decoder_only = true, tied input/output embeddings):
+//   "lm-small"  4 layers, d 256, 4 heads, FFN 1024, dropout 0.1                 (CPU)
+//   "lm-wt103"  16 layers, d 1024, 16 heads, FFN 4096, pre-norm, dropout 0.3, attention and
+//               activation dropout 0.1 (fairseq's transformer_lm_wiki103 without adaptive input)
 TransformerConfig transformer_config(const std::string& name);
 std::vector<std::string> transformer_config_names();
 
@@ -127,6 +132,18 @@ Seq2SeqGraph build_seq2seq_training_graph(const TransformerConfig& cfg, int64_t 
                                           const Seq2SeqOptions& options);
 Seq2SeqGraph build_seq2seq_training_graph(const TransformerConfig& cfg, int64_t B, int64_t Ts, int64_t Tt,
                                           float label_smoothing, uint64_t dropout_seed, bool train);
+
+// The decoder-only language model: tokens (B, T) → logits (B·T, V) → cross-entropy against target
+// (B·T), both right-padded with pad_id. Parameters as fairseq's transformer_lm names them
+// ("decoder.embed_tokens.weight", "decoder.layers.0.self_attn.q_proj.weight", ...).
+struct LmGraph {
+  Graph graph;
+  ValueId tokens = kNoValue, target = kNoValue; // inputs "tokens" i32 (B, T), "target" i32 (B·T)
+  ValueId logits = kNoValue, loss = kNoValue;
+  std::vector<AttentionSite> attention;
+  int64_t B = 0, T = 0;
+};
+LmGraph build_lm_training_graph(const TransformerConfig& cfg, int64_t B, int64_t T, const Seq2SeqOptions& options);
 
 // fairseq's SinusoidalPositionalEmbedding rows for positions first, first+1, ..., first+T−1:
 // (T, d) = [sin(p·f_0) … sin(p·f_{h−1}) | cos(p·f_0) … cos(p·f_{h−1})] (+ a zero column if d is

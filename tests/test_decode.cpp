@@ -185,3 +185,28 @@ TEST_CASE("decode: beam 1 is greedy search") {
   REQUIRE(found[0].size() == 1);
   CHECK(found[0][0].tokens == tokens);
 }
+
+TEST_CASE("decode: the language model graph is causal, position t sees only tokens up to t") {
+  TransformerConfig cfg = transformer_config("lm-small");
+  cfg.vocab = 24, cfg.d_model = 16, cfg.heads = 2, cfg.ffn = 32, cfg.dec_layers = 2;
+  ParamStore params;
+  init_transformer_params(cfg, params, 4);
+  auto logits_of = [&](std::vector<int32_t> tokens) {
+    LmGraph m = build_lm_training_graph(cfg, 1, 6, Seq2SeqOptions{.train = false});
+    m.graph.mark_output(m.logits);
+    Executor ex(m.graph);
+    ex.bind_params(params);
+    ex.bind("tokens", Tensor::from_i32({1, 6}, tokens));
+    ex.bind("target", Tensor::from_i32({6}, {4, 4, 4, 4, 4, 4}));
+    ex.run();
+    const float* l = ex.value(m.logits).data<float>();
+    return std::vector<float>(l, l + 6 * cfg.vocab);
+  };
+  const auto a = logits_of({5, 6, 7, 8, 9, 10});
+  const auto b = logits_of({5, 6, 7, 20, 21, 22}); // differs from position 3 on
+  for (int64_t t = 0; t < 6; ++t) {
+    bool same = true;
+    for (int64_t v = 0; v < cfg.vocab; ++v) same = same && a[t * cfg.vocab + v] == b[t * cfg.vocab + v];
+    CHECK(same == (t < 3));
+  }
+}

@@ -121,10 +121,10 @@ TEST_CASE("executor: executors sharing one arena give the results of executors w
   CHECK(loss_of(small, a.m.loss) == small_ref);
   const uint64_t generation = shared->generation;
   Executor large(big.graph, shared); // grows the arena
-  CHECK(shared->generation > generation);
+  CHECK(shared->generation > generation); // (grown by at least a quarter: the larger graph needs more than that here)
   bind_big(large);
   CHECK(loss_of(large, big.loss) == big_ref);
   CHECK(loss_of(small, a.m.loss) == small_ref); // after the growth
   CHECK(loss_of(large, big.loss) == big_ref);
-  CHECK(shared->arena->bytes == std::max(small.plan().arena_bytes, large.plan().arena_bytes));
+  CHECK(shared->arena->bytes >= std::max(small.plan().arena_bytes, large.plan().arena_bytes));
 }

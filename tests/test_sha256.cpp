@@ -1,11 +1,17 @@
 // The hashes behind dataset verification: SHA-256 against the FIPS 180-4 / NIST example vectors
-// (including streamed input in awkward chunk sizes), and MD5 against RFC 1321's test suite (MD5
+// (including streamed input in awkward chunk sizes); SHA-1 against the same NIST examples and git's
+// blob ids (how `data import` recognises canonical files); MD5 against RFC 1321's test suite (MD5
 // only decides the debian-synopsis split, but that rule must match `md5sum` and Python).
 #include <doctest/doctest.h>
 
 #include <string>
 
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
 #include "datasets/md5.h"
+#include "datasets/sha1.h"
 #include "datasets/sha256.h"
 
 using namespace pillars::data;
@@ -54,4 +60,15 @@ TEST_CASE("md5 RFC 1321 test suite") {
   CHECK(md5_mod("abc", 100) == 70);
   CHECK(md5_mod("0ad", 100) == 68);
   CHECK(md5_mod("", 100) == 66);
+}
+
+TEST_CASE("sha1 NIST vectors and git blob ids") {
+  CHECK(sha1_hex("abc") == "a9993e364706816aba3e25717850c26c9cd0d89d");
+  CHECK(sha1_hex("") == "da39a3ee5e6b4b0d3255bfef95601890afd80709");
+  CHECK(sha1_hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq") == "84983e441c3bd26ebaae4aa1f95129e5e54670f1");
+  CHECK(sha1_hex(std::string(1000000, 'a')) == "34aa973cd4c4daa4f61eeb2bdbad27316534016f");
+  const std::string path = (std::filesystem::temp_directory_path() / "pillars_git_blob_test.txt").string();
+  std::ofstream(path, std::ios::binary) << "hello\n";
+  CHECK(git_blob_id(path) == "ce013625030ba8dba906f756967f9e9ca394464a"); // `echo hello | git hash-object --stdin`
+  std::remove(path.c_str());
 }

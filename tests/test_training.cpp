@@ -10,6 +10,7 @@
 #include "train/prepare.h"
 #include "train/setup.h"
 #include "train/trainer.h"
+#include "train/task.h"
 
 using namespace pillars;
 using namespace pillars::train;
@@ -114,4 +115,36 @@ TEST_CASE("training: --resume refuses a directory without a run") {
   }
   TempDir tmp;
   CHECK_THROWS_AS(train_for(small_experiment(5), (tmp.path / "empty").string(), true), InputError);
+}
+
+TEST_CASE("training: a small language model learns Penn Treebank: one hundred updates lower the validation loss by 2 nats") {
+  if (!std::getenv("PILLARS_DATA")) {
+    MESSAGE("skipped: PILLARS_DATA is not set");
+    return;
+  }
+  TempDir tmp;
+  auto run = [&](int64_t updates, const std::string& dir) {
+    nlohmann::json j = {{"task", "language_modeling"},
+                        {"data", {{"dataset", "ptb"}, {"tokenizer", "none"}, {"bpe_merges", 0}, {"block_size", 64},
+                                  {"max_tokens", 2048}, {"train_fraction", 0.2}}},
+                        {"model", {{"config", "lm-small"}, {"d_model", 64}, {"ffn", 128}, {"layers", 2}}},
+                        {"optim", {{"lr", 3e-3}, {"warmup_updates", 20}}},
+                        {"train", {{"max_updates", updates}, {"label_smoothing", 0.0}, {"best_metric", "ppl"},
+                                   {"valid_bleu", false}, {"log_every", 1000}, {"keep_best", 1}}}};
+    const Experiment e = parse_experiment(j, "test_lm.json");
+    PreparedLm p = prepare_lm(e, dir, false);
+    const TransformerConfig cfg = model_config(e, static_cast<int64_t>(p.pipeline.dictionary().size()));
+    ParamStore params;
+    init_transformer_params(cfg, params, 1);
+    TrainOptions o;
+    o.run_dir = dir, o.quiet = true;
+    return train_lm(e, cfg, params, p.data, o);
+  };
+  const TrainerOutcome first = run(1, (tmp.path / "a").string());
+  const TrainerOutcome trained = run(100, (tmp.path / "b").string());
+  REQUIRE(first.last_valid);
+  REQUIRE(trained.last_valid);
+  MESSAGE("PTB validation loss after 1 update: ", first.last_valid->loss, ", after 100: ", trained.last_valid->loss,
+          " (perplexity ", trained.last_valid->ppl, ")");
+  CHECK(trained.last_valid->loss < first.last_valid->loss - 2.0);
 }

@@ -30,7 +30,7 @@ template <class S, class M> S subst(const S& s, M&& match) {
 }
 
 template <class S> bool starts_at(const S& s, size_t i, const S& what) {
-  return s.compare(i, what.size(), what) == 0 && i + what.size() <= s.size();
+  return i + what.size() <= s.size() && s.compare(i, what.size(), what) == 0;
 }
 
 // s/\Qfrom\E/to/g

@@ -6,6 +6,7 @@
 //
 // Exit codes: 0 ok, 1 a run-time failure (a checksum mismatch, no network for a prepare), 2 bad
 // usage or input (an unknown dataset, a malformed import directory).
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -73,15 +74,27 @@ Status dataset_status(const data::DatasetSpec& d) {
 
 int run_list(bool long_format) {
   const std::string mirror = data::mirror_root();
-  std::printf("%-20s %-18s %-14s %-40s %s\n", "NAME", "TASK", "STATUS", "FROM", "SPLITS (examples)");
-  for (const std::string& name : data::dataset_names()) {
-    const data::DatasetSpec& d = data::find_dataset(name);
-    const Status st = dataset_status(d);
+  struct Row {
+    const data::DatasetSpec* d;
+    Status status;
     std::string splits;
-    for (const data::SplitSpec& s : d.splits)
-      splits += str_cat(splits.empty() ? "" : ", ", s.name, " ", thousands(s.examples));
-    std::printf("%-20s %-18s %-14s %-40s %s\n", d.name.c_str(), data::task_name(d.task), st.state.c_str(), st.from.c_str(),
-                splits.c_str());
+  };
+  std::vector<Row> rows;
+  size_t from_width = 4;
+  for (const std::string& name : data::dataset_names()) {
+    Row r{&data::find_dataset(name), {}, {}};
+    r.status = dataset_status(*r.d);
+    for (const data::SplitSpec& s : r.d->splits)
+      r.splits += str_cat(r.splits.empty() ? "" : ", ", s.name, " ", thousands(s.examples));
+    from_width = std::max(from_width, r.status.from.size());
+    rows.push_back(std::move(r));
+  }
+  const int fw = static_cast<int>(from_width);
+  std::printf("%-20s %-18s %-14s %-*s %s\n", "NAME", "TASK", "STATUS", fw, "FROM", "SPLITS (examples)");
+  for (const Row& r : rows) {
+    const data::DatasetSpec& d = *r.d;
+    std::printf("%-20s %-18s %-14s %-*s %s\n", d.name.c_str(), data::task_name(d.task), r.status.state.c_str(), fw,
+                r.status.from.c_str(), r.splits.c_str());
     if (!long_format) continue;
     std::printf("    %s\n", d.description.c_str());
     for (const std::string& src : d.sources) std::printf("    source:  %s\n", src.c_str());

@@ -32,7 +32,7 @@ nlohmann::json to_json(const TransformerConfig& c) {
   return {{"vocab", c.vocab}, {"d_model", c.d_model}, {"heads", c.heads}, {"ffn", c.ffn}, {"enc_layers", c.enc_layers},
           {"dec_layers", c.dec_layers}, {"pre_norm", c.pre_norm}, {"activation", c.activation}, {"dropout", c.dropout},
           {"attention_dropout", c.attention_dropout}, {"activation_dropout", c.activation_dropout}, {"pad_id", c.pad_id},
-          {"share_all_embeddings", c.share_all_embeddings},
+          {"decoder_only", c.decoder_only}, {"share_all_embeddings", c.share_all_embeddings},
           {"share_decoder_input_output_embed", c.share_decoder_input_output_embed}, {"module_heads", c.module_heads}};
 }
 
@@ -50,6 +50,7 @@ TransformerConfig transformer_config_from_json(const nlohmann::json& j, const st
   c.attention_dropout = field<float>(j, "attention_dropout", origin);
   c.activation_dropout = field<float>(j, "activation_dropout", origin);
   c.pad_id = field<int64_t>(j, "pad_id", origin);
+  c.decoder_only = j.contains("decoder_only") && field<bool>(j, "decoder_only", origin);
   c.share_all_embeddings = field<bool>(j, "share_all_embeddings", origin);
   c.share_decoder_input_output_embed = field<bool>(j, "share_decoder_input_output_embed", origin);
   c.module_heads = field<std::map<std::string, int64_t>>(j, "module_heads", origin);

@@ -57,6 +57,103 @@ text::TokenizedCorpus to_corpus(const std::vector<std::vector<int32_t>>& lists) 
 
 } // namespace
 
+std::vector<int32_t> lm_stream(const TextPipeline& pipeline, const std::vector<std::string>& lines) {
+  std::vector<int32_t> stream;
+  for (const std::string& line : lines) {
+    const std::vector<int32_t> ids = pipeline.ids(pipeline.segment(line, false));
+    stream.insert(stream.end(), ids.begin(), ids.end());
+  }
+  return stream;
+}
+
+PreparedLm prepare_lm(const Experiment& e, const std::string& run_dir, bool verbose) {
+  const auto t0 = Clock::now();
+  const DataSettings& ds = e.data;
+  std::vector<std::string> train = data::read_field(ds.dataset, train_split_of(e), "text");
+  if (ds.train_fraction < 1.0)
+    train.resize(std::max<size_t>(1, static_cast<size_t>(ds.train_fraction * static_cast<double>(train.size()) + 0.5)));
+  const std::vector<std::string> valid = data::read_field(ds.dataset, valid_split_of(e), "text");
+  PipelineSettings ps;
+  ps.moses = ds.tokenizer == Tokenizer::moses;
+  ps.lowercase = ds.lowercase;
+  ps.bpe = ds.bpe_merges > 0 || ds.bpe_codes.has_value();
+
+  text::Hasher h;
+  h.add("pillars-prepare-lm-v1").add(uint64_t{ps.moses}).add(uint64_t{ps.lowercase}).add(static_cast<uint64_t>(ds.bpe_merges));
+  h.add(ds.bpe_codes ? text::format_bpe_codes(text::read_bpe_codes(*ds.bpe_codes)) : "");
+  h.add(static_cast<uint64_t>(ds.vocab_threshold)).add(static_cast<uint64_t>(ds.vocab_max));
+  for (const std::vector<std::string>* side : std::initializer_list<const std::vector<std::string>*>{&train, &valid}) {
+    h.add(static_cast<uint64_t>(side->size()));
+    for (const std::string& line : *side) h.add(line);
+  }
+  char key[17];
+  std::snprintf(key, sizeof key, "%016llx", static_cast<unsigned long long>(h.value()));
+  const fs::path dir = fs::path(data::cache_root()) / "prepared" / key;
+
+  std::optional<text::BpeCodes> codes;
+  std::optional<text::Dictionary> dict;
+  std::optional<text::TokenizedCorpus> streams[2];
+  if (fs::exists(dir / "dict.txt") && (!ps.bpe || fs::exists(dir / "bpe.codes"))) {
+    streams[0] = text::load_token_cache((dir / "train.bin").string(), h.value());
+    streams[1] = text::load_token_cache((dir / "valid.bin").string(), h.value());
+  }
+  if (streams[0] && streams[1]) {
+    dict = text::Dictionary::load((dir / "dict.txt").string());
+    if (ps.bpe) codes = text::read_bpe_codes((dir / "bpe.codes").string());
+    if (verbose) std::fprintf(stderr, "data: %s loaded from the cache %s\n", ds.dataset.c_str(), dir.c_str());
+  } else {
+    PipelineSettings tok_only = ps;
+    tok_only.bpe = false;
+    const TextPipeline tokenizer(tok_only, std::nullopt, text::Dictionary());
+    std::vector<std::string> seg[2] = {train, valid};
+    for (auto& side : seg)
+      for (std::string& line : side) line = tokenizer.segment(line, false);
+    if (ps.bpe) {
+      if (ds.bpe_codes) {
+        codes = text::read_bpe_codes(*ds.bpe_codes);
+      } else {
+        text::WordCounts counts;
+        for (const std::string& line : seg[0]) text::count_words(line, counts);
+        text::LearnBpeOptions lo;
+        lo.num_merges = static_cast<int>(ds.bpe_merges);
+        codes = text::learn_bpe(counts, lo);
+      }
+      text::BpeApplier bpe(*codes);
+      for (auto& side : seg)
+        for (std::string& line : side) line = bpe.apply_line(line);
+    }
+    text::Dictionary d;
+    for (const std::string& line : seg[0]) d.add_line(line);
+    d.finalize(ds.vocab_threshold > 0 ? ds.vocab_threshold : -1, ds.vocab_max > 0 ? ds.vocab_max : -1, 8);
+    fs::create_directories(dir);
+    const char* names[2] = {"train.bin", "valid.bin"};
+    for (int i = 0; i < 2; ++i) {
+      text::TokenizedCorpus c;
+      std::vector<int32_t> all;
+      for (const std::string& line : seg[i]) {
+        const std::vector<int32_t> ids = d.encode_line(line, true);
+        all.insert(all.end(), ids.begin(), ids.end());
+      }
+      c.add_line(all);
+      text::save_token_cache((dir / names[i]).string(), h.value(), c);
+      streams[i] = std::move(c);
+    }
+    if (codes) text::write_bpe_codes((dir / "bpe.codes").string(), *codes);
+    d.save((dir / "dict.txt").string());
+    dict = std::move(d);
+    if (verbose) std::fprintf(stderr, "data: %s: %zu training tokens, dictionary of %zu symbols (%.1fs)\n", ds.dataset.c_str(),
+                              streams[0]->ids.size(), dict->size(), since(t0));
+  }
+  PreparedLm p{TextPipeline(ps, codes, *dict), {}};
+  p.data.train = std::move(streams[0]->ids);
+  p.data.valid = std::move(streams[1]->ids);
+  if (!run_dir.empty()) {
+    fs::create_directories(run_dir);
+    p.pipeline.save(run_dir);
+  }
+  return p;
+}
+
 std::string train_split_of(const Experiment& e) {
   return or_default(e.data.train_split, data::find_dataset(e.data.dataset).train, "train", e.data.dataset);
 }

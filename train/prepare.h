@@ -36,6 +36,17 @@ struct PreparedSeq2Seq {
 
 PreparedSeq2Seq prepare_seq2seq(const Experiment& e, const std::string& run_dir, bool verbose);
 
+// Language modelling: the "text" field of the train and valid splits, tokenized (unless
+// data.tokenizer is "none"), BPE-segmented when data.bpe_merges > 0 (learned on train), a
+// dictionary of the training text, and each split as one stream: every line's ids, then eos.
+struct PreparedLm {
+  TextPipeline pipeline;
+  LmData data;
+};
+PreparedLm prepare_lm(const Experiment& e, const std::string& run_dir, bool verbose);
+// A split's stream with the run's pipeline (what `pillars eval` measures perplexity on).
+std::vector<int32_t> lm_stream(const TextPipeline& pipeline, const std::vector<std::string>& lines);
+
 // The raw source lines and reference sets of a split (refs[k][i]: reference k of example i; the
 // summarisation datasets with several references give several sets).
 struct EvalSplit {

@@ -11,13 +11,16 @@
 #include "engine/error.h"
 #include "engine/io/atomic_file.h"
 #include "engine/passes/flops.h"
+#include "datasets/registry.h"
 #include "metrics/bleu.h"
+#include "metrics/perplexity.h"
 #include "metrics/rouge.h"
 #include "train/checkpoint.h"
 #include "train/evaluate.h"
 #include "train/prepare.h"
 #include "train/setup.h"
 #include "train/steps.h"
+#include "train/task.h"
 #include "train/trainer.h"
 
 namespace pillars::train {
@@ -117,6 +120,58 @@ nlohmann::json run_seq2seq(const Experiment& e, const std::string& run_dir, cons
   return evaluate_run(run_dir, eo);
 }
 
+nlohmann::json run_lm(const Experiment& e, const std::string& run_dir, const SessionOptions& options) {
+  PreparedLm p = prepare_lm(e, run_dir, !options.quiet);
+  const TransformerConfig cfg = model_config(e, static_cast<int64_t>(p.pipeline.dictionary().size()));
+  ParamStore params;
+  init_transformer_params(cfg, params, static_cast<uint64_t>(e.seed));
+  if (!options.quiet) {
+    LmGraph g = build_lm_training_graph(cfg, 1, 64, Seq2SeqOptions{.train = false});
+    std::fprintf(stderr, "model: %s, %lld layers, d %lld, %lld heads, FFN %lld, vocab %lld: %s parameters (%s without embeddings), "
+                 "%s FLOPs per token (forward)\n",
+                 e.model.config.c_str(), static_cast<long long>(cfg.dec_layers), static_cast<long long>(cfg.d_model),
+                 static_cast<long long>(cfg.heads), static_cast<long long>(cfg.ffn), static_cast<long long>(cfg.vocab),
+                 human(static_cast<double>(count_parameters(params, true))).c_str(),
+                 human(static_cast<double>(count_parameters(params, false))).c_str(),
+                 human(count_flops(g.graph).total() / 64.0).c_str());
+  }
+  TrainOptions to;
+  to.run_dir = run_dir;
+  to.resume = options.resume;
+  to.quiet = options.quiet;
+  to.checkpoint_extra = {{"experiment", e.name}, {"pipeline", p.pipeline.to_json()}};
+  train_lm(e, cfg, params, p.data, to);
+  if (!options.evaluate) return {};
+  EvalOptions eo;
+  eo.quiet = options.quiet;
+  return evaluate_run(run_dir, eo);
+}
+
+// Perplexity of a language model on a split: the split's stream in blocks of data.block_size.
+nlohmann::json evaluate_lm(const Experiment& e, LoadedCheckpoint& ck, const TextPipeline& pipeline, const std::string& split) {
+  LmData d;
+  d.valid = lm_stream(pipeline, data::read_field(e.data.dataset, split, "text"));
+  const int64_t T = e.data.block_size;
+  std::vector<int64_t> all(static_cast<size_t>(lm_blocks(d.valid, T)));
+  for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int64_t>(i);
+  LmSteps steps(ck.config, ck.params, 0.0f);
+  const int64_t B = std::max<int64_t>(1, e.data.max_tokens / T);
+  double nll = 0;
+  int64_t tokens = 0;
+  std::vector<int32_t> x, y;
+  for (size_t at = 0; at < all.size(); at += static_cast<size_t>(B)) {
+    Batch b;
+    b.Tt = T;
+    b.indices.assign(all.begin() + static_cast<std::ptrdiff_t>(at),
+                     all.begin() + static_cast<std::ptrdiff_t>(std::min(all.size(), at + static_cast<size_t>(B))));
+    make_lm_batch(d.valid, b, static_cast<int32_t>(ck.config.pad_id), x, y);
+    nll += steps.eval(static_cast<int64_t>(b.indices.size()), T, x, y);
+    for (int32_t t : y) tokens += t != static_cast<int32_t>(ck.config.pad_id);
+  }
+  const metrics::Perplexity ppl = metrics::perplexity(nll, tokens);
+  return {{"split", split}, {"tokens", tokens}, {"loss", ppl.nll}, {"ppl", ppl.ppl}, {"bits_per_token", ppl.bits}};
+}
+
 } // namespace
 
 std::string run_dir_of(const std::string& path) {
@@ -139,9 +194,9 @@ nlohmann::json run_experiment(const Experiment& e, const SessionOptions& options
   switch (e.task) {
     case Task::translation:
     case Task::summarization: return run_seq2seq(e, run_dir, options);
-    case Task::language_modeling: break;
+    case Task::language_modeling: return run_lm(e, run_dir, options);
   }
-  throw InputError("task \"language_modeling\" is not available in this build yet");
+  throw Error("run_experiment: unknown task");
 }
 
 nlohmann::json evaluate_run(const std::string& target, const EvalOptions& options) {
@@ -160,6 +215,16 @@ nlohmann::json evaluate_run(const std::string& target, const EvalOptions& option
   LoadedCheckpoint ck = load_checkpoint(checkpoint);
   const TextPipeline pipeline = TextPipeline::load(run_dir);
   const std::string split = !options.split.empty() ? options.split : !e.eval.split.empty() ? e.eval.split : test_split_of(e);
+  if (e.task == Task::language_modeling) {
+    nlohmann::json result = evaluate_lm(e, ck, pipeline, split);
+    result["checkpoint"] = checkpoint;
+    io::atomic_write_file((fs::path(run_dir) / ("eval_" + split + ".json")).string(), result.dump(2) + "\n");
+    if (!options.quiet)
+      std::fprintf(stderr, "eval %s on %s: loss %.4f, perplexity %.2f over %lld tokens\n",
+                   fs::path(checkpoint).filename().c_str(), split.c_str(), result["loss"].get<double>(),
+                   result["ppl"].get<double>(), static_cast<long long>(result["tokens"].get<int64_t>()));
+    return result;
+  }
   const EvalSplit data = read_eval_split(e, split);
 
   // Teacher-forced loss and perplexity on the split (first reference).

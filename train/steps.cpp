@@ -58,4 +58,52 @@ double Seq2SeqSteps::eval(const Seq2SeqBatch& b) {
   return static_cast<double>(c.executor->value(c.model.loss).data<float>()[0]) * static_cast<double>(b.target_tokens);
 }
 
+LmSteps::LmSteps(const TransformerConfig& cfg, ParamStore& params, float label_smoothing)
+    : cfg_(cfg), params_(params), label_smoothing_(label_smoothing) {}
+
+LmSteps::Compiled& LmSteps::compiled(std::map<std::pair<int64_t, int64_t>, std::unique_ptr<Compiled>>& cache, int64_t B,
+                                     int64_t T, bool train) {
+  auto& slot = cache[{B, T}];
+  if (!slot) {
+    auto c = std::make_unique<Compiled>();
+    Seq2SeqOptions o;
+    o.label_smoothing = train ? label_smoothing_ : 0.0f;
+    o.train = train;
+    c->model = build_lm_training_graph(cfg_, B, T, o);
+    if (train) {
+      c->params = c->model.graph.params();
+      c->grads = autodiff(c->model.graph, c->model.loss, c->params);
+    }
+    c->executor = std::make_unique<Executor>(c->model.graph, arena_);
+    c->executor->bind_params(params_);
+    slot = std::move(c);
+  }
+  return *slot;
+}
+
+float LmSteps::train(int64_t B, int64_t T, const std::vector<int32_t>& tokens, const std::vector<int32_t>& target,
+                     uint64_t seed) {
+  Compiled& c = compiled(train_, B, T, true);
+  c.executor->bind(c.model.tokens, Tensor::from_i32({B, T}, tokens));
+  c.executor->bind(c.model.target, Tensor::from_i32({B * T}, target));
+  c.executor->set_seed(seed);
+  c.executor->run();
+  slots_.clear();
+  for (size_t i = 0; i < c.params.size(); ++i) {
+    const std::string& name = c.model.graph.producer(c.params[i]).attrs.name;
+    slots_.push_back({name, params_.get(name), c.grads[i] == kNoValue ? Tensor() : c.executor->value(c.grads[i])});
+  }
+  return c.executor->value(c.model.loss).data<float>()[0];
+}
+
+double LmSteps::eval(int64_t B, int64_t T, const std::vector<int32_t>& tokens, const std::vector<int32_t>& target) {
+  Compiled& c = compiled(eval_, B, T, false);
+  c.executor->bind(c.model.tokens, Tensor::from_i32({B, T}, tokens));
+  c.executor->bind(c.model.target, Tensor::from_i32({B * T}, target));
+  c.executor->run();
+  int64_t n = 0;
+  for (int32_t t : target) n += t != static_cast<int32_t>(cfg_.pad_id);
+  return static_cast<double>(c.executor->value(c.model.loss).data<float>()[0]) * static_cast<double>(n);
+}
+
 } // namespace pillars::train

@@ -51,4 +51,28 @@ class Seq2SeqSteps {
   std::vector<optim::ParamSlot> slots_;
 };
 
+// The decoder-only language model's steps: batches of B blocks of T tokens (train/lm_data.h).
+class LmSteps {
+ public:
+  LmSteps(const TransformerConfig& cfg, ParamStore& params, float label_smoothing);
+  // tokens, target: (B·T) ids each (target = tokens shifted by one), pad where a block is short.
+  float train(int64_t B, int64_t T, const std::vector<int32_t>& tokens, const std::vector<int32_t>& target, uint64_t seed);
+  std::vector<optim::ParamSlot>& slots() { return slots_; }
+  double eval(int64_t B, int64_t T, const std::vector<int32_t>& tokens, const std::vector<int32_t>& target);
+
+ private:
+  struct Compiled {
+    LmGraph model;
+    std::vector<ValueId> params, grads;
+    std::unique_ptr<Executor> executor;
+  };
+  Compiled& compiled(std::map<std::pair<int64_t, int64_t>, std::unique_ptr<Compiled>>& cache, int64_t B, int64_t T, bool train);
+  const TransformerConfig& cfg_;
+  ParamStore& params_;
+  float label_smoothing_;
+  std::shared_ptr<SharedArena> arena_ = std::make_shared<SharedArena>();
+  std::map<std::pair<int64_t, int64_t>, std::unique_ptr<Compiled>> train_, eval_;
+  std::vector<optim::ParamSlot> slots_;
+};
+
 } // namespace pillars::train

@@ -10,9 +10,7 @@
 
 #include "engine/error.h"
 #include "engine/optim/clip.h"
-#include "train/batching.h"
 #include "train/setup.h"
-#include "train/steps.h"
 
 namespace pillars::train {
 
@@ -53,24 +51,12 @@ class RunLog {
   std::ofstream out_;
 };
 
-bool higher_is_better(BestMetric m) { return m == BestMetric::bleu || m == BestMetric::rouge; }
-
 class Loop {
  public:
-  Loop(const Experiment& e, const TransformerConfig& cfg, ParamStore& params, const Seq2SeqData& data,
-       const TrainOptions& o)
-      : e_(e), cfg_(cfg), params_(params), data_(data), o_(o), log_((fs::path(o.run_dir) / "log.jsonl").string()),
-        steps_(cfg, params, static_cast<float>(e.train.label_smoothing)),
+  Loop(const Experiment& e, const TransformerConfig& cfg, ParamStore& params, TrainingTask& task, const TrainOptions& o)
+      : e_(e), cfg_(cfg), params_(params), task_(task), o_(o), log_((fs::path(o.run_dir) / "log.jsonl").string()),
         optimizer_(make_optimizer(e.optim)) {
-    std::vector<int64_t> src_len, tgt_len;
-    for (const auto& s : data.train_src) src_len.push_back(static_cast<int64_t>(s.size()));
-    for (const auto& t : data.train_tgt) tgt_len.push_back(static_cast<int64_t>(t.size()));
-    train_batches_ = std::make_unique<Bucketing>(src_len, tgt_len, BatchingOptions{.max_tokens = e.data.max_tokens});
-    src_len.clear(), tgt_len.clear();
-    for (const auto& s : data.valid_src) src_len.push_back(static_cast<int64_t>(s.size()));
-    for (const auto& t : data.valid_tgt) tgt_len.push_back(static_cast<int64_t>(t.size()));
-    valid_batches_ = Bucketing(src_len, tgt_len, BatchingOptions{.max_tokens = e.data.max_tokens}).in_order();
-    batches_per_epoch_ = static_cast<int64_t>(train_batches_->in_order().size());
+    batches_per_epoch_ = task.batches_per_epoch();
     const int64_t updates_per_epoch = (batches_per_epoch_ + e.train.update_freq - 1) / e.train.update_freq;
     planned_updates_ = e.train.max_epochs * updates_per_epoch;
     if (e.train.max_updates > 0) planned_updates_ = std::min(planned_updates_, e.train.max_updates);
@@ -108,9 +94,6 @@ class Loop {
   }
 
  private:
-  static constexpr int32_t kEos = 2; // fairseq's dictionary: bos 0, pad 1, eos 2, unk 3
-  int32_t pad() const { return static_cast<int32_t>(cfg_.pad_id); }
-
   double elapsed() const {
     return elapsed_at_start_ + std::chrono::duration<double>(Clock::now() - session_start_).count();
   }
@@ -136,7 +119,7 @@ class Loop {
   }
 
   void train_epoch() {
-    const std::vector<Batch> batches = train_batches_->epoch(static_cast<uint64_t>(e_.seed), state_.epoch);
+    const std::vector<Batch> batches = task_.epoch(static_cast<uint64_t>(e_.seed), state_.epoch);
     const auto window_start_time = Clock::now();
     window_start_ = window_start_time;
     window_tokens_ = 0, window_loss_ = 0, window_updates_ = 0;
@@ -156,18 +139,18 @@ class Loop {
     double loss_sum = 0;
     int64_t tokens = 0;
     for (int64_t j = 0; j < k; ++j) {
-      const Seq2SeqBatch b = make_seq2seq_batch(data_.train_src, data_.train_tgt,
-                                                batches[static_cast<size_t>(state_.batch_in_epoch + j)], pad(), kEos);
-      const float loss = steps_.train(b, update_seed(static_cast<uint64_t>(e_.seed), u * 64 + j));
+      int64_t batch_tokens = 0;
+      const float loss = task_.train(batches[static_cast<size_t>(state_.batch_in_epoch + j)],
+                                     update_seed(static_cast<uint64_t>(e_.seed), u * 64 + j), batch_tokens);
       if (!std::isfinite(loss))
         throw Error(str_cat("training loss is ", loss, " at update ", u, " (epoch ", state_.epoch,
                             "); stopped. The last good checkpoint is ", o_.run_dir,
                             "/checkpoint_last.safetensors — lower optim.lr or set optim.clip_norm"));
-      loss_sum += static_cast<double>(loss) * static_cast<double>(b.target_tokens);
-      tokens += b.target_tokens;
-      if (k > 1) accumulate(static_cast<float>(b.target_tokens), j == 0);
+      loss_sum += static_cast<double>(loss) * static_cast<double>(batch_tokens);
+      tokens += batch_tokens;
+      if (k > 1) accumulate(static_cast<float>(batch_tokens), j == 0);
     }
-    std::vector<optim::ParamSlot>& slots = k > 1 ? finish_accumulation(static_cast<float>(tokens)) : steps_.slots();
+    std::vector<optim::ParamSlot>& slots = k > 1 ? finish_accumulation(static_cast<float>(tokens)) : task_.slots();
     if (e_.optim.clip_norm > 0) optim::clip_grad_norm(slots, static_cast<float>(e_.optim.clip_norm));
     const float lr = schedule_->lr(u);
     optimizer_->step(slots, lr);
@@ -182,7 +165,7 @@ class Loop {
   // Gradient accumulation for update_freq > 1: acc = Σ_batches tokens · grad, then / Σ tokens, so
   // the update uses the gradient of the mean loss over all target tokens of the update.
   void accumulate(float tokens, bool first) {
-    std::vector<optim::ParamSlot>& s = steps_.slots();
+    std::vector<optim::ParamSlot>& s = task_.slots();
     if (acc_.size() != s.size()) {
       acc_.clear();
       for (const auto& slot : s) acc_.push_back({slot.name, slot.value, Tensor::zeros(slot.value.shape())});
@@ -227,13 +210,7 @@ class Loop {
 
   ValidScores validate() {
     ValidScores v;
-    double nll = 0;
-    int64_t tokens = 0;
-    for (const Batch& batch : valid_batches_) {
-      const Seq2SeqBatch b = make_seq2seq_batch(data_.valid_src, data_.valid_tgt, batch, pad(), kEos);
-      nll += steps_.eval(b);
-      tokens += b.target_tokens;
-    }
+    const auto [nll, tokens] = task_.valid_nll();
     v.loss = nll / static_cast<double>(std::max<int64_t>(tokens, 1));
     v.ppl = std::exp(v.loss);
     if (o_.valid_bleu) v.bleu = o_.valid_bleu(cfg_, params_);
@@ -332,14 +309,11 @@ class Loop {
   const Experiment& e_;
   const TransformerConfig& cfg_;
   ParamStore& params_;
-  const Seq2SeqData& data_;
+  TrainingTask& task_;
   const TrainOptions& o_;
   RunLog log_;
-  Seq2SeqSteps steps_;
   std::unique_ptr<optim::Optimizer> optimizer_;
   std::unique_ptr<optim::Schedule> schedule_;
-  std::unique_ptr<Bucketing> train_batches_;
-  std::vector<Batch> valid_batches_;
   int64_t batches_per_epoch_ = 0, planned_updates_ = 0;
   TrainerState state_;
   TrainerOutcome outcome_;
@@ -351,15 +325,24 @@ class Loop {
 
 } // namespace
 
+TrainerOutcome train_model(const Experiment& e, const TransformerConfig& cfg, ParamStore& params, TrainingTask& task,
+                           const TrainOptions& options) {
+  fs::create_directories(options.run_dir);
+  Loop loop(e, cfg, params, task, options);
+  return loop.run();
+}
+
 TrainerOutcome train_seq2seq(const Experiment& e, const TransformerConfig& cfg, ParamStore& params,
                              const Seq2SeqData& data, const TrainOptions& options) {
-  PILLARS_CHECK(!data.train_src.empty() && data.train_src.size() == data.train_tgt.size(),
-                "train_seq2seq: the training set is empty or misaligned");
-  PILLARS_CHECK(!data.valid_src.empty() && data.valid_src.size() == data.valid_tgt.size(),
-                "train_seq2seq: the validation set is empty or misaligned");
-  fs::create_directories(options.run_dir);
-  Loop loop(e, cfg, params, data, options);
-  return loop.run();
+  const auto task = make_seq2seq_task(cfg, params, static_cast<float>(e.train.label_smoothing), data, e.data.max_tokens);
+  return train_model(e, cfg, params, *task, options);
+}
+
+TrainerOutcome train_lm(const Experiment& e, const TransformerConfig& cfg, ParamStore& params, const LmData& data,
+                        const TrainOptions& options) {
+  const auto task = make_lm_task(cfg, params, static_cast<float>(e.train.label_smoothing), data, e.data.block_size,
+                                 e.data.max_tokens);
+  return train_model(e, cfg, params, *task, options);
 }
 
 } // namespace pillars::train

@@ -1,9 +1,9 @@
-// The training loop of the encoder-decoder (translation, summarisation).
+// The training loop, for every task (train/task.h: translation, summarisation, language modelling).
 //
 //   Seq2SeqData data = prepare_seq2seq(experiment, run_dir);        // train/prepare.h
 //   TrainerOutcome r = train_seq2seq(experiment, cfg, params, data, {.run_dir = dir, .resume = false});
 //
-// One epoch = the batches of train/batching.h in the epoch's seeded order. Per batch: forward and
+// One epoch = the task's batches in the epoch's seeded order. Per batch: forward and
 // backward (train/steps.h), optional gradient clipping, one optimiser update at the schedule's
 // learning rate (update_freq > 1 accumulates several batches, weighted by their target tokens,
 // before each update). Every `validate_every` epochs: validation loss and perplexity, and BLEU when
@@ -28,13 +28,9 @@
 #include "models/transformer.h"
 #include "train/checkpoint.h"
 #include "train/experiment.h"
+#include "train/task.h"
 
 namespace pillars::train {
-
-struct Seq2SeqData {
-  // Token ids, eos last.
-  std::vector<std::vector<int32_t>> train_src, train_tgt, valid_src, valid_tgt;
-};
 
 struct ValidScores {
   double loss = 0;                // mean NLL per target token (nats)
@@ -62,7 +58,13 @@ struct TrainerOutcome {
   std::optional<ValidScores> last_valid;
 };
 
+// Trains `params` (the model of cfg) on the task.
+TrainerOutcome train_model(const Experiment& e, const TransformerConfig& cfg, ParamStore& params, TrainingTask& task,
+                           const TrainOptions& options);
+// The same for sentence pairs and for a language model's token streams.
 TrainerOutcome train_seq2seq(const Experiment& e, const TransformerConfig& cfg, ParamStore& params,
                              const Seq2SeqData& data, const TrainOptions& options);
+TrainerOutcome train_lm(const Experiment& e, const TransformerConfig& cfg, ParamStore& params, const LmData& data,
+                        const TrainOptions& options);
 
 } // namespace pillars::train

@@ -1,0 +1,154 @@
+// The two training tasks; see task.h.
+#include "train/task.h"
+
+#include <algorithm>
+#include <random>
+
+#include "engine/error.h"
+
+namespace pillars::train {
+
+namespace {
+
+constexpr int32_t kEos = 2; // fairseq's dictionary: bos 0, pad 1, eos 2, unk 3
+
+std::vector<int64_t> lengths_of(const std::vector<std::vector<int32_t>>& lists) {
+  std::vector<int64_t> n;
+  for (const auto& l : lists) n.push_back(static_cast<int64_t>(l.size()));
+  return n;
+}
+
+class Seq2SeqTask : public TrainingTask {
+ public:
+  Seq2SeqTask(const TransformerConfig& cfg, ParamStore& params, float ls, const Seq2SeqData& data, int64_t max_tokens)
+      : data_(data), pad_(static_cast<int32_t>(cfg.pad_id)), steps_(cfg, params, ls),
+        train_(lengths_of(data.train_src), lengths_of(data.train_tgt), {.max_tokens = max_tokens}),
+        valid_(Bucketing(lengths_of(data.valid_src), lengths_of(data.valid_tgt), {.max_tokens = max_tokens}).in_order()),
+        batches_per_epoch_(static_cast<int64_t>(train_.in_order().size())) {}
+
+  int64_t batches_per_epoch() const override { return batches_per_epoch_; }
+  std::vector<Batch> epoch(uint64_t seed, int64_t epoch) const override { return train_.epoch(seed, epoch); }
+  float train(const Batch& batch, uint64_t seed, int64_t& tokens) override {
+    const Seq2SeqBatch b = make_seq2seq_batch(data_.train_src, data_.train_tgt, batch, pad_, kEos);
+    tokens = b.target_tokens;
+    return steps_.train(b, seed);
+  }
+  std::vector<optim::ParamSlot>& slots() override { return steps_.slots(); }
+  std::pair<double, int64_t> valid_nll() override {
+    double nll = 0;
+    int64_t tokens = 0;
+    for (const Batch& batch : valid_) {
+      const Seq2SeqBatch b = make_seq2seq_batch(data_.valid_src, data_.valid_tgt, batch, pad_, kEos);
+      nll += steps_.eval(b);
+      tokens += b.target_tokens;
+    }
+    return {nll, tokens};
+  }
+
+ private:
+  const Seq2SeqData& data_;
+  int32_t pad_;
+  Seq2SeqSteps steps_;
+  Bucketing train_;
+  std::vector<Batch> valid_;
+  int64_t batches_per_epoch_;
+};
+
+// Batches of B = max_tokens / T consecutive block indices; the epoch shuffles the blocks.
+std::vector<Batch> block_batches(std::vector<int64_t> blocks, int64_t T, int64_t max_tokens) {
+  const int64_t B = std::max<int64_t>(1, max_tokens / T);
+  std::vector<Batch> out;
+  for (size_t at = 0; at < blocks.size(); at += static_cast<size_t>(B)) {
+    Batch b;
+    b.Tt = T;
+    b.indices.assign(blocks.begin() + static_cast<std::ptrdiff_t>(at),
+                     blocks.begin() + static_cast<std::ptrdiff_t>(std::min(blocks.size(), at + static_cast<size_t>(B))));
+    out.push_back(std::move(b));
+  }
+  return out;
+}
+
+class LmTask : public TrainingTask {
+ public:
+  LmTask(const TransformerConfig& cfg, ParamStore& params, float ls, const LmData& data, int64_t T, int64_t max_tokens)
+      : data_(data), pad_(static_cast<int32_t>(cfg.pad_id)), T_(T), max_tokens_(max_tokens), steps_(cfg, params, ls) {
+    PILLARS_CHECK(T <= max_tokens, "data.block_size ", T, " exceeds data.max_tokens ", max_tokens);
+    PILLARS_CHECK(data.train.size() > 1 && data.valid.size() > 1, "language model: empty training or validation stream");
+    std::vector<int64_t> all(static_cast<size_t>(lm_blocks(data.valid, T)));
+    for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int64_t>(i);
+    valid_ = block_batches(all, T, max_tokens);
+    const int64_t n = lm_blocks(data.train, T), B = std::max<int64_t>(1, max_tokens / T);
+    batches_per_epoch_ = (n + B - 1) / B;
+  }
+
+  int64_t batches_per_epoch() const override { return batches_per_epoch_; }
+  std::vector<Batch> epoch(uint64_t seed, int64_t epoch) const override {
+    std::vector<int64_t> blocks(static_cast<size_t>(lm_blocks(data_.train, T_)));
+    for (size_t i = 0; i < blocks.size(); ++i) blocks[i] = static_cast<int64_t>(i);
+    std::seed_seq seq{static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32), static_cast<uint32_t>(epoch), 0x1au};
+    std::mt19937_64 rng(seq);
+    for (size_t i = blocks.size(); i > 1; --i) std::swap(blocks[i - 1], blocks[static_cast<size_t>(rng() % i)]);
+    return block_batches(blocks, T_, max_tokens_);
+  }
+  float train(const Batch& batch, uint64_t seed, int64_t& tokens) override {
+    make_lm_batch(data_.train, batch, pad_, tokens_, target_);
+    tokens = std::count_if(target_.begin(), target_.end(), [&](int32_t t) { return t != pad_; });
+    return steps_.train(static_cast<int64_t>(batch.indices.size()), T_, tokens_, target_, seed);
+  }
+  std::vector<optim::ParamSlot>& slots() override { return steps_.slots(); }
+  std::pair<double, int64_t> valid_nll() override {
+    double nll = 0;
+    int64_t tokens = 0;
+    for (const Batch& batch : valid_) {
+      make_lm_batch(data_.valid, batch, pad_, tokens_, target_);
+      nll += steps_.eval(static_cast<int64_t>(batch.indices.size()), T_, tokens_, target_);
+      tokens += std::count_if(target_.begin(), target_.end(), [&](int32_t t) { return t != pad_; });
+    }
+    return {nll, tokens};
+  }
+
+ private:
+  const LmData& data_;
+  int32_t pad_;
+  int64_t T_, max_tokens_, batches_per_epoch_ = 0;
+  LmSteps steps_;
+  std::vector<Batch> valid_;
+  std::vector<int32_t> tokens_, target_;
+};
+
+} // namespace
+
+int64_t lm_blocks(const std::vector<int32_t>& stream, int64_t T) {
+  const int64_t predictions = static_cast<int64_t>(stream.size()) - 1; // every token but the first is a target
+  return predictions <= 0 ? 0 : (predictions + T - 1) / T;
+}
+
+void make_lm_batch(const std::vector<int32_t>& stream, const Batch& batch, int32_t pad, std::vector<int32_t>& tokens,
+                   std::vector<int32_t>& target) {
+  const int64_t T = batch.Tt, B = static_cast<int64_t>(batch.indices.size()), n = static_cast<int64_t>(stream.size());
+  tokens.assign(static_cast<size_t>(B * T), pad);
+  target.assign(static_cast<size_t>(B * T), pad);
+  for (int64_t b = 0; b < B; ++b) {
+    const int64_t start = batch.indices[b] * T;
+    for (int64_t t = 0; t < T && start + t + 1 < n; ++t) {
+      tokens[b * T + t] = stream[start + t];
+      target[b * T + t] = stream[start + t + 1];
+    }
+  }
+}
+
+std::unique_ptr<TrainingTask> make_seq2seq_task(const TransformerConfig& cfg, ParamStore& params, float label_smoothing,
+                                                const Seq2SeqData& data, int64_t max_tokens) {
+  PILLARS_CHECK(!data.train_src.empty() && data.train_src.size() == data.train_tgt.size(),
+                "training set is empty or misaligned");
+  PILLARS_CHECK(!data.valid_src.empty() && data.valid_src.size() == data.valid_tgt.size(),
+                "validation set is empty or misaligned");
+  return std::make_unique<Seq2SeqTask>(cfg, params, label_smoothing, data, max_tokens);
+}
+
+std::unique_ptr<TrainingTask> make_lm_task(const TransformerConfig& cfg, ParamStore& params, float label_smoothing,
+                                           const LmData& data, int64_t block_size, int64_t max_tokens) {
+  return std::make_unique<LmTask>(cfg, params, label_smoothing, data, block_size, max_tokens);
+}
+
+} // namespace pillars::train

@@ -1,0 +1,54 @@
+// What the training loop trains: a task hands it batches, runs forward + backward on one, and
+// measures the validation loss. Two tasks share the loop (train/trainer.h):
+//
+//   Seq2SeqTask  translation and summarisation: sentence pairs batched by a token budget
+//   LmTask       language modelling: the token stream cut into blocks of block_size tokens,
+//                each block predicting the stream shifted by one (fairseq's
+//                --sample-break-mode none)
+#pragma once
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "engine/optim/optimizer.h"
+#include "models/transformer.h"
+#include "train/batching.h"
+#include "train/steps.h"
+
+namespace pillars::train {
+
+class TrainingTask {
+ public:
+  virtual ~TrainingTask() = default;
+  virtual int64_t batches_per_epoch() const = 0;
+  // The training batches of one epoch, in order (a function of seed and epoch only).
+  virtual std::vector<Batch> epoch(uint64_t seed, int64_t epoch) const = 0;
+  // Forward + backward on a training batch with dropout seed `seed`: returns the mean loss over
+  // its target tokens (their number in `tokens`); the gradients are in slots() until the next call.
+  virtual float train(const Batch& batch, uint64_t seed, int64_t& tokens) = 0;
+  virtual std::vector<optim::ParamSlot>& slots() = 0;
+  // Σ negative log-likelihood (nats) and the number of target tokens over the validation set.
+  virtual std::pair<double, int64_t> valid_nll() = 0;
+};
+
+struct Seq2SeqData {
+  // Token ids, eos last.
+  std::vector<std::vector<int32_t>> train_src, train_tgt, valid_src, valid_tgt;
+};
+
+struct LmData {
+  std::vector<int32_t> train, valid; // the token streams: every line's ids followed by eos
+};
+
+std::unique_ptr<TrainingTask> make_seq2seq_task(const TransformerConfig& cfg, ParamStore& params, float label_smoothing,
+                                                const Seq2SeqData& data, int64_t max_tokens);
+std::unique_ptr<TrainingTask> make_lm_task(const TransformerConfig& cfg, ParamStore& params, float label_smoothing,
+                                           const LmData& data, int64_t block_size, int64_t max_tokens);
+
+// The blocks of a token stream: block i is tokens [i·T, (i+1)·T) predicting [i·T + 1, (i+1)·T + 1);
+// the last block is shorter (right-padded in a batch). Writes a batch's (B·T) inputs and targets.
+int64_t lm_blocks(const std::vector<int32_t>& stream, int64_t T);
+void make_lm_batch(const std::vector<int32_t>& stream, const Batch& batch, int32_t pad, std::vector<int32_t>& tokens,
+                   std::vector<int32_t>& target);
+
+} // namespace pillars::train
