@@ -148,3 +148,49 @@ TEST_CASE("training: a small language model learns Penn Treebank: one hundred up
           " (perplexity ", trained.last_valid->ppl, ")");
   CHECK(trained.last_valid->loss < first.last_valid->loss - 2.0);
 }
+
+TEST_CASE("training: a diverging run stops with an error naming the update, and keeps its last good checkpoint") {
+  if (!have_multi30k()) {
+    MESSAGE("skipped: PILLARS_DATA does not hold multi30k-de-en");
+    return;
+  }
+  TempDir tmp;
+  Experiment e = small_experiment(200);
+  e.optim.lr = 1e4; // no warm-up, no clipping: the parameters blow up within a few updates
+  e.optim.warmup_updates = 0;
+  std::string message;
+  try {
+    train_for(e, (tmp.path / "nan").string(), false);
+  } catch (const Error& err) {
+    message = err.what();
+  }
+  CHECK(message.find("training loss is") != std::string::npos);
+  CHECK(message.find("checkpoint_last") != std::string::npos);
+}
+
+TEST_CASE("checkpoints: averaging gives the element-wise mean, and a checkpoint round-trips") {
+  TempDir tmp;
+  TransformerConfig cfg = transformer_config("tiny");
+  ParamStore a, b;
+  init_transformer_params(cfg, a, 1);
+  init_transformer_params(cfg, b, 2);
+  TrainerState st;
+  st.epoch = 3, st.updates = 42, st.kept["x"] = 1.5;
+  const std::string pa = (tmp.path / "a.safetensors").string(), pb = (tmp.path / "b.safetensors").string();
+  save_checkpoint(pa, cfg, a, nullptr, st);
+  save_checkpoint(pb, cfg, b, nullptr, st);
+  CHECK(fs::exists(tmp.path / "a.json"));
+  const LoadedCheckpoint back = load_checkpoint(pa);
+  CHECK(back.state.updates == 42);
+  CHECK(back.state.kept.at("x") == 1.5);
+  CHECK(back.config.d_model == cfg.d_model);
+  TransformerConfig avg_cfg;
+  const ParamStore avg = average_checkpoints({pa, pb}, &avg_cfg);
+  for (const std::string& name : a.names()) {
+    const float* x = a.get(name).data<float>();
+    const float* y = b.get(name).data<float>();
+    const float* m = avg.get(name).data<float>();
+    for (int64_t i = 0; i < a.get(name).numel(); ++i)
+      REQUIRE(m[i] == static_cast<float>((static_cast<double>(x[i]) + static_cast<double>(y[i])) / 2.0));
+  }
+}

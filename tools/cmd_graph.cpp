@@ -20,23 +20,34 @@ Command add_graph_command(CLI::App& app) {
     int64_t batch = 2, src_len = 5, tgt_len = 4;
   };
   auto opt = std::make_shared<Options>();
-  cmd->add_option("--config", opt->config, "named model config (tiny, bench, base, lite1, lite2)");
+  cmd->add_option("--config", opt->config, "named model config (tiny, small, bench, base, lite1, lite2, lm-small, lm-wt103)");
   cmd->add_option("--pass", opt->pass, "show the graph after this pass")->check(CLI::IsMember({"none", "autodiff", "plan_memory"}));
   cmd->add_option("--batch", opt->batch, "batch size")->check(CLI::PositiveNumber);
   cmd->add_option("--src-len", opt->src_len, "source length")->check(CLI::PositiveNumber);
   cmd->add_option("--tgt-len", opt->tgt_len, "target length")->check(CLI::PositiveNumber);
   return {cmd, [opt]() {
             const TransformerConfig cfg = transformer_config(opt->config);
-            Seq2SeqGraph s = build_seq2seq_training_graph(cfg, opt->batch, opt->src_len, opt->tgt_len, 0.1f, 1, false);
-            const int forward_nodes = static_cast<int>(s.graph.nodes().size());
+            // A decoder-only config (lm-*) gets the language model's graph over --tgt-len tokens.
+            Graph g;
+            ValueId loss = kNoValue;
+            if (cfg.decoder_only) {
+              Seq2SeqOptions o;
+              o.label_smoothing = 0.1f, o.train = false;
+              LmGraph m = build_lm_training_graph(cfg, opt->batch, opt->tgt_len, o);
+              g = std::move(m.graph), loss = m.loss;
+            } else {
+              Seq2SeqGraph m = build_seq2seq_training_graph(cfg, opt->batch, opt->src_len, opt->tgt_len, 0.1f, 1, false);
+              g = std::move(m.graph), loss = m.loss;
+            }
+            const int forward_nodes = static_cast<int>(g.nodes().size());
             std::cout << "# forward graph: " << forward_nodes << " nodes\n";
-            print_graph(s.graph, std::cout);
+            print_graph(g, std::cout);
             if (opt->pass == "none") return 0;
-            autodiff(s.graph, s.loss, s.graph.params());
-            std::cout << "# after autodiff: " << s.graph.nodes().size() - forward_nodes << " backward nodes appended\n";
-            print_graph(s.graph, std::cout, forward_nodes);
+            autodiff(g, loss, g.params());
+            std::cout << "# after autodiff: " << g.nodes().size() - forward_nodes << " backward nodes appended\n";
+            print_graph(g, std::cout, forward_nodes);
             if (opt->pass == "plan_memory") {
-              const MemoryPlan plan = plan_memory(s.graph);
+              const MemoryPlan plan = plan_memory(g);
               std::cout << "# plan_memory: arena " << plan.arena_bytes << " bytes (one buffer per value: " << plan.naive_bytes
                         << "), workspace " << plan.workspace_bytes << " bytes\n";
             }

@@ -142,10 +142,13 @@ class Loop {
       int64_t batch_tokens = 0;
       const float loss = task_.train(batches[static_cast<size_t>(state_.batch_in_epoch + j)],
                                      update_seed(static_cast<uint64_t>(e_.seed), u * 64 + j), batch_tokens);
-      if (!std::isfinite(loss))
-        throw Error(str_cat("training loss is ", loss, " at update ", u, " (epoch ", state_.epoch,
-                            "); stopped. The last good checkpoint is ", o_.run_dir,
-                            "/checkpoint_last.safetensors — lower optim.lr or set optim.clip_norm"));
+      if (!std::isfinite(loss)) {
+        const fs::path last = fs::path(o_.run_dir) / "checkpoint_last.safetensors";
+        throw Error(str_cat("training loss is ", loss, " at update ", u, " (epoch ", state_.epoch, "); stopped. ",
+                            fs::exists(last) ? "The last good checkpoint is " + last.string() + " (untouched)"
+                                             : "No checkpoint was written yet (checkpoint_last does not exist)",
+                            ". Lower optim.lr or set optim.clip_norm"));
+      }
       loss_sum += static_cast<double>(loss) * static_cast<double>(batch_tokens);
       tokens += batch_tokens;
       if (k > 1) accumulate(static_cast<float>(batch_tokens), j == 0);
