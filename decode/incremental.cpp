@@ -168,7 +168,7 @@ EncoderOutput IncrementalDecoder::encode(const std::vector<std::vector<int32_t>>
 DecoderState IncrementalDecoder::start(const EncoderOutput& enc, int64_t rows_per_sentence, int64_t max_steps) const {
   PILLARS_CHECK(rows_per_sentence >= 1 && max_steps >= 1, "decoder: rows_per_sentence and max_steps must be >= 1");
   PILLARS_CHECK(max_steps <= kMaxPositions, "decoder: ", max_steps, " steps beyond the supported ", kMaxPositions);
-  const int64_t d = cfg_.d_model, Dh = cfg_.head_dim();
+  const int64_t Dh = cfg_.head_dim();
   DecoderState st;
   st.rows_per_sentence = rows_per_sentence;
   st.N = enc.B * rows_per_sentence, st.Ts = enc.Ts, st.T = max_steps;
@@ -193,7 +193,6 @@ DecoderState IncrementalDecoder::start(const EncoderOutput& enc, int64_t rows_pe
     st.self_k.emplace_back(static_cast<size_t>(st.N * st.T * self_hd));
     st.self_v.emplace_back(static_cast<size_t>(st.N * st.T * self_hd));
   }
-  (void)d;
   return st;
 }
 
@@ -268,10 +267,10 @@ void IncrementalDecoder::reorder(DecoderState& st, const std::vector<int32_t>& o
     for (std::vector<float>* cache : {&st.self_k[l], &st.self_v[l]}) {
       const int64_t row = static_cast<int64_t>(cache->size()) / st.N; // T · HD
       const int64_t used = row / st.T * st.step;                      // the steps written so far
-      st.scratch_k.resize(cache->size());
+      st.scratch.resize(cache->size());
       for (int64_t n = 0; n < st.N; ++n)
-        std::memcpy(st.scratch_k.data() + n * row, cache->data() + origin[n] * row, sizeof(float) * used);
-      cache->swap(st.scratch_k);
+        std::memcpy(st.scratch.data() + n * row, cache->data() + origin[n] * row, sizeof(float) * used);
+      cache->swap(st.scratch);
     }
   }
 }

@@ -39,7 +39,7 @@ struct DecoderState {
   std::vector<int32_t> src_lengths;                   // (N) per row: its sentence's source length
   std::vector<std::vector<float>> cross_k, cross_v;   // per layer (N, Ts, HD)
   std::vector<std::vector<float>> self_k, self_v;     // per layer (N, T, HD)
-  std::vector<float> scratch_k;                       // reorder buffer
+  std::vector<float> scratch;                         // reorder buffer
 };
 
 class IncrementalDecoder {

@@ -75,8 +75,8 @@ std::vector<std::vector<Hypothesis>> beam_search(const IncrementalDecoder& decod
         if (step < o.min_len) lp[o.eos] = kNegInf;
         if (step >= max_len[b]) // only eos may follow the longest allowed hypothesis
           for (int64_t v = 0; v < V; ++v) if (v != o.eos) lp[v] = kNegInf;
-        for (int64_t v = 0; v < V; ++v)
-          if (lp[v] != kNegInf) cands.push_back({row.score + lp[v], static_cast<int32_t>(r), static_cast<int32_t>(v)});
+        for (int64_t v = 0; v < V; ++v) // (a NaN fails the test too: it never becomes a candidate)
+          if (lp[v] > kNegInf) cands.push_back({row.score + lp[v], static_cast<int32_t>(r), static_cast<int32_t>(v)});
       }
       const size_t keep = std::min<size_t>(cands.size(), static_cast<size_t>(2 * k));
       std::partial_sort(cands.begin(), cands.begin() + static_cast<std::ptrdiff_t>(keep), cands.end());

@@ -8,6 +8,7 @@
 #include "datasets/registry.h"
 #include "train/checkpoint.h"
 #include "train/prepare.h"
+#include "train/session.h"
 #include "train/setup.h"
 #include "train/trainer.h"
 #include "train/task.h"
@@ -193,4 +194,33 @@ TEST_CASE("checkpoints: averaging gives the element-wise mean, and a checkpoint 
     for (int64_t i = 0; i < a.get(name).numel(); ++i)
       REQUIRE(m[i] == static_cast<float>((static_cast<double>(x[i]) + static_cast<double>(y[i])) / 2.0));
   }
+}
+
+TEST_CASE("training: resume refuses a changed experiment, and a finished run resumed with the same limits does nothing") {
+  if (!have_multi30k()) {
+    MESSAGE("skipped: PILLARS_DATA does not hold multi30k-de-en");
+    return;
+  }
+  TempDir tmp;
+  SessionOptions o;
+  o.run_dir = (tmp.path / "run").string(), o.quiet = true, o.evaluate = false;
+  run_experiment(small_experiment(5), o);
+  o.resume = true;
+  Experiment changed = small_experiment(5);
+  changed.optim.lr = 1e-3;
+  try {
+    run_experiment(changed, o);
+    FAIL("a changed learning rate was resumed");
+  } catch (const InputError& err) {
+    CHECK(std::string(err.what()).find("optim/lr") != std::string::npos);
+  }
+  // The same experiment: it already reached max_updates = 5, so nothing is trained.
+  const auto before = load_checkpoint(o.run_dir + "/checkpoint_last.safetensors");
+  run_experiment(small_experiment(5), o);
+  const auto after = load_checkpoint(o.run_dir + "/checkpoint_last.safetensors");
+  CHECK(after.state.updates == 5);
+  CHECK(after.state.stop_reason == "max_updates");
+  const Tensor& w0 = before.params.get("decoder.layers.0.fc1.weight");
+  const Tensor& w1 = after.params.get("decoder.layers.0.fc1.weight");
+  CHECK(std::equal(w0.data<float>(), w0.data<float>() + w0.numel(), w1.data<float>()));
 }

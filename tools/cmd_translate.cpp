@@ -8,7 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "engine/error.h"
 #include "train/checkpoint.h"
+#include "train/experiment.h"
 #include "train/evaluate.h"
 #include "train/pipeline.h"
 #include "train/session.h"
@@ -19,36 +21,48 @@ namespace pillars::cli {
 Command add_translate_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("translate", "Translate stdin to stdout with a trained checkpoint (beam search)");
   struct Options {
-    std::string checkpoint;
-    int64_t beam = 5, batch = 64, max_len_b = 10;
-    double lenpen = 1.0, max_len_a = 1.2;
+    std::string checkpoint, choice;
+    int64_t beam = 0, batch = 0, max_len_b = -1;
+    double lenpen = -1, max_len_a = -1;
     int threads = 0;
   };
   auto opt = std::make_shared<Options>();
-  cmd->add_option("checkpoint", opt->checkpoint, "checkpoint file in a run directory, or the run directory (its checkpoint_best)")
-      ->required();
-  cmd->add_option("--beam", opt->beam, "beam size (1 = greedy)")->capture_default_str()->check(CLI::PositiveNumber);
-  cmd->add_option("--lenpen", opt->lenpen, "length penalty: score / length^lenpen")->capture_default_str()->check(CLI::NonNegativeNumber);
-  cmd->add_option("--max-len-a", opt->max_len_a, "max target length = a * source length + b")->capture_default_str()->check(CLI::NonNegativeNumber);
-  cmd->add_option("--max-len-b", opt->max_len_b, "see --max-len-a")->capture_default_str()->check(CLI::NonNegativeNumber);
-  cmd->add_option("--batch", opt->batch, "sentences per decoding batch")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("checkpoint", opt->checkpoint, "checkpoint file in a run directory, or the run directory")->required();
+  cmd->add_option("--checkpoint", opt->choice, "which checkpoint of a run directory (default: the run's eval.checkpoint)")
+      ->check(CLI::IsMember({"best", "last", "average"}));
+  cmd->add_option("--beam", opt->beam, "beam size, 1 = greedy (default: the run's eval.beam)")->check(CLI::PositiveNumber);
+  cmd->add_option("--lenpen", opt->lenpen, "length penalty: score / length^lenpen (default: eval.lenpen)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--max-len-a", opt->max_len_a, "max target length = a * source length + b (default: eval.max_len_a)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--max-len-b", opt->max_len_b, "see --max-len-a (default: eval.max_len_b)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--batch", opt->batch, "sentences per decoding batch (default: eval.batch_sentences)")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--threads", opt->threads, "CPU threads (0 = all cores)")->check(CLI::NonNegativeNumber);
   return {cmd, [opt]() {
             if (opt->threads > 0) omp_set_num_threads(opt->threads);
             const std::string run_dir = train::run_dir_of(opt->checkpoint);
-            const std::string path = run_dir == opt->checkpoint ? run_dir + "/checkpoint_best.safetensors" : opt->checkpoint;
+            const Experiment e = train::load_run_config(run_dir);
+            if (e.task == Task::language_modeling)
+              throw InputError(str_cat(run_dir, " is a language model run; `pillars translate` needs an encoder-decoder "
+                                       "(translation or summarization) run"));
+            const std::string path = train::checkpoint_path(opt->checkpoint, opt->choice, false);
             train::LoadedCheckpoint ck = train::load_checkpoint(path);
             const train::TextPipeline pipeline = train::TextPipeline::load(run_dir);
             std::vector<std::string> lines;
             for (std::string line; std::getline(std::cin, line);) lines.push_back(line);
             decode::SearchOptions so;
-            so.beam = opt->beam, so.lenpen = static_cast<float>(opt->lenpen);
-            so.max_len_a = static_cast<float>(opt->max_len_a), so.max_len_b = opt->max_len_b;
+            so.beam = opt->beam > 0 ? opt->beam : e.eval.beam;
+            so.lenpen = static_cast<float>(opt->lenpen >= 0 ? opt->lenpen : e.eval.lenpen);
+            so.max_len_a = static_cast<float>(opt->max_len_a >= 0 ? opt->max_len_a : e.eval.max_len_a);
+            so.max_len_b = opt->max_len_b >= 0 ? opt->max_len_b : e.eval.max_len_b;
             so.pad = ck.config.pad_id;
-            const train::Translations t = train::translate_corpus(ck.config, ck.params, pipeline, lines, so, opt->batch);
+            const int64_t batch = opt->batch > 0 ? opt->batch : e.eval.batch_sentences;
+            const train::Translations t =
+                train::translate_corpus(ck.config, ck.params, pipeline, lines, so, batch, false, e.data.max_source_len);
             for (const std::string& s : t.text) std::printf("%s\n", s.c_str());
-            std::fprintf(stderr, "translated %zu sentences in %.2fs: %.1f sentences/s (beam %lld, %d threads)\n",
-                         lines.size(), t.seconds, t.sentences_per_second(), static_cast<long long>(so.beam),
+            std::fprintf(stderr, "translated %zu sentences in %.2fs: %.1f sentences/s (%s, beam %lld, %d threads)\n",
+                         lines.size(), t.seconds, t.sentences_per_second(), path.c_str(), static_cast<long long>(so.beam),
                          omp_get_max_threads());
             return 0;
           }};

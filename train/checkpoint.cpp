@@ -65,7 +65,7 @@ TransformerConfig transformer_config_from_json(const nlohmann::json& j, const st
 nlohmann::json to_json(const TrainerState& s) {
   return {{"epoch", s.epoch}, {"batch_in_epoch", s.batch_in_epoch}, {"updates", s.updates},
           {"elapsed_seconds", s.elapsed_seconds}, {"best_valid", s.best_valid}, {"has_best", s.has_best},
-          {"bad_validations", s.bad_validations}, {"finished", s.finished}, {"stop_reason", s.stop_reason},
+          {"bad_validations", s.bad_validations}, {"last_validated_update", s.last_validated_update}, {"finished", s.finished}, {"stop_reason", s.stop_reason},
           {"kept", s.kept}};
 }
 
@@ -78,6 +78,8 @@ TrainerState trainer_state_from_json(const nlohmann::json& j, const std::string&
   s.best_valid = field<double>(j, "best_valid", origin);
   s.has_best = field<bool>(j, "has_best", origin);
   s.bad_validations = field<int64_t>(j, "bad_validations", origin);
+  // (absent in checkpoints written before it was recorded: treated as "none")
+  s.last_validated_update = j.contains("last_validated_update") ? field<int64_t>(j, "last_validated_update", origin) : -1;
   s.finished = field<bool>(j, "finished", origin);
   s.stop_reason = field<std::string>(j, "stop_reason", origin);
   s.kept = field<std::map<std::string, double>>(j, "kept", origin);

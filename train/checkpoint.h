@@ -31,6 +31,7 @@ struct TrainerState {
   double best_valid = 0;        // the best validation score so far (by train.best_metric)
   bool has_best = false;
   int64_t bad_validations = 0;  // consecutive validations without improvement (patience)
+  int64_t last_validated_update = -1; // the update whose parameters were validated last
   bool finished = false;        // training reached a stopping rule
   std::string stop_reason;
   // The best checkpoints kept for averaging: file name → score.

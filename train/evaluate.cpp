@@ -15,7 +15,7 @@ namespace pillars::train {
 
 Translations translate_corpus(const TransformerConfig& cfg, const ParamStore& params, const TextPipeline& pipeline,
                               const std::vector<std::string>& sources, const decode::SearchOptions& search,
-                              int64_t batch_sentences, bool progress) {
+                              int64_t batch_sentences, bool progress, int64_t max_source_len) {
   PILLARS_CHECK(batch_sentences >= 1, "translate_corpus: batch_sentences must be >= 1");
   Translations t;
   t.text.resize(sources.size());
@@ -23,10 +23,7 @@ Translations translate_corpus(const TransformerConfig& cfg, const ParamStore& pa
   std::vector<std::vector<int32_t>> src(sources.size());
   for (size_t i = 0; i < sources.size(); ++i) {
     src[i] = pipeline.encode_source(sources[i]);
-    if (static_cast<int64_t>(src[i].size()) > search.max_len_cap) { // keep the first tokens and the eos
-      src[i].resize(static_cast<size_t>(search.max_len_cap));
-      src[i].back() = pipeline.dictionary().eos();
-    }
+    truncate_keeping_eos(src[i], static_cast<size_t>(max_source_len));
   }
   std::vector<size_t> order(sources.size());
   std::iota(order.begin(), order.end(), 0);

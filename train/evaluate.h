@@ -23,10 +23,11 @@ struct Translations {
   int64_t generated_tokens = 0;
 };
 
-// progress: print "decoded n/N sentences" lines to stderr.
+// progress: print "decoded n/N sentences" lines to stderr. Sources longer than max_source_len
+// tokens keep their first max_source_len − 1 tokens and their eos (as in training).
 Translations translate_corpus(const TransformerConfig& cfg, const ParamStore& params, const TextPipeline& pipeline,
                               const std::vector<std::string>& sources, const decode::SearchOptions& search,
-                              int64_t batch_sentences, bool progress = false);
+                              int64_t batch_sentences, bool progress = false, int64_t max_source_len = 1024);
 
 struct BleuReport {
   double sacrebleu = 0;        // sacreBLEU's default BLEU of the detokenized output vs raw references

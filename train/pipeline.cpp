@@ -96,4 +96,11 @@ std::string TextPipeline::tokenized_target(const std::vector<int32_t>& ids) cons
   return settings_.bpe ? text::remove_bpe(text) : text;
 }
 
+void truncate_keeping_eos(std::vector<int32_t>& ids, size_t limit) {
+  if (ids.size() <= limit || limit == 0) return;
+  const int32_t last = ids.back();
+  ids.resize(limit);
+  ids.back() = last;
+}
+
 } // namespace pillars::train

@@ -54,4 +54,7 @@ class TextPipeline {
   text::Dictionary dict_;
 };
 
+// ids (eos last) longer than `limit` keep their first limit − 1 ids and the eos.
+void truncate_keeping_eos(std::vector<int32_t>& ids, size_t limit);
+
 } // namespace pillars::train

@@ -279,8 +279,7 @@ PreparedSeq2Seq prepare_seq2seq(const Experiment& e, const std::string& run_dir,
   auto fit = [&](std::vector<int32_t>& ids_, size_t limit) {
     if (ids_.size() <= limit) return true;
     if (!truncate) return false;
-    ids_.resize(limit);
-    ids_.back() = dict->eos();
+    truncate_keeping_eos(ids_, limit);
     return true;
   };
   for (size_t i = 0; i < ids[0].size(); ++i) {
@@ -292,8 +291,8 @@ PreparedSeq2Seq prepare_seq2seq(const Experiment& e, const std::string& run_dir,
     p.data.train_tgt.push_back(std::move(ids[1][i]));
   }
   for (size_t i = 0; i < ids[2].size(); ++i) {
-    fit(ids[2][i], max_src), fit(ids[3][i], max_tgt); // validation: truncated, never dropped
-    ids[2][i].resize(std::min(ids[2][i].size(), max_src)), ids[3][i].resize(std::min(ids[3][i].size(), max_tgt));
+    truncate_keeping_eos(ids[2][i], max_src); // validation: truncated, never dropped
+    truncate_keeping_eos(ids[3][i], max_tgt);
     p.data.valid_src.push_back(std::move(ids[2][i]));
     p.data.valid_tgt.push_back(std::move(ids[3][i]));
   }

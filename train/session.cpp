@@ -64,16 +64,19 @@ DecodeScorer make_decode_scorer(const PreparedSeq2Seq& p, const Experiment& e, b
   const std::vector<std::string> refs(p.valid_target.begin(), p.valid_target.begin() + static_cast<std::ptrdiff_t>(limit));
   const TextPipeline* pipeline = &p.pipeline;
   const EvalSettings ev = e.eval;
+  const int64_t max_source_len = e.data.max_source_len;
   return [=](const TransformerConfig& cfg, const ParamStore& params) -> double {
     decode::SearchOptions o = search_options(ev, cfg);
     o.beam = 1;
-    const Translations t = translate_corpus(cfg, params, *pipeline, sources, o, ev.batch_sentences);
+    const Translations t = translate_corpus(cfg, params, *pipeline, sources, o, ev.batch_sentences, false, max_source_len);
     if (rouge) {
       metrics::RougeOptions ro;
       ro.use_stemmer = true;
       return 100.0 * metrics::corpus_rouge(t.text, {refs}, ro).mean.rougeL.fmeasure;
     }
-    return metrics::corpus_bleu(t.text, {refs}).score;
+    metrics::BleuOptions bo;
+    bo.lowercase = ev.sacrebleu_lowercase;
+    return metrics::corpus_bleu(t.text, {refs}, bo).score;
   };
 }
 
@@ -181,6 +184,64 @@ std::string run_dir_of(const std::string& path) {
   return parent.empty() ? "." : parent.string();
 }
 
+Experiment load_run_config(const std::string& run_dir) {
+  const std::string path = (fs::path(run_dir) / "config.json").string();
+  std::ifstream in(path);
+  if (!in) throw InputError(str_cat(path, ": cannot read (is ", run_dir, " a run directory made by `pillars train`?)"));
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& err) {
+    throw InputError(str_cat(path, ": invalid JSON: ", err.what()));
+  }
+  if (j.contains("model") && j["model"].is_object()) j["model"]["init_from"] = nullptr;
+  if (j.contains("data") && j["data"].is_object()) j["data"]["bpe_codes"] = nullptr;
+  return parse_experiment(j, path, default_validation_context());
+}
+
+std::string checkpoint_path(const std::string& target, const std::string& choice, bool quiet) {
+  if (!fs::is_directory(target)) {
+    if (!fs::exists(target)) throw InputError(str_cat(target, ": no such checkpoint or run directory"));
+    return target;
+  }
+  const std::string chosen = choice.empty() ? enum_name(load_run_config(target).eval.checkpoint) : choice;
+  const std::string file = "checkpoint_" + (chosen == "average" ? std::string("avg") : chosen) + ".safetensors";
+  const fs::path path = fs::path(target) / file;
+  if (fs::exists(path)) return path.string();
+  if (!choice.empty()) throw InputError(str_cat(path.string(), " does not exist (the run has no ", chosen, " checkpoint)"));
+  const fs::path last = fs::path(target) / "checkpoint_last.safetensors";
+  if (!fs::exists(last)) throw InputError(str_cat(target, ": no checkpoint_last.safetensors (was the run trained?)"));
+  if (!quiet) std::fprintf(stderr, "note: %s does not exist; using %s\n", path.c_str(), last.c_str());
+  return last.string();
+}
+
+namespace {
+
+// Fields a resumed run may change: where it stops, how it logs, how it is evaluated. Anything
+// else would make the continuation a different experiment from the one the checkpoint belongs to.
+bool may_change_on_resume(const std::string& path) {
+  static const char* allowed[] = {"/name", "/description", "/threads", "/train/max_epochs", "/train/max_updates",
+                                  "/train/max_minutes", "/train/patience", "/train/log_every", "/train/save_every_minutes",
+                                  "/train/valid_max_sentences", "/eval"};
+  for (const char* a : allowed)
+    if (path == a || path.rfind(std::string(a) + "/", 0) == 0) return true;
+  return false;
+}
+
+void check_resume_config(const Experiment& e, const std::string& run_dir) {
+  const Experiment old = load_run_config(run_dir);
+  const nlohmann::json diff = nlohmann::json::diff(to_json(old), to_json(e));
+  for (const auto& change : diff) {
+    const std::string path = change.at("path").get<std::string>();
+    if (!may_change_on_resume(path))
+      throw InputError(str_cat("--resume: the experiment differs from the run's ", run_dir, "/config.json at \"",
+                               path.substr(1), "\"; only stopping, logging and eval settings may change when resuming "
+                               "(start a new run with --out instead)"));
+  }
+}
+
+} // namespace
+
 nlohmann::json run_experiment(const Experiment& e, const SessionOptions& options) {
   const std::string run_dir = options.run_dir.empty() ? (fs::path("runs") / e.name).string() : options.run_dir;
   const bool has_run = fs::exists(fs::path(run_dir) / "checkpoint_last.safetensors");
@@ -189,6 +250,7 @@ nlohmann::json run_experiment(const Experiment& e, const SessionOptions& options
                              "or --out DIR for a new run"));
   if (options.resume && !has_run)
     throw InputError(str_cat("--resume: ", run_dir, "/checkpoint_last.safetensors does not exist (nothing to resume)"));
+  if (options.resume) check_resume_config(e, run_dir);
   fs::create_directories(run_dir);
   io::atomic_write_file((fs::path(run_dir) / "config.json").string(), to_json(e).dump(2) + "\n");
   switch (e.task) {
@@ -201,17 +263,8 @@ nlohmann::json run_experiment(const Experiment& e, const SessionOptions& options
 
 nlohmann::json evaluate_run(const std::string& target, const EvalOptions& options) {
   const std::string run_dir = run_dir_of(target);
-  const Experiment e = load_experiment((fs::path(run_dir) / "config.json").string(), {}, default_validation_context());
-  std::string checkpoint = fs::is_directory(target) ? "" : target;
-  if (checkpoint.empty()) {
-    const std::string choice = options.checkpoint.empty() ? enum_name(e.eval.checkpoint) : options.checkpoint;
-    checkpoint = (fs::path(run_dir) / ("checkpoint_" + (choice == "average" ? std::string("avg") : choice) + ".safetensors")).string();
-    if (!fs::exists(checkpoint)) {
-      const std::string last = (fs::path(run_dir) / "checkpoint_last.safetensors").string();
-      if (!options.quiet) std::fprintf(stderr, "eval: %s does not exist; using %s\n", checkpoint.c_str(), last.c_str());
-      checkpoint = last;
-    }
-  }
+  const Experiment e = load_run_config(run_dir);
+  const std::string checkpoint = checkpoint_path(target, options.checkpoint, options.quiet);
   LoadedCheckpoint ck = load_checkpoint(checkpoint);
   const TextPipeline pipeline = TextPipeline::load(run_dir);
   const std::string split = !options.split.empty() ? options.split : !e.eval.split.empty() ? e.eval.split : test_split_of(e);
@@ -232,8 +285,8 @@ nlohmann::json evaluate_run(const std::string& target, const EvalOptions& option
   for (size_t i = 0; i < data.source.size(); ++i) {
     src.push_back(pipeline.encode_source(data.source[i]));
     tgt.push_back(pipeline.ids(pipeline.segment(data.refs[0][i], false)));
-    src.back().resize(std::min<size_t>(src.back().size(), static_cast<size_t>(e.data.max_source_len)));
-    tgt.back().resize(std::min<size_t>(tgt.back().size(), static_cast<size_t>(e.data.max_target_len)));
+    truncate_keeping_eos(src.back(), static_cast<size_t>(e.data.max_source_len));
+    truncate_keeping_eos(tgt.back(), static_cast<size_t>(e.data.max_target_len));
   }
   std::vector<int64_t> sl, tl;
   for (size_t i = 0; i < src.size(); ++i) sl.push_back(static_cast<int64_t>(src[i].size())), tl.push_back(static_cast<int64_t>(tgt[i].size()));
@@ -254,7 +307,8 @@ nlohmann::json evaluate_run(const std::string& target, const EvalOptions& option
   if (options.max_len_a) so.max_len_a = static_cast<float>(*options.max_len_a);
   if (options.max_len_b) so.max_len_b = *options.max_len_b;
   const int64_t batch_sentences = options.batch_sentences.value_or(e.eval.batch_sentences);
-  const Translations t = translate_corpus(ck.config, ck.params, pipeline, data.source, so, batch_sentences, !options.quiet);
+  const Translations t =
+      translate_corpus(ck.config, ck.params, pipeline, data.source, so, batch_sentences, !options.quiet, e.data.max_source_len);
   result["beam"] = so.beam;
   result["lenpen"] = so.lenpen;
   result["sentences_per_second"] = t.sentences_per_second();

@@ -40,5 +40,12 @@ nlohmann::json evaluate_run(const std::string& run_dir_or_checkpoint, const Eval
 
 // The run directory of a checkpoint path or a directory.
 std::string run_dir_of(const std::string& run_dir_or_checkpoint);
+// The experiment a run was trained with (its config.json), without re-checking the paths it named
+// then (model.init_from, data.bpe_codes): evaluation needs neither.
+Experiment load_run_config(const std::string& run_dir);
+// The checkpoint file to use: `target` itself if it is a file; else the run's checkpoint_<choice>
+// ("" = the run's eval.checkpoint). When the choice came from the config and its file is missing,
+// falls back to checkpoint_last with a note; an explicit choice that is missing is an InputError.
+std::string checkpoint_path(const std::string& target, const std::string& choice, bool quiet);
 
 } // namespace pillars::train

@@ -24,6 +24,11 @@ TransformerConfig model_config(const Experiment& e, int64_t vocab) {
   if (m.activation_dropout) c.activation_dropout = static_cast<float>(*m.activation_dropout);
   if (m.share_all_embeddings) c.share_all_embeddings = *m.share_all_embeddings;
   if (m.share_decoder_input_output_embed) c.share_decoder_input_output_embed = *m.share_decoder_input_output_embed;
+  const bool lm = e.task == Task::language_modeling;
+  if (lm != c.decoder_only)
+    throw InputError(str_cat("experiment \"", e.name, "\": \"model.config\": \"", e.model.config, "\" is ",
+                             c.decoder_only ? "a decoder-only language model" : "an encoder-decoder", ", but the task is \"",
+                             enum_name(e.task), "\" (use ", lm ? "lm-small or lm-wt103" : "small, base, lite1 or lite2", ")"));
   try {
     c.validate();
   } catch (const InputError& err) {

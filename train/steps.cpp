@@ -6,6 +6,33 @@
 
 namespace pillars::train {
 
+namespace {
+
+// The part of compiling that every model shares: gradients (training only), then an executor in
+// the shared arena with the parameters bound. C has `model` (with .graph and .loss), `params`,
+// `grads`, `executor`.
+template <class C> void compile_graph(C& c, bool train, const std::shared_ptr<SharedArena>& arena, ParamStore& store) {
+  if (train) {
+    c.params = c.model.graph.params();
+    c.grads = autodiff(c.model.graph, c.model.loss, c.params);
+  }
+  c.executor = std::make_unique<Executor>(c.model.graph, arena);
+  c.executor->bind_params(store);
+}
+
+// After a training run: the optimiser's view of every parameter and its gradient. The gradients
+// are views into the shared arena, so the slots are rebuilt every step (another shape's executor
+// may have moved the arena since).
+template <class C> void gather_slots(const C& c, ParamStore& store, std::vector<optim::ParamSlot>& slots) {
+  slots.clear();
+  for (size_t i = 0; i < c.params.size(); ++i) {
+    const std::string& name = c.model.graph.producer(c.params[i]).attrs.name;
+    slots.push_back({name, store.get(name), c.grads[i] == kNoValue ? Tensor() : c.executor->value(c.grads[i])});
+  }
+}
+
+} // namespace
+
 Seq2SeqSteps::Seq2SeqSteps(const TransformerConfig& cfg, ParamStore& params, float label_smoothing)
     : cfg_(cfg), params_(params), label_smoothing_(label_smoothing) {}
 
@@ -17,12 +44,7 @@ Seq2SeqSteps::Compiled& Seq2SeqSteps::compiled(std::map<Shape3, std::unique_ptr<
     // The dropout seed is a graph attribute (the base of its Philox stream); the executor adds a
     // per-run seed, so one graph serves every step.
     c->model = build_seq2seq_training_graph(cfg_, b.B, b.Ts, b.Tt, train ? label_smoothing_ : 0.0f, /*dropout_seed=*/0, train);
-    if (train) {
-      c->params = c->model.graph.params();
-      c->grads = autodiff(c->model.graph, c->model.loss, c->params);
-    }
-    c->executor = std::make_unique<Executor>(c->model.graph, arena_);
-    c->executor->bind_params(params_);
+    compile_graph(*c, train, arena_, params_);
     slot = std::move(c);
   }
   return *slot;
@@ -41,13 +63,7 @@ float Seq2SeqSteps::train(const Seq2SeqBatch& b, uint64_t seed) {
   bind(c, b);
   c.executor->set_seed(seed);
   c.executor->run();
-  // Slots point at this executor's gradient values (views into the shared arena: rebuilt each
-  // step, since another shape's executor may have moved the arena).
-  slots_.clear();
-  for (size_t i = 0; i < c.params.size(); ++i) {
-    const std::string& name = c.model.graph.producer(c.params[i]).attrs.name;
-    slots_.push_back({name, params_.get(name), c.grads[i] == kNoValue ? Tensor() : c.executor->value(c.grads[i])});
-  }
+  gather_slots(c, params_, slots_);
   return c.executor->value(c.model.loss).data<float>()[0];
 }
 
@@ -70,12 +86,7 @@ LmSteps::Compiled& LmSteps::compiled(std::map<std::pair<int64_t, int64_t>, std::
     o.label_smoothing = train ? label_smoothing_ : 0.0f;
     o.train = train;
     c->model = build_lm_training_graph(cfg_, B, T, o);
-    if (train) {
-      c->params = c->model.graph.params();
-      c->grads = autodiff(c->model.graph, c->model.loss, c->params);
-    }
-    c->executor = std::make_unique<Executor>(c->model.graph, arena_);
-    c->executor->bind_params(params_);
+    compile_graph(*c, train, arena_, params_);
     slot = std::move(c);
   }
   return *slot;
@@ -88,11 +99,7 @@ float LmSteps::train(int64_t B, int64_t T, const std::vector<int32_t>& tokens, c
   c.executor->bind(c.model.target, Tensor::from_i32({B * T}, target));
   c.executor->set_seed(seed);
   c.executor->run();
-  slots_.clear();
-  for (size_t i = 0; i < c.params.size(); ++i) {
-    const std::string& name = c.model.graph.producer(c.params[i]).attrs.name;
-    slots_.push_back({name, params_.get(name), c.grads[i] == kNoValue ? Tensor() : c.executor->value(c.grads[i])});
-  }
+  gather_slots(c, params_, slots_);
   return c.executor->value(c.model.loss).data<float>()[0];
 }
 

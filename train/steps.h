@@ -51,7 +51,7 @@ class Seq2SeqSteps {
   std::vector<optim::ParamSlot> slots_;
 };
 
-// The decoder-only language model's steps: batches of B blocks of T tokens (train/lm_data.h).
+// The decoder-only language model's steps: batches of B blocks of T tokens (train/task.h).
 class LmSteps {
  public:
   LmSteps(const TransformerConfig& cfg, ParamStore& params, float label_smoothing);

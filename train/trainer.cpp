@@ -68,6 +68,9 @@ class Loop {
     state_.finished = false, state_.stop_reason.clear();
     session_start_ = Clock::now();
     elapsed_at_start_ = state_.elapsed_seconds;
+    // A resumed run that already meets a stopping rule (the same limits as before) does nothing.
+    if (const std::string reason = limit_reached(); !reason.empty()) stop(reason);
+    if (e_.train.patience > 0 && state_.bad_validations >= e_.train.patience) stop("patience");
     log_.write({{"type", "start"}, {"resume", o_.resume}, {"epoch", state_.epoch}, {"update", state_.updates},
                 {"batches_per_epoch", batches_per_epoch_}, {"planned_updates", planned_updates_},
                 {"parameters", params_.numel()}});
@@ -78,11 +81,11 @@ class Loop {
       // The epoch is complete.
       const bool validate_now = (state_.epoch % e_.train.validate_every) == 0;
       ++state_.epoch, state_.batch_in_epoch = 0;
-      if (validate_now) validate_and_checkpoint();
+      if (validate_now && state_.last_validated_update != state_.updates) validate_and_checkpoint();
       else save("checkpoint_last.safetensors", true);
     }
     // Stopped inside an epoch or without a validation of the final parameters: validate them.
-    if (last_validated_update_ != state_.updates) validate_and_checkpoint();
+    if (state_.last_validated_update != state_.updates) validate_and_checkpoint();
     save("checkpoint_last.safetensors", true);
     if (e_.train.average_best > 0) average_best();
     log_.write({{"type", "end"}, {"reason", state_.stop_reason}, {"update", state_.updates},
@@ -98,6 +101,13 @@ class Loop {
     return elapsed_at_start_ + std::chrono::duration<double>(Clock::now() - session_start_).count();
   }
 
+  // The update and time limits, checked before every update: "" while training may go on.
+  std::string limit_reached() const {
+    if (e_.train.max_updates > 0 && state_.updates >= e_.train.max_updates) return "max_updates";
+    if (e_.train.max_minutes > 0 && elapsed() >= 60.0 * e_.train.max_minutes) return "max_minutes";
+    return "";
+  }
+
   void stop(const std::string& reason) {
     state_.finished = true;
     state_.stop_reason = reason;
@@ -110,12 +120,17 @@ class Loop {
     if (c.optimizer_state.empty())
       throw InputError(str_cat("--resume: ", path, " has no optimiser state (an averaged or pruned model?)"));
     for (const std::string& name : params_.names()) {
-      if (!c.params.contains(name)) throw InputError(str_cat("--resume: ", path, " lacks parameter \"", name, "\""));
+      if (!c.params.contains(name) || c.params.get(name).shape() != params_.get(name).shape())
+        throw InputError(str_cat("--resume: ", path, ": parameter \"", name, "\" is missing or has another shape than the "
+                                 "experiment's model (was the model section changed?)"));
       params_.get(name).copy_from(c.params.get(name));
     }
-    optimizer_->load_state(c.optimizer_state);
+    try {
+      optimizer_->load_state(c.optimizer_state);
+    } catch (const InputError& err) {
+      throw InputError(str_cat("--resume: ", path, ": optimiser state: ", err.what()));
+    }
     state_ = c.state;
-    last_validated_update_ = state_.updates; // do not re-validate what the last session validated
   }
 
   void train_epoch() {
@@ -124,9 +139,8 @@ class Loop {
     window_start_ = window_start_time;
     window_tokens_ = 0, window_loss_ = 0, window_updates_ = 0;
     while (state_.batch_in_epoch < static_cast<int64_t>(batches.size())) {
+      if (const std::string reason = limit_reached(); !reason.empty()) return stop(reason);
       update(batches);
-      if (e_.train.max_updates > 0 && state_.updates >= e_.train.max_updates) return stop("max_updates");
-      if (e_.train.max_minutes > 0 && elapsed() >= 60.0 * e_.train.max_minutes) return stop("max_minutes");
       if (e_.train.save_every_minutes > 0 && elapsed() - last_save_elapsed_ >= 60.0 * e_.train.save_every_minutes)
         save("checkpoint_last.safetensors", true);
     }
@@ -141,7 +155,7 @@ class Loop {
     for (int64_t j = 0; j < k; ++j) {
       int64_t batch_tokens = 0;
       const float loss = task_.train(batches[static_cast<size_t>(state_.batch_in_epoch + j)],
-                                     update_seed(static_cast<uint64_t>(e_.seed), u * 64 + j), batch_tokens);
+                                     update_seed(update_seed(static_cast<uint64_t>(e_.seed), u), j), batch_tokens);
       if (!std::isfinite(loss)) {
         const fs::path last = fs::path(o_.run_dir) / "checkpoint_last.safetensors";
         throw Error(str_cat("training loss is ", loss, " at update ", u, " (epoch ", state_.epoch, "); stopped. ",
@@ -239,7 +253,7 @@ class Loop {
   void validate_and_checkpoint() {
     const auto t0 = Clock::now();
     const ValidScores v = validate();
-    last_validated_update_ = state_.updates;
+    state_.last_validated_update = state_.updates;
     outcome_.last_valid = v;
     const double score = score_of(v);
     const bool improved = !state_.has_best || score > state_.best_valid;
@@ -323,7 +337,7 @@ class Loop {
   std::vector<optim::ParamSlot> acc_;
   Clock::time_point session_start_, window_start_;
   double elapsed_at_start_ = 0, last_save_elapsed_ = 0, window_loss_ = 0;
-  int64_t window_tokens_ = 0, window_updates_ = 0, last_validated_update_ = -1;
+  int64_t window_tokens_ = 0, window_updates_ = 0;
 };
 
 } // namespace
