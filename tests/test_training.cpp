@@ -224,3 +224,27 @@ TEST_CASE("training: resume refuses a changed experiment, and a finished run res
   const Tensor& w1 = after.params.get("decoder.layers.0.fc1.weight");
   CHECK(std::equal(w0.data<float>(), w0.data<float>() + w0.numel(), w1.data<float>()));
 }
+
+TEST_CASE("training: keep_best keeps exactly the best validated checkpoints, and average_best averages them") {
+  if (!have_multi30k()) {
+    MESSAGE("skipped: PILLARS_DATA does not hold multi30k-de-en");
+    return;
+  }
+  TempDir tmp;
+  Experiment e = small_experiment(100);
+  e.data.train_fraction = 0.05; // ~25 batches an epoch: four validations in 100 updates
+  e.train.keep_best = 2, e.train.average_best = 2;
+  const std::string dir = (tmp.path / "keep").string();
+  const Run r = train_for(e, dir, false);
+  CHECK(r.outcome.state.kept.size() == 2);
+  std::vector<std::string> files;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("checkpoint_e", 0) == 0 && entry.path().extension() == ".safetensors") files.push_back(name);
+  }
+  std::sort(files.begin(), files.end());
+  std::vector<std::string> kept;
+  for (const auto& [name, score] : r.outcome.state.kept) kept.push_back(name);
+  CHECK(files == kept);
+  CHECK(fs::exists(fs::path(dir) / "checkpoint_avg.safetensors"));
+}

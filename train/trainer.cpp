@@ -290,8 +290,8 @@ class Loop {
     if (static_cast<int64_t>(ranked.size()) >= keep) {
       std::sort(ranked.begin(), ranked.end());
       if (score <= ranked.front().first) return; // worse than every kept one
-      fs::remove(fs::path(o_.run_dir) / ranked.front().second);
-      fs::remove(fs::path(o_.run_dir) / fs::path(ranked.front().second).replace_extension(".json"));
+      // Deleted only after checkpoint_last (which lists the kept files) no longer names it.
+      pending_removal_.push_back(ranked.front().second);
       state_.kept.erase(ranked.front().second);
     }
     state_.kept[name] = score;
@@ -319,7 +319,14 @@ class Loop {
     state_.elapsed_seconds = elapsed();
     save_checkpoint((fs::path(o_.run_dir) / name).string(), cfg_, params_, with_optimizer ? optimizer_.get() : nullptr,
                     state_, o_.checkpoint_extra);
-    if (with_optimizer) last_save_elapsed_ = state_.elapsed_seconds;
+    if (with_optimizer) {
+      last_save_elapsed_ = state_.elapsed_seconds;
+      for (const std::string& gone : pending_removal_) {
+        fs::remove(fs::path(o_.run_dir) / gone);
+        fs::remove(fs::path(o_.run_dir) / fs::path(gone).replace_extension(".json"));
+      }
+      pending_removal_.clear();
+    }
     log_.write({{"type", "checkpoint"}, {"file", name}, {"update", state_.updates}});
   }
 
@@ -335,6 +342,7 @@ class Loop {
   TrainerState state_;
   TrainerOutcome outcome_;
   std::vector<optim::ParamSlot> acc_;
+  std::vector<std::string> pending_removal_; // kept checkpoints that fell out of the best, to delete
   Clock::time_point session_start_, window_start_;
   double elapsed_at_start_ = 0, last_save_elapsed_ = 0, window_loss_ = 0;
   int64_t window_tokens_ = 0, window_updates_ = 0;
