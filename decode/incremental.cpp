@@ -32,6 +32,7 @@ IncrementalDecoder::IncrementalDecoder(const TransformerConfig& cfg, const Param
   encoder_table_ = data_of(params, encoder_embedding_name(cfg));
   decoder_table_ = data_of(params, decoder_embedding_name(cfg));
   output_matrix_ = data_of(params, output_projection_name(cfg));
+  positions_ = sinusoidal_positions(cfg.pad_id + 1, kMaxPositions, cfg.d_model); // once, not every step
   for (int64_t i = 0; i < cfg.enc_layers; ++i) {
     const std::string p = "encoder.layers." + std::to_string(i);
     encoder_.push_back({attention(p + ".self_attn"), norm(p + ".self_attn_layer_norm"), linear(p + ".fc1"),
@@ -100,19 +101,15 @@ void residual(bool pre_norm, const Norm& norm, float* x, int64_t rows, int64_t d
   if (!pre_norm) norm(x);
 }
 
-// x (rows, d) = √d · table[ids] + sinusoid(pad + 1 + position(row)).
+// x (rows, d) = √d · table[ids] + sinusoids[position(row)], sinusoids (kMaxPositions, d).
 void embed(const float* table, const int32_t* ids, const int64_t* positions, int64_t rows, int64_t vocab, int64_t d,
-           int64_t pad, float* x) {
+           const float* sinusoids, float* x) {
   const float scale = static_cast<float>(std::sqrt(static_cast<double>(d)));
-  int64_t max_position = 0;
-  for (int64_t r = 0; r < rows; ++r) max_position = std::max(max_position, positions[r]);
-  PILLARS_CHECK(max_position < kMaxPositions, "decoder: position ", max_position, " beyond the supported ",
-                kMaxPositions);
-  const Tensor pos = sinusoidal_positions(pad + 1, max_position + 1, d); // (max_position + 1, d)
   for (int64_t r = 0; r < rows; ++r) {
     PILLARS_CHECK(ids[r] >= 0 && ids[r] < vocab, "decoder: token id ", ids[r], " outside the vocabulary of ", vocab);
+    PILLARS_CHECK(positions[r] < kMaxPositions, "decoder: position ", positions[r], " beyond the supported ", kMaxPositions);
     const float* e = table + static_cast<int64_t>(ids[r]) * d;
-    const float* p = pos.data<float>() + positions[r] * d;
+    const float* p = sinusoids + positions[r] * d;
     for (int64_t j = 0; j < d; ++j) x[r * d + j] = scale * e[j] + p[j];
   }
 }
@@ -138,7 +135,7 @@ EncoderOutput IncrementalDecoder::encode(const std::vector<std::vector<int32_t>>
     }
   enc.out.resize(static_cast<size_t>(rows * d));
   float* x = enc.out.data();
-  embed(encoder_table_, ids.data(), positions.data(), rows, cfg_.vocab, d, cfg_.pad_id, x);
+  embed(encoder_table_, ids.data(), positions.data(), rows, cfg_.vocab, d, positions_.data<float>(), x);
 
   auto norm_fn = [&](const Norm& n) { return [&, n](float* y) { layer_norm(n, y, rows); }; };
   for (const EncoderLayer& L : encoder_) {
@@ -202,7 +199,7 @@ void IncrementalDecoder::step(DecoderState& st, const int32_t* tokens, float* lo
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(Dh)));
   std::vector<float> y(static_cast<size_t>(N * d));
   const std::vector<int64_t> positions(static_cast<size_t>(N), t);
-  embed(decoder_table_, tokens, positions.data(), N, V, d, cfg_.pad_id, y.data());
+  embed(decoder_table_, tokens, positions.data(), N, V, d, positions_.data<float>(), y.data());
   const std::vector<int32_t> seen(static_cast<size_t>(N), static_cast<int32_t>(t + 1)); // keys 0..t
 
   auto norm_fn = [&](const Norm& n) { return [&, n](float* x) { layer_norm(n, x, N); }; };

@@ -79,6 +79,7 @@ class IncrementalDecoder {
   const float* encoder_table_ = nullptr;  // (V, d)
   const float* decoder_table_ = nullptr;  // (V, d)
   const float* output_matrix_ = nullptr;  // (V, d)
+  Tensor positions_;                      // (max positions, d): sinusoids of positions pad+1, pad+2, ...
   std::vector<EncoderLayer> encoder_;
   std::vector<DecoderLayer> decoder_;
   Norm encoder_final_, decoder_final_;    // pre-norm only

@@ -51,12 +51,11 @@ Command add_translate_command(CLI::App& app) {
             const train::TextPipeline pipeline = train::TextPipeline::load(run_dir);
             std::vector<std::string> lines;
             for (std::string line; std::getline(std::cin, line);) lines.push_back(line);
-            decode::SearchOptions so;
-            so.beam = opt->beam > 0 ? opt->beam : e.eval.beam;
-            so.lenpen = static_cast<float>(opt->lenpen >= 0 ? opt->lenpen : e.eval.lenpen);
-            so.max_len_a = static_cast<float>(opt->max_len_a >= 0 ? opt->max_len_a : e.eval.max_len_a);
-            so.max_len_b = opt->max_len_b >= 0 ? opt->max_len_b : e.eval.max_len_b;
-            so.pad = ck.config.pad_id;
+            decode::SearchOptions so = train::search_options(e.eval, ck.config); // the run's, unless overridden
+            if (opt->beam > 0) so.beam = opt->beam;
+            if (opt->lenpen >= 0) so.lenpen = static_cast<float>(opt->lenpen);
+            if (opt->max_len_a >= 0) so.max_len_a = static_cast<float>(opt->max_len_a);
+            if (opt->max_len_b >= 0) so.max_len_b = opt->max_len_b;
             const int64_t batch = opt->batch > 0 ? opt->batch : e.eval.batch_sentences;
             const train::Translations t =
                 train::translate_corpus(ck.config, ck.params, pipeline, lines, so, batch, false, e.data.max_source_len);

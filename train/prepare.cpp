@@ -55,6 +55,123 @@ text::TokenizedCorpus to_corpus(const std::vector<std::vector<int32_t>>& lists) 
   return c;
 }
 
+// One text side to prepare: its lines, whether Moses reads it as the source language, and whether
+// it is training text (BPE and the dictionary are learned on the training sides only).
+struct Side {
+  std::vector<std::string> lines;
+  bool source = false, train = false;
+};
+
+struct Encoded {
+  std::optional<text::BpeCodes> codes;
+  text::Dictionary dict;
+  std::vector<std::vector<std::vector<int32_t>>> ids; // per side, per line: ids with eos last
+};
+
+// The expensive part of preparation, for every task: tokenize each side (Moses, unless
+// data.tokenizer is "none"), read data.bpe_codes or learn data.bpe_merges merges jointly on the
+// training sides, segment every side, build the dictionary of the training sides, encode. Cached
+// under $PILLARS_CACHE/prepared/<key>, the key hashing every line and every setting involved.
+Encoded encode_sides(const PipelineSettings& ps, const DataSettings& ds, const std::vector<Side>& sides, bool verbose) {
+  const auto t0 = Clock::now();
+  std::optional<text::BpeCodes> given_codes;
+  if (ds.bpe_codes) given_codes = text::read_bpe_codes(*ds.bpe_codes);
+  text::Hasher h;
+  h.add("pillars-prepare-v2").add(ps.source_lang).add(ps.target_lang).add(uint64_t{ps.moses}).add(uint64_t{ps.lowercase});
+  h.add(static_cast<uint64_t>(ds.bpe_merges)).add(given_codes ? text::format_bpe_codes(*given_codes) : "");
+  h.add(static_cast<uint64_t>(ds.vocab_threshold)).add(static_cast<uint64_t>(ds.vocab_max));
+  for (const Side& side : sides) {
+    h.add(uint64_t{side.source}).add(uint64_t{side.train}).add(static_cast<uint64_t>(side.lines.size()));
+    for (const std::string& line : side.lines) h.add(line);
+  }
+  char key[17];
+  std::snprintf(key, sizeof key, "%016llx", static_cast<unsigned long long>(h.value()));
+  const fs::path dir = fs::path(data::cache_root()) / "prepared" / key;
+  auto side_file = [&](size_t i) { return (dir / ("side" + std::to_string(i) + ".bin")).string(); };
+
+  Encoded out;
+  out.ids.resize(sides.size());
+  bool cached = fs::exists(dir / "dict.txt") && (!ps.bpe || fs::exists(dir / "bpe.codes"));
+  for (size_t i = 0; i < sides.size() && cached; ++i) {
+    const auto c = text::load_token_cache(side_file(i), h.value());
+    if (!c) cached = false;
+    else out.ids[i] = to_lists(*c);
+  }
+  if (cached) {
+    out.dict = text::Dictionary::load((dir / "dict.txt").string());
+    if (ps.bpe) out.codes = text::read_bpe_codes((dir / "bpe.codes").string());
+    if (verbose) std::fprintf(stderr, "data: %s loaded from the cache %s\n", ds.dataset.c_str(), dir.c_str());
+    return out;
+  }
+  // 1. Tokenize (Moses) without BPE: a pipeline with no codes and an empty dictionary.
+  PipelineSettings tok_only = ps;
+  tok_only.bpe = false;
+  const TextPipeline tokenizer(tok_only, std::nullopt, text::Dictionary());
+  std::vector<std::vector<std::string>> seg;
+  size_t lines = 0;
+  for (const Side& side : sides) {
+    seg.push_back(side.lines);
+    for (std::string& line : seg.back()) line = tokenizer.segment(line, side.source);
+    lines += side.lines.size();
+  }
+  if (verbose) std::fprintf(stderr, "data: %s: tokenized %zu lines (%.1fs)\n", ds.dataset.c_str(), lines, since(t0));
+  // 2. BPE, learned jointly on the training sides.
+  if (ps.bpe) {
+    if (given_codes) {
+      out.codes = given_codes;
+    } else {
+      const auto t1 = Clock::now();
+      text::WordCounts counts;
+      for (size_t i = 0; i < sides.size(); ++i)
+        if (sides[i].train)
+          for (const std::string& line : seg[i]) text::count_words(line, counts);
+      text::LearnBpeOptions lo;
+      lo.num_merges = static_cast<int>(ds.bpe_merges);
+      out.codes = text::learn_bpe(counts, lo);
+      if (verbose) std::fprintf(stderr, "data: learned %zu BPE merges on %zu word types (%.1fs)\n", out.codes->merges.size(),
+                                counts.size(), since(t1));
+    }
+    text::BpeApplier bpe(*out.codes);
+    for (auto& side : seg)
+      for (std::string& line : side) line = bpe.apply_line(line);
+  }
+  // 3. The joint dictionary of the segmented training text.
+  for (size_t i = 0; i < sides.size(); ++i)
+    if (sides[i].train)
+      for (const std::string& line : seg[i]) out.dict.add_line(line);
+  out.dict.finalize(ds.vocab_threshold > 0 ? ds.vocab_threshold : -1, ds.vocab_max > 0 ? ds.vocab_max : -1, 8);
+  // 4. Ids, eos last; then the cache.
+  fs::create_directories(dir);
+  for (size_t i = 0; i < sides.size(); ++i) {
+    for (const std::string& line : seg[i]) out.ids[i].push_back(out.dict.encode_line(line, true));
+    text::save_token_cache(side_file(i), h.value(), to_corpus(out.ids[i]));
+  }
+  if (out.codes) text::write_bpe_codes((dir / "bpe.codes").string(), *out.codes);
+  out.dict.save((dir / "dict.txt").string());
+  if (verbose) std::fprintf(stderr, "data: dictionary of %zu symbols; cached in %s (%.1fs)\n", out.dict.size(), dir.c_str(), since(t0));
+  return out;
+}
+
+// The first train_fraction of the lines (at least one).
+void keep_fraction(std::vector<std::string>& lines, double fraction) {
+  if (fraction < 1.0) lines.resize(std::max<size_t>(1, static_cast<size_t>(fraction * static_cast<double>(lines.size()) + 0.5)));
+}
+
+PipelineSettings pipeline_settings(const DataSettings& ds, const std::string& source_lang, const std::string& target_lang) {
+  PipelineSettings ps;
+  ps.source_lang = source_lang, ps.target_lang = target_lang;
+  ps.moses = ds.tokenizer == Tokenizer::moses;
+  ps.lowercase = ds.lowercase;
+  ps.bpe = ds.bpe_merges > 0 || ds.bpe_codes.has_value();
+  return ps;
+}
+
+void save_pipeline(const TextPipeline& pipeline, const std::string& run_dir) {
+  if (run_dir.empty()) return;
+  fs::create_directories(run_dir);
+  pipeline.save(run_dir);
+}
+
 } // namespace
 
 std::vector<int32_t> lm_stream(const TextPipeline& pipeline, const std::vector<std::string>& lines) {
@@ -67,90 +184,18 @@ std::vector<int32_t> lm_stream(const TextPipeline& pipeline, const std::vector<s
 }
 
 PreparedLm prepare_lm(const Experiment& e, const std::string& run_dir, bool verbose) {
-  const auto t0 = Clock::now();
   const DataSettings& ds = e.data;
-  std::vector<std::string> train = data::read_field(ds.dataset, train_split_of(e), "text");
-  if (ds.train_fraction < 1.0)
-    train.resize(std::max<size_t>(1, static_cast<size_t>(ds.train_fraction * static_cast<double>(train.size()) + 0.5)));
-  const std::vector<std::string> valid = data::read_field(ds.dataset, valid_split_of(e), "text");
-  PipelineSettings ps;
-  ps.moses = ds.tokenizer == Tokenizer::moses;
-  ps.lowercase = ds.lowercase;
-  ps.bpe = ds.bpe_merges > 0 || ds.bpe_codes.has_value();
-
-  text::Hasher h;
-  h.add("pillars-prepare-lm-v1").add(uint64_t{ps.moses}).add(uint64_t{ps.lowercase}).add(static_cast<uint64_t>(ds.bpe_merges));
-  h.add(ds.bpe_codes ? text::format_bpe_codes(text::read_bpe_codes(*ds.bpe_codes)) : "");
-  h.add(static_cast<uint64_t>(ds.vocab_threshold)).add(static_cast<uint64_t>(ds.vocab_max));
-  for (const std::vector<std::string>* side : std::initializer_list<const std::vector<std::string>*>{&train, &valid}) {
-    h.add(static_cast<uint64_t>(side->size()));
-    for (const std::string& line : *side) h.add(line);
-  }
-  char key[17];
-  std::snprintf(key, sizeof key, "%016llx", static_cast<unsigned long long>(h.value()));
-  const fs::path dir = fs::path(data::cache_root()) / "prepared" / key;
-
-  std::optional<text::BpeCodes> codes;
-  std::optional<text::Dictionary> dict;
-  std::optional<text::TokenizedCorpus> streams[2];
-  if (fs::exists(dir / "dict.txt") && (!ps.bpe || fs::exists(dir / "bpe.codes"))) {
-    streams[0] = text::load_token_cache((dir / "train.bin").string(), h.value());
-    streams[1] = text::load_token_cache((dir / "valid.bin").string(), h.value());
-  }
-  if (streams[0] && streams[1]) {
-    dict = text::Dictionary::load((dir / "dict.txt").string());
-    if (ps.bpe) codes = text::read_bpe_codes((dir / "bpe.codes").string());
-    if (verbose) std::fprintf(stderr, "data: %s loaded from the cache %s\n", ds.dataset.c_str(), dir.c_str());
-  } else {
-    PipelineSettings tok_only = ps;
-    tok_only.bpe = false;
-    const TextPipeline tokenizer(tok_only, std::nullopt, text::Dictionary());
-    std::vector<std::string> seg[2] = {train, valid};
-    for (auto& side : seg)
-      for (std::string& line : side) line = tokenizer.segment(line, false);
-    if (ps.bpe) {
-      if (ds.bpe_codes) {
-        codes = text::read_bpe_codes(*ds.bpe_codes);
-      } else {
-        text::WordCounts counts;
-        for (const std::string& line : seg[0]) text::count_words(line, counts);
-        text::LearnBpeOptions lo;
-        lo.num_merges = static_cast<int>(ds.bpe_merges);
-        codes = text::learn_bpe(counts, lo);
-      }
-      text::BpeApplier bpe(*codes);
-      for (auto& side : seg)
-        for (std::string& line : side) line = bpe.apply_line(line);
-    }
-    text::Dictionary d;
-    for (const std::string& line : seg[0]) d.add_line(line);
-    d.finalize(ds.vocab_threshold > 0 ? ds.vocab_threshold : -1, ds.vocab_max > 0 ? ds.vocab_max : -1, 8);
-    fs::create_directories(dir);
-    const char* names[2] = {"train.bin", "valid.bin"};
-    for (int i = 0; i < 2; ++i) {
-      text::TokenizedCorpus c;
-      std::vector<int32_t> all;
-      for (const std::string& line : seg[i]) {
-        const std::vector<int32_t> ids = d.encode_line(line, true);
-        all.insert(all.end(), ids.begin(), ids.end());
-      }
-      c.add_line(all);
-      text::save_token_cache((dir / names[i]).string(), h.value(), c);
-      streams[i] = std::move(c);
-    }
-    if (codes) text::write_bpe_codes((dir / "bpe.codes").string(), *codes);
-    d.save((dir / "dict.txt").string());
-    dict = std::move(d);
-    if (verbose) std::fprintf(stderr, "data: %s: %zu training tokens, dictionary of %zu symbols (%.1fs)\n", ds.dataset.c_str(),
-                              streams[0]->ids.size(), dict->size(), since(t0));
-  }
-  PreparedLm p{TextPipeline(ps, codes, *dict), {}};
-  p.data.train = std::move(streams[0]->ids);
-  p.data.valid = std::move(streams[1]->ids);
-  if (!run_dir.empty()) {
-    fs::create_directories(run_dir);
-    p.pipeline.save(run_dir);
-  }
+  std::vector<Side> sides(2);
+  sides[0] = {data::read_field(ds.dataset, train_split_of(e), "text"), false, true};
+  keep_fraction(sides[0].lines, ds.train_fraction);
+  sides[1] = {data::read_field(ds.dataset, valid_split_of(e), "text"), false, false};
+  const PipelineSettings ps = pipeline_settings(ds, "en", "en");
+  Encoded enc = encode_sides(ps, ds, sides, verbose);
+  PreparedLm p{TextPipeline(ps, enc.codes, enc.dict), {}};
+  for (const auto& line : enc.ids[0]) p.data.train.insert(p.data.train.end(), line.begin(), line.end());
+  for (const auto& line : enc.ids[1]) p.data.valid.insert(p.data.valid.end(), line.begin(), line.end());
+  if (verbose) std::fprintf(stderr, "data: %zu training tokens\n", p.data.train.size());
+  save_pipeline(p.pipeline, run_dir);
   return p;
 }
 
@@ -175,104 +220,23 @@ EvalSplit read_eval_split(const Experiment& e, const std::string& split) {
 }
 
 PreparedSeq2Seq prepare_seq2seq(const Experiment& e, const std::string& run_dir, bool verbose) {
-  const auto t0 = Clock::now();
   const DataSettings& ds = e.data;
   if (!ds.bpe_joint && (ds.bpe_merges > 0 || ds.bpe_codes))
     throw InputError("data.bpe_joint = false is not supported: source and target share one BPE and one dictionary "
                      "(the model's embeddings are joint)");
   const std::string train_split = train_split_of(e), valid_split = valid_split_of(e);
-  std::vector<std::string> train_src = data::read_field(ds.dataset, train_split, ds.source);
-  std::vector<std::string> train_tgt = data::read_field(ds.dataset, train_split, ds.target);
-  if (ds.train_fraction < 1.0) {
-    const size_t keep = std::max<size_t>(1, static_cast<size_t>(ds.train_fraction * static_cast<double>(train_src.size()) + 0.5));
-    train_src.resize(keep), train_tgt.resize(keep);
-  }
-  std::vector<std::string> valid_src = data::read_field(ds.dataset, valid_split, ds.source);
-  std::vector<std::string> valid_tgt = data::read_field(ds.dataset, valid_split, ds.target);
+  std::vector<Side> sides(4); // train source, train target, valid source, valid target
+  sides[0] = {data::read_field(ds.dataset, train_split, ds.source), true, true};
+  sides[1] = {data::read_field(ds.dataset, train_split, ds.target), false, true};
+  keep_fraction(sides[0].lines, ds.train_fraction);
+  keep_fraction(sides[1].lines, ds.train_fraction);
+  sides[2] = {data::read_field(ds.dataset, valid_split, ds.source), true, false};
+  sides[3] = {data::read_field(ds.dataset, valid_split, ds.target), false, false};
+  const PipelineSettings ps = pipeline_settings(ds, language_of(ds.source), language_of(ds.target));
+  Encoded enc = encode_sides(ps, ds, sides, verbose);
+  auto& ids = enc.ids;
 
-  PipelineSettings ps;
-  ps.source_lang = language_of(ds.source), ps.target_lang = language_of(ds.target);
-  ps.moses = ds.tokenizer == Tokenizer::moses;
-  ps.lowercase = ds.lowercase;
-  ps.bpe = ds.bpe_merges > 0 || ds.bpe_codes.has_value();
-  std::optional<text::BpeCodes> given_codes;
-  if (ds.bpe_codes) given_codes = text::read_bpe_codes(*ds.bpe_codes);
-
-  // The cache key: every input line and every setting the result depends on.
-  text::Hasher h;
-  h.add("pillars-prepare-v1").add(ps.source_lang).add(ps.target_lang).add(uint64_t{ps.moses}).add(uint64_t{ps.lowercase});
-  h.add(static_cast<uint64_t>(ds.bpe_merges)).add(given_codes ? text::format_bpe_codes(*given_codes) : "");
-  h.add(static_cast<uint64_t>(ds.vocab_threshold)).add(static_cast<uint64_t>(ds.vocab_max));
-  for (const auto* side : {&train_src, &train_tgt, &valid_src, &valid_tgt}) {
-    h.add(static_cast<uint64_t>(side->size()));
-    for (const std::string& line : *side) h.add(line);
-  }
-  char key[17];
-  std::snprintf(key, sizeof key, "%016llx", static_cast<unsigned long long>(h.value()));
-  const fs::path dir = fs::path(data::cache_root()) / "prepared" / key;
-  const std::string names[4] = {"train.src", "train.tgt", "valid.src", "valid.tgt"};
-
-  std::optional<text::BpeCodes> codes;
-  std::optional<text::Dictionary> dict;
-  std::vector<std::vector<int32_t>> ids[4];
-  bool cached = fs::exists(dir / "dict.txt") && (!ps.bpe || fs::exists(dir / "bpe.codes"));
-  if (cached) {
-    for (int i = 0; i < 4 && cached; ++i) {
-      auto c = text::load_token_cache((dir / (names[i] + ".bin")).string(), h.value());
-      if (!c) cached = false;
-      else ids[i] = to_lists(*c);
-    }
-  }
-  if (cached) {
-    dict = text::Dictionary::load((dir / "dict.txt").string());
-    if (ps.bpe) codes = text::read_bpe_codes((dir / "bpe.codes").string());
-    if (verbose) std::fprintf(stderr, "data: %s (%s → %s) loaded from the cache %s\n", ds.dataset.c_str(), ds.source.c_str(),
-                              ds.target.c_str(), dir.c_str());
-  } else {
-    // 1. Tokenize (Moses) without BPE: a pipeline with no codes and an empty dictionary.
-    PipelineSettings tok_only = ps;
-    tok_only.bpe = false;
-    const TextPipeline tokenizer(tok_only, std::nullopt, text::Dictionary());
-    std::vector<std::string> seg[4] = {train_src, train_tgt, valid_src, valid_tgt};
-    for (int i = 0; i < 4; ++i)
-      for (std::string& line : seg[i]) line = tokenizer.segment(line, i % 2 == 0);
-    if (verbose) std::fprintf(stderr, "data: tokenized %zu + %zu pairs (%.1fs)\n", train_src.size(), valid_src.size(), since(t0));
-    // 2. BPE, learned jointly on the training split.
-    if (ps.bpe) {
-      if (given_codes) {
-        codes = given_codes;
-      } else {
-        const auto t1 = Clock::now();
-        text::WordCounts counts;
-        for (int i = 0; i < 2; ++i)
-          for (const std::string& line : seg[i]) text::count_words(line, counts);
-        text::LearnBpeOptions lo;
-        lo.num_merges = static_cast<int>(ds.bpe_merges);
-        codes = text::learn_bpe(counts, lo);
-        if (verbose) std::fprintf(stderr, "data: learned %zu BPE merges on %zu word types (%.1fs)\n", codes->merges.size(),
-                                  counts.size(), since(t1));
-      }
-      text::BpeApplier bpe(*codes);
-      for (auto& side : seg)
-        for (std::string& line : side) line = bpe.apply_line(line);
-    }
-    // 3. The joint dictionary of the segmented training text.
-    text::Dictionary d;
-    for (int i = 0; i < 2; ++i)
-      for (const std::string& line : seg[i]) d.add_line(line);
-    d.finalize(ds.vocab_threshold > 0 ? ds.vocab_threshold : -1, ds.vocab_max > 0 ? ds.vocab_max : -1, 8);
-    // 4. Ids, eos last.
-    for (int i = 0; i < 4; ++i)
-      for (const std::string& line : seg[i]) ids[i].push_back(d.encode_line(line, true));
-    fs::create_directories(dir);
-    for (int i = 0; i < 4; ++i) text::save_token_cache((dir / (names[i] + ".bin")).string(), h.value(), to_corpus(ids[i]));
-    if (codes) text::write_bpe_codes((dir / "bpe.codes").string(), *codes);
-    d.save((dir / "dict.txt").string());
-    dict = std::move(d);
-    if (verbose) std::fprintf(stderr, "data: dictionary of %zu symbols; cached in %s (%.1fs)\n", dict->size(), dir.c_str(), since(t0));
-  }
-
-  PreparedSeq2Seq p{TextPipeline(ps, codes, *dict), {}, std::move(valid_src), std::move(valid_tgt), 0};
+  PreparedSeq2Seq p{TextPipeline(ps, enc.codes, enc.dict), {}, std::move(sides[2].lines), std::move(sides[3].lines), 0};
   // Length limits (tokens including eos).
   const size_t max_src = static_cast<size_t>(ds.max_source_len), max_tgt = static_cast<size_t>(ds.max_target_len);
   const bool truncate = e.task == Task::summarization;
@@ -299,10 +263,7 @@ PreparedSeq2Seq prepare_seq2seq(const Experiment& e, const std::string& run_dir,
   if (verbose && p.dropped_train > 0)
     std::fprintf(stderr, "data: dropped %lld training pairs longer than %zu/%zu tokens\n",
                  static_cast<long long>(p.dropped_train), max_src, max_tgt);
-  if (!run_dir.empty()) {
-    fs::create_directories(run_dir);
-    p.pipeline.save(run_dir);
-  }
+  save_pipeline(p.pipeline, run_dir);
   return p;
 }
 

@@ -25,8 +25,6 @@
 
 namespace pillars::train {
 
-namespace {
-
 namespace fs = std::filesystem;
 
 decode::SearchOptions search_options(const EvalSettings& ev, const TransformerConfig& cfg) {
@@ -39,11 +37,17 @@ decode::SearchOptions search_options(const EvalSettings& ev, const TransformerCo
   return o;
 }
 
-// FLOPs per target token of one forward pass, counted on the graph of a representative batch
-// (one sentence pair of 32 source and 32 target tokens).
+namespace {
+
+// FLOPs per target token of one forward pass, counted on the graph of a representative batch:
+// one sentence pair of 32 source and 32 target tokens, or one block of 32 tokens.
 double forward_flops_per_token(const TransformerConfig& cfg) {
-  const Seq2SeqGraph g = build_seq2seq_training_graph(cfg, 1, 32, 32, 0.0f, 0, /*train=*/false);
-  return count_flops(g.graph).total() / 32.0;
+  if (cfg.decoder_only) {
+    Seq2SeqOptions o;
+    o.train = false;
+    return count_flops(build_lm_training_graph(cfg, 1, 32, o).graph).total() / 32.0;
+  }
+  return count_flops(build_seq2seq_training_graph(cfg, 1, 32, 32, 0.0f, 0, /*train=*/false).graph).total() / 32.0;
 }
 
 std::string human(double n) {
@@ -86,91 +90,79 @@ void write_lines(const std::string& path, const std::vector<std::string>& lines)
   io::atomic_write_file(path, all);
 }
 
-nlohmann::json run_seq2seq(const Experiment& e, const std::string& run_dir, const SessionOptions& options) {
-  PreparedSeq2Seq p = prepare_seq2seq(e, run_dir, !options.quiet);
-  const TransformerConfig cfg = model_config(e, static_cast<int64_t>(p.pipeline.dictionary().size()));
+struct Model {
+  TransformerConfig cfg;
   ParamStore params;
-  init_transformer_params(cfg, params, static_cast<uint64_t>(e.seed));
+};
+
+// The experiment's model for a vocabulary: initialised from the seed, or from model.init_from
+// (unless resuming: the trainer restores checkpoint_last then), and described on stderr.
+Model build_model(const Experiment& e, int64_t vocab, const SessionOptions& options) {
+  Model m{model_config(e, vocab), {}};
+  init_transformer_params(m.cfg, m.params, static_cast<uint64_t>(e.seed));
   if (e.model.init_from && !options.resume) {
     LoadedCheckpoint from = load_checkpoint(*e.model.init_from);
-    for (const std::string& name : params.names()) {
-      if (!from.params.contains(name) || from.params.get(name).shape() != params.get(name).shape())
+    for (const std::string& name : m.params.names()) {
+      if (!from.params.contains(name) || from.params.get(name).shape() != m.params.get(name).shape())
         throw InputError(str_cat("model.init_from: ", *e.model.init_from, ": parameter \"", name,
                                  "\" is missing or has another shape"));
-      params.get(name).copy_from(from.params.get(name));
+      m.params.get(name).copy_from(from.params.get(name));
     }
   }
-  if (!options.quiet)
-    std::fprintf(stderr,
-                 "model: %s, %lld+%lld layers, d %lld, %lld heads, FFN %lld, vocab %lld: %s parameters (%s without "
+  if (!options.quiet) {
+    const TransformerConfig& c = m.cfg;
+    const std::string layers = c.decoder_only ? str_cat(c.dec_layers) : str_cat(c.enc_layers, "+", c.dec_layers);
+    std::fprintf(stderr, "model: %s, %s layers, d %lld, %lld heads, FFN %lld, vocab %lld: %s parameters (%s without "
                  "embeddings), %s FLOPs per target token (forward)\n",
-                 e.model.config.c_str(), static_cast<long long>(cfg.enc_layers), static_cast<long long>(cfg.dec_layers),
-                 static_cast<long long>(cfg.d_model), static_cast<long long>(cfg.heads), static_cast<long long>(cfg.ffn),
-                 static_cast<long long>(cfg.vocab), human(static_cast<double>(count_parameters(params, true))).c_str(),
-                 human(static_cast<double>(count_parameters(params, false))).c_str(),
-                 human(forward_flops_per_token(cfg)).c_str());
+                 e.model.config.c_str(), layers.c_str(), static_cast<long long>(c.d_model), static_cast<long long>(c.heads),
+                 static_cast<long long>(c.ffn), static_cast<long long>(c.vocab),
+                 human(static_cast<double>(count_parameters(m.params, true))).c_str(),
+                 human(static_cast<double>(count_parameters(m.params, false))).c_str(),
+                 human(forward_flops_per_token(c)).c_str());
+  }
+  return m;
+}
+
+TrainOptions train_options(const Experiment& e, const std::string& run_dir, const SessionOptions& options,
+                           const TextPipeline& pipeline) {
   TrainOptions to;
   to.run_dir = run_dir;
   to.resume = options.resume;
   to.quiet = options.quiet;
-  if (e.task == Task::translation && e.train.valid_bleu) to.valid_bleu = make_decode_scorer(p, e, false);
-  if (e.task == Task::summarization) to.valid_rouge = make_decode_scorer(p, e, true);
-  to.checkpoint_extra = {{"experiment", e.name}, {"pipeline", p.pipeline.to_json()}};
-  const TrainerOutcome outcome = train_seq2seq(e, cfg, params, p.data, to);
+  to.checkpoint_extra = {{"experiment", e.name}, {"pipeline", pipeline.to_json()}};
+  return to;
+}
+
+// After training: the run's evaluation on its test split, unless switched off.
+nlohmann::json final_evaluation(const std::string& run_dir, const SessionOptions& options) {
   if (!options.evaluate) return {};
   EvalOptions eo;
   eo.quiet = options.quiet;
   return evaluate_run(run_dir, eo);
+}
+
+nlohmann::json run_seq2seq(const Experiment& e, const std::string& run_dir, const SessionOptions& options) {
+  PreparedSeq2Seq p = prepare_seq2seq(e, run_dir, !options.quiet);
+  Model m = build_model(e, static_cast<int64_t>(p.pipeline.dictionary().size()), options);
+  TrainOptions to = train_options(e, run_dir, options, p.pipeline);
+  if (e.task == Task::translation && e.train.valid_bleu) to.valid_bleu = make_decode_scorer(p, e, false);
+  if (e.task == Task::summarization) to.valid_rouge = make_decode_scorer(p, e, true);
+  train_seq2seq(e, m.cfg, m.params, p.data, to);
+  return final_evaluation(run_dir, options);
 }
 
 nlohmann::json run_lm(const Experiment& e, const std::string& run_dir, const SessionOptions& options) {
   PreparedLm p = prepare_lm(e, run_dir, !options.quiet);
-  const TransformerConfig cfg = model_config(e, static_cast<int64_t>(p.pipeline.dictionary().size()));
-  ParamStore params;
-  init_transformer_params(cfg, params, static_cast<uint64_t>(e.seed));
-  if (!options.quiet) {
-    LmGraph g = build_lm_training_graph(cfg, 1, 64, Seq2SeqOptions{.train = false});
-    std::fprintf(stderr, "model: %s, %lld layers, d %lld, %lld heads, FFN %lld, vocab %lld: %s parameters (%s without embeddings), "
-                 "%s FLOPs per token (forward)\n",
-                 e.model.config.c_str(), static_cast<long long>(cfg.dec_layers), static_cast<long long>(cfg.d_model),
-                 static_cast<long long>(cfg.heads), static_cast<long long>(cfg.ffn), static_cast<long long>(cfg.vocab),
-                 human(static_cast<double>(count_parameters(params, true))).c_str(),
-                 human(static_cast<double>(count_parameters(params, false))).c_str(),
-                 human(count_flops(g.graph).total() / 64.0).c_str());
-  }
-  TrainOptions to;
-  to.run_dir = run_dir;
-  to.resume = options.resume;
-  to.quiet = options.quiet;
-  to.checkpoint_extra = {{"experiment", e.name}, {"pipeline", p.pipeline.to_json()}};
-  train_lm(e, cfg, params, p.data, to);
-  if (!options.evaluate) return {};
-  EvalOptions eo;
-  eo.quiet = options.quiet;
-  return evaluate_run(run_dir, eo);
+  Model m = build_model(e, static_cast<int64_t>(p.pipeline.dictionary().size()), options);
+  train_lm(e, m.cfg, m.params, p.data, train_options(e, run_dir, options, p.pipeline));
+  return final_evaluation(run_dir, options);
 }
 
 // Perplexity of a language model on a split: the split's stream in blocks of data.block_size.
 nlohmann::json evaluate_lm(const Experiment& e, LoadedCheckpoint& ck, const TextPipeline& pipeline, const std::string& split) {
-  LmData d;
-  d.valid = lm_stream(pipeline, data::read_field(e.data.dataset, split, "text"));
-  const int64_t T = e.data.block_size;
-  std::vector<int64_t> all(static_cast<size_t>(lm_blocks(d.valid, T)));
-  for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int64_t>(i);
+  const std::vector<int32_t> stream = lm_stream(pipeline, data::read_field(e.data.dataset, split, "text"));
   LmSteps steps(ck.config, ck.params, 0.0f);
-  const int64_t B = std::max<int64_t>(1, e.data.max_tokens / T);
-  double nll = 0;
-  int64_t tokens = 0;
-  std::vector<int32_t> x, y;
-  for (size_t at = 0; at < all.size(); at += static_cast<size_t>(B)) {
-    Batch b;
-    b.Tt = T;
-    b.indices.assign(all.begin() + static_cast<std::ptrdiff_t>(at),
-                     all.begin() + static_cast<std::ptrdiff_t>(std::min(all.size(), at + static_cast<size_t>(B))));
-    make_lm_batch(d.valid, b, static_cast<int32_t>(ck.config.pad_id), x, y);
-    nll += steps.eval(static_cast<int64_t>(b.indices.size()), T, x, y);
-    for (int32_t t : y) tokens += t != static_cast<int32_t>(ck.config.pad_id);
-  }
+  const auto [nll, tokens] = lm_nll(steps, stream, e.data.block_size, e.data.max_tokens, static_cast<int32_t>(ck.config.pad_id));
   const metrics::Perplexity ppl = metrics::perplexity(nll, tokens);
   return {{"split", split}, {"tokens", tokens}, {"loss", ppl.nll}, {"ppl", ppl.ppl}, {"bits_per_token", ppl.bits}};
 }
@@ -288,18 +280,11 @@ nlohmann::json evaluate_run(const std::string& target, const EvalOptions& option
     truncate_keeping_eos(src.back(), static_cast<size_t>(e.data.max_source_len));
     truncate_keeping_eos(tgt.back(), static_cast<size_t>(e.data.max_target_len));
   }
-  std::vector<int64_t> sl, tl;
-  for (size_t i = 0; i < src.size(); ++i) sl.push_back(static_cast<int64_t>(src[i].size())), tl.push_back(static_cast<int64_t>(tgt[i].size()));
   Seq2SeqSteps steps(ck.config, ck.params, 0.0f);
-  double nll = 0;
-  int64_t tokens = 0;
-  for (const Batch& b : Bucketing(sl, tl, {.max_tokens = e.data.max_tokens}).in_order()) {
-    const Seq2SeqBatch batch = make_seq2seq_batch(src, tgt, b, static_cast<int32_t>(ck.config.pad_id), 2);
-    nll += steps.eval(batch);
-    tokens += batch.target_tokens;
-  }
+  const auto [nll, tokens] = seq2seq_nll(steps, src, tgt, e.data.max_tokens, static_cast<int32_t>(ck.config.pad_id));
+  const metrics::Perplexity ppl = metrics::perplexity(nll, tokens);
   nlohmann::json result = {{"checkpoint", checkpoint}, {"split", split}, {"sentences", data.source.size()},
-                            {"loss", nll / static_cast<double>(tokens)}, {"ppl", std::exp(nll / static_cast<double>(tokens))}};
+                            {"loss", ppl.nll}, {"ppl", ppl.ppl}};
 
   decode::SearchOptions so = search_options(e.eval, ck.config);
   if (options.beam) so.beam = *options.beam;

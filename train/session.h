@@ -13,6 +13,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "decode/search.h"
+#include "models/transformer.h"
 #include "train/experiment.h"
 
 namespace pillars::train {
@@ -37,6 +39,9 @@ struct EvalOptions {
 // Evaluates a trained run (its directory, or one of its checkpoint files): loss/perplexity and
 // BLEU on the split; writes eval_<split>.json/.hyp into the run directory; returns the scores.
 nlohmann::json evaluate_run(const std::string& run_dir_or_checkpoint, const EvalOptions& options);
+
+// The beam-search settings of an experiment's `eval` section.
+decode::SearchOptions search_options(const EvalSettings& ev, const TransformerConfig& cfg);
 
 // The run directory of a checkpoint path or a directory.
 std::string run_dir_of(const std::string& run_dir_or_checkpoint);

@@ -21,9 +21,8 @@ std::vector<int64_t> lengths_of(const std::vector<std::vector<int32_t>>& lists) 
 class Seq2SeqTask : public TrainingTask {
  public:
   Seq2SeqTask(const TransformerConfig& cfg, ParamStore& params, float ls, const Seq2SeqData& data, int64_t max_tokens)
-      : data_(data), pad_(static_cast<int32_t>(cfg.pad_id)), steps_(cfg, params, ls),
+      : data_(data), pad_(static_cast<int32_t>(cfg.pad_id)), max_tokens_(max_tokens), steps_(cfg, params, ls),
         train_(lengths_of(data.train_src), lengths_of(data.train_tgt), {.max_tokens = max_tokens}),
-        valid_(Bucketing(lengths_of(data.valid_src), lengths_of(data.valid_tgt), {.max_tokens = max_tokens}).in_order()),
         batches_per_epoch_(static_cast<int64_t>(train_.in_order().size())) {}
 
   int64_t batches_per_epoch() const override { return batches_per_epoch_; }
@@ -35,22 +34,15 @@ class Seq2SeqTask : public TrainingTask {
   }
   std::vector<optim::ParamSlot>& slots() override { return steps_.slots(); }
   std::pair<double, int64_t> valid_nll() override {
-    double nll = 0;
-    int64_t tokens = 0;
-    for (const Batch& batch : valid_) {
-      const Seq2SeqBatch b = make_seq2seq_batch(data_.valid_src, data_.valid_tgt, batch, pad_, kEos);
-      nll += steps_.eval(b);
-      tokens += b.target_tokens;
-    }
-    return {nll, tokens};
+    return seq2seq_nll(steps_, data_.valid_src, data_.valid_tgt, max_tokens_, pad_);
   }
 
  private:
   const Seq2SeqData& data_;
   int32_t pad_;
+  int64_t max_tokens_;
   Seq2SeqSteps steps_;
   Bucketing train_;
-  std::vector<Batch> valid_;
   int64_t batches_per_epoch_;
 };
 
@@ -74,9 +66,6 @@ class LmTask : public TrainingTask {
       : data_(data), pad_(static_cast<int32_t>(cfg.pad_id)), T_(T), max_tokens_(max_tokens), steps_(cfg, params, ls) {
     PILLARS_CHECK(T <= max_tokens, "data.block_size ", T, " exceeds data.max_tokens ", max_tokens);
     PILLARS_CHECK(data.train.size() > 1 && data.valid.size() > 1, "language model: empty training or validation stream");
-    std::vector<int64_t> all(static_cast<size_t>(lm_blocks(data.valid, T)));
-    for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int64_t>(i);
-    valid_ = block_batches(all, T, max_tokens);
     const int64_t n = lm_blocks(data.train, T), B = std::max<int64_t>(1, max_tokens / T);
     batches_per_epoch_ = (n + B - 1) / B;
   }
@@ -96,23 +85,13 @@ class LmTask : public TrainingTask {
     return steps_.train(static_cast<int64_t>(batch.indices.size()), T_, tokens_, target_, seed);
   }
   std::vector<optim::ParamSlot>& slots() override { return steps_.slots(); }
-  std::pair<double, int64_t> valid_nll() override {
-    double nll = 0;
-    int64_t tokens = 0;
-    for (const Batch& batch : valid_) {
-      make_lm_batch(data_.valid, batch, pad_, tokens_, target_);
-      nll += steps_.eval(static_cast<int64_t>(batch.indices.size()), T_, tokens_, target_);
-      tokens += std::count_if(target_.begin(), target_.end(), [&](int32_t t) { return t != pad_; });
-    }
-    return {nll, tokens};
-  }
+  std::pair<double, int64_t> valid_nll() override { return lm_nll(steps_, data_.valid, T_, max_tokens_, pad_); }
 
  private:
   const LmData& data_;
   int32_t pad_;
   int64_t T_, max_tokens_, batches_per_epoch_ = 0;
   LmSteps steps_;
-  std::vector<Batch> valid_;
   std::vector<int32_t> tokens_, target_;
 };
 
@@ -135,6 +114,33 @@ void make_lm_batch(const std::vector<int32_t>& stream, const Batch& batch, int32
       target[b * T + t] = stream[start + t + 1];
     }
   }
+}
+
+std::pair<double, int64_t> seq2seq_nll(Seq2SeqSteps& steps, const std::vector<std::vector<int32_t>>& src,
+                                       const std::vector<std::vector<int32_t>>& tgt, int64_t max_tokens, int32_t pad) {
+  double nll = 0;
+  int64_t tokens = 0;
+  for (const Batch& batch : Bucketing(lengths_of(src), lengths_of(tgt), {.max_tokens = max_tokens}).in_order()) {
+    const Seq2SeqBatch b = make_seq2seq_batch(src, tgt, batch, pad, kEos);
+    nll += steps.eval(b);
+    tokens += b.target_tokens;
+  }
+  return {nll, tokens};
+}
+
+std::pair<double, int64_t> lm_nll(LmSteps& steps, const std::vector<int32_t>& stream, int64_t T, int64_t max_tokens,
+                                  int32_t pad) {
+  std::vector<int64_t> blocks(static_cast<size_t>(lm_blocks(stream, T)));
+  for (size_t i = 0; i < blocks.size(); ++i) blocks[i] = static_cast<int64_t>(i);
+  double nll = 0;
+  int64_t tokens = 0;
+  std::vector<int32_t> x, y;
+  for (const Batch& batch : block_batches(blocks, T, max_tokens)) {
+    make_lm_batch(stream, batch, pad, x, y);
+    nll += steps.eval(static_cast<int64_t>(batch.indices.size()), T, x, y);
+    tokens += std::count_if(y.begin(), y.end(), [&](int32_t t) { return t != pad; });
+  }
+  return {nll, tokens};
 }
 
 std::unique_ptr<TrainingTask> make_seq2seq_task(const TransformerConfig& cfg, ParamStore& params, float label_smoothing,

@@ -45,6 +45,13 @@ std::unique_ptr<TrainingTask> make_seq2seq_task(const TransformerConfig& cfg, Pa
 std::unique_ptr<TrainingTask> make_lm_task(const TransformerConfig& cfg, ParamStore& params, float label_smoothing,
                                            const LmData& data, int64_t block_size, int64_t max_tokens);
 
+// Σ negative log-likelihood (nats) and the number of target tokens, forward only, without dropout:
+// of sentence pairs batched by max_tokens, and of a token stream in blocks of T.
+std::pair<double, int64_t> seq2seq_nll(Seq2SeqSteps& steps, const std::vector<std::vector<int32_t>>& src,
+                                       const std::vector<std::vector<int32_t>>& tgt, int64_t max_tokens, int32_t pad);
+std::pair<double, int64_t> lm_nll(LmSteps& steps, const std::vector<int32_t>& stream, int64_t T, int64_t max_tokens,
+                                  int32_t pad);
+
 // The blocks of a token stream: block i is tokens [i·T, (i+1)·T) predicting [i·T + 1, (i+1)·T + 1);
 // the last block is shorter (right-padded in a batch). Writes a batch's (B·T) inputs and targets.
 int64_t lm_blocks(const std::vector<int32_t>& stream, int64_t T);
