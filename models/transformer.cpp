@@ -177,6 +177,17 @@ std::vector<init::ParamSpec> transformer_parameters(const TransformerConfig& cfg
   return specs;
 }
 
+std::vector<std::string> attention_modules(const TransformerConfig& cfg) {
+  std::vector<std::string> modules;
+  for (int64_t i = 0; i < cfg.enc_layers && !cfg.decoder_only; ++i)
+    modules.push_back("encoder.layers." + std::to_string(i) + ".self_attn");
+  for (int64_t i = 0; i < cfg.dec_layers; ++i) {
+    modules.push_back("decoder.layers." + std::to_string(i) + ".self_attn");
+    if (!cfg.decoder_only) modules.push_back("decoder.layers." + std::to_string(i) + ".encoder_attn");
+  }
+  return modules;
+}
+
 void init_transformer_params(const TransformerConfig& cfg, ParamStore& store, uint64_t seed) {
   init::init_parameters(transformer_parameters(cfg), store, seed);
 }
@@ -300,9 +311,18 @@ ValueId attention_block(Emitter& e, const std::string& module, ValueId x_q, Valu
   site.q = q, site.k = k, site.v = v, site.out = r.out, site.probs = r.probs;
   site.query_lengths = query_lengths, site.key_lengths = key_lengths;
   site.node = g.value(r.out).producer;
+
+  // Optional head gates ξ (H): O_h ← ξ_h · O_h, broadcast as (H, 1) over (B, Tq, H, Dh).
+  ValueId heads_out = r.out;
+  if (e.opt.head_gate) site.gate = e.opt.head_gate(g, module, H);
+  if (site.gate != kNoValue) {
+    PILLARS_CHECK(g.shape(site.gate) == Shape{H}, "head_gate of ", module, " must have shape [", H, "], got ",
+                  shape_str(g.shape(site.gate)));
+    heads_out = ops::mul(g, r.out, ops::reshape(g, site.gate, {H, 1}));                // (B, Tq, H, Dh)
+  }
   e.sites.push_back(std::move(site));
 
-  const ValueId o = ops::reshape(g, r.out, {B, Tq, HD});                               // (B, Tq, H·Dh)
+  const ValueId o = ops::reshape(g, heads_out, {B, Tq, HD});                           // (B, Tq, H·Dh)
   return linear(e, o, module + ".out_proj", d, HD);                                   // (B, Tq, d)
 }
 
@@ -404,9 +424,12 @@ LmGraph build_lm_training_graph(const TransformerConfig& cfg, int64_t B, int64_t
   Graph& g = m.graph;
   m.tokens = g.input("tokens", {B, T}, DType::i32);
   m.target = g.input("target", {B * T}, DType::i32);
+  if (options.target_lengths) m.tgt_lengths = g.input("tgt_lengths", {B}, DType::i32);
   Emitter e{g, cfg, options, m.attention};
-  // Causal self-attention alone keeps right padding out of every real position's view.
-  const ValueId y = decoder(e, m.tokens, kNoValue, kNoValue, kNoValue);                      // (B, T, d)
+  // Causal self-attention alone keeps right padding out of every real position's view
+  // (tgt_lengths, when declared, masks padded keys too: it changes no real row and tells GHT
+  // which positions are real).
+  const ValueId y = decoder(e, m.tokens, kNoValue, kNoValue, m.tgt_lengths);                 // (B, T, d)
   const ValueId rows = ops::reshape(g, y, {B * T, cfg.d_model});                              // (B·T, d)
   m.logits = ops::linear(g, rows, g.param(output_matrix(cfg), {cfg.vocab, cfg.d_model}));     // (B·T, V)
   m.loss = ops::cross_entropy(g, m.logits, m.target, options.label_smoothing, cfg.pad_id);    // scalar

@@ -18,6 +18,7 @@
 // autodiff sums both gradients. Batches are right-padded with pad_id.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -74,6 +75,10 @@ std::string encoder_embedding_name(const TransformerConfig& cfg);
 std::string decoder_embedding_name(const TransformerConfig& cfg);
 std::string output_projection_name(const TransformerConfig& cfg);
 
+// The attention modules of the model in graph order ("encoder.layers.0.self_attn", ...,
+// "decoder.layers.0.self_attn", "decoder.layers.0.encoder_attn", ...): 18 for a 6+6 model.
+std::vector<std::string> attention_modules(const TransformerConfig& cfg);
+
 // Every parameter of the model, with its shape and fairseq's initialisation, in creation order.
 std::vector<init::ParamSpec> transformer_parameters(const TransformerConfig& cfg);
 // Creates and initialises all of them in `store` (seeded, deterministic: models/init.h).
@@ -100,6 +105,7 @@ struct AttentionSite {
   ValueId v = kNoValue;           // (B, Tk, H, Dh) per-head values: GHT's "V"
   ValueId out = kNoValue;         // (B, Tq, H, Dh) A·V per head, before out_proj: GHT's "O"
   ValueId probs = kNoValue;       // (B, H, Tq, Tk) softmax probabilities before dropout: GHT's "A"
+  ValueId gate = kNoValue;        // (H) the head gates, when Seq2SeqOptions::head_gate gave some
   ValueId query_lengths = kNoValue; // i32 (B): valid query rows (src_lengths, or tgt_lengths if declared)
   ValueId key_lengths = kNoValue;   // i32 (B): valid key rows (src_lengths, or tgt_lengths if declared)
   int node = -1;                  // index of the attention node in graph.nodes()
@@ -112,6 +118,11 @@ struct Seq2SeqOptions {
   // Feature-map requests from GHT passes (see AttentionSite):
   bool attention_probs = false; // attention nodes also output A
   bool target_lengths = false;  // declare an i32 (B) input "tgt_lengths" (decoder-side padding)
+  // Head gates (baselines that mask, drop or learn to switch off whole heads; V2S's masking check):
+  // called once per attention module with its name and head count H, it may append nodes and
+  // return a (H) value ξ; the module then feeds out_proj with ξ_h · O_h instead of O_h.
+  // kNoValue (or an empty function) leaves the module ungated.
+  std::function<ValueId(Graph& g, const std::string& module, int64_t heads)> head_gate;
 };
 
 struct Seq2SeqGraph {
@@ -139,6 +150,7 @@ Seq2SeqGraph build_seq2seq_training_graph(const TransformerConfig& cfg, int64_t 
 struct LmGraph {
   Graph graph;
   ValueId tokens = kNoValue, target = kNoValue; // inputs "tokens" i32 (B, T), "target" i32 (B·T)
+  ValueId tgt_lengths = kNoValue;               // "tgt_lengths" i32 (B), only if requested
   ValueId logits = kNoValue, loss = kNoValue;
   std::vector<AttentionSite> attention;
   int64_t B = 0, T = 0;

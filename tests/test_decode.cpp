@@ -191,8 +191,10 @@ TEST_CASE("decode: the language model graph is causal, position t sees only toke
   cfg.vocab = 24, cfg.d_model = 16, cfg.heads = 2, cfg.ffn = 32, cfg.dec_layers = 2;
   ParamStore params;
   init_transformer_params(cfg, params, 4);
+  Seq2SeqOptions eval_mode;
+  eval_mode.train = false;
   auto logits_of = [&](std::vector<int32_t> tokens) {
-    LmGraph m = build_lm_training_graph(cfg, 1, 6, Seq2SeqOptions{.train = false});
+    LmGraph m = build_lm_training_graph(cfg, 1, 6, eval_mode);
     m.graph.mark_output(m.logits);
     Executor ex(m.graph);
     ex.bind_params(params);

@@ -63,6 +63,8 @@ const std::vector<Entry>& entries() {
     using O = OptimSettings;
     using T = TrainSettings;
     using V = EvalSettings;
+    using HS = HeadsSettings;
+    using P = PruneSettings;
     const std::string sz = " (null = the named config's value)";
     return std::vector<Entry>{
         top(F::string("name", "Names the run directory and the logs.")
@@ -182,6 +184,78 @@ const std::vector<Entry>& entries() {
         in(F::integer("eval.max_len_b", "See max_len_a.").def(10).at_least(0), &E::eval, &V::max_len_b),
         in(F::integer("eval.batch_sentences", "Sentences decoded per batch.").def(64).at_least(1), &E::eval, &V::batch_sentences),
         in(F::boolean("eval.sacrebleu_lowercase", "Case-insensitive BLEU (sacreBLEU's -lc).").def(false), &E::eval, &V::sacrebleu_lowercase),
+
+        section(F::section("heads", "Head-level methods while training: GHT's group-constrained training (GCT), the baselines' "
+                                    "regularisers and gates, and head-diversity measurements (../shared/GHT.md).")),
+        in(F::enumeration("heads.regularizer", {"none", "gct", "disagreement"},
+                          "Loss added per attention module: gct (GHT, Eq. 4), disagreement (Li et al. 2018), none (vanilla).")
+               .def("none"),
+           &E::heads, &HS::regularizer),
+        in(F::enumeration("heads.feature_map", {"V", "A", "O"},
+                          "Feature map the heads are clustered and compared by: V values, A attention probabilities, O head outputs.")
+               .def("V"),
+           &E::heads, &HS::feature_map),
+        in(F::integer("heads.groups", "HUDS groups C per module (K-means clusters).").def(2).at_least(1), &E::heads, &HS::groups),
+        in(F::number("heads.alpha", "GCT homogenisation weight (heads toward their group centre).").def(0.7).at_least(0), &E::heads, &HS::alpha),
+        in(F::number("heads.beta", "GCT diversification weight (group centres apart).").def(0.5).at_least(0), &E::heads, &HS::beta),
+        in(F::enumeration("heads.gct_variant", {"metric", "classification"}, "GCT loss: metric (Eq. 4B, the paper's) or classification (Eq. 4A).")
+               .def("metric"),
+           &E::heads, &HS::gct_variant),
+        in(F::enumeration("heads.gct_scale", {"per_token", "per_batch"},
+                          "per_token divides the summed GCT terms by the batch's target tokens, as the reference code does, so "
+                          "the paper's alpha and beta transfer; per_batch adds them as they are.")
+               .def("per_token"),
+           &E::heads, &HS::gct_scale),
+        in(F::enumeration("heads.disagreement", {"subspace", "position", "output"},
+                          "Li et al. 2018's disagreement on values (subspace), attention probabilities (position) or head outputs (output).")
+               .def("subspace"),
+           &E::heads, &HS::disagreement),
+        in(F::number("heads.lambda", "Weight of the disagreement regulariser.").def(1.0).at_least(0), &E::heads, &HS::lambda),
+        in(F::number("heads.drophead", "Scheduled DropHead (Zhou et al. 2020): peak rate of dropping whole heads; 0 = off.").def(0.0).at_least(0).less_than(1),
+           &E::heads, &HS::drophead),
+        in(F::enumeration("heads.gates", {"none", "hard_concrete"}, "Learned head gates: hard_concrete (Voita et al. 2019, L0 penalty).").def("none"),
+           &E::heads, &HS::gates),
+        in(F::number("heads.l0_lambda", "Weight of the hard-concrete gates' L0 penalty.").def(0.01).at_least(0), &E::heads, &HS::l0_lambda),
+        in(F::boolean("heads.metrics", "Measure head diversity (X-Raying metrics, HUDS compactness, GCT terms) on a fixed held-out batch "
+                                       "into head_metrics.jsonl.")
+               .def(true),
+           &E::heads, &HS::metrics),
+        in(F::integer("heads.metrics_every", "Measure every this many updates; 0 = at each validation.").def(0).at_least(0), &E::heads,
+           &HS::metrics_every),
+        in(F::integer("heads.metrics_sentences", "Sentences (or LM blocks) in the held-out batch.").def(64).at_least(1), &E::heads,
+           &HS::metrics_sentences),
+
+        section(F::section("prune", "Removing heads after the first phase, then fine-tuning the smaller model (GHT-PS, and the "
+                                    "pruning baselines).")),
+        in(F::enumeration("prune.method", {"none", "v2s", "importance", "gates"},
+                          "v2s: Voting-to-Stay (GHT-PS); importance: Michel et al. 2019; gates: Voita et al. 2019 (needs heads.gates); none.")
+               .def("none"),
+           &E::prune, &P::method),
+        in(F::enumeration("prune.trigger", {"epoch", "shift"},
+                          "When to prune: after prune.epoch epochs, or when the HUDS centroids on the held-out batch move less than "
+                          "prune.rho between validations.")
+               .def("epoch"),
+           &E::prune, &P::trigger),
+        in(F::integer("prune.epoch", "Epoch trigger: prune after this many epochs (0 = before any training).").def(9).at_least(0), &E::prune,
+           &P::epoch),
+        in(F::number("prune.rho", "Shift trigger: relative squared centroid shift threshold.").def(1e-3).greater_than(0), &E::prune, &P::rho),
+        in(F::enumeration("prune.keep", {"per_group", "top_c", "score", "random", "random_member"},
+                          "V2S decision: the most-voted head of each group (the paper), the top heads by votes (the reference code), by "
+                          "continuous score, random heads (ablation w/o HUDS), or a random member per group (ablation w/o PS stay).")
+               .def("per_group"),
+           &E::prune, &P::keep),
+        in(F::integer("prune.heads", "Heads kept per module by top_c, score, random, importance and gates; 0 = heads.groups.").def(0).at_least(0),
+           &E::prune, &P::heads),
+        in(F::integer("prune.vote_batches", "Training batches of the voting (or importance) pass; 0 = the whole training set.").def(0).at_least(0),
+           &E::prune, &P::vote_batches),
+        in(F::boolean("prune.finetune_regularizer", "Keep heads.regularizer on while fine-tuning the pruned model (the ablation "
+                                                   "\"GC after V2S\").")
+               .def(false),
+           &E::prune, &P::finetune_regularizer),
+        in(F::integer("prune.finetune_epochs", "Fine-tuning: at most this many epochs.").def(50).at_least(1), &E::prune, &P::finetune_epochs),
+        in(F::integer("prune.finetune_patience", "Fine-tuning: stop after this many validations without improvement; 0 = off.").def(3).at_least(0),
+           &E::prune, &P::finetune_patience),
+        in(F::number("prune.finetune_minutes", "Fine-tuning: wall-clock limit; 0 = none.").def(0.0).at_least(0), &E::prune, &P::finetune_minutes),
     };
   }();
   return table;
@@ -250,6 +324,12 @@ void check_semantics(const Experiment& e, const ValidationContext& ctx) {
                                                    e.train.keep_best, "): only that many best checkpoints are kept"));
   if (e.eval.checkpoint == CheckpointChoice::average && e.train.average_best == 0)
     throw FieldError("eval.checkpoint", "\"eval.checkpoint\" is \"average\" but \"train.average_best\" is 0, so no averaged checkpoint is made");
+  if (e.heads.regularizer == "gct" && e.heads.gct_variant == "classification" && e.heads.feature_map == "A")
+    throw FieldError("heads.gct_variant", "\"heads.gct_variant\" \"classification\" needs \"heads.feature_map\" V or O (A has no fixed width)");
+  if (e.prune.method == "gates" && e.heads.gates != "hard_concrete")
+    throw FieldError("prune.method", "\"prune.method\" \"gates\" needs \"heads.gates\": \"hard_concrete\" (there are no gates to read)");
+  if (e.prune.trigger == "shift" && !e.heads.metrics)
+    throw FieldError("prune.trigger", "\"prune.trigger\" \"shift\" measures centroids on the held-out batch: it needs \"heads.metrics\" true");
   if (e.optim.min_lr > e.optim.lr)
     throw FieldError("optim.min_lr", str_cat("\"optim.min_lr\" (", e.optim.min_lr, ") must not exceed \"optim.lr\" (", e.optim.lr, ")"));
   if (e.optim.warmup_init_lr > e.optim.lr)

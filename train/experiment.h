@@ -102,6 +102,42 @@ struct EvalSettings {
   bool operator==(const EvalSettings&) const = default;
 };
 
+// Head-level methods during training: GHT's group-constrained training, the baselines' regularisers
+// and gates, and the head-diversity measurements (../shared/GHT.md §3, §5, §6). Enumerations are
+// kept as their names (validated by the table) and parsed where they are used (ght/).
+struct HeadsSettings {
+  std::string regularizer;      // "none" | "gct" | "disagreement"
+  std::string feature_map;      // "V" | "A" | "O"
+  int64_t groups{};             // C
+  double alpha{}, beta{};       // GCT weights
+  std::string gct_variant;      // "metric" (Eq. 4B) | "classification" (Eq. 4A)
+  std::string gct_scale;        // "per_token" | "per_batch"
+  std::string disagreement;     // "subspace" | "position" | "output" (Li et al. 2018)
+  double lambda{};              // disagreement weight
+  double drophead{};            // Scheduled DropHead's peak rate; 0 = off
+  std::string gates;            // "none" | "hard_concrete" (Voita et al. 2019)
+  double l0_lambda{};           // weight of the gates' L0 penalty
+  bool metrics{};               // measure head diversity on a held-out batch
+  int64_t metrics_every{};      // ... every this many updates (0 = at each validation)
+  int64_t metrics_sentences{};  // size of the held-out batch
+  bool operator==(const HeadsSettings&) const = default;
+};
+
+// Pruning heads after the first phase, then fine-tuning the smaller model (GHT.md §4).
+struct PruneSettings {
+  std::string method;           // "none" | "v2s" | "importance" (Michel et al.) | "gates" (Voita et al.)
+  std::string trigger;          // "epoch" | "shift"
+  int64_t epoch{};              // epoch trigger: prune after this many epochs (0 = before training)
+  double rho{};                 // shift trigger: relative centroid shift between validations
+  std::string keep;             // V2S rule: "per_group" | "top_c" | "score" | "random" | "random_member"
+  int64_t heads{};              // heads kept per module (0 = heads.groups)
+  int64_t vote_batches{};       // training batches voted on (0 = all)
+  bool finetune_regularizer{};  // keep the head regulariser on while fine-tuning (an ablation)
+  int64_t finetune_epochs{}, finetune_patience{};
+  double finetune_minutes{};
+  bool operator==(const PruneSettings&) const = default;
+};
+
 struct Experiment {
   std::string name; // names the run directory; default: the file's stem
   Task task{};
@@ -112,6 +148,8 @@ struct Experiment {
   OptimSettings optim;
   TrainSettings train;
   EvalSettings eval;
+  HeadsSettings heads;
+  PruneSettings prune;
   bool operator==(const Experiment&) const = default;
 };
 

@@ -17,6 +17,7 @@
 #include "metrics/rouge.h"
 #include "train/checkpoint.h"
 #include "train/evaluate.h"
+#include "train/head_phases.h"
 #include "train/prepare.h"
 #include "train/setup.h"
 #include "train/steps.h"
@@ -93,12 +94,20 @@ void write_lines(const std::string& path, const std::vector<std::string>& lines)
 struct Model {
   TransformerConfig cfg;
   ParamStore params;
+  std::optional<TrainerState> trained; // set when the model is a trained checkpoint (prune_from)
 };
 
 // The experiment's model for a vocabulary: initialised from the seed, or from model.init_from
 // (unless resuming: the trainer restores checkpoint_last then), and described on stderr.
 Model build_model(const Experiment& e, int64_t vocab, const SessionOptions& options) {
-  Model m{model_config(e, vocab), {}};
+  if (!options.prune_from.empty()) { // a trained model to prune: its own config and parameters
+    LoadedCheckpoint c = load_checkpoint(options.prune_from);
+    if (c.config.vocab != vocab)
+      throw InputError(str_cat("--from ", options.prune_from, ": the model's vocabulary has ", c.config.vocab,
+                               " entries, the experiment's dictionary ", vocab, " (was it trained with this experiment?)"));
+    return {c.config, std::move(c.params), c.state};
+  }
+  Model m{model_config(e, vocab), {}, std::nullopt};
   init_transformer_params(m.cfg, m.params, static_cast<uint64_t>(e.seed));
   if (e.model.init_from && !options.resume) {
     LoadedCheckpoint from = load_checkpoint(*e.model.init_from);
@@ -133,12 +142,15 @@ TrainOptions train_options(const Experiment& e, const std::string& run_dir, cons
   return to;
 }
 
-// After training: the run's evaluation on its test split, unless switched off.
-nlohmann::json final_evaluation(const std::string& run_dir, const SessionOptions& options) {
+// After training: the evaluation of every trained run directory on its test split (with pruning,
+// the first-phase model and the pruned one), unless switched off. Returns the last.
+nlohmann::json final_evaluation(const std::vector<std::string>& run_dirs, const SessionOptions& options) {
   if (!options.evaluate) return {};
   EvalOptions eo;
   eo.quiet = options.quiet;
-  return evaluate_run(run_dir, eo);
+  nlohmann::json last;
+  for (const std::string& dir : run_dirs) last = evaluate_run(dir, eo);
+  return last;
 }
 
 nlohmann::json run_seq2seq(const Experiment& e, const std::string& run_dir, const SessionOptions& options) {
@@ -147,15 +159,38 @@ nlohmann::json run_seq2seq(const Experiment& e, const std::string& run_dir, cons
   TrainOptions to = train_options(e, run_dir, options, p.pipeline);
   if (e.task == Task::translation && e.train.valid_bleu) to.valid_bleu = make_decode_scorer(p, e, false);
   if (e.task == Task::summarization) to.valid_rouge = make_decode_scorer(p, e, true);
-  train_seq2seq(e, m.cfg, m.params, p.data, to);
-  return final_evaluation(run_dir, options);
+  TaskHooks hooks;
+  hooks.make_task = [&](const TransformerConfig& cfg, ParamStore& params, float ls, std::shared_ptr<GraphExtension> ext) {
+    return make_seq2seq_task(cfg, params, ls, p.data, e.data.max_tokens, std::move(ext));
+  };
+  if (e.heads.metrics) {
+    const int32_t pad = static_cast<int32_t>(m.cfg.pad_id);
+    const Seq2SeqBatch held_out = ght::held_out_batch(p.data, e.heads.metrics_sentences, pad, /*eos=*/2);
+    hooks.measure = [held_out](const TransformerConfig& cfg, ParamStore& params, const ght::HeadMetricsOptions& o) {
+      return ght::measure_head_metrics(cfg, params, held_out, o);
+    };
+  }
+  return final_evaluation(train_with_heads(e, m.cfg, m.params, hooks, to, m.trained ? &*m.trained : nullptr), options);
 }
 
 nlohmann::json run_lm(const Experiment& e, const std::string& run_dir, const SessionOptions& options) {
   PreparedLm p = prepare_lm(e, run_dir, !options.quiet);
   Model m = build_model(e, static_cast<int64_t>(p.pipeline.dictionary().size()), options);
-  train_lm(e, m.cfg, m.params, p.data, train_options(e, run_dir, options, p.pipeline));
-  return final_evaluation(run_dir, options);
+  TaskHooks hooks;
+  hooks.make_task = [&](const TransformerConfig& cfg, ParamStore& params, float ls, std::shared_ptr<GraphExtension> ext) {
+    return make_lm_task(cfg, params, ls, p.data, e.data.block_size, e.data.max_tokens, std::move(ext));
+  };
+  if (e.heads.metrics) {
+    const int32_t pad = static_cast<int32_t>(m.cfg.pad_id);
+    const ght::LmBatch held_out = ght::held_out_batch(p.data, e.data.block_size, e.heads.metrics_sentences, pad);
+    hooks.measure = [held_out](const TransformerConfig& cfg, ParamStore& params, const ght::HeadMetricsOptions& o) {
+      return ght::measure_head_metrics(cfg, params, held_out, o);
+    };
+  }
+  return final_evaluation(
+      train_with_heads(e, m.cfg, m.params, hooks, train_options(e, run_dir, options, p.pipeline),
+                       m.trained ? &*m.trained : nullptr),
+      options);
 }
 
 // Perplexity of a language model on a split: the split's stream in blocks of data.block_size.
@@ -236,12 +271,15 @@ void check_resume_config(const Experiment& e, const std::string& run_dir) {
 
 nlohmann::json run_experiment(const Experiment& e, const SessionOptions& options) {
   const std::string run_dir = options.run_dir.empty() ? (fs::path("runs") / e.name).string() : options.run_dir;
-  const bool has_run = fs::exists(fs::path(run_dir) / "checkpoint_last.safetensors");
+  // A run exists when it has a checkpoint (or, pruning a given checkpoint, its prune.json).
+  const bool has_run = options.prune_from.empty() ? fs::exists(fs::path(run_dir) / "checkpoint_last.safetensors")
+                                                  : fs::exists(fs::path(run_dir) / "prune.json");
   if (!options.resume && has_run)
     throw InputError(str_cat(run_dir, " already holds a run (checkpoint_last.safetensors); pass --resume to continue it, "
                              "or --out DIR for a new run"));
   if (options.resume && !has_run)
-    throw InputError(str_cat("--resume: ", run_dir, "/checkpoint_last.safetensors does not exist (nothing to resume)"));
+    throw InputError(str_cat("--resume: ", run_dir, "/", options.prune_from.empty() ? "checkpoint_last.safetensors" : "prune.json",
+                             " does not exist (nothing to resume)"));
   if (options.resume) check_resume_config(e, run_dir);
   fs::create_directories(run_dir);
   io::atomic_write_file((fs::path(run_dir) / "config.json").string(), to_json(e).dump(2) + "\n");

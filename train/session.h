@@ -24,6 +24,9 @@ struct SessionOptions {
   bool resume = false;
   bool quiet = false;
   bool evaluate = true;  // evaluate on the test split after training
+  // `pillars prune EXP --from CKPT`: start from this trained checkpoint, skip the first phase and
+  // run the experiment's prune step and fine-tuning (train/head_phases.h).
+  std::string prune_from;
 };
 
 // Returns the final evaluation (empty if options.evaluate is false).

@@ -8,13 +8,17 @@ namespace pillars::train {
 
 namespace {
 
-// The part of compiling that every model shares: gradients (training only), then an executor in
-// the shared arena with the parameters bound. C has `model` (with .graph and .loss), `params`,
-// `grads`, `executor`.
-template <class C> void compile_graph(C& c, bool train, const std::shared_ptr<SharedArena>& arena, ParamStore& store) {
+// The part of compiling that every model shares: the extension's nodes, gradients (training only),
+// then an executor in the shared arena with the parameters bound. C has `model` (with .graph,
+// .loss and .attention), `objective`, `params`, `grads`, `executor`.
+template <class C>
+void compile_graph(C& c, bool train, const std::shared_ptr<SharedArena>& arena, ParamStore& store,
+                   GraphExtension* extension) {
+  c.objective = extension ? extension->extend(c.model.graph, c.model.attention, c.model.loss, train) : c.model.loss;
+  if (c.objective != c.model.loss) c.model.graph.mark_output(c.objective);
   if (train) {
     c.params = c.model.graph.params();
-    c.grads = autodiff(c.model.graph, c.model.loss, c.params);
+    c.grads = autodiff(c.model.graph, c.objective, c.params);
   }
   c.executor = std::make_unique<Executor>(c.model.graph, arena);
   c.executor->bind_params(store);
@@ -31,10 +35,19 @@ template <class C> void gather_slots(const C& c, ParamStore& store, std::vector<
   }
 }
 
+// Valid (non-pad) positions of each of the B rows of a right-padded (B·T) id list.
+std::vector<int32_t> row_lengths(const std::vector<int32_t>& ids, int64_t B, int64_t T, int32_t pad) {
+  std::vector<int32_t> n(static_cast<size_t>(B), 0);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t t = 0; t < T; ++t) n[static_cast<size_t>(b)] += ids[static_cast<size_t>(b * T + t)] != pad;
+  return n;
+}
+
 } // namespace
 
-Seq2SeqSteps::Seq2SeqSteps(const TransformerConfig& cfg, ParamStore& params, float label_smoothing)
-    : cfg_(cfg), params_(params), label_smoothing_(label_smoothing) {}
+Seq2SeqSteps::Seq2SeqSteps(const TransformerConfig& cfg, ParamStore& params, float label_smoothing,
+                           std::shared_ptr<GraphExtension> extension)
+    : cfg_(cfg), params_(params), label_smoothing_(label_smoothing), extension_(std::move(extension)) {}
 
 Seq2SeqSteps::Compiled& Seq2SeqSteps::compiled(std::map<Shape3, std::unique_ptr<Compiled>>& cache,
                                                const Seq2SeqBatch& b, bool train) {
@@ -43,39 +56,52 @@ Seq2SeqSteps::Compiled& Seq2SeqSteps::compiled(std::map<Shape3, std::unique_ptr<
     auto c = std::make_unique<Compiled>();
     // The dropout seed is a graph attribute (the base of its Philox stream); the executor adds a
     // per-run seed, so one graph serves every step.
-    c->model = build_seq2seq_training_graph(cfg_, b.B, b.Ts, b.Tt, train ? label_smoothing_ : 0.0f, /*dropout_seed=*/0, train);
-    compile_graph(*c, train, arena_, params_);
+    Seq2SeqOptions o;
+    o.label_smoothing = train ? label_smoothing_ : 0.0f;
+    o.dropout_seed = 0;
+    o.train = train;
+    if (extension_) extension_->configure(o, train);
+    c->model = build_seq2seq_training_graph(cfg_, b.B, b.Ts, b.Tt, o);
+    compile_graph(*c, train, arena_, params_, extension_.get());
     slot = std::move(c);
   }
   return *slot;
 }
 
-void Seq2SeqSteps::bind(Compiled& c, const Seq2SeqBatch& b) {
+void Seq2SeqSteps::bind(Compiled& c, const Seq2SeqBatch& b, uint64_t seed, bool train) {
   Executor& ex = *c.executor;
   ex.bind(c.model.src_tokens, Tensor::from_i32({b.B, b.Ts}, b.src_tokens));
   ex.bind(c.model.src_lengths, Tensor::from_i32({b.B}, b.src_lengths));
   ex.bind(c.model.prev_output_tokens, Tensor::from_i32({b.B, b.Tt}, b.prev_output_tokens));
   ex.bind(c.model.target, Tensor::from_i32({b.B * b.Tt}, b.target));
+  if (c.model.tgt_lengths != kNoValue)
+    ex.bind(c.model.tgt_lengths,
+            Tensor::from_i32({b.B}, row_lengths(b.target, b.B, b.Tt, static_cast<int32_t>(cfg_.pad_id))));
+  if (extension_)
+    extension_->bind(ex, c.model.graph, {b.target_tokens, seed, train ? update_ : 0, progress_, train});
 }
 
 float Seq2SeqSteps::train(const Seq2SeqBatch& b, uint64_t seed) {
   Compiled& c = compiled(train_, b, true);
-  bind(c, b);
+  bind(c, b, seed, true);
   c.executor->set_seed(seed);
   c.executor->run();
+  if (extension_) extension_->after_run(*c.executor, c.model.graph, {b.target_tokens, seed, update_, progress_, true});
   gather_slots(c, params_, slots_);
   return c.executor->value(c.model.loss).data<float>()[0];
 }
 
 double Seq2SeqSteps::eval(const Seq2SeqBatch& b) {
   Compiled& c = compiled(eval_, b, false);
-  bind(c, b);
+  bind(c, b, 0, false);
   c.executor->run();
+  if (extension_) extension_->after_run(*c.executor, c.model.graph, {b.target_tokens, 0, 0, progress_, false});
   return static_cast<double>(c.executor->value(c.model.loss).data<float>()[0]) * static_cast<double>(b.target_tokens);
 }
 
-LmSteps::LmSteps(const TransformerConfig& cfg, ParamStore& params, float label_smoothing)
-    : cfg_(cfg), params_(params), label_smoothing_(label_smoothing) {}
+LmSteps::LmSteps(const TransformerConfig& cfg, ParamStore& params, float label_smoothing,
+                 std::shared_ptr<GraphExtension> extension)
+    : cfg_(cfg), params_(params), label_smoothing_(label_smoothing), extension_(std::move(extension)) {}
 
 LmSteps::Compiled& LmSteps::compiled(std::map<std::pair<int64_t, int64_t>, std::unique_ptr<Compiled>>& cache, int64_t B,
                                      int64_t T, bool train) {
@@ -85,29 +111,42 @@ LmSteps::Compiled& LmSteps::compiled(std::map<std::pair<int64_t, int64_t>, std::
     Seq2SeqOptions o;
     o.label_smoothing = train ? label_smoothing_ : 0.0f;
     o.train = train;
+    if (extension_) extension_->configure(o, train);
     c->model = build_lm_training_graph(cfg_, B, T, o);
-    compile_graph(*c, train, arena_, params_);
+    compile_graph(*c, train, arena_, params_, extension_.get());
     slot = std::move(c);
   }
   return *slot;
 }
 
+void LmSteps::bind(Compiled& c, int64_t B, int64_t T, const std::vector<int32_t>& tokens,
+                   const std::vector<int32_t>& target, uint64_t seed, bool train) {
+  Executor& ex = *c.executor;
+  ex.bind(c.model.tokens, Tensor::from_i32({B, T}, tokens));
+  ex.bind(c.model.target, Tensor::from_i32({B * T}, target));
+  const std::vector<int32_t> lengths = row_lengths(target, B, T, static_cast<int32_t>(cfg_.pad_id));
+  if (c.model.tgt_lengths != kNoValue) ex.bind(c.model.tgt_lengths, Tensor::from_i32({B}, lengths));
+  int64_t n = 0;
+  for (int32_t len : lengths) n += len;
+  if (extension_) extension_->bind(ex, c.model.graph, {n, seed, train ? update_ : 0, progress_, train});
+}
+
 float LmSteps::train(int64_t B, int64_t T, const std::vector<int32_t>& tokens, const std::vector<int32_t>& target,
                      uint64_t seed) {
   Compiled& c = compiled(train_, B, T, true);
-  c.executor->bind(c.model.tokens, Tensor::from_i32({B, T}, tokens));
-  c.executor->bind(c.model.target, Tensor::from_i32({B * T}, target));
+  bind(c, B, T, tokens, target, seed, true);
   c.executor->set_seed(seed);
   c.executor->run();
+  if (extension_) extension_->after_run(*c.executor, c.model.graph, {0, seed, update_, progress_, true});
   gather_slots(c, params_, slots_);
   return c.executor->value(c.model.loss).data<float>()[0];
 }
 
 double LmSteps::eval(int64_t B, int64_t T, const std::vector<int32_t>& tokens, const std::vector<int32_t>& target) {
   Compiled& c = compiled(eval_, B, T, false);
-  c.executor->bind(c.model.tokens, Tensor::from_i32({B, T}, tokens));
-  c.executor->bind(c.model.target, Tensor::from_i32({B * T}, target));
+  bind(c, B, T, tokens, target, 0, false);
   c.executor->run();
+  if (extension_) extension_->after_run(*c.executor, c.model.graph, {0, 0, 0, progress_, false});
   int64_t n = 0;
   for (int32_t t : target) n += t != static_cast<int32_t>(cfg_.pad_id);
   return static_cast<double>(c.executor->value(c.model.loss).data<float>()[0]) * static_cast<double>(n);

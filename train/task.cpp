@@ -20,8 +20,10 @@ std::vector<int64_t> lengths_of(const std::vector<std::vector<int32_t>>& lists) 
 
 class Seq2SeqTask : public TrainingTask {
  public:
-  Seq2SeqTask(const TransformerConfig& cfg, ParamStore& params, float ls, const Seq2SeqData& data, int64_t max_tokens)
-      : data_(data), pad_(static_cast<int32_t>(cfg.pad_id)), max_tokens_(max_tokens), steps_(cfg, params, ls),
+  Seq2SeqTask(const TransformerConfig& cfg, ParamStore& params, float ls, const Seq2SeqData& data, int64_t max_tokens,
+              std::shared_ptr<GraphExtension> extension)
+      : data_(data), pad_(static_cast<int32_t>(cfg.pad_id)), max_tokens_(max_tokens),
+        steps_(cfg, params, ls, std::move(extension)),
         train_(lengths_of(data.train_src), lengths_of(data.train_tgt), {.max_tokens = max_tokens}),
         batches_per_epoch_(static_cast<int64_t>(train_.in_order().size())) {}
 
@@ -36,6 +38,10 @@ class Seq2SeqTask : public TrainingTask {
   std::pair<double, int64_t> valid_nll() override {
     return seq2seq_nll(steps_, data_.valid_src, data_.valid_tgt, max_tokens_, pad_);
   }
+  std::pair<double, int64_t> train_nll(int64_t max_batches) override {
+    return seq2seq_nll(steps_, data_.train_src, data_.train_tgt, max_tokens_, pad_, max_batches);
+  }
+  void set_progress(int64_t update, double progress) override { steps_.set_progress(update, progress); }
 
  private:
   const Seq2SeqData& data_;
@@ -62,8 +68,10 @@ std::vector<Batch> block_batches(std::vector<int64_t> blocks, int64_t T, int64_t
 
 class LmTask : public TrainingTask {
  public:
-  LmTask(const TransformerConfig& cfg, ParamStore& params, float ls, const LmData& data, int64_t T, int64_t max_tokens)
-      : data_(data), pad_(static_cast<int32_t>(cfg.pad_id)), T_(T), max_tokens_(max_tokens), steps_(cfg, params, ls) {
+  LmTask(const TransformerConfig& cfg, ParamStore& params, float ls, const LmData& data, int64_t T, int64_t max_tokens,
+         std::shared_ptr<GraphExtension> extension)
+      : data_(data), pad_(static_cast<int32_t>(cfg.pad_id)), T_(T), max_tokens_(max_tokens),
+        steps_(cfg, params, ls, std::move(extension)) {
     PILLARS_CHECK(T <= max_tokens, "data.block_size ", T, " exceeds data.max_tokens ", max_tokens);
     PILLARS_CHECK(data.train.size() > 1 && data.valid.size() > 1, "language model: empty training or validation stream");
     const int64_t n = lm_blocks(data.train, T), B = std::max<int64_t>(1, max_tokens / T);
@@ -86,6 +94,10 @@ class LmTask : public TrainingTask {
   }
   std::vector<optim::ParamSlot>& slots() override { return steps_.slots(); }
   std::pair<double, int64_t> valid_nll() override { return lm_nll(steps_, data_.valid, T_, max_tokens_, pad_); }
+  std::pair<double, int64_t> train_nll(int64_t max_batches) override {
+    return lm_nll(steps_, data_.train, T_, max_tokens_, pad_, max_batches);
+  }
+  void set_progress(int64_t update, double progress) override { steps_.set_progress(update, progress); }
 
  private:
   const LmData& data_;
@@ -117,10 +129,12 @@ void make_lm_batch(const std::vector<int32_t>& stream, const Batch& batch, int32
 }
 
 std::pair<double, int64_t> seq2seq_nll(Seq2SeqSteps& steps, const std::vector<std::vector<int32_t>>& src,
-                                       const std::vector<std::vector<int32_t>>& tgt, int64_t max_tokens, int32_t pad) {
+                                       const std::vector<std::vector<int32_t>>& tgt, int64_t max_tokens, int32_t pad,
+                                       int64_t max_batches) {
   double nll = 0;
-  int64_t tokens = 0;
+  int64_t tokens = 0, done = 0;
   for (const Batch& batch : Bucketing(lengths_of(src), lengths_of(tgt), {.max_tokens = max_tokens}).in_order()) {
+    if (max_batches > 0 && done++ >= max_batches) break;
     const Seq2SeqBatch b = make_seq2seq_batch(src, tgt, batch, pad, kEos);
     nll += steps.eval(b);
     tokens += b.target_tokens;
@@ -129,13 +143,15 @@ std::pair<double, int64_t> seq2seq_nll(Seq2SeqSteps& steps, const std::vector<st
 }
 
 std::pair<double, int64_t> lm_nll(LmSteps& steps, const std::vector<int32_t>& stream, int64_t T, int64_t max_tokens,
-                                  int32_t pad) {
+                                  int32_t pad, int64_t max_batches) {
   std::vector<int64_t> blocks(static_cast<size_t>(lm_blocks(stream, T)));
   for (size_t i = 0; i < blocks.size(); ++i) blocks[i] = static_cast<int64_t>(i);
   double nll = 0;
   int64_t tokens = 0;
   std::vector<int32_t> x, y;
+  int64_t done = 0;
   for (const Batch& batch : block_batches(blocks, T, max_tokens)) {
+    if (max_batches > 0 && done++ >= max_batches) break;
     make_lm_batch(stream, batch, pad, x, y);
     nll += steps.eval(static_cast<int64_t>(batch.indices.size()), T, x, y);
     tokens += std::count_if(y.begin(), y.end(), [&](int32_t t) { return t != pad; });
@@ -144,17 +160,19 @@ std::pair<double, int64_t> lm_nll(LmSteps& steps, const std::vector<int32_t>& st
 }
 
 std::unique_ptr<TrainingTask> make_seq2seq_task(const TransformerConfig& cfg, ParamStore& params, float label_smoothing,
-                                                const Seq2SeqData& data, int64_t max_tokens) {
+                                                const Seq2SeqData& data, int64_t max_tokens,
+                                                std::shared_ptr<GraphExtension> extension) {
   PILLARS_CHECK(!data.train_src.empty() && data.train_src.size() == data.train_tgt.size(),
                 "training set is empty or misaligned");
   PILLARS_CHECK(!data.valid_src.empty() && data.valid_src.size() == data.valid_tgt.size(),
                 "validation set is empty or misaligned");
-  return std::make_unique<Seq2SeqTask>(cfg, params, label_smoothing, data, max_tokens);
+  return std::make_unique<Seq2SeqTask>(cfg, params, label_smoothing, data, max_tokens, std::move(extension));
 }
 
 std::unique_ptr<TrainingTask> make_lm_task(const TransformerConfig& cfg, ParamStore& params, float label_smoothing,
-                                           const LmData& data, int64_t block_size, int64_t max_tokens) {
-  return std::make_unique<LmTask>(cfg, params, label_smoothing, data, block_size, max_tokens);
+                                           const LmData& data, int64_t block_size, int64_t max_tokens,
+                                           std::shared_ptr<GraphExtension> extension) {
+  return std::make_unique<LmTask>(cfg, params, label_smoothing, data, block_size, max_tokens, std::move(extension));
 }
 
 } // namespace pillars::train

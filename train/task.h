@@ -29,6 +29,11 @@ class TrainingTask {
   virtual std::vector<optim::ParamSlot>& slots() = 0;
   // Σ negative log-likelihood (nats) and the number of target tokens over the validation set.
   virtual std::pair<double, int64_t> valid_nll() = 0;
+  // The same over the first `max_batches` training batches in their fixed order (0 = all), forward
+  // only, without dropout: the V2S voting pass runs it with an extension that reads each batch.
+  virtual std::pair<double, int64_t> train_nll(int64_t max_batches) = 0;
+  // Where training is, for extensions that follow a schedule (train/extension.h StepInfo).
+  virtual void set_progress(int64_t update, double progress) = 0;
 };
 
 struct Seq2SeqData {
@@ -40,17 +45,22 @@ struct LmData {
   std::vector<int32_t> train, valid; // the token streams: every line's ids followed by eos
 };
 
+// `extension` (optional) adds its nodes to every compiled graph (train/extension.h).
 std::unique_ptr<TrainingTask> make_seq2seq_task(const TransformerConfig& cfg, ParamStore& params, float label_smoothing,
-                                                const Seq2SeqData& data, int64_t max_tokens);
+                                                const Seq2SeqData& data, int64_t max_tokens,
+                                                std::shared_ptr<GraphExtension> extension = nullptr);
 std::unique_ptr<TrainingTask> make_lm_task(const TransformerConfig& cfg, ParamStore& params, float label_smoothing,
-                                           const LmData& data, int64_t block_size, int64_t max_tokens);
+                                           const LmData& data, int64_t block_size, int64_t max_tokens,
+                                           std::shared_ptr<GraphExtension> extension = nullptr);
 
 // Σ negative log-likelihood (nats) and the number of target tokens, forward only, without dropout:
 // of sentence pairs batched by max_tokens, and of a token stream in blocks of T.
+// max_batches > 0 stops after that many batches.
 std::pair<double, int64_t> seq2seq_nll(Seq2SeqSteps& steps, const std::vector<std::vector<int32_t>>& src,
-                                       const std::vector<std::vector<int32_t>>& tgt, int64_t max_tokens, int32_t pad);
+                                       const std::vector<std::vector<int32_t>>& tgt, int64_t max_tokens, int32_t pad,
+                                       int64_t max_batches = 0);
 std::pair<double, int64_t> lm_nll(LmSteps& steps, const std::vector<int32_t>& stream, int64_t T, int64_t max_tokens,
-                                  int32_t pad);
+                                  int32_t pad, int64_t max_batches = 0);
 
 // The blocks of a token stream: block i is tokens [i·T, (i+1)·T) predicting [i·T + 1, (i+1)·T + 1);
 // the last block is shorter (right-padded in a batch). Writes a batch's (B·T) inputs and targets.

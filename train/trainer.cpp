@@ -39,22 +39,24 @@ std::string duration(double seconds) {
 // log.jsonl: appended and flushed line by line, so a crash loses at most the line being written.
 class RunLog {
  public:
-  explicit RunLog(const std::string& path) : out_(path, std::ios::app) {
+  RunLog(const std::string& path, std::string phase) : out_(path, std::ios::app), phase_(std::move(phase)) {
     if (!out_) throw InputError(str_cat(path, ": cannot open for writing"));
   }
-  void write(const nlohmann::json& j) {
+  void write(nlohmann::json j) {
+    if (!phase_.empty()) j["phase"] = phase_;
     out_ << j.dump() << '\n';
     out_.flush();
   }
 
  private:
   std::ofstream out_;
+  std::string phase_;
 };
 
 class Loop {
  public:
   Loop(const Experiment& e, const TransformerConfig& cfg, ParamStore& params, TrainingTask& task, const TrainOptions& o)
-      : e_(e), cfg_(cfg), params_(params), task_(task), o_(o), log_((fs::path(o.run_dir) / "log.jsonl").string()),
+      : e_(e), cfg_(cfg), params_(params), task_(task), o_(o), log_((fs::path(o.run_dir) / "log.jsonl").string(), o.phase),
         optimizer_(make_optimizer(e.optim)) {
     batches_per_epoch_ = task.batches_per_epoch();
     const int64_t updates_per_epoch = (batches_per_epoch_ + e.train.update_freq - 1) / e.train.update_freq;
@@ -152,6 +154,7 @@ class Loop {
     const int64_t u = state_.updates + 1;
     double loss_sum = 0;
     int64_t tokens = 0;
+    task_.set_progress(u, static_cast<double>(u) / static_cast<double>(std::max<int64_t>(planned_updates_, 1)));
     for (int64_t j = 0; j < k; ++j) {
       int64_t batch_tokens = 0;
       const float loss = task_.train(batches[static_cast<size_t>(state_.batch_in_epoch + j)],
@@ -177,6 +180,7 @@ class Loop {
     outcome_.losses.push_back(static_cast<float>(mean_loss));
     window_loss_ += loss_sum, window_tokens_ += tokens, ++window_updates_;
     if (state_.updates % e_.train.log_every == 0) progress(lr);
+    if (o_.after_update) o_.after_update(state_);
   }
 
   // Gradient accumulation for update_freq > 1: acc = Σ_batches tokens · grad, then / Σ tokens, so
@@ -274,6 +278,8 @@ class Loop {
                    static_cast<long long>(state_.updates), v.loss, v.ppl, extra.c_str(), improved ? " | best" : "", took);
     }
     if (e_.train.patience > 0 && state_.bad_validations >= e_.train.patience) stop("patience");
+    if (o_.after_validation)
+      if (const std::string reason = o_.after_validation(state_, v); !reason.empty()) stop(reason);
     if (improved) save("checkpoint_best.safetensors", false);
     keep_for_averaging(score);
     save("checkpoint_last.safetensors", true);
@@ -359,14 +365,15 @@ TrainerOutcome train_model(const Experiment& e, const TransformerConfig& cfg, Pa
 
 TrainerOutcome train_seq2seq(const Experiment& e, const TransformerConfig& cfg, ParamStore& params,
                              const Seq2SeqData& data, const TrainOptions& options) {
-  const auto task = make_seq2seq_task(cfg, params, static_cast<float>(e.train.label_smoothing), data, e.data.max_tokens);
+  const auto task = make_seq2seq_task(cfg, params, static_cast<float>(e.train.label_smoothing), data, e.data.max_tokens,
+                                      options.extension);
   return train_model(e, cfg, params, *task, options);
 }
 
 TrainerOutcome train_lm(const Experiment& e, const TransformerConfig& cfg, ParamStore& params, const LmData& data,
                         const TrainOptions& options) {
   const auto task = make_lm_task(cfg, params, static_cast<float>(e.train.label_smoothing), data, e.data.block_size,
-                                 e.data.max_tokens);
+                                 e.data.max_tokens, options.extension);
   return train_model(e, cfg, params, *task, options);
 }
 

@@ -20,6 +20,7 @@
 // the checkpoints; progress lines on stderr.
 #pragma once
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -50,6 +51,14 @@ struct TrainOptions {
   DecodeScorer valid_bleu;          // optional
   DecodeScorer valid_rouge;         // optional
   nlohmann::json checkpoint_extra;  // stored in every checkpoint (dictionary, tokenizer, ...)
+  std::string phase;                // "" or a name ("gct", "finetune") written into every log line
+  // Adds nodes to every compiled graph (GHT's GCT loss, baselines' regularisers and gates).
+  std::shared_ptr<GraphExtension> extension;
+  // Called after every update (e.g. to measure head metrics every N updates).
+  std::function<void(const TrainerState&)> after_update;
+  // Called after every validation; a non-empty return value stops training with that reason
+  // (e.g. V2S's trigger "centroid shift below rho").
+  std::function<std::string(const TrainerState&, const ValidScores&)> after_validation;
 };
 
 struct TrainerOutcome {

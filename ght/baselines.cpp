@@ -1,0 +1,326 @@
+// See baselines.h (the math of each method and its source are there).
+#include "ght/baselines.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "engine/error.h"
+#include "engine/ops.h"
+#include "ght/ops.h"
+#include "kernels/philox.h"
+#include "models/init.h"
+
+namespace pillars::ght {
+
+namespace {
+
+// Salts that keep the random streams of DropHead and Hard-Concrete apart for the same seed.
+constexpr uint64_t kDropHeadSalt = 0xD809'4EADull;
+constexpr uint64_t kConcreteSalt = 0xC0C2'E7E5ull;
+
+// The Philox key of one (seed, update) stream: two splitmix64 rounds, so neighbouring seeds and
+// updates give unrelated keys.
+uint64_t stream_key(uint64_t seed, int64_t update, uint64_t salt) {
+  init::SplitMix64 a(seed ^ salt);
+  init::SplitMix64 b(a.next() ^ static_cast<uint64_t>(update));
+  return b.next();
+}
+
+// Head h of module m draws element h of the Philox stream at offset m · 2^32: disjoint per module.
+double uniform(uint64_t key, size_t module_index, int64_t h) {
+  return philox_uniform(key, static_cast<uint64_t>(module_index) << 32, static_cast<uint64_t>(h));
+}
+
+// σ(x) = ½ tanh(x/2) + ½: the logistic sigmoid from existing ops, without exp overflow.
+ValueId sigmoid(Graph& g, ValueId x) {
+  return ops::add_scalar(g, ops::scale(g, ops::tanh(g, ops::scale(g, x, 0.5f)), 0.5f), 0.5f);
+}
+
+// clamp(x, 0, 1) = relu(x) − relu(x − 1); its gradient is 1 inside (0, 1) and 0 outside.
+ValueId clamp01(Graph& g, ValueId x) {
+  return ops::sub(g, ops::relu(g, x), ops::relu(g, ops::add_scalar(g, x, -1.0f)));
+}
+
+double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+
+// Σ over a list of scalars (kNoValue when empty).
+ValueId sum_of(Graph& g, const std::vector<ValueId>& xs) {
+  ValueId total = kNoValue;
+  for (ValueId x : xs) total = total == kNoValue ? x : ops::add(g, total, x);
+  return total;
+}
+
+double scalar(const Executor& ex, ValueId v) { return static_cast<double>(ex.value(v).data<float>()[0]); }
+
+} // namespace
+
+// ---- 1. Disagreement regularisation ---------------------------------------------------------------
+
+FeatureMap parse_disagreement_variant(const std::string& name) {
+  if (name == "subspace") return FeatureMap::V;
+  if (name == "position") return FeatureMap::A;
+  if (name == "output") return FeatureMap::O;
+  throw InputError(str_cat("disagreement variant must be \"subspace\", \"position\" or \"output\", got \"", name, "\""));
+}
+
+const char* disagreement_variant_name(FeatureMap fm) {
+  switch (fm) {
+    case FeatureMap::V: return "subspace";
+    case FeatureMap::A: return "position";
+    case FeatureMap::O: return "output";
+  }
+  return "?";
+}
+
+void DisagreementExtension::configure(Seq2SeqOptions& options, bool train) const {
+  if (train) request_feature_map(options, s_.feature_map);
+}
+
+ValueId DisagreementExtension::extend(Graph& g, const std::vector<AttentionSite>& sites, ValueId loss, bool train) {
+  if (!train || sites.empty()) return loss;
+  std::vector<ValueId> cosines;
+  for (const AttentionSite& site : sites) {
+    const ValueId gram = feature_gram(g, site, s_.feature_map); // (H, H), padding left out
+    cosines.push_back(mean_pairwise_cosine(g, gram));          // D_m, scalar
+  }
+  const ValueId mean = ops::scale(g, sum_of(g, cosines), 1.0f / static_cast<float>(sites.size())); // (1/M) Σ_m D_m
+  g.mark_output(mean);
+  mean_cosine_[&g] = mean;
+  return ops::add(g, loss, ops::scale(g, mean, s_.lambda)); // L_task + λ · (1/M) Σ_m D_m
+}
+
+void DisagreementExtension::after_run(const Executor& ex, const Graph& g, const train::StepInfo& info) {
+  const auto it = mean_cosine_.find(&g);
+  if (!info.train || it == mean_cosine_.end()) return;
+  terms_.mean_cosine += scalar(ex, it->second);
+  ++terms_.runs;
+}
+
+DisagreementExtension::Terms DisagreementExtension::take_terms() {
+  Terms t = terms_;
+  if (t.runs > 0) t.mean_cosine /= static_cast<double>(t.runs);
+  terms_ = {};
+  return t;
+}
+
+// ---- 2. Scheduled DropHead ------------------------------------------------------------------------
+
+double drophead_rate(double p_max, double progress) {
+  const double t = std::clamp(progress, 0.0, 1.0);
+  return p_max * std::fabs(1.0 - 2.0 * t);
+}
+
+std::vector<float> drophead_gates(uint64_t seed, int64_t update, size_t module_index, int64_t heads, double p) {
+  const uint64_t key = stream_key(seed, update, kDropHeadSalt);
+  std::vector<float> xi(static_cast<size_t>(heads));
+  int64_t kept = 0;
+  for (int64_t h = 0; h < heads; ++h) {
+    const bool keep = uniform(key, module_index, h) >= p; // m_h ~ Bernoulli(1 − p)
+    xi[static_cast<size_t>(h)] = keep ? 1.0f : 0.0f;
+    kept += keep;
+  }
+  if (kept == 0) return std::vector<float>(static_cast<size_t>(heads), 1.0f); // nothing kept: keep all
+  const float rescale = static_cast<float>(static_cast<double>(heads) / static_cast<double>(kept)); // H / Σ m
+  for (float& x : xi) x *= rescale;
+  return xi;
+}
+
+std::string drophead_gate_input(const std::string& module) { return "head_gate." + module; }
+
+void DropHeadExtension::configure(Seq2SeqOptions& options, bool train) const {
+  if (!train) return; // evaluation: no gates
+  options.head_gate = [](Graph& g, const std::string& module, int64_t heads) {
+    return g.input(drophead_gate_input(module), {heads}); // ξ (H), bound before every run
+  };
+}
+
+ValueId DropHeadExtension::extend(Graph& g, const std::vector<AttentionSite>& sites, ValueId loss, bool train) {
+  if (!train) return loss;
+  std::vector<Gate>& gates = gates_[&g];
+  gates.clear();
+  for (size_t m = 0; m < sites.size(); ++m) {
+    PILLARS_CHECK(sites[m].gate != kNoValue, "DropHead: module ", sites[m].module, " has no head gate");
+    gates.push_back({sites[m].gate, sites[m].heads, m});
+  }
+  return loss;
+}
+
+void DropHeadExtension::bind(Executor& ex, const Graph& g, const train::StepInfo& info) {
+  const auto it = gates_.find(&g);
+  if (it == gates_.end()) return;
+  const double p = drophead_rate(s_.p_max, info.progress);
+  for (const Gate& gate : it->second)
+    ex.bind(gate.input, Tensor::from({gate.heads}, drophead_gates(s_.seed, info.update, gate.module_index, gate.heads, p)));
+}
+
+// ---- 3. Hard-Concrete L0 gates --------------------------------------------------------------------
+
+std::string log_alpha_name(const std::string& module) { return "head_gate." + module + ".log_alpha"; }
+std::string concrete_noise_input(const std::string& module) { return "head_gate." + module + ".noise"; }
+
+std::vector<float> concrete_noise(uint64_t seed, int64_t update, size_t module_index, int64_t heads) {
+  const uint64_t key = stream_key(seed, update, kConcreteSalt);
+  std::vector<float> n(static_cast<size_t>(heads));
+  for (int64_t h = 0; h < heads; ++h) {
+    const double u = uniform(key, module_index, h) + 0x1.0p-25; // the bin centre: u ∈ (0, 1)
+    n[static_cast<size_t>(h)] = static_cast<float>(std::log(u) - std::log1p(-u));
+  }
+  return n;
+}
+
+void HardConcreteExtension::add_parameters(ParamStore& params, const TransformerConfig& cfg, float init_log_alpha) const {
+  for (const std::string& module : attention_modules(cfg)) {
+    const std::string name = log_alpha_name(module);
+    if (params.contains(name)) continue;
+    Tensor& t = params.add(name, {cfg.heads_of(module)});
+    std::fill(t.data<float>(), t.data<float>() + t.numel(), init_log_alpha);
+  }
+}
+
+void HardConcreteExtension::configure(Seq2SeqOptions& options, bool train) const {
+  const HardConcreteSettings s = s_;
+  options.head_gate = [s, train](Graph& g, const std::string& module, int64_t heads) {
+    const ValueId log_alpha = g.param(log_alpha_name(module), {heads}); // (H)
+    ValueId s_h;
+    if (train) {
+      const ValueId noise = g.input(concrete_noise_input(module), {heads}); // log u − log(1 − u), (H)
+      s_h = sigmoid(g, ops::scale(g, ops::add(g, noise, log_alpha), 1.0f / s.beta)); // σ((n + log α)/β)
+    } else {
+      s_h = sigmoid(g, log_alpha); // σ(log α)
+    }
+    return clamp01(g, ops::add_scalar(g, ops::scale(g, s_h, s.zeta - s.gamma), s.gamma)); // ξ (H)
+  };
+}
+
+ValueId HardConcreteExtension::extend(Graph& g, const std::vector<AttentionSite>& sites, ValueId loss, bool train) {
+  if (!train || sites.empty()) return loss;
+  Added& added = added_[&g];
+  added.noise.clear();
+  const float shift = -s_.beta * std::log(-s_.gamma / s_.zeta); // −β · log(−γ/ζ) (> 0)
+  std::vector<ValueId> open;
+  int64_t total_heads = 0;
+  for (size_t m = 0; m < sites.size(); ++m) {
+    const AttentionSite& site = sites[m];
+    const ValueId log_alpha = g.find_param(log_alpha_name(site.module));
+    const ValueId noise = g.find_input(concrete_noise_input(site.module));
+    PILLARS_CHECK(log_alpha != kNoValue && noise != kNoValue, "Hard-Concrete: module ", site.module, " has no gate");
+    added.noise.push_back({noise, site.heads, m});
+    open.push_back(ops::sum_all(g, sigmoid(g, ops::add_scalar(g, log_alpha, shift)))); // Σ_h P(ξ_h ≠ 0)
+    total_heads += site.heads;
+  }
+  added.open_probability = ops::scale(g, sum_of(g, open), 1.0f / static_cast<float>(total_heads)); // mean P(open)
+  g.mark_output(added.open_probability);
+  return ops::add(g, loss, ops::scale(g, added.open_probability, s_.lambda));
+}
+
+void HardConcreteExtension::bind(Executor& ex, const Graph& g, const train::StepInfo& info) {
+  const auto it = added_.find(&g);
+  if (it == added_.end()) return;
+  for (const Noise& n : it->second.noise)
+    ex.bind(n.input, Tensor::from({n.heads}, concrete_noise(s_.seed, info.update, n.module_index, n.heads)));
+}
+
+void HardConcreteExtension::after_run(const Executor& ex, const Graph& g, const train::StepInfo& info) {
+  const auto it = added_.find(&g);
+  if (!info.train || it == added_.end()) return;
+  terms_.open_probability += scalar(ex, it->second.open_probability);
+  ++terms_.runs;
+}
+
+HardConcreteExtension::Terms HardConcreteExtension::take_terms() {
+  Terms t = terms_;
+  if (t.runs > 0) t.open_probability /= static_cast<double>(t.runs);
+  terms_ = {};
+  return t;
+}
+
+HeadScores expected_gates(const ParamStore& params, const TransformerConfig& cfg, const HardConcreteSettings& s) {
+  HeadScores gates;
+  for (const std::string& module : attention_modules(cfg)) {
+    const std::string name = log_alpha_name(module);
+    if (!params.contains(name)) continue;
+    const Tensor& log_alpha = params.get(name);
+    std::vector<double>& out = gates[module];
+    for (int64_t h = 0; h < log_alpha.numel(); ++h) {
+      const double stretched = sigmoid(static_cast<double>(log_alpha.data<float>()[h])) * (s.zeta - s.gamma) + s.gamma;
+      out.push_back(std::clamp(stretched, 0.0, 1.0));
+    }
+  }
+  return gates;
+}
+
+// ---- 4. Head importance ---------------------------------------------------------------------------
+
+std::string importance_gate_name(const std::string& module) { return "head_gate." + module; }
+
+void ImportanceGateExtension::configure(Seq2SeqOptions& options, bool train) const {
+  if (!train) return;
+  options.train = false; // no dropout: the gradient of the model's own function
+  if (!keep_label_smoothing_) options.label_smoothing = 0.0f;
+  options.head_gate = [](Graph& g, const std::string& module, int64_t heads) {
+    return g.param(importance_gate_name(module), {heads}); // ξ (H), fixed at 1
+  };
+}
+
+HeadImportance head_importance(const TransformerConfig& cfg, const ParamStore& params, const TaskFactory& make_task,
+                               const ImportanceSettings& s) {
+  ParamStore gated = params; // shallow: the model's tensors are shared, the gates are added to the copy only
+  std::map<std::string, std::string> module_of; // gate parameter → module
+  HeadImportance result;
+  for (const std::string& module : attention_modules(cfg)) {
+    const std::string name = importance_gate_name(module);
+    PILLARS_CHECK(!gated.contains(name), "head_importance: the store already has a parameter ", name);
+    Tensor& xi = gated.add(name, {cfg.heads_of(module)});
+    std::fill(xi.data<float>(), xi.data<float>() + xi.numel(), 1.0f);
+    module_of[name] = module;
+    result.raw[module].assign(static_cast<size_t>(xi.numel()), 0.0);
+  }
+
+  {
+    const std::unique_ptr<train::TrainingTask> task =
+        make_task(gated, std::make_shared<ImportanceGateExtension>(s.keep_label_smoothing));
+    PILLARS_CHECK(task != nullptr, "head_importance: the task factory returned no task");
+    std::vector<train::Batch> batches = task->epoch(s.seed, 1);
+    if (s.batches > 0 && static_cast<int64_t>(batches.size()) > s.batches) batches.resize(static_cast<size_t>(s.batches));
+    for (const train::Batch& batch : batches) {
+      int64_t tokens = 0;
+      task->train(batch, s.seed, tokens); // forward + backward: ∂L_b/∂ξ in the slots
+      for (const optim::ParamSlot& slot : task->slots()) {
+        const auto it = module_of.find(slot.name);
+        if (it == module_of.end() || !slot.grad.defined()) continue;
+        std::vector<double>& I = result.raw[it->second];
+        const float* grad = slot.grad.data<float>();
+        for (size_t h = 0; h < I.size(); ++h) I[h] += std::fabs(static_cast<double>(grad[h])); // I_h += |∂L_b/∂ξ_h|
+      }
+      ++result.batches;
+      result.tokens += tokens;
+    }
+  }
+
+  for (const auto& [module, I] : result.raw) { // Î_h = I_h / ‖I_module‖₂
+    const double norm = std::sqrt(std::inner_product(I.begin(), I.end(), I.begin(), 0.0));
+    std::vector<double>& out = result.normalized[module];
+    for (double x : I) out.push_back(norm > 0 ? x / norm : 0.0);
+  }
+  return result;
+}
+
+// ---- 5. Selection ---------------------------------------------------------------------------------
+
+HeadSelection top_k_selection(const HeadScores& scores, int64_t k) {
+  if (k < 1) throw InputError(str_cat("top_k_selection: k must be at least 1, got ", k));
+  HeadSelection keep;
+  for (const auto& [module, score] : scores) {
+    std::vector<int> order(score.size());
+    std::iota(order.begin(), order.end(), 0);
+    // Highest score first; std::stable_sort keeps the lower index first among equal scores.
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return score[static_cast<size_t>(a)] > score[static_cast<size_t>(b)]; });
+    order.resize(std::min(order.size(), static_cast<size_t>(k)));
+    std::sort(order.begin(), order.end());
+    keep[module] = order;
+  }
+  return keep;
+}
+
+} // namespace pillars::ght

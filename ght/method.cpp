@@ -1,0 +1,88 @@
+// See method.h.
+#include "ght/method.h"
+
+#include "engine/error.h"
+#include "engine/ops.h"
+#include "ght/baselines.h"
+#include "ght/gct_pass.h"
+
+namespace pillars::ght {
+
+void CompositeExtension::configure(Seq2SeqOptions& options, bool train) const {
+  // Head gates compose by multiplication: each part that sets a gate callback wraps the previous.
+  for (const auto& p : parts_) {
+    auto previous = options.head_gate;
+    options.head_gate = nullptr;
+    p->configure(options, train);
+    if (previous && options.head_gate) {
+      auto mine = options.head_gate;
+      options.head_gate = [previous, mine](Graph& g, const std::string& module, int64_t H) -> ValueId {
+        const ValueId a = previous(g, module, H), b = mine(g, module, H);
+        if (a == kNoValue) return b;
+        if (b == kNoValue) return a;
+        return ops::mul(g, a, b);
+      };
+    } else if (previous) {
+      options.head_gate = previous;
+    }
+  }
+}
+
+ValueId CompositeExtension::extend(Graph& g, const std::vector<AttentionSite>& sites, ValueId loss, bool train) {
+  for (const auto& p : parts_) loss = p->extend(g, sites, loss, train);
+  return loss;
+}
+
+void CompositeExtension::bind(Executor& ex, const Graph& g, const train::StepInfo& info) {
+  for (const auto& p : parts_) p->bind(ex, g, info);
+}
+
+void CompositeExtension::after_run(const Executor& ex, const Graph& g, const train::StepInfo& info) {
+  for (const auto& p : parts_) p->after_run(ex, g, info);
+}
+
+std::shared_ptr<CompositeExtension> head_extension(const Experiment& e, const TransformerConfig& cfg, ParamStore& params,
+                                                   bool finetune) {
+  const HeadsSettings& h = e.heads;
+  auto ext = std::make_shared<CompositeExtension>();
+  const bool regularise = !finetune || e.prune.finetune_regularizer;
+  const uint64_t seed = static_cast<uint64_t>(e.seed);
+  if (regularise && h.regularizer == "gct") {
+    for (const std::string& module : attention_modules(cfg))
+      if (cfg.heads_of(module) < h.groups)
+        throw InputError(str_cat("\"heads.groups\" (", h.groups, ") exceeds the ", cfg.heads_of(module), " heads of ", module));
+    GctSettings s;
+    s.feature_map = parse_feature_map(h.feature_map);
+    s.groups = static_cast<int>(h.groups);
+    s.alpha = static_cast<float>(h.alpha), s.beta = static_cast<float>(h.beta);
+    s.classification = h.gct_variant == "classification";
+    s.per_token = h.gct_scale == "per_token";
+    s.seed = seed;
+    auto gct = std::make_shared<GctExtension>(s);
+    gct->add_parameters(params, cfg, seed);
+    ext->add(gct);
+  }
+  if (regularise && h.regularizer == "disagreement") {
+    DisagreementSettings s;
+    s.feature_map = parse_disagreement_variant(h.disagreement);
+    s.lambda = static_cast<float>(h.lambda);
+    ext->add(std::make_shared<DisagreementExtension>(s));
+  }
+  if (!finetune && h.drophead > 0) {
+    DropHeadSettings s;
+    s.p_max = static_cast<float>(h.drophead);
+    s.seed = seed;
+    ext->add(std::make_shared<DropHeadExtension>(s));
+  }
+  if (!finetune && h.gates == "hard_concrete") {
+    HardConcreteSettings s;
+    s.lambda = static_cast<float>(h.l0_lambda);
+    s.seed = seed;
+    auto gates = std::make_shared<HardConcreteExtension>(s);
+    gates->add_parameters(params, cfg);
+    ext->add(gates);
+  }
+  return ext->empty() ? nullptr : ext;
+}
+
+} // namespace pillars::ght

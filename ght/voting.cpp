@@ -1,0 +1,210 @@
+// See voting.h.
+#include "ght/voting.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <numeric>
+
+#include "engine/error.h"
+#include "ght/kmeans.h"
+
+namespace pillars::ght {
+
+namespace {
+
+// SplitMix64: a seed for (base, batch, module), so every K-means draw is a function of those.
+uint64_t mix(uint64_t a, uint64_t b) {
+  uint64_t z = a * 0x9E3779B97F4A7C15ull + b + 0x632BE59BD9B4E019ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+// Heads ranked best first by (primary, secondary) descending, then index ascending.
+std::vector<int> ranked(const std::vector<double>& primary, const std::vector<double>& secondary) {
+  std::vector<int> order(primary.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    if (primary[a] != primary[b]) return primary[a] > primary[b];
+    return secondary[a] > secondary[b];
+  });
+  return order;
+}
+
+std::vector<double> as_double(const std::vector<int64_t>& v) { return {v.begin(), v.end()}; }
+
+// Uniform draws without replacement: `n` of `from`, ascending.
+std::vector<int> random_subset(std::vector<int> from, int n, uint64_t seed) {
+  for (size_t i = from.size(); i > 1; --i) {
+    seed = mix(seed, i);
+    std::swap(from[i - 1], from[seed % i]);
+  }
+  from.resize(static_cast<size_t>(std::min<int>(n, static_cast<int>(from.size()))));
+  std::sort(from.begin(), from.end());
+  return from;
+}
+
+// The final groups of a module from its co-assignment counts: K-means on the rows of M / batches.
+std::vector<int> groups_from_co_assignment(const ModuleVotes& m, int C, int64_t batches, uint64_t seed) {
+  std::vector<std::vector<double>> rows(static_cast<size_t>(m.heads));
+  for (int i = 0; i < m.heads; ++i)
+    for (int j = 0; j < m.heads; ++j)
+      rows[i].push_back(static_cast<double>(m.co_assigned[i * m.heads + j]) / static_cast<double>(std::max<int64_t>(batches, 1)));
+  return kmeans_vectors(rows, std::min(C, m.heads), seed).labels;
+}
+
+} // namespace
+
+KeepRule parse_keep_rule(const std::string& name) {
+  for (KeepRule r : {KeepRule::per_group, KeepRule::top_c, KeepRule::score, KeepRule::random, KeepRule::random_member})
+    if (name == keep_rule_name(r)) return r;
+  throw InputError(str_cat("keep rule must be per_group, top_c, score, random or random_member, got \"", name, "\""));
+}
+
+const char* keep_rule_name(KeepRule r) {
+  switch (r) {
+    case KeepRule::per_group: return "per_group";
+    case KeepRule::top_c: return "top_c";
+    case KeepRule::score: return "score";
+    case KeepRule::random: return "random";
+    case KeepRule::random_member: return "random_member";
+  }
+  return "?";
+}
+
+HeadSelection VoteResult::selection() const {
+  HeadSelection s;
+  for (const ModuleVotes& m : modules) s[m.module] = m.kept;
+  return s;
+}
+
+nlohmann::json VoteResult::to_json() const {
+  nlohmann::json mods = nlohmann::json::array();
+  for (const ModuleVotes& m : modules) {
+    std::vector<std::vector<int64_t>> co(static_cast<size_t>(m.heads));
+    for (int i = 0; i < m.heads; ++i)
+      co[i].assign(m.co_assigned.begin() + i * m.heads, m.co_assigned.begin() + (i + 1) * m.heads);
+    mods.push_back({{"module", m.module}, {"heads", m.heads}, {"votes", m.votes}, {"score", m.score},
+                    {"co_assignment", co}, {"groups", m.groups}, {"kept", m.kept}});
+  }
+  return {{"rule", keep_rule_name(settings.rule)}, {"feature_map", feature_map_name(settings.feature_map)},
+          {"groups", settings.groups}, {"keep", settings.keep}, {"seed", settings.seed}, {"batches", batches},
+          {"modules", mods}};
+}
+
+void VoteExtension::configure(Seq2SeqOptions& options, bool train) const {
+  if (!train) request_feature_map(options, s_.feature_map);
+}
+
+ValueId VoteExtension::extend(Graph& g, const std::vector<AttentionSite>& sites, ValueId loss, bool train) {
+  if (train) return loss;
+  Added& a = added_[&g];
+  for (const AttentionSite& site : sites) {
+    a.modules.push_back(site.module);
+    a.heads.push_back(static_cast<int>(site.heads));
+    a.grams.push_back(feature_gram(g, site, s_.feature_map)); // (H, H)
+    g.mark_output(a.grams.back());
+  }
+  return loss;
+}
+
+void VoteExtension::tally(ModuleVotes& m, const std::vector<double>& gram, uint64_t seed) const {
+  const int H = m.heads, C = std::min(s_.groups, H);
+  const Clustering c = kmeans_gram(gram, H, C, seed);
+  const std::vector<double> dist = distance_to_centroids(gram, H, c.labels, C); // (H, C)
+  const std::vector<double> cos = cosine_to_centroids(gram, H, c.labels, C);    // (H, C)
+  std::vector<int> nearest(static_cast<size_t>(C), -1);
+  for (int i = 0; i < H; ++i) {
+    const int g = c.labels[i];
+    if (nearest[g] < 0 || dist[i * C + g] < dist[nearest[g] * C + g]) nearest[g] = i;
+    m.score[i] += cos[i * C + g];
+    for (int j = 0; j < H; ++j) m.co_assigned[i * H + j] += c.labels[j] == g;
+  }
+  for (int g = 0; g < C; ++g)
+    if (nearest[g] >= 0) ++m.votes[nearest[g]];
+}
+
+void VoteExtension::after_run(const Executor& ex, const Graph& g, const train::StepInfo& info) {
+  const auto it = added_.find(&g);
+  if (info.train || it == added_.end()) return;
+  const Added& a = it->second;
+  if (tallies_.empty())
+    for (size_t m = 0; m < a.modules.size(); ++m) {
+      ModuleVotes v;
+      v.module = a.modules[m], v.heads = a.heads[m];
+      v.votes.assign(v.heads, 0), v.score.assign(v.heads, 0.0), v.co_assigned.assign(v.heads * v.heads, 0);
+      tallies_.push_back(std::move(v));
+    }
+  for (size_t m = 0; m < a.modules.size(); ++m) {
+    const Tensor& G = ex.value(a.grams[m]);
+    const std::vector<double> gram(G.data<float>(), G.data<float>() + G.numel());
+    tally(tallies_[m], gram, mix(mix(s_.seed, static_cast<uint64_t>(batches_)), m));
+  }
+  ++batches_;
+}
+
+VoteResult VoteExtension::decide() const {
+  VoteResult r;
+  r.settings = s_, r.batches = batches_, r.modules = tallies_;
+  const int keep_default = s_.keep > 0 ? s_.keep : s_.groups;
+  for (size_t mi = 0; mi < r.modules.size(); ++mi) {
+    ModuleVotes& m = r.modules[mi];
+    const uint64_t seed = mix(mix(s_.seed, 0xdec1de), mi);
+    const int keep = std::min(keep_default, m.heads);
+    m.groups = groups_from_co_assignment(m, s_.groups, batches_, seed);
+    std::vector<int> all(static_cast<size_t>(m.heads));
+    std::iota(all.begin(), all.end(), 0);
+    switch (s_.rule) {
+      case KeepRule::top_c: {
+        const std::vector<int> order = ranked(as_double(m.votes), m.score);
+        m.kept.assign(order.begin(), order.begin() + keep);
+        break;
+      }
+      case KeepRule::score: {
+        const std::vector<int> order = ranked(m.score, as_double(m.votes));
+        m.kept.assign(order.begin(), order.begin() + keep);
+        break;
+      }
+      case KeepRule::random: m.kept = random_subset(all, keep, seed); break;
+      case KeepRule::per_group:
+      case KeepRule::random_member: {
+        const std::vector<int> order = ranked(as_double(m.votes), m.score);
+        const int C = *std::max_element(m.groups.begin(), m.groups.end()) + 1;
+        for (int g = 0; g < C; ++g) {
+          std::vector<int> members;
+          for (int h : order) if (m.groups[h] == g) members.push_back(h);
+          if (members.empty()) continue;
+          m.kept.push_back(s_.rule == KeepRule::per_group ? members.front()
+                                                          : random_subset(members, 1, mix(seed, g)).front());
+        }
+        break;
+      }
+    }
+    std::sort(m.kept.begin(), m.kept.end());
+  }
+  return r;
+}
+
+VoteResult vote(const VoteTaskFactory& make_task, const VoteSettings& settings, bool quiet) {
+  auto extension = std::make_shared<VoteExtension>(settings);
+  std::unique_ptr<train::TrainingTask> task = make_task(extension);
+  const int64_t total = task->batches_per_epoch();
+  const int64_t batches = settings.max_batches > 0 ? std::min(settings.max_batches, total) : total;
+  if (!quiet)
+    std::fprintf(stderr, "V2S: voting on %lld training batches (feature map %s, %d groups, rule %s)\n",
+                 static_cast<long long>(batches), feature_map_name(settings.feature_map), settings.groups,
+                 keep_rule_name(settings.rule));
+  task->train_nll(batches);
+  VoteResult r = extension->decide();
+  if (!quiet)
+    for (const ModuleVotes& m : r.modules) {
+      std::string votes, kept;
+      for (int64_t v : m.votes) votes += str_cat(votes.empty() ? "" : " ", v);
+      for (int k : m.kept) kept += str_cat(kept.empty() ? "" : " ", k);
+      std::fprintf(stderr, "V2S: %-32s votes [%s] keeps [%s]\n", m.module.c_str(), votes.c_str(), kept.c_str());
+    }
+  return r;
+}
+
+} // namespace pillars::ght

@@ -1,0 +1,98 @@
+// Voting-to-Stay (../shared/GHT.md §4.2–4.3): which heads of each module stay.
+//
+// The voting pass runs the frozen model forward (no dropout) over training batches. For every batch
+// and module it computes the Gram matrix of the chosen feature map, runs HUDS (K-means, C groups)
+// on it, and gives one vote to the member of each group nearest the group's centroid:
+//
+//   votes_i   += [‖e_i − μ_c(i)‖ = min_{j ∈ c(i)} ‖e_j − μ_c(i)‖]       (ties: the lower index)
+//   score_i   += cos(e_i, μ_c(i))                                       (footnote 5's continuous score)
+//   M_ij      += [c(i) = c(j)]                                          (co-assignment counts)
+//
+// Decision rules (`KeepRule`), per module:
+//   per_group      the paper's: K-means labels are arbitrary per batch, so the final C groups are
+//                  formed from the co-assignment matrix M (K-means on its rows, seeded), and each
+//                  group keeps its most-voted member (ties: higher score, then lower index);
+//   top_c          the reference code's: the `keep` heads with the most votes (ties: score, index);
+//   score          the `keep` heads with the highest continuous score;
+//   random         `keep` heads drawn at random (the ablation "w/o HUDS": heads switched off at random);
+//   random_member  the per_group groups, each keeping a random member (the ablation "w/o PS stay").
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "ght/feature_maps.h"
+#include "ght/prune.h"
+#include "train/extension.h"
+#include "train/task.h"
+
+namespace pillars::ght {
+
+enum class KeepRule { per_group, top_c, score, random, random_member };
+KeepRule parse_keep_rule(const std::string& name); // InputError for an unknown name
+const char* keep_rule_name(KeepRule r);
+
+struct VoteSettings {
+  FeatureMap feature_map = FeatureMap::V;
+  int groups = 2;            // C
+  KeepRule rule = KeepRule::per_group;
+  int keep = 0;              // heads kept per module by top_c / score / random (0 = groups)
+  uint64_t seed = 1;         // K-means initialisations and the random rules
+  int64_t max_batches = 0;   // training batches to vote on (0 = the whole training set)
+};
+
+// The tallies of one module.
+struct ModuleVotes {
+  std::string module;
+  int heads = 0;
+  std::vector<int64_t> votes;        // (H)
+  std::vector<double> score;         // (H) Σ cos(e_i, μ_c(i))
+  std::vector<int64_t> co_assigned;  // (H, H) M_ij
+  std::vector<int> groups;           // (H) the final groups (per_group, random_member; else HUDS of M too)
+  std::vector<int> kept;             // ascending
+};
+
+struct VoteResult {
+  VoteSettings settings;
+  int64_t batches = 0;
+  std::vector<ModuleVotes> modules; // graph order
+  HeadSelection selection() const;
+  nlohmann::json to_json() const;   // votes.json
+};
+
+// Collects the tallies during forward-only runs (evaluation graphs): add it to a task, run the
+// task's train_nll(max_batches), then call decide().
+class VoteExtension : public train::GraphExtension {
+ public:
+  explicit VoteExtension(VoteSettings s) : s_(s) {}
+  void configure(Seq2SeqOptions& options, bool train) const override;
+  ValueId extend(Graph& g, const std::vector<AttentionSite>& sites, ValueId loss, bool train) override;
+  void after_run(const Executor& ex, const Graph& g, const train::StepInfo& info) override;
+  VoteResult decide() const;
+
+  // One batch's HUDS + vote on one module's Gram matrix (H, H), exposed for tests.
+  void tally(ModuleVotes& m, const std::vector<double>& gram, uint64_t seed) const;
+
+ private:
+  struct Added {
+    std::vector<std::string> modules;
+    std::vector<int> heads;
+    std::vector<ValueId> grams;
+  };
+  VoteSettings s_;
+  std::map<const Graph*, Added> added_;
+  std::vector<ModuleVotes> tallies_;
+  int64_t batches_ = 0;
+};
+
+// The whole voting pass: make_task builds the training task of the frozen model with the given
+// extension (the caller knows the data); returns the decision. Prints progress unless quiet.
+using VoteTaskFactory = std::function<std::unique_ptr<train::TrainingTask>(std::shared_ptr<train::GraphExtension>)>;
+VoteResult vote(const VoteTaskFactory& make_task, const VoteSettings& settings, bool quiet);
+
+} // namespace pillars::ght

@@ -1,0 +1,300 @@
+// See xray.h for the definitions. Implementation plan:
+//   * gather the valid rows of q (or out) once, as an N × (H·D) matrix X of doubles;
+//   * S = XᵀX, the (H·D) × (H·D) cross-Gram: its D × D block (i, j) is Q_iᵀ Q_j, so (1) and (2)
+//     for all pairs, and the norms ‖Q_i‖²_F = trace of block (i, i), come from one matrix;
+//   * (3) and (4) are per-token / per-row loops.
+// Cost: N·(H·D)²/2 multiply-adds for each of (1) and (2); 1e8 for a base module (H·D = 512) on
+// 800 tokens. Everything is accumulated in double.
+#include "ght/xray.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "engine/error.h"
+#include "kernels/cpu/vec_math.h" // PILLARS_SIMD_CLONES
+
+namespace pillars::ght {
+
+// (feature_map_name and parse_feature_map live in ght/feature_maps.cpp.)
+
+namespace {
+
+constexpr double kEps = 1e-8; // PyTorch's cosine-similarity epsilon
+
+struct Dims {
+  int64_t B = 0, Tq = 0, Tk = 0, H = 0, D = 0;
+};
+
+void check_lengths(const std::vector<int32_t>& lengths, int64_t B, int64_t T, const char* what) {
+  PILLARS_CHECK(static_cast<int64_t>(lengths.size()) == B, "xray: ", what, " has ", lengths.size(),
+                " entries for a batch of ", B);
+  for (int32_t L : lengths) PILLARS_CHECK(L >= 0 && L <= T, "xray: ", what, " ", L, " is outside [0, ", T, "]");
+}
+
+// The shapes of the four tensors must agree: q, out (B, Tq, H, D), v (B, Tk, H, D), probs (B, H, Tq, Tk).
+Dims check_shapes(const ModuleTensors& t) {
+  PILLARS_CHECK(t.q.rank() == 4 && t.v.rank() == 4 && t.out.rank() == 4 && t.probs.rank() == 4,
+                "xray: q, v, out and probs must be rank 4, got ", shape_str(t.q.shape()), " ", shape_str(t.v.shape()),
+                " ", shape_str(t.out.shape()), " ", shape_str(t.probs.shape()));
+  Dims d{t.q.dim(0), t.q.dim(1), t.v.dim(1), t.q.dim(2), t.q.dim(3)};
+  PILLARS_CHECK(t.out.shape() == t.q.shape(), "xray: out ", shape_str(t.out.shape()), " differs from q ",
+                shape_str(t.q.shape()));
+  PILLARS_CHECK(t.v.shape() == Shape({d.B, d.Tk, d.H, d.D}), "xray: v ", shape_str(t.v.shape()),
+                " does not fit q ", shape_str(t.q.shape()));
+  PILLARS_CHECK(t.probs.shape() == Shape({d.B, d.H, d.Tq, d.Tk}), "xray: probs ", shape_str(t.probs.shape()),
+                " is not (B, H, Tq, Tk) = ", shape_str({d.B, d.H, d.Tq, d.Tk}));
+  check_lengths(t.query_lengths, d.B, d.Tq, "query_lengths");
+  check_lengths(t.key_lengths, d.B, d.Tk, "key_lengths");
+  return d;
+}
+
+// The valid rows of a per-head map x (B, T, H, D) as an N × M matrix, M = H·D: row n holds the
+// H·D values of the n-th valid position (batch-major order), column h·D + d coordinate d of head h.
+struct ValidRows {
+  int64_t N = 0, M = 0;
+  std::vector<double> data; // (N, M)
+  const double* row(int64_t n) const { return data.data() + n * M; }
+};
+
+ValidRows valid_rows(const Tensor& x, const std::vector<int32_t>& lengths) {
+  const int64_t B = x.dim(0), T = x.dim(1);
+  ValidRows v;
+  v.M = x.dim(2) * x.dim(3);
+  for (int32_t L : lengths) v.N += L;
+  v.data.reserve(static_cast<size_t>(v.N * v.M));
+  const float* p = x.data<float>();
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t t = 0; t < lengths[static_cast<size_t>(b)]; ++t) {
+      const float* row = p + (b * T + t) * v.M;
+      v.data.insert(v.data.end(), row, row + v.M);
+    }
+  return v;
+}
+
+// Rows [r0, r0 + R) of S += XᵀX, right of the diagonal only (columns c ≥ r0):
+//   S[r][c] += Σ_n X[n][r] · X[n][c]
+// Each token's row of X is read once for R rows of S, and the inner loop runs along a row of S
+// (independent sums, so it vectorises without reassociating anything).
+PILLARS_SIMD_CLONES void gram_rows(const double* X, int64_t N, int64_t M, int64_t r0, int64_t R, double* S) {
+  for (int64_t n = 0; n < N; ++n) {
+    const double* x = X + n * M;
+    for (int64_t k = 0; k < R; ++k) {
+      const double a = x[r0 + k];
+      double* s = S + (r0 + k) * M;
+      for (int64_t c = r0; c < M; ++c) s[c] += a * x[c];
+    }
+  }
+}
+
+// S = XᵀX (M × M, symmetric) for the valid rows X (N × M).
+std::vector<double> cross_gram(const ValidRows& x) {
+  constexpr int64_t kRows = 8; // rows of S per task: 8 rows of 4 KB for a base module stay in cache
+  const int64_t M = x.M;
+  std::vector<double> S(static_cast<size_t>(M * M), 0.0);
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int64_t r0 = 0; r0 < M; r0 += kRows) gram_rows(x.data.data(), x.N, M, r0, std::min(kRows, M - r0), S.data());
+  for (int64_t r = 0; r < M; ++r) // mirror: entries left of the diagonal
+    for (int64_t c = r + 1; c < M; ++c) S[static_cast<size_t>(c * M + r)] = S[static_cast<size_t>(r * M + c)];
+  return S;
+}
+
+// Norms of the D × D block (i, j) of S, i.e. of Q_iᵀ Q_j.
+struct BlockNorms {
+  double abs_sum = 0, frobenius = 0, trace = 0;
+};
+BlockNorms block_norms(const std::vector<double>& S, int64_t M, int64_t D, int64_t i, int64_t j) {
+  BlockNorms n;
+  double sq = 0;
+  for (int64_t d = 0; d < D; ++d)
+    for (int64_t e = 0; e < D; ++e) {
+      const double s = S[static_cast<size_t>((i * D + d) * M + j * D + e)];
+      n.abs_sum += std::abs(s);
+      sq += s * s;
+      if (d == e) n.trace += s;
+    }
+  n.frobenius = std::sqrt(sq);
+  return n;
+}
+
+double dot(const double* a, const double* b, int64_t n) {
+  double s = 0;
+#pragma omp simd reduction(+ : s)
+  for (int64_t i = 0; i < n; ++i) s += a[i] * b[i];
+  return s;
+}
+
+// a / b, and 0 when b is 0 (a head that is all zero is orthogonal to everything).
+double ratio(double a, double b) { return b > 0 ? a / b : 0.0; }
+
+// (1) or (2) for all pairs from the cross-Gram of one map: raw and normalised H × H matrices.
+// orthogonality: entrywise L1, normalised by D‖X_i‖‖X_j‖; otherwise Frobenius, normalised by ‖X_i‖‖X_j‖.
+void pair_norms(const ValidRows& x, int64_t H, int64_t D, bool orthogonality, std::vector<double>& raw,
+                std::vector<double>& norm) {
+  const std::vector<double> S = cross_gram(x);
+  std::vector<double> head_norm(static_cast<size_t>(H)); // ‖X_h‖_F
+  for (int64_t h = 0; h < H; ++h) head_norm[static_cast<size_t>(h)] = std::sqrt(block_norms(S, x.M, D, h, h).trace);
+  raw.assign(static_cast<size_t>(H * H), 0.0);
+  norm.assign(static_cast<size_t>(H * H), 0.0);
+  for (int64_t i = 0; i < H; ++i)
+    for (int64_t j = 0; j < H; ++j) {
+      const BlockNorms b = block_norms(S, x.M, D, i, j);
+      const double value = orthogonality ? b.abs_sum : b.frobenius;
+      const double scale = (orthogonality ? static_cast<double>(D) : 1.0) * head_norm[static_cast<size_t>(i)] *
+                           head_norm[static_cast<size_t>(j)];
+      raw[static_cast<size_t>(i * H + j)] = value;
+      norm[static_cast<size_t>(i * H + j)] = ratio(value, scale);
+    }
+}
+
+// (3): dis_ij = −mean_n cos(o_i(n), o_j(n)) over the valid query tokens.
+std::vector<double> output_dissimilarity(const ValidRows& o, int64_t H, int64_t D) {
+  std::vector<double> cos_sum(static_cast<size_t>(H * H), 0.0), sq(static_cast<size_t>(H));
+  for (int64_t n = 0; n < o.N; ++n) {
+    const double* x = o.row(n); // (H, D)
+    for (int64_t h = 0; h < H; ++h) sq[static_cast<size_t>(h)] = dot(x + h * D, x + h * D, D);
+    for (int64_t i = 0; i < H; ++i)
+      for (int64_t j = i; j < H; ++j) {
+        const double norms = sq[static_cast<size_t>(i)] * sq[static_cast<size_t>(j)];
+        cos_sum[static_cast<size_t>(i * H + j)] += dot(x + i * D, x + j * D, D) / std::sqrt(std::max(norms, kEps * kEps));
+      }
+  }
+  std::vector<double> dis(static_cast<size_t>(H * H));
+  for (int64_t i = 0; i < H; ++i)
+    for (int64_t j = i; j < H; ++j)
+      dis[static_cast<size_t>(i * H + j)] = dis[static_cast<size_t>(j * H + i)] =
+          -cos_sum[static_cast<size_t>(i * H + j)] / static_cast<double>(o.N);
+  return dis;
+}
+
+// The valid keys of query row t of batch row b are [0, key_end(b, t)).
+int64_t key_end(const ModuleTensors& t, const Dims& d, int64_t b, int64_t row) {
+  int64_t end = t.key_lengths[static_cast<size_t>(b)];
+  if (t.causal) end = std::min(end, row + d.Tk - d.Tq + 1);
+  return std::max<int64_t>(end, 0);
+}
+
+// (4): per head, the mean over valid query rows of the population variance over the valid keys.
+std::vector<double> attention_variance(const ModuleTensors& t, const Dims& d) {
+  const float* a = t.probs.data<float>();
+  std::vector<double> var(static_cast<size_t>(d.H), 0.0);
+  for (int64_t h = 0; h < d.H; ++h) {
+    double sum = 0;
+    int64_t rows = 0;
+    for (int64_t b = 0; b < d.B; ++b)
+      for (int64_t r = 0; r < t.query_lengths[static_cast<size_t>(b)]; ++r) {
+        const int64_t K = key_end(t, d, b, r);
+        if (K == 0) continue; // a row that sees no key has no distribution
+        const float* row = a + ((b * d.H + h) * d.Tq + r) * d.Tk;
+        double mean = 0;
+        for (int64_t j = 0; j < K; ++j) mean += row[j];
+        mean /= static_cast<double>(K);
+        double ss = 0;
+        for (int64_t j = 0; j < K; ++j) ss += (row[j] - mean) * (row[j] - mean);
+        sum += ss / static_cast<double>(K);
+        ++rows;
+      }
+    var[static_cast<size_t>(h)] = rows > 0 ? sum / static_cast<double>(rows) : std::numeric_limits<double>::quiet_NaN();
+  }
+  return var;
+}
+
+// G_ij = Σ over valid positions and features of x_i · x_j, for x (B, T, H, D).
+std::vector<double> head_gram(const Tensor& x, const std::vector<int32_t>& lengths) {
+  const ValidRows v = valid_rows(x, lengths);
+  const int64_t H = x.dim(2), D = x.dim(3);
+  std::vector<double> G(static_cast<size_t>(H * H), 0.0);
+  for (int64_t n = 0; n < v.N; ++n) {
+    const double* row = v.row(n); // (H, D)
+    for (int64_t i = 0; i < H; ++i)
+      for (int64_t j = i; j < H; ++j) G[static_cast<size_t>(i * H + j)] += dot(row + i * D, row + j * D, D);
+  }
+  for (int64_t i = 0; i < H; ++i)
+    for (int64_t j = 0; j < i; ++j) G[static_cast<size_t>(i * H + j)] = G[static_cast<size_t>(j * H + i)];
+  return G;
+}
+
+// G_ij = Σ over valid query rows and their valid keys of a_i · a_j, for probs (B, H, Tq, Tk).
+// (Keys hidden by the causal mask have weight 0 in every head, so they add nothing either way.)
+std::vector<double> probs_gram(const ModuleTensors& t, const Dims& d) {
+  const float* a = t.probs.data<float>();
+  std::vector<double> G(static_cast<size_t>(d.H * d.H), 0.0);
+  for (int64_t b = 0; b < d.B; ++b)
+    for (int64_t r = 0; r < t.query_lengths[static_cast<size_t>(b)]; ++r) {
+      const int64_t K = t.key_lengths[static_cast<size_t>(b)];
+      for (int64_t i = 0; i < d.H; ++i) {
+        const float* ai = a + ((b * d.H + i) * d.Tq + r) * d.Tk;
+        for (int64_t j = i; j < d.H; ++j) {
+          const float* aj = a + ((b * d.H + j) * d.Tq + r) * d.Tk;
+          double s = 0;
+          for (int64_t k = 0; k < K; ++k) s += static_cast<double>(ai[k]) * aj[k];
+          G[static_cast<size_t>(i * d.H + j)] += s;
+        }
+      }
+    }
+  for (int64_t i = 0; i < d.H; ++i)
+    for (int64_t j = 0; j < i; ++j) G[static_cast<size_t>(i * d.H + j)] = G[static_cast<size_t>(j * d.H + i)];
+  return G;
+}
+
+double mean_of(const std::vector<double>& v) {
+  double s = 0;
+  for (double x : v) s += x;
+  return v.empty() ? std::numeric_limits<double>::quiet_NaN() : s / static_cast<double>(v.size());
+}
+
+} // namespace
+
+double mean_over_pairs(const std::vector<double>& M, int64_t H) {
+  PILLARS_CHECK(static_cast<int64_t>(M.size()) == H * H, "mean_over_pairs: ", M.size(), " entries for H = ", H);
+  if (H < 2) return std::numeric_limits<double>::quiet_NaN();
+  double s = 0;
+  for (int64_t i = 0; i < H; ++i)
+    for (int64_t j = i + 1; j < H; ++j) s += M[static_cast<size_t>(i * H + j)];
+  return s / static_cast<double>(H * (H - 1) / 2);
+}
+
+std::vector<double> cosine_from_gram(const std::vector<double>& G, int64_t H) {
+  PILLARS_CHECK(static_cast<int64_t>(G.size()) == H * H, "cosine_from_gram: ", G.size(), " entries for H = ", H);
+  std::vector<double> cos(G.size());
+  for (int64_t i = 0; i < H; ++i)
+    for (int64_t j = 0; j < H; ++j) {
+      const double norms = G[static_cast<size_t>(i * H + i)] * G[static_cast<size_t>(j * H + j)];
+      cos[static_cast<size_t>(i * H + j)] = G[static_cast<size_t>(i * H + j)] / std::sqrt(std::max(norms, kEps * kEps));
+    }
+  return cos;
+}
+
+XrayMetrics xray(const ModuleTensors& t) {
+  const Dims d = check_shapes(t);
+  const ValidRows q = valid_rows(t.q, t.query_lengths);
+  PILLARS_CHECK(q.N > 0, "xray: the batch has no valid query token");
+  const ValidRows o = valid_rows(t.out, t.query_lengths);
+
+  XrayMetrics m;
+  m.heads = d.H;
+  pair_norms(q, d.H, d.D, /*orthogonality=*/true, m.orthogonality, m.orthogonality_norm);
+  pair_norms(o, d.H, d.D, /*orthogonality=*/false, m.context_nonorth, m.context_nonorth_norm);
+  m.output_dissimilarity = output_dissimilarity(o, d.H, d.D);
+  m.attention_variance = attention_variance(t, d);
+
+  m.orthogonality_mean = mean_over_pairs(m.orthogonality, d.H);
+  m.orthogonality_norm_mean = mean_over_pairs(m.orthogonality_norm, d.H);
+  m.context_nonorth_mean = mean_over_pairs(m.context_nonorth, d.H);
+  m.context_nonorth_norm_mean = mean_over_pairs(m.context_nonorth_norm, d.H);
+  m.output_dissimilarity_mean = mean_over_pairs(m.output_dissimilarity, d.H);
+  m.attention_variance_mean = mean_of(m.attention_variance);
+  return m;
+}
+
+std::vector<double> feature_gram(const ModuleTensors& t, FeatureMap f) {
+  const Dims d = check_shapes(t);
+  switch (f) {
+    case FeatureMap::V: return head_gram(t.v, t.key_lengths);
+    case FeatureMap::O: return head_gram(t.out, t.query_lengths);
+    case FeatureMap::A: return probs_gram(t, d);
+  }
+  throw Error("feature_gram: unknown feature map");
+}
+
+} // namespace pillars::ght

@@ -1,0 +1,127 @@
+// `pillars metrics CKPT_OR_RUN_DIR [--split S] [--sentences N] [--feature-map V|A|O] [--groups C]
+// [--seed S] [-o FILE]`: the head-diversity metrics of a checkpoint (ght/head_metrics.h: the four
+// X-ray metrics, the feature map's similarities, HUDS groups with Dunn index and Silhouette, the GCT
+// terms, per attention module) on a fixed held-out batch, printed as one JSON object.
+//
+// The batch is the first N sentence pairs of the split (default: the run's validation split),
+// encoded with the run's text pipeline exactly as `pillars eval` encodes a split; for a language
+// model, the first N blocks of data.block_size tokens of the split's stream.
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "datasets/registry.h"
+#include "engine/error.h"
+#include "engine/io/atomic_file.h"
+#include "ght/head_metrics.h"
+#include "train/checkpoint.h"
+#include "train/experiment.h"
+#include "train/pipeline.h"
+#include "train/prepare.h"
+#include "train/session.h"
+#include "tools/commands.h"
+
+namespace pillars::cli {
+
+namespace {
+
+struct MetricsOptions {
+  std::string target, choice, split, feature_map = "V", output;
+  int64_t sentences = 0; // 0 = the default for the task
+  int groups = 2;
+  int64_t seed = -1;     // -1 = the run's seed
+  int threads = 0;
+  bool pretty = false;
+};
+
+// The first n pairs of a split: the source and its first reference, encoded and truncated as
+// train/session.cpp's evaluate_run does it.
+train::Seq2SeqBatch seq2seq_batch(const Experiment& e, const train::TextPipeline& pipeline, const std::string& split,
+                                  int64_t n, int32_t pad) {
+  const train::EvalSplit data = train::read_eval_split(e, split);
+  std::vector<std::vector<int32_t>> src, tgt;
+  for (size_t i = 0; i < data.source.size() && static_cast<int64_t>(i) < n; ++i) {
+    src.push_back(pipeline.encode_source(data.source[i]));
+    tgt.push_back(pipeline.ids(pipeline.segment(data.refs[0][i], false)));
+    train::truncate_keeping_eos(src.back(), static_cast<size_t>(e.data.max_source_len));
+    train::truncate_keeping_eos(tgt.back(), static_cast<size_t>(e.data.max_target_len));
+  }
+  return ght::held_out_batch(src, tgt, n, pad, pipeline.dictionary().eos());
+}
+
+// The first n blocks of the split's token stream.
+ght::LmBatch lm_batch(const Experiment& e, const train::TextPipeline& pipeline, const std::string& split, int64_t n,
+                      int32_t pad) {
+  const std::vector<int32_t> stream = train::lm_stream(pipeline, data::read_field(e.data.dataset, split, "text"));
+  return ght::held_out_lm_batch(stream, e.data.block_size, n, pad);
+}
+
+int run_metrics(const MetricsOptions& opt) {
+  if (opt.threads > 0) omp_set_num_threads(opt.threads);
+  const std::string run_dir = train::run_dir_of(opt.target);
+  const Experiment e = train::load_run_config(run_dir);
+  const std::string path = train::checkpoint_path(opt.target, opt.choice, false);
+  train::LoadedCheckpoint ck = train::load_checkpoint(path);
+  const train::TextPipeline pipeline = train::TextPipeline::load(run_dir);
+  const std::string split = opt.split.empty() ? train::valid_split_of(e) : opt.split;
+  const int32_t pad = static_cast<int32_t>(ck.config.pad_id);
+
+  ght::HeadMetricsOptions mo;
+  mo.feature_map = ght::parse_feature_map(opt.feature_map);
+  mo.groups = opt.groups;
+  mo.seed = static_cast<uint64_t>(opt.seed >= 0 ? opt.seed : e.seed);
+  ght::HeadMetrics m;
+  if (ck.config.decoder_only) {
+    const int64_t blocks = opt.sentences > 0 ? opt.sentences
+                                             : std::max<int64_t>(1, ght::kDefaultHeldOutTokens / e.data.block_size);
+    m = ght::measure_head_metrics(ck.config, ck.params, lm_batch(e, pipeline, split, blocks, pad), mo);
+  } else {
+    const int64_t n = opt.sentences > 0 ? opt.sentences : ght::kDefaultHeldOutSentences;
+    m = ght::measure_head_metrics(ck.config, ck.params, seq2seq_batch(e, pipeline, split, n, pad), mo);
+  }
+  m.update = ck.state.updates;
+  m.epoch = ck.state.epoch;
+
+  const std::string text = ght::to_json(m).dump(opt.pretty ? 2 : -1) + "\n";
+  if (opt.output.empty()) std::fputs(text.c_str(), stdout);
+  else io::atomic_write_file(opt.output, text);
+  return 0;
+}
+
+} // namespace
+
+Command add_metrics_command(CLI::App& app) {
+  CLI::App* cmd = app.add_subcommand(
+      "metrics", "Head-diversity metrics of a checkpoint (X-ray metrics, HUDS groups, Dunn, Silhouette, GCT terms) as JSON");
+  cmd->footer(
+      "On the first N sentence pairs (a language model: N blocks of data.block_size tokens) of the split, in "
+      "evaluation mode, padding left out. Per attention module: orthogonality, context_nonorth (raw and _norm), "
+      "output_dissimilarity, attention_variance, the feature map's cosine similarities, HUDS labels, dunn, "
+      "silhouette, homogenisation, diversification; scalars are means over head pairs, and pairs holds the H x H "
+      "matrices. Definitions: ght/xray.h and ght/head_metrics.h.");
+  auto opt = std::make_shared<MetricsOptions>();
+  cmd->add_option("run", opt->target, "run directory or checkpoint file (.safetensors in a run directory)")->required();
+  cmd->add_option("--checkpoint", opt->choice, "which checkpoint of a run directory (default: the run's eval.checkpoint)")
+      ->check(CLI::IsMember({"best", "last", "average"}));
+  cmd->add_option("--split", opt->split, "dataset split (default: the run's validation split)");
+  cmd->add_option("--sentences", opt->sentences,
+                  "held-out sentence pairs, or blocks for a language model (default: 32 pairs; LM: 2048 tokens' worth)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--feature-map", opt->feature_map, "GHT feature map clustered and compared: V, A or O")
+      ->check(CLI::IsMember({"V", "A", "O"}))
+      ->capture_default_str();
+  cmd->add_option("--groups", opt->groups, "HUDS groups C (a module with fewer heads uses its head count)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--seed", opt->seed, "K-means seed (default: the run's seed)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("-o,--output", opt->output, "write the JSON to this file instead of stdout");
+  cmd->add_flag("--pretty", opt->pretty, "indent the JSON");
+  cmd->add_option("--threads", opt->threads, "CPU threads (0 = all cores)")->check(CLI::NonNegativeNumber);
+  return {cmd, [opt]() { return run_metrics(*opt); }};
+}
+
+} // namespace pillars::cli

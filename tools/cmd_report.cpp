@@ -1,0 +1,46 @@
+// `pillars report RUN_DIR... [-o report.html] [--title T] [--split S]`: one self-contained HTML
+// page about one or several runs (curves, head metrics, HUDS similarity, votes and pruning, a table
+// comparing the runs). See report/report.h for the sections and report/run.h for the files read.
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/io/atomic_file.h"
+#include "report/report.h"
+#include "report/run.h"
+#include "tools/commands.h"
+
+namespace pillars::cli {
+
+Command add_report_command(CLI::App& app) {
+  CLI::App* cmd = app.add_subcommand("report", "Write one self-contained HTML report about one or several runs");
+  cmd->footer(
+      "Each RUN_DIR needs a log.jsonl; config.json, head_metrics.jsonl, votes.json, prune.json, eval_<split>.json and\n"
+      "the checkpoints are used when present (a section says \"not available\" otherwise). The page has no external\n"
+      "references: open it anywhere. Exit code 2 when a RUN_DIR does not exist or has no log.jsonl.");
+  struct Options {
+    std::vector<std::string> runs;
+    std::string out = "report.html", title, split;
+    bool no_model = false;
+  };
+  auto opt = std::make_shared<Options>();
+  cmd->add_option("runs", opt->runs, "run directories (as `pillars train` writes them)")->required();
+  cmd->add_option("-o,--out", opt->out, "the HTML file to write")->capture_default_str();
+  cmd->add_option("--title", opt->title, "the page's title (default: \"Pillars report: <run names>\")");
+  cmd->add_option("--split", opt->split,
+                  "evaluation to show: eval_<split>.json (default: eval_test.json, else the split config.json names)");
+  cmd->add_flag("--no-model", opt->no_model, "do not load checkpoints (no parameter counts or FLOPs from them)");
+  return {cmd, [opt]() {
+            std::vector<report::RunData> runs;
+            for (const std::string& dir : opt->runs) runs.push_back(report::load_run(dir, opt->split, !opt->no_model));
+            report::assign_names(runs);
+            const std::string page = report::render_report(runs, {opt->title});
+            io::atomic_write_file(opt->out, page);
+            std::printf("wrote %s: %zu run(s), %d charts, %zu bytes\n", opt->out.c_str(), runs.size(), report::count_charts(page),
+                        page.size());
+            return 0;
+          }};
+}
+
+} // namespace pillars::cli

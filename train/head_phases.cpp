@@ -1,0 +1,224 @@
+// See head_phases.h.
+#include "train/head_phases.h"
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "engine/error.h"
+#include "engine/io/atomic_file.h"
+#include "ght/baselines.h"
+#include "ght/method.h"
+#include "ght/prune.h"
+#include "ght/voting.h"
+#include "train/checkpoint.h"
+#include "train/setup.h"
+
+namespace pillars::train {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// head_metrics.jsonl: one measurement per line (ght/head_metrics.h's JSON plus "phase"), and the
+// shift of the heads' similarity structure between consecutive measurements (the "shift" trigger).
+class HeadMetricsLog {
+ public:
+  HeadMetricsLog(const Experiment& e, const TaskHooks& hooks, const std::string& run_dir, std::string phase)
+      : hooks_(hooks), path_((fs::path(run_dir) / "head_metrics.jsonl").string()), phase_(std::move(phase)) {
+    options_.feature_map = ght::parse_feature_map(e.heads.feature_map);
+    options_.groups = static_cast<int>(e.heads.groups);
+    options_.seed = static_cast<uint64_t>(e.seed);
+  }
+  bool enabled() const { return static_cast<bool>(hooks_.measure); }
+
+  void measure(const TransformerConfig& cfg, ParamStore& params, const TrainerState& state) {
+    if (!enabled()) return;
+    ght::HeadMetrics m = hooks_.measure(cfg, params, options_);
+    m.update = state.updates;
+    m.epoch = state.epoch - (state.batch_in_epoch == 0 ? 1 : 0);
+    nlohmann::json j = ght::to_json(m);
+    j["phase"] = phase_;
+    std::ofstream(path_, std::ios::app) << j.dump() << '\n';
+    previous_ = std::move(latest_);
+    latest_.clear();
+    for (const auto& mod : m.modules) latest_.push_back(mod.similarity);
+  }
+
+  // Mean over modules of ‖S_t − S_{t−1}‖_F / ‖S_{t−1}‖_F, S = the heads' feature-map cosine
+  // matrix on the held-out batch (+inf before two measurements of the same model).
+  double shift() const {
+    if (previous_.empty() || previous_.size() != latest_.size()) return INFINITY;
+    double total = 0;
+    for (size_t m = 0; m < latest_.size(); ++m) {
+      if (latest_[m].size() != previous_[m].size()) return INFINITY;
+      double diff = 0, norm = 0;
+      for (size_t i = 0; i < latest_[m].size(); ++i) {
+        diff += (latest_[m][i] - previous_[m][i]) * (latest_[m][i] - previous_[m][i]);
+        norm += previous_[m][i] * previous_[m][i];
+      }
+      total += std::sqrt(diff / std::max(norm, 1e-30));
+    }
+    return total / static_cast<double>(latest_.size());
+  }
+
+ private:
+  const TaskHooks& hooks_;
+  std::string path_, phase_;
+  ght::HeadMetricsOptions options_;
+  std::vector<std::vector<double>> previous_, latest_;
+};
+
+// Wires the metrics (and the shift trigger) into the trainer's callbacks.
+void attach_metrics(TrainOptions& to, HeadMetricsLog& log, const Experiment& e, const TransformerConfig& cfg,
+                    ParamStore& params, bool shift_trigger) {
+  if (!log.enabled()) return;
+  const int64_t every = e.heads.metrics_every;
+  if (every > 0)
+    to.after_update = [&log, &cfg, &params, every](const TrainerState& s) {
+      if (s.updates % every == 0) log.measure(cfg, params, s);
+    };
+  const double rho = e.prune.rho;
+  const bool quiet = to.quiet;
+  to.after_validation = [&log, &cfg, &params, every, shift_trigger, rho, quiet](const TrainerState& s,
+                                                                                const ValidScores&) -> std::string {
+    if (every == 0) log.measure(cfg, params, s);
+    if (!shift_trigger) return "";
+    const double shift = log.shift();
+    if (!quiet && std::isfinite(shift)) std::fprintf(stderr, "heads: centroid shift %.3g (prune below %.3g)\n", shift, rho);
+    return shift < rho ? "centroid_shift" : "";
+  };
+}
+
+void copy_if_exists(const fs::path& from, const fs::path& to) {
+  if (fs::exists(from)) fs::copy_file(from, to, fs::copy_options::overwrite_existing);
+}
+
+// The heads to keep, by prune.method.
+ght::HeadSelection choose_heads(const Experiment& e, const TransformerConfig& cfg, ParamStore& params,
+                                const TaskHooks& hooks, const std::string& run_dir, bool quiet) {
+  const int keep = static_cast<int>(e.prune.heads > 0 ? e.prune.heads : e.heads.groups);
+  if (e.prune.method == "v2s") {
+    ght::VoteSettings s;
+    s.feature_map = ght::parse_feature_map(e.heads.feature_map);
+    s.groups = static_cast<int>(e.heads.groups);
+    s.rule = ght::parse_keep_rule(e.prune.keep);
+    s.keep = keep;
+    s.seed = static_cast<uint64_t>(e.seed);
+    s.max_batches = e.prune.vote_batches;
+    const ght::VoteResult r = ght::vote(
+        [&](std::shared_ptr<GraphExtension> ext) { return hooks.make_task(cfg, params, 0.0f, std::move(ext)); }, s, quiet);
+    io::atomic_write_file((fs::path(run_dir) / "votes.json").string(), r.to_json().dump(1) + "\n");
+    return r.selection();
+  }
+  if (e.prune.method == "importance") {
+    ght::ImportanceSettings s;
+    s.batches = e.prune.vote_batches;
+    s.seed = static_cast<uint64_t>(e.seed);
+    const ght::HeadImportance importance = ght::head_importance(
+        cfg, params, [&](ParamStore& p, std::shared_ptr<GraphExtension> ext) { return hooks.make_task(cfg, p, 0.0f, std::move(ext)); },
+        s);
+    nlohmann::json j = {{"method", "importance"}, {"batches", importance.batches}, {"normalized", importance.normalized}};
+    io::atomic_write_file((fs::path(run_dir) / "importance.json").string(), j.dump(1) + "\n");
+    return ght::top_k_selection(importance.normalized, keep);
+  }
+  if (e.prune.method == "gates") return ght::top_k_selection(ght::expected_gates(params, cfg), keep);
+  throw InputError(str_cat("prune.method \"", e.prune.method, "\" is not known"));
+}
+
+nlohmann::json prune_json(const std::string& from, const ght::PruneSummary& s) {
+  nlohmann::json mods = nlohmann::json::array();
+  for (const auto& [module, m] : s.modules) mods.push_back({{"module", module}, {"heads_before", m.first}, {"kept", m.second}});
+  return {{"from", from},
+          {"params_before", s.params_before},
+          {"params_after", s.params_after},
+          {"params_before_no_embeddings", s.params_before_no_embeddings},
+          {"params_after_no_embeddings", s.params_after_no_embeddings},
+          {"modules", mods}};
+}
+
+} // namespace
+
+std::vector<std::string> train_with_heads(const Experiment& e, const TransformerConfig& cfg, ParamStore& params,
+                                          const TaskHooks& hooks, const TrainOptions& base, const TrainerState* from_checkpoint) {
+  const std::string run_dir = base.run_dir;
+  const bool prune = e.prune.method != "none";
+  const fs::path pruned_dir = fs::path(run_dir) / kPrunedDir;
+  const fs::path prune_file = fs::path(run_dir) / "prune.json";
+  const fs::path pruned_checkpoint = fs::path(run_dir) / "checkpoint_pruned.safetensors";
+  std::vector<std::string> to_evaluate;
+
+  // ---- phase 1 ----------------------------------------------------------------------------------
+  Experiment e1 = e;
+  if (prune && e.prune.trigger == "epoch") e1.train.max_epochs = std::min(e.train.max_epochs, e.prune.epoch);
+  const bool phase1 = from_checkpoint == nullptr && !(prune && e.prune.trigger == "epoch" && e.prune.epoch == 0);
+  if (from_checkpoint && !prune) throw InputError("pillars prune: the experiment's \"prune.method\" is \"none\"");
+  TrainerState phase1_state = from_checkpoint ? *from_checkpoint : TrainerState{};
+  if (phase1 && !(prune && fs::exists(prune_file))) {
+    TrainOptions to = base;
+    to.phase = prune ? "train" : "";
+    to.extension = ght::head_extension(e, cfg, params, /*finetune=*/false);
+    HeadMetricsLog metrics(e, hooks, run_dir, "train");
+    attach_metrics(to, metrics, e1, cfg, params, prune && e.prune.trigger == "shift");
+    auto task = hooks.make_task(cfg, params, static_cast<float>(e.train.label_smoothing), to.extension);
+    phase1_state = train_model(e1, cfg, params, *task, to).state;
+  } else if (phase1) {
+    phase1_state = load_checkpoint((fs::path(run_dir) / "checkpoint_last.safetensors").string()).state;
+  }
+  if (phase1) to_evaluate.push_back(run_dir);
+  if (!prune) return to_evaluate;
+
+  // ---- prune ------------------------------------------------------------------------------------
+  ght::PrunedModel ps;
+  if (!fs::exists(prune_file)) {
+    const ght::HeadSelection keep = choose_heads(e, cfg, params, hooks, run_dir, base.quiet);
+    ps = ght::prune_heads(cfg, params, keep);
+    save_checkpoint(pruned_checkpoint.string(), ps.cfg, ps.params, nullptr, phase1_state, base.checkpoint_extra);
+    const ght::PruneSummary summary = ght::summarize_pruning(cfg, params, ps, keep);
+    io::atomic_write_file(prune_file.string(), prune_json(pruned_checkpoint.string(), summary).dump(1) + "\n");
+    if (!base.quiet)
+      std::fprintf(stderr, "prune: %lld → %lld parameters without embeddings (%.1f%%); %s\n",
+                   static_cast<long long>(summary.params_before_no_embeddings),
+                   static_cast<long long>(summary.params_after_no_embeddings),
+                   100.0 * (1.0 - static_cast<double>(summary.params_after_no_embeddings) /
+                                      static_cast<double>(summary.params_before_no_embeddings)),
+                   pruned_checkpoint.c_str());
+  } else {
+    LoadedCheckpoint c = load_checkpoint(pruned_checkpoint.string());
+    ps.cfg = c.config;
+    ps.params = std::move(c.params);
+  }
+
+  // ---- phase 2: fine-tune the pruned model in run_dir/pruned -------------------------------------
+  Experiment e2 = e;
+  e2.train.max_epochs = e.prune.finetune_epochs;
+  e2.train.max_updates = 0;
+  e2.train.max_minutes = e.prune.finetune_minutes;
+  e2.train.patience = e.prune.finetune_patience;
+  // Continue at the learning rate phase 1 ended with (no second warm-up).
+  if (phase1_state.updates > 0) {
+    e2.optim.lr = make_schedule(e.optim, std::max<int64_t>(phase1_state.updates, 1))->lr(phase1_state.updates);
+    e2.optim.schedule = Schedule::constant;
+    e2.optim.warmup_updates = 0;
+    e2.optim.min_lr = std::min(e2.optim.min_lr, e2.optim.lr);
+    e2.optim.warmup_init_lr = std::min(e2.optim.warmup_init_lr, e2.optim.lr);
+  }
+  fs::create_directories(pruned_dir);
+  for (const char* f : {"pipeline.json", "dict.txt", "bpe.codes"}) copy_if_exists(fs::path(run_dir) / f, pruned_dir / f);
+  io::atomic_write_file((pruned_dir / "config.json").string(), to_json(e2).dump(2) + "\n");
+
+  TrainOptions to = base;
+  to.run_dir = pruned_dir.string();
+  to.phase = "finetune";
+  to.resume = fs::exists(pruned_dir / "checkpoint_last.safetensors");
+  to.extension = ght::head_extension(e, ps.cfg, ps.params, /*finetune=*/true);
+  HeadMetricsLog metrics(e, hooks, pruned_dir.string(), "finetune");
+  attach_metrics(to, metrics, e2, ps.cfg, ps.params, false);
+  auto task = hooks.make_task(ps.cfg, ps.params, static_cast<float>(e.train.label_smoothing), to.extension);
+  train_model(e2, ps.cfg, ps.params, *task, to);
+  to_evaluate.push_back(pruned_dir.string());
+  return to_evaluate;
+}
+
+} // namespace pillars::train
