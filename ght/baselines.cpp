@@ -84,7 +84,7 @@ ValueId DisagreementExtension::extend(Graph& g, const std::vector<AttentionSite>
     const ValueId gram = feature_gram(g, site, s_.feature_map); // (H, H), padding left out
     cosines.push_back(mean_pairwise_cosine(g, gram));          // D_m, scalar
   }
-  const ValueId mean = ops::scale(g, sum_of(g, cosines), 1.0f / static_cast<float>(sites.size())); // (1/M) Σ_m D_m
+  const ValueId mean = ops::scale(g, sum_of(g, cosines), 1.0f); // (1/M) Σ_m D_m
   g.mark_output(mean);
   mean_cosine_[&g] = mean;
   return ops::add(g, loss, ops::scale(g, mean, s_.lambda)); // L_task + λ · (1/M) Σ_m D_m

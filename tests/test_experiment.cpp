@@ -173,7 +173,7 @@ TEST_CASE("schema: the binary prints the schema and the field table and checks a
 
 TEST_CASE("experiment files: the ready files in experiments/ validate and round trip") {
   std::set<std::string> names;
-  for (const auto& entry : fs::directory_iterator(kReady)) {
+  for (const auto& entry : fs::recursive_directory_iterator(kReady)) {
     if (entry.path().extension() != ".json") continue;
     const std::string path = entry.path().string();
     CAPTURE(path);
@@ -186,6 +186,19 @@ TEST_CASE("experiment files: the ready files in experiments/ validate and round 
   for (const char* f : {"multi30k-de-en.json", "multi30k-de-en-long.json", "iwslt14-de-en-base.json", "wikitext2-lm.json", "ptb-lm.json", "samsum.json",
                         "tinyshakespeare-lm.json"})
     CHECK_MESSAGE(names.count(f), "missing ready file experiments/", f);
+  // The GHT comparison, its baselines and Table 3's ablations (experiments/ght/).
+  for (const char* f : {"vanilla.json", "ght.json", "lite1.json", "lite2.json", "disagreement-subspace.json",
+                        "disagreement-position.json", "disagreement-output.json", "michel.json", "voita.json", "drophead.json",
+                        "ablation-no-homogenising.json", "ablation-no-diversifying.json", "ablation-v2s-at-start.json",
+                        "ablation-v2s-after-plain.json", "ablation-random-heads.json", "ablation-random-member.json",
+                        "ablation-gc-after-v2s.json", "ptb-ght.json", "samsum-ght.json"})
+    CHECK_MESSAGE(names.count(f), "missing ready file experiments/ght/", f);
+  const Experiment ght = load_experiment(kReady + "/ght/ght.json", {}, real_context());
+  CHECK(ght.heads.regularizer == "gct");
+  CHECK(ght.heads.alpha == 0.7);
+  CHECK(ght.heads.beta == 0.5);
+  CHECK(ght.prune.method == "v2s");
+  CHECK(ght.prune.keep == "per_group");
   const Experiment def = load_experiment(kReady + "/multi30k-de-en.json", {}, real_context());
   CHECK(def.task == Task::translation);
   CHECK(def.data.dataset == "multi30k-de-en");

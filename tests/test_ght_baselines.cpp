@@ -15,9 +15,11 @@
 //    on a gate parameter, summed over two batches; the per-module L2 normalisation; the caller's
 //    store untouched. top_k_selection: order, ties, limits.
 // Tolerances: the graph runs in f32; a float64 recomputation from the same f32 tensors agrees to
-// ~1e-6 relative (Approx epsilon 1e-5). Finite differences use h = 1e-2 on an f32 loss of ~3.5
-// (rounding ≈ 3e-7 / 2h ≈ 2e-5 absolute) against gradients of 1e-3 … 1e-1: tolerance 1e-4 + 2e-2 relative
-// (forgetting a factor like 1/β or the L0 term's gradient is far outside it).
+// ~1e-6 relative (Approx epsilon 1e-5). Finite differences use h = 1e-2 and pass when
+// |analytic − numeric| ≤ atol + 5e-3·|numeric|: on the f32 objective of ~3.5 (rounding ≈ 3e-7, over
+// 2h ≈ 2e-5) atol = 3e-5, against gradients of 3e-4 … 1e-1 (observed errors ≤ 1.3e-5 and ≤ 0.05 %);
+// on the regulariser alone (a scalar ~0.3) atol = 1e-6, gradients 7e-4 … 1.4e-2 (observed ≤ 8e-7).
+// The model uses GELU so that the loss is smooth within the step (see Model).
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -60,6 +62,9 @@ struct Model {
     cfg = transformer_config("tiny"); // 2+2 layers, FFN 32, vocab 32, dropouts 0.1
     cfg.d_model = 32;
     cfg.heads = 4;
+    // GELU keeps the loss smooth for the finite differences: with ReLU, the FFN units whose input
+    // crosses 0 within the step (dozens, at h = 1e-2) put errors of several percent into them.
+    cfg.activation = "gelu";
     cfg.validate();
     init_transformer_params(cfg, params, 11);
   }
@@ -90,7 +95,6 @@ std::vector<int> tgt_lengths(const train::Seq2SeqBatch& b) {
 bool is_decoder_self(const std::string& module) {
   return module.rfind("decoder.", 0) == 0 && module.find("self_attn") != std::string::npos;
 }
-bool is_cross(const std::string& module) { return module.find("encoder_attn") != std::string::npos; }
 
 // ---- test extensions --------------------------------------------------------------------------------
 
@@ -169,12 +173,12 @@ const Tensor* grad_of(std::vector<optim::ParamSlot>& slots, const std::string& n
   return nullptr;
 }
 
-// Central-difference agreement (see the file comment for the tolerance).
-void check_derivative(double analytic, double numeric, const std::string& what) {
+// Central-difference agreement: |analytic − numeric| ≤ atol + 5e-3·|numeric| (see the file comment).
+void check_derivative(double analytic, double numeric, double atol, const std::string& what) {
   CAPTURE(what);
   CAPTURE(analytic);
   CAPTURE(numeric);
-  CHECK(std::fabs(analytic - numeric) <= 1e-4 + 2e-2 * std::fabs(numeric));
+  CHECK(std::fabs(analytic - numeric) <= atol + 5e-3 * std::fabs(numeric));
 }
 
 // ---- float64 references -------------------------------------------------------------------------
@@ -291,7 +295,7 @@ TEST_CASE("baselines: the disagreement gradient equals finite differences of the
       with.train(b, kSeed);
       const double rm = ext->take_terms().mean_cosine;
       x[e] = x0;
-      check_derivative(static_cast<double>(g_with[e]) - g_without[e], (rp - rm) / (static_cast<double>(xp) - xm),
+      check_derivative(static_cast<double>(g_with[e]) - g_without[e], (rp - rm) / (static_cast<double>(xp) - xm), 1e-6,
                        name + " element " + std::to_string(e));
     }
   }
@@ -502,7 +506,7 @@ TEST_CASE("baselines: Hard-Concrete training gates, L0 term and the gradient wit
       steps.train(b, kSeed);
       const double om = spy->last.objective;
       x[h] = x0;
-      check_derivative(analytic[h], (op - om) / (static_cast<double>(xp) - xm), name + " head " + std::to_string(h));
+      check_derivative(analytic[h], (op - om) / (static_cast<double>(xp) - xm), 3e-5, name + " head " + std::to_string(h));
     }
   }
 }
@@ -574,7 +578,7 @@ TEST_CASE("baselines: Michel head importance equals finite differences on the ga
     for (double x : I) norm += x * x;
     norm = std::sqrt(norm);
     for (size_t h = 0; h < 4; ++h) {
-      check_derivative(imp.raw.at(module)[h], I[h], module + " head " + std::to_string(h));
+      check_derivative(imp.raw.at(module)[h], I[h], 3e-5, module + " head " + std::to_string(h));
       CHECK(imp.normalized.at(module)[h] == doctest::Approx(I[h] / norm).epsilon(2e-2));
       CHECK(imp.normalized.at(module)[h] == doctest::Approx(imp.raw.at(module)[h] / std::sqrt(std::inner_product(
                                                 imp.raw.at(module).begin(), imp.raw.at(module).end(), imp.raw.at(module).begin(), 0.0))));

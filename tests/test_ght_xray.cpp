@@ -10,7 +10,8 @@
 //    tensors with the lengths and causal masks that belong to each module, and appending padding
 //    to the batch changes no number (f32 forward passes of two shapes: epsilon 1e-5).
 //  * JSON keys exactly as agreed, non-finite numbers as null; the CLI's exit codes, and (with
-//    $PILLARS_DATA) its output equal to the in-process measurement of a trained run.
+//    $PILLARS_DATA) its output equal to the in-process measurement of a trained run and to the
+//    line the trainer logged into head_metrics.jsonl for the same update.
 #include <doctest/doctest.h>
 
 #include <sys/wait.h>
@@ -554,7 +555,7 @@ TEST_CASE("metrics command: bad input exits with 2 and a message") {
   CHECK(help.out.find("--sentences") != std::string::npos);
 }
 
-TEST_CASE("metrics command: prints the in-process measurement of a trained run's checkpoint") {
+TEST_CASE("metrics command: prints the in-process measurement of a trained run's checkpoint, as the trainer logged it") {
   const std::string binary = pillars_binary();
   if (binary.empty() || !have_multi30k()) {
     MESSAGE("skipped: needs the pillars binary and PILLARS_DATA with multi30k-de-en");
@@ -567,6 +568,7 @@ TEST_CASE("metrics command: prints the in-process measurement of a trained run's
       {"data", {{"dataset", "multi30k-de-en"}, {"source", "de"}, {"target", "en"}, {"bpe_merges", 500},
                 {"max_tokens", 512}, {"train_fraction", 0.02}}},
       {"model", {{"config", "tiny"}, {"d_model", 32}, {"heads", 4}, {"ffn", 32}}},
+      {"heads", {{"metrics", true}, {"metrics_every", 1}, {"metrics_sentences", 5}, {"feature_map", "A"}, {"groups", 3}}},
       {"train", {{"max_updates", 2}, {"valid_bleu", false}, {"log_every", 1000}}}};
   const Experiment e = parse_experiment(spec, "test_ght_xray.json");
   const std::string run = (dir.path / "run").string();
@@ -574,21 +576,43 @@ TEST_CASE("metrics command: prints the in-process measurement of a trained run's
   so.run_dir = run, so.quiet = true, so.evaluate = false;
   train::run_experiment(e, so);
 
-  const RunResult r = run_pillars(binary, {"metrics", run, "--checkpoint", "last", "--sentences", "5", "--feature-map",
-                                           "A", "--groups", "2", "--seed", "9", "-o", (dir.path / "m.json").string()});
+  // Every setting from the run (heads.metrics_sentences, feature_map, groups; seed).
+  const RunResult r = run_pillars(binary, {"metrics", run, "--checkpoint", "last", "-o", (dir.path / "m.json").string()});
   CAPTURE(r.err);
   REQUIRE(r.code == 0);
   const json printed = json::parse(slurp(dir.path / "m.json"));
+  CHECK(printed["update"] == 2);
+  CHECK(printed["feature_map"] == "A");
+  CHECK(printed["groups"] == 3);
 
   // In process: the trainer's own validation ids (train/prepare.h), the same checkpoint.
   const train::PreparedSeq2Seq p = train::prepare_seq2seq(e, run, false);
   train::LoadedCheckpoint ck = train::load_checkpoint(run + "/checkpoint_last.safetensors");
   HeadMetricsOptions o;
-  o.feature_map = FeatureMap::A, o.groups = 2, o.seed = 9;
+  o.feature_map = FeatureMap::A, o.groups = 3, o.seed = 4;
   HeadMetrics m = measure_head_metrics(ck.config, ck.params, held_out_batch(p.data, 5, 1, 2), o);
-  m.update = ck.state.updates, m.epoch = ck.state.epoch;
-  const json expected = to_json(m);
-  CHECK(printed["update"] == 2);
-  REQUIRE(printed["modules"].size() == expected["modules"].size());
-  check_json_close(printed, expected, "");
+  m.update = ck.state.updates;
+  m.epoch = printed["epoch"];
+  check_json_close(printed, to_json(m), "");
+
+  // The trainer's head_metrics.jsonl line of the same update says the same.
+  std::ifstream log(run + "/head_metrics.jsonl");
+  json logged;
+  for (std::string line; std::getline(log, line);)
+    if (json j = json::parse(line); j["update"] == printed["update"]) logged = j;
+  REQUIRE_MESSAGE(!logged.is_null(), "no head_metrics.jsonl line for update ", printed["update"].dump());
+  logged.erase("phase");
+  check_json_close(printed, logged, "");
+
+  // Options override the run's settings.
+  const RunResult v = run_pillars(binary, {"metrics", run, "--checkpoint", "last", "--sentences", "3", "--feature-map", "V",
+                                           "--groups", "2", "--seed", "7"});
+  REQUIRE(v.code == 0);
+  const json j = json::parse(v.out);
+  CHECK(j["feature_map"] == "V");
+  CHECK(j["groups"] == 2);
+  o.feature_map = FeatureMap::V, o.groups = 2, o.seed = 7;
+  m = measure_head_metrics(ck.config, ck.params, held_out_batch(p.data, 3, 1, 2), o);
+  m.update = ck.state.updates, m.epoch = j["epoch"];
+  check_json_close(j, to_json(m), "");
 }

@@ -455,6 +455,10 @@ TEST_CASE("report: the GHT fixture fills every section") {
   REQUIRE(runs[0].model.flops_per_token.has_value());
   CHECK(*runs[0].model.flops_per_token == doctest::Approx(flops));
   CHECK_FALSE(runs[1].model.parameters.has_value());
+  // --split picks the evaluation file; a missing one is noted, not fatal.
+  const RunData other = load_run((t.path / "ght").string(), "valid", /*model_stats=*/false);
+  CHECK(other.eval.is_null());
+  CHECK(other.notes.back() == "eval_valid.json: not found");
 
   const std::string page = render_report(runs, {"fixture"});
   // 4 curves (no ROUGE in a translation run); 10 metric charts; 6 modules × 2 heatmaps.

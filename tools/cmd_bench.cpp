@@ -1,10 +1,11 @@
-// `pillars bench gemm|attention|step`: our figure next to the reference's, from the same run.
+// `pillars bench gemm|attention|step|gct|pruned-decode`: our figure next to the reference's, from the same run.
 #include <omp.h>
 
 #include <memory>
 #include <string>
 
 #include "tools/bench/bench_attention.h"
+#include "tools/bench/bench_ght.h"
 #include "tools/bench/bench_gemm.h"
 #include "tools/bench/bench_step.h"
 #include "tools/commands.h"
@@ -19,13 +20,17 @@ Command add_bench_command(CLI::App& app) {
     int repeats = 5;
   };
   auto opt = std::make_shared<Options>();
-  bench->add_option("what", opt->what, "gemm | attention | step")->required()->check(CLI::IsMember({"gemm", "attention", "step"}));
+  bench->add_option("what", opt->what, "gemm | attention | step | gct | pruned-decode")
+      ->required()
+      ->check(CLI::IsMember({"gemm", "attention", "step", "gct", "pruned-decode"}));
   bench->add_option("--threads", opt->threads, "threads for ours and the reference (default: all cores)")->check(CLI::NonNegativeNumber);
   bench->add_option("--repeats", opt->repeats, "timed repetitions (the median is reported)")->check(CLI::PositiveNumber);
   return {bench, [opt]() {
             const int threads = opt->threads > 0 ? opt->threads : omp_get_num_procs();
             if (opt->what == "gemm") return bench::bench_gemm(threads, opt->repeats);
             if (opt->what == "attention") return bench::bench_attention(threads, opt->repeats);
+            if (opt->what == "gct") return bench::bench_gct(threads, opt->repeats);
+            if (opt->what == "pruned-decode") return bench::bench_pruned_decode(threads, opt->repeats);
             return bench::bench_step(threads, opt->repeats);
           }};
 }

@@ -5,10 +5,12 @@
 //
 // The batch is the first N sentence pairs of the split (default: the run's validation split),
 // encoded with the run's text pipeline exactly as `pillars eval` encodes a split; for a language
-// model, the first N blocks of data.block_size tokens of the split's stream.
+// model, the first N blocks of data.block_size tokens of the split's stream. N, the feature map,
+// the groups and the K-means seed default to the run's own (heads.metrics_sentences,
+// heads.feature_map, heads.groups, seed): what the trainer logs into head_metrics.jsonl, so the
+// command reproduces a logged measurement from the checkpoint of the same update.
 #include <omp.h>
 
-#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -29,11 +31,12 @@ namespace pillars::cli {
 
 namespace {
 
+// Empty / 0 / −1 = the run's setting.
 struct MetricsOptions {
-  std::string target, choice, split, feature_map = "V", output;
-  int64_t sentences = 0; // 0 = the default for the task
-  int groups = 2;
-  int64_t seed = -1;     // -1 = the run's seed
+  std::string target, choice, split, feature_map, output;
+  int64_t sentences = 0;
+  int groups = 0;
+  int64_t seed = -1;
   int threads = 0;
   bool pretty = false;
 };
@@ -71,20 +74,15 @@ int run_metrics(const MetricsOptions& opt) {
   const int32_t pad = static_cast<int32_t>(ck.config.pad_id);
 
   ght::HeadMetricsOptions mo;
-  mo.feature_map = ght::parse_feature_map(opt.feature_map);
-  mo.groups = opt.groups;
+  mo.feature_map = ght::parse_feature_map(opt.feature_map.empty() ? e.heads.feature_map : opt.feature_map);
+  mo.groups = static_cast<int>(opt.groups > 0 ? opt.groups : e.heads.groups);
   mo.seed = static_cast<uint64_t>(opt.seed >= 0 ? opt.seed : e.seed);
-  ght::HeadMetrics m;
-  if (ck.config.decoder_only) {
-    const int64_t blocks = opt.sentences > 0 ? opt.sentences
-                                             : std::max<int64_t>(1, ght::kDefaultHeldOutTokens / e.data.block_size);
-    m = ght::measure_head_metrics(ck.config, ck.params, lm_batch(e, pipeline, split, blocks, pad), mo);
-  } else {
-    const int64_t n = opt.sentences > 0 ? opt.sentences : ght::kDefaultHeldOutSentences;
-    m = ght::measure_head_metrics(ck.config, ck.params, seq2seq_batch(e, pipeline, split, n, pad), mo);
-  }
+  const int64_t n = opt.sentences > 0 ? opt.sentences : e.heads.metrics_sentences;
+  ght::HeadMetrics m = ck.config.decoder_only
+                           ? ght::measure_head_metrics(ck.config, ck.params, lm_batch(e, pipeline, split, n, pad), mo)
+                           : ght::measure_head_metrics(ck.config, ck.params, seq2seq_batch(e, pipeline, split, n, pad), mo);
   m.update = ck.state.updates;
-  m.epoch = ck.state.epoch;
+  m.epoch = ck.state.epoch - (ck.state.batch_in_epoch == 0 ? 1 : 0); // the trainer's log: the epoch just finished
 
   const std::string text = ght::to_json(m).dump(opt.pretty ? 2 : -1) + "\n";
   if (opt.output.empty()) std::fputs(text.c_str(), stdout);
@@ -109,14 +107,14 @@ Command add_metrics_command(CLI::App& app) {
       ->check(CLI::IsMember({"best", "last", "average"}));
   cmd->add_option("--split", opt->split, "dataset split (default: the run's validation split)");
   cmd->add_option("--sentences", opt->sentences,
-                  "held-out sentence pairs, or blocks for a language model (default: 32 pairs; LM: 2048 tokens' worth)")
+                  "held-out sentence pairs, or blocks for a language model (default: the run's heads.metrics_sentences)")
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--feature-map", opt->feature_map, "GHT feature map clustered and compared: V, A or O")
-      ->check(CLI::IsMember({"V", "A", "O"}))
-      ->capture_default_str();
-  cmd->add_option("--groups", opt->groups, "HUDS groups C (a module with fewer heads uses its head count)")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
+  cmd->add_option("--feature-map", opt->feature_map,
+                  "GHT feature map clustered and compared: V, A or O (default: the run's heads.feature_map)")
+      ->check(CLI::IsMember({"V", "A", "O"}));
+  cmd->add_option("--groups", opt->groups,
+                  "HUDS groups C; a module with fewer heads uses its head count (default: the run's heads.groups)")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--seed", opt->seed, "K-means seed (default: the run's seed)")->check(CLI::NonNegativeNumber);
   cmd->add_option("-o,--output", opt->output, "write the JSON to this file instead of stdout");
   cmd->add_flag("--pretty", opt->pretty, "indent the JSON");

@@ -25,7 +25,7 @@ Command add_report_command(CLI::App& app) {
     bool no_model = false;
   };
   auto opt = std::make_shared<Options>();
-  cmd->add_option("runs", opt->runs, "run directories (as `pillars train` writes them)")->required();
+  cmd->add_option("RUN_DIR", opt->runs, "run directories (as `pillars train` writes them)")->required();
   cmd->add_option("-o,--out", opt->out, "the HTML file to write")->capture_default_str();
   cmd->add_option("--title", opt->title, "the page's title (default: \"Pillars report: <run names>\")");
   cmd->add_option("--split", opt->split,

@@ -222,7 +222,7 @@ const std::vector<Entry>& entries() {
            &E::heads, &HS::metrics),
         in(F::integer("heads.metrics_every", "Measure every this many updates; 0 = at each validation.").def(0).at_least(0), &E::heads,
            &HS::metrics_every),
-        in(F::integer("heads.metrics_sentences", "Sentences (or LM blocks) in the held-out batch.").def(64).at_least(1), &E::heads,
+        in(F::integer("heads.metrics_sentences", "Sentences in the held-out batch (a language model takes as many ~32-token sentences' worth of tokens in blocks).").def(64).at_least(1), &E::heads,
            &HS::metrics_sentences),
 
         section(F::section("prune", "Removing heads after the first phase, then fine-tuning the smaller model (GHT-PS, and the "

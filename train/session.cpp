@@ -182,7 +182,9 @@ nlohmann::json run_lm(const Experiment& e, const std::string& run_dir, const Ses
   };
   if (e.heads.metrics) {
     const int32_t pad = static_cast<int32_t>(m.cfg.pad_id);
-    const ght::LmBatch held_out = ght::held_out_batch(p.data, e.data.block_size, e.heads.metrics_sentences, pad);
+    // heads.metrics_sentences counts sentences of ~32 tokens: as many tokens in blocks.
+    const int64_t blocks = std::max<int64_t>(1, e.heads.metrics_sentences * 32 / e.data.block_size);
+    const ght::LmBatch held_out = ght::held_out_batch(p.data, e.data.block_size, blocks, pad);
     hooks.measure = [held_out](const TransformerConfig& cfg, ParamStore& params, const ght::HeadMetricsOptions& o) {
       return ght::measure_head_metrics(cfg, params, held_out, o);
     };
