@@ -84,7 +84,7 @@ ValueId DisagreementExtension::extend(Graph& g, const std::vector<AttentionSite>
     const ValueId gram = feature_gram(g, site, s_.feature_map); // (H, H), padding left out
     cosines.push_back(mean_pairwise_cosine(g, gram));          // D_m, scalar
   }
-  const ValueId mean = ops::scale(g, sum_of(g, cosines), 1.0f); // (1/M) Σ_m D_m
+  const ValueId mean = ops::scale(g, sum_of(g, cosines), 1.0f / static_cast<float>(sites.size())); // (1/M) Σ_m D_m
   g.mark_output(mean);
   mean_cosine_[&g] = mean;
   return ops::add(g, loss, ops::scale(g, mean, s_.lambda)); // L_task + λ · (1/M) Σ_m D_m
@@ -140,8 +140,10 @@ ValueId DropHeadExtension::extend(Graph& g, const std::vector<AttentionSite>& si
   std::vector<Gate>& gates = gates_[&g];
   gates.clear();
   for (size_t m = 0; m < sites.size(); ++m) {
-    PILLARS_CHECK(sites[m].gate != kNoValue, "DropHead: module ", sites[m].module, " has no head gate");
-    gates.push_back({sites[m].gate, sites[m].heads, m});
+    // By name, not site.gate: another extension's gate may be multiplied in (ght::CompositeExtension).
+    const ValueId input = g.find_input(drophead_gate_input(sites[m].module));
+    PILLARS_CHECK(input != kNoValue, "DropHead: module ", sites[m].module, " has no head gate");
+    gates.push_back({input, sites[m].heads, m});
   }
   return loss;
 }

@@ -38,6 +38,8 @@
 //    Evaluation graphs are not gated (ξ ≡ 1, the module is unchanged).
 //    Departure: Zhou et al. draw a mask per training example; head_gate is one (H) vector per
 //    module, so here all rows of a batch share the mask of that module and update.
+//    DropHead and Hard-Concrete gates may be combined (ght::CompositeExtension multiplies the
+//    gates); each extension finds its own inputs in the graph by name.
 //
 // 3. Hard-Concrete L0 head gates — Voita, Talbot, Moiseev, Sennrich, Titov, "Analyzing Multi-Head
 //    Self-Attention: Specialized Heads Do the Heavy Lifting, the Rest Can Be Pruned", ACL 2019

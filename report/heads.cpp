@@ -2,6 +2,7 @@
 // sections.h.
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <map>
 
@@ -104,7 +105,7 @@ std::string run_metric_charts(const RunData& r, size_t run_index) {
   std::string s = "<ul class=\"swatches\">";
   for (const std::string& m : modules)
     s += "<li><span class=\"sw\" style=\"background:" + svg::module_colour(m, layers) + "\"></span>" + html::escape(m) + "</li>";
-  s += "</ul>\n<div class=\"charts\">\n";
+  s += "</ul>\n<div class=\"charts small\">\n";
   std::vector<std::string> missing;
   for (const Metric& metric : kMetrics) {
     svg::LineChart c;
@@ -177,6 +178,7 @@ std::string run_similarity(const RunData& r) {
                   " HUDS groups. Left: the first measurement; right: the last" +
                   (r.head_metrics.size() == 1 ? std::string(" (the same: only one measurement)") : std::string()) +
                   ". Coloured chips next to the head labels are the HUDS group labels.</p>\n";
+  s += "<div class=\"modules\">\n";
   for (const std::string& module : module_names(r)) {
     const json* a = find_module(first, module);
     const json* b = find_module(last, module);
@@ -190,7 +192,7 @@ std::string run_similarity(const RunData& r) {
                     : similarity_map(last, last_index, *b, kept_heads(r, module), "last", range);
     s += "</div></div>\n";
   }
-  return s;
+  return s + "</div>\n";
 }
 
 } // namespace

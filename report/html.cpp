@@ -1,7 +1,6 @@
 // HTML building blocks: see html.h.
 #include "report/html.h"
 
-#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -105,17 +104,6 @@ std::string count(double v) {
   return format("%.0f", v);
 }
 
-std::string slug(std::string_view text) {
-  std::string out;
-  for (const char ch : text) {
-    const unsigned char c = static_cast<unsigned char>(ch);
-    if (std::isalnum(c)) out += static_cast<char>(std::tolower(c));
-    else if (!out.empty() && out.back() != '-') out += '-';
-  }
-  while (!out.empty() && out.back() == '-') out.pop_back();
-  return out.empty() ? "x" : out;
-}
-
 std::string number_cell(std::optional<double> v, int decimals) {
   if (!v || !std::isfinite(*v)) return "<td class=\"na\" title=\"not available\">n/a</td>";
   return "<td class=\"num\">" + fixed(*v, decimals) + "</td>";
@@ -141,6 +129,7 @@ td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 .charts { display: flex; flex-wrap: wrap; gap: 10px 18px; align-items: flex-start; }
 figure { margin: 0; }
 figcaption { color: #555; font-size: 12px; max-width: 440px; }
+.small figcaption { max-width: 360px; }
 svg.chart, svg.legend { display: block; }
 svg text { font: 11px system-ui, sans-serif; fill: #333; }
 svg text.title { font-size: 12.5px; font-weight: 600; fill: #1d1d1f; }
@@ -153,7 +142,11 @@ ul.swatches { list-style: none; padding: 0; margin: 4px 0 8px; display: flex; fl
 ul.swatches li { font-size: 12px; font-family: ui-monospace, monospace; }
 ul.swatches span.sw { display: inline-block; width: 16px; height: 3px; vertical-align: middle; margin-right: 5px; }
 .pair { display: flex; gap: 12px; align-items: flex-start; flex-wrap: wrap; }
+.modules { display: flex; flex-wrap: wrap; gap: 6px 36px; }
 .module { margin-bottom: 10px; }
+td.run { white-space: nowrap; }
+div.wide { overflow-x: auto; }
+table.runs { font-size: 13px; }
 table.votes td { font-size: 12px; white-space: nowrap; }
 td.head { min-width: 54px; }
 td.head.kept { background: #e7f5e9; font-weight: 600; }

@@ -30,9 +30,6 @@ std::string fixed(double v, int decimals);
 // A count with a metric suffix and one decimal: 44012544 → "44.0M", 1234 → "1.2k", 512 → "512".
 std::string count(double v);
 
-// A string safe to use as an element id / fragment: lower-case letters, digits and '-' only.
-std::string slug(std::string_view text);
-
 // "<td>…</td>" holding the number (with `decimals` decimals) or a greyed "n/a" when absent.
 std::string number_cell(std::optional<double> v, int decimals);
 

@@ -1,7 +1,8 @@
 // The report page, the runs table and the curves: see report.h and sections.h.
 #include "report/report.h"
 
-#include <cmath>
+#include <algorithm>
+#include <optional>
 
 #include "report/html.h"
 #include "report/sections.h"
@@ -87,7 +88,7 @@ std::vector<svg::Marker> phase_markers(const RunData& run, const std::string& co
 }
 
 std::string runs_section(const std::vector<RunData>& runs) {
-  std::string s = "<section id=\"runs\"><h2>Runs</h2>\n<table>\n<tr><th>run</th><th>experiment</th><th>task</th>"
+  std::string s = "<section id=\"runs\"><h2>Runs</h2>\n<div class=\"wide\"><table class=\"runs\">\n<tr><th>run</th><th>experiment</th><th>task</th>"
                   "<th class=\"num\">updates</th><th class=\"num\">best valid loss</th>"
                   "<th class=\"num\">parameters<br>(no embeddings)</th><th class=\"num\">FLOPs per<br>target token</th>"
                   "<th class=\"num\">sentences/s</th><th class=\"num\">BLEU</th><th class=\"num\">ROUGE-1</th>"
@@ -95,7 +96,7 @@ std::string runs_section(const std::vector<RunData>& runs) {
                   "<th>evaluation</th></tr>\n";
   for (size_t i = 0; i < runs.size(); ++i) {
     const RunData& r = runs[i];
-    s += "<tr><td title=\"" + html::escape(r.dir) + "\"><span class=\"sw\" style=\"display:inline-block;width:10px;height:10px;background:" +
+    s += "<tr><td class=\"run\" title=\"" + html::escape(r.dir) + "\"><span class=\"sw\" style=\"display:inline-block;width:10px;height:10px;background:" +
          run_colour(i) + "\"></span> " + html::escape(r.name) + "</td>";
     s += config_cells(r);
     s += html::number_cell(last_update(r), 0) + html::number_cell(best_valid_loss(r), 3);
@@ -109,7 +110,7 @@ std::string runs_section(const std::vector<RunData>& runs) {
            (number_at(r.eval, "beam") ? ", beam " + html::number(*number_at(r.eval, "beam")) : std::string()) + ")</td>";
     s += "</tr>\n";
   }
-  s += "</table>\n<p class=\"note\">Parameters exclude the token embeddings and an untied output projection (the paper's "
+  s += "</table></div>\n<p class=\"note\">Parameters exclude the token embeddings and an untied output projection (the paper's "
        "accounting): counted on the evaluated checkpoint, else taken from prune.json, else counted on checkpoint_best / "
        "_avg / _last; hover a number for its source. " +
        html::escape(kFlopsMethod) + " Evaluation numbers come from eval_&lt;split&gt;.json; n/a = not available.</p>\n";

@@ -208,8 +208,11 @@ RunData load_run(const std::string& dir_name, const std::string& split, bool mod
   r.log = read_lines(dir / "log.jsonl", r.notes);
   read_log(r);
   for (json& line : read_lines(dir / "head_metrics.jsonl", r.notes))
-    if (string_at(line, "type", "head_metrics") == "head_metrics" && line.contains("modules") && line["modules"].is_array())
+    if (string_at(line, "type", "head_metrics") == "head_metrics" && line.contains("modules") && line["modules"].is_array()) {
+      for (json& m : line["modules"])
+        if (m.is_object()) m.erase("pairs"); // the pairwise matrices are not shown: do not keep them
       r.head_metrics.push_back(std::move(line));
+    }
   r.votes = read_object(dir / "votes.json", r.notes);
   r.prune = read_object(dir / "prune.json", r.notes);
   const fs::path eval = eval_path(dir, split, r.config, r.notes);

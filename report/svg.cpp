@@ -179,8 +179,10 @@ std::string module_colour(const std::string& module, int layers) {
   const size_t at = module.find("layers.");
   if (at != std::string::npos) layer = std::atoi(module.c_str() + at + 7);
   const double t = layers > 1 ? std::clamp(static_cast<double>(layer) / (layers - 1), 0.0, 1.0) : 0.0;
+  // Lower layers darker; the hue also turns a little with the layer, so that neighbours differ.
   char buf[40];
-  std::snprintf(buf, sizeof buf, "hsl(%d,70%%,%d%%)", hue, static_cast<int>(std::lround(24 + 44 * t)));
+  std::snprintf(buf, sizeof buf, "hsl(%d,70%%,%d%%)", hue + static_cast<int>(std::lround(40 * (t - 0.5))),
+                static_cast<int>(std::lround(24 + 44 * t)));
   return buf;
 }
 
@@ -284,7 +286,7 @@ std::string heatmap(const Heatmap& m) {
   const double gx = 56, gy = 56; // the grid's top-left corner
   const double size = cell * static_cast<double>(n);
   const double bar_x = gx + size + 16, W = bar_x + 12 + 52, H = gy + std::max(size, 60.0) + 12;
-  const std::string font = cell < 16 ? " font-size=\"9\"" : "";
+  const std::string font = cell < 18 ? " font-size=\"9\"" : "";
   auto label = [&](size_t i) { return i < m.labels.size() ? m.labels[i] : head_label(static_cast<int64_t>(i)); };
   auto group_chip = [&](size_t i, double x, double y, double w, double h) -> std::string {
     if (i >= m.groups.size() || m.groups[i] < 0) return "";

@@ -63,7 +63,7 @@ std::string palette(size_t i);
 
 // A colour for an attention module by its name: the hue says the kind (encoder self-attention
 // blue, decoder self-attention green, decoder cross-attention orange, anything else purple), the
-// lightness the layer (darker = lower layer) out of `layers` layers.
+// lightness (and a small turn of the hue) the layer (darker = lower layer) out of `layers` layers.
 std::string module_colour(const std::string& module, int layers);
 
 // The colour at t ∈ [0, 1] of a sequential map (viridis-like, dark blue → yellow) or, when

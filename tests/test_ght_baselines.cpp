@@ -31,6 +31,7 @@
 
 #include "engine/error.h"
 #include "ght/baselines.h"
+#include "ght/method.h"
 #include "ght/prune.h"
 #include "models/transformer.h"
 #include "train/steps.h"
@@ -523,6 +524,36 @@ TEST_CASE("baselines: Hard-Concrete gates that are all open leave the training l
   CHECK(steps.train(b, kSeed) == doctest::Approx(plain.train(b, kSeed)).epsilon(1e-6));
   for (const auto& xi : spy->last.gates) CHECK(xi == std::vector<float>(4, 1.0f));
   CHECK(spy->last.objective - spy->last.loss == doctest::Approx(1.0).epsilon(1e-5)); // λ · P(open) ≈ λ
+}
+
+TEST_CASE("baselines: DropHead and Hard-Concrete gates combined in a CompositeExtension multiply") {
+  Model m;
+  DropHeadSettings d;
+  d.p_max = 0.5f;
+  d.seed = 21;
+  HardConcreteSettings c;
+  c.seed = 13;
+  auto gates = std::make_shared<HardConcreteExtension>(c);
+  gates->add_parameters(m.params, m.cfg);
+  random_log_alpha(m.params, m.cfg, 4);
+  auto both = std::make_shared<CompositeExtension>();
+  both->add(std::make_shared<DropHeadExtension>(d));
+  both->add(gates);
+  auto spy = std::make_shared<Spy>(both);
+  train::Seq2SeqSteps steps(m.cfg, m.params, kSmoothing, spy);
+  steps.set_progress(7, 0.0);
+  steps.train(small_batch(), kSeed);
+  const double beta = 2.0 / 3.0;
+  for (size_t i = 0; i < spy->last.sites.size(); ++i) {
+    CAPTURE(spy->last.sites[i].module);
+    const std::vector<float> drop = drophead_gates(21, 7, i, 4, 0.5);
+    const std::vector<float> noise = concrete_noise(13, 7, i, 4);
+    const std::vector<float> la = m.params.get(log_alpha_name(spy->last.sites[i].module)).to_vector();
+    for (size_t h = 0; h < 4; ++h) {
+      const double concrete = std::clamp(sigmoid((noise[h] + la[h]) / beta) * 1.2 - 0.1, 0.0, 1.0);
+      CHECK(spy->last.gates[i][h] == doctest::Approx(drop[h] * concrete).epsilon(1e-5));
+    }
+  }
 }
 
 // ---- 4. Michel importance -----------------------------------------------------------------------

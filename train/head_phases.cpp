@@ -166,7 +166,9 @@ std::vector<std::string> train_with_heads(const Experiment& e, const Transformer
   } else if (phase1) {
     phase1_state = load_checkpoint((fs::path(run_dir) / "checkpoint_last.safetensors").string()).state;
   }
-  if (phase1) to_evaluate.push_back(run_dir);
+  // (A model trained with hard-concrete gates is only meaningful with its gates, which decoding does
+  // not apply: its first phase is evaluated after pruning, in pruned/.)
+  if (phase1 && e.heads.gates == "none") to_evaluate.push_back(run_dir);
   if (!prune) return to_evaluate;
 
   // ---- prune ------------------------------------------------------------------------------------
