@@ -11,6 +11,7 @@
 //  * Hard-Concrete: evaluation gates against the closed form (and the evaluation graph against the
 //    model with those gates fixed), the L0 term against float64, the training gates against their
 //    formula, d objective / d log α against finite differences, log α = 20 ⇒ gates exactly 1.
+//    DropHead and Hard-Concrete together (ght::CompositeExtension): the graph's gate is the product.
 //  * Michel importance: Σ_b |∂L_b/∂ξ_h| equals finite differences of the no-dropout, unsmoothed loss
 //    on a gate parameter, summed over two batches; the per-module L2 normalisation; the caller's
 //    store untouched. top_k_selection: order, ties, limits.
