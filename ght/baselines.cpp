@@ -97,6 +97,11 @@ void DisagreementExtension::after_run(const Executor& ex, const Graph& g, const 
   ++terms_.runs;
 }
 
+void DisagreementExtension::log_terms(nlohmann::json& line) {
+  const Terms t = take_terms();
+  if (t.runs > 0) line["disagreement_mean_cosine"] = t.mean_cosine;
+}
+
 DisagreementExtension::Terms DisagreementExtension::take_terms() {
   Terms t = terms_;
   if (t.runs > 0) t.mean_cosine /= static_cast<double>(t.runs);
@@ -228,6 +233,11 @@ void HardConcreteExtension::after_run(const Executor& ex, const Graph& g, const 
   if (!info.train || it == added_.end()) return;
   terms_.open_probability += scalar(ex, it->second.open_probability);
   ++terms_.runs;
+}
+
+void HardConcreteExtension::log_terms(nlohmann::json& line) {
+  const Terms t = take_terms();
+  if (t.runs > 0) line["gates_open_probability"] = t.open_probability;
 }
 
 HardConcreteExtension::Terms HardConcreteExtension::take_terms() {

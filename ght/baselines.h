@@ -114,6 +114,7 @@ class DisagreementExtension : public train::GraphExtension {
   ValueId extend(Graph& g, const std::vector<AttentionSite>& sites, ValueId loss, bool train) override;
   void after_run(const Executor& ex, const Graph& g, const train::StepInfo& info) override;
 
+  void log_terms(nlohmann::json& line) override; // "disagreement_mean_cosine"
   // (1/M) Σ_m D_m (the mean cosine, before λ), averaged over the training runs since the last call.
   struct Terms {
     double mean_cosine = 0;
@@ -187,6 +188,7 @@ class HardConcreteExtension : public train::GraphExtension {
   void bind(Executor& ex, const Graph& g, const train::StepInfo& info) override;
   void after_run(const Executor& ex, const Graph& g, const train::StepInfo& info) override;
 
+  void log_terms(nlohmann::json& line) override; // "gates_open_probability"
   // The mean P(open) over all heads (the L0 term before λ), averaged over the training runs since
   // the last call.
   struct Terms {

@@ -95,6 +95,16 @@ void GctExtension::after_run(const Executor& ex, const Graph& g, const train::St
   ++terms_.runs;
 }
 
+void GctExtension::log_terms(nlohmann::json& line) {
+  const Terms t = take_terms();
+  if (t.runs == 0) return;
+  line["gct_regularizer"] = t.regulariser;
+  if (!s_.classification) {
+    line["gct_homogenisation"] = t.homogenisation;
+    line["gct_diversification"] = t.diversification;
+  }
+}
+
 GctExtension::Terms GctExtension::take_terms() {
   Terms t = terms_;
   if (t.runs > 0) t.homogenisation /= t.runs, t.diversification /= t.runs, t.regulariser /= t.runs;

@@ -46,6 +46,9 @@ class GctExtension : public train::GraphExtension {
   ValueId extend(Graph& g, const std::vector<AttentionSite>& sites, ValueId loss, bool train) override;
   void bind(Executor& ex, const Graph& g, const train::StepInfo& info) override;
   void after_run(const Executor& ex, const Graph& g, const train::StepInfo& info) override;
+  // "gct_regularizer" (Σ_m R_m before the per-token scale), "gct_homogenisation" and
+  // "gct_diversification" (means over modules of the two cosine terms), averaged since the last call.
+  void log_terms(nlohmann::json& line) override;
 
   // Mean over modules of the two terms of Eq. 4(B) (mean cos to the own centroid, mean cos between
   // centroids) and of Σ_m R_m, averaged over the training runs since the last call.

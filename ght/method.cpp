@@ -41,6 +41,10 @@ void CompositeExtension::after_run(const Executor& ex, const Graph& g, const tra
   for (const auto& p : parts_) p->after_run(ex, g, info);
 }
 
+void CompositeExtension::log_terms(nlohmann::json& line) {
+  for (const auto& p : parts_) p->log_terms(line);
+}
+
 std::shared_ptr<CompositeExtension> head_extension(const Experiment& e, const TransformerConfig& cfg, ParamStore& params,
                                                    bool finetune) {
   const HeadsSettings& h = e.heads;

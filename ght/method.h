@@ -22,6 +22,7 @@ class CompositeExtension : public train::GraphExtension {
   ValueId extend(Graph& g, const std::vector<AttentionSite>& sites, ValueId loss, bool train) override;
   void bind(Executor& ex, const Graph& g, const train::StepInfo& info) override;
   void after_run(const Executor& ex, const Graph& g, const train::StepInfo& info) override;
+  void log_terms(nlohmann::json& line) override;
 
  private:
   std::vector<std::shared_ptr<train::GraphExtension>> parts_;

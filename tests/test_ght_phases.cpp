@@ -15,6 +15,7 @@
 #include "train/session.h"
 #include "train/setup.h"
 #include "train/task.h"
+#include "tests/test_env.h"
 
 using namespace pillars;
 using namespace pillars::train;
@@ -22,14 +23,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-bool have_multi30k() {
-  if (!std::getenv("PILLARS_DATA")) return false;
-  try {
-    return data::is_present("multi30k-de-en");
-  } catch (...) {
-    return false;
-  }
-}
 
 // d 64, 4 heads, 2+2 layers (6 attention modules), 5 % of Multi30k: two epochs of GCT, a vote on
 // 6 batches, one epoch of fine-tuning.
@@ -60,24 +53,15 @@ std::vector<nlohmann::json> read_jsonl(const fs::path& p) {
   return lines;
 }
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    path = fs::temp_directory_path() / ("pillars_ght_" + std::to_string(::getpid()) + "_" + std::to_string(rand()));
-    fs::create_directories(path);
-    setenv("PILLARS_CACHE", (path / "cache").c_str(), 1);
-  }
-  ~TempDir() { fs::remove_all(path); }
-};
 
 } // namespace
 
 TEST_CASE("ght phases: GCT training, V2S and fine-tuning make a GHT and a smaller GHT-PS run, and prune --from agrees") {
-  if (!have_multi30k()) {
+  if (!testing::have_dataset("multi30k-de-en")) {
     MESSAGE("skipped: PILLARS_DATA does not hold multi30k-de-en");
     return;
   }
-  TempDir tmp;
+  testing::ScratchDir tmp("pillars_ght_", /*own_cache=*/true);
   const Experiment e = ght_experiment();
   SessionOptions so;
   so.run_dir = (tmp.path / "run").string();
@@ -143,11 +127,11 @@ TEST_CASE("ght phases: GCT training, V2S and fine-tuning make a GHT and a smalle
 }
 
 TEST_CASE("ght phases: the vote is deterministic for a seed and counts one vote per group per batch") {
-  if (!have_multi30k()) {
+  if (!testing::have_dataset("multi30k-de-en")) {
     MESSAGE("skipped: PILLARS_DATA does not hold multi30k-de-en");
     return;
   }
-  TempDir tmp;
+  testing::ScratchDir tmp("pillars_ght_", /*own_cache=*/true);
   const Experiment e = ght_experiment();
   PreparedSeq2Seq p = prepare_seq2seq(e, (tmp.path / "run").string(), false);
   const TransformerConfig cfg = model_config(e, static_cast<int64_t>(p.pipeline.dictionary().size()));

@@ -37,6 +37,7 @@
 #include "train/experiment.h"
 #include "train/prepare.h"
 #include "train/session.h"
+#include "tests/test_env.h"
 
 using namespace pillars;
 using namespace pillars::ght;
@@ -197,17 +198,9 @@ std::string slurp(const fs::path& p) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    path = fs::temp_directory_path() / ("pillars_xray_" + std::to_string(::getpid()) + "_" + std::to_string(std::rand()));
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-};
 
 RunResult run_pillars(const std::string& binary, const std::vector<std::string>& args) {
-  TempDir tmp;
+  testing::ScratchDir tmp("pillars_xray_");
   std::string cmd = shell_quote(binary);
   for (const std::string& a : args) cmd.append(" ").append(shell_quote(a));
   cmd.append(" >").append(shell_quote((tmp.path / "out").string())).append(" 2>").append(shell_quote((tmp.path / "err").string()));
@@ -235,14 +228,6 @@ void check_json_close(const json& got, const json& expected, const std::string& 
   }
 }
 
-bool have_multi30k() {
-  if (!std::getenv("PILLARS_DATA")) return false;
-  try {
-    return data::is_present("multi30k-de-en");
-  } catch (...) {
-    return false;
-  }
-}
 
 } // namespace
 
@@ -543,7 +528,7 @@ TEST_CASE("metrics command: bad input exits with 2 and a message") {
   const RunResult missing = run_pillars(binary, {"metrics", "no/such/checkpoint.safetensors"});
   CHECK(missing.code == 2);
   CHECK(missing.err.find("no/such/checkpoint.safetensors") != std::string::npos);
-  TempDir empty;
+  testing::ScratchDir empty("pillars_xray_");
   const RunResult not_a_run = run_pillars(binary, {"metrics", empty.path.string()});
   CHECK(not_a_run.code == 2);
   CHECK(not_a_run.err.find("config.json") != std::string::npos);
@@ -557,11 +542,11 @@ TEST_CASE("metrics command: bad input exits with 2 and a message") {
 
 TEST_CASE("metrics command: prints the in-process measurement of a trained run's checkpoint, as the trainer logged it") {
   const std::string binary = pillars_binary();
-  if (binary.empty() || !have_multi30k()) {
+  if (binary.empty() || !testing::have_dataset("multi30k-de-en")) {
     MESSAGE("skipped: needs the pillars binary and PILLARS_DATA with multi30k-de-en");
     return;
   }
-  TempDir dir;
+  testing::ScratchDir dir("pillars_xray_");
   const json spec = {
       {"task", "translation"},
       {"seed", 4},

@@ -12,6 +12,7 @@
 #include "train/setup.h"
 #include "train/trainer.h"
 #include "train/task.h"
+#include "tests/test_env.h"
 
 using namespace pillars;
 using namespace pillars::train;
@@ -19,14 +20,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-bool have_multi30k() {
-  if (!std::getenv("PILLARS_DATA")) return false;
-  try {
-    return data::is_present("multi30k-de-en");
-  } catch (...) {
-    return false;
-  }
-}
 
 // A small model on a fifth of Multi30k: a few milliseconds per update.
 Experiment small_experiment(int64_t max_updates) {
@@ -57,24 +50,15 @@ Run train_for(const Experiment& e, const std::string& dir, bool resume) {
   return r;
 }
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    path = fs::temp_directory_path() / ("pillars_training_" + std::to_string(::getpid()) + "_" + std::to_string(rand()));
-    fs::create_directories(path);
-    setenv("PILLARS_CACHE", (path / "cache").c_str(), 1);
-  }
-  ~TempDir() { fs::remove_all(path); }
-};
 
 } // namespace
 
 TEST_CASE("training: two hundred updates on Multi30k lower the validation loss by more than 2.5 nats") {
-  if (!have_multi30k()) {
+  if (!testing::have_dataset("multi30k-de-en")) {
     MESSAGE("skipped: PILLARS_DATA does not hold multi30k-de-en");
     return;
   }
-  TempDir tmp;
+  testing::ScratchDir tmp("pillars_training_", /*own_cache=*/true);
   const Run first = train_for(small_experiment(1), (tmp.path / "a").string(), false);
   const Run trained = train_for(small_experiment(200), (tmp.path / "b").string(), false);
   REQUIRE(first.outcome.last_valid);
@@ -84,11 +68,11 @@ TEST_CASE("training: two hundred updates on Multi30k lower the validation loss b
 }
 
 TEST_CASE("training: the same experiment gives identical losses, and resume continues the run exactly") {
-  if (!have_multi30k()) {
+  if (!testing::have_dataset("multi30k-de-en")) {
     MESSAGE("skipped: PILLARS_DATA does not hold multi30k-de-en");
     return;
   }
-  TempDir tmp;
+  testing::ScratchDir tmp("pillars_training_", /*own_cache=*/true);
   // More updates than one epoch holds (a fifth of Multi30k at 1024 tokens is ~90 batches), so the
   // interrupted run also crosses an epoch boundary with its reshuffle and validation.
   const int64_t total = 120, cut = 50;
@@ -110,11 +94,11 @@ TEST_CASE("training: the same experiment gives identical losses, and resume cont
 }
 
 TEST_CASE("training: --resume refuses a directory without a run") {
-  if (!have_multi30k()) {
+  if (!testing::have_dataset("multi30k-de-en")) {
     MESSAGE("skipped: PILLARS_DATA does not hold multi30k-de-en");
     return;
   }
-  TempDir tmp;
+  testing::ScratchDir tmp("pillars_training_", /*own_cache=*/true);
   CHECK_THROWS_AS(train_for(small_experiment(5), (tmp.path / "empty").string(), true), InputError);
 }
 
@@ -123,7 +107,7 @@ TEST_CASE("training: a small language model learns Penn Treebank: one hundred up
     MESSAGE("skipped: PILLARS_DATA is not set");
     return;
   }
-  TempDir tmp;
+  testing::ScratchDir tmp("pillars_training_", /*own_cache=*/true);
   auto run = [&](int64_t updates, const std::string& dir) {
     nlohmann::json j = {{"task", "language_modeling"},
                         {"data", {{"dataset", "ptb"}, {"tokenizer", "none"}, {"bpe_merges", 0}, {"block_size", 64},
@@ -151,11 +135,11 @@ TEST_CASE("training: a small language model learns Penn Treebank: one hundred up
 }
 
 TEST_CASE("training: a diverging run stops with an error naming the update, and keeps its last good checkpoint") {
-  if (!have_multi30k()) {
+  if (!testing::have_dataset("multi30k-de-en")) {
     MESSAGE("skipped: PILLARS_DATA does not hold multi30k-de-en");
     return;
   }
-  TempDir tmp;
+  testing::ScratchDir tmp("pillars_training_", /*own_cache=*/true);
   Experiment e = small_experiment(200);
   e.optim.lr = 1e4; // no warm-up, no clipping: the parameters blow up within a few updates
   e.optim.warmup_updates = 0;
@@ -170,7 +154,7 @@ TEST_CASE("training: a diverging run stops with an error naming the update, and 
 }
 
 TEST_CASE("checkpoints: averaging gives the element-wise mean, and a checkpoint round-trips") {
-  TempDir tmp;
+  testing::ScratchDir tmp("pillars_training_", /*own_cache=*/true);
   TransformerConfig cfg = transformer_config("tiny");
   ParamStore a, b;
   init_transformer_params(cfg, a, 1);
@@ -197,11 +181,11 @@ TEST_CASE("checkpoints: averaging gives the element-wise mean, and a checkpoint 
 }
 
 TEST_CASE("training: resume refuses a changed experiment, and a finished run resumed with the same limits does nothing") {
-  if (!have_multi30k()) {
+  if (!testing::have_dataset("multi30k-de-en")) {
     MESSAGE("skipped: PILLARS_DATA does not hold multi30k-de-en");
     return;
   }
-  TempDir tmp;
+  testing::ScratchDir tmp("pillars_training_", /*own_cache=*/true);
   SessionOptions o;
   o.run_dir = (tmp.path / "run").string(), o.quiet = true, o.evaluate = false;
   run_experiment(small_experiment(5), o);
@@ -226,11 +210,11 @@ TEST_CASE("training: resume refuses a changed experiment, and a finished run res
 }
 
 TEST_CASE("training: keep_best keeps exactly the best validated checkpoints, and average_best averages them") {
-  if (!have_multi30k()) {
+  if (!testing::have_dataset("multi30k-de-en")) {
     MESSAGE("skipped: PILLARS_DATA does not hold multi30k-de-en");
     return;
   }
-  TempDir tmp;
+  testing::ScratchDir tmp("pillars_training_", /*own_cache=*/true);
   Experiment e = small_experiment(100);
   e.data.train_fraction = 0.05; // ~25 batches an epoch: four validations in 100 updates
   e.train.keep_best = 2, e.train.average_best = 2;

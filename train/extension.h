@@ -7,12 +7,15 @@
 //                                           to differentiate (autodiff runs after this)
 //   run      bind(executor, graph, info)    feed the extension's own inputs before every run
 //            after_run(executor, graph, info)   read what it computed (Gram matrices, loss terms)
+//   log      log_terms(line)                add its averaged terms to the trainer's progress line
 //
 // An extension never sees the trainer: what it needs to know about the run (the update number, how
 // far training has gone) it is told through StepInfo.
 #pragma once
 #include <cstdint>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "engine/executor.h"
 #include "models/transformer.h"
@@ -36,6 +39,9 @@ class GraphExtension {
   }
   virtual void bind(Executor& /*ex*/, const Graph& /*g*/, const StepInfo& /*info*/) {}
   virtual void after_run(const Executor& /*ex*/, const Graph& /*g*/, const StepInfo& /*info*/) {}
+  // Adds the extension's own terms, averaged over the training runs since the last call, to a
+  // progress line of log.jsonl (e.g. "gct_regularizer").
+  virtual void log_terms(nlohmann::json& /*line*/) {}
 };
 
 } // namespace pillars::train

@@ -219,8 +219,10 @@ class Loop {
     const double per_update = window_updates_ > 0 ? window / static_cast<double>(window_updates_) : 0;
     double eta = static_cast<double>(std::max<int64_t>(0, planned_updates_ - state_.updates)) * per_update;
     if (e_.train.max_minutes > 0) eta = std::min(eta, std::max(0.0, 60.0 * e_.train.max_minutes - now));
-    log_.write({{"type", "train"}, {"epoch", state_.epoch}, {"update", state_.updates}, {"loss", loss}, {"lr", lr},
-                {"tokens_per_s", tok_s}, {"elapsed_seconds", now}});
+    nlohmann::json line = {{"type", "train"}, {"epoch", state_.epoch}, {"update", state_.updates}, {"loss", loss},
+                           {"lr", lr}, {"tokens_per_s", tok_s}, {"elapsed_seconds", now}};
+    if (o_.extension) o_.extension->log_terms(line);
+    log_.write(line);
     if (!o_.quiet)
       std::fprintf(stderr, "epoch %3lld | update %6lld | loss %7.4f | lr %.3e | %7.0f tok/s | %s elapsed | ETA %s\n",
                    static_cast<long long>(state_.epoch), static_cast<long long>(state_.updates), loss, lr, tok_s,
