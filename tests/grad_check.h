@@ -93,6 +93,25 @@ inline void bind_all(Executor& ex, const BuiltGraph& b, const std::vector<Tensor
   for (size_t i = 0; i < inputs.size(); ++i) ex.bind(b.leaves[i], inputs[i]);
 }
 
+// The autodiff gradients of L = Σ build(inputs) ∘ R with respect to the inputs listed in `wrt`
+// (zeros where L does not depend on one).
+inline std::vector<std::vector<float>> gradients_of(const GraphBuilder& build, const std::vector<Tensor>& inputs,
+                                                    const Tensor& R, const std::vector<int>& wrt) {
+  BuiltGraph b(build, inputs);
+  const ValueId loss = ops::sum_all(b.g, ops::mul(b.g, b.out, b.g.constant(R)));
+  std::vector<ValueId> leaves;
+  for (int i : wrt) leaves.push_back(b.leaves[static_cast<size_t>(i)]);
+  const std::vector<ValueId> d = autodiff(b.g, loss, leaves);
+  Executor ex(b.g);
+  bind_all(ex, b, inputs);
+  ex.run();
+  std::vector<std::vector<float>> out;
+  for (size_t k = 0; k < wrt.size(); ++k)
+    out.push_back(d[k] == kNoValue ? std::vector<float>(static_cast<size_t>(inputs[static_cast<size_t>(wrt[k])].numel()), 0.0f)
+                                   : ex.value(d[k]).to_vector());
+  return out;
+}
+
 // Runs `build` once on the given inputs and returns the output's values.
 inline std::vector<float> evaluate(const GraphBuilder& build, const std::vector<Tensor>& inputs) {
   BuiltGraph b(build, inputs);

@@ -3,9 +3,16 @@
 #pragma once
 #include <unistd.h>
 
+#include <sys/wait.h>
+
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <random>
 #include <string>
+#include <vector>
 
 #include "datasets/registry.h"
 
@@ -35,5 +42,52 @@ struct ScratchDir {
   ScratchDir(const ScratchDir&) = delete;
   ScratchDir& operator=(const ScratchDir&) = delete;
 };
+
+// A string in single quotes for the shell.
+inline std::string shell_quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+// The pillars binary beside this test executable, or "" when it has not been built.
+inline std::string pillars_binary() {
+  std::error_code ec;
+  const std::filesystem::path p = std::filesystem::read_symlink("/proc/self/exe", ec).parent_path() / "pillars";
+  return !ec && std::filesystem::exists(p) ? p.string() : "";
+}
+
+// A whole file as a string ("" if it cannot be read).
+inline std::string read_file(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// Runs `BINARY ARGS...`: its exit code (−1 if it did not exit normally), stdout and stderr.
+struct RunResult {
+  int code;
+  std::string out, err;
+};
+inline RunResult run_pillars(const std::string& binary, const std::vector<std::string>& args) {
+  ScratchDir tmp("pillars_cli_");
+  std::string cmd = shell_quote(binary);
+  for (const std::string& a : args) cmd.append(" ").append(shell_quote(a));
+  cmd.append(" >").append(shell_quote((tmp.path / "out").string())).append(" 2>").append(shell_quote((tmp.path / "err").string()));
+  const int status = std::system(cmd.c_str());
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, read_file(tmp.path / "out"), read_file(tmp.path / "err")};
+}
+
+// Random sentences of the given lengths (eos = 2 last), ids in [4, vocab).
+inline std::vector<std::vector<int32_t>> random_sentences(const std::vector<int>& lengths, int64_t vocab, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int32_t> tok(4, static_cast<int32_t>(vocab) - 1);
+  std::vector<std::vector<int32_t>> s;
+  for (int n : lengths) {
+    s.emplace_back();
+    for (int i = 0; i + 1 < n; ++i) s.back().push_back(tok(rng));
+    s.back().push_back(2); // eos
+  }
+  return s;
+}
 
 } // namespace pillars::testing

@@ -22,6 +22,7 @@
 #include "engine/error.h"
 #include "train/experiment.h"
 #include "train/schema.h"
+#include "tests/test_env.h"
 
 using namespace pillars;
 using nlohmann::json;
@@ -72,36 +73,9 @@ struct TempFile {
   ~TempFile() { fs::remove(path); }
 };
 
-std::string shell_quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
-// Runs `pillars ARGS`, returns its exit code and what it wrote to stderr (or stdout).
-struct RunResult {
-  int code;
-  std::string out, err;
-};
-RunResult run_pillars(const std::string& binary, const std::vector<std::string>& args) {
-  TempFile out(""), err("");
-  std::string cmd = shell_quote(binary);
-  for (const std::string& a : args) cmd.append(" ").append(shell_quote(a));
-  cmd.append(" >").append(shell_quote(out.path)).append(" 2>").append(shell_quote(err.path));
-  const int status = std::system(cmd.c_str());
-  auto slurp = [](const std::string& p) {
-    std::ifstream in(p);
-    return std::string(std::istreambuf_iterator<char>(in), {});
-  };
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out.path), slurp(err.path)};
-}
-
-// The pillars binary beside this test executable, or "" when it has not been built.
-std::string pillars_binary() {
-  std::error_code ec;
-  const fs::path p = fs::read_symlink("/proc/self/exe", ec).parent_path() / "pillars";
-  return !ec && fs::exists(p) ? p.string() : "";
-}
+using pillars::testing::pillars_binary;
+using pillars::testing::run_pillars;
+using pillars::testing::RunResult;
 
 const json& value_at(const json& j, const std::string& dotted) {
   std::string ptr = "/" + dotted;

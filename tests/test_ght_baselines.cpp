@@ -37,25 +37,16 @@
 #include "models/transformer.h"
 #include "train/steps.h"
 #include "train/task.h"
+#include "tests/test_env.h"
 
 using namespace pillars;
 using namespace pillars::ght;
 
 namespace {
 
-// ---- the model and a batch ------------------------------------------------------------------------
+using pillars::testing::random_sentences;
 
-std::vector<std::vector<int32_t>> random_sentences(const std::vector<int>& lengths, int64_t vocab, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int32_t> tok(4, static_cast<int32_t>(vocab) - 1);
-  std::vector<std::vector<int32_t>> s;
-  for (int n : lengths) {
-    s.emplace_back();
-    for (int i = 0; i + 1 < n; ++i) s.back().push_back(tok(rng));
-    s.back().push_back(2); // eos
-  }
-  return s;
-}
+// ---- the model and a batch ------------------------------------------------------------------------
 
 struct Model {
   TransformerConfig cfg;

@@ -91,24 +91,6 @@ std::vector<int32_t> to_i32(const std::vector<int>& v) { return std::vector<int3
 
 bool close(double got, double want, double rel, double abs) { return std::fabs(got - want) <= abs + rel * std::fabs(want); }
 
-// The autodiff gradients of L = Σ build(inputs) ∘ R with respect to the inputs listed in `wrt`
-// (zeros where L does not depend on one).
-std::vector<std::vector<float>> grads_of(const Builder& build, const std::vector<Tensor>& inputs, const Tensor& R,
-                                         const std::vector<int>& wrt) {
-  pillars::testing::BuiltGraph b(build, inputs);
-  const ValueId loss = ops::sum_all(b.g, ops::mul(b.g, b.out, b.g.constant(R)));
-  std::vector<ValueId> leaves;
-  for (int i : wrt) leaves.push_back(b.leaves[static_cast<size_t>(i)]);
-  const std::vector<ValueId> d = autodiff(b.g, loss, leaves);
-  Executor ex(b.g);
-  pillars::testing::bind_all(ex, b, inputs);
-  ex.run();
-  std::vector<std::vector<float>> out;
-  for (size_t k = 0; k < wrt.size(); ++k)
-    out.push_back(d[k] == kNoValue ? std::vector<float>(static_cast<size_t>(inputs[static_cast<size_t>(wrt[k])].numel()), 0.0f)
-                                   : ex.value(d[k]).to_vector());
-  return out;
-}
 
 // x (B, T, H, D) → head_gram → gct_metric_loss with fixed labels; `which` picks the output.
 Builder gct_of_x(int C, float alpha, float beta, int which = 0) {
@@ -184,13 +166,13 @@ TEST_CASE("ght op: gct_metric_loss equals a float64 computation from the explici
   const std::vector<Tensor> in{x, i32({3}, lengths), i32({6}, {0, 1, 1, 0, 1, 0})};
   const GctRef want = gct_reference(flatten_heads(x, lengths), {0, 1, 1, 0, 1, 0}, 2, 0.7, 0.5);
   CHECK(close(evaluate(gct_of_x(2, 0.7f, 0.5f), in)[0], want.R, 1e-5, 1e-6));
-  const std::vector<float> dx = grads_of(gct_of_x(2, 0.7f, 0.5f), in, Tensor::full({}, 1.0f), {0})[0];
+  const std::vector<float> dx = pillars::testing::gradients_of(gct_of_x(2, 0.7f, 0.5f), in, Tensor::full({}, 1.0f), {0})[0];
   CHECK(std::all_of(dx.begin(), dx.end(), [](float v) { return std::isfinite(v); }));
 
   // Fully padded batch: G = 0, R = 0 and a zero gradient, no NaN.
   const std::vector<Tensor> padded{x, i32({3}, {0, 0, 0}), i32({6}, {0, 1, 1, 0, 1, 0})};
   CHECK(evaluate(gct_of_x(2, 0.7f, 0.5f), padded)[0] == 0.0f);
-  const std::vector<float> d0 = grads_of(gct_of_x(2, 0.7f, 0.5f), padded, Tensor::full({}, 1.0f), {0})[0];
+  const std::vector<float> d0 = pillars::testing::gradients_of(gct_of_x(2, 0.7f, 0.5f), padded, Tensor::full({}, 1.0f), {0})[0];
   CHECK(std::all_of(d0.begin(), d0.end(), [](float v) { return v == 0.0f; }));
 
   // A label outside [0, C) is an error naming it.
@@ -219,7 +201,7 @@ TEST_CASE("ght op: gct_metric_loss gradient equals a float64 central difference 
   const std::vector<int> labels{0, 2, 0, 1, 2};
   const float alpha = 0.7f, beta = 0.5f;
   const std::vector<float> analytic =
-      grads_of(gct_of_x(3, alpha, beta), {x, i32({2}, lengths), i32({5}, to_i32(labels))}, Tensor::full({}, 1.0f), {0})[0];
+      pillars::testing::gradients_of(gct_of_x(3, alpha, beta), {x, i32({2}, lengths), i32({5}, to_i32(labels))}, Tensor::full({}, 1.0f), {0})[0];
   std::vector<double> numeric(analytic.size(), 0.0);
   double largest = 0;
   for (size_t k = 0; k < numeric.size(); ++k) {
@@ -315,7 +297,7 @@ TEST_CASE("ght op: head_mean averages the valid tokens only, and its gradient") 
   check_gradients(with, {shape, {3}}, GradCheckOptions{.fixed = {{1, i32({3}, lengths)}}});
   check_gradients(without, {shape});
   const Tensor R = random_tensor({4, 3}, 72);
-  const std::vector<float> dx = grads_of(with, {x, i32({3}, lengths)}, R, {0})[0];
+  const std::vector<float> dx = pillars::testing::gradients_of(with, {x, i32({3}, lengths)}, R, {0})[0];
   for (int64_t i = 0; i < x.numel(); ++i) {
     const int64_t b = i / (5 * 12), t = (i / 12) % 5, hd = i % 12;
     const float want = t < lengths[static_cast<size_t>(b)] ? R.data<float>()[hd] * (1.0f / 8.0f) : 0.0f;
@@ -360,7 +342,7 @@ TEST_CASE("ght op: gct_classification_loss equals a float64 reference, and its g
   CHECK(evaluate(ce_only, {z, y})[0] == doctest::Approx(evaluate(ce, {z, y})[0]).epsilon(1e-6));
   const Tensor z1 = random_tensor({5, 1}, 91);
   CHECK(evaluate(f, {z1, i32({5}, {0, 0, 0, 0, 0})})[0] == 0.0f);
-  const std::vector<float> d1 = grads_of(f, {z1, i32({5}, {0, 0, 0, 0, 0})}, Tensor::full({}, 1.0f), {0})[0];
+  const std::vector<float> d1 = pillars::testing::gradients_of(f, {z1, i32({5}, {0, 0, 0, 0, 0})}, Tensor::full({}, 1.0f), {0})[0];
   CHECK(std::all_of(d1.begin(), d1.end(), [](float v) { return v == 0.0f; }));
   CHECK_THROWS_WITH_AS(evaluate(f, {z, i32({7}, {0, 4, 1, 1, 2, 0, 3})}), doctest::Contains("labels[1] = 4"), Error);
 }

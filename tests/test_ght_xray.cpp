@@ -46,6 +46,11 @@ namespace fs = std::filesystem;
 
 namespace {
 
+using pillars::testing::pillars_binary;
+using pillars::testing::random_sentences;
+using pillars::testing::run_pillars;
+using pillars::testing::RunResult;
+
 // ---- golden file --------------------------------------------------------------------------------
 
 json load_golden() {
@@ -113,18 +118,6 @@ float& at4(Tensor& x, int64_t a, int64_t b, int64_t c, int64_t d) {
 
 // ---- the tiny model -------------------------------------------------------------------------
 
-std::vector<std::vector<int32_t>> random_sentences(const std::vector<int>& lengths, int64_t vocab, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int32_t> tok(4, static_cast<int32_t>(vocab) - 1);
-  std::vector<std::vector<int32_t>> s;
-  for (int n : lengths) {
-    s.emplace_back();
-    for (int i = 0; i + 1 < n; ++i) s.back().push_back(tok(rng));
-    s.back().push_back(2); // eos
-  }
-  return s;
-}
-
 struct TinyModel {
   TransformerConfig cfg;
   ParamStore params;
@@ -175,38 +168,6 @@ void check_same_metrics(const HeadMetrics& a, const HeadMetrics& b, double eps) 
 }
 
 // ---- the CLI ----------------------------------------------------------------------------------
-
-std::string pillars_binary() {
-  std::error_code ec;
-  const fs::path p = fs::read_symlink("/proc/self/exe", ec).parent_path() / "pillars";
-  return !ec && fs::exists(p) ? p.string() : "";
-}
-
-std::string shell_quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
-struct RunResult {
-  int code;
-  std::string out, err;
-};
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-
-RunResult run_pillars(const std::string& binary, const std::vector<std::string>& args) {
-  testing::ScratchDir tmp("pillars_xray_");
-  std::string cmd = shell_quote(binary);
-  for (const std::string& a : args) cmd.append(" ").append(shell_quote(a));
-  cmd.append(" >").append(shell_quote((tmp.path / "out").string())).append(" 2>").append(shell_quote((tmp.path / "err").string()));
-  const int status = std::system(cmd.c_str());
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(tmp.path / "out"), slurp(tmp.path / "err")};
-}
 
 // Two JSON documents are equal up to a relative tolerance on numbers (the same forward pass in
 // two processes may split its threads differently).
@@ -565,7 +526,7 @@ TEST_CASE("metrics command: prints the in-process measurement of a trained run's
   const RunResult r = run_pillars(binary, {"metrics", run, "--checkpoint", "last", "-o", (dir.path / "m.json").string()});
   CAPTURE(r.err);
   REQUIRE(r.code == 0);
-  const json printed = json::parse(slurp(dir.path / "m.json"));
+  const json printed = json::parse(pillars::testing::read_file(dir.path / "m.json"));
   CHECK(printed["update"] == 2);
   CHECK(printed["feature_map"] == "A");
   CHECK(printed["groups"] == 3);

@@ -67,24 +67,6 @@ std::vector<double> softmax_ref(const Tensor& x, int64_t axis, bool log) {
 
 Tensor ids_tensor(const Shape& s, const std::vector<int32_t>& v) { return Tensor::from_i32(s, v); }
 
-// The autodiff gradients of L = Σ build(inputs) ∘ R with respect to the inputs listed in `wrt`
-// (zeros where L does not depend on one).
-std::vector<std::vector<float>> grads_of(const Builder& build, const std::vector<Tensor>& inputs, const Tensor& R,
-                                         const std::vector<int>& wrt) {
-  pillars::testing::BuiltGraph b(build, inputs);
-  const ValueId loss = ops::sum_all(b.g, ops::mul(b.g, b.out, b.g.constant(R)));
-  std::vector<ValueId> leaves;
-  for (int i : wrt) leaves.push_back(b.leaves[static_cast<size_t>(i)]);
-  const std::vector<ValueId> d = autodiff(b.g, loss, leaves);
-  Executor ex(b.g);
-  pillars::testing::bind_all(ex, b, inputs);
-  ex.run();
-  std::vector<std::vector<float>> out;
-  for (size_t k = 0; k < wrt.size(); ++k)
-    out.push_back(d[k] == kNoValue ? std::vector<float>(static_cast<size_t>(inputs[static_cast<size_t>(wrt[k])].numel()), 0.0f)
-                                   : ex.value(d[k]).to_vector());
-  return out;
-}
 
 } // namespace
 
@@ -225,7 +207,7 @@ TEST_CASE("op: layer_norm gradients equal finite differences and the composed re
       std::vector<int> wrt{0};
       if (affine) wrt.push_back(1);
       if (affine == 2) wrt.push_back(2);
-      const auto fused = grads_of(build(true), in, R, wrt), composed = grads_of(build(false), in, R, wrt);
+      const auto fused = pillars::testing::gradients_of(build(true), in, R, wrt), composed = pillars::testing::gradients_of(build(false), in, R, wrt);
       for (size_t k = 0; k < wrt.size(); ++k) {
         CAPTURE(wrt[k]); // 0: dx, 1: dγ, 2: dβ
         check_close(fused[k], to_double(composed[k]), 1e-4, 1e-5);
@@ -490,7 +472,7 @@ void check_cosine_grads(const Tensor& a, const Tensor& b, int64_t axis, float ep
   Shape cs = a.shape();
   cs.erase(cs.begin() + axis);
   const Tensor R = random_tensor(cs, 3);
-  const auto got = grads_of(f, {a, b}, R, {0, 1});
+  const auto got = pillars::testing::gradients_of(f, {a, b}, R, {0, 1});
   const auto [da, db] = cosine_grad_ref(a, b, R, axis, eps);
   check_close(got[0], da, 1e-4, 1e-6);
   check_close(got[1], db, 1e-4, 1e-6);
@@ -582,9 +564,9 @@ TEST_CASE("op: head_gram equals the Gram matrix of the flattened valid features,
               head_gram_ref(big, {301, 17, 150, 0, 299}), 1e-5, 1e-4);
   // The backward against its formula, in double (with lengths, so padding gets 0; small and big).
   const Tensor R = random_tensor({4, 4}, 8), R3 = random_tensor({3, 3}, 9);
-  check_close(grads_of(with_lengths, {x, lengths}, R, {0})[0], head_gram_grad_ref(x, {7, 2, 0}, R), 1e-4, 1e-5);
-  check_close(grads_of(without, {x}, R, {0})[0], head_gram_grad_ref(x, {}, R), 1e-4, 1e-5);
-  check_close(grads_of(with_lengths, {big, ids_tensor({5}, {301, 17, 150, 0, 299})}, R3, {0})[0],
+  check_close(pillars::testing::gradients_of(with_lengths, {x, lengths}, R, {0})[0], head_gram_grad_ref(x, {7, 2, 0}, R), 1e-4, 1e-5);
+  check_close(pillars::testing::gradients_of(without, {x}, R, {0})[0], head_gram_grad_ref(x, {}, R), 1e-4, 1e-5);
+  check_close(pillars::testing::gradients_of(with_lengths, {big, ids_tensor({5}, {301, 17, 150, 0, 299})}, R3, {0})[0],
               head_gram_grad_ref(big, {301, 17, 150, 0, 299}, R3), 1e-4, 1e-5);
   CHECK_THROWS_WITH_AS(evaluate(with_lengths, {x, ids_tensor({3}, {7, 8, 0})}), doctest::Contains("lengths[1] = 8"), Error);
 }

@@ -26,6 +26,7 @@
 #include "report/run.h"
 #include "report/svg.h"
 #include "train/checkpoint.h"
+#include "tests/test_env.h"
 
 using namespace pillars;
 using namespace pillars::report;
@@ -185,19 +186,8 @@ int shell(const std::string& command) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-// A path in single quotes for the shell.
-std::string quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
-// The pillars binary beside this test executable, or "" when it has not been built.
-std::string pillars_binary() {
-  std::error_code ec;
-  const fs::path p = fs::read_symlink("/proc/self/exe", ec).parent_path() / "pillars";
-  return !ec && fs::exists(p) ? p.string() : "";
-}
+using pillars::testing::pillars_binary;
+using pillars::testing::shell_quote;
 
 // Debian's chromium (or $PILLARS_CHROMIUM), or "" when there is none.
 std::string chromium_binary() {
@@ -230,9 +220,9 @@ struct BrowserResult {
 BrowserResult open_in_browser(const std::string& chromium, const fs::path& page, const fs::path& scratch, const std::string& extra = "") {
   const fs::path dom = scratch / "dom.html", err = scratch / "stderr.txt", profile = scratch / "profile";
   std::string cmd = "timeout 120 " + chromium + " --headless=new --no-sandbox --disable-gpu --enable-logging=stderr --v=0 " +
-                    "--no-first-run --user-data-dir=" + quote(profile.string()) + " --virtual-time-budget=5000 " +
-                    (extra.empty() ? std::string("--dump-dom ") : extra + " ") + quote(file_url(page)) + " >" +
-                    quote(dom.string()) + " 2>" + quote(err.string());
+                    "--no-first-run --user-data-dir=" + shell_quote(profile.string()) + " --virtual-time-budget=5000 " +
+                    (extra.empty() ? std::string("--dump-dom ") : extra + " ") + shell_quote(file_url(page)) + " >" +
+                    shell_quote(dom.string()) + " 2>" + shell_quote(err.string());
   BrowserResult r;
   r.code = shell(cmd);
   r.dom = slurp(dom);
@@ -406,13 +396,13 @@ TEST_CASE("report: a missing run directory, or one without log.jsonl, is an inpu
   }
   write_vanilla_run(t.path / "ok");
   const fs::path err = t.path / "err.txt";
-  const std::string out = quote((t.path / "r.html").string());
-  CHECK(shell(quote(binary) + " report " + quote((t.path / "ok").string()) + " " + quote(missing) + " -o " + out + " 2>" + quote(err.string())) == 2);
+  const std::string out = shell_quote((t.path / "r.html").string());
+  CHECK(shell(shell_quote(binary) + " report " + shell_quote((t.path / "ok").string()) + " " + shell_quote(missing) + " -o " + out + " 2>" + shell_quote(err.string())) == 2);
   CHECK(slurp(err).find(missing) != std::string::npos);
   CHECK_FALSE(fs::exists(t.path / "r.html"));
-  CHECK(shell(quote(binary) + " report " + quote(t.path.string()) + " -o " + out + " 2>" + quote(err.string())) == 2);
+  CHECK(shell(shell_quote(binary) + " report " + shell_quote(t.path.string()) + " -o " + out + " 2>" + shell_quote(err.string())) == 2);
   CHECK(slurp(err).find("has no log.jsonl") != std::string::npos);
-  CHECK(shell(quote(binary) + " report --help >/dev/null") == 0);
+  CHECK(shell(shell_quote(binary) + " report --help >/dev/null") == 0);
 }
 
 TEST_CASE("report: text from the run files is escaped in the page") {
@@ -492,8 +482,8 @@ TEST_CASE("report: headless chromium renders every chart without console errors,
   const fs::path out = output_dir();
   const fs::path page = out / "report.html", png = out / "report.png";
   fs::remove(png);
-  REQUIRE(shell(quote(binary) + " report " + quote((t.path / "ght").string()) + " " + quote((t.path / "vanilla").string()) +
-                " --title 'GHT fixture' -o " + quote(page.string()) + " >/dev/null") == 0);
+  REQUIRE(shell(shell_quote(binary) + " report " + shell_quote((t.path / "ght").string()) + " " + shell_quote((t.path / "vanilla").string()) +
+                " --title 'GHT fixture' -o " + shell_quote(page.string()) + " >/dev/null") == 0);
 
   const BrowserResult r = open_in_browser(chromium, page, t.path);
   REQUIRE(r.code == 0);
@@ -504,7 +494,7 @@ TEST_CASE("report: headless chromium renders every chart without console errors,
   CHECK(render_check(r.dom, "data-rendered") == "26");
   CHECK(render_check(r.dom, "data-errors") == "0");
 
-  const BrowserResult shot = open_in_browser(chromium, page, t.path, "--screenshot=" + quote(png.string()) + " --window-size=1400,3000");
+  const BrowserResult shot = open_in_browser(chromium, page, t.path, "--screenshot=" + shell_quote(png.string()) + " --window-size=1400,3000");
   CHECK(shot.code == 0);
   const std::string bytes = slurp(png);
   CHECK(bytes.size() > 20000);

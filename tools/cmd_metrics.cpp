@@ -11,6 +11,7 @@
 // command reproduces a logged measurement from the checkpoint of the same update.
 #include <omp.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -41,19 +42,12 @@ struct MetricsOptions {
   bool pretty = false;
 };
 
-// The first n pairs of a split: the source and its first reference, encoded and truncated as
-// train/session.cpp's evaluate_run does it.
+// The first n pairs of a split, encoded as `pillars eval` encodes them (train/prepare.h).
 train::Seq2SeqBatch seq2seq_batch(const Experiment& e, const train::TextPipeline& pipeline, const std::string& split,
                                   int64_t n, int32_t pad) {
-  const train::EvalSplit data = train::read_eval_split(e, split);
-  std::vector<std::vector<int32_t>> src, tgt;
-  for (size_t i = 0; i < data.source.size() && static_cast<int64_t>(i) < n; ++i) {
-    src.push_back(pipeline.encode_source(data.source[i]));
-    tgt.push_back(pipeline.ids(pipeline.segment(data.refs[0][i], false)));
-    train::truncate_keeping_eos(src.back(), static_cast<size_t>(e.data.max_source_len));
-    train::truncate_keeping_eos(tgt.back(), static_cast<size_t>(e.data.max_target_len));
-  }
-  return ght::held_out_batch(src, tgt, n, pad, pipeline.dictionary().eos());
+  const train::EncodedPairs pairs =
+      train::encode_eval_pairs(e, pipeline, train::read_eval_split(e, split), static_cast<size_t>(std::max<int64_t>(n, 1)));
+  return ght::held_out_batch(pairs.src, pairs.tgt, n, pad, pipeline.dictionary().eos());
 }
 
 // The first n blocks of the split's token stream.

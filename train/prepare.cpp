@@ -1,6 +1,7 @@
 // See prepare.h.
 #include "train/prepare.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -264,6 +265,22 @@ PreparedSeq2Seq prepare_seq2seq(const Experiment& e, const std::string& run_dir,
     std::fprintf(stderr, "data: dropped %lld training pairs longer than %zu/%zu tokens\n",
                  static_cast<long long>(p.dropped_train), max_src, max_tgt);
   save_pipeline(p.pipeline, run_dir);
+  return p;
+}
+
+} // namespace pillars::train
+
+namespace pillars::train {
+
+EncodedPairs encode_eval_pairs(const Experiment& e, const TextPipeline& pipeline, const EvalSplit& data, size_t limit) {
+  EncodedPairs p;
+  const size_t n = limit > 0 ? std::min(limit, data.source.size()) : data.source.size();
+  for (size_t i = 0; i < n; ++i) {
+    p.src.push_back(pipeline.encode_source(data.source[i]));
+    p.tgt.push_back(pipeline.ids(pipeline.segment(data.refs[0][i], false)));
+    truncate_keeping_eos(p.src.back(), static_cast<size_t>(e.data.max_source_len));
+    truncate_keeping_eos(p.tgt.back(), static_cast<size_t>(e.data.max_target_len));
+  }
   return p;
 }
 

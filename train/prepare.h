@@ -55,6 +55,12 @@ struct EvalSplit {
   std::vector<std::vector<std::string>> refs;
 };
 EvalSplit read_eval_split(const Experiment& e, const std::string& split);
+// Its first `limit` pairs (0 = all) as ids: the source and the first reference, encoded with the
+// run's pipeline and truncated to the experiment's length limits (eos kept).
+struct EncodedPairs {
+  std::vector<std::vector<int32_t>> src, tgt;
+};
+EncodedPairs encode_eval_pairs(const Experiment& e, const TextPipeline& pipeline, const EvalSplit& data, size_t limit = 0);
 
 // The split names after applying the dataset's defaults to the experiment's choices.
 std::string train_split_of(const Experiment& e);

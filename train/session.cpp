@@ -313,15 +313,9 @@ nlohmann::json evaluate_run(const std::string& target, const EvalOptions& option
   const EvalSplit data = read_eval_split(e, split);
 
   // Teacher-forced loss and perplexity on the split (first reference).
-  std::vector<std::vector<int32_t>> src, tgt;
-  for (size_t i = 0; i < data.source.size(); ++i) {
-    src.push_back(pipeline.encode_source(data.source[i]));
-    tgt.push_back(pipeline.ids(pipeline.segment(data.refs[0][i], false)));
-    truncate_keeping_eos(src.back(), static_cast<size_t>(e.data.max_source_len));
-    truncate_keeping_eos(tgt.back(), static_cast<size_t>(e.data.max_target_len));
-  }
+  const EncodedPairs pairs = encode_eval_pairs(e, pipeline, data);
   Seq2SeqSteps steps(ck.config, ck.params, 0.0f);
-  const auto [nll, tokens] = seq2seq_nll(steps, src, tgt, e.data.max_tokens, static_cast<int32_t>(ck.config.pad_id));
+  const auto [nll, tokens] = seq2seq_nll(steps, pairs.src, pairs.tgt, e.data.max_tokens, static_cast<int32_t>(ck.config.pad_id));
   const metrics::Perplexity ppl = metrics::perplexity(nll, tokens);
   nlohmann::json result = {{"checkpoint", checkpoint}, {"split", split}, {"sentences", data.source.size()},
                             {"loss", ppl.nll}, {"ppl", ppl.ppl}};
