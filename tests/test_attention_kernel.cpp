@@ -440,6 +440,25 @@ TEST_CASE("attention kernel: fused matches reference on every SIMD level") {
   }
 }
 
+TEST_CASE("attention kernel: fused matches reference at summarisation lengths (512 keys)") {
+  // SAMSum's sources are up to 512 tokens, far beyond the sweep's 191: cross-attention from 40
+  // summary positions, and encoder self-attention, over 512 keys with one padded batch row.
+  Config cross;
+  cross.B = 2, cross.H = 4, cross.Tq = 40, cross.Tk = 512, cross.D = 64, cross.key_lengths = {512, 301};
+  Config self = cross;
+  self.Tq = 512, self.H = 2;
+  for (const Config& c : {cross, self}) {
+    Problem reference(c);
+    const Results want = run(reference, c, attention_forward_reference, attention_backward_reference);
+    for (Isa isa : available_isas()) {
+      const ScopedIsa scoped(isa);
+      INFO(attention_isa() << ": " << c.describe());
+      Problem fused(c);
+      check_close(run(fused, c, attention_forward, attention_backward), want, 1e-5, 2e-5);
+    }
+  }
+}
+
 TEST_CASE("attention kernel: rows that see no key give zeros, lse -inf and zero gradients") {
   // Batch 1 has key length 0; with causal and Tq > Tk, the first Tq − Tk query rows see nothing.
   Config c;
