@@ -325,6 +325,22 @@ std::vector<Config> sweep() {
   return configs;
 }
 
+// The fused kernels on every SIMD level against the reference. Both sides are float32 with
+// different summation orders and exponentials (polynomial exp2 ≤ 2 ulp vs libm): measured
+// differences are ≤ ~1e-6 relative to the tensor's largest value. Tolerance 1e-5 (forward) and
+// 2e-5 (gradients: one more product and a cancellation in dP − δ); a wrong dropout element alone
+// moves O by ~1e-2.
+void check_fused_matches_reference(const Config& c) {
+  Problem reference(c);
+  const Results want = run(reference, c, attention_forward_reference, attention_backward_reference);
+  for (Isa isa : available_isas()) {
+    const ScopedIsa scoped(isa);
+    INFO(attention_isa() << ": " << c.describe());
+    Problem fused(c);
+    check_close(run(fused, c, attention_forward, attention_backward), want, 1e-5, 2e-5);
+  }
+}
+
 } // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -424,20 +440,7 @@ TEST_CASE("attention kernel: fused matches the float64 loop") {
 }
 
 TEST_CASE("attention kernel: fused matches reference on every SIMD level") {
-  // Both sides are float32 with different summation orders and exponentials (polynomial exp2
-  // ≤ 2 ulp vs libm): measured differences are ≤ ~1e-6 relative to the tensor's largest value.
-  // Tolerance 1e-5 (forward) and 2e-5 (gradients: one more product and a cancellation in
-  // dP − δ); a wrong dropout element alone moves O by ~1e-2.
-  for (const Config& c : sweep()) {
-    Problem reference(c);
-    const Results want = run(reference, c, attention_forward_reference, attention_backward_reference);
-    for (Isa isa : available_isas()) {
-      const ScopedIsa scoped(isa);
-      INFO(attention_isa() << ": " << c.describe());
-      Problem fused(c);
-      check_close(run(fused, c, attention_forward, attention_backward), want, 1e-5, 2e-5);
-    }
-  }
+  for (const Config& c : sweep()) check_fused_matches_reference(c);
 }
 
 TEST_CASE("attention kernel: fused matches reference at summarisation lengths (512 keys)") {
@@ -447,16 +450,7 @@ TEST_CASE("attention kernel: fused matches reference at summarisation lengths (5
   cross.B = 2, cross.H = 4, cross.Tq = 40, cross.Tk = 512, cross.D = 64, cross.key_lengths = {512, 301};
   Config self = cross;
   self.Tq = 512, self.H = 2;
-  for (const Config& c : {cross, self}) {
-    Problem reference(c);
-    const Results want = run(reference, c, attention_forward_reference, attention_backward_reference);
-    for (Isa isa : available_isas()) {
-      const ScopedIsa scoped(isa);
-      INFO(attention_isa() << ": " << c.describe());
-      Problem fused(c);
-      check_close(run(fused, c, attention_forward, attention_backward), want, 1e-5, 2e-5);
-    }
-  }
+  for (const Config& c : {cross, self}) check_fused_matches_reference(c);
 }
 
 TEST_CASE("attention kernel: rows that see no key give zeros, lse -inf and zero gradients") {
