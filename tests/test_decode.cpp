@@ -52,10 +52,23 @@ std::vector<float> graph_logprobs(const TransformerConfig& cfg, ParamStore& para
   return out;
 }
 
-void check_teacher_forcing(TransformerConfig cfg) {
+const std::vector<std::vector<int32_t>> kShortSources = {{5, 6, 7, 8, 2}, {9, 10, 2}, {11, 12, 13, 2}};
+
+// Three sources of `lengths` tokens (the last one eos), ids cycling through [3, vocab).
+std::vector<std::vector<int32_t>> sources_of_lengths(const std::vector<int64_t>& lengths, int64_t vocab) {
+  std::vector<std::vector<int32_t>> src;
+  for (int64_t n : lengths) {
+    std::vector<int32_t> s(n);
+    for (int64_t t = 0; t + 1 < n; ++t) s[t] = static_cast<int32_t>(3 + (7 * t + n) % (vocab - 3));
+    s[n - 1] = 2;
+    src.push_back(s);
+  }
+  return src;
+}
+
+void check_teacher_forcing(TransformerConfig cfg, const std::vector<std::vector<int32_t>>& src = kShortSources) {
   ParamStore params;
   init_transformer_params(cfg, params, 11);
-  const std::vector<std::vector<int32_t>> src = {{5, 6, 7, 8, 2}, {9, 10, 2}, {11, 12, 13, 2}};
   const std::vector<std::vector<int32_t>> prev = {{2, 14, 15, 16}, {2, 17, 18, 19}, {2, 20, 21, 22}};
   const int64_t B = 3, Tt = 4, V = cfg.vocab;
   const std::vector<float> ref = graph_logprobs(cfg, params, src, prev);
@@ -86,6 +99,11 @@ TEST_CASE("decode: step-by-step log-probabilities equal the training graph, pre-
   cfg.pre_norm = true;
   cfg.activation = "gelu";
   check_teacher_forcing(cfg);
+}
+
+TEST_CASE("decode: step-by-step log-probabilities equal the training graph with sources of 512, 300 and 37 tokens") {
+  const TransformerConfig cfg = transformer_config("tiny");
+  check_teacher_forcing(cfg, sources_of_lengths({512, 300, 37}, cfg.vocab));
 }
 
 TEST_CASE("decode: reordering rows carries their cached keys and values") {

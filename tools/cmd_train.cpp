@@ -58,6 +58,7 @@ Command add_eval_command(CLI::App& app) {
     int64_t beam = 0, batch = 0, max_len_b = -1;
     double lenpen = -1, max_len_a = -1;
     int threads = 0;
+    bool shuffle_sources = false;
   };
   auto opt = std::make_shared<Options>();
   cmd->add_option("run", opt->target, "run directory or checkpoint file (.safetensors in a run directory)")->required();
@@ -70,9 +71,13 @@ Command add_eval_command(CLI::App& app) {
   cmd->add_option("--max-len-b", opt->max_len_b, "see --max-len-a")->check(CLI::NonNegativeNumber);
   cmd->add_option("--batch", opt->batch, "sentences per decoding batch")->check(CLI::PositiveNumber);
   cmd->add_option("--threads", opt->threads, "CPU threads (0 = all cores)")->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--shuffle-sources", opt->shuffle_sources,
+                "control run: score each target against the next example's source (does the model read its input?); "
+                "writes eval_<split>_shuffled.json");
   return {cmd, [opt]() {
             if (opt->threads > 0) omp_set_num_threads(opt->threads);
             train::EvalOptions eo;
+            eo.shuffle_sources = opt->shuffle_sources;
             eo.split = opt->split;
             eo.checkpoint = opt->checkpoint;
             if (opt->beam > 0) eo.beam = opt->beam;

@@ -1,6 +1,7 @@
 // See session.h.
 #include "train/session.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -301,6 +302,7 @@ nlohmann::json evaluate_run(const std::string& target, const EvalOptions& option
   const TextPipeline pipeline = TextPipeline::load(run_dir);
   const std::string split = !options.split.empty() ? options.split : !e.eval.split.empty() ? e.eval.split : test_split_of(e);
   if (e.task == Task::language_modeling) {
+    if (options.shuffle_sources) throw InputError("--shuffle-sources: a language model has no sources (seq2seq runs only)");
     nlohmann::json result = evaluate_lm(e, ck, pipeline, split);
     result["checkpoint"] = checkpoint;
     io::atomic_write_file((fs::path(run_dir) / ("eval_" + split + ".json")).string(), result.dump(2) + "\n");
@@ -310,7 +312,9 @@ nlohmann::json evaluate_run(const std::string& target, const EvalOptions& option
                    result["ppl"].get<double>(), static_cast<long long>(result["tokens"].get<int64_t>()));
     return result;
   }
-  const EvalSplit data = read_eval_split(e, split);
+  EvalSplit data = read_eval_split(e, split);
+  if (options.shuffle_sources) std::rotate(data.source.begin(), data.source.begin() + 1, data.source.end());
+  const std::string stem = "eval_" + split + (options.shuffle_sources ? "_shuffled" : "");
 
   // Teacher-forced loss and perplexity on the split (first reference).
   const EncodedPairs pairs = encode_eval_pairs(e, pipeline, data);
@@ -319,6 +323,7 @@ nlohmann::json evaluate_run(const std::string& target, const EvalOptions& option
   const metrics::Perplexity ppl = metrics::perplexity(nll, tokens);
   nlohmann::json result = {{"checkpoint", checkpoint}, {"split", split}, {"sentences", data.source.size()},
                             {"loss", ppl.nll}, {"ppl", ppl.ppl}};
+  if (options.shuffle_sources) result["shuffled_sources"] = true;
 
   decode::SearchOptions so = search_options(e.eval, ck.config);
   if (options.beam) so.beam = *options.beam;
@@ -346,11 +351,11 @@ nlohmann::json evaluate_run(const std::string& target, const EvalOptions& option
     result["rouge2"] = 100 * r.mean.rouge2.fmeasure;
     result["rougeL"] = 100 * r.mean.rougeL.fmeasure;
   }
-  write_lines((fs::path(run_dir) / ("eval_" + split + ".hyp")).string(), t.text);
-  io::atomic_write_file((fs::path(run_dir) / ("eval_" + split + ".json")).string(), result.dump(2) + "\n");
+  write_lines((fs::path(run_dir) / (stem + ".hyp")).string(), t.text);
+  io::atomic_write_file((fs::path(run_dir) / (stem + ".json")).string(), result.dump(2) + "\n");
   if (!options.quiet) {
-    std::fprintf(stderr, "eval %s on %s: loss %.4f, ppl %.2f, %.1f sentences/s (beam %lld)\n", fs::path(checkpoint).filename().c_str(),
-                 split.c_str(), result["loss"].get<double>(), result["ppl"].get<double>(), t.sentences_per_second(),
+    std::fprintf(stderr, "eval %s on %s%s: loss %.4f, ppl %.2f, %.1f sentences/s (beam %lld)\n", fs::path(checkpoint).filename().c_str(),
+                 split.c_str(), options.shuffle_sources ? " (shuffled sources)" : "", result["loss"].get<double>(), result["ppl"].get<double>(), t.sentences_per_second(),
                  static_cast<long long>(so.beam));
   }
   return result;

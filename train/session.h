@@ -37,6 +37,11 @@ struct EvalOptions {
   std::string checkpoint;             // "" = eval.checkpoint of the run's config
   std::optional<int64_t> beam, batch_sentences, max_len_b;
   std::optional<double> lenpen, max_len_a;
+  // The control for "does the model read its input?": pair every target with the next example's
+  // source (source i+1 for target i, the last with the first) before scoring. A model that
+  // conditions on its source loses here; one that ignores it scores the same. Seq2seq tasks only;
+  // the result goes to eval_<split>_shuffled.json/.hyp.
+  bool shuffle_sources = false;
   bool quiet = false;
 };
 // Evaluates a trained run (its directory, or one of its checkpoint files): loss/perplexity and

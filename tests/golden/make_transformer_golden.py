@@ -16,7 +16,7 @@ Parameters are drawn at random here (not with Pillars' initialiser: the test mus
 with layer-norm gains around 1 and non-zero biases so every gradient path carries signal. Dropout
 is 0. Two cases are written: the brief's post-norm/ReLU model with separate encoder/decoder tables,
 and a pre-norm/GELU model with one shared table (share_all_embeddings), so both code paths of the
-C++ builder are checked.
+C++ builder are checked; a third case repeats the first with sources of 300, 37 and 512 tokens.
 
 File format (JSON): {"cases": [case, ...]}, each case
   {"name", "config": {...TransformerConfig fields...}, "label_smoothing",
@@ -197,11 +197,11 @@ def right_padded(rows, T, pad):
     return torch.tensor([r + [pad] * (T - len(r)) for r in rows], dtype=torch.long)
 
 
-def make_case(name, cfg, label_smoothing, seed):
+def make_case(name, cfg, label_smoothing, seed, src_lengths=(5, 3, 4), tgt_lengths=(4, 2, 3)):
     gen = torch.Generator().manual_seed(seed)
     P = random_parameters(cfg, gen)
     pad, V = cfg["pad_id"], cfg["vocab"]
-    src_lengths, tgt_lengths = [5, 3, 4], [4, 2, 3]
+    src_lengths, tgt_lengths = list(src_lengths), list(tgt_lengths)
     B, Ts, Tt = len(src_lengths), max(src_lengths), max(tgt_lengths)
 
     def tokens(n):  # ids in [2, V): never pad (1) or bos (0); eos = 2 may occur, as in real data
@@ -251,6 +251,11 @@ def main():
         make_case("post_norm_relu", base_config(), 0.1, seed=1234),
         make_case("pre_norm_gelu_shared", base_config(pre_norm=True, activation="gelu",
                                                       share_all_embeddings=True), 0.1, seed=5678),
+        # Summarisation lengths: sources up to 512 tokens (SAMSum's max_source_len) next to a short
+        # one in the same batch, so positions, key padding and cross-attention are checked where
+        # the attention kernel runs over many key tiles.
+        make_case("post_norm_relu_long_sources", base_config(), 0.1, seed=4321,
+                  src_lengths=(300, 37, 512), tgt_lengths=(9, 3, 6)),
     ]
     text = json.dumps({"generator": "tests/golden/make_transformer_golden.py",
                        "torch": torch.__version__, "dtype": "float64", "cases": cases},
