@@ -1,6 +1,7 @@
 #!/bin/bash
-# The small-scale language-model (PTB) and summarisation (SAMSum) comparisons of docs/RESULTS.md:
-# vanilla, GHT (GCT throughout) and GHT → GHT-PS, each with the same wall-clock budget. The six runs
+# The small-scale language-model (PTB) comparison of docs/RESULTS.md, and SAMSum's first attempt:
+# vanilla, GHT (GCT throughout) and GHT → GHT-PS, each with the same wall-clock budget. (SAMSum's
+# comparison proper uses its files' epoch budgets instead; RESULTS.md has its three commands.) The six runs
 # go concurrently, 2 threads each, so they share one machine's conditions (12 cores busy).
 #
 #   tools/small_scale_runs.sh OUT_DIR [MINUTES [FINETUNE_MINUTES [SEED]]]
