@@ -35,6 +35,15 @@ Experiment small_experiment(int64_t max_updates) {
   return parse_experiment(j, "test_training.json");
 }
 
+// Trains small_experiment(max_updates) quietly into `dir` through run_experiment (no final
+// evaluation); returns the options, ready for a --resume.
+SessionOptions train_run_in(const fs::path& dir, int64_t max_updates) {
+  SessionOptions o;
+  o.run_dir = dir.string(), o.quiet = true, o.evaluate = false;
+  run_experiment(small_experiment(max_updates), o);
+  return o;
+}
+
 struct Run {
   TrainerOutcome outcome;
   ParamStore params;
@@ -187,9 +196,7 @@ TEST_CASE("training: resume refuses a changed experiment, and a finished run res
     return;
   }
   testing::ScratchDir tmp("pillars_training_", /*own_cache=*/true);
-  SessionOptions o;
-  o.run_dir = (tmp.path / "run").string(), o.quiet = true, o.evaluate = false;
-  run_experiment(small_experiment(5), o);
+  SessionOptions o = train_run_in(tmp.path / "run", 5);
   o.resume = true;
   Experiment changed = small_experiment(5);
   changed.optim.lr = 1e-3;
@@ -240,9 +247,7 @@ TEST_CASE("eval: --shuffle-sources pairs each target with another source, a mode
     return;
   }
   testing::ScratchDir tmp("pillars_training_", /*own_cache=*/true);
-  SessionOptions o;
-  o.run_dir = (tmp.path / "run").string(), o.quiet = true, o.evaluate = false;
-  run_experiment(small_experiment(300), o);
+  const SessionOptions o = train_run_in(tmp.path / "run", 300);
   EvalOptions eo;
   eo.split = "val", eo.checkpoint = "last", eo.beam = 1, eo.quiet = true;
   const nlohmann::json real = evaluate_run(o.run_dir, eo);

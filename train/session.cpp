@@ -297,12 +297,13 @@ nlohmann::json run_experiment(const Experiment& e, const SessionOptions& options
 nlohmann::json evaluate_run(const std::string& target, const EvalOptions& options) {
   const std::string run_dir = run_dir_of(target);
   const Experiment e = load_run_config(run_dir);
+  if (options.shuffle_sources && e.task == Task::language_modeling)
+    throw InputError("--shuffle-sources: a language model has no sources (seq2seq runs only)");
   const std::string checkpoint = checkpoint_path(target, options.checkpoint, options.quiet);
   LoadedCheckpoint ck = load_checkpoint(checkpoint);
   const TextPipeline pipeline = TextPipeline::load(run_dir);
   const std::string split = !options.split.empty() ? options.split : !e.eval.split.empty() ? e.eval.split : test_split_of(e);
   if (e.task == Task::language_modeling) {
-    if (options.shuffle_sources) throw InputError("--shuffle-sources: a language model has no sources (seq2seq runs only)");
     nlohmann::json result = evaluate_lm(e, ck, pipeline, split);
     result["checkpoint"] = checkpoint;
     io::atomic_write_file((fs::path(run_dir) / ("eval_" + split + ".json")).string(), result.dump(2) + "\n");
@@ -313,7 +314,7 @@ nlohmann::json evaluate_run(const std::string& target, const EvalOptions& option
     return result;
   }
   EvalSplit data = read_eval_split(e, split);
-  if (options.shuffle_sources) std::rotate(data.source.begin(), data.source.begin() + 1, data.source.end());
+  if (options.shuffle_sources && !data.source.empty()) std::rotate(data.source.begin(), data.source.begin() + 1, data.source.end());
   const std::string stem = "eval_" + split + (options.shuffle_sources ? "_shuffled" : "");
 
   // Teacher-forced loss and perplexity on the split (first reference).
