@@ -16,8 +16,19 @@ std::string cuda_unavailable_reason() { return "this build of pillars has no CUD
 std::string cuda_device_name(int) { no_cuda(); }
 void* cuda_malloc_or_throw(size_t) { no_cuda(); }
 void cuda_free(void*) {}
+std::string cuda_memory_summary() { return "no CUDA"; }
 void cuda_copy_to_device(void*, const void*, size_t) { no_cuda(); }
 void cuda_copy_to_host(void*, const void*, size_t) { no_cuda(); }
+void cuda_copy_on_device(void*, const void*, size_t) { no_cuda(); }
+void cuda_zero(void*, size_t) { no_cuda(); }
+void cuda_synchronize() { no_cuda(); }
+void cuda_set_precision(const std::string&) { no_cuda(); }
+std::string cuda_precision() { return "none"; }
+void cuda_graph_begin_capture() { no_cuda(); }
+void* cuda_graph_end_capture() { no_cuda(); }
+void cuda_graph_launch(void*) { no_cuda(); }
+void cuda_graph_destroy(void*) {}
+double cuda_median_ms(int, const std::function<void()>&, int) { no_cuda(); }
 void cuda_saxpy(float, const float*, float*, long) { no_cuda(); }
 
 } // namespace pillars

@@ -1,8 +1,11 @@
 // Executor; see executor.h.
 #include "engine/executor.h"
 
+#include <algorithm>
+
 #include "engine/error.h"
 #include "engine/op.h"
+#include "kernels/cuda/device.h"
 
 namespace pillars {
 
@@ -14,36 +17,55 @@ void SharedArena::reserve(size_t arena_bytes, size_t workspace_bytes) {
   if (!arena || arena->bytes < arena_bytes) {
     const size_t bytes = grown(arena, arena_bytes);
     arena = nullptr; // free the old one first: peak memory is one arena, not two
-    arena = Storage::allocate(bytes);
+    arena = Storage::allocate(bytes, device);
     grew = true;
   }
   if (workspace_bytes && (!workspace || workspace->bytes < workspace_bytes))
-    workspace = Storage::allocate(grown(workspace, workspace_bytes)), grew = true;
+    workspace = Storage::allocate(grown(workspace, workspace_bytes), device), grew = true;
   if (grew) ++generation;
 }
 
-Executor::Executor(const Graph& g, std::shared_ptr<SharedArena> shared)
-    : graph_(g), plan_(plan_memory(g)), arena_(shared ? std::move(shared) : std::make_shared<SharedArena>()),
-      planned_nodes_(g.nodes().size()) {
+Executor::Executor(const Graph& g, std::shared_ptr<SharedArena> shared) : Executor(g, Device::cpu, std::move(shared)) {}
+
+Executor::Executor(const Graph& g, Device device, std::shared_ptr<SharedArena> shared)
+    : graph_(g), device_(device), plan_(plan_memory(g, device)), arena_(std::move(shared)), planned_nodes_(g.nodes().size()) {
+  if (!arena_) {
+    arena_ = std::make_shared<SharedArena>();
+    arena_->device = device;
+  }
+  PILLARS_CHECK(arena_->device == device, "executor: a ", device_name(device), " executor cannot share a ",
+                device_name(arena_->device), " arena");
+  if (device == Device::cuda)
+    PILLARS_CHECK(cuda_device_count() > 0, "executor: no CUDA device (", cuda_unavailable_reason(), ")");
   arena_->reserve(plan_.arena_bytes, plan_.workspace_bytes);
   values_.resize(static_cast<size_t>(g.num_values()));
   point_views_at_arena();
   for (const Node& n : g.nodes())
-    if (n.op == &kConstantOp) values_[static_cast<size_t>(n.outputs[0])] = g.constants()[static_cast<size_t>(n.attrs.ints[0])];
-  node_in_.resize(g.nodes().size());
-  node_out_.resize(g.nodes().size());
-  for (size_t i = 0; i < g.nodes().size(); ++i) {
+    if (n.op == &kConstantOp)
+      values_[static_cast<size_t>(n.outputs[0])] = g.constants()[static_cast<size_t>(n.attrs.ints[0])].to(device);
+  const size_t nodes = g.nodes().size();
+  node_in_.resize(nodes);
+  node_out_.resize(nodes);
+  for (size_t i = 0; i < nodes; ++i) {
     node_in_[i].resize(g.node(static_cast<int>(i)).inputs.size());
     node_out_[i].resize(g.node(static_cast<int>(i)).outputs.size());
   }
+  if (device == Device::cuda) {
+    staged_.resize(static_cast<size_t>(g.num_values()));
+    device_seed_ = Tensor::empty({1}, DType::i64, Device::cuda);
+    host_in_.resize(nodes);
+    host_out_.resize(nodes);
+  }
 }
+
+Executor::~Executor() { drop_graph(); }
 
 void Executor::point_views_at_arena() {
   char* base = static_cast<char*>(arena_->arena->data);
   for (ValueId v = 0; v < graph_.num_values(); ++v) {
     const int64_t off = plan_.offset[static_cast<size_t>(v)];
     if (off != MemoryPlan::kExternal)
-      values_[static_cast<size_t>(v)] = Tensor::view_of(base + off, graph_.shape(v), graph_.dtype(v));
+      values_[static_cast<size_t>(v)] = Tensor::view_of(base + off, graph_.shape(v), graph_.dtype(v), device_);
   }
   arena_generation_ = arena_->generation;
 }
@@ -51,12 +73,20 @@ void Executor::point_views_at_arena() {
 void Executor::bind(ValueId leaf, const Tensor& value) {
   const Node& n = graph_.producer(leaf);
   PILLARS_CHECK(is_leaf(n), "executor: value %", leaf, " is not an input or parameter");
-  PILLARS_CHECK(!value.defined() || value.device() == Device::cpu, "executor: ", n.op->name, " '", n.attrs.name,
-                "' is a ", device_name(value.device()), " tensor; this executor runs on the CPU");
   PILLARS_CHECK(value.defined() && value.shape() == graph_.value(leaf).shape && value.dtype() == graph_.dtype(leaf), "executor: ",
                 n.op->name, " '", n.attrs.name, "' expects ", dtype_name(graph_.dtype(leaf)), shape_str(graph_.shape(leaf)),
                 ", got ", value.defined() ? std::string(dtype_name(value.dtype())) + shape_str(value.shape()) : "nothing");
-  values_[static_cast<size_t>(leaf)] = value;
+  const size_t at = static_cast<size_t>(leaf);
+  if (value.device() == device_) {
+    values_[at] = value;
+    return;
+  }
+  PILLARS_CHECK(device_ == Device::cuda, "executor: ", n.op->name, " '", n.attrs.name, "' is a ", device_name(value.device()),
+                " tensor; this executor runs on the CPU");
+  // A host tensor for a GPU executor: copy it into a device buffer of our own (made once).
+  if (!staged_[at].defined()) staged_[at] = Tensor::empty(value.shape(), value.dtype(), Device::cuda);
+  staged_[at].copy_from(value);
+  values_[at] = staged_[at];
 }
 
 void Executor::bind(const std::string& input_name, const Tensor& value) {
@@ -69,32 +99,124 @@ void Executor::bind_params(ParamStore& store) {
   for (ValueId v : graph_.params()) bind(v, store.get(graph_.producer(v).attrs.name));
 }
 
+std::vector<std::string> Executor::host_fallback_ops() const {
+  std::vector<std::string> names;
+  if (device_ != Device::cuda) return names;
+  for (const Node& n : graph_.nodes())
+    if (!is_leaf(n) && !n.op->is_view && !n.op->cuda &&
+        std::find(names.begin(), names.end(), n.op->name) == names.end())
+      names.push_back(n.op->name);
+  return names;
+}
+
+void Executor::enable_graph_capture(bool on) {
+  PILLARS_CHECK(!on || device_ == Device::cuda, "executor: CUDA graph capture needs a CUDA executor");
+  capture_ = on;
+  if (!on) drop_graph();
+}
+
+void Executor::drop_graph() {
+  if (cuda_graph_) cuda_graph_destroy(cuda_graph_);
+  cuda_graph_ = nullptr;
+  runs_since_bind_change_ = 0;
+}
+
+bool Executor::bindings_moved() const {
+  size_t k = 0;
+  for (const Node& n : graph_.nodes())
+    if (is_leaf(n)) {
+      const Tensor& t = values_[static_cast<size_t>(n.outputs[0])];
+      if (k >= captured_leaf_addresses_.size() || captured_leaf_addresses_[k++] != t.raw()) return true;
+    }
+  return false;
+}
+
+void Executor::run_node(size_t i, void* workspace) {
+  const Node& n = graph_.nodes()[i];
+  if (n.op->is_view) { // same bytes as the input (which may be an external tensor), new shape
+    const Tensor& src = values_[static_cast<size_t>(n.inputs[0])];
+    Tensor& dst = values_[static_cast<size_t>(n.outputs[0])];
+    if (!dst.defined() || dst.raw() != src.raw()) dst.assign_view(src, graph_.value(n.outputs[0]).shape); // no allocation
+    return;
+  }
+  auto& in = node_in_[i];
+  auto& out = node_out_[i];
+  for (size_t k = 0; k < n.inputs.size(); ++k) in[k] = values_[static_cast<size_t>(n.inputs[k])];
+  for (size_t k = 0; k < n.outputs.size(); ++k) out[k] = values_[static_cast<size_t>(n.outputs[k])];
+  if (device_ == Device::cpu) {
+    PILLARS_CHECK(n.op->cpu != nullptr, "executor: op '", n.op->name, "' has no CPU kernel");
+    n.op->cpu(KernelContext{n, in, out, workspace, run_seed_});
+  } else if (n.op->cuda) {
+    n.op->cuda(KernelContext{n, in, out, workspace, run_seed_, static_cast<const uint64_t*>(device_seed_.raw())});
+  } else {
+    run_on_host(i);
+  }
+}
+
+void Executor::run_on_host(size_t i) {
+  const Node& n = graph_.nodes()[i];
+  PILLARS_CHECK(n.op->cpu != nullptr, "executor: op '", n.op->name, "' has neither a CUDA nor a CPU kernel");
+  auto& hin = host_in_[i];
+  auto& hout = host_out_[i];
+  if (hin.empty() && !n.inputs.empty()) { // first run: host mirrors of this node's values
+    for (ValueId v : n.inputs) hin.push_back(Tensor::empty(graph_.shape(v), graph_.dtype(v)));
+    for (ValueId v : n.outputs) hout.push_back(Tensor::empty(graph_.shape(v), graph_.dtype(v)));
+  }
+  if (hout.empty())
+    for (ValueId v : n.outputs) hout.push_back(Tensor::empty(graph_.shape(v), graph_.dtype(v)));
+  const size_t scratch = n.op->workspace ? n.op->workspace(graph_, n) : 0;
+  if (scratch && (!host_workspace_ || host_workspace_->bytes < scratch)) host_workspace_ = Storage::allocate(scratch);
+  for (size_t k = 0; k < n.inputs.size(); ++k) hin[k].copy_from(values_[static_cast<size_t>(n.inputs[k])]);
+  // In-place ops read output 0's old contents through input 0: the mirrors are separate, so the
+  // kernel reads the input copy and writes the output copy, which is the same function.
+  n.op->cpu(KernelContext{n, hin, hout, host_workspace_ ? host_workspace_->data : nullptr, run_seed_});
+  for (size_t k = 0; k < n.outputs.size(); ++k) values_[static_cast<size_t>(n.outputs[k])].copy_from(hout[k]);
+}
+
 void Executor::run() {
   const auto& nodes = graph_.nodes();
   PILLARS_CHECK(nodes.size() == planned_nodes_, "executor: the graph grew from ", planned_nodes_, " to ", nodes.size(),
                 " nodes after the executor was built; build it after autodiff and the other passes");
-  if (arena_generation_ != arena_->generation) point_views_at_arena(); // another executor grew the shared arena
-  void* workspace = arena_->workspace ? arena_->workspace->data : nullptr;
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    const Node& n = nodes[i];
-    if (is_leaf(n)) {
+  if (arena_generation_ != arena_->generation) { // another executor grew the shared arena
+    point_views_at_arena();
+    drop_graph();
+  }
+  for (const Node& n : nodes)
+    if (is_leaf(n))
       PILLARS_CHECK(values_[static_cast<size_t>(n.outputs[0])].defined(), "executor: ", n.op->name, " '", n.attrs.name,
                     "' was not bound before run()");
-      continue;
+  void* workspace = arena_->workspace ? arena_->workspace->data : nullptr;
+  if (device_ == Device::cuda) cuda_copy_to_device(device_seed_.raw(), &run_seed_, sizeof run_seed_);
+
+  if (device_ == Device::cuda && capture_) {
+    if (cuda_graph_ && bindings_moved()) drop_graph();
+    if (cuda_graph_) {
+      cuda_graph_launch(cuda_graph_);
+      return;
     }
-    if (n.op->is_view) { // same bytes as the input (which may be an external tensor), new shape
-      const Tensor& src = values_[static_cast<size_t>(n.inputs[0])];
-      Tensor& dst = values_[static_cast<size_t>(n.outputs[0])];
-      if (!dst.defined() || dst.raw() != src.raw()) dst.assign_view(src, graph_.value(n.outputs[0]).shape); // no allocation
-      continue;
+    // Capture on the second run with the same bindings (the first one warms up library handles
+    // and lazily created buffers, which must not happen inside a capture).
+    const bool can_capture = host_fallback_ops().empty() && runs_since_bind_change_ >= 1 && !bindings_moved();
+    if (can_capture) {
+      cuda_graph_begin_capture();
+      try {
+        for (size_t i = 0; i < nodes.size(); ++i)
+          if (!is_leaf(nodes[i])) run_node(i, workspace);
+      } catch (...) {
+        cuda_graph_destroy(cuda_graph_end_capture());
+        throw;
+      }
+      cuda_graph_ = cuda_graph_end_capture();
+      cuda_graph_launch(cuda_graph_);
+      return;
     }
-    auto& in = node_in_[i];
-    auto& out = node_out_[i];
-    for (size_t k = 0; k < n.inputs.size(); ++k) in[k] = values_[static_cast<size_t>(n.inputs[k])];
-    for (size_t k = 0; k < n.outputs.size(); ++k) out[k] = values_[static_cast<size_t>(n.outputs[k])];
-    PILLARS_CHECK(n.op->cpu != nullptr, "executor: op '", n.op->name, "' has no CPU kernel");
-    n.op->cpu(KernelContext{n, in, out, workspace, run_seed_});
+    captured_leaf_addresses_.clear();
+    for (const Node& n : nodes)
+      if (is_leaf(n)) captured_leaf_addresses_.push_back(values_[static_cast<size_t>(n.outputs[0])].raw());
+    ++runs_since_bind_change_;
   }
+  for (size_t i = 0; i < nodes.size(); ++i)
+    if (!is_leaf(nodes[i])) run_node(i, workspace);
 }
 
 } // namespace pillars

@@ -1,10 +1,12 @@
-// Executor: runs a graph on the CPU.
+// Executor: runs a graph on the CPU or on a CUDA device.
 //
-//   Executor ex(g);                      // plans memory, allocates the arena once
+//   Executor ex(g);                      // plans memory, allocates the arena once (CPU)
+//   Executor gx(g, Device::cuda);        // the same on the GPU: arena in device memory
 //   ex.bind_params(store);               // parameters by name
 //   ex.bind("tokens", ids);              // inputs by name (shape and dtype must match the graph)
 //   ex.run();                            // every node, in order
 //   Tensor loss = ex.value(loss_id);     // a view into the arena (valid until the next run)
+//   Tensor host = gx.fetch(loss_id);     // a host copy (waits for the device)
 //
 // Nothing is allocated by run(): values are views into the arena, kernels get pre-sized scratch.
 // Callers cache one Executor per distinct graph (per batch shape), so a training loop with
@@ -12,6 +14,13 @@
 // the same time, so they can share one arena (SharedArena): memory is then the largest plan, not
 // the sum of all plans. Values read from an executor stay valid until the next run of any
 // executor sharing its arena.
+//
+// On the GPU every node's `cuda` kernel is queued on the backend's stream and run() returns
+// without waiting. Host tensors bound to a GPU executor are copied into device buffers it owns
+// (once per bind). An op with no CUDA kernel runs through the host fallback: its inputs are copied
+// to the host, its CPU kernel runs, its outputs go back (correct, slow; host_fallback_ops() names
+// them). With graph capture on, the second run() of an executor whose bindings have not moved
+// records the whole step as a CUDA graph and later runs replay it with one launch.
 #pragma once
 #include <string>
 #include <vector>
@@ -28,6 +37,7 @@ namespace pillars {
 struct SharedArena {
   std::shared_ptr<Storage> arena, workspace;
   uint64_t generation = 0;
+  Device device = Device::cpu;
   void reserve(size_t arena_bytes, size_t workspace_bytes);
 };
 
@@ -35,23 +45,40 @@ class Executor {
  public:
   // Keeps a reference: g must outlive the executor and must not grow after it is built (run()
   // checks; build the executor after autodiff and every other pass). Without `shared`, the
-  // executor owns its arena.
+  // executor owns its arena; a shared arena must be on the executor's device.
   explicit Executor(const Graph& g, std::shared_ptr<SharedArena> shared = nullptr);
+  Executor(const Graph& g, Device device, std::shared_ptr<SharedArena> shared = nullptr);
   Executor(Graph&&) = delete; // a temporary graph would dangle
+  Executor(Graph&&, Device, std::shared_ptr<SharedArena> = nullptr) = delete;
+  ~Executor();
+  Executor(const Executor&) = delete;
+  Executor& operator=(const Executor&) = delete;
+
   void bind(const std::string& input_name, const Tensor& value);
   void bind(ValueId leaf, const Tensor& value);
   void bind_params(ParamStore& store); // every parameter leaf of the graph must be in the store
   // The seed random ops add to their own (dropout masks differ per step; see KernelContext).
   void set_seed(uint64_t seed) { run_seed_ = seed; }
+  // GPU only: capture the step as a CUDA graph once bindings repeat (see the header comment).
+  void enable_graph_capture(bool on);
   void run();
   const Tensor& value(ValueId v) const { return values_.at(static_cast<size_t>(v)); }
+  Tensor fetch(ValueId v) const { return value(v).to(Device::cpu); } // a host copy, on any device
   const MemoryPlan& plan() const { return plan_; }
   const Graph& graph() const { return graph_; }
+  Device device() const { return device_; }
+  std::vector<std::string> host_fallback_ops() const; // ops of this graph with no CUDA kernel
+  bool replaying_graph() const { return cuda_graph_ != nullptr; }
 
  private:
   void point_views_at_arena(); // (re)creates the views of arena-resident values
+  void run_node(size_t i, void* workspace);
+  void run_on_host(size_t i);  // the host fallback of one node on a GPU executor
+  bool bindings_moved() const; // a leaf's bytes changed address since the graph was captured
+  void drop_graph();
 
   const Graph& graph_;
+  Device device_ = Device::cpu;
   MemoryPlan plan_;
   std::shared_ptr<SharedArena> arena_;
   uint64_t arena_generation_ = 0;
@@ -59,6 +86,16 @@ class Executor {
   std::vector<std::vector<Tensor>> node_in_, node_out_; // per node, reused every run
   uint64_t run_seed_ = 0;
   size_t planned_nodes_ = 0; // the graph's size when planned: growing it later is an error
+
+  // GPU state.
+  std::vector<Tensor> staged_;       // per leaf value: the device copy of a bound host tensor
+  Tensor device_seed_;               // u64 on the device: the run seed the kernels read
+  std::vector<std::vector<Tensor>> host_in_, host_out_; // host fallback mirrors, per node
+  std::shared_ptr<Storage> host_workspace_;
+  bool capture_ = false;
+  int runs_since_bind_change_ = 0;
+  void* cuda_graph_ = nullptr;
+  std::vector<const void*> captured_leaf_addresses_;
 };
 
 } // namespace pillars

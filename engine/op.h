@@ -23,6 +23,9 @@ struct KernelContext {
   // (attrs.seed + run_seed, attrs.rng_offset), so one cached graph gives fresh dropout masks every
   // step while forward and backward of a step agree.
   uint64_t run_seed = 0;
+  // On the GPU the run seed also lives in device memory, where kernels read it (a captured CUDA
+  // graph replays the same launch arguments, but reads this word afresh each replay).
+  const uint64_t* device_run_seed = nullptr;
 };
 
 struct OutputSpec {
@@ -45,6 +48,8 @@ struct OpDef {
                               const std::vector<bool>& needs) = nullptr;
   // Scratch bytes the CPU kernel needs (nullptr: none). Allocated once by the executor.
   size_t (*workspace)(const Graph& g, const Node& node) = nullptr;
+  // Scratch bytes the CUDA kernel needs (nullptr: none), in device memory.
+  size_t (*cuda_workspace)(const Graph& g, const Node& node) = nullptr;
   // True when output 0 is a view of input 0 (same bytes, new shape): no kernel runs, and the
   // memory planner gives both the same buffer.
   bool is_view = false;
@@ -55,6 +60,17 @@ struct OpDef {
   bool inplace = false;
 };
 
+// The `cuda` slot of an OpDef: PILLARS_CUDA_KERNEL(add) names cuda::op_add (kernels/cuda/ops.h)
+// in a CUDA build and is nullptr in a CPU-only one, so op files need no #ifdefs.
+// PILLARS_CUDA_WORKSPACE(name) likewise names cuda::op_<name>_workspace, the device scratch size.
+#ifdef PILLARS_HAVE_CUDA
+#define PILLARS_CUDA_KERNEL(name) (&::pillars::cuda::op_##name)
+#define PILLARS_CUDA_WORKSPACE(name) (&::pillars::cuda::op_##name##_workspace)
+#else
+#define PILLARS_CUDA_KERNEL(name) nullptr
+#define PILLARS_CUDA_WORKSPACE(name) nullptr
+#endif
+
 // Leaf ops (no kernel).
 extern const OpDef kInputOp, kParamOp, kConstantOp;
 
@@ -62,3 +78,7 @@ extern const OpDef kInputOp, kParamOp, kConstantOp;
 inline bool is_leaf(const Node& n) { return n.op == &kInputOp || n.op == &kParamOp || n.op == &kConstantOp; }
 
 } // namespace pillars
+
+#ifdef PILLARS_HAVE_CUDA
+#include "kernels/cuda/ops.h"
+#endif

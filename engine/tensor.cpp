@@ -218,11 +218,27 @@ Tensor Tensor::clone() const {
 void Tensor::copy_from(const Tensor& src) {
   PILLARS_CHECK(src.shape_ == shape_ && src.dtype_ == dtype_, "copy_from: ", shape_str(src.shape_), " ",
                 dtype_name(src.dtype_), " into ", shape_str(shape_), " ", dtype_name(dtype_));
-  PILLARS_CHECK(device() == Device::cpu && src.device() == Device::cpu, "copy_from: CPU tensors only");
-  if (nbytes()) std::memmove(raw(), src.raw(), nbytes());
+  if (!nbytes()) return;
+  if (device() == Device::cpu && src.device() == Device::cpu) std::memmove(raw(), src.raw(), nbytes());
+  else if (device() == Device::cpu) cuda_copy_to_host(raw(), src.raw(), nbytes());
+  else if (src.device() == Device::cpu) cuda_copy_to_device(raw(), src.raw(), nbytes());
+  else cuda_copy_on_device(raw(), src.raw(), nbytes());
+}
+
+Tensor Tensor::to(Device d) const {
+  if (device() == d) return *this;
+  Tensor t = empty(shape_, dtype_, d);
+  t.copy_from(*this);
+  return t;
 }
 
 void Tensor::fill(float value) {
+  if (device() != Device::cpu) { // fill on the host, copy once: fill is for setup, not for steps
+    Tensor host = empty(shape_, dtype_);
+    host.fill(value);
+    copy_from(host);
+    return;
+  }
   const int64_t n = numel();
   switch (dtype_) {
     case DType::f32: { float* p = data<float>(); for (int64_t i = 0; i < n; ++i) p[i] = value; break; }
@@ -233,6 +249,7 @@ void Tensor::fill(float value) {
 }
 
 std::vector<float> Tensor::to_vector() const {
+  if (device() != Device::cpu) return to(Device::cpu).to_vector();
   const int64_t n = numel();
   std::vector<float> out(static_cast<size_t>(n));
   switch (dtype_) {

@@ -78,9 +78,10 @@ class Tensor {
   void assign_view(const Tensor& src, const Shape& shape);
   Tensor slice0(int64_t begin, int64_t end) const; // view of rows [begin, end) along axis 0
   Tensor clone() const;                            // deep copy
-  void copy_from(const Tensor& src);               // same shape and dtype required
+  void copy_from(const Tensor& src);               // same shape and dtype; any devices (to the host: waits)
+  Tensor to(Device device) const;                  // *this if already there, else a copy
   void fill(float value);                          // f32 or bf16 or i32 (value cast)
-  std::vector<float> to_vector() const;            // any dtype → f32 values (for tests and I/O)
+  std::vector<float> to_vector() const;            // any dtype, any device → f32 values (tests, I/O)
   const std::shared_ptr<Storage>& storage() const { return storage_; }
 
  private:

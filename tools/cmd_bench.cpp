@@ -1,13 +1,16 @@
-// `pillars bench gemm|attention|step|gct|pruned-decode`: our figure next to the reference's, from the same run.
+// `pillars bench gemm|attention|softmax|step|gct|pruned-decode [--device cuda]`: our figure next to the reference's, from the same run.
 #include <omp.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 
 #include "tools/bench/bench_attention.h"
+#include "tools/bench/bench_cuda.h"
 #include "tools/bench/bench_ght.h"
 #include "tools/bench/bench_gemm.h"
 #include "tools/bench/bench_step.h"
+#include "engine/error.h"
 #include "tools/commands.h"
 
 namespace pillars::cli {
@@ -18,14 +21,23 @@ Command add_bench_command(CLI::App& app) {
     std::string what;
     int threads = 0;
     int repeats = 5;
+    std::string device = "cpu";
   };
   auto opt = std::make_shared<Options>();
-  bench->add_option("what", opt->what, "gemm | attention | step | gct | pruned-decode")
+  bench->add_option("what", opt->what, "gemm | attention | softmax | step | gct | pruned-decode")
       ->required()
-      ->check(CLI::IsMember({"gemm", "attention", "step", "gct", "pruned-decode"}));
+      ->check(CLI::IsMember({"gemm", "attention", "softmax", "step", "gct", "pruned-decode"}));
   bench->add_option("--threads", opt->threads, "threads for ours and the reference (default: all cores)")->check(CLI::NonNegativeNumber);
   bench->add_option("--repeats", opt->repeats, "timed repetitions (the median is reported)")->check(CLI::PositiveNumber);
+  bench->add_option("--device", opt->device, "cpu | cuda (attention and softmax: our CUDA kernels next to cuDNN and PyTorch)")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
   return {bench, [opt]() {
+            if (opt->device == "cuda") {
+              if (opt->what == "attention") return bench::bench_cuda_attention(std::max(opt->repeats, 10));
+              if (opt->what == "softmax") return bench::bench_cuda_softmax(std::max(opt->repeats, 10));
+              throw InputError("bench " + opt->what + " --device cuda: not available yet (attention and softmax are)");
+            }
+            if (opt->what == "softmax") throw InputError("bench softmax: only with --device cuda");
             const int threads = opt->threads > 0 ? opt->threads : omp_get_num_procs();
             if (opt->what == "gemm") return bench::bench_gemm(threads, opt->repeats);
             if (opt->what == "attention") return bench::bench_attention(threads, opt->repeats);

@@ -123,7 +123,7 @@ ValueId sum_if_both(Graph& g, ValueId a, ValueId b) {
   return add(g, a, b);
 }
 
-const OpDef kAttentionBackward{.name = "attention_backward", .infer = infer_backward, .cpu = cpu_backward};
+const OpDef kAttentionBackward{.name = "attention_backward", .infer = infer_backward, .cpu = cpu_backward, .cuda = PILLARS_CUDA_KERNEL(attention_backward), .cuda_workspace = PILLARS_CUDA_WORKSPACE(attention_backward)};
 
 std::vector<ValueId> vjp(Graph& g, const Node& n, const std::vector<ValueId>& dy, const std::vector<bool>& needs) {
   PILLARS_CHECK(dy[1] == kNoValue, "attention: gradients through the lse output are not supported");
@@ -184,7 +184,7 @@ Attrs attrs_of(const AttentionOptions& opt, int64_t H, int64_t D) {
 
 } // namespace
 
-const OpDef kAttention{.name = "attention", .infer = infer_forward, .cpu = cpu_forward, .vjp = vjp};
+const OpDef kAttention{.name = "attention", .infer = infer_forward, .cpu = cpu_forward, .cuda = PILLARS_CUDA_KERNEL(attention), .vjp = vjp};
 
 AttentionResult attention(Graph& g, ValueId q, ValueId k, ValueId v, const AttentionOptions& opt) {
   const Dims d = check_qkv(g, "attention", q, k, v, opt.key_lengths);

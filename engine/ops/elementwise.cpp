@@ -70,10 +70,10 @@ std::vector<ValueId> div_vjp(Graph& g, const Node& n, const std::vector<ValueId>
           needs[1] ? sum_to(g, neg(g, div(g, mul(g, gy, y), b)), g.shape(b)) : kNoValue};
 }
 
-const OpDef kAdd{.name = "add", .infer = infer_binary, .cpu = binary_cpu<cpu::BinaryKind::add>, .vjp = add_vjp, .inplace = true};
-const OpDef kSub{.name = "sub", .infer = infer_binary, .cpu = binary_cpu<cpu::BinaryKind::sub>, .vjp = sub_vjp, .inplace = true};
-const OpDef kMul{.name = "mul", .infer = infer_binary, .cpu = binary_cpu<cpu::BinaryKind::mul>, .vjp = mul_vjp, .inplace = true};
-const OpDef kDiv{.name = "div", .infer = infer_binary, .cpu = binary_cpu<cpu::BinaryKind::div>, .vjp = div_vjp, .inplace = true};
+const OpDef kAdd{.name = "add", .infer = infer_binary, .cpu = binary_cpu<cpu::BinaryKind::add>, .cuda = PILLARS_CUDA_KERNEL(add), .vjp = add_vjp, .inplace = true};
+const OpDef kSub{.name = "sub", .infer = infer_binary, .cpu = binary_cpu<cpu::BinaryKind::sub>, .cuda = PILLARS_CUDA_KERNEL(sub), .vjp = sub_vjp, .inplace = true};
+const OpDef kMul{.name = "mul", .infer = infer_binary, .cpu = binary_cpu<cpu::BinaryKind::mul>, .cuda = PILLARS_CUDA_KERNEL(mul), .vjp = mul_vjp, .inplace = true};
+const OpDef kDiv{.name = "div", .infer = infer_binary, .cpu = binary_cpu<cpu::BinaryKind::div>, .cuda = PILLARS_CUDA_KERNEL(div), .vjp = div_vjp, .inplace = true};
 
 // ---- unary --------------------------------------------------------------------------------------
 
@@ -114,14 +114,14 @@ std::vector<ValueId> gelu_vjp(Graph& g, const Node& n, const std::vector<ValueId
   return {gelu_backward(g, go[0], n.inputs[0])};
 }
 
-const OpDef kScale{.name = "scale", .infer = infer_unary, .cpu = unary_cpu<cpu::UnaryKind::scale>, .vjp = scale_vjp, .inplace = true};
-const OpDef kAddScalar{.name = "add_scalar", .infer = infer_unary, .cpu = unary_cpu<cpu::UnaryKind::add_scalar>, .vjp = add_scalar_vjp, .inplace = true};
-const OpDef kExp{.name = "exp", .infer = infer_unary, .cpu = unary_cpu<cpu::UnaryKind::exp>, .vjp = exp_vjp, .inplace = true};
-const OpDef kLog{.name = "log", .infer = infer_unary, .cpu = unary_cpu<cpu::UnaryKind::log>, .vjp = log_vjp, .inplace = true};
-const OpDef kSqrt{.name = "sqrt", .infer = infer_unary, .cpu = unary_cpu<cpu::UnaryKind::sqrt>, .vjp = sqrt_vjp, .inplace = true};
-const OpDef kTanh{.name = "tanh", .infer = infer_unary, .cpu = unary_cpu<cpu::UnaryKind::tanh>, .vjp = tanh_vjp, .inplace = true};
-const OpDef kRelu{.name = "relu", .infer = infer_unary, .cpu = unary_cpu<cpu::UnaryKind::relu>, .vjp = relu_vjp, .inplace = true};
-const OpDef kGelu{.name = "gelu", .infer = infer_unary, .cpu = unary_cpu<cpu::UnaryKind::gelu>, .vjp = gelu_vjp, .inplace = true};
+const OpDef kScale{.name = "scale", .infer = infer_unary, .cpu = unary_cpu<cpu::UnaryKind::scale>, .cuda = PILLARS_CUDA_KERNEL(scale), .vjp = scale_vjp, .inplace = true};
+const OpDef kAddScalar{.name = "add_scalar", .infer = infer_unary, .cpu = unary_cpu<cpu::UnaryKind::add_scalar>, .cuda = PILLARS_CUDA_KERNEL(add_scalar), .vjp = add_scalar_vjp, .inplace = true};
+const OpDef kExp{.name = "exp", .infer = infer_unary, .cpu = unary_cpu<cpu::UnaryKind::exp>, .cuda = PILLARS_CUDA_KERNEL(exp), .vjp = exp_vjp, .inplace = true};
+const OpDef kLog{.name = "log", .infer = infer_unary, .cpu = unary_cpu<cpu::UnaryKind::log>, .cuda = PILLARS_CUDA_KERNEL(log), .vjp = log_vjp, .inplace = true};
+const OpDef kSqrt{.name = "sqrt", .infer = infer_unary, .cpu = unary_cpu<cpu::UnaryKind::sqrt>, .cuda = PILLARS_CUDA_KERNEL(sqrt), .vjp = sqrt_vjp, .inplace = true};
+const OpDef kTanh{.name = "tanh", .infer = infer_unary, .cpu = unary_cpu<cpu::UnaryKind::tanh>, .cuda = PILLARS_CUDA_KERNEL(tanh), .vjp = tanh_vjp, .inplace = true};
+const OpDef kRelu{.name = "relu", .infer = infer_unary, .cpu = unary_cpu<cpu::UnaryKind::relu>, .cuda = PILLARS_CUDA_KERNEL(relu), .vjp = relu_vjp, .inplace = true};
+const OpDef kGelu{.name = "gelu", .infer = infer_unary, .cpu = unary_cpu<cpu::UnaryKind::gelu>, .cuda = PILLARS_CUDA_KERNEL(gelu), .vjp = gelu_vjp, .inplace = true};
 
 // ---- activation backward: (dy, x) → dx ------------------------------------------------------------
 
@@ -133,14 +133,14 @@ template <cpu::UnaryKind K> void activation_backward_cpu(const KernelContext& c)
   cpu::activation_backward(K, c.in[0].data<float>(), c.in[1].data<float>(), c.out[0].data<float>(), c.out[0].numel());
 }
 // Second derivatives are not needed by anything in Pillars; these ops have no vjp.
-const OpDef kReluBackward{.name = "relu_backward", .infer = infer_same_as_first, .cpu = activation_backward_cpu<cpu::UnaryKind::relu>, .inplace = true};
-const OpDef kGeluBackward{.name = "gelu_backward", .infer = infer_same_as_first, .cpu = activation_backward_cpu<cpu::UnaryKind::gelu>, .inplace = true};
+const OpDef kReluBackward{.name = "relu_backward", .infer = infer_same_as_first, .cpu = activation_backward_cpu<cpu::UnaryKind::relu>, .cuda = PILLARS_CUDA_KERNEL(relu_backward), .inplace = true};
+const OpDef kGeluBackward{.name = "gelu_backward", .infer = infer_same_as_first, .cpu = activation_backward_cpu<cpu::UnaryKind::gelu>, .cuda = PILLARS_CUDA_KERNEL(gelu_backward), .inplace = true};
 
 // ---- fill, sum_to, broadcast_to -----------------------------------------------------------------
 
 std::vector<OutputSpec> infer_fill(const Graph&, const Node& n) { return {{Shape(n.attrs.ints), DType::f32}}; }
 void fill_cpu(const KernelContext& c) { c.out[0].fill(c.node.attrs.value); }
-const OpDef kFill{.name = "fill", .infer = infer_fill, .cpu = fill_cpu};
+const OpDef kFill{.name = "fill", .infer = infer_fill, .cpu = fill_cpu, .cuda = PILLARS_CUDA_KERNEL(fill)};
 
 bool broadcastable_to(const Shape& from, const Shape& to) {
   if (from.size() > to.size()) return false;
@@ -163,7 +163,7 @@ void sum_to_cpu(const KernelContext& c) {
 std::vector<ValueId> sum_to_vjp(Graph& g, const Node& n, const std::vector<ValueId>& go, const std::vector<bool>&) {
   return {broadcast_to(g, go[0], g.shape(n.inputs[0]))};
 }
-const OpDef kSumTo{.name = "sum_to", .infer = infer_sum_to, .cpu = sum_to_cpu, .vjp = sum_to_vjp};
+const OpDef kSumTo{.name = "sum_to", .infer = infer_sum_to, .cpu = sum_to_cpu, .cuda = PILLARS_CUDA_KERNEL(sum_to), .vjp = sum_to_vjp};
 
 std::vector<OutputSpec> infer_broadcast_to(const Graph& g, const Node& n) {
   const Shape target(n.attrs.ints);
@@ -180,7 +180,7 @@ void broadcast_to_cpu(const KernelContext& c) {
 std::vector<ValueId> broadcast_to_vjp(Graph& g, const Node& n, const std::vector<ValueId>& go, const std::vector<bool>&) {
   return {sum_to(g, go[0], g.shape(n.inputs[0]))};
 }
-const OpDef kBroadcastTo{.name = "broadcast_to", .infer = infer_broadcast_to, .cpu = broadcast_to_cpu, .vjp = broadcast_to_vjp};
+const OpDef kBroadcastTo{.name = "broadcast_to", .infer = infer_broadcast_to, .cpu = broadcast_to_cpu, .cuda = PILLARS_CUDA_KERNEL(broadcast_to), .vjp = broadcast_to_vjp};
 
 Attrs with_shape(const Shape& s) {
   Attrs a;

@@ -95,7 +95,7 @@ std::vector<ValueId> matmul_vjp(Graph& g, const Node& n, const std::vector<Value
   return {dA, dB};
 }
 
-const OpDef kMatmul{.name = "matmul", .infer = infer_matmul, .cpu = matmul_cpu, .vjp = matmul_vjp};
+const OpDef kMatmul{.name = "matmul", .infer = infer_matmul, .cpu = matmul_cpu, .cuda = PILLARS_CUDA_KERNEL(matmul), .vjp = matmul_vjp};
 
 ValueId matmul_scaled(Graph& g, ValueId a, ValueId b, bool ta, bool tb, float alpha) {
   Attrs at;

@@ -57,7 +57,7 @@ std::vector<ValueId> vjp_dropout(Graph& g, const Node& n, const std::vector<Valu
   return {dropout(g, dy[0], n.attrs.p, n.attrs.seed, n.attrs.rng_offset)};
 }
 
-const OpDef kDropout{.name = "dropout", .infer = infer_dropout, .cpu = cpu_dropout, .vjp = vjp_dropout};
+const OpDef kDropout{.name = "dropout", .infer = infer_dropout, .cpu = cpu_dropout, .cuda = PILLARS_CUDA_KERNEL(dropout), .vjp = vjp_dropout};
 
 // ---- masked_fill -------------------------------------------------------------------------------
 
@@ -108,7 +108,7 @@ std::vector<ValueId> vjp_masked_fill(Graph& g, const Node& n, const std::vector<
   return {masked_fill(g, dy[0], n.inputs[1], 0.0f), kNoValue};
 }
 
-const OpDef kMaskedFill{.name = "masked_fill", .infer = infer_masked_fill, .cpu = cpu_masked_fill, .vjp = vjp_masked_fill};
+const OpDef kMaskedFill{.name = "masked_fill", .infer = infer_masked_fill, .cpu = cpu_masked_fill, .cuda = PILLARS_CUDA_KERNEL(masked_fill), .vjp = vjp_masked_fill};
 
 } // namespace
 

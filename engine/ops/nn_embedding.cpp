@@ -47,7 +47,7 @@ void cpu_backward(const KernelContext& c) {
                           dtable.dim(0), dtable.dim(1));
 }
 
-const OpDef kEmbeddingBackward{.name = "embedding_backward", .infer = infer_backward, .cpu = cpu_backward};
+const OpDef kEmbeddingBackward{.name = "embedding_backward", .infer = infer_backward, .cpu = cpu_backward, .cuda = PILLARS_CUDA_KERNEL(embedding_backward)};
 
 std::vector<ValueId> vjp(Graph& g, const Node& n, const std::vector<ValueId>& dy, const std::vector<bool>& needs) {
   if (!needs[0] || dy[0] == kNoValue) return {kNoValue, kNoValue};
@@ -56,7 +56,7 @@ std::vector<ValueId> vjp(Graph& g, const Node& n, const std::vector<ValueId>& dy
   return {g.add1(kEmbeddingBackward, {dy[0], n.inputs[1]}, a), kNoValue};
 }
 
-const OpDef kEmbedding{.name = "embedding", .infer = infer_forward, .cpu = cpu_forward, .vjp = vjp};
+const OpDef kEmbedding{.name = "embedding", .infer = infer_forward, .cpu = cpu_forward, .cuda = PILLARS_CUDA_KERNEL(embedding), .vjp = vjp};
 
 } // namespace
 

@@ -64,7 +64,7 @@ void cpu_backward(const KernelContext& c) {
                            param_grads ? c.out[2].data<float>() : nullptr, x.numel() / D, D);
 }
 
-const OpDef kLayerNormBackward{.name = "layer_norm_backward", .infer = infer_backward, .cpu = cpu_backward};
+const OpDef kLayerNormBackward{.name = "layer_norm_backward", .infer = infer_backward, .cpu = cpu_backward, .cuda = PILLARS_CUDA_KERNEL(layer_norm_backward), .cuda_workspace = PILLARS_CUDA_WORKSPACE(layer_norm_backward)};
 
 std::vector<ValueId> vjp(Graph& g, const Node& n, const std::vector<ValueId>& dy, const std::vector<bool>& needs) {
   PILLARS_CHECK(dy[1] == kNoValue && dy[2] == kNoValue,
@@ -87,7 +87,7 @@ std::vector<ValueId> vjp(Graph& g, const Node& n, const std::vector<ValueId>& dy
   return grads;
 }
 
-const OpDef kLayerNorm{.name = "layer_norm", .infer = infer_forward, .cpu = cpu_forward, .vjp = vjp};
+const OpDef kLayerNorm{.name = "layer_norm", .infer = infer_forward, .cpu = cpu_forward, .cuda = PILLARS_CUDA_KERNEL(layer_norm), .vjp = vjp};
 
 } // namespace
 

@@ -70,7 +70,7 @@ void cpu_backward(const KernelContext& c) {
 
 // In place: each row's logits are read before the same positions of dlogits are written, so the
 // (N, V) gradient can take over the logits' buffer — the largest of a training step.
-const OpDef kCrossEntropyBackward{.name = "cross_entropy_backward", .infer = infer_backward, .cpu = cpu_backward, .inplace = true};
+const OpDef kCrossEntropyBackward{.name = "cross_entropy_backward", .infer = infer_backward, .cpu = cpu_backward, .cuda = PILLARS_CUDA_KERNEL(cross_entropy_backward), .cuda_workspace = PILLARS_CUDA_WORKSPACE(cross_entropy_backward), .inplace = true};
 
 std::vector<ValueId> vjp(Graph& g, const Node& n, const std::vector<ValueId>& dy, const std::vector<bool>& needs) {
   PILLARS_CHECK(dy[1] == kNoValue, "cross_entropy: gradients through the lse output are not supported");
@@ -79,7 +79,7 @@ std::vector<ValueId> vjp(Graph& g, const Node& n, const std::vector<ValueId>& dy
 }
 
 const OpDef kCrossEntropy{
-    .name = "cross_entropy", .infer = infer_forward, .cpu = cpu_forward, .vjp = vjp, .workspace = workspace_forward};
+    .name = "cross_entropy", .infer = infer_forward, .cpu = cpu_forward, .cuda = PILLARS_CUDA_KERNEL(cross_entropy), .vjp = vjp, .workspace = workspace_forward, .cuda_workspace = PILLARS_CUDA_WORKSPACE(cross_entropy)};
 
 } // namespace
 

@@ -42,8 +42,8 @@ template <bool Log> void cpu_backward(const KernelContext& c) {
   cpu::softmax_backward(v, c.in[0].data<float>(), c.in[1].data<float>(), c.out[0].data<float>(), Log);
 }
 
-const OpDef kSoftmaxBackward{.name = "softmax_backward", .infer = infer_same_shape, .cpu = cpu_backward<false>};
-const OpDef kLogSoftmaxBackward{.name = "log_softmax_backward", .infer = infer_same_shape, .cpu = cpu_backward<true>};
+const OpDef kSoftmaxBackward{.name = "softmax_backward", .infer = infer_same_shape, .cpu = cpu_backward<false>, .cuda = PILLARS_CUDA_KERNEL(softmax_backward)};
+const OpDef kLogSoftmaxBackward{.name = "log_softmax_backward", .infer = infer_same_shape, .cpu = cpu_backward<true>, .cuda = PILLARS_CUDA_KERNEL(log_softmax_backward)};
 
 template <bool Log>
 std::vector<ValueId> vjp(Graph& g, const Node& n, const std::vector<ValueId>& dy, const std::vector<bool>& needs) {
@@ -51,8 +51,8 @@ std::vector<ValueId> vjp(Graph& g, const Node& n, const std::vector<ValueId>& dy
   return {g.add1(Log ? kLogSoftmaxBackward : kSoftmaxBackward, {n.outputs[0], dy[0]}, n.attrs)};
 }
 
-const OpDef kSoftmax{.name = "softmax", .infer = infer_same_shape, .cpu = cpu_forward<false>, .vjp = vjp<false>};
-const OpDef kLogSoftmax{.name = "log_softmax", .infer = infer_same_shape, .cpu = cpu_forward<true>, .vjp = vjp<true>};
+const OpDef kSoftmax{.name = "softmax", .infer = infer_same_shape, .cpu = cpu_forward<false>, .cuda = PILLARS_CUDA_KERNEL(softmax), .vjp = vjp<false>};
+const OpDef kLogSoftmax{.name = "log_softmax", .infer = infer_same_shape, .cpu = cpu_forward<true>, .cuda = PILLARS_CUDA_KERNEL(log_softmax), .vjp = vjp<true>};
 ValueId add_softmax(Graph& g, const OpDef& op, ValueId x, int64_t axis) {
   Attrs a;
   a.axis = detail::normalize_axis(op.name, axis, g.shape(x).size()); // stored non-negative: prints plainly

@@ -99,15 +99,15 @@ void max_backward_cpu(const KernelContext& c) {
       }
     }
 }
-const OpDef kMaxBackward{.name = "max_backward", .infer = infer_max_backward, .cpu = max_backward_cpu};
+const OpDef kMaxBackward{.name = "max_backward", .infer = infer_max_backward, .cpu = max_backward_cpu, .cuda = PILLARS_CUDA_KERNEL(max_backward)};
 std::vector<ValueId> max_vjp(Graph& g, const Node& n, const std::vector<ValueId>& go, const std::vector<bool>&) {
   Attrs a = n.attrs;
   return {g.add1(kMaxBackward, {n.inputs[0], n.outputs[0], go[0]}, a)};
 }
 
-const OpDef kSum{.name = "sum", .infer = infer_reduce, .cpu = sum_cpu, .vjp = sum_vjp};
-const OpDef kMean{.name = "mean", .infer = infer_reduce, .cpu = mean_cpu, .vjp = mean_vjp};
-const OpDef kMax{.name = "max", .infer = infer_reduce, .cpu = max_cpu, .vjp = max_vjp};
+const OpDef kSum{.name = "sum", .infer = infer_reduce, .cpu = sum_cpu, .cuda = PILLARS_CUDA_KERNEL(sum), .vjp = sum_vjp};
+const OpDef kMean{.name = "mean", .infer = infer_reduce, .cpu = mean_cpu, .cuda = PILLARS_CUDA_KERNEL(mean), .vjp = mean_vjp};
+const OpDef kMax{.name = "max", .infer = infer_reduce, .cpu = max_cpu, .cuda = PILLARS_CUDA_KERNEL(max), .vjp = max_vjp};
 
 ValueId reduce(const OpDef& op, Graph& g, ValueId x, int64_t axis, bool keepdim) {
   Attrs a;

@@ -88,7 +88,7 @@ std::vector<ValueId> permute_vjp(Graph& g, const Node& n, const std::vector<Valu
   for (size_t i = 0; i < inverse.size(); ++i) inverse[static_cast<size_t>(n.attrs.ints[i])] = static_cast<int64_t>(i);
   return {permute(g, go[0], inverse)};
 }
-const OpDef kPermute{.name = "permute", .infer = infer_permute, .cpu = permute_cpu, .vjp = permute_vjp};
+const OpDef kPermute{.name = "permute", .infer = infer_permute, .cpu = permute_cpu, .cuda = PILLARS_CUDA_KERNEL(permute), .vjp = permute_vjp};
 
 // ---- slice / pad_slice / concat: all copy blocks of (outer, extent·inner) ----------------------
 
@@ -140,8 +140,8 @@ std::vector<ValueId> pad_slice_vjp(Graph& g, const Node& n, const std::vector<Va
   const int64_t axis = n.attrs.ints[0], begin = n.attrs.ints[1];
   return {slice(g, go[0], axis, begin, begin + g.shape(n.inputs[0])[static_cast<size_t>(axis)])};
 }
-const OpDef kSlice{.name = "slice", .infer = infer_slice, .cpu = slice_cpu, .vjp = slice_vjp};
-const OpDef kPadSlice{.name = "pad_slice", .infer = infer_pad_slice, .cpu = pad_slice_cpu, .vjp = pad_slice_vjp};
+const OpDef kSlice{.name = "slice", .infer = infer_slice, .cpu = slice_cpu, .cuda = PILLARS_CUDA_KERNEL(slice), .vjp = slice_vjp};
+const OpDef kPadSlice{.name = "pad_slice", .infer = infer_pad_slice, .cpu = pad_slice_cpu, .cuda = PILLARS_CUDA_KERNEL(pad_slice), .vjp = pad_slice_vjp};
 
 std::vector<OutputSpec> infer_concat(const Graph& g, const Node& n) {
   PILLARS_CHECK(!n.inputs.empty(), "concat: no inputs");
@@ -179,7 +179,7 @@ std::vector<ValueId> concat_vjp(Graph& g, const Node& n, const std::vector<Value
   }
   return out;
 }
-const OpDef kConcat{.name = "concat", .infer = infer_concat, .cpu = concat_cpu, .vjp = concat_vjp};
+const OpDef kConcat{.name = "concat", .infer = infer_concat, .cpu = concat_cpu, .cuda = PILLARS_CUDA_KERNEL(concat), .vjp = concat_vjp};
 
 } // namespace
 

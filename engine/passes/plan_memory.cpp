@@ -69,7 +69,7 @@ class Arena {
 
 } // namespace
 
-MemoryPlan plan_memory(const Graph& g) {
+MemoryPlan plan_memory(const Graph& g, Device device) {
   const size_t nv = static_cast<size_t>(g.num_values());
   const int nn = static_cast<int>(g.nodes().size());
   MemoryPlan plan;
@@ -130,7 +130,8 @@ MemoryPlan plan_memory(const Graph& g) {
         }
         plan.offset[v] = static_cast<int64_t>(arena.allocate(bytes_of(v)));
       }
-      if (n.op->workspace) plan.workspace_bytes = std::max(plan.workspace_bytes, align_up(n.op->workspace(g, n)));
+      const auto scratch = device == Device::cuda ? n.op->cuda_workspace : n.op->workspace;
+      if (scratch) plan.workspace_bytes = std::max(plan.workspace_bytes, align_up(scratch(g, n)));
     }
     for (size_t v : dies_at[static_cast<size_t>(i)]) {
       if (plan.offset[v] == MemoryPlan::kExternal || handed_over[v]) continue;

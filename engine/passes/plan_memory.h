@@ -21,6 +21,7 @@ struct MemoryPlan {
   size_t workspace_bytes = 0;     // largest per-node scratch (one buffer, nodes run one at a time)
 };
 
-MemoryPlan plan_memory(const Graph& g);
+// `device` picks whose scratch sizes count (OpDef::workspace or OpDef::cuda_workspace).
+MemoryPlan plan_memory(const Graph& g, Device device = Device::cpu);
 
 } // namespace pillars

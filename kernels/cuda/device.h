@@ -1,10 +1,16 @@
-// The CUDA backend's foundation: device discovery, checked calls, device memory.
+// The CUDA backend as seen from plain C++: device discovery, memory, copies, synchronisation,
+// precision and CUDA graphs. No CUDA types appear here, so any file may include it.
 //
-// Everything here also exists in a CPU-only build (engine/device.cpp gives the no-CUDA answers),
-// so callers never need #ifdefs: they ask cuda_device_count() and skip GPU work when it is 0,
-// printing cuda_unavailable_reason().
+// Everything here also exists in a CPU-only build (engine/device_nocuda.cpp gives the no-CUDA
+// answers), so callers never need #ifdefs: they ask cuda_device_count() and skip GPU work when it
+// is 0, printing cuda_unavailable_reason().
+//
+// Ordering: every copy and kernel goes to the backend's one stream (kernels/cuda/runtime.h), in
+// issue order. Copies to the host wait for the stream, so a value read back is always final.
 #pragma once
 #include <cstddef>
+#include <cstdint>
+#include <functional>
 #include <string>
 
 namespace pillars {
@@ -13,13 +19,32 @@ int cuda_device_count();                 // 0 when built without CUDA or no GPU/
 std::string cuda_unavailable_reason();   // why cuda_device_count() is 0 ("" when it is not)
 std::string cuda_device_name(int device); // e.g. "NVIDIA H100 80GB HBM3"
 
+// Device memory from the caching allocator (kernels/cuda/runtime.h): freed blocks are reused.
 void* cuda_malloc_or_throw(size_t bytes);
 void cuda_free(void* p);
-void cuda_copy_to_device(void* dst, const void* src, size_t bytes);
-void cuda_copy_to_host(void* dst, const void* src, size_t bytes);
+std::string cuda_memory_summary(); // "in use 1.2 GB, cached 0.3 GB, peak 2.0 GB, 14 cudaMalloc calls"
 
-// y = a·x + y on the device (n floats): the smallest real kernel, used to prove the toolchain and
-// the backend's plumbing end to end until the CUDA issue brings the real kernels.
+void cuda_copy_to_device(void* dst, const void* src, size_t bytes); // returns once src may be reused
+void cuda_copy_to_host(void* dst, const void* src, size_t bytes);   // waits for the stream
+void cuda_copy_on_device(void* dst, const void* src, size_t bytes); // queued
+void cuda_zero(void* dst, size_t bytes);                            // queued
+void cuda_synchronize(); // waits for the stream; throws if a kernel failed
+
+// "fp32" (every product in fp32: the exactness mode) or "bf16" (tensor cores, fp32 accumulation).
+void cuda_set_precision(const std::string& name);
+std::string cuda_precision();
+
+// CUDA graphs: record everything queued between begin and end once, then replay it with one launch.
+void cuda_graph_begin_capture();
+void* cuda_graph_end_capture(); // an executable graph
+void cuda_graph_launch(void* graph);
+void cuda_graph_destroy(void* graph);
+
+// Median milliseconds of `repeats` runs of f, timed with CUDA events on the backend's stream,
+// after `warmup` untimed runs (library handles, caches and clocks settle first).
+double cuda_median_ms(int repeats, const std::function<void()>& f, int warmup = 3);
+
+// y = a·x + y on the device (n floats): the smallest kernel, proving the toolchain end to end.
 void cuda_saxpy(float a, const float* x, float* y, long n);
 
 } // namespace pillars

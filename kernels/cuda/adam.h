@@ -1,0 +1,32 @@
+// The optimisers' elementwise loops on the GPU: the same updates as kernels/cpu/adam.h (read the
+// rules there), on device pointers, with the same coefficient structs.
+//
+// Each update performs exactly the CPU kernel's fp32 operations in the same order, each rounded
+// once (no fused multiply-adds), so the GPU and the CPU agree bit for bit on the same inputs
+// (tests/test_cuda_optim.cpp holds them to 1e-6 relative and reports the bitwise matches).
+//
+// adam_update, sgd_update and scale are asynchronous on cuda::stream(). sum_of_squares returns to
+// the host, so it waits for the stream; its summation order depends on n alone (fixed blocks, a
+// fixed-order tree, fp64 throughout), so it is reproducible bit for bit. It uses a static device
+// buffer: call it from one host thread at a time, and not while capturing a CUDA graph.
+// Plain C++: callable from host code compiled without nvcc.
+#pragma once
+#include <cstdint>
+
+#include "kernels/cpu/adam.h"
+
+namespace pillars::cuda {
+
+// One Adam/AdamW update of n elements in place. `v_max` is the AMSGrad running maximum, or null.
+void adam_update(int64_t n, float* p, const float* g, float* m, float* v, float* v_max, const cpu::AdamCoeffs& c);
+
+// One SGD update of n elements in place. `buf` is the momentum buffer (null when μ = 0).
+void sgd_update(int64_t n, float* p, const float* g, float* buf, const cpu::SgdCoeffs& c);
+
+// Σ xᵢ², accumulated in double (each square is exact in double).
+double sum_of_squares(int64_t n, const float* x);
+
+// x ← s·x
+void scale(int64_t n, float* x, float s);
+
+} // namespace pillars::cuda

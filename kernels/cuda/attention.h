@@ -1,0 +1,51 @@
+// Flash attention on the GPU: the plain-pointer API under the attention op (ops.h) and the
+// benchmark (`pillars bench attention --device cuda`). Same function as kernels/cpu/attention.h:
+//
+//   Q (B, Tq, H, D), K and V (B, Tk, H, D), O (B, Tq, H, D), lse (B, H, Tq) — row-major, contiguous
+//   S = scale · Q Kᵀ (+ masks),  P = softmax(S) (a fully masked row gives P = 0, lse = −inf),
+//   O = dropout(P) V,  lse_i = log Σ_j exp(S_ij)
+// Masks: key j is hidden from query i when j ≥ key_lengths[b], or, if causal, when
+// j > i + Tk − Tq (diagonal aligned to the bottom-right corner). Dropout: element (b, h, i, j) of
+// P is kept when philox_uniform(seed, rng_offset, ((b·H + h)·Tq + i)·Tk + j) ≥ p (kernels/philox.h),
+// the stream the CPU kernels use, so CPU and GPU draw the same masks.
+//
+// Two precisions (cuda::Precision): fp32 computes every product in fp32 on the CUDA cores (the
+// exactness mode); bf16 rounds Q, K, V, P (and dO, dS in the backward) to bf16 for the tensor
+// cores and accumulates in fp32. Either precision reads and writes the element type T of the
+// pointers (float or __nv_bfloat16); lse is always float.
+#pragma once
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/cuda/runtime.h"
+
+namespace pillars::cuda {
+
+struct AttentionArgs {
+  int64_t B = 0, H = 0, Tq = 0, Tk = 0, D = 0; // D ∈ {32, 64, 128} on the tensor-core path
+  float scale = 1.0f;
+  bool causal = false;
+  const int32_t* key_lengths = nullptr; // device (B) or nullptr
+  float dropout_p = 0.0f;
+  // The dropout stream's seed is seed + *run_seed: run_seed points at device memory (the
+  // executor's per-step seed, so that a captured CUDA graph draws fresh masks); nullptr means 0.
+  uint64_t seed = 0, rng_offset = 0;
+  const uint64_t* run_seed = nullptr;
+  Precision precision = Precision::bf16;
+};
+
+// probs (B, H, Tq, Tk), nullable: the probabilities before dropout (GHT's feature map A).
+template <class T>
+void attention_forward(const AttentionArgs& a, const T* Q, const T* K, const T* V, T* O, float* lse, float* probs);
+
+// dQ, dK, dV are overwritten. `workspace` holds attention_backward_workspace(a) bytes (δ, fp32
+// accumulators): callers allocate it once.
+template <class T>
+void attention_backward(const AttentionArgs& a, const T* Q, const T* K, const T* V, const T* O, const float* lse,
+                        const T* dO, T* dQ, T* dK, T* dV, void* workspace);
+size_t attention_backward_workspace(const AttentionArgs& a);
+
+} // namespace pillars::cuda

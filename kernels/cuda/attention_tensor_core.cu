@@ -1,0 +1,682 @@
+// Fused attention on the tensor cores (Precision::bf16, D ∈ {32, 64, 128}): FlashAttention-2's
+// forward and backward (Dao 2023) written with the warp-level instruction
+//     mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32     C (16×8, fp32) += A (16×16) · B (16×8)
+// which runs on sm_80 and sm_90. Dispatch, the fp32 path and the δ kernel are in attention.cu.
+//
+// SHAPES (as in attention.cu): Q, O, dO, dQ (B, Tq, H, D); K, V, dK, dV (B, Tk, H, D); lse, δ, lse2
+// (B, H, Tq) floats. T is float or bf16: a float input is rounded to bf16 when it is staged into
+// shared memory, a bf16 input is copied (cp.async); outputs are written as T from fp32 registers.
+//
+// FRAGMENTS. In a warp, lane = 4g + t (g = lane / 4, t = lane % 4). The m16n8k16 operands are
+//   A (16 × 16, row-major): a0 = A[g][2t, 2t+1], a1 = A[g+8][2t, 2t+1], a2 = A[g][2t+8, 2t+9], a3 = A[g+8][2t+8, 2t+9]
+//   B (16 × 8, "col"):     b0 = B[2t, 2t+1][g], b1 = B[2t+8, 2t+9][g]
+//   C (16 × 8, fp32):      c0, c1 = C[g][2t, 2t+1], c2, c3 = C[g+8][2t, 2t+1]
+// ldmatrix.x4 loads four 8 × 8 bf16 matrices from shared memory in exactly these layouts: A and
+// "Bᵀ stored row-major" (K for S = Q Kᵀ) without transposing, "B stored row-major" (V for P V)
+// with .trans. And the C fragments of two adjacent 16 × 8 products are, element for element, the
+// A fragment of a 16 × 16 operand: P (or dS) never leaves the registers between its two products.
+// Shared-memory tiles hold rows of D bf16 padded by 8 elements (16 bytes), so the 8 row addresses
+// of an ldmatrix fall on 8 different bank groups.
+//
+// FORWARD. One block of 8 warps per (b, h, 128 queries); warp w owns query rows 16w..16w+15 and
+// keeps their Q fragments in registers. Key/value tiles of 64 rows are double-buffered: while the
+// warps compute tile n, cp.async fetches tile n + 1. Per tile and warp:
+//   S = Q Kᵀ                        (16 × 64, fp32 accumulators: 32 per thread)
+//   mask (only on tiles that cross the causal diagonal, the key length or Tk)
+//   online softmax in base 2 with the scale folded into one FMA: m′ = max(m, c·max_j S_ij),
+//   c = scale·log2 e, P = 2^(c·S − m′), l′ = 2^(m − m′)·l + Σ_j P, Õ ← 2^(m − m′)·Õ
+//   dropout: P ∘ Z (Philox, in registers; l keeps the un-dropped sum)
+//   Õ += bf16(P) V                  (P straight from the S accumulators)
+// Finally O = Õ / l and lse = ln 2 · (m + log2 l). Row statistics are per thread (each thread
+// holds 2 rows × 16 columns of S; the 4 threads of a row combine with 2 shuffles). A warp whose
+// rows see no key of a tile (the causal diagonal) skips it. Query blocks run longest first.
+//
+// BACKWARD. δ = rowsum(dO ∘ O) and lse2 = lse·log2 e come from attention.cu's δ kernel. Then two
+// kernels, so that every gradient element has one writer and a fixed summation order (the result is
+// deterministic, and no fp32 atomics or zero-filled accumulators are needed; the price is that S
+// and dP are computed twice, 7 tile products per (query, key) tile pair instead of 5):
+//   dK, dV: one block per (b, h, 128 keys), warp w owning keys 16w..16w+15, looping over the
+//           query tiles that see them (Q, dO double-buffered). The tiles are transposed — keys ×
+//           queries — so that the products whose results leave through dK and dV take their A
+//           operand from registers:
+//             Sᵀ = K Qᵀ,  dPᵀ = V dOᵀ,  Pᵀ = 2^(c·Sᵀ − lse2),  dSᵀ = Pᵀ ∘ (dPᵀ∘Z − δ)
+//             dV += bf16(Pᵀ∘Z) dO,  dK += bf16(dSᵀ) Q        (dK scaled by s at the end)
+//   dQ:     one block per (b, h, 128 queries), warp w owning 16 query rows, looping over visible key
+//           tiles (K, V double-buffered): S = Q Kᵀ, dP = dO Vᵀ, dS = P ∘ (dP∘Z − δ),
+//           dQ += bf16(dS) K (scaled by s at the end).
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <cstring>
+#include <limits>
+
+#include "kernels/cuda/attention_internal.h"
+
+namespace pillars::cuda::attention_detail {
+namespace {
+
+using bf16 = __nv_bfloat16;
+
+constexpr int kWarps = 8;
+constexpr int kThreadsTC = 32 * kWarps;
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+// ---- PTX ---------------------------------------------------------------------------------------------
+
+__device__ __forceinline__ uint32_t smem_u32(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+// Four 8 × 8 bf16 matrices; lanes 8m..8m+7 give the row addresses of matrix m, register m receives it.
+__device__ __forceinline__ void ldsm_x4(uint32_t addr, uint32_t (&r)[4]) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+__device__ __forceinline__ void ldsm_x4_trans(uint32_t addr, uint32_t (&r)[4]) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+
+// c (16 × 8, fp32) += a (16 × 16, bf16) · b (16 × 8, bf16)
+__device__ __forceinline__ void mma_16816(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// 16 bytes global → shared without passing through registers (completes at cp_async_wait_all).
+__device__ __forceinline__ void cp_async_16(uint32_t dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
+
+// 2^x in one MUFU instruction (inputs are ≤ 0 up to rounding; −∞ gives 0).
+__device__ __forceinline__ float fast_exp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+
+// Two floats as a bf16 pair, `lo` in the low half (the lower column index of a fragment).
+__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
+  const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+  uint32_t u;
+  memcpy(&u, &v, sizeof u);
+  return u;
+}
+
+__device__ __forceinline__ void store_pair(float* dst, float a, float b) {
+  *reinterpret_cast<float2*>(dst) = make_float2(a, b);
+}
+__device__ __forceinline__ void store_pair(bf16* dst, float a, float b) {
+  *reinterpret_cast<__nv_bfloat162*>(dst) = __floats2bfloat162_rn(a, b);
+}
+
+// ---- shared-memory tiles ----------------------------------------------------------------------------
+
+// A tile row: D bf16 plus 8 of padding (16 bytes), so that consecutive rows start on different
+// 16-byte bank groups and ldmatrix's 8 row reads never collide.
+template <int D>
+struct Row {
+  static constexpr int LD = D + 8;       // elements
+  static constexpr int kBytes = LD * 2;  // bytes
+};
+
+// tile (R rows) ← rows [row0, row0 + R) of the head starting at X + base (rows `stride` apart);
+// rows ≥ T are zero. bf16: 16-byte cp.async copies; float: loaded, rounded, stored.
+template <int D, int R>
+__device__ void stage_rows(bf16* tile, const bf16* X, int64_t base, int64_t stride, int row0, int T) {
+  constexpr int kPerRow = D / 8; // 16-byte chunks per row
+  for (int c = threadIdx.x; c < R * kPerRow; c += kThreadsTC) {
+    const int r = c / kPerRow, k = c % kPerRow;
+    bf16* dst = tile + r * Row<D>::LD + 8 * k;
+    if (row0 + r < T)
+      cp_async_16(smem_u32(dst), X + base + (row0 + r) * stride + 8 * k);
+    else
+      *reinterpret_cast<uint4*>(dst) = make_uint4(0, 0, 0, 0);
+  }
+}
+template <int D, int R>
+__device__ void stage_rows(bf16* tile, const float* X, int64_t base, int64_t stride, int row0, int T) {
+  constexpr int kPerRow = D / 8;
+  for (int c = threadIdx.x; c < R * kPerRow; c += kThreadsTC) {
+    const int r = c / kPerRow, k = c % kPerRow;
+    uint4 packed = make_uint4(0, 0, 0, 0);
+    if (row0 + r < T) {
+      const float4* src = reinterpret_cast<const float4*>(X + base + (row0 + r) * stride + 8 * k);
+      const float4 x = src[0], y = src[1];
+      packed = make_uint4(pack_bf16(x.x, x.y), pack_bf16(x.z, x.w), pack_bf16(y.x, y.y), pack_bf16(y.z, y.w));
+    }
+    *reinterpret_cast<uint4*>(tile + r * Row<D>::LD + 8 * k) = packed;
+  }
+}
+
+// ---- warp-level products ------------------------------------------------------------------------------
+
+// This lane's ldmatrix address offset (bytes) inside a tile with rows of RB bytes:
+//   offset_a:  matrices (rows 0-7, cols 0-7), (rows 8-15, cols 0-7), (rows 0-7, cols 8-15), (rows 8-15,
+//              cols 8-15) — an A fragment, or with .trans the B fragments of two n-tiles from a
+//              row-major (k × n) tile;
+//   offset_bt: matrices (rows 0-7, cols 0-7), (rows 0-7, cols 8-15), (rows 8-15, cols 0-7), (rows 8-15,
+//              cols 8-15) — the B fragments of two n-tiles from an (n × k) tile (B transposed).
+template <int RB>
+__device__ __forceinline__ uint32_t offset_a(int lane) {
+  const int m = lane / 8;
+  return ((m & 1) * 8 + lane % 8) * RB + (m >> 1) * 16;
+}
+template <int RB>
+__device__ __forceinline__ uint32_t offset_bt(int lane) {
+  const int m = lane / 8;
+  return ((m >> 1) * 8 + lane % 8) * RB + (m & 1) * 16;
+}
+
+// The A fragments of a (16 × 16·KS) tile at `a` (this lane's address, offset_a).
+template <int KS>
+__device__ __forceinline__ void load_a(uint32_t (&frag)[KS][4], uint32_t a) {
+#pragma unroll
+  for (int ks = 0; ks < KS; ++ks) ldsm_x4(a + 32 * ks, frag[ks]);
+}
+
+// acc (16 × 8·NT) += A (16 × 16·KS) · Bᵀ, with A's fragments in registers and B (8·NT rows of
+// 16·KS) in shared memory at `b` (this lane's address, offset_bt).
+template <int NT, int KS, int RB>
+__device__ __forceinline__ void mma_abt(float (&acc)[NT][4], const uint32_t (&a)[KS][4], uint32_t b) {
+#pragma unroll
+  for (int ks = 0; ks < KS; ++ks)
+#pragma unroll
+    for (int np = 0; np < NT / 2; ++np) {
+      uint32_t f[4];
+      ldsm_x4(b + np * 16 * RB + 32 * ks, f);
+      mma_16816(acc[2 * np], a[ks], f[0], f[1]);
+      mma_16816(acc[2 * np + 1], a[ks], f[2], f[3]);
+    }
+}
+
+// The same with A (16 rows of 16·KS) also in shared memory, at `a` (offset_a).
+template <int NT, int KS, int RB>
+__device__ __forceinline__ void mma_abt_smem(float (&acc)[NT][4], uint32_t a, uint32_t b) {
+#pragma unroll
+  for (int ks = 0; ks < KS; ++ks) {
+    uint32_t af[4];
+    ldsm_x4(a + 32 * ks, af);
+#pragma unroll
+    for (int np = 0; np < NT / 2; ++np) {
+      uint32_t f[4];
+      ldsm_x4(b + np * 16 * RB + 32 * ks, f);
+      mma_16816(acc[2 * np], af, f[0], f[1]);
+      mma_16816(acc[2 * np + 1], af, f[2], f[3]);
+    }
+  }
+}
+
+// acc (16 × 8·NT) += A (16 × 16·KS) · B, A's fragments in registers, B (16·KS rows of 8·NT) row-major
+// in shared memory at `b` (offset_a), read with ldmatrix.trans.
+template <int NT, int KS, int RB>
+__device__ __forceinline__ void mma_ab(float (&acc)[NT][4], const uint32_t (&a)[KS][4], uint32_t b) {
+#pragma unroll
+  for (int ks = 0; ks < KS; ++ks)
+#pragma unroll
+    for (int np = 0; np < NT / 2; ++np) {
+      uint32_t f[4];
+      ldsm_x4_trans(b + ks * 16 * RB + 32 * np, f);
+      mma_16816(acc[2 * np], a[ks], f[0], f[1]);
+      mma_16816(acc[2 * np + 1], a[ks], f[2], f[3]);
+    }
+}
+
+// The accumulators of a (16 × 16·KS) product as the bf16 A operand of the next one (k = its columns).
+template <int KS>
+__device__ __forceinline__ void to_a(const float (&c)[2 * KS][4], uint32_t (&a)[KS][4]) {
+#pragma unroll
+  for (int ks = 0; ks < KS; ++ks) {
+    a[ks][0] = pack_bf16(c[2 * ks][0], c[2 * ks][1]);
+    a[ks][1] = pack_bf16(c[2 * ks][2], c[2 * ks][3]);
+    a[ks][2] = pack_bf16(c[2 * ks + 1][0], c[2 * ks + 1][1]);
+    a[ks][3] = pack_bf16(c[2 * ks + 1][2], c[2 * ks + 1][3]);
+  }
+}
+
+// ---- the rows of a warp --------------------------------------------------------------------------------
+
+// What a warp owning query rows [w0, w0 + 16) needs about them; this thread holds rows w0 + g and
+// w0 + g + 8 (fragment rows g and g + 8).
+struct WarpRows {
+  int row[2];  // this thread's rows
+  int vis[2];  // keys they see: [0, vis)
+  int keys;    // the warp's rows see no key ≥ keys (so tiles from there on are skipped)
+  int full;    // every row of the warp sees keys [0, full) (tiles below need no mask)
+};
+
+__device__ __forceinline__ WarpRows warp_rows(const RowMask& mask, int w0, int g, int Tq) {
+  WarpRows w;
+  w.row[0] = w0 + g;
+  w.row[1] = w0 + g + 8;
+  w.vis[0] = mask.visible(w.row[0]);
+  w.vis[1] = mask.visible(w.row[1]);
+  w.keys = w0 < Tq ? mask.visible(min(w0 + 15, Tq - 1)) : 0; // the last valid row sees the most
+  w.full = w0 + 16 <= Tq ? mask.visible(w0) : 0;             // the first row sees the least
+  return w;
+}
+
+// s[nt][e] ← −∞ where key j0 + 8·nt + 2t + (e & 1) is hidden from this thread's row e / 2.
+template <int NT>
+__device__ __forceinline__ void mask_tile(float (&s)[NT][4], int j0, int t, const int (&vis)[2]) {
+#pragma unroll
+  for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+    for (int e = 0; e < 4; ++e)
+      if (j0 + 8 * nt + 2 * t + (e & 1) >= vis[e >> 1]) s[nt][e] = -kInf;
+}
+
+// ---- forward -------------------------------------------------------------------------------------------
+
+template <int D>
+struct ForwardTiles {
+  static constexpr int kBlockQ = 16 * kWarps; // 128 queries per block
+  static constexpr int kBlockK = 64;          // keys per tile
+  static constexpr size_t kSmem = size_t(kBlockQ + 4 * kBlockK) * Row<D>::LD * sizeof(bf16); // Q, 2 × (K, V)
+};
+
+// The online-softmax step for one tile of raw logits s (16 rows × 8·NT keys, −∞ where masked): the
+// running max m (log2 units) and this thread's part of the running sum l are updated, Õ rescaled,
+// and s replaced by P = 2^(c·s − m′).
+template <int NT, int NO>
+__device__ __forceinline__ void online_softmax(float (&s)[NT][4], float (&m)[2], float (&l)[2], float (&o)[NO][4],
+                                               float c) {
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    float mx = -kInf;
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt) mx = fmaxf(mx, fmaxf(s[nt][2 * r], s[nt][2 * r + 1]));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1)); // the 4 threads of a row: lanes 4g..4g+3
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+    const float m_new = fmaxf(m[r], mx * c);              // c > 0: max(c·s) = c·max(s)
+    const float m_use = m_new == -kInf ? 0.0f : m_new;    // nothing visible yet: P = 0, α = 0, no NaN
+    const float alpha = fast_exp2(m[r] - m_use);
+    m[r] = m_new;
+    l[r] *= alpha;
+#pragma unroll
+    for (int nt = 0; nt < NO; ++nt) {
+      o[nt][2 * r] *= alpha;
+      o[nt][2 * r + 1] *= alpha;
+    }
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+      for (int e = 2 * r; e < 2 * r + 2; ++e) {
+        s[nt][e] = fast_exp2(fmaf(s[nt][e], c, -m_use));
+        l[r] += s[nt][e];
+      }
+  }
+}
+
+// P ← P ∘ Z for this thread's elements (rows w.row[r], keys j0 + 8·nt + 2t + {0, 1}).
+template <int NT>
+__device__ __forceinline__ void dropout_rows(const Problem& p, uint64_t seed, int bh, const WarpRows& w, int j0, int t,
+                                             float (&s)[NT][4]) {
+#pragma unroll
+  for (int r = 0; r < 2; ++r)
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt) {
+      float z0, z1;
+      dropout_multiplier_pair(p, seed, bh, w.row[r], j0 + 8 * nt + 2 * t, z0, z1);
+      s[nt][2 * r] *= z0;
+      s[nt][2 * r + 1] *= z1;
+    }
+}
+
+template <class T, int D>
+__global__ void __launch_bounds__(kThreadsTC) tc_forward_kernel(Problem p, const T* Q, const T* K, const T* V, T* O,
+                                                                float* lse) {
+  using F = ForwardTiles<D>;
+  constexpr int LD = Row<D>::LD, RB = Row<D>::kBytes;
+  constexpr int KS = D / 16;          // k-steps of S = Q Kᵀ
+  constexpr int NT = F::kBlockK / 8;  // n-tiles of S
+  constexpr int NO = D / 8;           // n-tiles of O
+  constexpr uint32_t kBuf = F::kBlockK * RB;
+  extern __shared__ uint4 smem_u4[];
+  bf16* Qs = reinterpret_cast<bf16*>(smem_u4);
+  bf16* Ks = Qs + F::kBlockQ * LD; // buffers 0, 1
+  bf16* Vs = Ks + 2 * F::kBlockK * LD;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const int bh = blockIdx.x, b = bh / p.H, h = bh % p.H;
+  const int i0 = (gridDim.y - 1 - blockIdx.y) * F::kBlockQ;
+  const int64_t stride = int64_t{p.H} * D;
+  const int64_t q_base = head_row(p, b, p.Tq, h, 0), k_base = head_row(p, b, p.Tk, h, 0);
+  const RowMask mask = row_mask(p, b);
+  const int n_tiles = (mask.visible(min(i0 + F::kBlockQ, p.Tq) - 1) + F::kBlockK - 1) / F::kBlockK;
+  const WarpRows w = warp_rows(mask, i0 + 16 * warp, g, p.Tq);
+  const uint64_t seed = p.dropout_p > 0.0f ? dropout_seed(p) : 0;
+
+  if (n_tiles > 0) {
+    stage_rows<D, F::kBlockQ>(Qs, Q, q_base, stride, i0, p.Tq);
+    stage_rows<D, F::kBlockK>(Ks, K, k_base, stride, 0, p.Tk);
+    stage_rows<D, F::kBlockK>(Vs, V, k_base, stride, 0, p.Tk);
+    cp_async_commit();
+  }
+  const uint32_t q_lane = smem_u32(Qs + 16 * warp * LD) + offset_a<RB>(lane);
+  const uint32_t k_lane = smem_u32(Ks) + offset_bt<RB>(lane);
+  const uint32_t v_lane = smem_u32(Vs) + offset_a<RB>(lane);
+
+  float o[NO][4] = {};
+  float m[2] = {-kInf, -kInf}, l[2] = {0.0f, 0.0f};
+  uint32_t qa[KS][4];
+  for (int n = 0; n < n_tiles; ++n) {
+    cp_async_wait_all();
+    __syncthreads(); // tile n is visible to all; every warp is done with tile n − 1's buffer
+    if (n == 0) load_a<KS>(qa, q_lane);
+    if (n + 1 < n_tiles) { // fetch tile n + 1 while computing tile n
+      const int buf = (n + 1) & 1, j1 = (n + 1) * F::kBlockK;
+      stage_rows<D, F::kBlockK>(Ks + buf * F::kBlockK * LD, K, k_base, stride, j1, p.Tk);
+      stage_rows<D, F::kBlockK>(Vs + buf * F::kBlockK * LD, V, k_base, stride, j1, p.Tk);
+      cp_async_commit();
+    }
+    const int j0 = n * F::kBlockK;
+    if (j0 >= w.keys) continue; // none of this warp's rows sees a key of this tile
+    const uint32_t buf = (n & 1) * kBuf;
+    float s[NT][4] = {};
+    mma_abt<NT, KS, RB>(s, qa, k_lane + buf); // S = Q Kᵀ (unscaled)
+    if (j0 + F::kBlockK > w.full) mask_tile(s, j0, t, w.vis);
+    online_softmax(s, m, l, o, p.scale_log2);
+    if (p.dropout_p > 0.0f) dropout_rows(p, seed, bh, w, j0, t, s);
+    uint32_t pa[NT / 2][4];
+    to_a<NT / 2>(s, pa);
+    mma_ab<NO, NT / 2, RB>(o, pa, v_lane + buf); // Õ += P V
+  }
+
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
+    l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
+    const int i = w.row[r];
+    if (i >= p.Tq) continue;
+    const float inv = l[r] > 0.0f ? 1.0f / l[r] : 0.0f; // a row that sees nothing: O = 0
+    T* out = O + q_base + i * stride + 2 * t;
+#pragma unroll
+    for (int nt = 0; nt < NO; ++nt) store_pair(out + 8 * nt, o[nt][2 * r] * inv, o[nt][2 * r + 1] * inv);
+    if (t == 0) lse[int64_t{bh} * p.Tq + i] = l[r] > 0.0f ? (m[r] + log2f(l[r])) * kLn2 : -kInf;
+  }
+}
+
+// ---- backward: dK, dV -----------------------------------------------------------------------------------
+
+template <int D>
+struct KeyValueTiles {
+  static constexpr int kBlockK = 16 * kWarps;     // 128 keys per block
+  static constexpr int kBlockQ = D == 128 ? 32 : 64; // queries per tile (D = 128: registers)
+  static constexpr size_t kSmem = size_t(2 * kBlockK + 4 * kBlockQ) * Row<D>::LD * sizeof(bf16); // K, V, 2 × (Q, dO)
+};
+
+// Turns the transposed tiles of one warp in place: st (Sᵀ, keys × queries) into Pᵀ ∘ Z and dpt
+// ((dO Vᵀ)ᵀ) into dSᵀ = Pᵀ ∘ (dPᵀ∘Z − δ). Columns are queries i0 + 8·nt + 2t + (e & 1), rows keys
+// key[e / 2]. full: every query of the tile sees every key of the warp (no mask needed).
+template <int NT>
+__device__ __forceinline__ void softmax_grad_transposed(const Problem& p, const RowMask& mask, uint64_t seed, int bh,
+                                                        int i0, int t, const int (&key)[2], bool full,
+                                                        const float* delta, const float* lse2, float (&st)[NT][4],
+                                                        float (&dpt)[NT][4]) {
+#pragma unroll
+  for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+    for (int c = 0; c < 2; ++c) {
+      const int i = i0 + 8 * nt + 2 * t + c;
+      const int vis = full ? p.Tk : mask.visible(i); // 0 for i ≥ Tq
+      const int64_t row = int64_t{bh} * p.Tq + i;
+      const float l2 = vis > 0 ? lse2[row] : 0.0f, dl = vis > 0 ? delta[row] : 0.0f;
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        const int e = 2 * r + c;
+        const float prob = key[r] < vis ? fast_exp2(fmaf(st[nt][e], p.scale_log2, -l2)) : 0.0f;
+        float z = 1.0f;
+        if (p.dropout_p > 0.0f && prob != 0.0f) z = dropout_multiplier(p, seed, bh, i, key[r]);
+        st[nt][e] = prob * z;
+        dpt[nt][e] = prob * (dpt[nt][e] * z - dl);
+      }
+    }
+}
+
+template <class T, int D>
+__global__ void __launch_bounds__(kThreadsTC) tc_backward_kv_kernel(Problem p, const T* Q, const T* K, const T* V,
+                                                                    const T* dO, const float* delta, const float* lse2,
+                                                                    T* dK, T* dV) {
+  using F = KeyValueTiles<D>;
+  constexpr int LD = Row<D>::LD, RB = Row<D>::kBytes;
+  constexpr int KS = D / 16;          // k-steps of Sᵀ = K Qᵀ
+  constexpr int NT = F::kBlockQ / 8;  // n-tiles of Sᵀ (queries)
+  constexpr int KQ = F::kBlockQ / 16; // k-steps of dV = Pᵀ dO (queries)
+  constexpr int NO = D / 8;           // n-tiles of dK, dV
+  constexpr uint32_t kBuf = F::kBlockQ * RB;
+  extern __shared__ uint4 smem_u4[];
+  bf16* Ks = reinterpret_cast<bf16*>(smem_u4);
+  bf16* Vs = Ks + F::kBlockK * LD;
+  bf16* Qs = Vs + F::kBlockK * LD; // buffers 0, 1
+  bf16* dOs = Qs + 2 * F::kBlockQ * LD;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const int bh = blockIdx.x, b = bh / p.H, h = bh % p.H;
+  const int j0 = blockIdx.y * F::kBlockK, kw0 = j0 + 16 * warp; // the block's and the warp's first key
+  const int key[2] = {kw0 + g, kw0 + g + 8};
+  const int64_t stride = int64_t{p.H} * D;
+  const int64_t q_base = head_row(p, b, p.Tq, h, 0), k_base = head_row(p, b, p.Tk, h, 0);
+  const RowMask mask = row_mask(p, b);
+  // No query sees a key ≥ limit; the causal mask hides key j0 from the rows before first_row_seeing.
+  const int i_begin = j0 < mask.limit ? first_row_seeing(p, j0) / F::kBlockQ * F::kBlockQ : p.Tq;
+  const int n_tiles = (p.Tq - i_begin + F::kBlockQ - 1) / F::kBlockQ;
+  const uint64_t seed = p.dropout_p > 0.0f ? dropout_seed(p) : 0;
+
+  if (n_tiles > 0) {
+    stage_rows<D, F::kBlockK>(Ks, K, k_base, stride, j0, p.Tk);
+    stage_rows<D, F::kBlockK>(Vs, V, k_base, stride, j0, p.Tk);
+    stage_rows<D, F::kBlockQ>(Qs, Q, q_base, stride, i_begin, p.Tq);
+    stage_rows<D, F::kBlockQ>(dOs, dO, q_base, stride, i_begin, p.Tq);
+    cp_async_commit();
+  }
+  const uint32_t k_a = smem_u32(Ks + 16 * warp * LD) + offset_a<RB>(lane);
+  const uint32_t v_a = smem_u32(Vs + 16 * warp * LD) + offset_a<RB>(lane);
+  const uint32_t q_bt = smem_u32(Qs) + offset_bt<RB>(lane), do_bt = smem_u32(dOs) + offset_bt<RB>(lane);
+  const uint32_t q_b = smem_u32(Qs) + offset_a<RB>(lane), do_b = smem_u32(dOs) + offset_a<RB>(lane);
+
+  float dk[NO][4] = {}, dv[NO][4] = {};
+  for (int n = 0; n < n_tiles; ++n) {
+    cp_async_wait_all();
+    __syncthreads();
+    const int i0 = i_begin + n * F::kBlockQ;
+    if (n + 1 < n_tiles) {
+      const int buf = (n + 1) & 1;
+      stage_rows<D, F::kBlockQ>(Qs + buf * F::kBlockQ * LD, Q, q_base, stride, i0 + F::kBlockQ, p.Tq);
+      stage_rows<D, F::kBlockQ>(dOs + buf * F::kBlockQ * LD, dO, q_base, stride, i0 + F::kBlockQ, p.Tq);
+      cp_async_commit();
+    }
+    // The tile's last query sees the most keys: if not the warp's first, no query sees any.
+    if (mask.visible(min(i0 + F::kBlockQ, p.Tq) - 1) <= kw0) continue;
+    const bool full = i0 + F::kBlockQ <= p.Tq && kw0 + 16 <= mask.visible(i0);
+    const uint32_t buf = (n & 1) * kBuf;
+    float st[NT][4] = {}, dpt[NT][4] = {};
+    mma_abt_smem<NT, KS, RB>(st, k_a, q_bt + buf);   // Sᵀ = K Qᵀ
+    mma_abt_smem<NT, KS, RB>(dpt, v_a, do_bt + buf); // (dO Vᵀ)ᵀ = V dOᵀ
+    softmax_grad_transposed(p, mask, seed, bh, i0, t, key, full, delta, lse2, st, dpt);
+    uint32_t a[KQ][4];
+    to_a<KQ>(st, a);
+    mma_ab<NO, KQ, RB>(dv, a, do_b + buf); // dV += (P∘Z)ᵀ dO
+    to_a<KQ>(dpt, a);
+    mma_ab<NO, KQ, RB>(dk, a, q_b + buf); // dK += dSᵀ Q
+  }
+
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    if (key[r] >= p.Tk) continue;
+    const int64_t at = k_base + key[r] * stride + 2 * t;
+#pragma unroll
+    for (int nt = 0; nt < NO; ++nt) {
+      store_pair(dK + at + 8 * nt, p.scale * dk[nt][2 * r], p.scale * dk[nt][2 * r + 1]);
+      store_pair(dV + at + 8 * nt, dv[nt][2 * r], dv[nt][2 * r + 1]);
+    }
+  }
+}
+
+// ---- backward: dQ ------------------------------------------------------------------------------------------
+
+template <int D>
+struct QueryTiles {
+  static constexpr int kBlockQ = 16 * kWarps;       // 128 queries per block
+  static constexpr int kBlockK = D == 128 ? 32 : 64; // keys per tile (D = 128: registers)
+  static constexpr size_t kSmem = size_t(2 * kBlockQ + 4 * kBlockK) * Row<D>::LD * sizeof(bf16); // Q, dO, 2 × (K, V)
+};
+
+template <class T, int D>
+__global__ void __launch_bounds__(kThreadsTC) tc_backward_q_kernel(Problem p, const T* Q, const T* K, const T* V,
+                                                                   const T* dO, const float* delta, const float* lse2,
+                                                                   T* dQ) {
+  using F = QueryTiles<D>;
+  constexpr int LD = Row<D>::LD, RB = Row<D>::kBytes;
+  constexpr int KS = D / 16;          // k-steps of S = Q Kᵀ
+  constexpr int NT = F::kBlockK / 8;  // n-tiles of S (keys)
+  constexpr int KK = F::kBlockK / 16; // k-steps of dQ = dS K (keys)
+  constexpr int NO = D / 8;           // n-tiles of dQ
+  constexpr uint32_t kBuf = F::kBlockK * RB;
+  extern __shared__ uint4 smem_u4[];
+  bf16* Qs = reinterpret_cast<bf16*>(smem_u4);
+  bf16* dOs = Qs + F::kBlockQ * LD;
+  bf16* Ks = dOs + F::kBlockQ * LD; // buffers 0, 1
+  bf16* Vs = Ks + 2 * F::kBlockK * LD;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const int bh = blockIdx.x, b = bh / p.H, h = bh % p.H;
+  const int i0 = (gridDim.y - 1 - blockIdx.y) * F::kBlockQ;
+  const int64_t stride = int64_t{p.H} * D;
+  const int64_t q_base = head_row(p, b, p.Tq, h, 0), k_base = head_row(p, b, p.Tk, h, 0);
+  const RowMask mask = row_mask(p, b);
+  const int n_tiles = (mask.visible(min(i0 + F::kBlockQ, p.Tq) - 1) + F::kBlockK - 1) / F::kBlockK;
+  const WarpRows w = warp_rows(mask, i0 + 16 * warp, g, p.Tq);
+  const uint64_t seed = p.dropout_p > 0.0f ? dropout_seed(p) : 0;
+  float l2[2], dl[2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int64_t row = int64_t{bh} * p.Tq + w.row[r];
+    l2[r] = w.vis[r] > 0 ? lse2[row] : 0.0f;
+    dl[r] = w.vis[r] > 0 ? delta[row] : 0.0f;
+  }
+
+  if (n_tiles > 0) {
+    stage_rows<D, F::kBlockQ>(Qs, Q, q_base, stride, i0, p.Tq);
+    stage_rows<D, F::kBlockQ>(dOs, dO, q_base, stride, i0, p.Tq);
+    stage_rows<D, F::kBlockK>(Ks, K, k_base, stride, 0, p.Tk);
+    stage_rows<D, F::kBlockK>(Vs, V, k_base, stride, 0, p.Tk);
+    cp_async_commit();
+  }
+  const uint32_t q_a = smem_u32(Qs + 16 * warp * LD) + offset_a<RB>(lane);
+  const uint32_t do_a = smem_u32(dOs + 16 * warp * LD) + offset_a<RB>(lane);
+  const uint32_t k_bt = smem_u32(Ks) + offset_bt<RB>(lane), v_bt = smem_u32(Vs) + offset_bt<RB>(lane);
+  const uint32_t k_b = smem_u32(Ks) + offset_a<RB>(lane);
+
+  float dq[NO][4] = {};
+  for (int n = 0; n < n_tiles; ++n) {
+    cp_async_wait_all();
+    __syncthreads();
+    if (n + 1 < n_tiles) {
+      const int buf = (n + 1) & 1, j1 = (n + 1) * F::kBlockK;
+      stage_rows<D, F::kBlockK>(Ks + buf * F::kBlockK * LD, K, k_base, stride, j1, p.Tk);
+      stage_rows<D, F::kBlockK>(Vs + buf * F::kBlockK * LD, V, k_base, stride, j1, p.Tk);
+      cp_async_commit();
+    }
+    const int j0 = n * F::kBlockK;
+    if (j0 >= w.keys) continue;
+    const uint32_t buf = (n & 1) * kBuf;
+    float s[NT][4] = {}, dp[NT][4] = {};
+    mma_abt_smem<NT, KS, RB>(s, q_a, k_bt + buf);   // S = Q Kᵀ
+    mma_abt_smem<NT, KS, RB>(dp, do_a, v_bt + buf); // dP̃ = dO Vᵀ
+    const bool masked = j0 + F::kBlockK > w.full;
+#pragma unroll
+    for (int r = 0; r < 2; ++r)
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt) {
+        const int j = j0 + 8 * nt + 2 * t;
+        float z[2] = {1.0f, 1.0f};
+        if (p.dropout_p > 0.0f) dropout_multiplier_pair(p, seed, bh, w.row[r], j, z[0], z[1]);
+#pragma unroll
+        for (int c = 0; c < 2; ++c) {
+          const int e = 2 * r + c;
+          const float prob =
+              !masked || j + c < w.vis[r] ? fast_exp2(fmaf(s[nt][e], p.scale_log2, -l2[r])) : 0.0f;
+          s[nt][e] = prob * (dp[nt][e] * z[c] - dl[r]); // dS = P ∘ (dP∘Z − δ)
+        }
+      }
+    uint32_t a[KK][4];
+    to_a<KK>(s, a);
+    mma_ab<NO, KK, RB>(dq, a, k_b + buf); // dQ += dS K
+  }
+
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int i = w.row[r];
+    if (i >= p.Tq) continue;
+    T* out = dQ + q_base + i * stride + 2 * t;
+#pragma unroll
+    for (int nt = 0; nt < NO; ++nt) store_pair(out + 8 * nt, p.scale * dq[nt][2 * r], p.scale * dq[nt][2 * r + 1]);
+  }
+}
+
+// ---- launching ---------------------------------------------------------------------------------------------
+
+unsigned tiles_of(int n, int tile) { return static_cast<unsigned>((n + tile - 1) / tile); }
+
+template <class T, int D>
+void forward(const Problem& p, const T* Q, const T* K, const T* V, T* O, float* lse) {
+  using F = ForwardTiles<D>;
+  launch<tc_forward_kernel<T, D>>(dim3(p.B * p.H, tiles_of(p.Tq, F::kBlockQ)), kThreadsTC, F::kSmem,
+                                  "attention_tc_forward", p, Q, K, V, O, lse);
+}
+
+template <class T, int D>
+void backward(const Problem& p, const T* Q, const T* K, const T* V, const T* dO, const float* delta,
+              const float* lse2, T* dQ, T* dK, T* dV) {
+  if (p.Tk > 0)
+    launch<tc_backward_kv_kernel<T, D>>(dim3(p.B * p.H, tiles_of(p.Tk, KeyValueTiles<D>::kBlockK)), kThreadsTC,
+                                        KeyValueTiles<D>::kSmem, "attention_tc_backward_kv", p, Q, K, V, dO, delta,
+                                        lse2, dK, dV);
+  if (p.Tq > 0)
+    launch<tc_backward_q_kernel<T, D>>(dim3(p.B * p.H, tiles_of(p.Tq, QueryTiles<D>::kBlockQ)), kThreadsTC,
+                                       QueryTiles<D>::kSmem, "attention_tc_backward_q", p, Q, K, V, dO, delta, lse2,
+                                       dQ);
+}
+
+} // namespace
+
+bool tensor_core_supports(const Problem& p, const void* const* tensors, int count) {
+  if (p.D != 32 && p.D != 64 && p.D != 128) return false;
+  if (!(p.scale > 0.0f)) return false; // the online softmax takes max(c·s) = c·max(s)
+  for (int i = 0; i < count; ++i)
+    if (reinterpret_cast<uintptr_t>(tensors[i]) % 16 != 0) return false;
+  return true;
+}
+
+template <class T>
+void tensor_core_forward(const Problem& p, const T* Q, const T* K, const T* V, T* O, float* lse) {
+  switch (p.D) {
+    case 32: forward<T, 32>(p, Q, K, V, O, lse); break;
+    case 64: forward<T, 64>(p, Q, K, V, O, lse); break;
+    default: forward<T, 128>(p, Q, K, V, O, lse); break;
+  }
+}
+
+template <class T>
+void tensor_core_backward(const Problem& p, const T* Q, const T* K, const T* V, const T* dO, const float* delta,
+                          const float* lse2, T* dQ, T* dK, T* dV) {
+  switch (p.D) {
+    case 32: backward<T, 32>(p, Q, K, V, dO, delta, lse2, dQ, dK, dV); break;
+    case 64: backward<T, 64>(p, Q, K, V, dO, delta, lse2, dQ, dK, dV); break;
+    default: backward<T, 128>(p, Q, K, V, dO, delta, lse2, dQ, dK, dV); break;
+  }
+}
+
+template void tensor_core_forward<float>(const Problem&, const float*, const float*, const float*, float*, float*);
+template void tensor_core_forward<bf16>(const Problem&, const bf16*, const bf16*, const bf16*, bf16*, float*);
+template void tensor_core_backward<float>(const Problem&, const float*, const float*, const float*, const float*,
+                                          const float*, const float*, float*, float*, float*);
+template void tensor_core_backward<bf16>(const Problem&, const bf16*, const bf16*, const bf16*, const bf16*,
+                                         const float*, const float*, bf16*, bf16*, bf16*);
+
+} // namespace pillars::cuda::attention_detail

@@ -1,0 +1,72 @@
+// The CUDA kernels of every engine op, in the KernelContext form the executor calls: the `cuda`
+// slot of each OpDef (engine/op.h) points here. Each function validates nothing that the op's
+// shape rule already checked; it unpacks the node's attributes and launches kernels on
+// cuda::stream(). Tensors are device tensors, contiguous, shapes as inferred.
+//
+// Which file implements what (one file per op family, each with the shapes and the algorithm on
+// top): elementwise.cu, reduce.cu, shape.cu, matmul.cu, softmax.cu, layernorm.cu,
+// cross_entropy.cu, embedding.cu, dropout.cu, attention.cu. Ops absent here run on the CPU
+// through the executor's host fallback (see Executor).
+#pragma once
+#include <cstddef>
+
+#include "engine/op.h"
+
+namespace pillars::cuda {
+
+// elementwise.cu
+void op_add(const KernelContext& c);
+void op_sub(const KernelContext& c);
+void op_mul(const KernelContext& c);
+void op_div(const KernelContext& c);
+void op_scale(const KernelContext& c);
+void op_add_scalar(const KernelContext& c);
+void op_exp(const KernelContext& c);
+void op_log(const KernelContext& c);
+void op_sqrt(const KernelContext& c);
+void op_tanh(const KernelContext& c);
+void op_relu(const KernelContext& c);
+void op_gelu(const KernelContext& c);
+void op_relu_backward(const KernelContext& c);
+void op_gelu_backward(const KernelContext& c);
+void op_fill(const KernelContext& c);
+void op_sum_to(const KernelContext& c);
+void op_broadcast_to(const KernelContext& c);
+// reduce.cu
+void op_sum(const KernelContext& c);
+void op_mean(const KernelContext& c);
+void op_max(const KernelContext& c);
+void op_max_backward(const KernelContext& c);
+// shape.cu
+void op_permute(const KernelContext& c);
+void op_slice(const KernelContext& c);
+void op_pad_slice(const KernelContext& c);
+void op_concat(const KernelContext& c);
+// matmul.cu
+void op_matmul(const KernelContext& c);
+// softmax.cu
+void op_softmax(const KernelContext& c);
+void op_log_softmax(const KernelContext& c);
+void op_softmax_backward(const KernelContext& c);
+void op_log_softmax_backward(const KernelContext& c);
+// layernorm.cu
+void op_layer_norm(const KernelContext& c);
+void op_layer_norm_backward(const KernelContext& c);
+size_t op_layer_norm_backward_workspace(const Graph& g, const Node& n);
+// cross_entropy.cu
+void op_cross_entropy(const KernelContext& c);
+void op_cross_entropy_backward(const KernelContext& c);
+size_t op_cross_entropy_workspace(const Graph& g, const Node& n);          // device scratch bytes
+size_t op_cross_entropy_backward_workspace(const Graph& g, const Node& n);
+// embedding.cu
+void op_embedding(const KernelContext& c);
+void op_embedding_backward(const KernelContext& c);
+// dropout.cu
+void op_dropout(const KernelContext& c);
+void op_masked_fill(const KernelContext& c);
+// attention.cu
+void op_attention(const KernelContext& c);
+void op_attention_backward(const KernelContext& c);
+size_t op_attention_backward_workspace(const Graph& g, const Node& n);
+
+} // namespace pillars::cuda

@@ -1,0 +1,441 @@
+// Softmax and log-softmax on the GPU, forward and backward (the math is in softmax.h).
+//
+// Shapes. The tensor is viewed as (outer, len, inner) around the softmax axis; each of the
+// outer·inner rows x[o, 0..len−1, i] is normalised on its own:
+//   m = max_l x_l,  s = Σ_l exp(x_l − m),  softmax y_l = exp(x_l − m) / s,  log y_l = x_l − m − log s
+// and the backward needs one dot product per row:
+//   softmax dx_l = y_l (g_l − Σ_k g_k y_k),   log-softmax dx_l = g_l − exp(y_l) Σ_k g_k.
+// Rows never share memory, so threads cooperate only inside a row, for its max and its sums.
+//
+// Algorithm, inner == 1 (softmax over the last axis: each row is contiguous):
+//   * len ≤ 1024: a team of up to 32 lanes of one warp per row (fewer for short rows, so that a
+//     warp serves several rows); every lane keeps its share of the row in registers.
+//   * 1024 < len ≤ 8192: a block of 256 threads per row, up to 32 floats per thread in registers.
+//   Both read x once and write y once — the memory traffic of a copy — with 16-byte loads when
+//   len % 4 == 0 and the pointers are 16-byte aligned. The reductions are shuffles inside a warp
+//   (plus one exchange through shared memory for a block); statistics are fp32.
+//   * len > 8192: a block of 512 threads per row. Pass 1 keeps a running (max, sum) per thread —
+//     when a new element x exceeds the running max m, the sum is rescaled: s ← s·exp(m − x) — and
+//     the block combines them: M = max of the threads' m, S = Σ s·exp(m − M). Pass 2 re-reads
+//     the row (usually from L2) and writes y.
+// Algorithm, inner > 1 (a row is strided by `inner`): one thread per (outer, inner) column,
+// neighbouring threads on neighbouring columns, so every step along the axis is a coalesced
+// read; pass 1 online (max, sum), pass 2 writes. (Few columns and a very long axis leave the GPU
+// mostly idle; the models never softmax such a tensor.)
+//
+// A row of all −inf has m = −inf and s = 0; we then shift by 0 and use 1/s := 0 and log s := 0,
+// which gives softmax 0 and log-softmax −inf without NaN, as the CPU kernel does.
+#include "kernels/cuda/softmax.h"
+
+#include <cuda_runtime.h>
+
+#include <climits>
+#include <cmath>
+#include <cstdint>
+
+#include "kernels/cuda/ops.h"
+#include "kernels/cuda/runtime.h"
+
+namespace pillars::cuda {
+namespace {
+
+constexpr float kNegInf = -INFINITY;
+constexpr int64_t kMaxRegisterRow = 8192; // floats: longer rows take the two-pass kernel
+constexpr int kLongRowThreads = 512;
+constexpr int kColumnThreads = 256;
+
+// ---- reductions inside a team --------------------------------------------------------------------
+
+struct Max {
+  __device__ float operator()(float a, float b) const { return fmaxf(a, b); }
+};
+struct Sum {
+  __device__ float operator()(float a, float b) const { return a + b; }
+};
+
+// Reduces v over a team of kTeam threads and gives every thread of the team the result. A team of
+// ≤ 32 threads is an aligned group of lanes of one warp: a butterfly of xor-shuffles, after which
+// all lanes hold bitwise the same value (each step combines the same two halves, commutatively).
+// A larger team is the whole block: each warp's result goes through shared memory and every
+// thread folds them in warp order (a fixed order, so results are reproducible). `scratch` holds
+// 32 floats of shared memory; the trailing barrier lets the caller reuse it at once.
+template <int kTeam, class Op> __device__ float team_reduce(float v, Op op, float* scratch) {
+  constexpr int kLanes = kTeam < 32 ? kTeam : 32;
+#pragma unroll
+  for (int offset = kLanes / 2; offset > 0; offset /= 2) v = op(v, __shfl_xor_sync(0xffffffffu, v, offset));
+  if constexpr (kTeam > 32) {
+    if (threadIdx.x % 32 == 0) scratch[threadIdx.x / 32] = v;
+    __syncthreads();
+    v = scratch[0];
+#pragma unroll
+    for (int w = 1; w < kTeam / 32; ++w) v = op(v, scratch[w]);
+    __syncthreads();
+  }
+  return v;
+}
+
+// ---- rows held in registers ----------------------------------------------------------------------
+
+// How a row of up to kTeam·kPerThread floats is spread over a team of kTeam threads. Thread t holds
+// kUnits units; a unit is one float, or with kVec4 four consecutive floats moved as one 16-byte
+// float4. Unit u of thread t is unit u·kTeam + t of the row, so at each u the team touches one
+// contiguous stretch of memory (coalesced). Teams of ≤ 32 threads share a block of 128 threads;
+// a larger team is a block of its own.
+template <int kTeam_, int kUnits_, bool kVec4_> struct RowLayout {
+  static constexpr int kTeam = kTeam_, kUnits = kUnits_;
+  static constexpr bool kVec4 = kVec4_;
+  static constexpr int kUnitFloats = kVec4 ? 4 : 1;
+  static constexpr int kPerThread = kUnits * kUnitFloats;
+  static constexpr int kCapacity = kTeam * kPerThread; // the longest row this layout holds
+  static constexpr int kBlock = kTeam <= 32 ? 128 : kTeam;
+  static constexpr int kTeamsPerBlock = kBlock / kTeam;
+};
+
+// v[j] ← element j of thread t's share of `row` (n floats), or `fill` past the end of the row.
+// With kVec4, n % 4 == 0, so a unit is either wholly inside the row or wholly past it.
+template <class L> __device__ void load_share(const float* row, int n, int t, float (&v)[L::kPerThread], float fill) {
+#pragma unroll
+  for (int u = 0; u < L::kUnits; ++u) {
+    const int col = (u * L::kTeam + t) * L::kUnitFloats;
+    if constexpr (L::kVec4) {
+      float4 q = make_float4(fill, fill, fill, fill);
+      if (col < n) q = *reinterpret_cast<const float4*>(row + col);
+      v[4 * u] = q.x, v[4 * u + 1] = q.y, v[4 * u + 2] = q.z, v[4 * u + 3] = q.w;
+    } else {
+      v[u] = col < n ? row[col] : fill;
+    }
+  }
+}
+
+// The inverse of load_share: writes thread t's share of the row (the elements before n only).
+template <class L> __device__ void store_share(float* row, int n, int t, const float (&v)[L::kPerThread]) {
+#pragma unroll
+  for (int u = 0; u < L::kUnits; ++u) {
+    const int col = (u * L::kTeam + t) * L::kUnitFloats;
+    if (col >= n) continue;
+    if constexpr (L::kVec4)
+      *reinterpret_cast<float4*>(row + col) = make_float4(v[4 * u], v[4 * u + 1], v[4 * u + 2], v[4 * u + 3]);
+    else
+      row[col] = v[u];
+  }
+}
+
+// The loop every register kernel runs: `body(row, n, t)` for each row of the team, where n is the
+// row length, or 0 for a team past the last row. Such a team still runs the body (on padding
+// only), because its lanes take part in its warp's shuffles; the loop bounds are uniform per block.
+template <class L, class Body> __device__ void for_each_team_row(int64_t rows, int len, Body body) {
+  const int team = threadIdx.x / L::kTeam, t = threadIdx.x % L::kTeam;
+  const int64_t step = int64_t{gridDim.x} * L::kTeamsPerBlock;
+  for (int64_t first = int64_t{blockIdx.x} * L::kTeamsPerBlock; first < rows; first += step) {
+    const int64_t row = first + team;
+    body(row < rows ? row : rows - 1, row < rows ? len : 0, t);
+  }
+}
+
+template <class L>
+__global__ void __launch_bounds__(L::kBlock) forward_rows_kernel(int64_t rows, int len, const float* x, float* y, bool log) {
+  __shared__ float scratch[32];
+  for_each_team_row<L>(rows, len, [&](int64_t row, int n, int t) {
+    float v[L::kPerThread];
+    load_share<L>(x + row * len, n, t, v, kNegInf); // padding −inf: no effect on the max, exp → 0
+    float m = kNegInf;
+#pragma unroll
+    for (int j = 0; j < L::kPerThread; ++j) m = fmaxf(m, v[j]);
+    m = team_reduce<L::kTeam>(m, Max{}, scratch);
+    const float shift = m == kNegInf ? 0.0f : m;
+    float s = 0.0f;
+    if (log) {
+#pragma unroll
+      for (int j = 0; j < L::kPerThread; ++j) s += expf(v[j] - shift);
+      s = team_reduce<L::kTeam>(s, Sum{}, scratch);
+      const float log_sum = s > 0.0f ? logf(s) : 0.0f;
+#pragma unroll
+      for (int j = 0; j < L::kPerThread; ++j) v[j] = v[j] - shift - log_sum;
+    } else {
+#pragma unroll
+      for (int j = 0; j < L::kPerThread; ++j) {
+        v[j] = expf(v[j] - shift);
+        s += v[j];
+      }
+      s = team_reduce<L::kTeam>(s, Sum{}, scratch);
+      const float inv_sum = s > 0.0f ? 1.0f / s : 0.0f;
+#pragma unroll
+      for (int j = 0; j < L::kPerThread; ++j) v[j] *= inv_sum;
+    }
+    store_share<L>(y + row * len, n, t, v);
+  });
+}
+
+template <class L>
+__global__ void __launch_bounds__(L::kBlock)
+    backward_rows_kernel(int64_t rows, int len, const float* y, const float* dy, float* dx, bool log) {
+  __shared__ float scratch[32];
+  for_each_team_row<L>(rows, len, [&](int64_t row, int n, int t) {
+    float yv[L::kPerThread], g[L::kPerThread];
+    load_share<L>(y + row * len, n, t, yv, 0.0f); // padding 0: adds nothing to the dot product
+    load_share<L>(dy + row * len, n, t, g, 0.0f);
+    float dot = 0.0f; // Σ g (log-softmax) or Σ g·y (softmax)
+#pragma unroll
+    for (int j = 0; j < L::kPerThread; ++j) dot += log ? g[j] : g[j] * yv[j];
+    dot = team_reduce<L::kTeam>(dot, Sum{}, scratch);
+#pragma unroll
+    for (int j = 0; j < L::kPerThread; ++j) g[j] = log ? g[j] - expf(yv[j]) * dot : yv[j] * (g[j] - dot);
+    store_share<L>(dx + row * len, n, t, g);
+  });
+}
+
+// Calls f(L{}) with the smallest register layout whose capacity is at least len floats
+// (len ≤ kMaxRegisterRow): teams of 1, 2, 4, .. 32 lanes with one unit each, then a full warp with
+// 2, 4, .. units (≤ 32 floats per lane), then a 256-thread block with 8 .. 32 floats per thread.
+template <bool kVec4, int kTeam = 1, int kUnits = 1, class F> void with_register_layout(int64_t len, F&& f) {
+  using L = RowLayout<kTeam, kUnits, kVec4>;
+  constexpr int kMaxUnits = 32 / L::kUnitFloats;
+  if (len <= L::kCapacity) {
+    f(L{});
+  } else if constexpr (kTeam < 32) {
+    with_register_layout<kVec4, kTeam * 2, kUnits>(len, f);
+  } else if constexpr (kTeam == 32 && kUnits < kMaxUnits) {
+    with_register_layout<kVec4, 32, kUnits * 2>(len, f);
+  } else if constexpr (kTeam == 32) {
+    with_register_layout<kVec4, 256, kMaxUnits / 4>(len, f);
+  } else if constexpr (kUnits < kMaxUnits) {
+    with_register_layout<kVec4, 256, kUnits * 2>(len, f);
+  }
+  static_assert(RowLayout<256, kMaxUnits, kVec4>::kCapacity == kMaxRegisterRow);
+}
+
+unsigned grid_for(int64_t items, int64_t per_block) {
+  const int64_t blocks = (items + per_block - 1) / per_block;
+  return static_cast<unsigned>(blocks < INT_MAX ? blocks : INT_MAX);
+}
+
+bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+template <bool kVec4> void forward_in_registers(int64_t rows, int len, const float* x, float* y, bool log) {
+  with_register_layout<kVec4>(len, [&](auto layout) {
+    using L = decltype(layout);
+    forward_rows_kernel<L><<<grid_for(rows, L::kTeamsPerBlock), L::kBlock, 0, stream()>>>(rows, len, x, y, log);
+    PILLARS_CUDA_LAUNCHED("softmax forward_rows_kernel");
+  });
+}
+
+template <bool kVec4>
+void backward_in_registers(int64_t rows, int len, const float* y, const float* dy, float* dx, bool log) {
+  with_register_layout<kVec4>(len, [&](auto layout) {
+    using L = decltype(layout);
+    backward_rows_kernel<L><<<grid_for(rows, L::kTeamsPerBlock), L::kBlock, 0, stream()>>>(rows, len, y, dy, dx, log);
+    PILLARS_CUDA_LAUNCHED("softmax backward_rows_kernel");
+  });
+}
+
+// ---- long rows: two passes over memory -----------------------------------------------------------
+
+// Calls f(i, v) for every element v = row[i] that thread threadIdx.x of a kThreads-thread block
+// owns: units threadIdx.x, threadIdx.x + kThreads, ..., four of them loaded before any is used so
+// that several loads are in flight. A unit is a float4 (kVec4, n % 4 == 0) or a float.
+template <int kThreads, bool kVec4, class F> __device__ void for_each_owned(const float* row, int64_t n, F f) {
+  if constexpr (kVec4) {
+    const float4* row4 = reinterpret_cast<const float4*>(row);
+    const int64_t units = n / 4;
+    int64_t u = threadIdx.x;
+    for (; u + 3 * kThreads < units; u += 4 * kThreads) {
+      float4 q[4];
+#pragma unroll
+      for (int k = 0; k < 4; ++k) q[k] = row4[u + k * kThreads];
+#pragma unroll
+      for (int k = 0; k < 4; ++k) {
+        const int64_t i = 4 * (u + k * kThreads);
+        f(i, q[k].x), f(i + 1, q[k].y), f(i + 2, q[k].z), f(i + 3, q[k].w);
+      }
+    }
+    for (; u < units; u += kThreads) {
+      const float4 q = row4[u];
+      f(4 * u, q.x), f(4 * u + 1, q.y), f(4 * u + 2, q.z), f(4 * u + 3, q.w);
+    }
+  } else {
+    int64_t i = threadIdx.x;
+    for (; i + 3 * kThreads < n; i += 4 * kThreads) {
+      float q[4];
+#pragma unroll
+      for (int k = 0; k < 4; ++k) q[k] = row[i + k * kThreads];
+#pragma unroll
+      for (int k = 0; k < 4; ++k) f(i + k * kThreads, q[k]);
+    }
+    for (; i < n; i += kThreads) f(i, row[i]);
+  }
+}
+
+// Adds v to a running (max m, s = Σ exp(x − m)) pair.
+__device__ __forceinline__ void online_add(float& m, float& s, float v) {
+  if (v > m) {
+    s *= expf(m - v); // (m = −inf: s is 0 and stays 0)
+    m = v;
+  }
+  s += m == kNegInf ? 0.0f : expf(v - m); // (m = −inf means v = −inf too: exp would be NaN)
+}
+
+struct RowStats {
+  float shift, inv_sum, log_sum;
+};
+
+// Combines the block's running pairs into the row's statistics (see the file comment).
+template <int kThreads> __device__ RowStats block_row_stats(float m, float s, float* scratch) {
+  const float row_max = team_reduce<kThreads>(m, Max{}, scratch);
+  const float rescaled = m == kNegInf ? 0.0f : s * expf(m - row_max);
+  const float sum = team_reduce<kThreads>(rescaled, Sum{}, scratch);
+  return RowStats{row_max == kNegInf ? 0.0f : row_max, sum > 0.0f ? 1.0f / sum : 0.0f, sum > 0.0f ? logf(sum) : 0.0f};
+}
+
+template <bool kVec4>
+__global__ void __launch_bounds__(kLongRowThreads)
+    forward_long_rows_kernel(int64_t rows, int64_t len, const float* x, float* y, bool log) {
+  __shared__ float scratch[32];
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    const float* xr = x + row * len;
+    float* yr = y + row * len;
+    float m = kNegInf, s = 0.0f;
+    for_each_owned<kLongRowThreads, kVec4>(xr, len, [&](int64_t, float v) { online_add(m, s, v); });
+    const RowStats st = block_row_stats<kLongRowThreads>(m, s, scratch);
+    for_each_owned<kLongRowThreads, kVec4>(xr, len, [&](int64_t i, float v) {
+      yr[i] = log ? v - st.shift - st.log_sum : expf(v - st.shift) * st.inv_sum;
+    });
+  }
+}
+
+template <bool kVec4>
+__global__ void __launch_bounds__(kLongRowThreads)
+    backward_long_rows_kernel(int64_t rows, int64_t len, const float* y, const float* dy, float* dx, bool log) {
+  __shared__ float scratch[32];
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    const float *yr = y + row * len, *gr = dy + row * len;
+    float* dxr = dx + row * len;
+    float dot = 0.0f;
+    for_each_owned<kLongRowThreads, kVec4>(gr, len, [&](int64_t i, float g) { dot += log ? g : g * yr[i]; });
+    dot = team_reduce<kLongRowThreads>(dot, Sum{}, scratch);
+    for_each_owned<kLongRowThreads, kVec4>(gr, len, [&](int64_t i, float g) {
+      const float yi = yr[i];
+      dxr[i] = log ? g - expf(yi) * dot : yi * (g - dot);
+    });
+  }
+}
+
+// ---- strided rows (inner > 1): a thread per column -----------------------------------------------
+
+__global__ void __launch_bounds__(kColumnThreads)
+    forward_columns_kernel(int64_t outer, int64_t len, int64_t inner, const float* x, float* y, bool log) {
+  const int64_t columns = outer * inner;
+  for (int64_t c = int64_t{blockIdx.x} * kColumnThreads + threadIdx.x; c < columns;
+       c += int64_t{gridDim.x} * kColumnThreads) {
+    const int64_t base = (c / inner) * len * inner + c % inner; // element (o, 0, i)
+    float m = kNegInf, s = 0.0f;
+#pragma unroll 4
+    for (int64_t l = 0; l < len; ++l) online_add(m, s, x[base + l * inner]);
+    const float shift = m == kNegInf ? 0.0f : m;
+    const float inv_sum = s > 0.0f ? 1.0f / s : 0.0f, log_sum = s > 0.0f ? logf(s) : 0.0f;
+#pragma unroll 4
+    for (int64_t l = 0; l < len; ++l) {
+      const float v = x[base + l * inner] - shift;
+      y[base + l * inner] = log ? v - log_sum : expf(v) * inv_sum;
+    }
+  }
+}
+
+__global__ void __launch_bounds__(kColumnThreads) backward_columns_kernel(int64_t outer, int64_t len, int64_t inner,
+                                                                          const float* y, const float* dy, float* dx,
+                                                                          bool log) {
+  const int64_t columns = outer * inner;
+  for (int64_t c = int64_t{blockIdx.x} * kColumnThreads + threadIdx.x; c < columns;
+       c += int64_t{gridDim.x} * kColumnThreads) {
+    const int64_t base = (c / inner) * len * inner + c % inner;
+    float dot = 0.0f;
+#pragma unroll 4
+    for (int64_t l = 0; l < len; ++l) dot += log ? dy[base + l * inner] : dy[base + l * inner] * y[base + l * inner];
+#pragma unroll 4
+    for (int64_t l = 0; l < len; ++l) {
+      const int64_t k = base + l * inner;
+      const float yk = y[k], g = dy[k];
+      dx[k] = log ? g - expf(yk) * dot : yk * (g - dot);
+    }
+  }
+}
+
+// ---- the op adapters -----------------------------------------------------------------------------
+
+struct AxisView {
+  int64_t outer = 1, len = 1, inner = 1;
+};
+
+// (outer, len, inner) around `axis` (stored non-negative by the op builders).
+AxisView view_around_axis(const Tensor& t, int64_t axis) {
+  AxisView v;
+  const Shape& s = t.shape();
+  for (int64_t i = 0; i < static_cast<int64_t>(s.size()); ++i) {
+    const int64_t extent = s[static_cast<size_t>(i)];
+    if (i < axis) v.outer *= extent;
+    else if (i == axis) v.len = extent;
+    else v.inner *= extent;
+  }
+  return v;
+}
+
+void forward_op(const KernelContext& c, bool log) {
+  const AxisView v = view_around_axis(c.in[0], c.node.attrs.axis);
+  softmax_forward(v.outer, v.len, v.inner, c.in[0].data<float>(), c.out[0].data<float>(), log);
+}
+
+// inputs: y, dy
+void backward_op(const KernelContext& c, bool log) {
+  const AxisView v = view_around_axis(c.in[0], c.node.attrs.axis);
+  softmax_backward(v.outer, v.len, v.inner, c.in[0].data<float>(), c.in[1].data<float>(), c.out[0].data<float>(),
+                   log);
+}
+
+} // namespace
+
+void softmax_forward(int64_t outer, int64_t len, int64_t inner, const float* x, float* y, bool log) {
+  if (outer <= 0 || len <= 0 || inner <= 0) return;
+  if (inner > 1) {
+    forward_columns_kernel<<<grid_for(outer * inner, kColumnThreads), kColumnThreads, 0, stream()>>>(outer, len, inner,
+                                                                                                  x, y, log);
+    PILLARS_CUDA_LAUNCHED("softmax forward_columns_kernel");
+    return;
+  }
+  const bool vec4 = len % 4 == 0 && aligned16(x) && aligned16(y);
+  if (len <= kMaxRegisterRow) {
+    if (vec4) forward_in_registers<true>(outer, static_cast<int>(len), x, y, log);
+    else forward_in_registers<false>(outer, static_cast<int>(len), x, y, log);
+    return;
+  }
+  if (vec4) forward_long_rows_kernel<true><<<grid_for(outer, 1), kLongRowThreads, 0, stream()>>>(outer, len, x, y, log);
+  else forward_long_rows_kernel<false><<<grid_for(outer, 1), kLongRowThreads, 0, stream()>>>(outer, len, x, y, log);
+  PILLARS_CUDA_LAUNCHED("softmax forward_long_rows_kernel");
+}
+
+void softmax_backward(int64_t outer, int64_t len, int64_t inner, const float* y, const float* dy, float* dx,
+                      bool log) {
+  if (outer <= 0 || len <= 0 || inner <= 0) return;
+  if (inner > 1) {
+    backward_columns_kernel<<<grid_for(outer * inner, kColumnThreads), kColumnThreads, 0, stream()>>>(
+        outer, len, inner, y, dy, dx, log);
+    PILLARS_CUDA_LAUNCHED("softmax backward_columns_kernel");
+    return;
+  }
+  const bool vec4 = len % 4 == 0 && aligned16(y) && aligned16(dy) && aligned16(dx);
+  if (len <= kMaxRegisterRow) {
+    if (vec4) backward_in_registers<true>(outer, static_cast<int>(len), y, dy, dx, log);
+    else backward_in_registers<false>(outer, static_cast<int>(len), y, dy, dx, log);
+    return;
+  }
+  if (vec4)
+    backward_long_rows_kernel<true><<<grid_for(outer, 1), kLongRowThreads, 0, stream()>>>(outer, len, y, dy, dx, log);
+  else
+    backward_long_rows_kernel<false><<<grid_for(outer, 1), kLongRowThreads, 0, stream()>>>(outer, len, y, dy, dx, log);
+  PILLARS_CUDA_LAUNCHED("softmax backward_long_rows_kernel");
+}
+
+void op_softmax(const KernelContext& c) { forward_op(c, false); }
+void op_log_softmax(const KernelContext& c) { forward_op(c, true); }
+void op_softmax_backward(const KernelContext& c) { backward_op(c, false); }
+void op_log_softmax_backward(const KernelContext& c) { backward_op(c, true); }
+
+} // namespace pillars::cuda

@@ -1,0 +1,24 @@
+// Softmax and log-softmax on the GPU: the plain-pointer API under the softmax ops (ops.h) and the
+// benchmark (`pillars bench softmax --device cuda`). Same function as kernels/cpu/softmax.h:
+//
+//   x, y, dy, dx: device pointers to (outer, len, inner) row-major floats; the "rows" are the
+//   outer·inner vectors x[o, 0..len−1, i] (stride `inner`), each normalised on its own:
+//     softmax      y_l = exp(x_l − m) / s,        m = max_l x_l,  s = Σ_l exp(x_l − m)
+//     log-softmax  y_l = x_l − m − log s
+//   backward (from the op's output y and g = dL/dy):
+//     softmax      dx_l = y_l · (g_l − Σ_k g_k y_k)
+//     log-softmax  dx_l = g_l − exp(y_l) · Σ_k g_k
+//   A row that is all −inf gives softmax 0 and log-softmax −inf (never NaN).
+//
+// Launched on cuda::stream() (asynchronous: nothing waits). Plain C++: callable from host code
+// compiled without nvcc.
+#pragma once
+#include <cstdint>
+
+namespace pillars::cuda {
+
+void softmax_forward(int64_t outer, int64_t len, int64_t inner, const float* x, float* y, bool log);
+void softmax_backward(int64_t outer, int64_t len, int64_t inner, const float* y, const float* dy, float* dx,
+                      bool log);
+
+} // namespace pillars::cuda

@@ -1,0 +1,179 @@
+// `pillars bench attention|softmax --device cuda`: our kernels on the GPU next to the references,
+// in one run.
+//
+// Attention, on FlashAttention's benchmark shapes: hidden 2048 (32 heads of 64 or 16 of 128),
+// batch × sequence = 16k tokens, sequence 512 … 16k, causal and not, bf16 inputs. Ours is timed
+// here with CUDA events; the references are PyTorch's scaled_dot_product_attention with its flash
+// backend and with its cuDNN backend (cuDNN's fused attention), timed by
+// tools/bench/torch_sdpa.py on the same shapes in the same process tree. FLOPs by FlashAttention's
+// convention: forward 4·B·H·T²·D (halved when causal), forward+backward 3.5× that.
+//
+// Softmax: rows of 1k … 32k floats, 2^28 bytes per tensor; GB/s counts one read and one write,
+// next to a device-to-device copy of the same bytes (the bandwidth ceiling), and PyTorch's softmax.
+#include "tools/bench/bench_cuda.h"
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/error.h"
+#include "engine/tensor.h"
+#include "kernels/cuda/device.h"
+
+#ifdef PILLARS_HAVE_CUDA
+#include "kernels/cuda/attention.h"
+#include "kernels/cuda/softmax.h"
+#endif
+
+namespace pillars::bench {
+
+#ifdef PILLARS_HAVE_CUDA
+namespace {
+
+// A device buffer of n random bf16 (or f32) values, freed on scope exit.
+struct DeviceBuffer {
+  void* p = nullptr;
+  explicit DeviceBuffer(size_t bytes) : p(cuda_malloc_or_throw(bytes)) {}
+  ~DeviceBuffer() { cuda_free(p); }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  template <class T> T* as() const { return static_cast<T*>(p); }
+};
+
+void fill_random_bf16(DeviceBuffer& b, int64_t n, std::mt19937& rng) {
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<uint16_t> host(static_cast<size_t>(n));
+  for (auto& x : host) x = f32_to_bf16(dist(rng));
+  cuda_copy_to_device(b.p, host.data(), host.size() * 2);
+}
+
+void fill_random_f32(DeviceBuffer& b, int64_t n, std::mt19937& rng) {
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> host(static_cast<size_t>(n));
+  for (auto& x : host) x = dist(rng);
+  cuda_copy_to_device(b.p, host.data(), host.size() * 4);
+}
+
+// Runs a python reference script and returns its last JSON line ({} when it could not run).
+nlohmann::json run_python(const std::string& script, const std::string& args) {
+  const std::filesystem::path path = std::filesystem::path(PILLARS_SOURCE_DIR) / "tools/bench" / script;
+  const std::string cmd = "python3 " + path.string() + " " + args + " 2>/dev/null";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (!pipe) return nlohmann::json::object();
+  std::string out;
+  char buf[4096];
+  while (size_t n = fread(buf, 1, sizeof buf, pipe)) out.append(buf, n);
+  if (pclose(pipe) != 0) return nlohmann::json::object();
+  // The script's answer is its last line, one JSON object.
+  const size_t end = out.find_last_not_of('\n');
+  if (end == std::string::npos) return nlohmann::json::object();
+  const size_t begin = out.rfind('\n', end);
+  return nlohmann::json::parse(out.substr(begin == std::string::npos ? 0 : begin + 1, end + 1 - (begin == std::string::npos ? 0 : begin + 1)),
+                               nullptr, /*allow_exceptions=*/false);
+}
+
+struct AttentionShape {
+  int64_t B, H, T, D;
+  bool causal;
+};
+
+std::string key_of(const AttentionShape& s) {
+  return str_cat("T", s.T, "_D", s.D, s.causal ? "_causal" : "");
+}
+
+double attention_flops(const AttentionShape& s) {
+  const double f = 4.0 * static_cast<double>(s.B * s.H) * static_cast<double>(s.T) * static_cast<double>(s.T) * static_cast<double>(s.D);
+  return s.causal ? f / 2 : f;
+}
+
+} // namespace
+
+int bench_cuda_attention(int repeats) {
+  PILLARS_CHECK(cuda_device_count() > 0, "bench --device cuda: ", cuda_unavailable_reason());
+  std::printf("attention on %s: bf16 in/out, fp32 accumulation; hidden 2048, batch x seq = 16k; TFLOP/s (FlashAttention's count)\n",
+              cuda_device_name(0).c_str());
+  std::vector<AttentionShape> shapes;
+  for (int64_t D : {64, 128})
+    for (bool causal : {false, true})
+      for (int64_t T : {512, 1024, 2048, 4096, 8192, 16384}) shapes.push_back({16384 / T, 2048 / D, T, D, causal});
+  std::string spec;
+  for (const auto& s : shapes) spec += str_cat(s.B, ",", s.H, ",", s.T, ",", s.D, ",", s.causal ? 1 : 0, ";");
+  const nlohmann::json torch = run_python("torch_sdpa.py", "--repeats " + std::to_string(repeats) + " --shapes '" + spec + "'");
+  if (torch.empty()) std::printf("(PyTorch references unavailable: python3 with CUDA torch not found)\n");
+
+  std::printf("%6s %4s %7s | %9s %9s %9s | %9s %9s %9s\n", "seq", "hd", "causal", "fwd ours", "cudnn", "torch-fa", "f+b ours",
+              "cudnn", "torch-fa");
+  std::mt19937 rng(1);
+  for (const auto& s : shapes) {
+    const int64_t n = s.B * s.T * s.H * s.D;
+    DeviceBuffer Q(n * 2), K(n * 2), V(n * 2), O(n * 2), dO(n * 2), dQ(n * 2), dK(n * 2), dV(n * 2), lse(s.B * s.H * s.T * 4);
+    for (DeviceBuffer* b : {&Q, &K, &V, &dO}) fill_random_bf16(*b, n, rng);
+    cuda::AttentionArgs a;
+    a.B = s.B, a.H = s.H, a.Tq = s.T, a.Tk = s.T, a.D = s.D;
+    a.scale = 1.0f / std::sqrt(static_cast<float>(s.D));
+    a.causal = s.causal;
+    a.precision = cuda::Precision::bf16;
+    DeviceBuffer workspace(cuda::attention_backward_workspace(a) + 16);
+    using bf16 = __nv_bfloat16;
+    auto forward = [&] { cuda::attention_forward<bf16>(a, Q.as<bf16>(), K.as<bf16>(), V.as<bf16>(), O.as<bf16>(), lse.as<float>(), nullptr); };
+    auto training = [&] {
+      forward();
+      cuda::attention_backward<bf16>(a, Q.as<bf16>(), K.as<bf16>(), V.as<bf16>(), O.as<bf16>(), lse.as<float>(), dO.as<bf16>(),
+                                     dQ.as<bf16>(), dK.as<bf16>(), dV.as<bf16>(), workspace.p);
+    };
+    const double fwd_ms = cuda_median_ms(repeats, forward), train_ms = cuda_median_ms(repeats, training);
+    const double flops = attention_flops(s);
+    auto tflops = [](double f, double ms) { return f / (ms * 1e-3) / 1e12; };
+    auto ref = [&](const char* backend, const char* pass, double f) {
+      const std::string key = key_of(s);
+      if (!torch.contains(backend) || !torch[backend].contains(key) || !torch[backend][key].contains(pass)) return std::string("-");
+      const double ms = torch[backend][key][pass].get<double>();
+      return str_cat(static_cast<int>(tflops(f, ms) + 0.5));
+    };
+    std::printf("%6lld %4lld %7s | %9.0f %9s %9s | %9.0f %9s %9s\n", static_cast<long long>(s.T), static_cast<long long>(s.D),
+                s.causal ? "yes" : "no", tflops(flops, fwd_ms), ref("cudnn", "fwd", flops).c_str(), ref("flash", "fwd", flops).c_str(),
+                tflops(3.5 * flops, train_ms), ref("cudnn", "fwd_bwd", 3.5 * flops).c_str(), ref("flash", "fwd_bwd", 3.5 * flops).c_str());
+  }
+  return 0;
+}
+
+int bench_cuda_softmax(int repeats) {
+  PILLARS_CHECK(cuda_device_count() > 0, "bench --device cuda: ", cuda_unavailable_reason());
+  const int64_t total = int64_t{1} << 26; // floats per tensor: 256 MiB, far beyond L2
+  std::printf("softmax on %s: fp32 rows, %lld floats per tensor; GB/s counts one read + one write\n", cuda_device_name(0).c_str(),
+              static_cast<long long>(total));
+  std::mt19937 rng(2);
+  DeviceBuffer x(total * 4), y(total * 4);
+  fill_random_f32(x, total, rng);
+  const double copy_ms = cuda_median_ms(repeats, [&] { cuda_copy_on_device(y.p, x.p, total * 4); });
+  const double bytes = 2.0 * static_cast<double>(total) * 4;
+  std::printf("device-to-device copy: %.0f GB/s (the ceiling)\n", bytes / (copy_ms * 1e-3) / 1e9);
+  std::string spec;
+  const std::vector<int64_t> lens{1024, 2048, 4096, 8192, 16384, 32768};
+  for (int64_t len : lens) spec += str_cat(len, ";");
+  const nlohmann::json torch =
+      run_python("torch_softmax.py", str_cat("--repeats ", repeats, " --total ", total, " --lens '", spec, "'"));
+  std::printf("%7s | %9s %6s | %9s\n", "len", "ours GB/s", "% copy", "torch");
+  for (int64_t len : lens) {
+    const double ms = cuda_median_ms(repeats, [&] { cuda::softmax_forward(total / len, len, 1, x.as<float>(), y.as<float>(), false); });
+    const double gbs = bytes / (ms * 1e-3) / 1e9;
+    const std::string key = std::to_string(len);
+    const std::string theirs = torch.contains(key) ? str_cat(static_cast<int>(bytes / (torch[key].get<double>() * 1e-3) / 1e9)) : "-";
+    std::printf("%7lld | %9.0f %5.0f%% | %9s\n", static_cast<long long>(len), gbs, 100.0 * copy_ms / ms, theirs.c_str());
+  }
+  return 0;
+}
+
+#else
+
+int bench_cuda_attention(int) { throw Error("bench --device cuda: this build of pillars has no CUDA support"); }
+int bench_cuda_softmax(int) { throw Error("bench --device cuda: this build of pillars has no CUDA support"); }
+
+#endif
+
+} // namespace pillars::bench
