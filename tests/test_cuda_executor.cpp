@@ -41,6 +41,13 @@ struct TinyStep {
   }
 };
 
+double distance(const std::vector<float>& a, const std::vector<float>& b) {
+  double d = 0;
+  for (size_t i = 0; i < a.size(); ++i) d += (static_cast<double>(a[i]) - b[i]) * (static_cast<double>(a[i]) - b[i]);
+  return std::isfinite(d) ? std::sqrt(d) : INFINITY;
+}
+double norm(const std::vector<float>& a) { return distance(a, std::vector<float>(a.size(), 0.0f)); }
+
 double relative_error(const std::vector<float>& got, const std::vector<float>& want) {
   double diff = 0, norm = 0;
   for (size_t i = 0; i < want.size(); ++i) {
@@ -68,11 +75,13 @@ TEST_CASE("cuda executor: a tiny transformer training step matches the CPU in fp
   const float loss_cpu = cpu.value(s.m.loss).to_vector()[0], loss_gpu = gpu.fetch(s.m.loss).to_vector()[0];
   CHECK(loss_gpu == doctest::Approx(loss_cpu).epsilon(1e-5));
   // Every parameter's gradient within 1e-4 of the CPU's, relative to its norm (fp32 sums in a
-  // different order through ~30 ops).
+  // different order through ~30 ops), plus 1e-6 absolute: the key projections' bias gradients are
+  // zero in exact arithmetic (softmax ignores a shift shared by all keys), so both devices give
+  // rounding noise of ~1e-8 there and only an absolute bound is meaningful.
   for (size_t i = 0; i < s.grads.size(); ++i) {
     if (s.grads[i] == kNoValue) continue;
     CAPTURE(s.m.graph.producer(s.m.graph.params()[i]).attrs.name);
-    CHECK(relative_error(gpu.fetch(s.grads[i]).to_vector(), cpu.value(s.grads[i]).to_vector()) <= 1e-4);
+    CHECK(distance(gpu.fetch(s.grads[i]).to_vector(), cpu.value(s.grads[i]).to_vector()) <= 1e-4 * norm(cpu.value(s.grads[i]).to_vector()) + 1e-6);
   }
 }
 
@@ -92,11 +101,13 @@ TEST_CASE("cuda executor: CUDA graph replay gives the eager results and reads ea
     captured.run();
     const float le = eager.fetch(s.m.loss).to_vector()[0], lc = captured.fetch(s.m.loss).to_vector()[0];
     CAPTURE(seed);
-    CHECK(lc == le); // the same kernels in the same order: bit-identical
+    CHECK(lc == le); // the same kernels in the same order: the forward is bit-identical
     CHECK(le != previous); // a new seed draws new dropout masks, also inside the replayed graph
     previous = le;
+    // The embedding gradient adds rows with atomics (summation order varies run to run), so the
+    // gradients agree to rounding, not bit for bit.
     for (ValueId gv : s.grads)
-      if (gv != kNoValue) REQUIRE(relative_error(captured.fetch(gv).to_vector(), eager.fetch(gv).to_vector()) == 0.0);
+      if (gv != kNoValue) REQUIRE(relative_error(captured.fetch(gv).to_vector(), eager.fetch(gv).to_vector()) <= 1e-6);
   }
   CHECK(captured.replaying_graph());
 }

@@ -36,7 +36,9 @@ __device__ __forceinline__ float to_float(float x) { return x; }
 __device__ __forceinline__ float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
 template <class T> __device__ __forceinline__ T from_float(float x);
 template <> __device__ __forceinline__ float from_float<float>(float x) { return x; }
-template <> __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
+template <> __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float x) {
+  return __float2bfloat16_rn(x);
+}
 
 // Offset of row `i` of head h of batch b in a (B, T, H, D) tensor; consecutive rows are H·D apart.
 __device__ __forceinline__ int64_t head_row(const Problem& p, int b, int T, int h, int i) {
@@ -101,8 +103,8 @@ __device__ __forceinline__ float dropout_multiplier(const Problem& p, uint64_t s
 
 // The multipliers of keys j and j + 1 of one row: one Philox block serves both unless they
 // straddle a block boundary.
-__device__ __forceinline__ void dropout_multiplier_pair(const Problem& p, uint64_t seed, int bh, int i, int j, float& z0,
-                                                        float& z1) {
+__device__ __forceinline__ void dropout_multiplier_pair(const Problem& p, uint64_t seed, int bh, int i, int j,
+                                                        float& z0, float& z1) {
   const uint64_t n = p.rng_offset + (static_cast<uint64_t>(bh) * p.Tq + i) * p.Tk + j;
   const Philox4 r = philox4x32_10(n >> 2, seed);
   const uint32_t k = static_cast<uint32_t>(n & 3);

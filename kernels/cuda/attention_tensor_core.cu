@@ -18,31 +18,34 @@
 // Shared-memory tiles hold rows of D bf16 padded by 8 elements (16 bytes), so the 8 row addresses
 // of an ldmatrix fall on 8 different bank groups.
 //
-// FORWARD. One block of 8 warps per (b, h, 128 queries); warp w owns query rows 16w..16w+15 and
-// keeps their Q fragments in registers. Key/value tiles of 64 rows are double-buffered: while the
-// warps compute tile n, cp.async fetches tile n + 1. Per tile and warp:
-//   S = Q Kᵀ                        (16 × 64, fp32 accumulators: 32 per thread)
+// FORWARD. One block of W warps per (b, h, 16·MT·W queries); each warp owns MT m-tiles of 16 query
+// rows (MT = 2: every K and V fragment read from shared memory feeds 2·MT = 4 mma instructions, which
+// is what lifts the kernel from shared-memory-bound to ~300 TFLOP/s). Key/value tiles of BK rows are
+// double-buffered: while the warps compute tile n, cp.async fetches tile n + 1. Per tile (or per SUB
+// keys of it) and warp:
+//   S = Q Kᵀ                        (16·MT × SUB, fp32 accumulators)
 //   mask (only on tiles that cross the causal diagonal, the key length or Tk)
 //   online softmax in base 2 with the scale folded into one FMA: m′ = max(m, c·max_j S_ij),
 //   c = scale·log2 e, P = 2^(c·S − m′), l′ = 2^(m − m′)·l + Σ_j P, Õ ← 2^(m − m′)·Õ
 //   dropout: P ∘ Z (Philox, in registers; l keeps the un-dropped sum)
 //   Õ += bf16(P) V                  (P straight from the S accumulators)
 // Finally O = Õ / l and lse = ln 2 · (m + log2 l). Row statistics are per thread (each thread
-// holds 2 rows × 16 columns of S; the 4 threads of a row combine with 2 shuffles). A warp whose
-// rows see no key of a tile (the causal diagonal) skips it. Query blocks run longest first.
+// holds 2 rows per m-tile; the 4 threads of a row combine with 2 shuffles). A warp whose rows see
+// no key of a tile (the causal diagonal) skips it. Query blocks run longest first. The tilings per
+// D are at the end of the file (Tiling), with what they measured.
 //
 // BACKWARD. δ = rowsum(dO ∘ O) and lse2 = lse·log2 e come from attention.cu's δ kernel. Then two
 // kernels, so that every gradient element has one writer and a fixed summation order (the result is
 // deterministic, and no fp32 atomics or zero-filled accumulators are needed; the price is that S
 // and dP are computed twice, 7 tile products per (query, key) tile pair instead of 5):
-//   dK, dV: one block per (b, h, 128 keys), warp w owning keys 16w..16w+15, looping over the
+//   dK, dV: one block per (b, h, 16·W keys), warp w owning keys 16w..16w+15, looping over the
 //           query tiles that see them (Q, dO double-buffered). The tiles are transposed — keys ×
 //           queries — so that the products whose results leave through dK and dV take their A
 //           operand from registers:
 //             Sᵀ = K Qᵀ,  dPᵀ = V dOᵀ,  Pᵀ = 2^(c·Sᵀ − lse2),  dSᵀ = Pᵀ ∘ (dPᵀ∘Z − δ)
 //             dV += bf16(Pᵀ∘Z) dO,  dK += bf16(dSᵀ) Q        (dK scaled by s at the end)
-//   dQ:     one block per (b, h, 128 queries), warp w owning 16 query rows, looping over visible key
-//           tiles (K, V double-buffered): S = Q Kᵀ, dP = dO Vᵀ, dS = P ∘ (dP∘Z − δ),
+//   dQ:     one block per (b, h, 16·W queries), warp w owning 16 query rows, looping over visible
+//           key tiles (K, V double-buffered): S = Q Kᵀ, dP = dO Vᵀ, dS = P ∘ (dP∘Z − δ),
 //           dQ += bf16(dS) K (scaled by s at the end).
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -50,6 +53,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 
 #include "kernels/cuda/attention_internal.h"
 
@@ -58,8 +62,6 @@ namespace {
 
 using bf16 = __nv_bfloat16;
 
-constexpr int kWarps = 8;
-constexpr int kThreadsTC = 32 * kWarps;
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
 // ---- PTX ---------------------------------------------------------------------------------------------
@@ -128,11 +130,12 @@ struct Row {
 };
 
 // tile (R rows) ← rows [row0, row0 + R) of the head starting at X + base (rows `stride` apart);
-// rows ≥ T are zero. bf16: 16-byte cp.async copies; float: loaded, rounded, stored.
-template <int D, int R>
+// rows ≥ T are zero; NT threads share the work. bf16: 16-byte cp.async copies; float: loaded,
+// rounded, stored.
+template <int D, int R, int NT>
 __device__ void stage_rows(bf16* tile, const bf16* X, int64_t base, int64_t stride, int row0, int T) {
   constexpr int kPerRow = D / 8; // 16-byte chunks per row
-  for (int c = threadIdx.x; c < R * kPerRow; c += kThreadsTC) {
+  for (int c = threadIdx.x; c < R * kPerRow; c += NT) {
     const int r = c / kPerRow, k = c % kPerRow;
     bf16* dst = tile + r * Row<D>::LD + 8 * k;
     if (row0 + r < T)
@@ -141,10 +144,10 @@ __device__ void stage_rows(bf16* tile, const bf16* X, int64_t base, int64_t stri
       *reinterpret_cast<uint4*>(dst) = make_uint4(0, 0, 0, 0);
   }
 }
-template <int D, int R>
+template <int D, int R, int NT>
 __device__ void stage_rows(bf16* tile, const float* X, int64_t base, int64_t stride, int row0, int T) {
   constexpr int kPerRow = D / 8;
-  for (int c = threadIdx.x; c < R * kPerRow; c += kThreadsTC) {
+  for (int c = threadIdx.x; c < R * kPerRow; c += NT) {
     const int r = c / kPerRow, k = c % kPerRow;
     uint4 packed = make_uint4(0, 0, 0, 0);
     if (row0 + r < T) {
@@ -182,51 +185,72 @@ __device__ __forceinline__ void load_a(uint32_t (&frag)[KS][4], uint32_t a) {
   for (int ks = 0; ks < KS; ++ks) ldsm_x4(a + 32 * ks, frag[ks]);
 }
 
-// acc (16 × 8·NT) += A (16 × 16·KS) · Bᵀ, with A's fragments in registers and B (8·NT rows of
-// 16·KS) in shared memory at `b` (this lane's address, offset_bt).
-template <int NT, int KS, int RB>
-__device__ __forceinline__ void mma_abt(float (&acc)[NT][4], const uint32_t (&a)[KS][4], uint32_t b) {
+// The products below work on MT m-tiles (16 rows each) at once, which share every B fragment:
+// one ldmatrix.x4 of B feeds 2·MT mma instructions.
+
+// acc[mt] (16 × 8·NT) += A[mt] (16 × 16·KS) · Bᵀ, with A's fragments in registers and B (8·NT rows
+// of 16·KS) in shared memory at `b` (this lane's address, offset_bt).
+template <int MT, int NT, int KS, int RB>
+__device__ __forceinline__ void mma_abt(float (&acc)[MT][NT][4], const uint32_t (&a)[MT][KS][4], uint32_t b) {
 #pragma unroll
   for (int ks = 0; ks < KS; ++ks)
 #pragma unroll
     for (int np = 0; np < NT / 2; ++np) {
       uint32_t f[4];
       ldsm_x4(b + np * 16 * RB + 32 * ks, f);
-      mma_16816(acc[2 * np], a[ks], f[0], f[1]);
-      mma_16816(acc[2 * np + 1], a[ks], f[2], f[3]);
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) {
+        mma_16816(acc[mt][2 * np], a[mt][ks], f[0], f[1]);
+        mma_16816(acc[mt][2 * np + 1], a[mt][ks], f[2], f[3]);
+      }
     }
 }
 
-// The same with A (16 rows of 16·KS) also in shared memory, at `a` (offset_a).
-template <int NT, int KS, int RB>
-__device__ __forceinline__ void mma_abt_smem(float (&acc)[NT][4], uint32_t a, uint32_t b) {
+// The same with A also in shared memory: m-tile mt's 16 rows at a + 16·mt·RB (offset_a).
+template <int MT, int NT, int KS, int RB>
+__device__ __forceinline__ void mma_abt_smem(float (&acc)[MT][NT][4], uint32_t a, uint32_t b) {
 #pragma unroll
   for (int ks = 0; ks < KS; ++ks) {
-    uint32_t af[4];
-    ldsm_x4(a + 32 * ks, af);
+    uint32_t af[MT][4];
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) ldsm_x4(a + mt * 16 * RB + 32 * ks, af[mt]);
 #pragma unroll
     for (int np = 0; np < NT / 2; ++np) {
       uint32_t f[4];
       ldsm_x4(b + np * 16 * RB + 32 * ks, f);
-      mma_16816(acc[2 * np], af, f[0], f[1]);
-      mma_16816(acc[2 * np + 1], af, f[2], f[3]);
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) {
+        mma_16816(acc[mt][2 * np], af[mt], f[0], f[1]);
+        mma_16816(acc[mt][2 * np + 1], af[mt], f[2], f[3]);
+      }
     }
   }
 }
 
-// acc (16 × 8·NT) += A (16 × 16·KS) · B, A's fragments in registers, B (16·KS rows of 8·NT) row-major
-// in shared memory at `b` (offset_a), read with ldmatrix.trans.
-template <int NT, int KS, int RB>
-__device__ __forceinline__ void mma_ab(float (&acc)[NT][4], const uint32_t (&a)[KS][4], uint32_t b) {
+// acc[mt] (16 × 8·NT) += A[mt] (16 × 16·KS) · B, A's fragments in registers, B (16·KS rows of 8·NT)
+// row-major in shared memory at `b` (offset_a), read with ldmatrix.trans.
+template <int MT, int NT, int KS, int RB>
+__device__ __forceinline__ void mma_ab(float (&acc)[MT][NT][4], const uint32_t (&a)[MT][KS][4], uint32_t b) {
 #pragma unroll
   for (int ks = 0; ks < KS; ++ks)
 #pragma unroll
     for (int np = 0; np < NT / 2; ++np) {
       uint32_t f[4];
       ldsm_x4_trans(b + ks * 16 * RB + 32 * np, f);
-      mma_16816(acc[2 * np], a[ks], f[0], f[1]);
-      mma_16816(acc[2 * np + 1], a[ks], f[2], f[3]);
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) {
+        mma_16816(acc[mt][2 * np], a[mt][ks], f[0], f[1]);
+        mma_16816(acc[mt][2 * np + 1], a[mt][ks], f[2], f[3]);
+      }
     }
+}
+
+// A single m-tile's arrays seen as MT = 1 arrays (same layout), for the products above.
+template <class X, int N, int M>
+using OneTile = X[1][N][M];
+template <class X, int N, int M>
+__device__ __forceinline__ OneTile<X, N, M>& one(X (&x)[N][M]) {
+  return reinterpret_cast<OneTile<X, N, M>&>(x);
 }
 
 // The accumulators of a (16 × 16·KS) product as the bf16 A operand of the next one (k = its columns).
@@ -243,23 +267,27 @@ __device__ __forceinline__ void to_a(const float (&c)[2 * KS][4], uint32_t (&a)[
 
 // ---- the rows of a warp --------------------------------------------------------------------------------
 
-// What a warp owning query rows [w0, w0 + 16) needs about them; this thread holds rows w0 + g and
-// w0 + g + 8 (fragment rows g and g + 8).
+// What a warp owning the 16·MT query rows [w0, w0 + 16·MT) needs about them; in m-tile mt this
+// thread holds rows w0 + 16·mt + g and w0 + 16·mt + g + 8 (fragment rows g and g + 8).
+template <int MT>
 struct WarpRows {
-  int row[2];  // this thread's rows
-  int vis[2];  // keys they see: [0, vis)
-  int keys;    // the warp's rows see no key ≥ keys (so tiles from there on are skipped)
-  int full;    // every row of the warp sees keys [0, full) (tiles below need no mask)
+  int first;      // w0 + g: this thread's row in fragment row g of m-tile 0
+  int vis[MT][2]; // keys its rows see: [0, vis)
+  int keys;       // the warp's rows see no key ≥ keys (so tiles from there on are skipped)
+  int full;       // every row of the warp sees keys [0, full) (tiles below need no mask)
+  __device__ __forceinline__ int row(int mt, int r) const { return first + 16 * mt + 8 * r; }
 };
 
-__device__ __forceinline__ WarpRows warp_rows(const RowMask& mask, int w0, int g, int Tq) {
-  WarpRows w;
-  w.row[0] = w0 + g;
-  w.row[1] = w0 + g + 8;
-  w.vis[0] = mask.visible(w.row[0]);
-  w.vis[1] = mask.visible(w.row[1]);
-  w.keys = w0 < Tq ? mask.visible(min(w0 + 15, Tq - 1)) : 0; // the last valid row sees the most
-  w.full = w0 + 16 <= Tq ? mask.visible(w0) : 0;             // the first row sees the least
+template <int MT>
+__device__ __forceinline__ WarpRows<MT> warp_rows(const RowMask& mask, int w0, int g, int Tq) {
+  WarpRows<MT> w;
+  w.first = w0 + g;
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+    for (int r = 0; r < 2; ++r) w.vis[mt][r] = mask.visible(w.row(mt, r));
+  w.keys = w0 < Tq ? mask.visible(min(w0 + 16 * MT - 1, Tq - 1)) : 0; // the last valid row sees the most
+  w.full = w0 + 16 * MT <= Tq ? mask.visible(w0) : 0;                 // the first row sees the least
   return w;
 }
 
@@ -275,11 +303,19 @@ __device__ __forceinline__ void mask_tile(float (&s)[NT][4], int j0, int t, cons
 
 // ---- forward -------------------------------------------------------------------------------------------
 
-template <int D>
-struct ForwardTiles {
-  static constexpr int kBlockQ = 16 * kWarps; // 128 queries per block
-  static constexpr int kBlockK = 64;          // keys per tile
-  static constexpr size_t kSmem = size_t(kBlockQ + 4 * kBlockK) * Row<D>::LD * sizeof(bf16); // Q, 2 × (K, V)
+// The forward's tiling: a block of W warps, each owning MT m-tiles (16·MT query rows; the m-tiles
+// share every K and V fragment, which halves shared-memory traffic per mma at MT = 2), key tiles of
+// BK rows in shared memory, processed SUB keys at a time (S = Q Kᵀ, softmax step, P V: fewer live
+// registers for S when SUB < BK), Q's fragments in registers (QREGS) or re-read from shared memory.
+template <int MT, int W, int BK, bool QREGS, int MIN_BLOCKS, int SUB = BK>
+struct ForwardConfig {
+  static constexpr int kMT = MT, kThreads = 32 * W, kBlockK = BK, kMinBlocks = MIN_BLOCKS, kSub = SUB;
+  static constexpr int kBlockQ = 16 * MT * W;
+  static constexpr bool kQInRegisters = QREGS;
+  template <int D>
+  static constexpr size_t smem() { // Q, 2 × (K, V)
+    return size_t(kBlockQ + 4 * kBlockK) * Row<D>::LD * sizeof(bf16);
+  }
 };
 
 // The online-softmax step for one tile of raw logits s (16 rows × 8·NT keys, −∞ where masked): the
@@ -315,101 +351,122 @@ __device__ __forceinline__ void online_softmax(float (&s)[NT][4], float (&m)[2],
   }
 }
 
-// P ← P ∘ Z for this thread's elements (rows w.row[r], keys j0 + 8·nt + 2t + {0, 1}).
+// P ← P ∘ Z for this thread's elements of one m-tile (rows row0 and row0 + 8, keys j0 + 8·nt + 2t + {0, 1}).
 template <int NT>
-__device__ __forceinline__ void dropout_rows(const Problem& p, uint64_t seed, int bh, const WarpRows& w, int j0, int t,
+__device__ __forceinline__ void dropout_rows(const Problem& p, uint64_t seed, int bh, int row0, int j0, int t,
                                              float (&s)[NT][4]) {
 #pragma unroll
   for (int r = 0; r < 2; ++r)
 #pragma unroll
     for (int nt = 0; nt < NT; ++nt) {
       float z0, z1;
-      dropout_multiplier_pair(p, seed, bh, w.row[r], j0 + 8 * nt + 2 * t, z0, z1);
+      dropout_multiplier_pair(p, seed, bh, row0 + 8 * r, j0 + 8 * nt + 2 * t, z0, z1);
       s[nt][2 * r] *= z0;
       s[nt][2 * r + 1] *= z1;
     }
 }
 
-template <class T, int D>
-__global__ void __launch_bounds__(kThreadsTC) tc_forward_kernel(Problem p, const T* Q, const T* K, const T* V, T* O,
-                                                                float* lse) {
-  using F = ForwardTiles<D>;
-  constexpr int LD = Row<D>::LD, RB = Row<D>::kBytes;
-  constexpr int KS = D / 16;          // k-steps of S = Q Kᵀ
-  constexpr int NT = F::kBlockK / 8;  // n-tiles of S
-  constexpr int NO = D / 8;           // n-tiles of O
-  constexpr uint32_t kBuf = F::kBlockK * RB;
+// O = softmax(S) V and lse for one block of C::kBlockQ queries (grid: b·H + h, query block reversed).
+// kDropout: whether p.dropout_p > 0 (a separate instantiation keeps Philox off the common path).
+template <class T, int D, class C, bool kDropout>
+__global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
+    tc_forward_kernel(Problem p, const T* Q, const T* K, const T* V, T* O, float* lse) {
+  constexpr int LD = Row<D>::LD, RB = Row<D>::kBytes, MT = C::kMT;
+  constexpr int KS = D / 16;         // k-steps of S = Q Kᵀ
+  constexpr int NT = C::kSub / 8;    // n-tiles of S (one sub-tile of keys)
+  constexpr int NO = D / 8;          // n-tiles of O
+  constexpr uint32_t kBuf = C::kBlockK * RB;
   extern __shared__ uint4 smem_u4[];
   bf16* Qs = reinterpret_cast<bf16*>(smem_u4);
-  bf16* Ks = Qs + F::kBlockQ * LD; // buffers 0, 1
-  bf16* Vs = Ks + 2 * F::kBlockK * LD;
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  bf16* Ks = Qs + C::kBlockQ * LD; // buffers 0, 1
+  bf16* Vs = Ks + 2 * C::kBlockK * LD;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, t = lane % 4;
   const int bh = blockIdx.x, b = bh / p.H, h = bh % p.H;
-  const int i0 = (gridDim.y - 1 - blockIdx.y) * F::kBlockQ;
+  const int i0 = (gridDim.y - 1 - blockIdx.y) * C::kBlockQ;
   const int64_t stride = int64_t{p.H} * D;
   const int64_t q_base = head_row(p, b, p.Tq, h, 0), k_base = head_row(p, b, p.Tk, h, 0);
   const RowMask mask = row_mask(p, b);
-  const int n_tiles = (mask.visible(min(i0 + F::kBlockQ, p.Tq) - 1) + F::kBlockK - 1) / F::kBlockK;
-  const WarpRows w = warp_rows(mask, i0 + 16 * warp, g, p.Tq);
-  const uint64_t seed = p.dropout_p > 0.0f ? dropout_seed(p) : 0;
+  const int n_tiles = (mask.visible(min(i0 + C::kBlockQ, p.Tq) - 1) + C::kBlockK - 1) / C::kBlockK;
+  const WarpRows<MT> w = warp_rows<MT>(mask, i0 + 16 * MT * warp, lane / 4, p.Tq);
+  const uint64_t seed = kDropout ? dropout_seed(p) : 0;
 
   if (n_tiles > 0) {
-    stage_rows<D, F::kBlockQ>(Qs, Q, q_base, stride, i0, p.Tq);
-    stage_rows<D, F::kBlockK>(Ks, K, k_base, stride, 0, p.Tk);
-    stage_rows<D, F::kBlockK>(Vs, V, k_base, stride, 0, p.Tk);
+    stage_rows<D, C::kBlockQ, C::kThreads>(Qs, Q, q_base, stride, i0, p.Tq);
+    stage_rows<D, C::kBlockK, C::kThreads>(Ks, K, k_base, stride, 0, p.Tk);
+    stage_rows<D, C::kBlockK, C::kThreads>(Vs, V, k_base, stride, 0, p.Tk);
     cp_async_commit();
   }
-  const uint32_t q_lane = smem_u32(Qs + 16 * warp * LD) + offset_a<RB>(lane);
+  const uint32_t q_lane = smem_u32(Qs + 16 * MT * warp * LD) + offset_a<RB>(lane);
   const uint32_t k_lane = smem_u32(Ks) + offset_bt<RB>(lane);
   const uint32_t v_lane = smem_u32(Vs) + offset_a<RB>(lane);
 
-  float o[NO][4] = {};
-  float m[2] = {-kInf, -kInf}, l[2] = {0.0f, 0.0f};
-  uint32_t qa[KS][4];
+  float o[MT][NO][4] = {};
+  float m[MT][2], l[MT][2];
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt) m[mt][0] = m[mt][1] = -kInf, l[mt][0] = l[mt][1] = 0.0f;
+  uint32_t qa[MT][KS][4];
   for (int n = 0; n < n_tiles; ++n) {
     cp_async_wait_all();
     __syncthreads(); // tile n is visible to all; every warp is done with tile n − 1's buffer
-    if (n == 0) load_a<KS>(qa, q_lane);
+    if constexpr (C::kQInRegisters)
+      if (n == 0)
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) load_a<KS>(qa[mt], q_lane + 16 * mt * RB);
     if (n + 1 < n_tiles) { // fetch tile n + 1 while computing tile n
-      const int buf = (n + 1) & 1, j1 = (n + 1) * F::kBlockK;
-      stage_rows<D, F::kBlockK>(Ks + buf * F::kBlockK * LD, K, k_base, stride, j1, p.Tk);
-      stage_rows<D, F::kBlockK>(Vs + buf * F::kBlockK * LD, V, k_base, stride, j1, p.Tk);
+      const int buf = (n + 1) & 1, j1 = (n + 1) * C::kBlockK;
+      stage_rows<D, C::kBlockK, C::kThreads>(Ks + buf * C::kBlockK * LD, K, k_base, stride, j1, p.Tk);
+      stage_rows<D, C::kBlockK, C::kThreads>(Vs + buf * C::kBlockK * LD, V, k_base, stride, j1, p.Tk);
       cp_async_commit();
     }
-    const int j0 = n * F::kBlockK;
-    if (j0 >= w.keys) continue; // none of this warp's rows sees a key of this tile
-    const uint32_t buf = (n & 1) * kBuf;
-    float s[NT][4] = {};
-    mma_abt<NT, KS, RB>(s, qa, k_lane + buf); // S = Q Kᵀ (unscaled)
-    if (j0 + F::kBlockK > w.full) mask_tile(s, j0, t, w.vis);
-    online_softmax(s, m, l, o, p.scale_log2);
-    if (p.dropout_p > 0.0f) dropout_rows(p, seed, bh, w, j0, t, s);
-    uint32_t pa[NT / 2][4];
-    to_a<NT / 2>(s, pa);
-    mma_ab<NO, NT / 2, RB>(o, pa, v_lane + buf); // Õ += P V
+#pragma unroll
+    for (int sub = 0; sub < C::kBlockK / C::kSub; ++sub) {
+      const int j0 = n * C::kBlockK + sub * C::kSub;
+      if (j0 >= w.keys) break; // none of this warp's rows sees a key from here on
+      const uint32_t buf = (n & 1) * kBuf + sub * C::kSub * RB;
+      float s[MT][NT][4] = {};
+      if constexpr (C::kQInRegisters) // S = Q Kᵀ (unscaled)
+        mma_abt<MT, NT, KS, RB>(s, qa, k_lane + buf);
+      else
+        mma_abt_smem<MT, NT, KS, RB>(s, q_lane, k_lane + buf);
+      uint32_t pa[MT][NT / 2][4];
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) {
+        if (j0 + C::kSub > w.full) mask_tile(s[mt], j0, t, w.vis[mt]);
+        online_softmax(s[mt], m[mt], l[mt], o[mt], p.scale_log2);
+        if constexpr (kDropout) dropout_rows(p, seed, bh, w.row(mt, 0), j0, t, s[mt]);
+        to_a<NT / 2>(s[mt], pa[mt]);
+      }
+      mma_ab<MT, NO, NT / 2, RB>(o, pa, v_lane + buf); // Õ += P V
+    }
   }
 
 #pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
-    l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
-    const int i = w.row[r];
-    if (i >= p.Tq) continue;
-    const float inv = l[r] > 0.0f ? 1.0f / l[r] : 0.0f; // a row that sees nothing: O = 0
-    T* out = O + q_base + i * stride + 2 * t;
+  for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
-    for (int nt = 0; nt < NO; ++nt) store_pair(out + 8 * nt, o[nt][2 * r] * inv, o[nt][2 * r + 1] * inv);
-    if (t == 0) lse[int64_t{bh} * p.Tq + i] = l[r] > 0.0f ? (m[r] + log2f(l[r])) * kLn2 : -kInf;
-  }
+    for (int r = 0; r < 2; ++r) {
+      float sum = l[mt][r];
+      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+      sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+      const int i = w.row(mt, r);
+      if (i >= p.Tq) continue;
+      const float inv = sum > 0.0f ? 1.0f / sum : 0.0f; // a row that sees nothing: O = 0
+      T* out = O + q_base + i * stride + 2 * t;
+#pragma unroll
+      for (int nt = 0; nt < NO; ++nt) store_pair(out + 8 * nt, o[mt][nt][2 * r] * inv, o[mt][nt][2 * r + 1] * inv);
+      if (t == 0) lse[int64_t{bh} * p.Tq + i] = sum > 0.0f ? (m[mt][r] + log2f(sum)) * kLn2 : -kInf;
+    }
 }
 
 // ---- backward: dK, dV -----------------------------------------------------------------------------------
 
-template <int D>
-struct KeyValueTiles {
-  static constexpr int kBlockK = 16 * kWarps;     // 128 keys per block
-  static constexpr int kBlockQ = D == 128 ? 32 : 64; // queries per tile (D = 128: registers)
-  static constexpr size_t kSmem = size_t(2 * kBlockK + 4 * kBlockQ) * Row<D>::LD * sizeof(bf16); // K, V, 2 × (Q, dO)
+// The dK, dV kernel's tiling: W warps of 16 keys each, query tiles of BQ rows.
+template <int W, int BQ, int MIN_BLOCKS>
+struct KeyValueConfig {
+  static constexpr int kThreads = 32 * W, kBlockK = 16 * W, kBlockQ = BQ, kMinBlocks = MIN_BLOCKS;
+  template <int D>
+  static constexpr size_t smem() { // K, V, 2 × (Q, dO)
+    return size_t(2 * kBlockK + 4 * kBlockQ) * Row<D>::LD * sizeof(bf16);
+  }
 };
 
 // Turns the transposed tiles of one warp in place: st (Sᵀ, keys × queries) into Pᵀ ∘ Z and dpt
@@ -440,11 +497,10 @@ __device__ __forceinline__ void softmax_grad_transposed(const Problem& p, const 
     }
 }
 
-template <class T, int D>
-__global__ void __launch_bounds__(kThreadsTC) tc_backward_kv_kernel(Problem p, const T* Q, const T* K, const T* V,
-                                                                    const T* dO, const float* delta, const float* lse2,
-                                                                    T* dK, T* dV) {
-  using F = KeyValueTiles<D>;
+template <class T, int D, class F>
+__global__ void __launch_bounds__(F::kThreads, F::kMinBlocks)
+    tc_backward_kv_kernel(Problem p, const T* Q, const T* K, const T* V, const T* dO, const float* delta,
+                          const float* lse2, T* dK, T* dV) {
   constexpr int LD = Row<D>::LD, RB = Row<D>::kBytes;
   constexpr int KS = D / 16;          // k-steps of Sᵀ = K Qᵀ
   constexpr int NT = F::kBlockQ / 8;  // n-tiles of Sᵀ (queries)
@@ -469,10 +525,10 @@ __global__ void __launch_bounds__(kThreadsTC) tc_backward_kv_kernel(Problem p, c
   const uint64_t seed = p.dropout_p > 0.0f ? dropout_seed(p) : 0;
 
   if (n_tiles > 0) {
-    stage_rows<D, F::kBlockK>(Ks, K, k_base, stride, j0, p.Tk);
-    stage_rows<D, F::kBlockK>(Vs, V, k_base, stride, j0, p.Tk);
-    stage_rows<D, F::kBlockQ>(Qs, Q, q_base, stride, i_begin, p.Tq);
-    stage_rows<D, F::kBlockQ>(dOs, dO, q_base, stride, i_begin, p.Tq);
+    stage_rows<D, F::kBlockK, F::kThreads>(Ks, K, k_base, stride, j0, p.Tk);
+    stage_rows<D, F::kBlockK, F::kThreads>(Vs, V, k_base, stride, j0, p.Tk);
+    stage_rows<D, F::kBlockQ, F::kThreads>(Qs, Q, q_base, stride, i_begin, p.Tq);
+    stage_rows<D, F::kBlockQ, F::kThreads>(dOs, dO, q_base, stride, i_begin, p.Tq);
     cp_async_commit();
   }
   const uint32_t k_a = smem_u32(Ks + 16 * warp * LD) + offset_a<RB>(lane);
@@ -487,8 +543,8 @@ __global__ void __launch_bounds__(kThreadsTC) tc_backward_kv_kernel(Problem p, c
     const int i0 = i_begin + n * F::kBlockQ;
     if (n + 1 < n_tiles) {
       const int buf = (n + 1) & 1;
-      stage_rows<D, F::kBlockQ>(Qs + buf * F::kBlockQ * LD, Q, q_base, stride, i0 + F::kBlockQ, p.Tq);
-      stage_rows<D, F::kBlockQ>(dOs + buf * F::kBlockQ * LD, dO, q_base, stride, i0 + F::kBlockQ, p.Tq);
+      stage_rows<D, F::kBlockQ, F::kThreads>(Qs + buf * F::kBlockQ * LD, Q, q_base, stride, i0 + F::kBlockQ, p.Tq);
+      stage_rows<D, F::kBlockQ, F::kThreads>(dOs + buf * F::kBlockQ * LD, dO, q_base, stride, i0 + F::kBlockQ, p.Tq);
       cp_async_commit();
     }
     // The tile's last query sees the most keys: if not the warp's first, no query sees any.
@@ -496,14 +552,14 @@ __global__ void __launch_bounds__(kThreadsTC) tc_backward_kv_kernel(Problem p, c
     const bool full = i0 + F::kBlockQ <= p.Tq && kw0 + 16 <= mask.visible(i0);
     const uint32_t buf = (n & 1) * kBuf;
     float st[NT][4] = {}, dpt[NT][4] = {};
-    mma_abt_smem<NT, KS, RB>(st, k_a, q_bt + buf);   // Sᵀ = K Qᵀ
-    mma_abt_smem<NT, KS, RB>(dpt, v_a, do_bt + buf); // (dO Vᵀ)ᵀ = V dOᵀ
+    mma_abt_smem<1, NT, KS, RB>(one(st), k_a, q_bt + buf);   // Sᵀ = K Qᵀ
+    mma_abt_smem<1, NT, KS, RB>(one(dpt), v_a, do_bt + buf); // (dO Vᵀ)ᵀ = V dOᵀ
     softmax_grad_transposed(p, mask, seed, bh, i0, t, key, full, delta, lse2, st, dpt);
     uint32_t a[KQ][4];
     to_a<KQ>(st, a);
-    mma_ab<NO, KQ, RB>(dv, a, do_b + buf); // dV += (P∘Z)ᵀ dO
+    mma_ab<1, NO, KQ, RB>(one(dv), one(a), do_b + buf); // dV += (P∘Z)ᵀ dO
     to_a<KQ>(dpt, a);
-    mma_ab<NO, KQ, RB>(dk, a, q_b + buf); // dK += dSᵀ Q
+    mma_ab<1, NO, KQ, RB>(one(dk), one(a), q_b + buf); // dK += dSᵀ Q
   }
 
 #pragma unroll
@@ -520,18 +576,20 @@ __global__ void __launch_bounds__(kThreadsTC) tc_backward_kv_kernel(Problem p, c
 
 // ---- backward: dQ ------------------------------------------------------------------------------------------
 
-template <int D>
-struct QueryTiles {
-  static constexpr int kBlockQ = 16 * kWarps;       // 128 queries per block
-  static constexpr int kBlockK = D == 128 ? 32 : 64; // keys per tile (D = 128: registers)
-  static constexpr size_t kSmem = size_t(2 * kBlockQ + 4 * kBlockK) * Row<D>::LD * sizeof(bf16); // Q, dO, 2 × (K, V)
+// The dQ kernel's tiling: W warps of 16 queries each, key tiles of BK rows.
+template <int W, int BK, int MIN_BLOCKS>
+struct QueryConfig {
+  static constexpr int kThreads = 32 * W, kBlockQ = 16 * W, kBlockK = BK, kMinBlocks = MIN_BLOCKS;
+  template <int D>
+  static constexpr size_t smem() { // Q, dO, 2 × (K, V)
+    return size_t(2 * kBlockQ + 4 * kBlockK) * Row<D>::LD * sizeof(bf16);
+  }
 };
 
-template <class T, int D>
-__global__ void __launch_bounds__(kThreadsTC) tc_backward_q_kernel(Problem p, const T* Q, const T* K, const T* V,
-                                                                   const T* dO, const float* delta, const float* lse2,
-                                                                   T* dQ) {
-  using F = QueryTiles<D>;
+template <class T, int D, class F>
+__global__ void __launch_bounds__(F::kThreads, F::kMinBlocks)
+    tc_backward_q_kernel(Problem p, const T* Q, const T* K, const T* V, const T* dO, const float* delta,
+                         const float* lse2, T* dQ) {
   constexpr int LD = Row<D>::LD, RB = Row<D>::kBytes;
   constexpr int KS = D / 16;          // k-steps of S = Q Kᵀ
   constexpr int NT = F::kBlockK / 8;  // n-tiles of S (keys)
@@ -550,21 +608,21 @@ __global__ void __launch_bounds__(kThreadsTC) tc_backward_q_kernel(Problem p, co
   const int64_t q_base = head_row(p, b, p.Tq, h, 0), k_base = head_row(p, b, p.Tk, h, 0);
   const RowMask mask = row_mask(p, b);
   const int n_tiles = (mask.visible(min(i0 + F::kBlockQ, p.Tq) - 1) + F::kBlockK - 1) / F::kBlockK;
-  const WarpRows w = warp_rows(mask, i0 + 16 * warp, g, p.Tq);
+  const WarpRows<1> w = warp_rows<1>(mask, i0 + 16 * warp, g, p.Tq);
   const uint64_t seed = p.dropout_p > 0.0f ? dropout_seed(p) : 0;
   float l2[2], dl[2];
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
-    const int64_t row = int64_t{bh} * p.Tq + w.row[r];
-    l2[r] = w.vis[r] > 0 ? lse2[row] : 0.0f;
-    dl[r] = w.vis[r] > 0 ? delta[row] : 0.0f;
+    const int64_t row = int64_t{bh} * p.Tq + w.row(0, r);
+    l2[r] = w.vis[0][r] > 0 ? lse2[row] : 0.0f;
+    dl[r] = w.vis[0][r] > 0 ? delta[row] : 0.0f;
   }
 
   if (n_tiles > 0) {
-    stage_rows<D, F::kBlockQ>(Qs, Q, q_base, stride, i0, p.Tq);
-    stage_rows<D, F::kBlockQ>(dOs, dO, q_base, stride, i0, p.Tq);
-    stage_rows<D, F::kBlockK>(Ks, K, k_base, stride, 0, p.Tk);
-    stage_rows<D, F::kBlockK>(Vs, V, k_base, stride, 0, p.Tk);
+    stage_rows<D, F::kBlockQ, F::kThreads>(Qs, Q, q_base, stride, i0, p.Tq);
+    stage_rows<D, F::kBlockQ, F::kThreads>(dOs, dO, q_base, stride, i0, p.Tq);
+    stage_rows<D, F::kBlockK, F::kThreads>(Ks, K, k_base, stride, 0, p.Tk);
+    stage_rows<D, F::kBlockK, F::kThreads>(Vs, V, k_base, stride, 0, p.Tk);
     cp_async_commit();
   }
   const uint32_t q_a = smem_u32(Qs + 16 * warp * LD) + offset_a<RB>(lane);
@@ -578,16 +636,16 @@ __global__ void __launch_bounds__(kThreadsTC) tc_backward_q_kernel(Problem p, co
     __syncthreads();
     if (n + 1 < n_tiles) {
       const int buf = (n + 1) & 1, j1 = (n + 1) * F::kBlockK;
-      stage_rows<D, F::kBlockK>(Ks + buf * F::kBlockK * LD, K, k_base, stride, j1, p.Tk);
-      stage_rows<D, F::kBlockK>(Vs + buf * F::kBlockK * LD, V, k_base, stride, j1, p.Tk);
+      stage_rows<D, F::kBlockK, F::kThreads>(Ks + buf * F::kBlockK * LD, K, k_base, stride, j1, p.Tk);
+      stage_rows<D, F::kBlockK, F::kThreads>(Vs + buf * F::kBlockK * LD, V, k_base, stride, j1, p.Tk);
       cp_async_commit();
     }
     const int j0 = n * F::kBlockK;
     if (j0 >= w.keys) continue;
     const uint32_t buf = (n & 1) * kBuf;
     float s[NT][4] = {}, dp[NT][4] = {};
-    mma_abt_smem<NT, KS, RB>(s, q_a, k_bt + buf);   // S = Q Kᵀ
-    mma_abt_smem<NT, KS, RB>(dp, do_a, v_bt + buf); // dP̃ = dO Vᵀ
+    mma_abt_smem<1, NT, KS, RB>(one(s), q_a, k_bt + buf);   // S = Q Kᵀ
+    mma_abt_smem<1, NT, KS, RB>(one(dp), do_a, v_bt + buf); // dP̃ = dO Vᵀ
     const bool masked = j0 + F::kBlockK > w.full;
 #pragma unroll
     for (int r = 0; r < 2; ++r)
@@ -595,23 +653,23 @@ __global__ void __launch_bounds__(kThreadsTC) tc_backward_q_kernel(Problem p, co
       for (int nt = 0; nt < NT; ++nt) {
         const int j = j0 + 8 * nt + 2 * t;
         float z[2] = {1.0f, 1.0f};
-        if (p.dropout_p > 0.0f) dropout_multiplier_pair(p, seed, bh, w.row[r], j, z[0], z[1]);
+        if (p.dropout_p > 0.0f) dropout_multiplier_pair(p, seed, bh, w.row(0, r), j, z[0], z[1]);
 #pragma unroll
         for (int c = 0; c < 2; ++c) {
           const int e = 2 * r + c;
           const float prob =
-              !masked || j + c < w.vis[r] ? fast_exp2(fmaf(s[nt][e], p.scale_log2, -l2[r])) : 0.0f;
+              !masked || j + c < w.vis[0][r] ? fast_exp2(fmaf(s[nt][e], p.scale_log2, -l2[r])) : 0.0f;
           s[nt][e] = prob * (dp[nt][e] * z[c] - dl[r]); // dS = P ∘ (dP∘Z − δ)
         }
       }
     uint32_t a[KK][4];
     to_a<KK>(s, a);
-    mma_ab<NO, KK, RB>(dq, a, k_b + buf); // dQ += dS K
+    mma_ab<1, NO, KK, RB>(one(dq), one(a), k_b + buf); // dQ += dS K
   }
 
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
-    const int i = w.row[r];
+    const int i = w.row(0, r);
     if (i >= p.Tq) continue;
     T* out = dQ + q_base + i * stride + 2 * t;
 #pragma unroll
@@ -623,24 +681,50 @@ __global__ void __launch_bounds__(kThreadsTC) tc_backward_q_kernel(Problem p, co
 
 unsigned tiles_of(int n, int tile) { return static_cast<unsigned>((n + tile - 1) / tile); }
 
+// The tilings per head dimension, chosen by measurement on an H100 (bf16, B 4, H 16, T 4096; forward
+// TFLOP/s without dropout, full / causal):
+//   D = 32:  MT 2, W 4, BK 128 in steps of 64            197 / 193   (MT 1, W 8: 115)
+//   D = 64:  MT 2, W 4, BK 64, Q in registers            284 / 274   (MT 1, W 8: 174)
+//   D = 128: MT 2, W 4, BK 64 in steps of 32, Q re-read  299 / 294   (MT 1, W 8: 234; BK 64 in one
+//            step: 289, and spills 40 bytes)
+// With dropout, one m-tile per warp leaves room for Philox's registers (the forward is then bound
+// by Philox: about 49 TFLOP/s at D = 64). The backward kernels: with bf16 tensors, 4 warps per block
+// (two blocks per SM: 93 and 127 TFLOP/s at D = 64 and 128, counted as 2.5 forwards; 8 warps: 85,
+// 113); with float tensors, whose staging loads are synchronous, 8 warps (62 and 74 against 50, 59).
 template <class T, int D>
+struct Tiling {
+  static constexpr int kBackwardWarps = sizeof(T) == 2 ? 4 : 8;
+  using forward = std::conditional_t<
+      D == 32, ForwardConfig<2, 4, 128, true, 2, 64>,
+      std::conditional_t<D == 64, ForwardConfig<2, 4, 64, true, 2>, ForwardConfig<2, 4, 64, false, 1, 32>>>;
+  using forward_dropout = ForwardConfig<1, 8, 64, true, 1>;
+  using key_value = KeyValueConfig<kBackwardWarps, D == 128 ? 32 : 64, 8 / kBackwardWarps>;
+  using query = QueryConfig<kBackwardWarps, D == 128 ? 32 : 64, 8 / kBackwardWarps>;
+};
+
+template <class T, int D, class C = typename Tiling<T, D>::forward,
+          class CD = typename Tiling<T, D>::forward_dropout>
 void forward(const Problem& p, const T* Q, const T* K, const T* V, T* O, float* lse) {
-  using F = ForwardTiles<D>;
-  launch<tc_forward_kernel<T, D>>(dim3(p.B * p.H, tiles_of(p.Tq, F::kBlockQ)), kThreadsTC, F::kSmem,
-                                  "attention_tc_forward", p, Q, K, V, O, lse);
+  if (p.dropout_p > 0.0f)
+    launch<tc_forward_kernel<T, D, CD, true>>(dim3(p.B * p.H, tiles_of(p.Tq, CD::kBlockQ)), CD::kThreads,
+                                              CD::template smem<D>(), "attention_tc_forward_dropout", p, Q, K, V, O,
+                                              lse);
+  else
+    launch<tc_forward_kernel<T, D, C, false>>(dim3(p.B * p.H, tiles_of(p.Tq, C::kBlockQ)), C::kThreads,
+                                              C::template smem<D>(), "attention_tc_forward", p, Q, K, V, O, lse);
 }
 
-template <class T, int D>
+template <class T, int D, class KV = typename Tiling<T, D>::key_value, class QC = typename Tiling<T, D>::query>
 void backward(const Problem& p, const T* Q, const T* K, const T* V, const T* dO, const float* delta,
               const float* lse2, T* dQ, T* dK, T* dV) {
   if (p.Tk > 0)
-    launch<tc_backward_kv_kernel<T, D>>(dim3(p.B * p.H, tiles_of(p.Tk, KeyValueTiles<D>::kBlockK)), kThreadsTC,
-                                        KeyValueTiles<D>::kSmem, "attention_tc_backward_kv", p, Q, K, V, dO, delta,
-                                        lse2, dK, dV);
+    launch<tc_backward_kv_kernel<T, D, KV>>(dim3(p.B * p.H, tiles_of(p.Tk, KV::kBlockK)), KV::kThreads,
+                                            KV::template smem<D>(), "attention_tc_backward_kv", p, Q, K, V, dO, delta,
+                                            lse2, dK, dV);
   if (p.Tq > 0)
-    launch<tc_backward_q_kernel<T, D>>(dim3(p.B * p.H, tiles_of(p.Tq, QueryTiles<D>::kBlockQ)), kThreadsTC,
-                                       QueryTiles<D>::kSmem, "attention_tc_backward_q", p, Q, K, V, dO, delta, lse2,
-                                       dQ);
+    launch<tc_backward_q_kernel<T, D, QC>>(dim3(p.B * p.H, tiles_of(p.Tq, QC::kBlockQ)), QC::kThreads,
+                                           QC::template smem<D>(), "attention_tc_backward_q", p, Q, K, V, dO, delta,
+                                           lse2, dQ);
 }
 
 } // namespace

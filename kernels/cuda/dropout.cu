@@ -14,8 +14,9 @@
 //   y = mask != 0 ? value : x.
 // Algorithm: x's axes are paired with the mask's strides (0 where the mask broadcasts), unit axes
 // dropped and neighbours merged where the strides allow (a (B, 1, 1, T) mask on (B, H, T, T)
-// becomes extents (B, H·T, T) with mask strides (T, 0, 1)); then one thread per element finds its
-// mask element with a few 32-bit divisions.
+// becomes extents (B, H·T, T) with mask strides (T, 0, 1)); then one thread per four elements
+// (when the innermost axis allows 16-byte accesses; else per element) finds its mask element with
+// a few 32-bit divisions.
 //
 // Both kernels read element i before writing element i and touch nothing else, so y may alias x.
 #include <cuda_runtime.h>
@@ -89,6 +90,7 @@ struct BroadcastView {
   int dims = 0;
   uint32_t extents[kMaxDims];
   uint32_t mask_strides[kMaxDims];
+  uint32_t inner_extent = 1, inner_mask_stride = 0; // of the innermost axis (1, 0 when there is none)
 };
 
 // Pairs x's axes with the mask's strides (mask aligned at the right), drops unit axes and merges
@@ -119,23 +121,46 @@ BroadcastView broadcast_view(const Shape& xs, const Shape& ms) {
     v.extents[d] = static_cast<uint32_t>(ext[dims - 1 - d]);
     v.mask_strides[d] = static_cast<uint32_t>(str[dims - 1 - d]);
   }
+  if (dims > 0) v.inner_extent = static_cast<uint32_t>(ext[0]), v.inner_mask_stride = static_cast<uint32_t>(str[0]);
   return v;
 }
 
-// y[i] = mask[offset of i] != 0 ? value : x[i]. The caller guarantees n, mask numel < 2³¹, so 32-bit
-// indices (and the grid-stride step) cannot overflow.
+// The offset in the mask of flat element i of x: i decomposed over the view's axes, innermost
+// first (constant indices only, so the view stays in registers).
+__device__ __forceinline__ uint32_t mask_offset(const BroadcastView& v, uint32_t i) {
+  uint32_t rest = i, offset = 0;
+#pragma unroll
+  for (int d = kMaxDims - 1; d >= 0; --d) {
+    if (d >= v.dims) continue;
+    offset += (rest % v.extents[d]) * v.mask_strides[d];
+    rest /= v.extents[d];
+  }
+  return offset;
+}
+
+// y[i] = mask[offset of i] != 0 ? value : x[i]. With kVec4 (the innermost axis a multiple of 4
+// long, x and y 16-byte aligned) thread k takes elements 4k .. 4k + 3, which share their outer
+// coordinates: one offset computation per four elements, the mask stepping by its innermost
+// stride between them. The caller guarantees n, mask numel < 2³¹, so 32-bit indices (and the
+// grid-stride step) cannot overflow.
+template <bool kVec4>
 __global__ void __launch_bounds__(kThreads)
     masked_fill_kernel(BroadcastView v, const float* x, const int32_t* mask, float* y, uint32_t n, float value) {
-  for (uint32_t i = blockIdx.x * kThreads + threadIdx.x; i < n; i += gridDim.x * kThreads) {
-    uint32_t rest = i, offset = 0;
-#pragma unroll
-    for (int d = kMaxDims - 1; d >= 0; --d) { // innermost axis first; constant indices keep v in registers
-      if (d >= v.dims) continue;
-      offset += (rest % v.extents[d]) * v.mask_strides[d];
-      rest /= v.extents[d];
+  constexpr uint32_t kPer = kVec4 ? 4 : 1;
+  for (uint32_t k = blockIdx.x * kThreads + threadIdx.x; k < n / kPer; k += gridDim.x * kThreads) {
+    const uint32_t offset = mask_offset(v, k * kPer);
+    if constexpr (kVec4) {
+      float4 q = reinterpret_cast<const float4*>(x)[k];
+      const uint32_t step = v.inner_mask_stride;
+      q.x = mask[offset] != 0 ? value : q.x;
+      q.y = mask[offset + step] != 0 ? value : q.y;
+      q.z = mask[offset + 2 * step] != 0 ? value : q.z;
+      q.w = mask[offset + 3 * step] != 0 ? value : q.w;
+      reinterpret_cast<float4*>(y)[k] = q;
+    } else {
+      const float xi = x[k];
+      y[k] = mask[offset] != 0 ? value : xi;
     }
-    const float xi = x[i];
-    y[i] = mask[offset] != 0 ? value : xi;
   }
 }
 
@@ -169,8 +194,14 @@ void op_masked_fill(const KernelContext& c) {
   PILLARS_CHECK(n <= INT_MAX && mask.numel() <= INT_MAX,
                 "masked_fill: tensors of 2^31 elements or more are not supported by the CUDA kernel");
   const BroadcastView v = broadcast_view(x.shape(), mask.shape());
-  masked_fill_kernel<<<grid_for(n, kThreads), kThreads, 0, stream()>>>(
-      v, x.data<float>(), mask.data<int32_t>(), c.out[0].data<float>(), static_cast<uint32_t>(n), c.node.attrs.value);
+  const float* xp = x.data<float>();
+  float* yp = c.out[0].data<float>();
+  const int32_t* mp = mask.data<int32_t>();
+  const float value = c.node.attrs.value;
+  if (v.inner_extent % 4 == 0 && aligned16(xp) && aligned16(yp))
+    masked_fill_kernel<true><<<grid_for(n / 4, kThreads), kThreads, 0, stream()>>>(v, xp, mp, yp, uint32_t(n), value);
+  else
+    masked_fill_kernel<false><<<grid_for(n, kThreads), kThreads, 0, stream()>>>(v, xp, mp, yp, uint32_t(n), value);
   PILLARS_CUDA_LAUNCHED("masked_fill_kernel");
 }
 

@@ -7,7 +7,7 @@
 // Backward, g = dL/dy, ĝ = g ∘ γ:
 //   dx_d = r · (ĝ_d − mean(ĝ) − x̂_d · mean(ĝ ∘ x̂)),   dγ_d = Σ_n g_{n,d} x̂_{n,d},   dβ_d = Σ_n g_{n,d}
 //
-// Algorithm. A team of threads per row — a warp (or part of one, for D < 128) when D ≤ 1024, a
+// Algorithm. A team of threads per row — a warp (or part of one, for D < 128) when D ≤ 512, a
 // block of 256 threads when D ≤ 8192 — holds the row in registers (16-byte loads when D % 4 == 0
 // and the pointers allow), so x is read once:
 //   forward:  Σ x → μ; then Σ (x − μ)² from the registers (two passes over registers, none over
@@ -18,11 +18,11 @@
 // x from memory for each pass.
 //
 // dγ, dβ deterministically, without atomics. The grid of the backward kernel is a fixed number P
-// of teams (a function of N and D alone, see partial_teams); team p handles rows p, p + P, ... and,
-// because a thread owns the same columns in every row, it sums g·x̂ and g of its columns over its
-// rows in registers. Each team writes its P-th share into the workspace — partials (2, P, D) —
-// and a second kernel adds the P partials of each column in a fixed order (fp64), so the result is
-// the same bits on every run.
+// of teams (a function of N, D and whether 16-byte accesses are possible, see partial_teams);
+// team p handles rows p, p + P, ... and, because a thread owns the same columns in every row, it
+// sums g·x̂ and g of its columns over its rows in registers (fp32, at most ⌈N/P⌉ rows). Each team
+// writes its share into the workspace — partials (2, P, D) — and a second kernel adds the P
+// partials of each column in a fixed order in fp64, so the result is the same bits on every run.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -315,11 +315,13 @@ __global__ void __launch_bounds__(kGenericThreads)
 
 // ---- the fixed-order sum of the partials -----------------------------------------------------------
 
-constexpr int kSumColumns = 32, kSumSlices = 32;
+// A block sums 8 columns (one 32-byte sector per partial row: enough for full-speed reads, and
+// D/8 blocks keep every SM busy) in 128 slices.
+constexpr int kSumColumns = 8, kSumSlices = 128;
 
 // out[d] = Σ_p partials[p, d] for p = 0 .. P−1: blockIdx.y = 0 gives dγ (partials rows [0, P)),
-// 1 gives dβ (rows [P, 2P)). Slice s of the block (threadIdx.y) sums p = s, s + 32, ... in fp64,
-// then thread s = 0 adds the 32 slice sums in order: a fixed order for a given P.
+// 1 gives dβ (rows [P, 2P)). Slice s of the block (threadIdx.y) sums p = s, s + 128, ... in fp64,
+// then thread s = 0 adds the 128 slice sums in order: a fixed order for a given P.
 __global__ void __launch_bounds__(kSumColumns* kSumSlices)
     sum_partials_kernel(const float* partials, int64_t P, int64_t D, float* dgamma, float* dbeta) {
   __shared__ double slice_sum[kSumSlices][kSumColumns];
@@ -334,7 +336,7 @@ __global__ void __launch_bounds__(kSumColumns* kSumSlices)
   __syncthreads();
   if (threadIdx.y != 0 || col >= D) return;
   double total = 0.0;
-#pragma unroll
+#pragma unroll 8
   for (int s = 0; s < kSumSlices; ++s) total += slice_sum[s][threadIdx.x];
   (blockIdx.y == 0 ? dgamma : dbeta)[col] = static_cast<float>(total);
 }

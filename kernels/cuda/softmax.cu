@@ -17,11 +17,12 @@
 //   * len > 8192: a block of 512 threads per row. Pass 1 keeps a running (max, sum) per thread —
 //     when a new element x exceeds the running max m, the sum is rescaled: s ← s·exp(m − x) — and
 //     the block combines them: M = max of the threads' m, S = Σ s·exp(m − M). Pass 2 re-reads
-//     the row (usually from L2) and writes y.
+//     the row and writes y. The grid is capped so that the rows in flight fit in half the L2
+//     cache (but at least one block per SM): pass 2 then reads from L2, not from memory.
 // Algorithm, inner > 1 (a row is strided by `inner`): one thread per (outer, inner) column,
 // neighbouring threads on neighbouring columns, so every step along the axis is a coalesced
-// read; pass 1 online (max, sum), pass 2 writes. (Few columns and a very long axis leave the GPU
-// mostly idle; the models never softmax such a tensor.)
+// read; pass 1 online (max, sum), pass 2 writes. (Few columns along a very long axis leave most
+// of the GPU idle.)
 //
 // A row of all −inf has m = −inf and s = 0; we then shift by 0 and use 1/s := 0 and log s := 0,
 // which gives softmax 0 and log-softmax −inf without NaN, as the CPU kernel does.
@@ -29,6 +30,7 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <climits>
 #include <cmath>
 #include <cstdint>
@@ -211,6 +213,15 @@ unsigned grid_for(int64_t items, int64_t per_block) {
 
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
+// Blocks for the two-pass kernels over `rows` rows of which each block streams `bytes_per_row`
+// bytes twice: as many rows at once as fit in half the L2 cache, but at least one block per SM.
+unsigned long_row_grid(int64_t rows, int64_t bytes_per_row) {
+  const cudaDeviceProp& prop = device_properties();
+  const int64_t fit = static_cast<int64_t>(prop.l2CacheSize) / 2 / bytes_per_row;
+  const int64_t blocks = std::max<int64_t>(fit, prop.multiProcessorCount);
+  return static_cast<unsigned>(std::min<int64_t>({blocks, rows, INT_MAX}));
+}
+
 template <bool kVec4> void forward_in_registers(int64_t rows, int len, const float* x, float* y, bool log) {
   with_register_layout<kVec4>(len, [&](auto layout) {
     using L = decltype(layout);
@@ -286,36 +297,85 @@ template <int kThreads> __device__ RowStats block_row_stats(float m, float s, fl
   return RowStats{row_max == kNegInf ? 0.0f : row_max, sum > 0.0f ? 1.0f / sum : 0.0f, sum > 0.0f ? logf(sum) : 0.0f};
 }
 
+// out[i] = op(a[i]) and out[i] = op(a[i], b[i]) over the elements a kThreads-thread block's thread
+// owns (16-byte units with kVec4); Σ op(a[i], b[i]) likewise. Softmax never runs in place, so the
+// pointers are __restrict__ and the unrolled iterations' loads can be in flight together.
+template <int kThreads, bool kVec4, class Op>
+__device__ void map_owned(const float* __restrict__ a, float* __restrict__ out, int64_t n, Op op) {
+  if constexpr (kVec4) {
+#pragma unroll 4
+    for (int64_t u = threadIdx.x; u < n / 4; u += kThreads) {
+      const float4 p = reinterpret_cast<const float4*>(a)[u];
+      reinterpret_cast<float4*>(out)[u] = make_float4(op(p.x), op(p.y), op(p.z), op(p.w));
+    }
+  } else {
+#pragma unroll 4
+    for (int64_t i = threadIdx.x; i < n; i += kThreads) out[i] = op(a[i]);
+  }
+}
+
+template <int kThreads, bool kVec4, class Op>
+__device__ void map_owned(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ out, int64_t n,
+                          Op op) {
+  if constexpr (kVec4) {
+#pragma unroll 4
+    for (int64_t u = threadIdx.x; u < n / 4; u += kThreads) {
+      const float4 p = reinterpret_cast<const float4*>(a)[u], q = reinterpret_cast<const float4*>(b)[u];
+      reinterpret_cast<float4*>(out)[u] = make_float4(op(p.x, q.x), op(p.y, q.y), op(p.z, q.z), op(p.w, q.w));
+    }
+  } else {
+#pragma unroll 4
+    for (int64_t i = threadIdx.x; i < n; i += kThreads) out[i] = op(a[i], b[i]);
+  }
+}
+
+template <int kThreads, bool kVec4, class Op>
+__device__ float sum_owned(const float* __restrict__ a, const float* __restrict__ b, int64_t n, Op op) {
+  float acc = 0.0f;
+  if constexpr (kVec4) {
+#pragma unroll 4
+    for (int64_t u = threadIdx.x; u < n / 4; u += kThreads) {
+      const float4 p = reinterpret_cast<const float4*>(a)[u], q = reinterpret_cast<const float4*>(b)[u];
+      acc += op(p.x, q.x) + op(p.y, q.y) + op(p.z, q.z) + op(p.w, q.w);
+    }
+  } else {
+#pragma unroll 4
+    for (int64_t i = threadIdx.x; i < n; i += kThreads) acc += op(a[i], b[i]);
+  }
+  return acc;
+}
+
 template <bool kVec4>
 __global__ void __launch_bounds__(kLongRowThreads)
-    forward_long_rows_kernel(int64_t rows, int64_t len, const float* x, float* y, bool log) {
+    forward_long_rows_kernel(int64_t rows, int64_t len, const float* __restrict__ x, float* __restrict__ y, bool log) {
   __shared__ float scratch[32];
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     const float* xr = x + row * len;
-    float* yr = y + row * len;
     float m = kNegInf, s = 0.0f;
     for_each_owned<kLongRowThreads, kVec4>(xr, len, [&](int64_t, float v) { online_add(m, s, v); });
     const RowStats st = block_row_stats<kLongRowThreads>(m, s, scratch);
-    for_each_owned<kLongRowThreads, kVec4>(xr, len, [&](int64_t i, float v) {
-      yr[i] = log ? v - st.shift - st.log_sum : expf(v - st.shift) * st.inv_sum;
-    });
+    if (log) map_owned<kLongRowThreads, kVec4>(xr, y + row * len, len, [&](float v) { return v - st.shift - st.log_sum; });
+    else map_owned<kLongRowThreads, kVec4>(xr, y + row * len, len, [&](float v) { return expf(v - st.shift) * st.inv_sum; });
   }
 }
 
 template <bool kVec4>
 __global__ void __launch_bounds__(kLongRowThreads)
-    backward_long_rows_kernel(int64_t rows, int64_t len, const float* y, const float* dy, float* dx, bool log) {
+    backward_long_rows_kernel(int64_t rows, int64_t len, const float* __restrict__ y, const float* __restrict__ dy,
+                              float* __restrict__ dx, bool log) {
   __shared__ float scratch[32];
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     const float *yr = y + row * len, *gr = dy + row * len;
     float* dxr = dx + row * len;
-    float dot = 0.0f;
-    for_each_owned<kLongRowThreads, kVec4>(gr, len, [&](int64_t i, float g) { dot += log ? g : g * yr[i]; });
-    dot = team_reduce<kLongRowThreads>(dot, Sum{}, scratch);
-    for_each_owned<kLongRowThreads, kVec4>(gr, len, [&](int64_t i, float g) {
-      const float yi = yr[i];
-      dxr[i] = log ? g - expf(yi) * dot : yi * (g - dot);
-    });
+    if (log) {
+      const float sum_g = team_reduce<kLongRowThreads>(
+          sum_owned<kLongRowThreads, kVec4>(yr, gr, len, [](float, float g) { return g; }), Sum{}, scratch);
+      map_owned<kLongRowThreads, kVec4>(yr, gr, dxr, len, [&](float yi, float g) { return g - expf(yi) * sum_g; });
+    } else {
+      const float dot = team_reduce<kLongRowThreads>(
+          sum_owned<kLongRowThreads, kVec4>(yr, gr, len, [](float yi, float g) { return g * yi; }), Sum{}, scratch);
+      map_owned<kLongRowThreads, kVec4>(yr, gr, dxr, len, [&](float yi, float g) { return yi * (g - dot); });
+    }
   }
 }
 
@@ -406,8 +466,9 @@ void softmax_forward(int64_t outer, int64_t len, int64_t inner, const float* x, 
     else forward_in_registers<false>(outer, static_cast<int>(len), x, y, log);
     return;
   }
-  if (vec4) forward_long_rows_kernel<true><<<grid_for(outer, 1), kLongRowThreads, 0, stream()>>>(outer, len, x, y, log);
-  else forward_long_rows_kernel<false><<<grid_for(outer, 1), kLongRowThreads, 0, stream()>>>(outer, len, x, y, log);
+  const unsigned grid = long_row_grid(outer, len * static_cast<int64_t>(sizeof(float)));
+  if (vec4) forward_long_rows_kernel<true><<<grid, kLongRowThreads, 0, stream()>>>(outer, len, x, y, log);
+  else forward_long_rows_kernel<false><<<grid, kLongRowThreads, 0, stream()>>>(outer, len, x, y, log);
   PILLARS_CUDA_LAUNCHED("softmax forward_long_rows_kernel");
 }
 
@@ -426,10 +487,9 @@ void softmax_backward(int64_t outer, int64_t len, int64_t inner, const float* y,
     else backward_in_registers<false>(outer, static_cast<int>(len), y, dy, dx, log);
     return;
   }
-  if (vec4)
-    backward_long_rows_kernel<true><<<grid_for(outer, 1), kLongRowThreads, 0, stream()>>>(outer, len, y, dy, dx, log);
-  else
-    backward_long_rows_kernel<false><<<grid_for(outer, 1), kLongRowThreads, 0, stream()>>>(outer, len, y, dy, dx, log);
+  const unsigned grid = long_row_grid(outer, 2 * len * static_cast<int64_t>(sizeof(float))); // y and dy
+  if (vec4) backward_long_rows_kernel<true><<<grid, kLongRowThreads, 0, stream()>>>(outer, len, y, dy, dx, log);
+  else backward_long_rows_kernel<false><<<grid, kLongRowThreads, 0, stream()>>>(outer, len, y, dy, dx, log);
   PILLARS_CUDA_LAUNCHED("softmax backward_long_rows_kernel");
 }
 
