@@ -32,6 +32,19 @@ int64_t ParamStore::numel() const {
   return total;
 }
 
+void ParamStore::to(Device device) {
+  for (const std::string& name : order_) map_[name] = map_[name].to(device);
+}
+
+Device ParamStore::device() const { return order_.empty() ? Device::cpu : map_.at(order_.front()).device(); }
+
+ParamStore ParamStore::on(Device device) const {
+  ParamStore copy;
+  copy.order_ = order_;
+  for (const std::string& name : order_) copy.map_[name] = map_.at(name).to(device);
+  return copy;
+}
+
 void ParamStore::remove(const std::string& name) {
   PILLARS_CHECK(contains(name), "ParamStore::remove: no parameter named \"", name, "\"");
   map_.erase(name);

@@ -25,6 +25,14 @@ class ParamStore {
   void remove(const std::string& name);
   void replace(const std::string& name, Tensor value);
 
+  // Moves every parameter to `device` (a copy per tensor; a no-op for those already there). Training
+  // on the GPU keeps the store there; saving copies each tensor back to the host as it writes.
+  void to(Device device);
+  // A store with the same names whose tensors are on `device`: the very same tensors where they are
+  // already there (no copy), copies otherwise (e.g. a host snapshot of GPU parameters for decoding).
+  ParamStore on(Device device) const;
+  Device device() const; // where the parameters are (the first one's; the CPU for an empty store)
+
   // Checkpoint I/O (safetensors; atomic write: a crash never leaves a partial file under `path`).
   // `load` requires every parameter of this store to be in the file with the same shape, and
   // reports missing/unexpected/mismatched tensors by name, naming the file.

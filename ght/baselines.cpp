@@ -51,7 +51,7 @@ ValueId sum_of(Graph& g, const std::vector<ValueId>& xs) {
   return total;
 }
 
-double scalar(const Executor& ex, ValueId v) { return static_cast<double>(ex.value(v).data<float>()[0]); }
+double scalar(const Executor& ex, ValueId v) { return static_cast<double>(ex.fetch(v).data<float>()[0]); }
 
 } // namespace
 

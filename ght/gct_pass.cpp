@@ -86,7 +86,7 @@ void GctExtension::after_run(const Executor& ex, const Graph& g, const train::St
   const auto it = added_.find(&g);
   if (!info.train || it == added_.end()) return;
   const Added& a = it->second;
-  auto scalar = [&](ValueId v) { return static_cast<double>(ex.value(v).data<float>()[0]); };
+  auto scalar = [&](ValueId v) { return static_cast<double>(ex.fetch(v).data<float>()[0]); };
   terms_.regulariser += scalar(a.regulariser);
   if (a.homogenisation != kNoValue) {
     terms_.homogenisation += scalar(a.homogenisation) / static_cast<double>(a.modules);

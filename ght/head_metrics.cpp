@@ -54,17 +54,17 @@ void bind_i32(Executor& ex, const std::string& name, const std::vector<int32_t>&
 // does not declare target lengths) is on the target side, whose lengths the batch gives.
 std::vector<int32_t> site_lengths(const Executor& ex, ValueId lengths, const std::vector<int32_t>& target_lengths) {
   if (lengths == kNoValue) return target_lengths;
-  const Tensor& t = ex.value(lengths);
+  const Tensor t = ex.fetch(lengths);
   const int32_t* p = t.data<int32_t>();
   return std::vector<int32_t>(p, p + t.numel());
 }
 
 ModuleTensors module_tensors(const Executor& ex, const AttentionSite& s, const std::vector<int32_t>& target_lengths) {
   ModuleTensors t;
-  t.q = ex.value(s.q);
-  t.v = ex.value(s.v);
-  t.out = ex.value(s.out);
-  t.probs = ex.value(s.probs);
+  t.q = ex.fetch(s.q);
+  t.v = ex.fetch(s.v);
+  t.out = ex.fetch(s.out);
+  t.probs = ex.fetch(s.probs);
   t.query_lengths = site_lengths(ex, s.query_lengths, target_lengths);
   t.key_lengths = site_lengths(ex, s.key_lengths, target_lengths);
   t.causal = ex.graph().node(s.node).attrs.causal;
@@ -191,7 +191,7 @@ HeadMetrics measure_head_metrics(const TransformerConfig& cfg, ParamStore& param
                                  const HeadMetricsOptions& options) {
   Seq2SeqGraph m = build_seq2seq_training_graph(cfg, batch.B, batch.Ts, batch.Tt, evaluation_options());
   keep_feature_maps(m.graph, m.attention);
-  Executor ex(m.graph);
+  Executor ex(m.graph, params.device()); // where the parameters are: the GPU during a cuda run
   ex.bind_params(params);
   const std::vector<int32_t> tgt_lengths = row_lengths(batch.target, batch.B, batch.Tt, static_cast<int32_t>(cfg.pad_id));
   bind_i32(ex, "src_tokens", batch.src_tokens, {batch.B, batch.Ts});
@@ -207,7 +207,7 @@ HeadMetrics measure_head_metrics(const TransformerConfig& cfg, ParamStore& param
                                  const HeadMetricsOptions& options) {
   LmGraph m = build_lm_training_graph(cfg, batch.B, batch.T, evaluation_options());
   keep_feature_maps(m.graph, m.attention);
-  Executor ex(m.graph);
+  Executor ex(m.graph, params.device()); // where the parameters are: the GPU during a cuda run
   ex.bind_params(params);
   const std::vector<int32_t> lengths = row_lengths(batch.tokens, batch.B, batch.T, static_cast<int32_t>(cfg.pad_id));
   bind_i32(ex, "tokens", batch.tokens, {batch.B, batch.T});

@@ -137,7 +137,7 @@ void VoteExtension::after_run(const Executor& ex, const Graph& g, const train::S
       tallies_.push_back(std::move(v));
     }
   for (size_t m = 0; m < a.modules.size(); ++m) {
-    const Tensor& G = ex.value(a.grams[m]);
+    const Tensor G = ex.fetch(a.grams[m]);
     const std::vector<double> gram(G.data<float>(), G.data<float>() + G.numel());
     tally(tallies_[m], gram, mix(mix(s_.seed, static_cast<uint64_t>(batches_)), m));
   }

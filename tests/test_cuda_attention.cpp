@@ -28,9 +28,11 @@
 #include <vector>
 
 #include "engine/error.h"
+#include "kernels/cuda/device.h"
+
+#ifdef PILLARS_HAVE_CUDA // the whole file: the kernels' API needs the CUDA headers
 #include "kernels/cpu/attention.h"
 #include "kernels/cuda/attention.h"
-#include "kernels/cuda/device.h"
 #include "kernels/philox.h"
 
 using namespace pillars;
@@ -587,3 +589,9 @@ TEST_CASE("cuda attention: the backward is deterministic") {
     CHECK(first.dv == second.dv);
   }
 }
+
+#else
+
+TEST_CASE("cuda attention: skipped in a build without CUDA") { MESSAGE("skipped: ", pillars::cuda_unavailable_reason()); }
+
+#endif // PILLARS_HAVE_CUDA

@@ -173,6 +173,14 @@ const std::vector<Entry>& entries() {
         in(F::integer("train.validate_every", "Validate every this many epochs.").def(1).at_least(1), &E::train, &T::validate_every),
         in(F::number("train.save_every_minutes", "Also save a checkpoint every this many minutes; 0 = only at the end of an epoch.").def(0.0).at_least(0),
            &E::train, &T::save_every_minutes),
+        in(F::enumeration("train.device", {"cpu", "cuda"},
+                          "Where the training steps run: cpu, or cuda (the first GPU; parameters, gradients and optimiser state live there).")
+               .def("cpu"),
+           &E::train, &T::device),
+        in(F::enumeration("train.precision", {"fp32", "bf16"},
+                          "cuda only: fp32 (every product in fp32) or bf16 (GEMM and attention operands in bf16 on the tensor cores, fp32 accumulation and master weights).")
+               .def("fp32"),
+           &E::train, &T::precision),
 
         section(F::section("eval", "Evaluation by `pillars eval` (and the test score at the end of training).")),
         in(F::string("eval.split", "Split to evaluate; \"\" = data.test_split.").def(""), &E::eval, &V::split),

@@ -89,6 +89,8 @@ struct TrainSettings {
   bool valid_bleu{};
   int64_t valid_max_sentences{}, keep_best{}, average_best{}, log_every{}, validate_every{};
   double save_every_minutes{};
+  std::string device;    // "cpu" | "cuda"
+  std::string precision; // "fp32" | "bf16" (cuda)
   bool operator==(const TrainSettings&) const = default;
 };
 

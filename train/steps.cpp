@@ -20,9 +20,24 @@ void compile_graph(C& c, bool train, const std::shared_ptr<SharedArena>& arena, 
     c.params = c.model.graph.params();
     c.grads = autodiff(c.model.graph, c.objective, c.params);
   }
-  c.executor = std::make_unique<Executor>(c.model.graph, arena);
+  c.executor = std::make_unique<Executor>(c.model.graph, arena->device, arena);
+  if (arena->device == Device::cuda) c.executor->enable_graph_capture(true);
   c.executor->bind_params(store);
 }
+
+// Keeps the arena on the parameters' device: when the store has moved (or on first use), the
+// compiled graphs of the other device are dropped and a fresh arena is made.
+template <class Cache>
+void follow_params(const ParamStore& store, std::shared_ptr<SharedArena>& arena, Cache& train, Cache& eval) {
+  const Device d = store.device();
+  if (arena && arena->device == d) return;
+  train.clear();
+  eval.clear();
+  arena = std::make_shared<SharedArena>();
+  arena->device = d;
+}
+
+float scalar_of(const Executor& ex, ValueId v) { return ex.fetch(v).data<float>()[0]; }
 
 // After a training run: the optimiser's view of every parameter and its gradient. The gradients
 // are views into the shared arena, so the slots are rebuilt every step (another shape's executor
@@ -51,6 +66,7 @@ Seq2SeqSteps::Seq2SeqSteps(const TransformerConfig& cfg, ParamStore& params, flo
 
 Seq2SeqSteps::Compiled& Seq2SeqSteps::compiled(std::map<Shape3, std::unique_ptr<Compiled>>& cache,
                                                const Seq2SeqBatch& b, bool train) {
+  follow_params(params_, arena_, train_, eval_);
   auto& slot = cache[{b.B, b.Ts, b.Tt}];
   if (!slot) {
     auto c = std::make_unique<Compiled>();
@@ -88,7 +104,7 @@ float Seq2SeqSteps::train(const Seq2SeqBatch& b, uint64_t seed) {
   c.executor->run();
   if (extension_) extension_->after_run(*c.executor, c.model.graph, {b.target_tokens, seed, update_, progress_, true});
   gather_slots(c, params_, slots_);
-  return c.executor->value(c.model.loss).data<float>()[0];
+  return scalar_of(*c.executor, c.model.loss);
 }
 
 double Seq2SeqSteps::eval(const Seq2SeqBatch& b) {
@@ -96,7 +112,7 @@ double Seq2SeqSteps::eval(const Seq2SeqBatch& b) {
   bind(c, b, 0, false);
   c.executor->run();
   if (extension_) extension_->after_run(*c.executor, c.model.graph, {b.target_tokens, 0, 0, progress_, false});
-  return static_cast<double>(c.executor->value(c.model.loss).data<float>()[0]) * static_cast<double>(b.target_tokens);
+  return static_cast<double>(scalar_of(*c.executor, c.model.loss)) * static_cast<double>(b.target_tokens);
 }
 
 LmSteps::LmSteps(const TransformerConfig& cfg, ParamStore& params, float label_smoothing,
@@ -105,6 +121,7 @@ LmSteps::LmSteps(const TransformerConfig& cfg, ParamStore& params, float label_s
 
 LmSteps::Compiled& LmSteps::compiled(std::map<std::pair<int64_t, int64_t>, std::unique_ptr<Compiled>>& cache, int64_t B,
                                      int64_t T, bool train) {
+  follow_params(params_, arena_, train_, eval_);
   auto& slot = cache[{B, T}];
   if (!slot) {
     auto c = std::make_unique<Compiled>();
@@ -139,7 +156,7 @@ float LmSteps::train(int64_t B, int64_t T, const std::vector<int32_t>& tokens, c
   c.executor->run();
   if (extension_) extension_->after_run(*c.executor, c.model.graph, {0, seed, update_, progress_, true});
   gather_slots(c, params_, slots_);
-  return c.executor->value(c.model.loss).data<float>()[0];
+  return scalar_of(*c.executor, c.model.loss);
 }
 
 double LmSteps::eval(int64_t B, int64_t T, const std::vector<int32_t>& tokens, const std::vector<int32_t>& target) {
@@ -149,7 +166,7 @@ double LmSteps::eval(int64_t B, int64_t T, const std::vector<int32_t>& tokens, c
   if (extension_) extension_->after_run(*c.executor, c.model.graph, {0, 0, 0, progress_, false});
   int64_t n = 0;
   for (int32_t t : target) n += t != static_cast<int32_t>(cfg_.pad_id);
-  return static_cast<double>(c.executor->value(c.model.loss).data<float>()[0]) * static_cast<double>(n);
+  return static_cast<double>(scalar_of(*c.executor, c.model.loss)) * static_cast<double>(n);
 }
 
 } // namespace pillars::train

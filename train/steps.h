@@ -8,6 +8,11 @@
 // A graph is built (forward, autodiff, memory plan) the first time a shape (B, Ts, Tt) is seen and
 // reused after; all of them share one arena (engine/executor.h), so memory is that of the largest
 // shape, not the sum. Batching (train/batching.h) keeps the number of shapes small.
+//
+// The steps run where the parameters are: with the ParamStore on the GPU (ParamStore::to), the
+// graphs run on a CUDA executor (arena in device memory, each shape's step captured as a CUDA
+// graph after its first run) and the gradients in slots() are device tensors. Moving the store
+// to another device drops the compiled graphs.
 #pragma once
 #include <map>
 #include <memory>
@@ -52,7 +57,7 @@ class Seq2SeqSteps {
   ParamStore& params_;
   float label_smoothing_;
   std::shared_ptr<GraphExtension> extension_;
-  std::shared_ptr<SharedArena> arena_ = std::make_shared<SharedArena>();
+  std::shared_ptr<SharedArena> arena_; // on the parameters' device (see steps.cpp: follow_params)
   std::map<Shape3, std::unique_ptr<Compiled>> train_, eval_;
   std::vector<optim::ParamSlot> slots_;
   int64_t update_ = 0;
@@ -84,7 +89,7 @@ class LmSteps {
   ParamStore& params_;
   float label_smoothing_;
   std::shared_ptr<GraphExtension> extension_;
-  std::shared_ptr<SharedArena> arena_ = std::make_shared<SharedArena>();
+  std::shared_ptr<SharedArena> arena_;
   std::map<std::pair<int64_t, int64_t>, std::unique_ptr<Compiled>> train_, eval_;
   std::vector<optim::ParamSlot> slots_;
   int64_t update_ = 0;

@@ -1,6 +1,8 @@
 // The training loop; see trainer.h.
 #include "train/trainer.h"
 
+#include "kernels/cuda/device.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -236,8 +238,12 @@ class Loop {
     const auto [nll, tokens] = task_.valid_nll();
     v.loss = nll / static_cast<double>(std::max<int64_t>(tokens, 1));
     v.ppl = std::exp(v.loss);
-    if (o_.valid_bleu) v.bleu = o_.valid_bleu(cfg_, params_);
-    if (o_.valid_rouge) v.rouge = o_.valid_rouge(cfg_, params_);
+    // Decoding runs on the CPU kernels: on a GPU run it reads a host copy of the parameters.
+    if (o_.valid_bleu || o_.valid_rouge) {
+      const ParamStore host = params_.on(Device::cpu);
+      if (o_.valid_bleu) v.bleu = o_.valid_bleu(cfg_, host);
+      if (o_.valid_rouge) v.rouge = o_.valid_rouge(cfg_, host);
+    }
     return v;
   }
 
@@ -358,9 +364,47 @@ class Loop {
 
 } // namespace
 
+void check_device_settings(const Experiment& e) {
+  if (e.train.device != "cuda") {
+    if (e.train.precision != "fp32") throw InputError("train.precision \"" + e.train.precision + "\" needs train.device \"cuda\"");
+    return;
+  }
+  if (cuda_device_count() == 0) throw InputError("train.device is \"cuda\" but " + cuda_unavailable_reason());
+  if (e.train.update_freq > 1)
+    throw InputError("train.update_freq > 1 (gradient accumulation) is not implemented for train.device \"cuda\" yet");
+}
+
+// train.device = cuda: the parameters move to the GPU for the loop (so the steps, the optimiser
+// state and the gradients live there; train/steps.h) and come back when it ends, however it
+// ends, so that what follows (pruning, evaluation, decoding) sees host parameters.
+class ParamsOnDevice {
+ public:
+  ParamsOnDevice(const Experiment& e, ParamStore& params) : params_(params) {
+    check_device_settings(e);
+    if (e.train.device != "cuda") return;
+    cuda_set_precision(e.train.precision);
+    params_.to(Device::cuda);
+    moved_ = true;
+  }
+  ~ParamsOnDevice() {
+    if (!moved_) return;
+    try {
+      params_.to(Device::cpu);
+    } catch (...) { // a destructor must not throw; the run already failed if the device did
+    }
+  }
+  ParamsOnDevice(const ParamsOnDevice&) = delete;
+  ParamsOnDevice& operator=(const ParamsOnDevice&) = delete;
+
+ private:
+  ParamStore& params_;
+  bool moved_ = false;
+};
+
 TrainerOutcome train_model(const Experiment& e, const TransformerConfig& cfg, ParamStore& params, TrainingTask& task,
                            const TrainOptions& options) {
   fs::create_directories(options.run_dir);
+  ParamsOnDevice on_device(e, params);
   Loop loop(e, cfg, params, task, options);
   return loop.run();
 }

@@ -93,8 +93,6 @@ void check_tensors_for_save(const std::string& path, const std::vector<NamedTens
     if (t.name == kMetadataKey) throw Error(str_cat(where, "the name is reserved for metadata"));
     if (!seen.insert(t.name).second) throw Error(str_cat(where, "the name is used twice"));
     if (!t.tensor.defined()) throw Error(str_cat(where, "it is undefined (has no storage)"));
-    if (t.tensor.device() != Device::cpu)
-      throw Error(str_cat(where, "it is on ", device_name(t.tensor.device()), "; copy it to the CPU first"));
   }
 }
 
@@ -338,8 +336,11 @@ void save_safetensors(const std::string& path, const std::vector<NamedTensor>& t
   AtomicFile file(path);
   file.write(encode_u64_le(header.size()));
   file.write(header);
-  for (const NamedTensor& t : tensors)
-    if (t.tensor.nbytes() > 0) file.write(t.tensor.raw(), t.tensor.nbytes());
+  for (const NamedTensor& t : tensors) {
+    if (t.tensor.nbytes() == 0) continue;
+    const Tensor host = t.tensor.to(Device::cpu); // device tensors (GPU training) are copied out
+    file.write(host.raw(), host.nbytes());
+  }
   file.commit();
 }
 

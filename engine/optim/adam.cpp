@@ -1,6 +1,8 @@
 // Adam / AdamW: see adam.h for the update rule.
 #include "engine/optim/adam.h"
 
+#include "engine/optim/loops.h"
+
 #include <cmath>
 
 #include "engine/error.h"
@@ -54,7 +56,7 @@ void Adam::step(std::vector<ParamSlot>& params, float lr) {
     ParamState& s = state_for(slot);
     s.step += 1;
     float* v_max = options_.amsgrad ? s.buffers[2].data<float>() : nullptr;
-    cpu::adam_update(slot.value.numel(), slot.value.data<float>(), slot.grad.data<float>(),
+    adam_update(slot.value.device(), slot.value.numel(), slot.value.data<float>(), slot.grad.data<float>(),
                      s.buffers[0].data<float>(), s.buffers[1].data<float>(), v_max,
                      coefficients(options_, lr, s.step));
   }

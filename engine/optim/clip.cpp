@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "engine/error.h"
-#include "kernels/cpu/adam.h"
+#include "engine/optim/loops.h"
 
 namespace pillars::optim {
 
@@ -12,7 +12,7 @@ double grad_norm(const std::vector<ParamSlot>& params) {
   double sum = 0;
   for (const ParamSlot& slot : params) {
     if (!slot.grad.defined()) continue;
-    sum += cpu::sum_of_squares(slot.grad.numel(), slot.grad.data<float>());
+    sum += sum_of_squares(slot.grad.device(), slot.grad.numel(), slot.grad.data<float>());
   }
   return std::sqrt(sum);
 }
@@ -24,7 +24,7 @@ double clip_grad_norm(std::vector<ParamSlot>& params, float max_norm) {
   const double coef = double(max_norm) / (norm + 1e-6);
   if (coef < 1) {
     for (ParamSlot& slot : params)
-      if (slot.grad.defined()) cpu::scale(slot.grad.numel(), slot.grad.data<float>(), float(coef));
+      if (slot.grad.defined()) scale(slot.grad.device(), slot.grad.numel(), slot.grad.data<float>(), float(coef));
   }
   return norm;
 }

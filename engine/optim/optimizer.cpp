@@ -44,21 +44,20 @@ Optimizer::~Optimizer() = default;
 Optimizer::ParamState& Optimizer::state_for(const ParamSlot& slot) {
   const Tensor& p = slot.value;
   const Tensor& g = slot.grad;
-  PILLARS_CHECK(p.defined() && p.dtype() == DType::f32 && p.device() == Device::cpu,
-                "optimizer: parameter '", slot.name, "' must be an f32 CPU tensor");
-  PILLARS_CHECK(g.defined() && g.dtype() == DType::f32 && g.device() == Device::cpu &&
-                    g.shape() == p.shape(),
-                "optimizer: the gradient of '", slot.name, "' must be an f32 CPU tensor of shape ",
-                shape_str(p.shape()), ", got ", dtype_name(g.dtype()), " ", shape_str(g.shape()));
+  PILLARS_CHECK(p.defined() && p.dtype() == DType::f32, "optimizer: parameter '", slot.name, "' must be an f32 tensor");
+  PILLARS_CHECK(g.defined() && g.dtype() == DType::f32 && g.device() == p.device() && g.shape() == p.shape(),
+                "optimizer: the gradient of '", slot.name, "' must be an f32 ", device_name(p.device()), " tensor of shape ",
+                shape_str(p.shape()), ", got ", dtype_name(g.dtype()), " ", shape_str(g.shape()), " on ", device_name(g.device()));
 
   auto it = params_.find(slot.name);
   if (it == params_.end()) {
     ParamState fresh;
-    for (size_t k = 0; k < buffer_names_.size(); ++k) fresh.buffers.push_back(Tensor::zeros(p.shape()));
+    for (size_t k = 0; k < buffer_names_.size(); ++k) fresh.buffers.push_back(Tensor::zeros(p.shape()).to(p.device()));
     return params_.emplace(slot.name, std::move(fresh)).first->second;
   }
   for (size_t k = 0; k < buffer_names_.size(); ++k) {
-    const Tensor& b = it->second.buffers[k];
+    Tensor& b = it->second.buffers[k];
+    if (b.device() != p.device()) b = b.to(p.device()); // state loaded on the host, parameters on the GPU: move once
     if (b.shape() != p.shape())
       throw InputError(str_cat("optimizer state '", slot.name, ".", buffer_names_[k], "' has shape ",
                                shape_str(b.shape()), " but parameter '", slot.name, "' has shape ",

@@ -1,6 +1,8 @@
 // SGD: see sgd.h for the update rule.
 #include "engine/optim/sgd.h"
 
+#include "engine/optim/loops.h"
+
 #include "engine/error.h"
 #include "kernels/cpu/adam.h"
 
@@ -43,7 +45,7 @@ void SGD::step(std::vector<ParamSlot>& params, float lr) {
     ParamState& s = state_for(slot);
     c.first = s.step == 0;
     s.step += 1;
-    cpu::sgd_update(slot.value.numel(), slot.value.data<float>(), slot.grad.data<float>(),
+    sgd_update(slot.value.device(), slot.value.numel(), slot.value.data<float>(), slot.grad.data<float>(),
                     has_buffer ? s.buffers[0].data<float>() : nullptr, c);
   }
   count_step();
