@@ -29,6 +29,7 @@
 #include "engine/executor.h"
 #include "engine/params.h"
 #include "engine/passes/autodiff.h"
+#include "kernels/cuda/device.h"
 #include "models/init.h"
 #include "models/transformer.h"
 
@@ -74,7 +75,7 @@ double max_abs_diff(const std::vector<float>& ours, const std::vector<double>& r
   return m;
 }
 
-void run_golden_case(const json& c) {
+void run_golden_case(const json& c, Device device = Device::cpu) {
   const std::string name = c.at("name");
   CAPTURE(name);
   const TransformerConfig cfg = config_from_json(c.at("config"));
@@ -104,8 +105,8 @@ void run_golden_case(const json& c) {
   REQUIRE(grads.size() == wrt.size());
   CHECK(wrt.size() == store.size()); // the graph uses every parameter (the tied table once)
 
-  Executor ex(m.graph);
-  ex.bind_params(store);
+  Executor ex(m.graph, device);
+  ex.bind_params(store); // host parameters: a GPU executor copies them to the device
   const json& in = c.at("inputs");
   ex.bind("src_tokens", i32_tensor({B, Ts}, in.at("src_tokens")));
   ex.bind("src_lengths", i32_tensor({B}, in.at("src_lengths")));
@@ -171,6 +172,19 @@ TEST_CASE("golden: transformer 1+1 forward and gradients match float64 PyTorch")
   REQUIRE(golden.at("cases").size() >= 1);
   for (const json& c : golden.at("cases")) {
     SUBCASE(c.at("name").get<std::string>().c_str()) { run_golden_case(c); }
+  }
+}
+
+// The same cases on the GPU, in fp32 mode, against the same float64 reference and bounds.
+TEST_CASE("golden: transformer 1+1 on the GPU matches float64 PyTorch") {
+  if (cuda_device_count() == 0) {
+    MESSAGE("skipped: ", cuda_unavailable_reason());
+    return;
+  }
+  cuda_set_precision("fp32");
+  const json golden = load_golden();
+  for (const json& c : golden.at("cases")) {
+    SUBCASE(c.at("name").get<std::string>().c_str()) { run_golden_case(c, Device::cuda); }
   }
 }
 

@@ -29,13 +29,14 @@ Command add_bench_command(CLI::App& app) {
       ->check(CLI::IsMember({"gemm", "attention", "softmax", "step", "gct", "pruned-decode"}));
   bench->add_option("--threads", opt->threads, "threads for ours and the reference (default: all cores)")->check(CLI::NonNegativeNumber);
   bench->add_option("--repeats", opt->repeats, "timed repetitions (the median is reported)")->check(CLI::PositiveNumber);
-  bench->add_option("--device", opt->device, "cpu | cuda (attention and softmax: our CUDA kernels next to cuDNN and PyTorch)")
+  bench->add_option("--device", opt->device, "cpu | cuda (attention, softmax, step: our CUDA kernels next to cuDNN and PyTorch)")
       ->check(CLI::IsMember({"cpu", "cuda"}));
   return {bench, [opt]() {
             if (opt->device == "cuda") {
               if (opt->what == "attention") return bench::bench_cuda_attention(std::max(opt->repeats, 10));
               if (opt->what == "softmax") return bench::bench_cuda_softmax(std::max(opt->repeats, 10));
-              throw InputError("bench " + opt->what + " --device cuda: not available yet (attention and softmax are)");
+              if (opt->what == "step") return bench::bench_cuda_step(std::max(opt->repeats, 10));
+              throw InputError("bench " + opt->what + " --device cuda: not available yet (attention, softmax and step are)");
             }
             if (opt->what == "softmax") throw InputError("bench softmax: only with --device cuda");
             const int threads = opt->threads > 0 ? opt->threads : omp_get_num_procs();

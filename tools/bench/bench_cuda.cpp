@@ -22,7 +22,11 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/error.h"
+#include "engine/executor.h"
+#include "engine/optim/adam.h"
+#include "engine/passes/autodiff.h"
 #include "engine/tensor.h"
+#include "models/transformer.h"
 #include "kernels/cuda/device.h"
 
 #ifdef PILLARS_HAVE_CUDA
@@ -169,8 +173,90 @@ int bench_cuda_softmax(int repeats) {
   return 0;
 }
 
+// ---- a training step of the `base` transformer ------------------------------------------------------
+// The paper's base model (6+6 layers, d 512, 8 heads, FFN 2048, vocab 10,000, dropout 0.3, label
+// smoothing 0.1), B = 128 pairs of 64 + 64 tokens (8,192 target tokens), Adam. Ours: one CUDA
+// executor, the step captured as a CUDA graph, Adam on the device; timed in fp32 and in bf16
+// mode. PyTorch: tools/bench/torch_step.py on the GPU with the same shapes, bf16 autocast (fp32
+// master weights), nn.Transformer layers (which call scaled_dot_product_attention).
+namespace {
+
+constexpr int64_t kStepBatch = 128, kStepLen = 64;
+
+Tensor random_ids(const Shape& shape, int64_t vocab, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int32_t> dist(4, static_cast<int32_t>(vocab - 1)); // 0..3 are specials
+  Tensor t = Tensor::empty(shape, DType::i32);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<int32_t>()[i] = dist(rng);
+  return t;
+}
+
+// Median milliseconds of one training step (forward, backward, Adam) of ours in `precision`.
+double our_step_ms(const std::string& precision, int repeats, float& first_loss) {
+  cuda_set_precision(precision);
+  const TransformerConfig cfg = transformer_config("base");
+  ParamStore params;
+  init_transformer_params(cfg, params, 1);
+  params.to(Device::cuda);
+  Seq2SeqGraph m = build_seq2seq_training_graph(cfg, kStepBatch, kStepLen, kStepLen, 0.1f, 1234, true);
+  const std::vector<ValueId> leaves = m.graph.params();
+  const std::vector<ValueId> grads = autodiff(m.graph, m.loss, leaves);
+  m.graph.mark_output(m.loss);
+  Executor ex(m.graph, Device::cuda);
+  ex.enable_graph_capture(true);
+  ex.bind_params(params);
+  ex.bind("src_tokens", random_ids({kStepBatch, kStepLen}, cfg.vocab, 1));
+  Tensor lengths = Tensor::empty({kStepBatch}, DType::i32);
+  lengths.fill(static_cast<float>(kStepLen));
+  ex.bind("src_lengths", lengths);
+  ex.bind("prev_output_tokens", random_ids({kStepBatch, kStepLen}, cfg.vocab, 2));
+  ex.bind("target", random_ids({kStepBatch * kStepLen}, cfg.vocab, 3));
+  optim::Adam adam(0.9, 0.98, 1e-8, 0.0, false);
+  std::vector<optim::ParamSlot> slots;
+  for (size_t i = 0; i < leaves.size(); ++i) {
+    const std::string& name = m.graph.producer(leaves[i]).attrs.name;
+    if (grads[i] != kNoValue) slots.push_back({name, params.get(name), ex.value(grads[i])});
+  }
+  uint64_t seed = 0;
+  auto step = [&] {
+    ex.set_seed(++seed);
+    ex.run();
+    adam.step(slots, 5e-4f);
+  };
+  step();
+  first_loss = ex.fetch(m.loss).to_vector()[0];
+  const double ms = cuda_median_ms(repeats, step);
+  PILLARS_CHECK(ex.replaying_graph(), "bench step: the step was not captured as a CUDA graph");
+  return ms;
+}
+
+} // namespace
+
+int bench_cuda_step(int repeats) {
+  PILLARS_CHECK(cuda_device_count() > 0, "bench --device cuda: ", cuda_unavailable_reason());
+  const double tokens = static_cast<double>(kStepBatch * kStepLen);
+  std::printf("training step on %s: base transformer 6+6, d 512, 8 heads, FFN 2048, vocab 10000, %lld target tokens, Adam\n",
+              cuda_device_name(0).c_str(), static_cast<long long>(kStepBatch * kStepLen));
+  for (const std::string precision : {"fp32", "bf16"}) {
+    float loss = 0;
+    const double ms = our_step_ms(precision, repeats, loss);
+    std::printf("  pillars %-4s  %9.0f target tokens/s  (%.2f ms/step, first loss %.3f)\n", precision.c_str(), tokens / (ms * 1e-3), ms,
+                loss);
+  }
+  cuda_set_precision("fp32");
+  const nlohmann::json torch = run_python("torch_step.py", str_cat("--device cuda --bf16 --config base --repeats ", repeats, " --batch ",
+                                                                   kStepBatch, " --src-len ", kStepLen, " --tgt-len ", kStepLen));
+  if (torch.contains("tokens_per_s"))
+    std::printf("  pytorch bf16  %9.0f target tokens/s  (%.2f ms/step, first loss %.3f; autocast, SDPA)\n",
+                torch["tokens_per_s"].get<double>(), 1e3 * torch["median_s"].get<double>(), torch["first_loss"].get<double>());
+  else
+    std::printf("  pytorch: unavailable (python3 with CUDA torch not found)\n");
+  return 0;
+}
+
 #else
 
+int bench_cuda_step(int) { throw Error("bench --device cuda: this build of pillars has no CUDA support"); }
 int bench_cuda_attention(int) { throw Error("bench --device cuda: this build of pillars has no CUDA support"); }
 int bench_cuda_softmax(int) { throw Error("bench --device cuda: this build of pillars has no CUDA support"); }
 

@@ -5,5 +5,6 @@ namespace pillars::bench {
 
 int bench_cuda_attention(int repeats);
 int bench_cuda_softmax(int repeats);
+int bench_cuda_step(int repeats);
 
 } // namespace pillars::bench

@@ -2,9 +2,12 @@
 """The PyTorch side of `pillars bench step`: the same encoder-decoder training step in torch.nn.
 
 Model: post-norm transformer, 3+3 layers, d 256, 8 heads, FFN 1024, ReLU, dropout 0.1, vocab
-10,000, sinusoidal positions, decoder input/output embeddings shared, label-smoothed (0.1)
-cross-entropy, Adam (0.9, 0.98). Prints one JSON line: median seconds per step, target tokens/s,
-peak RSS (MB) of this process, and the first step's loss.
+10,000 (--config bench; --config base: 6+6 layers, d 512, FFN 2048, dropout 0.3), sinusoidal
+positions, decoder input/output embeddings shared, label-smoothed (0.1) cross-entropy, Adam (0.9,
+0.98). --device cuda runs on the GPU (timed with CUDA events); --bf16 adds autocast to bf16 (fp32
+master weights; nn.Transformer's attention is scaled_dot_product_attention). Prints one JSON
+line: median seconds per step, target tokens/s, peak RSS (MB) of this process, and the first
+step's loss.
 """
 import argparse
 import json
@@ -40,10 +43,11 @@ class Seq2Seq(nn.Module):
 
     def forward(self, src, prev):
         Ts, Tt = src.shape[1], prev.shape[1]
-        x = self.dropout(self.src_embed(src) * math.sqrt(self.d) + sinusoidal(Ts, self.d))
-        y = self.dropout(self.tgt_embed(prev) * math.sqrt(self.d) + sinusoidal(Tt, self.d))
+        dev = src.device
+        x = self.dropout(self.src_embed(src) * math.sqrt(self.d) + sinusoidal(Ts, self.d).to(dev))
+        y = self.dropout(self.tgt_embed(prev) * math.sqrt(self.d) + sinusoidal(Tt, self.d).to(dev))
         memory = self.encoder(x)
-        causal = torch.triu(torch.full((Tt, Tt), float("-inf")), diagonal=1)
+        causal = torch.triu(torch.full((Tt, Tt), float("-inf"), device=dev), diagonal=1)
         y = self.decoder(y, memory, tgt_mask=causal)
         return y @ self.tgt_embed.weight.t()
 
@@ -55,30 +59,48 @@ def main():
     ap.add_argument("--batch", type=int, default=160)
     ap.add_argument("--src-len", type=int, default=25)
     ap.add_argument("--tgt-len", type=int, default=25)
+    ap.add_argument("--config", choices=["bench", "base"], default="bench")
+    ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    ap.add_argument("--bf16", action="store_true")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(1)
     vocab = 10000
-    model = Seq2Seq(vocab, 256, 8, 1024, 3, 0.1)
+    dev = torch.device(args.device)
+    if args.config == "base":
+        model = Seq2Seq(vocab, 512, 8, 2048, 6, 0.3).to(dev)
+    else:
+        model = Seq2Seq(vocab, 256, 8, 1024, 3, 0.1).to(dev)
     opt = torch.optim.Adam(model.parameters(), lr=5e-4, betas=(0.9, 0.98), eps=1e-8)
-    src = torch.randint(4, vocab, (args.batch, args.src_len))
-    prev = torch.randint(4, vocab, (args.batch, args.tgt_len))
-    target = torch.randint(4, vocab, (args.batch * args.tgt_len,))
+    src = torch.randint(4, vocab, (args.batch, args.src_len), device=dev)
+    prev = torch.randint(4, vocab, (args.batch, args.tgt_len), device=dev)
+    target = torch.randint(4, vocab, (args.batch * args.tgt_len,), device=dev)
 
     def step():
         opt.zero_grad(set_to_none=True)
-        logits = model(src, prev).reshape(-1, vocab)
-        loss = F.cross_entropy(logits, target, label_smoothing=0.1)
+        with torch.autocast(device_type=args.device, dtype=torch.bfloat16, enabled=args.bf16):
+            logits = model(src, prev).reshape(-1, vocab)
+        loss = F.cross_entropy(logits.float(), target, label_smoothing=0.1)
         loss.backward()
         opt.step()
-        return loss.item()
+        return loss
 
-    first_loss = step()  # warm-up
+    first_loss = step().item()  # warm-up
+    for _ in range(2 if args.device == "cuda" else 0):
+        step()
     times = []
     for _ in range(args.repeats):
-        t0 = time.perf_counter()
-        step()
-        times.append(time.perf_counter() - t0)
+        if args.device == "cuda":
+            start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            step()
+            stop.record()
+            stop.synchronize()
+            times.append(start.elapsed_time(stop) / 1e3)
+        else:
+            t0 = time.perf_counter()
+            step()
+            times.append(time.perf_counter() - t0)
     times.sort()
     median = times[len(times) // 2]
     print(json.dumps({
