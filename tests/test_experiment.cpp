@@ -157,7 +157,7 @@ TEST_CASE("experiment files: the ready files in experiments/ validate and round 
     CHECK(e.name == entry.path().stem().string());
     CHECK(parse_experiment(to_json(e), "config.json", real_context()) == e);
   }
-  for (const char* f : {"multi30k-de-en.json", "multi30k-de-en-long.json", "iwslt14-de-en-base.json", "wikitext2-lm.json", "ptb-lm.json", "samsum.json",
+  for (const char* f : {"multi30k-de-en.json", "multi30k-de-en-cuda.json", "multi30k-de-en-long.json", "iwslt14-de-en-base.json", "wikitext2-lm.json", "ptb-lm.json", "samsum.json",
                         "tinyshakespeare-lm.json"})
     CHECK_MESSAGE(names.count(f), "missing ready file experiments/", f);
   // The GHT comparison, its baselines and Table 3's ablations (experiments/ght/).
