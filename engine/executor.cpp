@@ -55,6 +55,10 @@ Executor::Executor(const Graph& g, Device device, std::shared_ptr<SharedArena> s
     device_seed_ = Tensor::empty({1}, DType::i64, Device::cuda);
     host_in_.resize(nodes);
     host_out_.resize(nodes);
+    for (const Node& n : g.nodes())
+      if (!is_leaf(n) && !n.op->is_view && !n.op->cuda &&
+          std::find(host_fallback_.begin(), host_fallback_.end(), n.op->name) == host_fallback_.end())
+        host_fallback_.push_back(n.op->name);
   }
 }
 
@@ -97,16 +101,6 @@ void Executor::bind(const std::string& input_name, const Tensor& value) {
 
 void Executor::bind_params(ParamStore& store) {
   for (ValueId v : graph_.params()) bind(v, store.get(graph_.producer(v).attrs.name));
-}
-
-std::vector<std::string> Executor::host_fallback_ops() const {
-  std::vector<std::string> names;
-  if (device_ != Device::cuda) return names;
-  for (const Node& n : graph_.nodes())
-    if (!is_leaf(n) && !n.op->is_view && !n.op->cuda &&
-        std::find(names.begin(), names.end(), n.op->name) == names.end())
-      names.push_back(n.op->name);
-  return names;
 }
 
 void Executor::enable_graph_capture(bool on) {
@@ -196,7 +190,7 @@ void Executor::run() {
     }
     // Capture on the second run with the same bindings (the first one warms up library handles
     // and lazily created buffers, which must not happen inside a capture).
-    const bool can_capture = host_fallback_ops().empty() && runs_since_bind_change_ >= 1 && !bindings_moved();
+    const bool can_capture = host_fallback_.empty() && runs_since_bind_change_ >= 1 && !bindings_moved();
     if (can_capture) {
       cuda_graph_begin_capture();
       try {

@@ -67,7 +67,7 @@ class Executor {
   const MemoryPlan& plan() const { return plan_; }
   const Graph& graph() const { return graph_; }
   Device device() const { return device_; }
-  std::vector<std::string> host_fallback_ops() const; // ops of this graph with no CUDA kernel
+  const std::vector<std::string>& host_fallback_ops() const { return host_fallback_; } // ops of this graph with no CUDA kernel
   bool replaying_graph() const { return cuda_graph_ != nullptr; }
 
  private:
@@ -88,6 +88,7 @@ class Executor {
   size_t planned_nodes_ = 0; // the graph's size when planned: growing it later is an error
 
   // GPU state.
+  std::vector<std::string> host_fallback_; // op names, found once at construction
   std::vector<Tensor> staged_;       // per leaf value: the device copy of a bound host tensor
   Tensor device_seed_;               // u64 on the device: the run seed the kernels read
   std::vector<std::vector<Tensor>> host_in_, host_out_; // host fallback mirrors, per node

@@ -30,6 +30,7 @@
 #include <type_traits>
 
 #include "kernels/cuda/ops.h"
+#include "kernels/cuda/rows.cuh"
 #include "kernels/cuda/runtime.h"
 
 namespace pillars::cuda {
@@ -37,64 +38,6 @@ namespace {
 
 constexpr float kNegInf = -INFINITY;
 constexpr int kCountThreads = 1024; // the single-block kernels (mean of the losses, valid rows)
-
-struct Max {
-  __device__ float operator()(float a, float b) const { return fmaxf(a, b); }
-};
-struct Sum {
-  __device__ float operator()(float a, float b) const { return a + b; }
-};
-
-// Reduces v over a team of kTeam threads (32: one warp; more: the whole block) and gives the result
-// to every thread of the team; fixed order (see softmax.cu). `scratch`: 32 floats of shared memory.
-template <int kTeam, class Op> __device__ float team_reduce(float v, Op op, float* scratch) {
-#pragma unroll
-  for (int offset = 16; offset > 0; offset /= 2) v = op(v, __shfl_xor_sync(0xffffffffu, v, offset));
-  if constexpr (kTeam > 32) {
-    if (threadIdx.x % 32 == 0) scratch[threadIdx.x / 32] = v;
-    __syncthreads();
-    v = scratch[0];
-#pragma unroll
-    for (int w = 1; w < kTeam / 32; ++w) v = op(v, scratch[w]);
-    __syncthreads();
-  }
-  return v;
-}
-
-// Calls f(i, x[i]) for every element of a row of n floats that team thread t owns: units
-// t, t + kTeam, ... (a unit is a float4 with kVec4 — n % 4 == 0 — else a float), four units
-// loaded before any is used so that several loads are in flight.
-template <int kTeam, bool kVec4, class F> __device__ void for_each_owned(const float* row, int64_t n, int t, F f) {
-  if constexpr (kVec4) {
-    const float4* row4 = reinterpret_cast<const float4*>(row);
-    const int64_t units = n / 4;
-    int64_t u = t;
-    for (; u + 3 * kTeam < units; u += 4 * kTeam) {
-      float4 q[4];
-#pragma unroll
-      for (int k = 0; k < 4; ++k) q[k] = row4[u + k * kTeam];
-#pragma unroll
-      for (int k = 0; k < 4; ++k) {
-        const int64_t i = 4 * (u + k * kTeam);
-        f(i, q[k].x), f(i + 1, q[k].y), f(i + 2, q[k].z), f(i + 3, q[k].w);
-      }
-    }
-    for (; u < units; u += kTeam) {
-      const float4 q = row4[u];
-      f(4 * u, q.x), f(4 * u + 1, q.y), f(4 * u + 2, q.z), f(4 * u + 3, q.w);
-    }
-  } else {
-    int64_t i = t;
-    for (; i + 3 * kTeam < n; i += 4 * kTeam) {
-      float q[4];
-#pragma unroll
-      for (int k = 0; k < 4; ++k) q[k] = row[i + k * kTeam];
-#pragma unroll
-      for (int k = 0; k < 4; ++k) f(i + k * kTeam, q[k]);
-    }
-    for (; i < n; i += kTeam) f(i, row[i]);
-  }
-}
 
 // Zeroes the elements of a row of n floats that team thread t owns (the units of for_each_owned).
 template <int kTeam, bool kVec4> __device__ void zero_owned(float* row, int64_t n, int t) {

@@ -31,6 +31,7 @@
 #include <cstdint>
 
 #include "kernels/cuda/ops.h"
+#include "kernels/cuda/rows.cuh"
 #include "kernels/cuda/runtime.h"
 
 namespace pillars::cuda {
@@ -44,46 +45,7 @@ constexpr int kGenericThreads = 512;      // the block of the generic (long-row)
 constexpr int64_t kMinRowsPerTeam = 4;
 constexpr int64_t kMaxPartialThreads = 131072;
 
-// ---- reductions inside a team --------------------------------------------------------------------
-
-// Σ v over a team of kTeam threads, given to every thread of the team. A team of ≤ 32 threads is
-// an aligned group of lanes of one warp: a butterfly of xor-shuffles, after which all its lanes
-// hold bitwise the same sum. A larger team is the whole block: the warps' sums meet in shared
-// memory (`scratch`, 32 floats) and every thread adds them in warp order. The trailing barrier lets
-// the caller reuse `scratch` at once.
-template <int kTeam> __device__ float team_sum(float v, float* scratch) {
-  constexpr int kLanes = kTeam < 32 ? kTeam : 32;
-#pragma unroll
-  for (int offset = kLanes / 2; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
-  if constexpr (kTeam > 32) {
-    if (threadIdx.x % 32 == 0) scratch[threadIdx.x / 32] = v;
-    __syncthreads();
-    v = scratch[0];
-#pragma unroll
-    for (int w = 1; w < kTeam / 32; ++w) v += scratch[w];
-    __syncthreads();
-  }
-  return v;
-}
-
-// ---- rows held in registers ----------------------------------------------------------------------
-
-// How a row of up to kTeam·kPerThread floats is spread over a team of kTeam threads. Thread t holds
-// kUnits units; a unit is one float, or with kVec4 four consecutive floats moved as one float4.
-// Unit u of thread t is unit u·kTeam + t of the row: at each u the team reads contiguous memory.
-// Teams of ≤ 32 threads share a block of 128 threads; a larger team is a block of its own.
-template <int kTeam_, int kUnits_, bool kVec4_> struct RowLayout {
-  static constexpr int kTeam = kTeam_, kUnits = kUnits_;
-  static constexpr bool kVec4 = kVec4_;
-  static constexpr int kUnitFloats = kVec4 ? 4 : 1;
-  static constexpr int kPerThread = kUnits * kUnitFloats;
-  static constexpr int kCapacity = kTeam * kPerThread;
-  static constexpr int kBlock = kTeam <= 32 ? 128 : kTeam;
-  static constexpr int kTeamsPerBlock = kBlock / kTeam;
-  // The row column of the first float of unit u of team thread t, and of register j.
-  __device__ static int unit_column(int u, int t) { return (u * kTeam + t) * kUnitFloats; }
-  __device__ static int column(int j, int t) { return unit_column(j / kUnitFloats, t) + j % kUnitFloats; }
-};
+// ---- rows held in registers (RowLayout, load_share, team_reduce: rows.cuh) -----------------------
 
 // One unit of a parameter vector p (γ or β) at column col: `fill` where p is absent or col ≥ n.
 template <class L> struct Unit {
@@ -101,45 +63,6 @@ template <class L> __device__ Unit<L> load_unit(const float* p, int col, int n, 
   return r;
 }
 
-// v[j] ← element column(j, t) of `row` (n floats), or `fill` past its end. With kVec4, n % 4 == 0.
-template <class L> __device__ void load_share(const float* row, int n, int t, float (&v)[L::kPerThread], float fill) {
-#pragma unroll
-  for (int u = 0; u < L::kUnits; ++u) {
-    const int col = (u * L::kTeam + t) * L::kUnitFloats;
-    if constexpr (L::kVec4) {
-      float4 q = make_float4(fill, fill, fill, fill);
-      if (col < n) q = *reinterpret_cast<const float4*>(row + col);
-      v[4 * u] = q.x, v[4 * u + 1] = q.y, v[4 * u + 2] = q.z, v[4 * u + 3] = q.w;
-    } else {
-      v[u] = col < n ? row[col] : fill;
-    }
-  }
-}
-
-template <class L> __device__ void store_share(float* row, int n, int t, const float (&v)[L::kPerThread]) {
-#pragma unroll
-  for (int u = 0; u < L::kUnits; ++u) {
-    const int col = (u * L::kTeam + t) * L::kUnitFloats;
-    if (col >= n) continue;
-    if constexpr (L::kVec4)
-      *reinterpret_cast<float4*>(row + col) = make_float4(v[4 * u], v[4 * u + 1], v[4 * u + 2], v[4 * u + 3]);
-    else
-      row[col] = v[u];
-  }
-}
-
-// body(row, n, t) for each row of the calling thread's team: n is D, or 0 for a team past the last
-// row, which still runs the body (on padding only) because its lanes take part in the shuffles.
-// Team p of the grid (p = block·teams per block + team) takes rows p, p + P, p + 2P, ...
-template <class L, class Body> __device__ void for_each_team_row(int64_t rows, int D, Body body) {
-  const int team = threadIdx.x / L::kTeam, t = threadIdx.x % L::kTeam;
-  const int64_t step = int64_t{gridDim.x} * L::kTeamsPerBlock;
-  for (int64_t first = int64_t{blockIdx.x} * L::kTeamsPerBlock; first < rows; first += step) {
-    const int64_t row = first + team;
-    body(row < rows ? row : rows - 1, row < rows ? D : 0, t);
-  }
-}
-
 template <class L>
 __global__ void __launch_bounds__(L::kBlock)
     forward_rows_kernel(int64_t rows, int D, const float* x, const float* gamma, const float* beta, float* y,
@@ -151,12 +74,12 @@ __global__ void __launch_bounds__(L::kBlock)
     float sum = 0.0f;
 #pragma unroll
     for (int j = 0; j < L::kPerThread; ++j) sum += v[j];
-    const float mean = team_sum<L::kTeam>(sum, scratch) / static_cast<float>(D);
+    const float mean = team_reduce<L::kTeam>(sum, Sum{}, scratch) / static_cast<float>(D);
     float sq = 0.0f;
 #pragma unroll
     for (int j = 0; j < L::kPerThread; ++j)
       if (L::column(j, t) < n) sq += (v[j] - mean) * (v[j] - mean); // (padding is not x − μ = 0)
-    const float var = team_sum<L::kTeam>(sq, scratch) / static_cast<float>(D);
+    const float var = team_reduce<L::kTeam>(sq, Sum{}, scratch) / static_cast<float>(D);
     const float rstd = 1.0f / sqrtf(var + eps);
 #pragma unroll
     for (int u = 0; u < L::kUnits; ++u) {
@@ -207,8 +130,8 @@ __global__ void __launch_bounds__(L::kBlock)
         }
       }
     }
-    const float mean_g = team_sum<L::kTeam>(sum_g, scratch) / static_cast<float>(D);
-    const float mean_gx = team_sum<L::kTeam>(sum_gx, scratch) / static_cast<float>(D);
+    const float mean_g = team_reduce<L::kTeam>(sum_g, Sum{}, scratch) / static_cast<float>(D);
+    const float mean_gx = team_reduce<L::kTeam>(sum_gx, Sum{}, scratch) / static_cast<float>(D);
 #pragma unroll
     for (int u = 0; u < L::kUnits; ++u) {
       const Unit<L> gm = load_unit<L>(gamma, L::unit_column(u, t), n, 1.0f); // (again: not kept in registers)
@@ -254,7 +177,7 @@ template <bool kVec4, int kTeam = 1, int kUnits = 1, class F> void with_register
 
 // ---- rows too long for registers: a block per row, x re-read for each pass ------------------------
 
-template <int kThreads> __device__ float block_sum(float v, float* scratch) { return team_sum<kThreads>(v, scratch); }
+template <int kThreads> __device__ float block_sum(float v, float* scratch) { return team_reduce<kThreads>(v, Sum{}, scratch); }
 
 __global__ void __launch_bounds__(kGenericThreads)
     forward_generic_kernel(int64_t rows, int64_t D, const float* x, const float* gamma, const float* beta, float* y,

@@ -36,6 +36,7 @@
 #include <cstdint>
 
 #include "kernels/cuda/ops.h"
+#include "kernels/cuda/rows.cuh"
 #include "kernels/cuda/runtime.h"
 
 namespace pillars::cuda {
@@ -46,93 +47,7 @@ constexpr int64_t kMaxRegisterRow = 8192; // floats: longer rows take the two-pa
 constexpr int kLongRowThreads = 512;
 constexpr int kColumnThreads = 256;
 
-// ---- reductions inside a team --------------------------------------------------------------------
-
-struct Max {
-  __device__ float operator()(float a, float b) const { return fmaxf(a, b); }
-};
-struct Sum {
-  __device__ float operator()(float a, float b) const { return a + b; }
-};
-
-// Reduces v over a team of kTeam threads and gives every thread of the team the result. A team of
-// ≤ 32 threads is an aligned group of lanes of one warp: a butterfly of xor-shuffles, after which
-// all lanes hold bitwise the same value (each step combines the same two halves, commutatively).
-// A larger team is the whole block: each warp's result goes through shared memory and every
-// thread folds them in warp order (a fixed order, so results are reproducible). `scratch` holds
-// 32 floats of shared memory; the trailing barrier lets the caller reuse it at once.
-template <int kTeam, class Op> __device__ float team_reduce(float v, Op op, float* scratch) {
-  constexpr int kLanes = kTeam < 32 ? kTeam : 32;
-#pragma unroll
-  for (int offset = kLanes / 2; offset > 0; offset /= 2) v = op(v, __shfl_xor_sync(0xffffffffu, v, offset));
-  if constexpr (kTeam > 32) {
-    if (threadIdx.x % 32 == 0) scratch[threadIdx.x / 32] = v;
-    __syncthreads();
-    v = scratch[0];
-#pragma unroll
-    for (int w = 1; w < kTeam / 32; ++w) v = op(v, scratch[w]);
-    __syncthreads();
-  }
-  return v;
-}
-
 // ---- rows held in registers ----------------------------------------------------------------------
-
-// How a row of up to kTeam·kPerThread floats is spread over a team of kTeam threads. Thread t holds
-// kUnits units; a unit is one float, or with kVec4 four consecutive floats moved as one 16-byte
-// float4. Unit u of thread t is unit u·kTeam + t of the row, so at each u the team touches one
-// contiguous stretch of memory (coalesced). Teams of ≤ 32 threads share a block of 128 threads;
-// a larger team is a block of its own.
-template <int kTeam_, int kUnits_, bool kVec4_> struct RowLayout {
-  static constexpr int kTeam = kTeam_, kUnits = kUnits_;
-  static constexpr bool kVec4 = kVec4_;
-  static constexpr int kUnitFloats = kVec4 ? 4 : 1;
-  static constexpr int kPerThread = kUnits * kUnitFloats;
-  static constexpr int kCapacity = kTeam * kPerThread; // the longest row this layout holds
-  static constexpr int kBlock = kTeam <= 32 ? 128 : kTeam;
-  static constexpr int kTeamsPerBlock = kBlock / kTeam;
-};
-
-// v[j] ← element j of thread t's share of `row` (n floats), or `fill` past the end of the row.
-// With kVec4, n % 4 == 0, so a unit is either wholly inside the row or wholly past it.
-template <class L> __device__ void load_share(const float* row, int n, int t, float (&v)[L::kPerThread], float fill) {
-#pragma unroll
-  for (int u = 0; u < L::kUnits; ++u) {
-    const int col = (u * L::kTeam + t) * L::kUnitFloats;
-    if constexpr (L::kVec4) {
-      float4 q = make_float4(fill, fill, fill, fill);
-      if (col < n) q = *reinterpret_cast<const float4*>(row + col);
-      v[4 * u] = q.x, v[4 * u + 1] = q.y, v[4 * u + 2] = q.z, v[4 * u + 3] = q.w;
-    } else {
-      v[u] = col < n ? row[col] : fill;
-    }
-  }
-}
-
-// The inverse of load_share: writes thread t's share of the row (the elements before n only).
-template <class L> __device__ void store_share(float* row, int n, int t, const float (&v)[L::kPerThread]) {
-#pragma unroll
-  for (int u = 0; u < L::kUnits; ++u) {
-    const int col = (u * L::kTeam + t) * L::kUnitFloats;
-    if (col >= n) continue;
-    if constexpr (L::kVec4)
-      *reinterpret_cast<float4*>(row + col) = make_float4(v[4 * u], v[4 * u + 1], v[4 * u + 2], v[4 * u + 3]);
-    else
-      row[col] = v[u];
-  }
-}
-
-// The loop every register kernel runs: `body(row, n, t)` for each row of the team, where n is the
-// row length, or 0 for a team past the last row. Such a team still runs the body (on padding
-// only), because its lanes take part in its warp's shuffles; the loop bounds are uniform per block.
-template <class L, class Body> __device__ void for_each_team_row(int64_t rows, int len, Body body) {
-  const int team = threadIdx.x / L::kTeam, t = threadIdx.x % L::kTeam;
-  const int64_t step = int64_t{gridDim.x} * L::kTeamsPerBlock;
-  for (int64_t first = int64_t{blockIdx.x} * L::kTeamsPerBlock; first < rows; first += step) {
-    const int64_t row = first + team;
-    body(row < rows ? row : rows - 1, row < rows ? len : 0, t);
-  }
-}
 
 template <class L>
 __global__ void __launch_bounds__(L::kBlock) forward_rows_kernel(int64_t rows, int len, const float* x, float* y, bool log) {
@@ -241,42 +156,6 @@ void backward_in_registers(int64_t rows, int len, const float* y, const float* d
 
 // ---- long rows: two passes over memory -----------------------------------------------------------
 
-// Calls f(i, v) for every element v = row[i] that thread threadIdx.x of a kThreads-thread block
-// owns: units threadIdx.x, threadIdx.x + kThreads, ..., four of them loaded before any is used so
-// that several loads are in flight. A unit is a float4 (kVec4, n % 4 == 0) or a float.
-template <int kThreads, bool kVec4, class F> __device__ void for_each_owned(const float* row, int64_t n, F f) {
-  if constexpr (kVec4) {
-    const float4* row4 = reinterpret_cast<const float4*>(row);
-    const int64_t units = n / 4;
-    int64_t u = threadIdx.x;
-    for (; u + 3 * kThreads < units; u += 4 * kThreads) {
-      float4 q[4];
-#pragma unroll
-      for (int k = 0; k < 4; ++k) q[k] = row4[u + k * kThreads];
-#pragma unroll
-      for (int k = 0; k < 4; ++k) {
-        const int64_t i = 4 * (u + k * kThreads);
-        f(i, q[k].x), f(i + 1, q[k].y), f(i + 2, q[k].z), f(i + 3, q[k].w);
-      }
-    }
-    for (; u < units; u += kThreads) {
-      const float4 q = row4[u];
-      f(4 * u, q.x), f(4 * u + 1, q.y), f(4 * u + 2, q.z), f(4 * u + 3, q.w);
-    }
-  } else {
-    int64_t i = threadIdx.x;
-    for (; i + 3 * kThreads < n; i += 4 * kThreads) {
-      float q[4];
-#pragma unroll
-      for (int k = 0; k < 4; ++k) q[k] = row[i + k * kThreads];
-#pragma unroll
-      for (int k = 0; k < 4; ++k) f(i + k * kThreads, q[k]);
-    }
-    for (; i < n; i += kThreads) f(i, row[i]);
-  }
-}
-
-// Adds v to a running (max m, s = Σ exp(x − m)) pair.
 __device__ __forceinline__ void online_add(float& m, float& s, float v) {
   if (v > m) {
     s *= expf(m - v); // (m = −inf: s is 0 and stays 0)
@@ -352,7 +231,7 @@ __global__ void __launch_bounds__(kLongRowThreads)
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     const float* xr = x + row * len;
     float m = kNegInf, s = 0.0f;
-    for_each_owned<kLongRowThreads, kVec4>(xr, len, [&](int64_t, float v) { online_add(m, s, v); });
+    for_each_owned<kLongRowThreads, kVec4>(xr, len, threadIdx.x, [&](int64_t, float v) { online_add(m, s, v); });
     const RowStats st = block_row_stats<kLongRowThreads>(m, s, scratch);
     if (log) map_owned<kLongRowThreads, kVec4>(xr, y + row * len, len, [&](float v) { return v - st.shift - st.log_sum; });
     else map_owned<kLongRowThreads, kVec4>(xr, y + row * len, len, [&](float v) { return expf(v - st.shift) * st.inv_sum; });

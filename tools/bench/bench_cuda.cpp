@@ -27,6 +27,7 @@
 #include "engine/passes/autodiff.h"
 #include "engine/tensor.h"
 #include "models/transformer.h"
+#include "tools/bench/measure.h"
 #include "kernels/cuda/device.h"
 
 #ifdef PILLARS_HAVE_CUDA
@@ -183,14 +184,6 @@ namespace {
 
 constexpr int64_t kStepBatch = 128, kStepLen = 64;
 
-Tensor random_ids(const Shape& shape, int64_t vocab, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int32_t> dist(4, static_cast<int32_t>(vocab - 1)); // 0..3 are specials
-  Tensor t = Tensor::empty(shape, DType::i32);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data<int32_t>()[i] = dist(rng);
-  return t;
-}
-
 // Median milliseconds of one training step (forward, backward, Adam) of ours in `precision`.
 double our_step_ms(const std::string& precision, int repeats, float& first_loss) {
   cuda_set_precision(precision);
@@ -205,12 +198,12 @@ double our_step_ms(const std::string& precision, int repeats, float& first_loss)
   Executor ex(m.graph, Device::cuda);
   ex.enable_graph_capture(true);
   ex.bind_params(params);
-  ex.bind("src_tokens", random_ids({kStepBatch, kStepLen}, cfg.vocab, 1));
+  ex.bind("src_tokens", random_token_ids({kStepBatch, kStepLen}, cfg.vocab, 1));
   Tensor lengths = Tensor::empty({kStepBatch}, DType::i32);
   lengths.fill(static_cast<float>(kStepLen));
   ex.bind("src_lengths", lengths);
-  ex.bind("prev_output_tokens", random_ids({kStepBatch, kStepLen}, cfg.vocab, 2));
-  ex.bind("target", random_ids({kStepBatch * kStepLen}, cfg.vocab, 3));
+  ex.bind("prev_output_tokens", random_token_ids({kStepBatch, kStepLen}, cfg.vocab, 2));
+  ex.bind("target", random_token_ids({kStepBatch * kStepLen}, cfg.vocab, 3));
   optim::Adam adam(0.9, 0.98, 1e-8, 0.0, false);
   std::vector<optim::ParamSlot> slots;
   for (size_t i = 0; i < leaves.size(); ++i) {

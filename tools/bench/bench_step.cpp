@@ -40,14 +40,6 @@ double peak_rss_mb() {
   return static_cast<double>(ru.ru_maxrss) / 1024.0; // Linux reports KiB
 }
 
-Tensor random_tokens(const Shape& shape, int64_t vocab, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int32_t> dist(4, static_cast<int32_t>(vocab - 1)); // 0..3 are specials
-  Tensor t = Tensor::empty(shape, DType::i32);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data<int32_t>()[i] = dist(rng);
-  return t;
-}
-
 struct StepResult {
   double median_s = 0, tokens_per_s = 0, peak_rss_mb = 0, arena_mb = 0;
   float first_loss = 0;
@@ -63,12 +55,12 @@ StepResult run_ours(int repeats) {
   m.graph.mark_output(m.loss);
   Executor ex(m.graph);
   ex.bind_params(params);
-  ex.bind("src_tokens", random_tokens({kBatch, kSrcLen}, cfg.vocab, 1));
+  ex.bind("src_tokens", random_token_ids({kBatch, kSrcLen}, cfg.vocab, 1));
   Tensor src_lengths = Tensor::empty({kBatch}, DType::i32);
   src_lengths.fill(static_cast<float>(kSrcLen));
   ex.bind("src_lengths", src_lengths);
-  ex.bind("prev_output_tokens", random_tokens({kBatch, kTgtLen}, cfg.vocab, 2));
-  ex.bind("target", random_tokens({kBatch * kTgtLen}, cfg.vocab, 3));
+  ex.bind("prev_output_tokens", random_token_ids({kBatch, kTgtLen}, cfg.vocab, 2));
+  ex.bind("target", random_token_ids({kBatch * kTgtLen}, cfg.vocab, 3));
 
   optim::Adam adam(0.9, 0.98, 1e-8, 0.0, false);
   std::vector<optim::ParamSlot> slots;

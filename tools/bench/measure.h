@@ -8,6 +8,8 @@
 #include <random>
 #include <vector>
 
+#include "engine/tensor.h"
+
 namespace pillars::bench {
 
 // Median seconds of `repeats` calls of f, after one warm-up call (first touch of buffers, lazy
@@ -30,6 +32,15 @@ inline std::vector<float> random_floats(int64_t elements, std::mt19937& rng) {
   std::vector<float> x(static_cast<size_t>(elements));
   for (float& e : x) e = dist(rng);
   return x;
+}
+
+// An i32 tensor of random token ids in [4, vocab) (0..3 are the dictionary's specials).
+inline Tensor random_token_ids(const Shape& shape, int64_t vocab, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int32_t> dist(4, static_cast<int32_t>(vocab - 1)); // 0..3 are specials
+  Tensor t = Tensor::empty(shape, DType::i32);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<int32_t>()[i] = dist(rng);
+  return t;
 }
 
 // max |ours − theirs| / max |theirs|: how far two implementations' results are apart.

@@ -8,22 +8,9 @@ import argparse
 import json
 
 import torch
+
+from cuda_timing import median_ms
 from torch.nn.attention import SDPBackend, sdpa_kernel
-
-
-def median_ms(fn, repeats, warmup=3):
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(repeats):
-        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        stop.record()
-        stop.synchronize()
-        times.append(start.elapsed_time(stop))
-    times.sort()
-    return times[len(times) // 2]
 
 
 def main():
