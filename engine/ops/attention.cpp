@@ -18,7 +18,8 @@
 //
 // Node layout. attention:          inputs q, k, v [, key_lengths];   outputs o, lse [, probs]
 //              attention_backward: inputs q, k, v, o, lse, dO [, key_lengths]; outputs dq, dk, dv
-//   attrs: scale (resolved), causal, p (dropout), seed, rng_offset, heads = H, ints = {emit_probs}.
+//   attrs: scale (resolved), causal, p (dropout), seed, rng_offset, heads = H,
+//          ints = {emit_probs, kernel (AttentionKernel)}.
 #include "engine/ops/attention.h"
 
 #include <cmath>
@@ -52,7 +53,14 @@ Dims check_qkv(const Graph& g, const char* op, ValueId q, ValueId k, ValueId v, 
   return Dims{qs[0], qs[1], ks[1], qs[2], qs[3]};
 }
 
-bool emits_probs(const Node& n) { return !n.attrs.ints.empty() && n.attrs.ints[0] != 0; } // absent: no
+bool emits_probs(const Node& n) { return attention_emits_probs(n); }
+
+// The CPU runs our kernel only: a node meant for cuDNN says so instead of silently running ours.
+void expect_pillars_kernel(const KernelContext& c) {
+  PILLARS_CHECK(attention_kernel(c.node) == AttentionKernel::pillars, c.node.op->name,
+                ": this node asks for the cudnn attention backend, which runs on the GPU only "
+                "(train.attention_backend \"cudnn\" needs train.device \"cuda\")");
+}
 
 // The kernel's parameters for a node; key_lengths: the i32 input or nullptr. The dropout stream's
 // seed is the op's seed plus the executor's run seed, in the forward and the backward alike.
@@ -79,6 +87,7 @@ std::vector<OutputSpec> infer_forward(const Graph& g, const Node& n) {
 }
 
 void cpu_forward(const KernelContext& c) {
+  expect_pillars_kernel(c);
   const Tensor &q = c.in[0], &k = c.in[1], &v = c.in[2];
   const cpu::AttentionParams p = kernel_params(c, q.shape(), k.shape(), c.in.size() > 3 ? &c.in[3] : nullptr);
   cpu::attention_forward(p, q.data<float>(), k.data<float>(), v.data<float>(), c.out[0].data<float>(),
@@ -97,6 +106,7 @@ std::vector<OutputSpec> infer_backward(const Graph& g, const Node& n) {
 }
 
 void cpu_backward(const KernelContext& c) {
+  expect_pillars_kernel(c);
   const Tensor &q = c.in[0], &k = c.in[1], &v = c.in[2];
   const cpu::AttentionParams p = kernel_params(c, q.shape(), k.shape(), c.in.size() > 6 ? &c.in[6] : nullptr);
   cpu::attention_backward(p, q.data<float>(), k.data<float>(), v.data<float>(), c.in[3].data<float>(),
@@ -178,11 +188,17 @@ Attrs attrs_of(const AttentionOptions& opt, int64_t H, int64_t D) {
   a.seed = opt.seed;
   a.rng_offset = opt.rng_offset;
   a.heads = H;
-  a.ints = {opt.emit_probs};
+  a.ints = {opt.emit_probs, static_cast<int64_t>(opt.kernel)};
   return a;
 }
 
 } // namespace
+
+bool attention_emits_probs(const Node& n) { return !n.attrs.ints.empty() && n.attrs.ints[0] != 0; } // absent: no
+
+AttentionKernel attention_kernel(const Node& n) {
+  return n.attrs.ints.size() > 1 ? static_cast<AttentionKernel>(n.attrs.ints[1]) : AttentionKernel::pillars;
+}
 
 const OpDef kAttention{.name = "attention", .infer = infer_forward, .cpu = cpu_forward, .cuda = PILLARS_CUDA_KERNEL(attention), .vjp = vjp};
 

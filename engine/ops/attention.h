@@ -10,6 +10,13 @@
 
 namespace pillars::ops {
 
+// Which implementation runs a fused attention node (the experiment's train.attention_backend;
+// "naive" is not a kernel but the composed graph, attention_reference below).
+//   pillars  our kernels: kernels/cpu/attention.h on the CPU, kernels/cuda/attention*.cu on the GPU
+//   cudnn    cuDNN's fused flash attention (kernels/cuda/cudnn_attention.h), the GPU reference
+//            backend; the CPU has no cuDNN, so such a node refuses to run there
+enum class AttentionKernel : int64_t { pillars = 0, cudnn = 1 };
+
 struct AttentionOptions {
   float scale = 0.0f;            // 0 → 1/sqrt(D)
   bool causal = false;           // query i sees keys j <= i (bottom-right aligned when Tq != Tk)
@@ -17,6 +24,7 @@ struct AttentionOptions {
   float dropout = 0.0f;          // on the attention probabilities
   uint64_t seed = 0, rng_offset = 0;
   bool emit_probs = false;       // also return A (B, H, Tq, Tk), the probabilities before dropout
+  AttentionKernel kernel = AttentionKernel::pillars;
 };
 
 struct AttentionResult {
@@ -35,7 +43,12 @@ ValueId attention_reference(Graph& g, ValueId q, ValueId k, ValueId v, const Att
 
 // The op itself, for passes that find or rewrite attention nodes (node.op == &ops::kAttention).
 // Its node: inputs q, k, v [, key_lengths]; outputs o, lse [, probs]; attrs scale (resolved),
-// causal, p (dropout), seed, rng_offset, heads (H), ints = {emit_probs}.
+// causal, p (dropout), seed, rng_offset, heads (H), ints = {emit_probs, kernel}. Its backward node
+// (attention_backward) carries the same attrs.
 extern const OpDef kAttention;
+
+// The attrs of an attention or attention_backward node, read back.
+bool attention_emits_probs(const Node& n);
+AttentionKernel attention_kernel(const Node& n);
 
 } // namespace pillars::ops
