@@ -67,7 +67,7 @@ ModuleTensors module_tensors(const Executor& ex, const AttentionSite& s, const s
   t.probs = ex.fetch(s.probs);
   t.query_lengths = site_lengths(ex, s.query_lengths, target_lengths);
   t.key_lengths = site_lengths(ex, s.key_lengths, target_lengths);
-  t.causal = ex.graph().node(s.node).attrs.causal;
+  t.causal = s.causal;
   return t;
 }
 

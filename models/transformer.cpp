@@ -92,6 +92,22 @@ TransformerConfig transformer_config(const std::string& name) {
 
 std::vector<std::string> transformer_config_names() { return {"tiny", "small", "bench", "base", "lite1", "lite2", "lm-small", "lm-wt103"}; }
 
+AttentionBackend parse_attention_backend(const std::string& name) {
+  if (name == "pillars") return AttentionBackend::pillars;
+  if (name == "cudnn") return AttentionBackend::cudnn;
+  if (name == "naive") return AttentionBackend::naive;
+  throw InputError(str_cat("unknown attention backend \"", name, "\" (known: pillars, cudnn, naive)"));
+}
+
+const char* attention_backend_name(AttentionBackend b) {
+  switch (b) {
+    case AttentionBackend::pillars: return "pillars";
+    case AttentionBackend::cudnn: return "cudnn";
+    case AttentionBackend::naive: return "naive";
+  }
+  return "?";
+}
+
 // ---- parameters ---------------------------------------------------------------------------------
 
 namespace {
@@ -301,8 +317,14 @@ ValueId attention_block(Emitter& e, const std::string& module, ValueId x_q, Valu
     a.seed = e.opt.dropout_seed;
     a.rng_offset = e.take_rng(B * H * Tq * Tk); // one number per probability
   }
-  a.emit_probs = e.opt.attention_probs;
-  const ops::AttentionResult r = ops::attention(g, q, k, v, a);                       // out (B, Tq, H, Dh)
+  ops::AttentionResult r;                                                             // out (B, Tq, H, Dh)
+  if (e.opt.attention_backend == AttentionBackend::naive) {
+    r.out = ops::attention_reference(g, q, k, v, a, e.opt.attention_probs ? &r.probs : nullptr);
+  } else {
+    a.emit_probs = e.opt.attention_probs;
+    a.kernel = e.opt.attention_backend == AttentionBackend::cudnn ? ops::AttentionKernel::cudnn : ops::AttentionKernel::pillars;
+    r = ops::attention(g, q, k, v, a);
+  }
 
   // GHT hook: record this module's per-head feature maps (see AttentionSite in transformer.h).
   AttentionSite site;
@@ -310,7 +332,8 @@ ValueId attention_block(Emitter& e, const std::string& module, ValueId x_q, Valu
   site.heads = H, site.head_dim = Dh;
   site.q = q, site.k = k, site.v = v, site.out = r.out, site.probs = r.probs;
   site.query_lengths = query_lengths, site.key_lengths = key_lengths;
-  site.node = g.value(r.out).producer;
+  site.causal = causal;
+  if (e.opt.attention_backend != AttentionBackend::naive) site.node = g.value(r.out).producer;
 
   // Optional head gates ξ (H): O_h ← ξ_h · O_h, broadcast as (H, 1) over (B, Tq, H, Dh).
   ValueId heads_out = r.out;

@@ -108,8 +108,19 @@ struct AttentionSite {
   ValueId gate = kNoValue;        // (H) the head gates, when Seq2SeqOptions::head_gate gave some
   ValueId query_lengths = kNoValue; // i32 (B): valid query rows (src_lengths, or tgt_lengths if declared)
   ValueId key_lengths = kNoValue;   // i32 (B): valid key rows (src_lengths, or tgt_lengths if declared)
-  int node = -1;                  // index of the attention node in graph.nodes()
+  bool causal = false;            // decoder self-attention: query i sees keys j <= i
+  int node = -1;                  // index of the fused attention node in graph.nodes(); -1 when the
+                                  // module is composed of simple ops (AttentionBackend::naive)
 };
+
+// How the attention modules of a graph compute (the experiment's train.attention_backend):
+//   pillars  one fused attention node per module, run by our kernels (CPU or GPU)
+//   cudnn    the same fused node, run by cuDNN's fused attention on the GPU (the reference backend)
+//   naive    composed of simple ops (ops::attention_reference): Q Kᵀ, mask, softmax, dropout, · V,
+//            materialising the (B, H, Tq, Tk) scores; slower, but every step is a plain op
+enum class AttentionBackend { pillars, cudnn, naive };
+AttentionBackend parse_attention_backend(const std::string& name); // else InputError
+const char* attention_backend_name(AttentionBackend b);
 
 struct Seq2SeqOptions {
   float label_smoothing = 0.0f;
@@ -118,6 +129,7 @@ struct Seq2SeqOptions {
   // Feature-map requests from GHT passes (see AttentionSite):
   bool attention_probs = false; // attention nodes also output A
   bool target_lengths = false;  // declare an i32 (B) input "tgt_lengths" (decoder-side padding)
+  AttentionBackend attention_backend = AttentionBackend::pillars;
   // Head gates (baselines that mask, drop or learn to switch off whole heads; V2S's masking check):
   // called once per attention module with its name and head count H, it may append nodes and
   // return a (H) value ξ; the module then feeds out_proj with ξ_h · O_h instead of O_h.

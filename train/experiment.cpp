@@ -181,6 +181,12 @@ const std::vector<Entry>& entries() {
                           "cuda only: fp32 (every product in fp32) or bf16 (GEMM and attention operands in bf16 on the tensor cores, fp32 accumulation and master weights).")
                .def("fp32"),
            &E::train, &T::precision),
+        in(F::enumeration("train.attention_backend", {"pillars", "cudnn", "naive"},
+                          "How the attention modules compute in the training steps: pillars (our fused kernels), cudnn (cuDNN's fused "
+                          "attention, the GPU reference backend; cuda only) or naive (composed of matmul, mask, softmax and dropout ops, "
+                          "materialising the scores). Evaluation and decoding use our kernels.")
+               .def("pillars"),
+           &E::train, &T::attention_backend),
 
         section(F::section("eval", "Evaluation by `pillars eval` (and the test score at the end of training).")),
         in(F::string("eval.split", "Split to evaluate; \"\" = data.test_split.").def(""), &E::eval, &V::split),

@@ -91,6 +91,7 @@ struct TrainSettings {
   double save_every_minutes{};
   std::string device;    // "cpu" | "cuda"
   std::string precision; // "fp32" | "bf16" (cuda)
+  std::string attention_backend; // "pillars" | "cudnn" (cuda) | "naive"
   bool operator==(const TrainSettings&) const = default;
 };
 

@@ -76,6 +76,7 @@ Seq2SeqSteps::Compiled& Seq2SeqSteps::compiled(std::map<Shape3, std::unique_ptr<
     o.label_smoothing = train ? label_smoothing_ : 0.0f;
     o.dropout_seed = 0;
     o.train = train;
+    o.attention_backend = attention_backend_;
     if (extension_) extension_->configure(o, train);
     c->model = build_seq2seq_training_graph(cfg_, b.B, b.Ts, b.Tt, o);
     compile_graph(*c, train, arena_, params_, extension_.get());
@@ -128,6 +129,7 @@ LmSteps::Compiled& LmSteps::compiled(std::map<std::pair<int64_t, int64_t>, std::
     Seq2SeqOptions o;
     o.label_smoothing = train ? label_smoothing_ : 0.0f;
     o.train = train;
+    o.attention_backend = attention_backend_;
     if (extension_) extension_->configure(o, train);
     c->model = build_lm_training_graph(cfg_, B, T, o);
     compile_graph(*c, train, arena_, params_, extension_.get());

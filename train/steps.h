@@ -13,6 +13,9 @@
 // graphs run on a CUDA executor (arena in device memory, each shape's step captured as a CUDA
 // graph after its first run) and the gradients in slots() are device tensors. Moving the store
 // to another device drops the compiled graphs.
+//
+// set_attention_backend chooses how the attention modules compute (models/transformer.h
+// AttentionBackend); it also drops the compiled graphs.
 #pragma once
 #include <map>
 #include <memory>
@@ -41,6 +44,7 @@ class Seq2SeqSteps {
   size_t compiled_shapes() const { return train_.size() + eval_.size(); }
   // Where training is (for extensions whose behaviour follows a schedule).
   void set_progress(int64_t update, double progress) { update_ = update, progress_ = progress; }
+  void set_attention_backend(AttentionBackend b) { attention_backend_ = b, train_.clear(), eval_.clear(); }
 
  private:
   struct Compiled {
@@ -62,6 +66,7 @@ class Seq2SeqSteps {
   std::vector<optim::ParamSlot> slots_;
   int64_t update_ = 0;
   double progress_ = 0;
+  AttentionBackend attention_backend_ = AttentionBackend::pillars;
 };
 
 // The decoder-only language model's steps: batches of B blocks of T tokens (train/task.h).
@@ -74,6 +79,7 @@ class LmSteps {
   std::vector<optim::ParamSlot>& slots() { return slots_; }
   double eval(int64_t B, int64_t T, const std::vector<int32_t>& tokens, const std::vector<int32_t>& target);
   void set_progress(int64_t update, double progress) { update_ = update, progress_ = progress; }
+  void set_attention_backend(AttentionBackend b) { attention_backend_ = b, train_.clear(), eval_.clear(); }
 
  private:
   struct Compiled {
@@ -94,6 +100,7 @@ class LmSteps {
   std::vector<optim::ParamSlot> slots_;
   int64_t update_ = 0;
   double progress_ = 0;
+  AttentionBackend attention_backend_ = AttentionBackend::pillars;
 };
 
 } // namespace pillars::train

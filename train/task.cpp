@@ -42,6 +42,7 @@ class Seq2SeqTask : public TrainingTask {
     return seq2seq_nll(steps_, data_.train_src, data_.train_tgt, max_tokens_, pad_, max_batches);
   }
   void set_progress(int64_t update, double progress) override { steps_.set_progress(update, progress); }
+  void set_attention_backend(AttentionBackend b) override { steps_.set_attention_backend(b); }
 
  private:
   const Seq2SeqData& data_;
@@ -98,6 +99,7 @@ class LmTask : public TrainingTask {
     return lm_nll(steps_, data_.train, T_, max_tokens_, pad_, max_batches);
   }
   void set_progress(int64_t update, double progress) override { steps_.set_progress(update, progress); }
+  void set_attention_backend(AttentionBackend b) override { steps_.set_attention_backend(b); }
 
  private:
   const LmData& data_;

@@ -34,6 +34,8 @@ class TrainingTask {
   virtual std::pair<double, int64_t> train_nll(int64_t max_batches) = 0;
   // Where training is, for extensions that follow a schedule (train/extension.h StepInfo).
   virtual void set_progress(int64_t update, double progress) = 0;
+  // How the attention modules compute (models/transformer.h AttentionBackend; default pillars).
+  virtual void set_attention_backend(AttentionBackend b) = 0;
 };
 
 struct Seq2SeqData {

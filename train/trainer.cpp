@@ -367,6 +367,8 @@ class Loop {
 void check_device_settings(const Experiment& e) {
   if (e.train.device != "cuda") {
     if (e.train.precision != "fp32") throw InputError("train.precision \"" + e.train.precision + "\" needs train.device \"cuda\"");
+    if (e.train.attention_backend == "cudnn")
+      throw InputError("train.attention_backend \"cudnn\" (cuDNN's fused attention) needs train.device \"cuda\"");
     return;
   }
   if (cuda_device_count() == 0) throw InputError("train.device is \"cuda\" but " + cuda_unavailable_reason());
@@ -405,6 +407,7 @@ TrainerOutcome train_model(const Experiment& e, const TransformerConfig& cfg, Pa
                            const TrainOptions& options) {
   fs::create_directories(options.run_dir);
   ParamsOnDevice on_device(e, params);
+  task.set_attention_backend(parse_attention_backend(e.train.attention_backend));
   Loop loop(e, cfg, params, task, options);
   return loop.run();
 }
