@@ -22,6 +22,11 @@ void cuda_copy_to_host(void*, const void*, size_t) { no_cuda(); }
 void cuda_copy_on_device(void*, const void*, size_t) { no_cuda(); }
 void cuda_zero(void*, size_t) { no_cuda(); }
 void cuda_synchronize() { no_cuda(); }
+void* cuda_host_alloc(size_t) { no_cuda(); }
+void cuda_host_free(void*) {}
+void cuda_copy_to_pinned(void*, const void*, size_t) { no_cuda(); }
+void cuda_copy_from_pinned(void*, const void*, size_t) { no_cuda(); }
+void cuda_launch_host_function(void (*)(void*), void*) { no_cuda(); }
 void cuda_set_precision(const std::string&) { no_cuda(); }
 std::string cuda_precision() { return "none"; }
 void cuda_graph_begin_capture() { no_cuda(); }

@@ -53,16 +53,46 @@ Executor::Executor(const Graph& g, Device device, std::shared_ptr<SharedArena> s
   if (device == Device::cuda) {
     staged_.resize(static_cast<size_t>(g.num_values()));
     device_seed_ = Tensor::empty({1}, DType::i64, Device::cuda);
-    host_in_.resize(nodes);
-    host_out_.resize(nodes);
     for (const Node& n : g.nodes())
       if (!is_leaf(n) && !n.op->is_view && !n.op->cuda &&
           std::find(host_fallback_.begin(), host_fallback_.end(), n.op->name) == host_fallback_.end())
         host_fallback_.push_back(n.op->name);
+    if (!host_fallback_.empty()) prepare_host_fallback();
   }
 }
 
-Executor::~Executor() { drop_graph(); }
+void Executor::prepare_host_fallback() {
+  const size_t nodes = graph_.nodes().size();
+  host_in_.resize(nodes);
+  host_out_.resize(nodes);
+  host_calls_.resize(nodes);
+  size_t scratch = 0;
+  auto pinned_mirror = [&](ValueId v) {
+    const size_t bytes = static_cast<size_t>(numel(graph_.shape(v))) * dtype_size(graph_.dtype(v));
+    pinned_.push_back(Storage::allocate_pinned(bytes));
+    return Tensor::view_of(pinned_.back()->data, graph_.shape(v), graph_.dtype(v));
+  };
+  for (size_t i = 0; i < nodes; ++i) {
+    const Node& n = graph_.node(static_cast<int>(i));
+    if (is_leaf(n) || n.op->is_view || n.op->cuda) continue;
+    PILLARS_CHECK(n.op->cpu != nullptr, "executor: op '", n.op->name, "' has neither a CUDA nor a CPU kernel");
+    for (ValueId v : n.inputs) host_in_[i].push_back(pinned_mirror(v));
+    for (ValueId v : n.outputs) host_out_[i].push_back(pinned_mirror(v));
+    host_calls_[i] = HostCall{this, i};
+    if (n.op->workspace) scratch = std::max(scratch, n.op->workspace(graph_, n));
+  }
+  if (scratch) host_workspace_ = Storage::allocate(scratch);
+}
+
+Executor::~Executor() {
+  if (!host_fallback_.empty()) { // queued host functions point at this executor: let them finish
+    try {
+      cuda_synchronize();
+    } catch (...) { // a failed device has nothing left to wait for
+    }
+  }
+  drop_graph();
+}
 
 void Executor::point_views_at_arena() {
   char* base = static_cast<char*>(arena_->arena->data);
@@ -147,24 +177,47 @@ void Executor::run_node(size_t i, void* workspace) {
   }
 }
 
+// Queued, in stream order: inputs → pinned mirrors, the CPU kernel (a host function), mirrors →
+// outputs. In-place ops read output 0's old contents through input 0: the mirrors are separate,
+// so the kernel reads the input copy and writes the output copy, which is the same function.
 void Executor::run_on_host(size_t i) {
   const Node& n = graph_.nodes()[i];
-  PILLARS_CHECK(n.op->cpu != nullptr, "executor: op '", n.op->name, "' has neither a CUDA nor a CPU kernel");
-  auto& hin = host_in_[i];
-  auto& hout = host_out_[i];
-  if (hin.empty() && !n.inputs.empty()) { // first run: host mirrors of this node's values
-    for (ValueId v : n.inputs) hin.push_back(Tensor::empty(graph_.shape(v), graph_.dtype(v)));
-    for (ValueId v : n.outputs) hout.push_back(Tensor::empty(graph_.shape(v), graph_.dtype(v)));
+  for (size_t k = 0; k < n.inputs.size(); ++k) {
+    const Tensor& v = values_[static_cast<size_t>(n.inputs[k])];
+    cuda_copy_to_pinned(host_in_[i][k].raw(), v.raw(), v.nbytes());
   }
-  if (hout.empty())
-    for (ValueId v : n.outputs) hout.push_back(Tensor::empty(graph_.shape(v), graph_.dtype(v)));
-  const size_t scratch = n.op->workspace ? n.op->workspace(graph_, n) : 0;
-  if (scratch && (!host_workspace_ || host_workspace_->bytes < scratch)) host_workspace_ = Storage::allocate(scratch);
-  for (size_t k = 0; k < n.inputs.size(); ++k) hin[k].copy_from(values_[static_cast<size_t>(n.inputs[k])]);
-  // In-place ops read output 0's old contents through input 0: the mirrors are separate, so the
-  // kernel reads the input copy and writes the output copy, which is the same function.
-  n.op->cpu(KernelContext{n, hin, hout, host_workspace_ ? host_workspace_->data : nullptr, run_seed_});
-  for (size_t k = 0; k < n.outputs.size(); ++k) values_[static_cast<size_t>(n.outputs[k])].copy_from(hout[k]);
+  cuda_launch_host_function(&Executor::host_entry, &host_calls_[i]);
+  for (size_t k = 0; k < n.outputs.size(); ++k) {
+    const Tensor& v = values_[static_cast<size_t>(n.outputs[k])];
+    cuda_copy_from_pinned(v.raw(), host_out_[i][k].raw(), v.nbytes());
+  }
+}
+
+void Executor::host_entry(void* call) {
+  const HostCall* c = static_cast<const HostCall*>(call);
+  try {
+    c->executor->run_host_kernel(c->node);
+  } catch (...) { // the stream's thread cannot throw to the caller: kept for the next run()/fetch()
+    if (!c->executor->host_error_) c->executor->host_error_ = std::current_exception();
+  }
+}
+
+void Executor::run_host_kernel(size_t i) {
+  const Node& n = graph_.nodes()[i];
+  n.op->cpu(KernelContext{n, host_in_[i], host_out_[i], host_workspace_ ? host_workspace_->data : nullptr, host_run_seed_});
+}
+
+void Executor::rethrow_host_error() const {
+  if (!host_error_) return;
+  std::exception_ptr e = host_error_;
+  host_error_ = nullptr;
+  std::rethrow_exception(e);
+}
+
+Tensor Executor::fetch(ValueId v) const {
+  Tensor host = value(v).to(Device::cpu); // on the GPU: waits for the stream, host functions included
+  rethrow_host_error();
+  return host;
 }
 
 void Executor::run() {
@@ -180,6 +233,13 @@ void Executor::run() {
       PILLARS_CHECK(values_[static_cast<size_t>(n.outputs[0])].defined(), "executor: ", n.op->name, " '", n.attrs.name,
                     "' was not bound before run()");
   void* workspace = arena_->workspace ? arena_->workspace->data : nullptr;
+  if (device_ == Device::cuda && !host_fallback_.empty()) {
+    // The previous run's host functions may still be queued, and they read run_seed_ and the
+    // mirrors: let them finish (and report) before this run changes anything.
+    cuda_synchronize();
+    rethrow_host_error();
+    host_run_seed_ = run_seed_; // what this run's host functions see (set_seed may change run_seed_ any time)
+  }
   if (device_ == Device::cuda) cuda_copy_to_device(device_seed_.raw(), &run_seed_, sizeof run_seed_);
 
   if (device_ == Device::cuda && capture_) {
@@ -190,7 +250,7 @@ void Executor::run() {
     }
     // Capture on the second run with the same bindings (the first one warms up library handles
     // and lazily created buffers, which must not happen inside a capture).
-    const bool can_capture = host_fallback_.empty() && runs_since_bind_change_ >= 1 && !bindings_moved();
+    const bool can_capture = runs_since_bind_change_ >= 1 && !bindings_moved();
     if (can_capture) {
       cuda_graph_begin_capture();
       try {

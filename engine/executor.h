@@ -17,11 +17,17 @@
 //
 // On the GPU every node's `cuda` kernel is queued on the backend's stream and run() returns
 // without waiting. Host tensors bound to a GPU executor are copied into device buffers it owns
-// (once per bind). An op with no CUDA kernel runs through the host fallback: its inputs are copied
-// to the host, its CPU kernel runs, its outputs go back (correct, slow; host_fallback_ops() names
-// them). With graph capture on, the second run() of an executor whose bindings have not moved
-// records the whole step as a CUDA graph and later runs replay it with one launch.
+// (once per bind). An op with no CUDA kernel runs through the host fallback (host_fallback_ops()
+// names them), in stream order: its inputs are copied into pinned host mirrors, the stream calls a
+// host function that runs the op's CPU kernel on them, and the outputs are copied back — three
+// queued steps, so run() still does not wait, and a CUDA graph can record them (as copy and host
+// nodes). A run() of an executor with host-fallback nodes first waits for the previous run (its
+// host functions read the run seed), and an error thrown by a CPU kernel inside a host function
+// is rethrown by the next run() or fetch(). With graph capture on, the second run() of an
+// executor whose bindings have not moved records the whole step as a CUDA graph and later runs
+// replay it with one launch.
 #pragma once
+#include <exception>
 #include <string>
 #include <vector>
 
@@ -63,7 +69,7 @@ class Executor {
   void enable_graph_capture(bool on);
   void run();
   const Tensor& value(ValueId v) const { return values_.at(static_cast<size_t>(v)); }
-  Tensor fetch(ValueId v) const { return value(v).to(Device::cpu); } // a host copy, on any device
+  Tensor fetch(ValueId v) const; // a host copy, on any device (waits for the device)
   const MemoryPlan& plan() const { return plan_; }
   const Graph& graph() const { return graph_; }
   Device device() const { return device_; }
@@ -73,7 +79,11 @@ class Executor {
  private:
   void point_views_at_arena(); // (re)creates the views of arena-resident values
   void run_node(size_t i, void* workspace);
-  void run_on_host(size_t i);  // the host fallback of one node on a GPU executor
+  void run_on_host(size_t i);  // queues the host fallback of one node on a GPU executor
+  void run_host_kernel(size_t i); // its CPU kernel, called by the stream (see host_entry)
+  static void host_entry(void* call); // the host function the stream calls: a HostCall*
+  void prepare_host_fallback();   // pinned mirrors and scratch, once, at construction
+  void rethrow_host_error() const;
   bool bindings_moved() const; // a leaf's bytes changed address since the graph was captured
   void drop_graph();
 
@@ -91,8 +101,16 @@ class Executor {
   std::vector<std::string> host_fallback_; // op names, found once at construction
   std::vector<Tensor> staged_;       // per leaf value: the device copy of a bound host tensor
   Tensor device_seed_;               // u64 on the device: the run seed the kernels read
-  std::vector<std::vector<Tensor>> host_in_, host_out_; // host fallback mirrors, per node
+  struct HostCall {
+    Executor* executor;
+    size_t node;
+  };
+  std::vector<HostCall> host_calls_;                     // per node: what the stream's host function gets
+  std::vector<std::vector<Tensor>> host_in_, host_out_; // host fallback mirrors (pinned), per node
+  std::vector<std::shared_ptr<Storage>> pinned_;         // the memory behind the mirrors
   std::shared_ptr<Storage> host_workspace_;
+  mutable std::exception_ptr host_error_;                // thrown by a CPU kernel in a host function
+  uint64_t host_run_seed_ = 0;                           // the run seed of the run the host functions belong to
   bool capture_ = false;
   int runs_since_bind_change_ = 0;
   void* cuda_graph_ = nullptr;

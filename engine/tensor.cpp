@@ -63,7 +63,9 @@ float bf16_to_f32(uint16_t x) {
 
 Storage::~Storage() {
   if (!owned || !data) return;
-  if (device == Device::cpu) {
+  if (pinned) {
+    cuda_host_free(data);
+  } else if (device == Device::cpu) {
     std::free(data);
   } else {
     cuda_free(data);
@@ -81,6 +83,14 @@ std::shared_ptr<Storage> Storage::allocate(size_t bytes, Device device) {
   } else {
     s->data = cuda_malloc_or_throw(bytes); // throws in a build without CUDA
   }
+  return s;
+}
+
+std::shared_ptr<Storage> Storage::allocate_pinned(size_t bytes) {
+  auto s = std::make_shared<Storage>();
+  s->bytes = bytes;
+  s->data = cuda_host_alloc(bytes); // throws in a build without CUDA
+  s->pinned = true;
   return s;
 }
 

@@ -44,8 +44,11 @@ struct Storage {
   size_t bytes = 0;
   Device device = Device::cpu;
   bool owned = true; // false: wraps memory someone else frees (an arena, a mapped file)
+  bool pinned = false; // host memory page-locked by CUDA (allocate_pinned)
   ~Storage();
   static std::shared_ptr<Storage> allocate(size_t bytes, Device device = Device::cpu);
+  // Host memory the GPU can copy to and from asynchronously (kernels/cuda/device.h); CUDA builds only.
+  static std::shared_ptr<Storage> allocate_pinned(size_t bytes);
   static std::shared_ptr<Storage> wrap(void* data, size_t bytes, Device device = Device::cpu);
 };
 

@@ -7,7 +7,9 @@
 
 #include "engine/error.h"
 #include "engine/executor.h"
+#include "engine/ops.h"
 #include "engine/passes/autodiff.h"
+#include "ght/ops.h"
 #include "kernels/cuda/device.h"
 #include "models/transformer.h"
 
@@ -128,4 +130,62 @@ TEST_CASE("cuda executor: executors sharing a device arena, and rebinding inputs
   CHECK(ea.fetch(a.m.loss).to_vector()[0] == first);
   // A CPU executor refuses a device arena.
   CHECK_THROWS_AS(Executor(a.m.graph, Device::cpu, arena), Error);
+}
+
+// GHT's step on the GPU: head_gram runs on the device, huds_cluster and the GCT loss through the
+// host fallback. The fallback is stream-ordered (pinned copies and a host function), so the step
+// is still captured as a CUDA graph; the host kernels must see each run's seed (huds_cluster's
+// k-means seeding draws from it) and their results must match the CPU executor's exactly.
+TEST_CASE("cuda executor: host-fallback ops (HUDS, GCT) are captured into the CUDA graph and follow the CPU") {
+  if (no_gpu()) return;
+  cuda_set_precision("fp32");
+  Graph g;
+  const ValueId x = g.input("x", {2, 40, 6, 8});                 // (B, T, H, D) a feature map
+  const ValueId lengths = g.input("lengths", {2}, DType::i32);
+  const ValueId G = ops::head_gram(g, x, lengths);               // (H, H) on the GPU
+  const ValueId labels = ght::huds_cluster(g, G, 3, /*seed=*/17); // host fallback, reads the run seed
+  const ght::GctTerms r = ght::gct_metric_loss(g, G, labels, 3, 1.0f, 1.0f); // host fallback
+  const ValueId dx = autodiff(g, r.loss, {x})[0];
+  for (ValueId v : {labels, r.loss, dx}) g.mark_output(v);
+
+  Tensor xv = Tensor::empty({2, 40, 6, 8});
+  for (int64_t i = 0; i < xv.numel(); ++i) xv.data<float>()[i] = std::sin(0.37f * static_cast<float>(i)) + 0.1f * static_cast<float>(i % 6);
+  const Tensor lv = Tensor::from_i32({2}, {40, 23});
+  Executor cpu(g), gpu(g, Device::cuda);
+  gpu.enable_graph_capture(true);
+  CHECK(!gpu.host_fallback_ops().empty());
+  for (Executor* ex : {&cpu, &gpu}) {
+    ex->bind(x, xv);
+    ex->bind(lengths, lv);
+  }
+  for (uint64_t seed : {1u, 2u, 3u, 4u, 5u}) { // run 1 warms up, run 2 captures, runs 3-5 replay
+    cpu.set_seed(seed);
+    gpu.set_seed(seed);
+    cpu.run();
+    gpu.run();
+    CAPTURE(seed);
+    CHECK(gpu.fetch(labels).to_vector() == cpu.value(labels).to_vector());
+    CHECK(gpu.fetch(r.loss).to_vector()[0] == doctest::Approx(cpu.value(r.loss).to_vector()[0]).epsilon(1e-5));
+    CHECK(relative_error(gpu.fetch(dx).to_vector(), cpu.value(dx).to_vector()) <= 1e-5);
+  }
+  CHECK(gpu.replaying_graph());
+}
+
+TEST_CASE("cuda executor: an error inside a host-fallback kernel surfaces at the next fetch") {
+  if (no_gpu()) return;
+  Graph g;
+  const ValueId G = g.input("G", {4, 4});
+  const ValueId labels = g.input("labels", {4}, DType::i32);
+  const ValueId loss = ght::gct_metric_loss(g, G, labels, 2, 1.0f, 1.0f).loss; // host fallback
+  g.mark_output(loss);
+  Executor gpu(g, Device::cuda);
+  Tensor Gv = Tensor::empty({4, 4});
+  for (int64_t i = 0; i < 16; ++i) Gv.data<float>()[i] = static_cast<float>(i % 5);
+  gpu.bind(G, Gv);
+  gpu.bind(labels, Tensor::from_i32({4}, {0, 1, 7, 0})); // 7 is not a group of 2
+  gpu.run(); // queued: the CPU kernel runs later, on the stream's thread
+  CHECK_THROWS_WITH_AS(gpu.fetch(loss), doctest::Contains("labels[2] = 7"), Error);
+  gpu.bind(labels, Tensor::from_i32({4}, {0, 1, 1, 0}));
+  gpu.run();
+  CHECK(std::isfinite(gpu.fetch(loss).to_vector()[0])); // and the executor goes on working
 }

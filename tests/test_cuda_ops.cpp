@@ -239,10 +239,33 @@ TEST_CASE("cuda ops: bf16 mode stays within bf16 rounding of the CPU") {
   cuda_set_precision("fp32");
 }
 
+TEST_CASE("cuda ops: GHT's head_gram and the composed attention (attention_mask) match the CPU") {
+  if (no_gpu()) return;
+  cuda_set_precision("fp32");
+  // head_gram sums over tokens in a different order (chunks of 256 tokens, doubles): 1e-5.
+  for (const Shape& s : {Shape{2, 5, 3, 4}, Shape{4, 300, 8, 64}, Shape{3, 70, 16, 130}}) {
+    check_op(str_cat("head_gram ", shape_str(s)), 1e-5, [&](Case& c) {
+      std::vector<int32_t> lengths(static_cast<size_t>(s[0]), static_cast<int32_t>(s[1]));
+      lengths[0] = static_cast<int32_t>(s[1] / 2 + 1);
+      return ops::head_gram(c.g, c.input(s), c.ints_from({s[0]}, lengths));
+    });
+  }
+  check_op("head_gram without lengths", 1e-5, [](Case& c) { return ops::head_gram(c.g, c.input({2, 9, 4, 8})); });
+  for (bool causal : {false, true}) {
+    check_op(str_cat("attention_reference", causal ? " causal" : ""), 1e-5, [&](Case& c) {
+      ops::AttentionOptions opt;
+      opt.causal = causal;
+      opt.key_lengths = c.ints_from({2}, {9, 4});
+      return ops::attention_reference(c.g, c.input({2, 7, 2, 16}), c.input({2, 9, 2, 16}), c.input({2, 9, 2, 16}), opt);
+    });
+  }
+}
+
 TEST_CASE("cuda ops: an op without a CUDA kernel runs through the host fallback") {
   if (no_gpu()) return;
   cuda_set_precision("fp32");
-  // head_gram has only a CPU kernel: the GPU executor copies its inputs out and its output back.
-  check_op("head_gram via the host", 1e-5, [](Case& c) { return ops::head_gram(c.g, c.input({2, 5, 3, 4}), c.ints_from({2}, {5, 3})); },
+  // cosine_similarity has only a CPU kernel: the GPU executor copies its inputs out and its output back.
+  check_op("cosine_similarity via the host", 1e-5,
+           [](Case& c) { return ops::cosine_similarity(c.g, c.input({6, 10}), c.input({6, 10}), -1, 1e-8f); },
            /*expect_all_on_gpu=*/false);
 }

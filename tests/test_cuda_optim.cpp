@@ -226,6 +226,33 @@ TEST_CASE("cuda optim: scale matches the CPU kernel") {
 #endif
 }
 
+TEST_CASE("cuda optim: gradient accumulation (weighted sums, then the division) matches the CPU kernel") {
+  if (cuda_device_count() == 0) {
+    MESSAGE("skipped: ", cuda_unavailable_reason());
+    return;
+  }
+#ifdef PILLARS_HAVE_CUDA
+  for (int shift : {0, 1}) {
+    CAPTURE(shift);
+    std::mt19937 rng(11);
+    std::vector<float> acc(kN, 123.0f); // garbage the first batch must overwrite
+    DeviceArray dacc(acc, shift);
+    const float weights[] = {37.0f, 12.0f, 51.0f};
+    for (int batch = 0; batch < 3; ++batch) {
+      std::vector<float> g = uniform(rng, kN, -1.0f, 1.0f);
+      DeviceArray dg(g, shift);
+      const bool first = batch == 0;
+      const float* gp = batch == 1 ? nullptr : g.data(); // batch 1: a parameter without a gradient
+      cpu::accumulate_weighted(kN, acc.data(), gp, weights[batch], first);
+      cuda::accumulate_weighted(kN, dacc.get(), batch == 1 ? nullptr : dg.get(), weights[batch], first);
+    }
+    cpu::divide(kN, acc.data(), 100.0f);
+    cuda::divide(kN, dacc.get(), 100.0f);
+    expect_close(dacc.download(), acc, "accumulated gradient");
+  }
+#endif
+}
+
 TEST_CASE("cuda optim: sum of squares matches a double loop and is reproducible") {
   if (cuda_device_count() == 0) {
     MESSAGE("skipped: ", cuda_unavailable_reason());

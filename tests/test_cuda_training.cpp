@@ -92,7 +92,7 @@ TEST_CASE("cuda training: train.device cuda without a GPU, and bf16 on the CPU, 
     check_device_settings(experiment_on("cuda")); // fine where there is a GPU
     Experiment accumulate = experiment_on("cuda");
     accumulate.train.update_freq = 2;
-    CHECK_THROWS_AS(check_device_settings(accumulate), InputError);
+    check_device_settings(accumulate); // gradient accumulation runs on the device too
     return;
   }
   try {

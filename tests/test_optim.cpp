@@ -346,6 +346,28 @@ TEST_CASE("optim: slots without a gradient are skipped") {
   CHECK(sgd.state().size() == 1 + 2 * 2);
 }
 
+TEST_CASE("optim: gradient accumulation gives the token-weighted mean gradient (float64 reference)") {
+  // train.update_freq > 1: Σ_batches tokens_b · g_b / Σ tokens_b, with a batch where the parameter
+  // got no gradient (it counts as zero) and garbage in the buffer before the first batch.
+  const int64_t n = 10007; // several blocks, not a multiple of anything
+  std::vector<float> acc(static_cast<size_t>(n), 99.0f);
+  std::vector<double> want(static_cast<size_t>(n), 0.0);
+  const float tokens[] = {311.0f, 97.0f, 204.0f};
+  for (int b = 0; b < 3; ++b) {
+    std::vector<float> g(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) g[static_cast<size_t>(i)] = std::sin(0.01f * static_cast<float>(i * (b + 1)));
+    const bool missing = b == 1;
+    cpu::accumulate_weighted(n, acc.data(), missing ? nullptr : g.data(), tokens[b], b == 0);
+    if (!missing)
+      for (int64_t i = 0; i < n; ++i) want[static_cast<size_t>(i)] += static_cast<double>(tokens[b]) * g[static_cast<size_t>(i)];
+  }
+  cpu::divide(n, acc.data(), 612.0f);
+  double worst = 0;
+  for (int64_t i = 0; i < n; ++i)
+    worst = std::max(worst, std::abs(acc[static_cast<size_t>(i)] - want[static_cast<size_t>(i)] / 612.0));
+  CHECK(worst <= 1e-6); // |g| ≤ 1: a few float roundings of values below 1
+}
+
 TEST_CASE("optim: bad slots and options are rejected") {
   std::vector<ParamSlot> slots = initial_slots();
   slots[0].grad = Tensor::zeros({4, 3});

@@ -12,6 +12,7 @@
 
 #include "engine/error.h"
 #include "engine/optim/clip.h"
+#include "engine/optim/loops.h"
 #include "train/setup.h"
 
 namespace pillars::train {
@@ -191,24 +192,17 @@ class Loop {
     std::vector<optim::ParamSlot>& s = task_.slots();
     if (acc_.size() != s.size()) {
       acc_.clear();
-      for (const auto& slot : s) acc_.push_back({slot.name, slot.value, Tensor::zeros(slot.value.shape())});
+      for (const auto& slot : s)
+        acc_.push_back({slot.name, slot.value, Tensor::empty(slot.value.shape(), DType::f32, slot.value.device())});
     }
     for (size_t i = 0; i < s.size(); ++i) {
-      float* a = acc_[i].grad.data<float>();
-      const int64_t n = acc_[i].grad.numel();
-      if (!s[i].grad.defined()) {
-        if (first) std::fill(a, a + n, 0.0f);
-        continue;
-      }
-      const float* g = s[i].grad.data<float>();
-      for (int64_t x = 0; x < n; ++x) a[x] = (first ? 0.0f : a[x]) + tokens * g[x];
+      Tensor& a = acc_[i].grad;
+      optim::accumulate_weighted(a.device(), a.numel(), a.data<float>(), s[i].grad.defined() ? s[i].grad.data<float>() : nullptr,
+                                 tokens, first);
     }
   }
   std::vector<optim::ParamSlot>& finish_accumulation(float tokens) {
-    for (auto& slot : acc_) {
-      float* a = slot.grad.data<float>();
-      for (int64_t x = 0; x < slot.grad.numel(); ++x) a[x] /= tokens;
-    }
+    for (auto& slot : acc_) optim::divide(slot.grad.device(), slot.grad.numel(), slot.grad.data<float>(), tokens);
     return acc_;
   }
 
@@ -372,8 +366,6 @@ void check_device_settings(const Experiment& e) {
     return;
   }
   if (cuda_device_count() == 0) throw InputError("train.device is \"cuda\" but " + cuda_unavailable_reason());
-  if (e.train.update_freq > 1)
-    throw InputError("train.update_freq > 1 (gradient accumulation) is not implemented for train.device \"cuda\" yet");
 }
 
 // train.device = cuda: the parameters move to the GPU for the loop (so the steps, the optimiser

@@ -178,7 +178,7 @@ void cpu_mask(const KernelContext& c) {
       }
 }
 
-const OpDef kAttentionMask{.name = "attention_mask", .infer = infer_mask, .cpu = cpu_mask};
+const OpDef kAttentionMask{.name = "attention_mask", .infer = infer_mask, .cpu = cpu_mask, .cuda = PILLARS_CUDA_KERNEL(attention_mask)};
 
 Attrs attrs_of(const AttentionOptions& opt, int64_t H, int64_t D) {
   Attrs a;

@@ -191,7 +191,8 @@ void cpu_gram_backward(const KernelContext& c) {
   }
 }
 
-const OpDef kGramBackward{.name = "head_gram_backward", .infer = infer_gram, .cpu = cpu_gram_backward};
+const OpDef kGramBackward{.name = "head_gram_backward", .infer = infer_gram, .cpu = cpu_gram_backward,
+                          .cuda = PILLARS_CUDA_KERNEL(head_gram_backward)};
 
 std::vector<ValueId> vjp_gram(Graph& g, const Node& n, const std::vector<ValueId>& dy, const std::vector<bool>& needs) {
   std::vector<ValueId> grads(n.inputs.size(), kNoValue);
@@ -204,7 +205,8 @@ std::vector<ValueId> vjp_gram(Graph& g, const Node& n, const std::vector<ValueId
   return grads;
 }
 
-const OpDef kGram{.name = "head_gram", .infer = infer_gram, .cpu = cpu_gram, .vjp = vjp_gram, .workspace = workspace_gram};
+const OpDef kGram{.name = "head_gram", .infer = infer_gram, .cpu = cpu_gram, .cuda = PILLARS_CUDA_KERNEL(head_gram),
+                  .vjp = vjp_gram, .workspace = workspace_gram, .cuda_workspace = PILLARS_CUDA_WORKSPACE(head_gram)};
 
 } // namespace
 

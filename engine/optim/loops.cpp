@@ -27,4 +27,10 @@ double sum_of_squares(Device d, int64_t n, const float* x) {
 
 void scale(Device d, int64_t n, float* x, float s) { PILLARS_ON_DEVICE(d, cpu::scale(n, x, s), cuda::scale(n, x, s)); }
 
+void accumulate_weighted(Device d, int64_t n, float* acc, const float* g, float w, bool first) {
+  PILLARS_ON_DEVICE(d, cpu::accumulate_weighted(n, acc, g, w, first), cuda::accumulate_weighted(n, acc, g, w, first));
+}
+
+void divide(Device d, int64_t n, float* x, float s) { PILLARS_ON_DEVICE(d, cpu::divide(n, x, s), cuda::divide(n, x, s)); }
+
 } // namespace pillars::optim

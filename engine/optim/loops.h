@@ -14,5 +14,7 @@ void adam_update(Device d, int64_t n, float* p, const float* g, float* m, float*
 void sgd_update(Device d, int64_t n, float* p, const float* g, float* buf, const cpu::SgdCoeffs& c);
 double sum_of_squares(Device d, int64_t n, const float* x);
 void scale(Device d, int64_t n, float* x, float s);
+void accumulate_weighted(Device d, int64_t n, float* acc, const float* g, float w, bool first);
+void divide(Device d, int64_t n, float* x, float s);
 
 } // namespace pillars::optim

@@ -110,4 +110,20 @@ void scale(int64_t n, float* x, float s) {
   });
 }
 
+void accumulate_weighted(int64_t n, float* acc, const float* g, float w, bool first) {
+  for_blocks(n, [&](int64_t begin, int64_t end) {
+    if (!g) {
+      if (first) std::fill(acc + begin, acc + end, 0.0f);
+      return;
+    }
+    for (int64_t i = begin; i < end; ++i) acc[i] = (first ? 0.0f : acc[i]) + w * g[i];
+  });
+}
+
+void divide(int64_t n, float* x, float s) {
+  for_blocks(n, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) x[i] /= s;
+  });
+}
+
 } // namespace pillars::cpu

@@ -63,4 +63,11 @@ double sum_of_squares(int64_t n, const float* x);
 // x ← s·x
 void scale(int64_t n, float* x, float s);
 
+// Gradient accumulation (train.update_freq > 1) over the batches of one update:
+//   accumulate_weighted  acc ← w·g (first batch) or acc + w·g; g = null adds nothing (a parameter
+//                        without a gradient in this batch), and on the first batch zeroes acc
+//   divide               x ← x / s (the update's gradient: the token-weighted mean)
+void accumulate_weighted(int64_t n, float* acc, const float* g, float w, bool first);
+void divide(int64_t n, float* x, float s);
+
 } // namespace pillars::cpu

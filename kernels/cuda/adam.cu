@@ -189,7 +189,23 @@ __global__ void __launch_bounds__(kMaxSumBlocks) total_kernel(int blocks) {
   if (threadIdx.x == 0) g_total = total;
 }
 
+// acc ← (first ? 0 : acc) + w·g, each operation rounded once (no fused multiply-add), as the CPU.
+__global__ void __launch_bounds__(kThreads) accumulate_kernel(int64_t n, float* acc, const float* g, float w, bool first) {
+  for (int64_t i = int64_t{blockIdx.x} * kThreads + threadIdx.x; i < n; i += int64_t{gridDim.x} * kThreads) {
+    const float base = first ? 0.0f : acc[i];
+    acc[i] = g ? __fadd_rn(base, __fmul_rn(w, g[i])) : base;
+  }
+}
+
+__global__ void __launch_bounds__(kThreads) divide_kernel(int64_t n, float* x, float s) {
+  for (int64_t i = int64_t{blockIdx.x} * kThreads + threadIdx.x; i < n; i += int64_t{gridDim.x} * kThreads)
+    x[i] = __fdiv_rn(x[i], s);
+}
+
+unsigned grid_stride_blocks(int64_t n) { return static_cast<unsigned>(std::clamp<int64_t>((n + kThreads - 1) / kThreads, 1, 65535 * 8)); }
+
 } // namespace
+
 
 void adam_update(int64_t n, float* p, const float* g, float* m, float* v, float* v_max, const cpu::AdamCoeffs& c) {
   const bool aligned = aligned16(p) && aligned16(g) && aligned16(m) && aligned16(v) && (!v_max || aligned16(v_max));
@@ -216,6 +232,18 @@ void scale(int64_t n, float* x, float s) {
     scale_kernel<decltype(vec4)::value><<<grid, kThreads, 0, stream()>>>(n, x, s);
     PILLARS_CUDA_LAUNCHED("scale_kernel");
   });
+}
+
+void accumulate_weighted(int64_t n, float* acc, const float* g, float w, bool first) {
+  if (n <= 0) return;
+  accumulate_kernel<<<grid_stride_blocks(n), kThreads, 0, stream()>>>(n, acc, g, w, first);
+  PILLARS_CUDA_LAUNCHED("accumulate_kernel");
+}
+
+void divide(int64_t n, float* x, float s) {
+  if (n <= 0) return;
+  divide_kernel<<<grid_stride_blocks(n), kThreads, 0, stream()>>>(n, x, s);
+  PILLARS_CUDA_LAUNCHED("divide_kernel");
 }
 
 double sum_of_squares(int64_t n, const float* x) {

@@ -29,4 +29,8 @@ double sum_of_squares(int64_t n, const float* x);
 // x ← s·x
 void scale(int64_t n, float* x, float s);
 
+// Gradient accumulation, as cpu::accumulate_weighted and cpu::divide (the same rounding).
+void accumulate_weighted(int64_t n, float* acc, const float* g, float w, bool first);
+void divide(int64_t n, float* x, float s);
+
 } // namespace pillars::cuda

@@ -80,6 +80,30 @@ void cuda_zero(void* dst, size_t bytes) {
 
 void cuda_synchronize() { PILLARS_CUDA_CHECK(cudaStreamSynchronize(cuda::stream())); }
 
+void* cuda_host_alloc(size_t bytes) {
+  void* p = nullptr;
+  PILLARS_CUDA_CHECK(cudaMallocHost(&p, bytes == 0 ? 1 : bytes));
+  return p;
+}
+
+void cuda_host_free(void* p) {
+  if (p) cudaFreeHost(p); // in a destructor: an error here has nowhere to go
+}
+
+void cuda_copy_to_pinned(void* pinned_dst, const void* src, size_t bytes) {
+  if (bytes == 0) return;
+  PILLARS_CUDA_CHECK(cudaMemcpyAsync(pinned_dst, src, bytes, cudaMemcpyDeviceToHost, cuda::stream()));
+}
+
+void cuda_copy_from_pinned(void* dst, const void* pinned_src, size_t bytes) {
+  if (bytes == 0) return;
+  PILLARS_CUDA_CHECK(cudaMemcpyAsync(dst, pinned_src, bytes, cudaMemcpyHostToDevice, cuda::stream()));
+}
+
+void cuda_launch_host_function(void (*fn)(void*), void* data) {
+  PILLARS_CUDA_CHECK(cudaLaunchHostFunc(cuda::stream(), fn, data));
+}
+
 void cuda_set_precision(const std::string& name) {
   if (name == "fp32") cuda::set_precision(cuda::Precision::fp32);
   else if (name == "bf16") cuda::set_precision(cuda::Precision::bf16);

@@ -30,6 +30,15 @@ void cuda_copy_on_device(void* dst, const void* src, size_t bytes); // queued
 void cuda_zero(void* dst, size_t bytes);                            // queued
 void cuda_synchronize(); // waits for the stream; throws if a kernel failed
 
+// Stream-ordered host work, capturable into a CUDA graph (the executor's host fallback uses it):
+// page-locked ("pinned") host memory, copies queued on the stream to and from it, and a host
+// function the stream calls when it reaches it. `fn` must not call CUDA itself.
+void* cuda_host_alloc(size_t bytes); // pinned host memory
+void cuda_host_free(void* p);
+void cuda_copy_to_pinned(void* pinned_dst, const void* src, size_t bytes);   // queued device → host
+void cuda_copy_from_pinned(void* dst, const void* pinned_src, size_t bytes); // queued host → device
+void cuda_launch_host_function(void (*fn)(void*), void* data);               // queued
+
 // "fp32" (every product in fp32: the exactness mode) or "bf16" (tensor cores, fp32 accumulation).
 void cuda_set_precision(const std::string& name);
 std::string cuda_precision();

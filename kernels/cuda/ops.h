@@ -5,7 +5,8 @@
 //
 // Which file implements what (one file per op family, each with the shapes and the algorithm on
 // top): elementwise.cu, reduce.cu, shape.cu, matmul.cu, softmax.cu, layernorm.cu,
-// cross_entropy.cu, embedding.cu, dropout.cu, attention.cu. Ops absent here run on the CPU
+// cross_entropy.cu, embedding.cu, dropout.cu, attention.cu, attention_mask.cu, head_gram.cu.
+// Ops absent here run on the CPU
 // through the executor's host fallback (see Executor).
 #pragma once
 #include <cstddef>
@@ -68,5 +69,11 @@ void op_masked_fill(const KernelContext& c);
 void op_attention(const KernelContext& c);
 void op_attention_backward(const KernelContext& c);
 size_t op_attention_backward_workspace(const Graph& g, const Node& n);
+// attention_mask.cu (the mask of the composed attention, attention_reference)
+void op_attention_mask(const KernelContext& c);
+// head_gram.cu (GHT's per-head Gram matrix)
+void op_head_gram(const KernelContext& c);
+size_t op_head_gram_workspace(const Graph& g, const Node& n);
+void op_head_gram_backward(const KernelContext& c);
 
 } // namespace pillars::cuda

@@ -1,0 +1,42 @@
+// The mask of the composed ("naive") attention on the GPU: the attention_mask op of
+// engine/ops/attention.cpp, so that attention_reference runs on a CUDA executor without the host
+// fallback (which would also stop CUDA-graph capture).
+//
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "kernels/cuda/ops.h"
+#include "kernels/cuda/runtime.h"
+
+namespace pillars::cuda {
+
+// attention_mask: [key_lengths i32 (B)] → m i32 (B or 1, 1, Tq, Tk), 1 where key j is hidden from
+// query i: j ≥ key_lengths[b] (padding) or, if causal, j > i + Tk − Tq (the naive attention's mask;
+// engine/ops/attention.cpp). attrs: causal, ints = {Tq, Tk}.
+namespace {
+
+constexpr int kThreads = 256;
+
+__global__ void attention_mask_kernel(const int32_t* lengths, int32_t* m, int64_t B, int64_t Tq, int64_t Tk, bool causal) {
+  const int64_t n = B * Tq * Tk;
+  for (int64_t e = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; e < n; e += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t j = e % Tk, i = (e / Tk) % Tq, b = e / (Tk * Tq);
+    const bool padding = lengths && j >= lengths[b];
+    const bool future = causal && j > i + Tk - Tq;
+    m[e] = padding || future;
+  }
+}
+} // namespace
+
+void op_attention_mask(const KernelContext& c) {
+  const int64_t Tq = c.node.attrs.ints.at(0), Tk = c.node.attrs.ints.at(1), B = c.out[0].dim(0);
+  const int64_t n = B * Tq * Tk;
+  if (n == 0) return;
+  const unsigned grid = blocks_for(n, kThreads) < 65535u * 8 ? blocks_for(n, kThreads) : 65535u * 8;
+  attention_mask_kernel<<<grid, kThreads, 0, stream()>>>(c.in.empty() ? nullptr : c.in[0].data<int32_t>(),
+                                                         c.out[0].data<int32_t>(), B, Tq, Tk, c.node.attrs.causal);
+  PILLARS_CUDA_LAUNCHED("attention_mask_kernel");
+}
+
+} // namespace pillars::cuda
