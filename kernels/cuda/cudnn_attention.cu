@@ -528,12 +528,13 @@ std::unique_ptr<Plan> build_backward(const Key& k) {
   return plan;
 }
 
-// Finalized plans, built once per key, alive for the process.
+// Finalized plans, built once per key, alive for the process (never destroyed: at exit the CUDA
+// context may already be gone when static destructors would run).
 const Plan& plan_for(const Key& k) {
   static std::mutex mutex;
-  static std::map<Key, std::unique_ptr<Plan>> cache;
+  static auto* cache = new std::map<Key, std::unique_ptr<Plan>>;
   std::lock_guard<std::mutex> lock(mutex);
-  std::unique_ptr<Plan>& slot = cache[k];
+  std::unique_ptr<Plan>& slot = (*cache)[k];
   if (!slot) slot = k.backward ? build_backward(k) : build_forward(k);
   return *slot;
 }
