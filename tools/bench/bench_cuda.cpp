@@ -2,16 +2,20 @@
 // in one run.
 //
 // Attention, on FlashAttention's benchmark shapes: hidden 2048 (32 heads of 64 or 16 of 128),
-// batch × sequence = 16k tokens, sequence 512 … 16k, causal and not, bf16 inputs. Ours is timed
-// here with CUDA events; the references are PyTorch's scaled_dot_product_attention with its flash
-// backend and with its cuDNN backend (cuDNN's fused attention), timed by
-// tools/bench/torch_sdpa.py on the same shapes in the same process tree. FLOPs by FlashAttention's
-// convention: forward 4·B·H·T²·D (halved when causal), forward+backward 3.5× that.
+// batch × sequence = 16k tokens, sequence 512 … 16k, causal and not, bf16 inputs. Ours and cuDNN's
+// fused attention through our graph-API backend (kernels/cuda/cudnn_attention.h, bf16 tensors in
+// place, no conversion) are timed here with CUDA events, in this process; the other references are
+// PyTorch's scaled_dot_product_attention with its flash backend and with its cuDNN backend, timed
+// by tools/bench/torch_sdpa.py on the same shapes in the same process tree. FLOPs by
+// FlashAttention's convention: forward 4·B·H·T²·D (halved when causal), forward+backward 3.5× that.
 //
 // Softmax: rows of 1k … 32k floats, 2^28 bytes per tensor; GB/s counts one read and one write,
-// next to a device-to-device copy of the same bytes (the bandwidth ceiling), and PyTorch's softmax.
+// next to a device-to-device copy of the same bytes (the bandwidth ceiling), cudnnSoftmaxForward
+// on the same rows (in process, kernels/cuda/cudnn_softmax.h), and PyTorch's softmax.
+// The cuDNN columns print "-" with the reason when cuDNN is unavailable.
 #include "tools/bench/bench_cuda.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -32,6 +36,8 @@
 
 #ifdef PILLARS_HAVE_CUDA
 #include "kernels/cuda/attention.h"
+#include "kernels/cuda/cudnn_attention.h"
+#include "kernels/cuda/cudnn_softmax.h"
 #include "kernels/cuda/softmax.h"
 #endif
 
@@ -110,9 +116,15 @@ int bench_cuda_attention(int repeats) {
   for (const auto& s : shapes) spec += str_cat(s.B, ",", s.H, ",", s.T, ",", s.D, ",", s.causal ? 1 : 0, ";");
   const nlohmann::json torch = run_python("torch_sdpa.py", "--repeats " + std::to_string(repeats) + " --shapes '" + spec + "'");
   if (torch.empty()) std::printf("(PyTorch references unavailable: python3 with CUDA torch not found)\n");
+  const bool cudnn = cuda::cudnn_available();
+  if (cudnn)
+    std::printf("cuDNN (graph API) columns: cuDNN %s, in this process\n", cuda::cudnn_version_string().c_str());
+  else
+    std::printf("(cuDNN (graph API) columns skipped: %s)\n", cuda::cudnn_unavailable_reason().c_str());
 
-  std::printf("%6s %4s %7s | %9s %9s %9s | %9s %9s %9s\n", "seq", "hd", "causal", "fwd ours", "cudnn", "torch-fa", "f+b ours",
-              "cudnn", "torch-fa");
+  // cudnn-api: cuDNN through our graph-API backend, in process; torch-cudnn: PyTorch's cuDNN SDPA backend.
+  std::printf("%6s %4s %7s | %9s %9s %11s %9s | %9s %9s %11s %9s\n", "seq", "hd", "causal", "fwd ours", "cudnn-api",
+              "torch-cudnn", "torch-fa", "f+b ours", "cudnn-api", "torch-cudnn", "torch-fa");
   std::mt19937 rng(1);
   for (const auto& s : shapes) {
     const int64_t n = s.B * s.T * s.H * s.D;
@@ -134,15 +146,36 @@ int bench_cuda_attention(int repeats) {
     const double fwd_ms = cuda_median_ms(repeats, forward), train_ms = cuda_median_ms(repeats, training);
     const double flops = attention_flops(s);
     auto tflops = [](double f, double ms) { return f / (ms * 1e-3) / 1e12; };
+    // cuDNN's fused attention through our graph-API backend, on the same bf16 tensors.
+    std::string cudnn_fwd = "-", cudnn_train = "-";
+    if (cudnn) {
+      try {
+        cuda::CudnnAttentionArgs ca;
+        ca.B = s.B, ca.H = s.H, ca.Tq = s.T, ca.Tk = s.T, ca.D = s.D, ca.scale = a.scale, ca.causal = s.causal;
+        ca.bf16_io = true;
+        DeviceBuffer ws(std::max(cuda::cudnn_attention_forward_workspace(ca), cuda::cudnn_attention_backward_workspace(ca)) + 16);
+        auto cudnn_forward = [&] { cuda::cudnn_attention_forward(ca, Q.p, K.p, V.p, O.p, lse.as<float>(), ws.p); };
+        auto cudnn_training = [&] {
+          cudnn_forward();
+          cuda::cudnn_attention_backward(ca, Q.p, K.p, V.p, O.p, lse.as<float>(), dO.p, dQ.p, dK.p, dV.p, ws.p);
+        };
+        cudnn_fwd = str_cat(static_cast<int>(tflops(flops, cuda_median_ms(repeats, cudnn_forward)) + 0.5));
+        cudnn_train = str_cat(static_cast<int>(tflops(3.5 * flops, cuda_median_ms(repeats, cudnn_training)) + 0.5));
+      } catch (const Error& e) {
+        std::printf("(cuDNN (graph API) failed on T %lld, D %lld: %s)\n", static_cast<long long>(s.T), static_cast<long long>(s.D),
+                    e.what());
+      }
+    }
     auto ref = [&](const char* backend, const char* pass, double f) {
       const std::string key = key_of(s);
       if (!torch.contains(backend) || !torch[backend].contains(key) || !torch[backend][key].contains(pass)) return std::string("-");
       const double ms = torch[backend][key][pass].get<double>();
       return str_cat(static_cast<int>(tflops(f, ms) + 0.5));
     };
-    std::printf("%6lld %4lld %7s | %9.0f %9s %9s | %9.0f %9s %9s\n", static_cast<long long>(s.T), static_cast<long long>(s.D),
-                s.causal ? "yes" : "no", tflops(flops, fwd_ms), ref("cudnn", "fwd", flops).c_str(), ref("flash", "fwd", flops).c_str(),
-                tflops(3.5 * flops, train_ms), ref("cudnn", "fwd_bwd", 3.5 * flops).c_str(), ref("flash", "fwd_bwd", 3.5 * flops).c_str());
+    std::printf("%6lld %4lld %7s | %9.0f %9s %11s %9s | %9.0f %9s %11s %9s\n", static_cast<long long>(s.T), static_cast<long long>(s.D),
+                s.causal ? "yes" : "no", tflops(flops, fwd_ms), cudnn_fwd.c_str(), ref("cudnn", "fwd", flops).c_str(),
+                ref("flash", "fwd", flops).c_str(), tflops(3.5 * flops, train_ms), cudnn_train.c_str(),
+                ref("cudnn", "fwd_bwd", 3.5 * flops).c_str(), ref("flash", "fwd_bwd", 3.5 * flops).c_str());
   }
   return 0;
 }
@@ -163,13 +196,24 @@ int bench_cuda_softmax(int repeats) {
   for (int64_t len : lens) spec += str_cat(len, ";");
   const nlohmann::json torch =
       run_python("torch_softmax.py", str_cat("--repeats ", repeats, " --total ", total, " --lens '", spec, "'"));
-  std::printf("%7s | %9s %6s | %9s\n", "len", "ours GB/s", "% copy", "torch");
+  const bool cudnn = cuda::cudnn_available();
+  if (cudnn)
+    std::printf("cuDNN column: cudnnSoftmaxForward (ACCURATE, INSTANCE), cuDNN %s, in this process\n", cuda::cudnn_version_string().c_str());
+  else
+    std::printf("(cuDNN column skipped: %s)\n", cuda::cudnn_unavailable_reason().c_str());
+  std::printf("%7s | %9s %6s | %9s %9s\n", "len", "ours GB/s", "% copy", "cuDNN", "torch");
   for (int64_t len : lens) {
     const double ms = cuda_median_ms(repeats, [&] { cuda::softmax_forward(total / len, len, 1, x.as<float>(), y.as<float>(), false); });
     const double gbs = bytes / (ms * 1e-3) / 1e9;
     const std::string key = std::to_string(len);
     const std::string theirs = torch.contains(key) ? str_cat(static_cast<int>(bytes / (torch[key].get<double>() * 1e-3) / 1e9)) : "-";
-    std::printf("%7lld | %9.0f %5.0f%% | %9s\n", static_cast<long long>(len), gbs, 100.0 * copy_ms / ms, theirs.c_str());
+    std::string cudnn_gbs = "-";
+    if (cudnn) {
+      const double cms = cuda_median_ms(repeats, [&] { cuda::cudnn_softmax_forward(total / len, len, x.as<float>(), y.as<float>()); });
+      cudnn_gbs = str_cat(static_cast<int>(bytes / (cms * 1e-3) / 1e9));
+    }
+    std::printf("%7lld | %9.0f %5.0f%% | %9s %9s\n", static_cast<long long>(len), gbs, 100.0 * copy_ms / ms, cudnn_gbs.c_str(),
+                theirs.c_str());
   }
   return 0;
 }

@@ -1,0 +1,20 @@
+// Row softmax through cuDNN's legacy API (cudnnSoftmaxForward / cudnnSoftmaxBackward,
+// CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_MODE_INSTANCE): the reference our softmax kernels
+// (softmax.h) are tested and benchmarked against.
+//
+//   x, y, dy, dx: device pointers to (rows, cols) row-major floats, seen by cuDNN as an NCHW
+//   tensor (rows, cols, 1, 1), each row normalised on its own:
+//     forward   y = exp(x − max x) / Σ exp(x − max x)
+//     backward  dx = y ∘ (dy − Σ dy ∘ y)      (from the forward's output y)
+//
+// Queued on cuda::stream(). Plain C++. Without cuDNN in the build (engine/device_nocudnn.cpp)
+// these throw "this build of pillars has no cuDNN"; check cudnn_available() (cudnn_attention.h).
+#pragma once
+#include <cstdint>
+
+namespace pillars::cuda {
+
+void cudnn_softmax_forward(int64_t rows, int64_t cols, const float* x, float* y);
+void cudnn_softmax_backward(int64_t rows, int64_t cols, const float* y, const float* dy, float* dx);
+
+} // namespace pillars::cuda
