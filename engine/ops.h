@@ -3,6 +3,7 @@
 #include "engine/graph.h"
 #include "engine/ops/attention.h"
 #include "engine/ops/elementwise.h"
+#include "engine/ops/linear_act.h"
 #include "engine/ops/matmul.h"
 #include "engine/ops/nn.h"
 #include "engine/ops/reduce.h"

@@ -9,6 +9,7 @@
 //   elementwise, shape ops, dropout, embedding forward        1e-6 (identical arithmetic)
 //   reductions, sum_to, softmax, layer norm, cross-entropy    1e-5 (order of fp32 sums)
 //   matmul (cuBLAS pedantic fp32 vs our blocked SGEMM)        1e-5
+//   linear_act (cuBLASLt pedantic fp32 + epilogue vs SGEMM)    1e-5
 //   attention                                                 1e-5
 // In bf16 mode the products round their operands to 8 bits of mantissa: 2e-2.
 //
@@ -16,6 +17,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <functional>
 #include <random>
 #include <string>
@@ -174,6 +176,49 @@ TEST_CASE("cuda ops: matmul in every transpose and batch form matches the CPU") 
   check_op("linear", 1e-5, [](Case& c) { return ops::linear(c.g, c.input({5, 7, 64}), c.input({48, 64}), c.input({48})); });
 }
 
+TEST_CASE("cuda ops: linear_act (cuBLASLt bias/ReLU epilogues) matches the CPU") {
+  if (no_gpu()) return;
+  cuda_set_precision("fp32");
+  for (const ops::Activation act : {ops::Activation::relu, ops::Activation::gelu}) {
+    const std::string name = act == ops::Activation::gelu ? "gelu" : "relu";
+    check_op("linear_act " + name, 1e-5, [&](Case& c) {
+      return ops::linear_act(c.g, c.input({5, 7, 64}), c.input({48, 64}), c.input({48}), act).y;
+    });
+    // Odd extents: rows of x and W of 37 floats (only 4-byte aligned), out no multiple of 8.
+    check_op("linear_act odd " + name, 1e-5, [&](Case& c) {
+      return ops::linear_act(c.g, c.input({3, 37}), c.input({45, 37}), c.input({45}), act).y;
+    });
+    check_op("linear_act pre " + name, 1e-5, [&](Case& c) { // gelu: pre is read too, so its gradient path runs
+      const ops::LinearAct la = ops::linear_act(c.g, c.input({2, 9, 32}), c.input({40, 32}), c.input({40}), act);
+      return la.pre == kNoValue ? la.y : ops::add(c.g, la.y, la.pre);
+    });
+  }
+}
+
+TEST_CASE("cuda ops: cuBLASLt's GELU epilogue against the exact GELU (informational)") {
+  if (no_gpu()) return;
+  cuda_set_precision("fp32");
+  // linear_act uses CUBLASLT_EPILOGUE_GELU_AUX_BIAS only under PILLARS_CUBLASLT_GELU=1: its
+  // documentation does not say whether it is the erf GELU or the tanh approximation. This prints
+  // which (a relative error near 1e-7 means exact; near 1e-4 means the tanh form).
+  setenv("PILLARS_CUBLASLT_GELU", "1", 1);
+  Case c;
+  const ValueId y = ops::linear_act(c.g, c.input({4, 33, 64}), c.input({64, 64}), c.input({64}), ops::Activation::gelu).y;
+  c.g.mark_output(y);
+  Executor cpu(c.g);
+  Executor gpu(c.g, Device::cuda);
+  for (auto& [leaf, value] : c.leaves) {
+    cpu.bind(leaf, value);
+    gpu.bind(leaf, value);
+  }
+  cpu.run();
+  gpu.run();
+  const double err = relative_error(gpu.fetch(y).to_vector(), cpu.value(y).to_vector());
+  unsetenv("PILLARS_CUBLASLT_GELU");
+  MESSAGE("CUBLASLT_EPILOGUE_GELU_AUX_BIAS vs the exact GELU on the CPU: relative error ", err,
+          err <= 1e-5 ? " (exact: it may become linear_act's default)" : " (not the exact GELU: keep the BIAS epilogue)");
+}
+
 TEST_CASE("cuda ops: softmax, layer norm, cross-entropy, embedding, dropout, masked_fill match the CPU") {
   if (no_gpu()) return;
   cuda_set_precision("fp32");
@@ -233,6 +278,9 @@ TEST_CASE("cuda ops: bf16 mode stays within bf16 rounding of the CPU") {
   if (no_gpu()) return;
   cuda_set_precision("bf16");
   check_op("matmul bf16", 2e-2, [](Case& c) { return ops::matmul(c.g, c.input({3, 64, 96}), c.input({96, 80})); });
+  check_op("linear_act bf16", 2e-2, [](Case& c) {
+    return ops::linear_act(c.g, c.input({3, 64, 96}), c.input({80, 96}), c.input({80}), ops::Activation::gelu).y;
+  });
   check_op("attention bf16", 2e-2, [](Case& c) {
     return ops::attention(c.g, c.input({2, 100, 4, 64}), c.input({2, 100, 4, 64}), c.input({2, 100, 4, 64})).out;
   });

@@ -5,6 +5,7 @@
 
 #include "engine/error.h"
 #include "engine/passes/autodiff.h"
+#include "engine/passes/fuse_linear.h"
 #include "engine/passes/plan_memory.h"
 #include "engine/passes/print.h"
 #include "models/transformer.h"
@@ -17,11 +18,15 @@ Command add_graph_command(CLI::App& app) {
   struct Options {
     std::string config = "tiny";
     std::string pass = "none";
+    bool fuse_linear = false;
     int64_t batch = 2, src_len = 5, tgt_len = 4;
   };
   auto opt = std::make_shared<Options>();
   cmd->add_option("--config", opt->config, "named model config (tiny, small, bench, base, lite1, lite2, lm-small, lm-wt103)");
-  cmd->add_option("--pass", opt->pass, "show the graph after this pass")->check(CLI::IsMember({"none", "autodiff", "plan_memory"}));
+  cmd->add_option("--pass", opt->pass, "show the graph after this pass (fuse_linear: the forward graph after "
+                                       "fuse_linear_activation; autodiff, plan_memory: the training graph)")
+      ->check(CLI::IsMember({"none", "fuse_linear", "autodiff", "plan_memory"}));
+  cmd->add_flag("--fuse-linear", opt->fuse_linear, "run fuse_linear_activation before autodiff (implied by --pass fuse_linear)");
   cmd->add_option("--batch", opt->batch, "batch size")->check(CLI::PositiveNumber);
   cmd->add_option("--src-len", opt->src_len, "source length")->check(CLI::PositiveNumber);
   cmd->add_option("--tgt-len", opt->tgt_len, "target length")->check(CLI::PositiveNumber);
@@ -43,9 +48,20 @@ Command add_graph_command(CLI::App& app) {
             std::cout << "# forward graph: " << forward_nodes << " nodes\n";
             print_graph(g, std::cout);
             if (opt->pass == "none") return 0;
+            int before_autodiff = forward_nodes;
+            if (opt->pass == "fuse_linear" || opt->fuse_linear) {
+              FusedGraph f = fuse_linear_activation(g);
+              loss = f.value(loss);
+              g = std::move(f.graph);
+              before_autodiff = static_cast<int>(g.nodes().size());
+              std::cout << "# after fuse_linear_activation: " << f.fused << " linear → activation chains fused, " << before_autodiff
+                        << " nodes\n";
+              print_graph(g, std::cout);
+              if (opt->pass == "fuse_linear") return 0;
+            }
             autodiff(g, loss, g.params());
-            std::cout << "# after autodiff: " << g.nodes().size() - forward_nodes << " backward nodes appended\n";
-            print_graph(g, std::cout, forward_nodes);
+            std::cout << "# after autodiff: " << g.nodes().size() - before_autodiff << " backward nodes appended\n";
+            print_graph(g, std::cout, before_autodiff);
             if (opt->pass == "plan_memory") {
               const MemoryPlan plan = plan_memory(g);
               std::cout << "# plan_memory: arena " << plan.arena_bytes << " bytes (one buffer per value: " << plan.naive_bytes

@@ -17,6 +17,15 @@ FlopCount count_flops(const Graph& g) {
       const int64_t K = n.attrs.trans_a ? a[a.size() - 2] : a.back();
       flops = 2.0 * static_cast<double>(K) * static_cast<double>(numel(g.shape(n.outputs[0])));
       c.matmul += flops;
+    } else if (name == "linear_act") {
+      // y (..., out) = act(x (..., in) · Wᵀ + b): the product's 2·in per element under "matmul",
+      // and the bias add and the activation it replaces (one each per element) under "other", so a
+      // graph counts the same before and after fuse_linear_activation.
+      const double elements = static_cast<double>(numel(g.shape(n.outputs[0])));
+      const double product = 2.0 * static_cast<double>(g.shape(n.inputs[1])[1]) * elements;
+      c.matmul += product;
+      c.other += 2.0 * elements;
+      flops = product + 2.0 * elements;
     } else if (name == "attention" || name == "attention_backward") {
       // q (B, Tq, H, D), k (B, Tk, H, D): S = Q·Kᵀ and O = P·V, 2·Tq·Tk·D each per (b, h). The
       // backward recomputes S and forms dV, dP, dQ, dK: five products.

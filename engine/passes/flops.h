@@ -5,6 +5,7 @@
 //
 // Counted (a multiply-add is 2 FLOPs):
 //   matmul     2·M·N·K per product (batched: times the batch)
+//   linear_act 2·M·N·K under matmul, plus 2 per output element (bias, activation) under other
 //   attention  4·B·H·Tq·Tk·D (Q·Kᵀ and P·V; the softmax's exp and divisions under "other"),
 //              halved under a causal mask (only the lower triangle is computed)
 //   every other op: one FLOP per output element ("other": elementwise ops, norms, softmax)

@@ -146,6 +146,22 @@ void activation_backward(UnaryKind kind, const float* dy, const float* x, float*
   for (int64_t i = 0; i < n; ++i) dx[i] = dy[i] * gelu_grad_f(x[i]);
 }
 
+PILLARS_CLONES void bias_activation(UnaryKind kind, float* z, const float* bias, float* y, int64_t rows, int64_t n) {
+  PILLARS_CHECK(kind == UnaryKind::relu || kind == UnaryKind::gelu, "bias_activation: relu or gelu only");
+  const bool relu = kind == UnaryKind::relu;
+#pragma omp parallel for schedule(static) if (rows * n > (relu ? kGrain : kGrain / 8))
+  for (int64_t r = 0; r < rows; ++r) {
+    float* zr = z + r * n;
+    float* yr = y + r * n;
+    // One row at a time: the bias add and the activation touch the row while it is in cache.
+    binary_row<BinaryKind::add>(zr, 1, bias, 1, zr, n);
+    if (relu)
+      for (int64_t j = 0; j < n; ++j) yr[j] = zr[j] > 0.0f ? zr[j] : 0.0f;
+    else
+      for (int64_t j = 0; j < n; ++j) yr[j] = gelu_f(zr[j]);
+  }
+}
+
 void sum_to(const float* x, const Shape& xs, float* out, const Shape& os) {
   const int64_t total = numel(xs), out_n = numel(os);
   std::memset(out, 0, static_cast<size_t>(out_n) * sizeof(float));

@@ -18,6 +18,11 @@ void binary_broadcast(BinaryKind kind, const float* a, const Shape& a_shape, con
 void unary(UnaryKind kind, const float* x, float* out, int64_t n, float s, float c);
 // dx = dy · f'(x) for relu and gelu.
 void activation_backward(UnaryKind kind, const float* dy, const float* x, float* dx, int64_t n);
+// The epilogue of a linear layer, over a row-major (rows, n) matrix z and a bias (n):
+//   z[r, j] += bias[j];  y[r, j] = f(z[r, j])      f = relu or gelu (exact, as `unary`)
+// y may be z itself (then only the activation's output remains). Each element is read and written
+// once, with the arithmetic of binary_broadcast(add) followed by unary(f): results are identical.
+void bias_activation(UnaryKind kind, float* z, const float* bias, float* y, int64_t rows, int64_t n);
 // out = x summed over the axes where out_shape broadcasts to x_shape.
 void sum_to(const float* x, const Shape& x_shape, float* out, const Shape& out_shape);
 

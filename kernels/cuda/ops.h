@@ -4,9 +4,9 @@
 // cuda::stream(). Tensors are device tensors, contiguous, shapes as inferred.
 //
 // Which file implements what (one file per op family, each with the shapes and the algorithm on
-// top): elementwise.cu, reduce.cu, shape.cu, matmul.cu, softmax.cu, layernorm.cu,
-// cross_entropy.cu, embedding.cu, dropout.cu, attention.cu, attention_mask.cu, head_gram.cu.
-// Ops absent here run on the CPU
+// top): elementwise.cu, reduce.cu, shape.cu, matmul.cu, linear_act.cu, softmax.cu, layernorm.cu,
+// cross_entropy.cu, embedding.cu, dropout.cu, attention.cu (and cudnn_attention.cu, the cuDNN
+// reference backend), attention_mask.cu, head_gram.cu. Ops absent here run on the CPU
 // through the executor's host fallback (see Executor).
 #pragma once
 #include <cstddef>
@@ -45,6 +45,9 @@ void op_pad_slice(const KernelContext& c);
 void op_concat(const KernelContext& c);
 // matmul.cu
 void op_matmul(const KernelContext& c);
+// linear_act.cu
+void op_linear_act(const KernelContext& c);
+size_t op_linear_act_workspace(const Graph& g, const Node& n); // cuBLASLt's workspace
 // softmax.cu
 void op_softmax(const KernelContext& c);
 void op_log_softmax(const KernelContext& c);

@@ -1,0 +1,21 @@
+// A linear layer and its activation as one op: what the fuse_linear_activation pass
+// (engine/passes/fuse_linear.h) puts where a model wrote ops::linear followed by ops::relu/gelu.
+#pragma once
+#include "engine/graph.h"
+
+namespace pillars::ops {
+
+enum class Activation { relu, gelu };
+
+struct LinearAct {
+  ValueId y = kNoValue;   // (..., out) act(x Wᵀ + b)
+  ValueId pre = kNoValue; // (..., out) x Wᵀ + b, the GELU's input (gelu only; kNoValue for relu)
+};
+
+// y = act(x Wᵀ + b): x (..., in) with rank >= 2, W (out, in), b (out) → y (..., out).
+// ReLU's gradient reads y (as ops::relu's does); GELU's reads the pre-activation, which the op
+// therefore returns as a second output (on the GPU it is cuBLASLt's "aux" output).
+// The node's attrs.name is "relu" or "gelu".
+LinearAct linear_act(Graph& g, ValueId x, ValueId w, ValueId b, Activation act);
+
+} // namespace pillars::ops

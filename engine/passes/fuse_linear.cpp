@@ -1,0 +1,110 @@
+// The linear + activation fusion pass; see fuse_linear.h.
+//
+// Two sweeps: the first counts each value's readers and marks the chains to fuse (keyed by the
+// activation node, whose position in the order is where every input of the chain already exists);
+// the second copies the graph node by node, dropping the chains' matmul and add and emitting
+// linear_act in place of the activation.
+#include "engine/passes/fuse_linear.h"
+
+#include <cstring>
+#include <map>
+
+#include "engine/error.h"
+#include "engine/op.h"
+#include "engine/ops/linear_act.h"
+
+namespace pillars {
+
+namespace {
+
+bool is(const Node& n, const char* name) { return std::strcmp(n.op->name, name) == 0; }
+
+struct Chain {
+  ValueId x, w, b;
+  ops::Activation act;
+  int matmul_node, add_node;
+};
+
+// The value is read by exactly one node and is not a graph output.
+bool single_use(const std::vector<int>& readers, const std::vector<bool>& is_output, ValueId v) {
+  return readers[static_cast<size_t>(v)] == 1 && !is_output[static_cast<size_t>(v)];
+}
+
+// If node `i` is the activation of a fusable linear → activation chain, returns it.
+bool match(const Graph& g, int i, const std::vector<int>& readers, const std::vector<bool>& is_output, Chain& c) {
+  const Node& act = g.node(i);
+  if (!is(act, "relu") && !is(act, "gelu")) return false;
+  const ValueId z = act.inputs[0];
+  if (!single_use(readers, is_output, z)) return false;
+  const int add_node = g.value(z).producer;
+  const Node& add = g.node(add_node);
+  if (!is(add, "add")) return false;
+  // add(m, b) as ops::linear emits it; add(b, m) is the same sum.
+  for (int side = 0; side < 2; ++side) {
+    const ValueId m = add.inputs[static_cast<size_t>(side)], b = add.inputs[static_cast<size_t>(1 - side)];
+    if (!single_use(readers, is_output, m)) continue;
+    const int mm_node = g.value(m).producer;
+    const Node& mm = g.node(mm_node);
+    if (!is(mm, "matmul") || mm.attrs.trans_a || !mm.attrs.trans_b || mm.attrs.scale != 1.0f) continue;
+    const ValueId x = mm.inputs[0], w = mm.inputs[1];
+    const Shape ws = g.shape(w);
+    if (ws.size() != 2 || g.shape(x).size() < 2 || g.shape(b) != Shape{ws[0]} || g.dtype(b) != DType::f32) continue;
+    c = {x, w, b, is(act, "gelu") ? ops::Activation::gelu : ops::Activation::relu, mm_node, add_node};
+    return true;
+  }
+  return false;
+}
+
+} // namespace
+
+FusedGraph fuse_linear_activation(const Graph& g) {
+  const int num_nodes = static_cast<int>(g.nodes().size());
+  std::vector<int> readers(static_cast<size_t>(g.num_values()), 0);
+  std::vector<bool> is_output(static_cast<size_t>(g.num_values()), false);
+  for (const Node& n : g.nodes())
+    for (ValueId v : n.inputs) ++readers[static_cast<size_t>(v)];
+  for (ValueId v : g.outputs()) is_output[static_cast<size_t>(v)] = true;
+
+  std::map<int, Chain> chains; // activation node → chain
+  std::vector<bool> dropped(static_cast<size_t>(num_nodes), false);
+  for (int i = 0; i < num_nodes; ++i) {
+    Chain c;
+    if (!match(g, i, readers, is_output, c)) continue;
+    chains.emplace(i, c);
+    dropped[static_cast<size_t>(c.matmul_node)] = dropped[static_cast<size_t>(c.add_node)] = true;
+  }
+
+  FusedGraph r;
+  Graph& out = r.graph;
+  r.value_map.assign(static_cast<size_t>(g.num_values()), kNoValue);
+  r.node_map.assign(static_cast<size_t>(num_nodes), -1);
+  const auto map = [&](ValueId v) {
+    const ValueId m = r.value_map[static_cast<size_t>(v)];
+    PILLARS_CHECK(m != kNoValue, "fuse_linear_activation: value ", v, " is read after its chain was fused");
+    return m;
+  };
+  for (int i = 0; i < num_nodes; ++i) {
+    if (dropped[static_cast<size_t>(i)]) continue;
+    const Node& n = g.node(i);
+    std::vector<ValueId> outs;
+    if (n.op == &kInputOp) outs = {out.input(n.attrs.name, g.shape(n.outputs[0]), g.dtype(n.outputs[0]))};
+    else if (n.op == &kParamOp) outs = {out.param(n.attrs.name, g.shape(n.outputs[0]))};
+    else if (n.op == &kConstantOp) outs = {out.constant(g.constants().at(static_cast<size_t>(n.attrs.ints.at(0))))};
+    else if (const auto it = chains.find(i); it != chains.end()) {
+      const Chain& c = it->second;
+      const ops::LinearAct la = ops::linear_act(out, map(c.x), map(c.w), map(c.b), c.act);
+      outs = {la.y}; // the activation's one output; pre is new
+      ++r.fused;
+    } else {
+      std::vector<ValueId> in;
+      for (ValueId v : n.inputs) in.push_back(map(v));
+      outs = out.add(*n.op, std::move(in), n.attrs);
+    }
+    r.node_map[static_cast<size_t>(i)] = static_cast<int>(out.nodes().size()) - 1;
+    for (size_t k = 0; k < n.outputs.size(); ++k) r.value_map[static_cast<size_t>(n.outputs[k])] = outs.at(k);
+  }
+  for (ValueId v : g.outputs()) out.mark_output(map(v));
+  return r;
+}
+
+} // namespace pillars

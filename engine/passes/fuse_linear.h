@@ -1,0 +1,36 @@
+// fuse_linear_activation: a forward-graph rewrite that puts one `linear_act` node
+// (engine/ops/linear_act.h) where the graph has a linear layer followed by ReLU or GELU:
+//
+//   m = matmul(x, W) trans_b      x (..., in), W (out, in)        (ops::linear emits these two)
+//   z = add(m, b)                 b (out)
+//   y = relu(z) | gelu(z)                       →     y = linear_act(x, W, b) name=relu|gelu
+//
+// A chain is fused only when m and z have no other reader and are not graph outputs (nothing else
+// may need the values the fused op no longer produces), the matmul is plain (no trans_a, scale 1)
+// and W is 2-D. Everything else is copied unchanged, in order.
+//
+// Run it on the forward graph, BEFORE autodiff: the backward then comes from linear_act's vjp.
+// Graphs are append-only, so the pass builds a new graph: leaves keep their names (inputs and
+// parameters bind as before), constants are copied, marked outputs stay marked. Value and node
+// numbers change; the result maps old ones to new ones so a caller can find its values again
+// (models/fused.h does this for the transformer's graphs and their attention sites).
+#pragma once
+#include <vector>
+
+#include "engine/graph.h"
+
+namespace pillars {
+
+struct FusedGraph {
+  Graph graph;
+  std::vector<ValueId> value_map; // old value → new value (kNoValue: the m and z of a fused chain)
+  std::vector<int> node_map;      // old node index → new index (-1: a fused matmul or add;
+                                  // the activation's node maps to its linear_act)
+  int fused = 0;                  // chains rewritten
+
+  ValueId value(ValueId old) const { return old == kNoValue ? kNoValue : value_map.at(static_cast<size_t>(old)); }
+};
+
+FusedGraph fuse_linear_activation(const Graph& g);
+
+} // namespace pillars
