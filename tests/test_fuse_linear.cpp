@@ -195,7 +195,7 @@ Run run_small(Graph& g, ValueId x, ValueId loss, ValueId kept, const std::map<st
 
 } // namespace
 
-TEST_CASE("fuse_linear_activation: fuses single-use linear → relu/gelu chains only; outputs and gradients unchanged") {
+TEST_CASE("fuse_linear_activation: fuses single-use linear → relu/gelu chains only, outputs and gradients unchanged") {
   SmallNet net;
   const Graph& g = net.g;
   FusedGraph f = fuse_linear_activation(g);

@@ -187,6 +187,11 @@ const std::vector<Entry>& entries() {
                           "materialising the scores). Evaluation and decoding use our kernels.")
                .def("pillars"),
            &E::train, &T::attention_backend),
+        in(F::boolean("train.fuse_linear_activation",
+                       "Fuse each linear layer with the ReLU/GELU after it into one linear_act node before autodiff "
+                       "(engine/passes/fuse_linear.h); on the GPU a cuBLASLt GEMM with a bias epilogue. The same function.")
+               .def(false),
+           &E::train, &T::fuse_linear_activation),
 
         section(F::section("eval", "Evaluation by `pillars eval` (and the test score at the end of training).")),
         in(F::string("eval.split", "Split to evaluate; \"\" = data.test_split.").def(""), &E::eval, &V::split),

@@ -92,6 +92,7 @@ struct TrainSettings {
   std::string device;    // "cpu" | "cuda"
   std::string precision; // "fp32" | "bf16" (cuda)
   std::string attention_backend; // "pillars" | "cudnn" (cuda) | "naive"
+  bool fuse_linear_activation{};
   bool operator==(const TrainSettings&) const = default;
 };
 

@@ -253,7 +253,7 @@ bool may_change_on_resume(const std::string& path) {
   static const char* allowed[] = {"/name", "/description", "/threads", "/train/max_epochs", "/train/max_updates",
                                   "/train/max_minutes", "/train/patience", "/train/log_every", "/train/save_every_minutes",
                                   "/train/valid_max_sentences", "/train/device",
-                                  "/train/attention_backend", "/eval"};
+                                  "/train/attention_backend", "/train/fuse_linear_activation", "/eval"};
   for (const char* a : allowed)
     if (path == a || path.rfind(std::string(a) + "/", 0) == 0) return true;
   return false;

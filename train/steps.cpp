@@ -3,17 +3,20 @@
 
 #include "engine/error.h"
 #include "engine/passes/autodiff.h"
+#include "models/fused.h"
 
 namespace pillars::train {
 
 namespace {
 
-// The part of compiling that every model shares: the extension's nodes, gradients (training only),
+// The part of compiling that every model shares: the optional fusion, the extension's nodes, gradients (training only),
 // then an executor in the shared arena with the parameters bound. C has `model` (with .graph,
 // .loss and .attention), `objective`, `params`, `grads`, `executor`.
 template <class C>
 void compile_graph(C& c, bool train, const std::shared_ptr<SharedArena>& arena, ParamStore& store,
-                   GraphExtension* extension) {
+                   GraphExtension* extension, bool fuse_linear) {
+  // First: the extension then reads the remapped attention sites, and autodiff uses linear_act's vjp.
+  if (fuse_linear) fuse_linear_activation(c.model);
   c.objective = extension ? extension->extend(c.model.graph, c.model.attention, c.model.loss, train) : c.model.loss;
   if (c.objective != c.model.loss) c.model.graph.mark_output(c.objective);
   if (train) {
@@ -79,7 +82,7 @@ Seq2SeqSteps::Compiled& Seq2SeqSteps::compiled(std::map<Shape3, std::unique_ptr<
     o.attention_backend = attention_backend_;
     if (extension_) extension_->configure(o, train);
     c->model = build_seq2seq_training_graph(cfg_, b.B, b.Ts, b.Tt, o);
-    compile_graph(*c, train, arena_, params_, extension_.get());
+    compile_graph(*c, train, arena_, params_, extension_.get(), fuse_linear_);
     slot = std::move(c);
   }
   return *slot;
@@ -132,7 +135,7 @@ LmSteps::Compiled& LmSteps::compiled(std::map<std::pair<int64_t, int64_t>, std::
     o.attention_backend = attention_backend_;
     if (extension_) extension_->configure(o, train);
     c->model = build_lm_training_graph(cfg_, B, T, o);
-    compile_graph(*c, train, arena_, params_, extension_.get());
+    compile_graph(*c, train, arena_, params_, extension_.get(), fuse_linear_);
     slot = std::move(c);
   }
   return *slot;

@@ -15,7 +15,8 @@
 // to another device drops the compiled graphs.
 //
 // set_attention_backend chooses how the attention modules compute (models/transformer.h
-// AttentionBackend); it also drops the compiled graphs.
+// AttentionBackend) and set_fuse_linear_activation whether the fusion pass runs; both drop the
+// compiled graphs.
 #pragma once
 #include <map>
 #include <memory>
@@ -45,6 +46,8 @@ class Seq2SeqSteps {
   // Where training is (for extensions whose behaviour follows a schedule).
   void set_progress(int64_t update, double progress) { update_ = update, progress_ = progress; }
   void set_attention_backend(AttentionBackend b) { attention_backend_ = b, train_.clear(), eval_.clear(); }
+  // Rewrite each linear → relu/gelu into one linear_act node (engine/passes/fuse_linear.h).
+  void set_fuse_linear_activation(bool on) { fuse_linear_ = on, train_.clear(), eval_.clear(); }
 
  private:
   struct Compiled {
@@ -67,6 +70,7 @@ class Seq2SeqSteps {
   int64_t update_ = 0;
   double progress_ = 0;
   AttentionBackend attention_backend_ = AttentionBackend::pillars;
+  bool fuse_linear_ = false;
 };
 
 // The decoder-only language model's steps: batches of B blocks of T tokens (train/task.h).
@@ -80,6 +84,8 @@ class LmSteps {
   double eval(int64_t B, int64_t T, const std::vector<int32_t>& tokens, const std::vector<int32_t>& target);
   void set_progress(int64_t update, double progress) { update_ = update, progress_ = progress; }
   void set_attention_backend(AttentionBackend b) { attention_backend_ = b, train_.clear(), eval_.clear(); }
+  // Rewrite each linear → relu/gelu into one linear_act node (engine/passes/fuse_linear.h).
+  void set_fuse_linear_activation(bool on) { fuse_linear_ = on, train_.clear(), eval_.clear(); }
 
  private:
   struct Compiled {
@@ -101,6 +107,7 @@ class LmSteps {
   int64_t update_ = 0;
   double progress_ = 0;
   AttentionBackend attention_backend_ = AttentionBackend::pillars;
+  bool fuse_linear_ = false;
 };
 
 } // namespace pillars::train

@@ -43,6 +43,7 @@ class Seq2SeqTask : public TrainingTask {
   }
   void set_progress(int64_t update, double progress) override { steps_.set_progress(update, progress); }
   void set_attention_backend(AttentionBackend b) override { steps_.set_attention_backend(b); }
+  void set_fuse_linear_activation(bool on) override { steps_.set_fuse_linear_activation(on); }
 
  private:
   const Seq2SeqData& data_;
@@ -100,6 +101,7 @@ class LmTask : public TrainingTask {
   }
   void set_progress(int64_t update, double progress) override { steps_.set_progress(update, progress); }
   void set_attention_backend(AttentionBackend b) override { steps_.set_attention_backend(b); }
+  void set_fuse_linear_activation(bool on) override { steps_.set_fuse_linear_activation(on); }
 
  private:
   const LmData& data_;

@@ -36,6 +36,8 @@ class TrainingTask {
   virtual void set_progress(int64_t update, double progress) = 0;
   // How the attention modules compute (models/transformer.h AttentionBackend; default pillars).
   virtual void set_attention_backend(AttentionBackend b) = 0;
+  // Whether compiled graphs go through the linear+activation fusion pass (default off).
+  virtual void set_fuse_linear_activation(bool on) = 0;
 };
 
 struct Seq2SeqData {

@@ -400,6 +400,7 @@ TrainerOutcome train_model(const Experiment& e, const TransformerConfig& cfg, Pa
   fs::create_directories(options.run_dir);
   ParamsOnDevice on_device(e, params);
   task.set_attention_backend(parse_attention_backend(e.train.attention_backend));
+  task.set_fuse_linear_activation(e.train.fuse_linear_activation);
   Loop loop(e, cfg, params, task, options);
   return loop.run();
 }
