@@ -33,6 +33,12 @@ using namespace pillars;
 #ifdef PILLARS_HAVE_CUDA
 namespace {
 
+bool no_gpu() {
+  if (cuda_device_count() > 0) return false;
+  MESSAGE("skipped: ", cuda_unavailable_reason());
+  return true;
+}
+
 constexpr int64_t kN = 100003; // not a multiple of 256 (the block) nor of 4 (the float4 kernels)
 constexpr int kSteps = 5;
 constexpr double kRelTol = 1e-6;
@@ -176,10 +182,7 @@ void run_sgd_case(const SgdCase& s, int shift) {
 #endif
 
 TEST_CASE("cuda optim: Adam and AdamW match the CPU kernel step by step") {
-  if (cuda_device_count() == 0) {
-    MESSAGE("skipped: ", cuda_unavailable_reason());
-    return;
-  }
+  if (no_gpu()) return;
 #ifdef PILLARS_HAVE_CUDA
   const AdamCase cases[] = {
       {"Adam", 1e-3, 0.9, 0.98, 1e-8, 0.0, false, false},
@@ -193,10 +196,7 @@ TEST_CASE("cuda optim: Adam and AdamW match the CPU kernel step by step") {
 }
 
 TEST_CASE("cuda optim: SGD with momentum and Nesterov matches the CPU kernel step by step") {
-  if (cuda_device_count() == 0) {
-    MESSAGE("skipped: ", cuda_unavailable_reason());
-    return;
-  }
+  if (no_gpu()) return;
 #ifdef PILLARS_HAVE_CUDA
   const SgdCase cases[] = {
       {"SGD, weight decay, no momentum", 0.1, 0.0, 0.0, 1e-2, false},
@@ -209,10 +209,7 @@ TEST_CASE("cuda optim: SGD with momentum and Nesterov matches the CPU kernel ste
 }
 
 TEST_CASE("cuda optim: scale matches the CPU kernel") {
-  if (cuda_device_count() == 0) {
-    MESSAGE("skipped: ", cuda_unavailable_reason());
-    return;
-  }
+  if (no_gpu()) return;
 #ifdef PILLARS_HAVE_CUDA
   for (int shift : {0, 1}) {
     CAPTURE(shift);
@@ -227,10 +224,7 @@ TEST_CASE("cuda optim: scale matches the CPU kernel") {
 }
 
 TEST_CASE("cuda optim: gradient accumulation (weighted sums, then the division) matches the CPU kernel") {
-  if (cuda_device_count() == 0) {
-    MESSAGE("skipped: ", cuda_unavailable_reason());
-    return;
-  }
+  if (no_gpu()) return;
 #ifdef PILLARS_HAVE_CUDA
   for (int shift : {0, 1}) {
     CAPTURE(shift);
@@ -254,10 +248,7 @@ TEST_CASE("cuda optim: gradient accumulation (weighted sums, then the division) 
 }
 
 TEST_CASE("cuda optim: sum of squares matches a double loop and is reproducible") {
-  if (cuda_device_count() == 0) {
-    MESSAGE("skipped: ", cuda_unavailable_reason());
-    return;
-  }
+  if (no_gpu()) return;
 #ifdef PILLARS_HAVE_CUDA
   std::mt19937 rng(5);
   // 0 and 1 element, one partial block, several blocks, and more than the 1024 blocks × 4096
