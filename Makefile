@@ -1,16 +1,25 @@
 # Pillars — the entry points a user needs.
 #
-#   make test    install missing build dependencies (apt-get, as root), build, run every test
+#   make test    install missing build dependencies (apt-get, as root), then build and test both
+#                configurations (what CI runs):
+#                  build/               Release, CUDA compiled when nvcc is found (GPU tests skip
+#                                       without a GPU)
+#                  build-cpu-sanitize/  CPU-only (no CUDA even where nvcc exists), AddressSanitizer
+#                                       + UndefinedBehaviorSanitizer, leak detection on
+#   make test-quick     the Release configuration alone (day-to-day; minutes, not half an hour)
+#   make test-sanitize  the sanitized CPU-only configuration alone
 #   make build   configure + build (Release) into build/
 #   make run     the main job: build, prepare Multi30k de→en, train the default experiment on the
 #                CPU, evaluate, print the test BLEU (≤ 20 minutes on 2 cores)
 #   make bench   run the benchmarks
 #   make clean
 BUILD  ?= build
+SANITIZE_BUILD ?= build-cpu-sanitize
+SANITIZERS ?= address,undefined
 JOBS   ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build test run bench clean
+.PHONY: all deps build build-sanitize test test-quick test-sanitize run bench clean
 
 all: build
 
@@ -24,8 +33,34 @@ build: deps
 	@grep -E '^-- pillars:' $(BUILD)/configure.log || true
 	@cmake --build $(BUILD) -j $(JOBS)
 
-test: build
-	@cd $(BUILD) && OMP_NUM_THREADS=$${OMP_NUM_THREADS:-2} ctest --output-on-failure -j $(JOBS)
+# The CPU-only configuration: a compile error there fails `make test` as surely as a failing test.
+build-sanitize: deps
+	@mkdir -p $(SANITIZE_BUILD)
+	@cmake -S . -B $(SANITIZE_BUILD) -DCMAKE_BUILD_TYPE=Release -DPILLARS_NO_CUDA=ON \
+	  -DPILLARS_SANITIZE=$(SANITIZERS) $(CMAKE_FLAGS) > $(SANITIZE_BUILD)/configure.log 2>&1 \
+	  || { cat $(SANITIZE_BUILD)/configure.log; exit 1; }
+	@grep -E '^-- pillars:' $(SANITIZE_BUILD)/configure.log || true
+	@cmake --build $(SANITIZE_BUILD) -j $(JOBS)
+
+# One configuration after the other (never both builds at once on a small machine); each prints
+# how long it took.
+test:
+	@t0=$$(date +%s); $(MAKE) --no-print-directory test-quick || exit 1; \
+	t1=$$(date +%s); $(MAKE) --no-print-directory test-sanitize || exit 1; \
+	t2=$$(date +%s); \
+	echo "pillars: make test took $$((t2 - t0)) s: Release build + tests $$((t1 - t0)) s, sanitized CPU-only build + tests $$((t2 - t1)) s"
+
+# CTest runs $(JOBS) tests at once, each with two OpenMP threads: idle threads sleep instead of
+# spinning (OMP_WAIT_POLICY=PASSIVE), so one test's waiting threads do not steal another's core.
+TEST_ENV = OMP_NUM_THREADS=$${OMP_NUM_THREADS:-2} OMP_WAIT_POLICY=$${OMP_WAIT_POLICY:-PASSIVE}
+
+test-quick: build
+	@echo "pillars: testing $(BUILD)/ (Release)"
+	@cd $(BUILD) && $(TEST_ENV) ctest --output-on-failure -j $(JOBS)
+
+test-sanitize: build-sanitize
+	@echo "pillars: testing $(SANITIZE_BUILD)/ (CPU-only, sanitizers: $(SANITIZERS))"
+	@cd $(SANITIZE_BUILD) && $(TEST_ENV) ctest --output-on-failure -j $(JOBS)
 
 # The offline dataset mirror, when it sits beside the repository (as in CI); otherwise files come
 # from $$PILLARS_CACHE or are downloaded (`pillars data list` shows what is where).
@@ -49,4 +84,4 @@ bench: build
 	@$(BUILD)/pillars bench step
 
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) $(SANITIZE_BUILD)

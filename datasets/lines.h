@@ -10,6 +10,7 @@
 #pragma once
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "datasets/registry.h"
@@ -18,6 +19,16 @@ namespace pillars::data {
 
 std::vector<std::string_view> split_lines(std::string_view text);
 std::vector<std::string_view> select_lines(std::string_view text, const Selection& selection);
+
+// The views point into `text`, so a temporary std::string would die before they are read
+// (`for (auto l : split_lines(read_file(p)))` is a use-after-free). Refuse it at compile time:
+// for an rvalue std::string these templates match exactly and are deleted.
+template <class S>
+  requires std::is_same_v<S, std::string>
+std::vector<std::string_view> split_lines(S&& text) = delete;
+template <class S>
+  requires std::is_same_v<S, std::string>
+std::vector<std::string_view> select_lines(S&& text, const Selection& selection) = delete;
 std::string escape_field(std::string_view text);
 std::string unescape_field(std::string_view text, const std::string& where);
 

@@ -30,7 +30,7 @@
 #include "datasets/sha256.h"
 #include "datasets/subprocess.h"
 #include "datasets/xz.h"
-#include "engine/error.h"
+#include "base/error.h"
 
 using namespace pillars;
 using namespace pillars::data;
@@ -444,7 +444,9 @@ TEST_CASE("every dataset in the mirror loads with the registry's counts") {
   CHECK(sha256_hex(joined) == find_dataset("tinyshakespeare").file("input.txt").sha256);
   const std::vector<std::string> all_ids = [] {
     std::vector<std::string> v;
-    for (std::string_view l : split_lines(read_file(resolve_file("bbc-news-summary", "ids.txt")))) v.emplace_back(l);
+    // split_lines returns views into its argument: keep the file's text alive for the loop.
+    const std::string text = read_file(resolve_file("bbc-news-summary", "ids.txt"));
+    for (std::string_view l : split_lines(text)) v.emplace_back(l);
     return v;
   }();
   CHECK(read_field("bbc-news-summary", "valid", "id")[0] == all_ids[8]);
