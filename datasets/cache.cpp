@@ -12,7 +12,7 @@
 #include <sstream>
 #include <vector>
 
-#include "engine/error.h"
+#include "base/error.h"
 #include "engine/io/atomic_file.h"
 
 namespace pillars::data {

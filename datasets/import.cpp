@@ -11,7 +11,7 @@
 #include "datasets/cache.h"
 #include "datasets/manifest.h"
 #include "datasets/sha1.h"
-#include "engine/error.h"
+#include "base/error.h"
 #include "engine/io/atomic_file.h"
 
 namespace pillars::data {

@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "datasets/cache.h"
-#include "engine/error.h"
+#include "base/error.h"
 
 namespace pillars::data {
 
@@ -21,8 +21,8 @@ std::string manifest_json(const DatasetSpec& d) {
   json j;
   j["pillars_manifest"] = 1;
   j["name"] = d.name;
-  j["task"] = task_name(d.task);
-  j["origin"] = origin_name(d.origin);
+  j["task"] = enum_name(d.task);
+  j["origin"] = enum_name(d.origin);
   if (!d.imported_from.empty()) j["imported_from"] = d.imported_from;
   j["description"] = d.description;
   j["sources"] = d.sources;
@@ -51,12 +51,8 @@ DatasetSpec parse_manifest(const std::string& text, const std::string& where) {
     DatasetSpec d;
     d.name = j.at("name").get<std::string>();
     const std::string task = j.at("task").get<std::string>();
-    if (task == "translation") d.task = Task::translation;
-    else if (task == "language_modeling") d.task = Task::language_modeling;
-    else if (task == "summarization") d.task = Task::summarization;
-    else throw InputError(str_cat(where, ": unknown task \"", task, "\""));
-    const std::string origin = j.value("origin", "imported");
-    d.origin = origin == "prepared" ? Origin::prepared : origin == "mirror" ? Origin::mirror : Origin::imported;
+    d.task = parse_enum<Task>(task, str_cat(where, ": \"task\""));
+    d.origin = enum_from_name<Origin>(j.value("origin", "imported")).value_or(Origin::imported);
     d.imported_from = j.value("imported_from", "");
     d.description = j.value("description", "");
     d.sources = j.value("sources", std::vector<std::string>{});

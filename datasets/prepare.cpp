@@ -11,7 +11,7 @@
 #include "datasets/manifest.h"
 #include "datasets/registry.h"
 #include "datasets/resolve.h"
-#include "engine/error.h"
+#include "base/error.h"
 #include "engine/io/atomic_file.h"
 
 namespace pillars::data {
@@ -121,7 +121,7 @@ void prepare_built(const DatasetSpec& d, const Progress& progress, bool rehash) 
 
 void prepare_dataset(const std::string& name, const Progress& progress, bool rehash) {
   const DatasetSpec& d = find_dataset(name);
-  progress(str_cat(d.name, " (", task_name(d.task), ", ", origin_name(d.origin), ", ", d.files.size(), " files)"));
+  progress(str_cat(d.name, " (", enum_name(d.task), ", ", enum_name(d.origin), ", ", d.files.size(), " files)"));
   if (d.origin == Origin::prepared) prepare_built(d, progress, rehash);
   else prepare_files(d, progress, rehash);
 }

@@ -14,7 +14,7 @@
 #include "datasets/prepare.h"
 #include "datasets/sha256.h"
 #include "datasets/subprocess.h"
-#include "engine/error.h"
+#include "base/error.h"
 
 namespace pillars::data {
 

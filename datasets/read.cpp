@@ -4,7 +4,7 @@
 
 #include "datasets/lines.h"
 #include "datasets/registry.h"
-#include "engine/error.h"
+#include "base/error.h"
 
 namespace pillars::data {
 

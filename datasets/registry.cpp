@@ -14,27 +14,9 @@
 
 #include "datasets/manifest.h"
 #include "datasets/registry_table.h"
-#include "engine/error.h"
+#include "base/error.h"
 
 namespace pillars::data {
-
-const char* task_name(Task task) {
-  switch (task) {
-    case Task::translation: return "translation";
-    case Task::language_modeling: return "language_modeling";
-    case Task::summarization: return "summarization";
-  }
-  return "?";
-}
-
-const char* origin_name(Origin origin) {
-  switch (origin) {
-    case Origin::mirror: return "mirror";
-    case Origin::prepared: return "prepared";
-    case Origin::imported: return "imported";
-  }
-  return "?";
-}
 
 const std::vector<DatasetSpec>& builtin_datasets() {
   static const std::vector<DatasetSpec> all = {

@@ -31,12 +31,20 @@
 #include <utility>
 #include <vector>
 
+#include "base/enum_names.h"
+
 namespace pillars::data {
 
-enum class Task { translation, language_modeling, summarization };
-enum class Origin { mirror, prepared, imported };
-const char* task_name(Task task);
-const char* origin_name(Origin origin);
+// What a dataset is for; also the experiment's `task` (train/experiment.h).
+enum class Task : uint8_t { translation, language_modeling, summarization };
+constexpr auto enum_table(Task) {
+  return enum_words<Task>({{Task::translation, "translation"}, {Task::language_modeling, "language_modeling"}, {Task::summarization, "summarization"}});
+}
+// Where a dataset's files come from: the registry's mirror, a prepared package, or `pillars data import`.
+enum class Origin : uint8_t { mirror, prepared, imported };
+constexpr auto enum_table(Origin) {
+  return enum_words<Origin>({{Origin::mirror, "mirror"}, {Origin::prepared, "prepared"}, {Origin::imported, "imported"}});
+}
 
 struct FileSpec {
   std::string path;   // relative to the dataset's folder: "raw/train.de"

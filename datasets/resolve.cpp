@@ -11,7 +11,7 @@
 
 #include "datasets/subprocess.h"
 #include "datasets/xz.h"
-#include "engine/error.h"
+#include "base/error.h"
 #include "engine/io/atomic_file.h"
 
 namespace pillars::data {

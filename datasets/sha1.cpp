@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "datasets/sha256.h" // to_hex
-#include "engine/error.h"
+#include "base/error.h"
 
 namespace pillars::data {
 

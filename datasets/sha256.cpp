@@ -9,7 +9,7 @@
 #include <cstring>
 #include <vector>
 
-#include "engine/error.h"
+#include "base/error.h"
 
 namespace pillars::data {
 

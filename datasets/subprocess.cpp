@@ -12,7 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "engine/error.h"
+#include "base/error.h"
 
 extern char** environ;
 

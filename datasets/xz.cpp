@@ -11,7 +11,7 @@
 
 #include <lzma.h>
 
-#include "engine/error.h"
+#include "base/error.h"
 
 namespace pillars::data {
 

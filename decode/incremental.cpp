@@ -9,7 +9,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "engine/error.h"
+#include "base/error.h"
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/gemm.h"
@@ -79,7 +79,7 @@ void IncrementalDecoder::layer_norm(const Norm& n, float* x, int64_t rows) const
 }
 
 void IncrementalDecoder::activation(float* x, int64_t n) const {
-  cpu::unary(cfg_.activation == "gelu" ? cpu::UnaryKind::gelu : cpu::UnaryKind::relu, x, x, n, 1.0f, 0.0f);
+  cpu::unary(cfg_.activation == ops::Activation::gelu ? cpu::UnaryKind::gelu : cpu::UnaryKind::relu, x, x, n, 1.0f, 0.0f);
 }
 
 namespace {

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <limits>
 
-#include "engine/error.h"
+#include "base/error.h"
 
 namespace pillars::decode {
 

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "decode/incremental.h"
+#include "text/dictionary.h"
 
 namespace pillars::decode {
 
@@ -29,7 +30,7 @@ struct SearchOptions {
   int64_t max_len_b = 10;
   int64_t max_len_cap = 256; // absolute limit on target tokens (positions)
   int64_t min_len = 1;       // eos is banned before this many tokens have been produced
-  int64_t bos = 0, pad = 1, eos = 2;
+  int64_t bos = text::Dictionary::kBos, pad = text::Dictionary::kPad, eos = text::Dictionary::kEos;
 };
 
 struct Hypothesis {

@@ -2,7 +2,7 @@
 // anything that would touch a GPU throws a clear error. (With CUDA, kernels/cuda/device.cu
 // defines these instead and this file compiles to nothing.)
 #ifndef PILLARS_HAVE_CUDA
-#include "engine/error.h"
+#include "base/error.h"
 #include "kernels/cuda/device.h"
 
 namespace pillars {
@@ -27,8 +27,8 @@ void cuda_host_free(void*) {}
 void cuda_copy_to_pinned(void*, const void*, size_t) { no_cuda(); }
 void cuda_copy_from_pinned(void*, const void*, size_t) { no_cuda(); }
 void cuda_launch_host_function(void (*)(void*), void*) { no_cuda(); }
-void cuda_set_precision(const std::string&) { no_cuda(); }
-std::string cuda_precision() { return "none"; }
+void cuda_set_precision(Precision) { no_cuda(); }
+Precision cuda_precision() { return Precision::fp32; }
 void cuda_graph_begin_capture() { no_cuda(); }
 void* cuda_graph_end_capture() { no_cuda(); }
 void cuda_graph_launch(void*) { no_cuda(); }

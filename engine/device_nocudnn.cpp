@@ -3,7 +3,7 @@
 // false, and asking for the backend throws a clear error. (With cuDNN, kernels/cuda/cudnn_*.cu
 // define these instead and this file compiles to nothing.)
 #ifndef PILLARS_HAVE_CUDNN
-#include "engine/error.h"
+#include "base/error.h"
 #include "kernels/cuda/cudnn_attention.h"
 #include "kernels/cuda/cudnn_softmax.h"
 

@@ -1,7 +1,7 @@
 // Graph construction: see graph.h.
 #include "engine/graph.h"
 
-#include "engine/error.h"
+#include "base/error.h"
 #include "engine/op.h"
 
 namespace pillars {

@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "engine/error.h"
+#include "base/error.h"
 #include "engine/io/safetensors.h"
 
 namespace pillars {

@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "engine/error.h"
+#include "base/error.h"
 #include "kernels/cuda/device.h"
 
 namespace pillars {

@@ -16,10 +16,13 @@
 #include <string>
 #include <vector>
 
+#include "base/enum_names.h"
+
 namespace pillars {
 
 enum class DType : uint8_t { f32, i32, bf16, i64 };
 enum class Device : uint8_t { cpu, cuda };
+constexpr auto enum_table(Device) { return enum_words<Device>({{Device::cpu, "cpu"}, {Device::cuda, "cuda"}}); }
 
 size_t dtype_size(DType t);
 const char* dtype_name(DType t);   // "f32", "i32", "bf16", "i64"

@@ -5,11 +5,11 @@
 #include <cmath>
 #include <numeric>
 
-#include "engine/error.h"
+#include "base/splitmix64.h"
+#include "base/error.h"
 #include "engine/ops.h"
 #include "ght/ops.h"
 #include "kernels/philox.h"
-#include "models/init.h"
 
 namespace pillars::ght {
 
@@ -22,8 +22,8 @@ constexpr uint64_t kConcreteSalt = 0xC0C2'E7E5ull;
 // The Philox key of one (seed, update) stream: two splitmix64 rounds, so neighbouring seeds and
 // updates give unrelated keys.
 uint64_t stream_key(uint64_t seed, int64_t update, uint64_t salt) {
-  init::SplitMix64 a(seed ^ salt);
-  init::SplitMix64 b(a.next() ^ static_cast<uint64_t>(update));
+  SplitMix64 a(seed ^ salt);
+  SplitMix64 b(a.next() ^ static_cast<uint64_t>(update));
   return b.next();
 }
 
@@ -56,22 +56,6 @@ double scalar(const Executor& ex, ValueId v) { return static_cast<double>(ex.fet
 } // namespace
 
 // ---- 1. Disagreement regularisation ---------------------------------------------------------------
-
-FeatureMap parse_disagreement_variant(const std::string& name) {
-  if (name == "subspace") return FeatureMap::V;
-  if (name == "position") return FeatureMap::A;
-  if (name == "output") return FeatureMap::O;
-  throw InputError(str_cat("disagreement variant must be \"subspace\", \"position\" or \"output\", got \"", name, "\""));
-}
-
-const char* disagreement_variant_name(FeatureMap fm) {
-  switch (fm) {
-    case FeatureMap::V: return "subspace";
-    case FeatureMap::A: return "position";
-    case FeatureMap::O: return "output";
-  }
-  return "?";
-}
 
 void DisagreementExtension::configure(Seq2SeqOptions& options, bool train) const {
   if (train) request_feature_map(options, s_.feature_map);

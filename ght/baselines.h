@@ -1,4 +1,4 @@
-// The head-level baselines the GHT paper compares with (../shared/GHT.md §5), as graph extensions
+// The head-level baselines the GHT paper compares with (docs/METHOD.md §6), as graph extensions
 // (train/extension.h) and two helpers for pruning by score. Notation: a model has M attention
 // modules (train/steps.h builds one graph per batch shape; every module is an AttentionSite), module
 // m has H heads, O_h is head h's output A_h V_h before out_proj, and a head gate ξ (H) multiplies
@@ -103,9 +103,7 @@ struct DisagreementSettings {
   FeatureMap feature_map = FeatureMap::V; // subspace → V, position → A, output → O
   float lambda = 1.0f;                    // λ
 };
-// "subspace" → V, "position" → A, "output" → O; anything else is an InputError.
-FeatureMap parse_disagreement_variant(const std::string& name);
-const char* disagreement_variant_name(FeatureMap fm); // the inverse
+// The variants map to feature maps by ght/settings.h's feature_map_of(Disagreement).
 
 class DisagreementExtension : public train::GraphExtension {
  public:

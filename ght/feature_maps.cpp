@@ -1,26 +1,10 @@
 // See feature_maps.h.
 #include "ght/feature_maps.h"
 
-#include "engine/error.h"
+#include "base/error.h"
 #include "engine/ops.h"
 
 namespace pillars::ght {
-
-FeatureMap parse_feature_map(const std::string& name) {
-  if (name == "V") return FeatureMap::V;
-  if (name == "A") return FeatureMap::A;
-  if (name == "O") return FeatureMap::O;
-  throw InputError(str_cat("feature map must be \"V\", \"A\" or \"O\", got \"", name, "\""));
-}
-
-const char* feature_map_name(FeatureMap fm) {
-  switch (fm) {
-    case FeatureMap::V: return "V";
-    case FeatureMap::A: return "A";
-    case FeatureMap::O: return "O";
-  }
-  return "?";
-}
 
 void request_feature_map(Seq2SeqOptions& options, FeatureMap fm) {
   options.target_lengths = true;

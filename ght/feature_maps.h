@@ -1,4 +1,4 @@
-// The per-head feature maps of GHT (../shared/GHT.md §1) as graph values, and their Gram matrix.
+// The per-head feature maps of GHT (docs/METHOD.md §2) as graph values, and their Gram matrix.
 //
 //   V  the value projection X W^V_i      site.v      (B, Tk, H, Dh), valid rows: key_lengths
 //   O  the head output A_i V_i           site.out    (B, Tq, H, Dh), valid rows: query_lengths
@@ -9,13 +9,12 @@
 #pragma once
 #include <string>
 
+#include "ght/settings.h"
 #include "models/transformer.h"
 
 namespace pillars::ght {
 
-enum class FeatureMap { V, A, O };
-FeatureMap parse_feature_map(const std::string& name); // "V" | "A" | "O", else InputError
-const char* feature_map_name(FeatureMap fm);
+// FeatureMap (V, A, O) and its names: ght/settings.h.
 
 // The model options a feature map needs: A needs the attention nodes to emit probabilities; all
 // need the decoder's target lengths so decoder-side padding is excluded.

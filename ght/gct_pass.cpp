@@ -3,7 +3,7 @@
 
 #include <cmath>
 
-#include "engine/error.h"
+#include "base/error.h"
 #include "engine/ops.h"
 #include "ght/ops.h"
 #include "models/init.h"
@@ -12,6 +12,11 @@ namespace pillars::ght {
 
 namespace {
 
+// Module m's K-means draws start from seed + kModuleSeedStride·m, so the modules of one graph
+// never share a k-means++ stream. Any odd stride would do; a prime keeps the modules' seeds apart
+// from the small offsets (+1, +2, ...) that tests and callers add to a base seed. (The executor
+// adds its per-update seed on top; voting mixes its seeds with base/splitmix64.h instead.)
+constexpr uint64_t kModuleSeedStride = 7919; // the 1000th prime
 constexpr const char* kInverseTokens = "gct.inverse_target_tokens"; // input f32 [] = 1 / target tokens
 std::string classifier(const std::string& module) { return "ght." + module + ".classifier"; }
 
@@ -47,7 +52,7 @@ ValueId GctExtension::extend(Graph& g, const std::vector<AttentionSite>& sites, 
   for (size_t m = 0; m < sites.size(); ++m) {
     const AttentionSite& site = sites[m];
     const ValueId gram = feature_gram(g, site, s_.feature_map);                           // (H, H)
-    const ValueId labels = huds_cluster(g, gram, s_.groups, s_.seed + 7919 * m);          // i32 (H)
+    const ValueId labels = huds_cluster(g, gram, s_.groups, s_.seed + kModuleSeedStride * m); // i32 (H)
     if (s_.classification) {
       const HeadFeatures f = head_features(g, site, s_.feature_map);
       const ValueId means = head_mean(g, f.x, f.lengths);                                // (H, Dh)

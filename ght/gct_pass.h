@@ -1,4 +1,4 @@
-// The GCT pass (../shared/GHT.md §3): group-constrained training as a graph extension.
+// The GCT pass (docs/METHOD.md §4): group-constrained training as a graph extension.
 //
 // For every attention module m of a training graph, before autodiff:
 //   G_m      = head_gram(FM_m)                      (H, H)  the chosen feature map's Gram matrix

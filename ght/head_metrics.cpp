@@ -10,7 +10,7 @@
 #include <cmath>
 #include <limits>
 
-#include "engine/error.h"
+#include "base/error.h"
 #include "engine/executor.h"
 #include "ght/kmeans.h"
 
@@ -130,7 +130,7 @@ nlohmann::json to_json(const HeadMetrics& m) {
   nlohmann::json modules = nlohmann::json::array();
   for (const ModuleHeadMetrics& mod : m.modules) modules.push_back(module_json(mod));
   return {{"type", "head_metrics"}, {"update", m.update},   {"epoch", m.epoch},
-          {"feature_map", feature_map_name(m.feature_map)}, {"groups", m.groups}, {"modules", modules}};
+          {"feature_map", enum_name(m.feature_map)}, {"groups", m.groups}, {"modules", modules}};
 }
 
 // ---- one module -------------------------------------------------------------------------------

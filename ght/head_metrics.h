@@ -1,11 +1,11 @@
 // Head diversity of a whole model, measured on a fixed held-out batch in evaluation mode
-// (../shared/GHT.md §6). For every attention module:
+// (docs/METHOD.md §7). For every attention module:
 //   * the four metrics of "X-Raying Multi-head Attention", raw and normalised (ght/xray.h);
 //   * the cosine similarities of the heads' chosen GHT feature map (V | A | O), from its Gram
 //     matrix over the valid positions: cos_ij = G_ij / sqrt(G_ii G_jj);
 //   * HUDS: K-means of the heads from that Gram matrix (ght/kmeans.h, C = groups, the given seed),
 //     and the compactness of the clustering: Dunn index and Silhouette (the paper's Fig. 2);
-//   * the two GCT terms of Eq. 4(B) for that clustering (GHT.md §3):
+//   * the two GCT terms of Eq. 4(B) for that clustering (docs/METHOD.md §4):
 //       homogenisation  = (1/k) Σ_i cos(e_i, μ_c(i))            (heads toward their group centre)
 //       diversification = mean over group pairs a < b of cos(μ_a, μ_b)   (0 with one group)
 //
@@ -51,7 +51,7 @@
 namespace pillars::ght {
 
 struct HeadMetricsOptions {
-  FeatureMap feature_map = FeatureMap::V; // the GHT feature map clustered (GHT.md §1)
+  FeatureMap feature_map = FeatureMap::V; // the GHT feature map clustered (docs/METHOD.md §2)
   int groups = 2;                         // C of HUDS
   uint64_t seed = 1;                      // K-means initialisation (the same for every module)
 };

@@ -1,4 +1,4 @@
-// K-means over the heads of one module (HUDS, ../shared/GHT.md §2), from their Gram matrix or from
+// K-means over the heads of one module (HUDS, docs/METHOD.md §3), from their Gram matrix or from
 // explicit vectors, and the compactness measures of a clustering.
 //
 // A centre is always the mean of a set of heads (its members): k-means++ starts from single heads,
@@ -30,8 +30,8 @@
 #include <cmath>
 #include <limits>
 
-#include "engine/error.h"
-#include "models/init.h"
+#include "base/splitmix64.h"
+#include "base/error.h"
 
 namespace pillars::ght {
 namespace {
@@ -114,7 +114,7 @@ std::vector<Members> members_of(const std::vector<int>& labels, int C) {
 template <class Space>
 std::vector<Members> kmeans_plus_plus(const Space& s, int C, uint64_t seed) {
   const int k = s.size();
-  init::SplitMix64 rng(seed);
+  SplitMix64 rng(seed);
   std::vector<int> chosen{std::min(k - 1, static_cast<int>(rng.uniform() * k))};
   std::vector<double> d2(static_cast<size_t>(k), kInf); // D(i)²: to the nearest chosen head
   while (static_cast<int>(chosen.size()) < C) {

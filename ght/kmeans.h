@@ -1,4 +1,4 @@
-// HUDS — the Hidden Unit Discovery System of ../shared/GHT.md §2: K-means over the heads of one
+// HUDS — the Hidden Unit Discovery System of docs/METHOD.md §3: K-means over the heads of one
 // attention module, computed from their k × k Gram matrix alone.
 //
 //   G[i][j] = ⟨e_i, e_j⟩, e_i = head i's feature map flattened over (batch, positions, features)

@@ -1,7 +1,7 @@
 // See method.h.
 #include "ght/method.h"
 
-#include "engine/error.h"
+#include "base/error.h"
 #include "engine/ops.h"
 #include "ght/baselines.h"
 #include "ght/gct_pass.h"
@@ -45,30 +45,28 @@ void CompositeExtension::log_terms(nlohmann::json& line) {
   for (const auto& p : parts_) p->log_terms(line);
 }
 
-std::shared_ptr<CompositeExtension> head_extension(const Experiment& e, const TransformerConfig& cfg, ParamStore& params,
-                                                   bool finetune) {
-  const HeadsSettings& h = e.heads;
+std::shared_ptr<CompositeExtension> head_extension(const HeadsSettings& h, const PruneSettings& prune, uint64_t seed,
+                                                   const TransformerConfig& cfg, ParamStore& params, bool finetune) {
   auto ext = std::make_shared<CompositeExtension>();
-  const bool regularise = !finetune || e.prune.finetune_regularizer;
-  const uint64_t seed = static_cast<uint64_t>(e.seed);
-  if (regularise && h.regularizer == "gct") {
+  const bool regularise = !finetune || prune.finetune_regularizer;
+  if (regularise && h.regularizer == Regularizer::gct) {
     for (const std::string& module : attention_modules(cfg))
       if (cfg.heads_of(module) < h.groups)
         throw InputError(str_cat("\"heads.groups\" (", h.groups, ") exceeds the ", cfg.heads_of(module), " heads of ", module));
     GctSettings s;
-    s.feature_map = parse_feature_map(h.feature_map);
+    s.feature_map = h.feature_map;
     s.groups = static_cast<int>(h.groups);
     s.alpha = static_cast<float>(h.alpha), s.beta = static_cast<float>(h.beta);
-    s.classification = h.gct_variant == "classification";
-    s.per_token = h.gct_scale == "per_token";
+    s.classification = h.gct_variant == GctVariant::classification;
+    s.per_token = h.gct_scale == GctScale::per_token;
     s.seed = seed;
     auto gct = std::make_shared<GctExtension>(s);
     gct->add_parameters(params, cfg, seed);
     ext->add(gct);
   }
-  if (regularise && h.regularizer == "disagreement") {
+  if (regularise && h.regularizer == Regularizer::disagreement) {
     DisagreementSettings s;
-    s.feature_map = parse_disagreement_variant(h.disagreement);
+    s.feature_map = feature_map_of(h.disagreement);
     s.lambda = static_cast<float>(h.lambda);
     ext->add(std::make_shared<DisagreementExtension>(s));
   }
@@ -78,7 +76,7 @@ std::shared_ptr<CompositeExtension> head_extension(const Experiment& e, const Tr
     s.seed = seed;
     ext->add(std::make_shared<DropHeadExtension>(s));
   }
-  if (!finetune && h.gates == "hard_concrete") {
+  if (!finetune && h.gates == HeadGates::hard_concrete) {
     HardConcreteSettings s;
     s.lambda = static_cast<float>(h.l0_lambda);
     s.seed = seed;

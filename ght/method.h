@@ -7,7 +7,7 @@
 
 #include "engine/params.h"
 #include "models/transformer.h"
-#include "train/experiment.h"
+#include "ght/settings.h"
 #include "train/extension.h"
 
 namespace pillars::ght {
@@ -31,7 +31,8 @@ class CompositeExtension : public train::GraphExtension {
 // The extension for `heads` (nullptr when the section asks for nothing). Creates the parameters a
 // part needs (GCT classifiers, gate logits) in `params`. `finetune` = the phase after pruning:
 // gates and DropHead are off, and the regulariser only if prune.finetune_regularizer.
-std::shared_ptr<CompositeExtension> head_extension(const Experiment& e, const TransformerConfig& cfg, ParamStore& params,
-                                                   bool finetune);
+// `seed` is the experiment's seed (K-means draws, DropHead and gate noise).
+std::shared_ptr<CompositeExtension> head_extension(const HeadsSettings& h, const PruneSettings& prune, uint64_t seed,
+                                                   const TransformerConfig& cfg, ParamStore& params, bool finetune);
 
 } // namespace pillars::ght

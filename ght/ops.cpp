@@ -1,4 +1,4 @@
-// The GHT graph ops (../shared/GHT.md §2, §3, §5), each with its fused backward op. Sizes: k = H
+// The GHT graph ops (docs/METHOD.md §2, §4, §6), each with its fused backward op. Sizes: k = H
 // heads, C groups; everything of size k or C is tiny, so the kernels work in double and serially
 // (head_mean, which reads a whole feature map, is the exception).
 //

@@ -1,4 +1,4 @@
-// The graph ops of the GHT method (../shared/GHT.md §2–§3, §5), all on the k × k Gram matrix of a
+// The graph ops of the GHT method (docs/METHOD.md §2–§4, §6), all on the k × k Gram matrix of a
 // module's heads (ops::head_gram, engine/ops/nn.h), so the feature maps are never copied:
 //
 //   G      = ops::head_gram(g, site.v, lengths);                  // (H, H), differentiable
@@ -19,7 +19,7 @@ namespace pillars::ght {
 // (labels are constants for the loss, as in the paper: the centroids are means of the members).
 ValueId huds_cluster(Graph& g, ValueId gram, int groups, uint64_t seed);
 
-// Eq. 4(B), with the signs of GHT.md §3:
+// Eq. 4(B), with the signs docs/METHOD.md §4 explains:
 //   R = − α · (1/k) Σ_i cos(e_i, μ_{c(i)}) + β · (1/C(C,2)) Σ_{a<b} cos(μ_a, μ_b)
 // from G (H, H) and labels i32 (H) → R (scalar). Groups without members are left out of both
 // terms (and of the pair count); with one group the second term is 0. The node has two more
@@ -37,7 +37,7 @@ GctTerms gct_metric_loss(Graph& g, ValueId gram, ValueId labels, int groups, flo
 // Eq. 4(A), the classification variant. head_mean: x (B, T, H, D), lengths i32 (B) or kNoValue →
 // (H, D), each head's feature averaged over the valid tokens (differentiable; 0 when no token is
 // valid). A per-module linear classifier maps it to logits (H, C) (the caller builds it with
-// matmul + bias); then, as GHT.md §3 gives it (α·CE(assigned group) − β/(C−1)·Σ log p(other
+// matmul + bias); then, as docs/METHOD.md §4 gives it (α·CE(assigned group) − β/(C−1)·Σ log p(other
 // groups)), averaged over the k = H heads:
 //   R = (1/k) Σ_i [ α · CE(logits_i, c(i)) − β/(C−1) · Σ_{c ≠ c(i)} log p_i(c) ]
 // from logits (H, C) and labels i32 (H) → scalar (p_i = softmax(logits_i); the second term is 0

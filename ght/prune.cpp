@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "engine/error.h"
+#include "base/error.h"
 
 namespace pillars::ght {
 

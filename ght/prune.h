@@ -1,4 +1,4 @@
-// The prune pass of V2S (../shared/GHT.md §4.4): removes attention heads for real.
+// The prune pass of V2S (docs/METHOD.md §5): removes attention heads for real.
 //
 //   HeadSelection keep = {{"encoder.layers.0.self_attn", {1, 6}}, ...};  // heads that stay
 //   PrunedModel ps = prune_heads(cfg, params, keep);

@@ -6,20 +6,13 @@
 #include <cstdio>
 #include <numeric>
 
-#include "engine/error.h"
+#include "base/error.h"
+#include "base/splitmix64.h"
 #include "ght/kmeans.h"
 
 namespace pillars::ght {
 
 namespace {
-
-// SplitMix64: a seed for (base, batch, module), so every K-means draw is a function of those.
-uint64_t mix(uint64_t a, uint64_t b) {
-  uint64_t z = a * 0x9E3779B97F4A7C15ull + b + 0x632BE59BD9B4E019ull;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
 
 // Heads ranked best first by (primary, secondary) descending, then index ascending.
 std::vector<int> ranked(const std::vector<double>& primary, const std::vector<double>& secondary) {
@@ -37,7 +30,7 @@ std::vector<double> as_double(const std::vector<int64_t>& v) { return {v.begin()
 // Uniform draws without replacement: `n` of `from`, ascending.
 std::vector<int> random_subset(std::vector<int> from, int n, uint64_t seed) {
   for (size_t i = from.size(); i > 1; --i) {
-    seed = mix(seed, i);
+    seed = mix_seeds(seed, i);
     std::swap(from[i - 1], from[seed % i]);
   }
   from.resize(static_cast<size_t>(std::min<int>(n, static_cast<int>(from.size()))));
@@ -56,22 +49,6 @@ std::vector<int> groups_from_co_assignment(const ModuleVotes& m, int C, int64_t 
 
 } // namespace
 
-KeepRule parse_keep_rule(const std::string& name) {
-  for (KeepRule r : {KeepRule::per_group, KeepRule::top_c, KeepRule::score, KeepRule::random, KeepRule::random_member})
-    if (name == keep_rule_name(r)) return r;
-  throw InputError(str_cat("keep rule must be per_group, top_c, score, random or random_member, got \"", name, "\""));
-}
-
-const char* keep_rule_name(KeepRule r) {
-  switch (r) {
-    case KeepRule::per_group: return "per_group";
-    case KeepRule::top_c: return "top_c";
-    case KeepRule::score: return "score";
-    case KeepRule::random: return "random";
-    case KeepRule::random_member: return "random_member";
-  }
-  return "?";
-}
 
 HeadSelection VoteResult::selection() const {
   HeadSelection s;
@@ -88,7 +65,7 @@ nlohmann::json VoteResult::to_json() const {
     mods.push_back({{"module", m.module}, {"heads", m.heads}, {"votes", m.votes}, {"score", m.score},
                     {"co_assignment", co}, {"groups", m.groups}, {"kept", m.kept}});
   }
-  return {{"rule", keep_rule_name(settings.rule)}, {"feature_map", feature_map_name(settings.feature_map)},
+  return {{"rule", enum_name(settings.rule)}, {"feature_map", enum_name(settings.feature_map)},
           {"groups", settings.groups}, {"keep", settings.keep}, {"seed", settings.seed}, {"batches", batches},
           {"modules", mods}};
 }
@@ -139,7 +116,7 @@ void VoteExtension::after_run(const Executor& ex, const Graph& g, const train::S
   for (size_t m = 0; m < a.modules.size(); ++m) {
     const Tensor G = ex.fetch(a.grams[m]);
     const std::vector<double> gram(G.data<float>(), G.data<float>() + G.numel());
-    tally(tallies_[m], gram, mix(mix(s_.seed, static_cast<uint64_t>(batches_)), m));
+    tally(tallies_[m], gram, mix_seeds(mix_seeds(s_.seed, static_cast<uint64_t>(batches_)), m));
   }
   ++batches_;
 }
@@ -150,7 +127,7 @@ VoteResult VoteExtension::decide() const {
   const int keep_default = s_.keep > 0 ? s_.keep : s_.groups;
   for (size_t mi = 0; mi < r.modules.size(); ++mi) {
     ModuleVotes& m = r.modules[mi];
-    const uint64_t seed = mix(mix(s_.seed, 0xdec1de), mi);
+    const uint64_t seed = mix_seeds(mix_seeds(s_.seed, 0xdec1de), mi);
     const int keep = std::min(keep_default, m.heads);
     m.groups = groups_from_co_assignment(m, s_.groups, batches_, seed);
     std::vector<int> all(static_cast<size_t>(m.heads));
@@ -176,7 +153,7 @@ VoteResult VoteExtension::decide() const {
           for (int h : order) if (m.groups[h] == g) members.push_back(h);
           if (members.empty()) continue;
           m.kept.push_back(s_.rule == KeepRule::per_group ? members.front()
-                                                          : random_subset(members, 1, mix(seed, g)).front());
+                                                          : random_subset(members, 1, mix_seeds(seed, g)).front());
         }
         break;
       }
@@ -193,8 +170,8 @@ VoteResult vote(const VoteTaskFactory& make_task, const VoteSettings& settings, 
   const int64_t batches = settings.max_batches > 0 ? std::min(settings.max_batches, total) : total;
   if (!quiet)
     std::fprintf(stderr, "V2S: voting on %lld training batches (feature map %s, %d groups, rule %s)\n",
-                 static_cast<long long>(batches), feature_map_name(settings.feature_map), settings.groups,
-                 keep_rule_name(settings.rule));
+                 static_cast<long long>(batches), enum_name(settings.feature_map), settings.groups,
+                 enum_name(settings.rule));
   task->train_nll(batches);
   VoteResult r = extension->decide();
   if (!quiet)

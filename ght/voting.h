@@ -1,4 +1,4 @@
-// Voting-to-Stay (../shared/GHT.md §4.2–4.3): which heads of each module stay.
+// Voting-to-Stay (docs/METHOD.md §5): which heads of each module stay.
 //
 // The voting pass runs the frozen model forward (no dropout) over training batches. For every batch
 // and module it computes the Gram matrix of the chosen feature map, runs HUDS (K-means, C groups)
@@ -33,9 +33,7 @@
 
 namespace pillars::ght {
 
-enum class KeepRule { per_group, top_c, score, random, random_member };
-KeepRule parse_keep_rule(const std::string& name); // InputError for an unknown name
-const char* keep_rule_name(KeepRule r);
+// KeepRule (per_group, top_c, score, random, random_member): ght/settings.h.
 
 struct VoteSettings {
   FeatureMap feature_map = FeatureMap::V;

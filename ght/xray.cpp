@@ -11,12 +11,12 @@
 #include <cmath>
 #include <limits>
 
-#include "engine/error.h"
+#include "base/error.h"
 #include "kernels/cpu/vec_math.h" // PILLARS_SIMD_CLONES
 
 namespace pillars::ght {
 
-// (feature_map_name and parse_feature_map live in ght/feature_maps.cpp.)
+// (FeatureMap and its names live in ght/settings.h.)
 
 namespace {
 

@@ -1,5 +1,5 @@
 // Head-diversity metrics of one attention module: the four metrics of "X-Raying Multi-head
-// Attention" (M. Saad Asad, 2024; ../shared/GHT.md §6), raw and normalised, and the per-head Gram
+// Attention" (M. Saad Asad, 2024; docs/METHOD.md §7), raw and normalised, and the per-head Gram
 // matrices of the GHT feature maps (§1), from the module's tensors of one batch, on the host.
 //
 //   ModuleTensors t{q, v, out, probs, query_lengths, key_lengths, causal};   // from one forward pass
@@ -38,7 +38,7 @@
 // scaled by √E instead of √D. Here q, out and probs come from our own graph, so the last two cannot
 // happen.
 //
-// Feature-map Gram (for HUDS, the similarity heat map and the GCT terms, GHT.md §2):
+// Feature-map Gram (for HUDS, the similarity heat map and the GCT terms, docs/METHOD.md §2):
 //   G_ij = ⟨e_i, e_j⟩, e_h = head h's feature map flattened over its valid positions:
 //   V: values at the valid keys (t < Lk[b]);  O: outputs at the valid query tokens;
 //   A: attention weights of the valid query rows at their valid keys.
@@ -52,8 +52,8 @@
 
 namespace pillars::ght {
 
-// The GHT feature map of a head (GHT.md §1): its values, attention weights, or outputs.
-// FeatureMap, feature_map_name and parse_feature_map: ght/feature_maps.h.
+// The GHT feature map of a head (docs/METHOD.md §2): its values, attention weights, or outputs.
+// FeatureMap and its names: ght/settings.h.
 
 // One attention module's tensors from a forward pass (f32, host, row-major).
 struct ModuleTensors {

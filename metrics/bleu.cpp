@@ -11,7 +11,7 @@
 #include <cstdlib>
 #include <unordered_map>
 
-#include "engine/error.h"
+#include "base/error.h"
 #include "metrics/unicode.h"
 
 namespace pillars::metrics {

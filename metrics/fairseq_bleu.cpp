@@ -10,7 +10,7 @@
 #include <limits>
 #include <map>
 
-#include "engine/error.h"
+#include "base/error.h"
 #include "metrics/unicode.h"
 
 namespace pillars::metrics {

@@ -23,11 +23,13 @@
 #include <unordered_map>
 #include <vector>
 
+#include "text/dictionary.h"
+
 namespace pillars::metrics {
 
 class FairseqBleu {
 public:
-  explicit FairseqBleu(int pad = 1, int eos = 2, int unk = 3);
+  explicit FairseqBleu(int pad = text::Dictionary::kPad, int eos = text::Dictionary::kEos, int unk = text::Dictionary::kUnk);
 
   // One sentence pair, as token ids (negative ids are rejected, as fairseq asserts).
   void add(std::span<const std::int32_t> ref, std::span<const std::int32_t> hyp);

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <numbers>
 
-#include "engine/error.h"
+#include "base/error.h"
 
 namespace pillars::metrics {
 

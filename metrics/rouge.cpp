@@ -5,7 +5,7 @@
 #include <map>
 #include <unordered_map>
 
-#include "engine/error.h"
+#include "base/error.h"
 #include "metrics/porter.h"
 #include "metrics/unicode.h"
 

@@ -1,7 +1,7 @@
 // See fused.h.
 #include "models/fused.h"
 
-#include "engine/error.h"
+#include "base/error.h"
 #include "engine/passes/fuse_linear.h"
 
 namespace pillars {

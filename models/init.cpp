@@ -4,14 +4,9 @@
 #include <cmath>
 #include <numbers>
 
-#include "engine/error.h"
+#include "base/error.h"
 
 namespace pillars::init {
-
-double SplitMix64::normal() {
-  const double u1 = uniform(), u2 = uniform();
-  return std::sqrt(-2.0 * std::log1p(-u1)) * std::cos(2.0 * std::numbers::pi * u2); // 1 − u1 ∈ (0, 1]
-}
 
 uint64_t stream_seed(uint64_t seed, const std::string& name) {
   uint64_t h = 0xCBF29CE484222325ull; // FNV-1a, 64-bit

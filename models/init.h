@@ -6,38 +6,21 @@
 // which other parameters exist or in which order they are created, so adding a module to a model
 // leaves the others' starting points untouched.
 //
-// The generator is splitmix64 (Steele, Lea & Flood, "Fast splittable pseudorandom number
-// generators", OOPSLA 2014; the 64-bit mixer Java's SplittableRandom uses): state += golden ratio,
-// then three xor-shift-multiply rounds. It passes BigCrush and is ten lines, so any reader can
-// reproduce our initial weights in any language:
-//   uniform: the top 53 bits of a draw, · 2^-53, in [0, 1);
-//   normal:  Box–Muller on two uniforms, z = sqrt(−2 ln(1 − u1)) · cos(2π u2) (one draw pair per
-//            value: simple, and initialisation is not on any hot path).
+// The generator is SplitMix64 (base/splitmix64.h): uniform draws are the top 53 bits of a draw,
+// normal ones Box–Muller on two uniforms (one draw pair per value: simple, and initialisation is
+// not on any hot path), so any reader can reproduce our initial weights in any language.
 #pragma once
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "base/splitmix64.h"
 #include "engine/params.h"
 #include "engine/tensor.h"
 
 namespace pillars::init {
 
-class SplitMix64 {
- public:
-  explicit SplitMix64(uint64_t seed) : state_(seed) {}
-  uint64_t next() {
-    uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
-  double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; } // [0, 1)
-  double normal();                                                           // N(0, 1)
-
- private:
-  uint64_t state_;
-};
+using pillars::SplitMix64;
 
 // The stream seed of one parameter: splitmix64-mixed (seed, FNV-1a hash of the name).
 uint64_t stream_seed(uint64_t seed, const std::string& name);

@@ -16,7 +16,7 @@
 
 #include <cmath>
 
-#include "engine/error.h"
+#include "base/error.h"
 #include "engine/ops.h"
 
 namespace pillars {
@@ -39,8 +39,6 @@ void TransformerConfig::validate() const {
           dec_layers, ")");
   require(d_model % heads == 0, "d_model ", d_model, " is not a multiple of heads ", heads);
   require(d_model >= 4, "d_model ", d_model, " is too small for sinusoidal positions (need >= 4)");
-  require(activation == "relu" || activation == "gelu", "activation must be \"relu\" or \"gelu\", got \"",
-          activation, "\"");
   for (float p : {dropout, attention_dropout, activation_dropout})
     require(p >= 0.0f && p < 1.0f, "dropout probabilities must lie in [0, 1), got ", p);
   require(pad_id >= 0 && pad_id < vocab, "pad_id ", pad_id, " outside the vocabulary of ", vocab);
@@ -48,65 +46,67 @@ void TransformerConfig::validate() const {
     require(kept >= 1 && kept <= heads, "module '", module, "' keeps ", kept, " heads; must be 1..", heads);
 }
 
-TransformerConfig transformer_config(const std::string& name) {
+namespace {
+
+// The paper's base model (fairseq `transformer`, IWSLT'14 recipe: dropout 0.3; 10k joint BPE):
+// every named config starts from it and changes what the table below says.
+TransformerConfig base_config() {
   TransformerConfig c;
-  // The paper's base model (fairseq `transformer`, IWSLT'14 recipe: dropout 0.3; 10k joint BPE).
   c.vocab = 10000, c.d_model = 512, c.heads = 8, c.ffn = 2048, c.enc_layers = 6, c.dec_layers = 6;
   c.dropout = 0.3f, c.attention_dropout = 0.0f, c.activation_dropout = 0.0f;
-  if (name == "base") return c;
-  if (name == "lite1") { // Transformer-Lite1: fewer layers
-    c.enc_layers = 4, c.dec_layers = 4;
-    return c;
-  }
-  if (name == "lite2") { // Transformer-Lite2: narrower (Dh = 53)
-    c.d_model = 424, c.ffn = 1696;
-    return c;
-  }
-  if (name == "small") { // the CPU default: Multi30k-sized translation in minutes on two cores
-    c.d_model = 256, c.ffn = 1024, c.enc_layers = 3, c.dec_layers = 3, c.heads = 4, c.dropout = 0.1f;
-    return c;
-  }
-  if (name == "bench") {
-    c.d_model = 256, c.ffn = 1024, c.enc_layers = 3, c.dec_layers = 3, c.dropout = 0.1f;
-    return c;
-  }
-  if (name == "lm-small" || name == "lm-wt103") {
-    c.decoder_only = true, c.enc_layers = 0;
-    if (name == "lm-small") {
+  return c;
+}
+
+// The named configs, in the order `pillars schema` and the messages list them.
+const std::vector<std::pair<std::string, TransformerConfig>>& named_configs() {
+  static const std::vector<std::pair<std::string, TransformerConfig>> table = [] {
+    std::vector<std::pair<std::string, TransformerConfig>> t;
+    auto add = [&](const char* name, auto change) {
+      TransformerConfig c = base_config();
+      change(c);
+      t.emplace_back(name, c);
+    };
+    add("tiny", [](TransformerConfig& c) { // every code path, including all three dropouts, at toy size
+      c.vocab = 32, c.d_model = 16, c.heads = 2, c.ffn = 32, c.enc_layers = 2, c.dec_layers = 2;
+      c.dropout = c.attention_dropout = c.activation_dropout = 0.1f;
+    });
+    add("small", [](TransformerConfig& c) { // the CPU default: Multi30k-sized translation in minutes on two cores
+      c.d_model = 256, c.ffn = 1024, c.enc_layers = 3, c.dec_layers = 3, c.heads = 4, c.dropout = 0.1f;
+    });
+    add("bench", [](TransformerConfig& c) { c.d_model = 256, c.ffn = 1024, c.enc_layers = 3, c.dec_layers = 3, c.dropout = 0.1f; });
+    add("base", [](TransformerConfig&) {});
+    add("lite1", [](TransformerConfig& c) { c.enc_layers = 4, c.dec_layers = 4; }); // Transformer-Lite1: fewer layers
+    add("lite2", [](TransformerConfig& c) { c.d_model = 424, c.ffn = 1696; });      // Transformer-Lite2: narrower (Dh = 53)
+    add("lm-small", [](TransformerConfig& c) {
+      c.decoder_only = true, c.enc_layers = 0;
       c.d_model = 256, c.ffn = 1024, c.heads = 4, c.dec_layers = 4, c.dropout = 0.1f;
-    } else {
+    });
+    add("lm-wt103", [](TransformerConfig& c) {
+      c.decoder_only = true, c.enc_layers = 0;
       c.d_model = 1024, c.ffn = 4096, c.heads = 16, c.dec_layers = 16, c.pre_norm = true;
       c.dropout = 0.3f, c.attention_dropout = 0.1f, c.activation_dropout = 0.1f;
-    }
-    return c;
-  }
-  if (name == "tiny") { // every code path, including all three dropouts, at toy size
-    c.vocab = 32, c.d_model = 16, c.heads = 2, c.ffn = 32, c.enc_layers = 2, c.dec_layers = 2;
-    c.dropout = c.attention_dropout = c.activation_dropout = 0.1f;
-    return c;
-  }
+    });
+    return t;
+  }();
+  return table;
+}
+
+} // namespace
+
+TransformerConfig transformer_config(const std::string& name) {
+  for (const auto& [n, c] : named_configs())
+    if (n == name) return c;
   std::string known;
   for (const std::string& n : transformer_config_names()) known += (known.empty() ? "" : ", ") + n;
   throw InputError(str_cat("unknown transformer config \"", name, "\" (known: ", known, ")"));
 }
 
-std::vector<std::string> transformer_config_names() { return {"tiny", "small", "bench", "base", "lite1", "lite2", "lm-small", "lm-wt103"}; }
-
-AttentionBackend parse_attention_backend(const std::string& name) {
-  if (name == "pillars") return AttentionBackend::pillars;
-  if (name == "cudnn") return AttentionBackend::cudnn;
-  if (name == "naive") return AttentionBackend::naive;
-  throw InputError(str_cat("unknown attention backend \"", name, "\" (known: pillars, cudnn, naive)"));
+std::vector<std::string> transformer_config_names() {
+  std::vector<std::string> names;
+  for (const auto& [n, c] : named_configs()) names.push_back(n);
+  return names;
 }
 
-const char* attention_backend_name(AttentionBackend b) {
-  switch (b) {
-    case AttentionBackend::pillars: return "pillars";
-    case AttentionBackend::cudnn: return "cudnn";
-    case AttentionBackend::naive: return "naive";
-  }
-  return "?";
-}
 
 // ---- parameters ---------------------------------------------------------------------------------
 
@@ -353,7 +353,7 @@ ValueId attention_block(Emitter& e, const std::string& module, ValueId x_q, Valu
 ValueId ffn_block(Emitter& e, const std::string& layer, ValueId x) {
   const int64_t d = e.cfg.d_model, F = e.cfg.ffn;
   ValueId h = linear(e, x, layer + ".fc1", F, d);                                      // (B, T, F)
-  h = e.cfg.activation == "gelu" ? ops::gelu(e.g, h) : ops::relu(e.g, h);              // (B, T, F)
+  h = e.cfg.activation == ops::Activation::gelu ? ops::gelu(e.g, h) : ops::relu(e.g, h);              // (B, T, F)
   h = dropout(e, h, e.cfg.activation_dropout);                                         // (B, T, F)
   return linear(e, h, layer + ".fc2", d, F);                                           // (B, T, d)
 }

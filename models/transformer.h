@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "engine/graph.h"
+#include "engine/ops/linear_act.h"
 #include "engine/params.h"
 #include "models/init.h"
 
@@ -36,7 +37,7 @@ struct TransformerConfig {
   int64_t ffn = 0;        // feed-forward inner width
   int64_t enc_layers = 0, dec_layers = 0;
   bool pre_norm = false;  // false: post-norm LN(x + f(x)) (the paper's); true: x + f(LN(x)) + final LNs
-  std::string activation = "relu"; // "relu" | "gelu" (exact, erf)
+  ops::Activation activation = ops::Activation::relu; // or gelu (exact, erf)
   float dropout = 0.1f;            // on embeddings and on every sub-layer output before the residual
   float attention_dropout = 0.0f;  // on attention probabilities
   float activation_dropout = 0.0f; // after the FFN activation
@@ -92,7 +93,7 @@ int64_t count_parameters(const ParamStore& store, bool include_embeddings, bool 
 // ---- the graph ----------------------------------------------------------------------------------
 
 // One attention module of a built graph, as recorded for the GHT passes (HUDS, GCT, V2S, head
-// metrics; ../shared/GHT.md). THIS IS THE HOOK: a pass that needs per-head feature maps reads them
+// metrics; docs/METHOD.md). THIS IS THE HOOK: a pass that needs per-head feature maps reads them
 // from here and appends its own nodes (e.g. ops::head_gram on `v` or `out`, then the GCT loss) to
 // the graph *before* autodiff runs, so the feature maps get their gradients like any other value.
 // V and O cost nothing extra (they are values the forward computes anyway); A exists only when
@@ -118,9 +119,10 @@ struct AttentionSite {
 //   cudnn    the same fused node, run by cuDNN's fused attention on the GPU (the reference backend)
 //   naive    composed of simple ops (ops::attention_reference): Q Kᵀ, mask, softmax, dropout, · V,
 //            materialising the (B, H, Tq, Tk) scores; slower, but every step is a plain op
-enum class AttentionBackend { pillars, cudnn, naive };
-AttentionBackend parse_attention_backend(const std::string& name); // else InputError
-const char* attention_backend_name(AttentionBackend b);
+enum class AttentionBackend : uint8_t { pillars, cudnn, naive };
+constexpr auto enum_table(AttentionBackend) {
+  return enum_words<AttentionBackend>({{AttentionBackend::pillars, "pillars"}, {AttentionBackend::cudnn, "cudnn"}, {AttentionBackend::naive, "naive"}});
+}
 
 struct Seq2SeqOptions {
   float label_smoothing = 0.0f;

@@ -23,7 +23,7 @@ struct Metric {
   const char* caption;
 };
 
-// The metrics, in the order they are shown (../shared/GHT.md §6 and the GCT loss terms).
+// The metrics, in the order they are shown (docs/METHOD.md §7 and the GCT loss terms).
 const Metric kMetrics[] = {
     {"orthogonality", "inter-head orthogonality Σ|QᵢᵀQⱼ|, as defined (grows with batch and length); high = low diversity"},
     {"orthogonality_norm", "inter-head orthogonality, normalised by the norms; high = low diversity"},
@@ -33,8 +33,8 @@ const Metric kMetrics[] = {
     {"attention_variance_mean", "intra-head attention diversity: variance of the attention weights, mean over heads"},
     {"dunn", "Dunn index of the HUDS clustering: high = compact, well separated groups"},
     {"silhouette", "Silhouette coefficient of the HUDS clustering (−1 … 1): high = compact, well separated groups"},
-    {"homogenisation", "GCT homogenisation term: heads against their group centre (../shared/GHT.md §3)"},
-    {"diversification", "GCT diversification term: group centres against each other (../shared/GHT.md §3)"},
+    {"homogenisation", "GCT homogenisation term: heads against their group centre (docs/METHOD.md §4)"},
+    {"diversification", "GCT diversification term: group centres against each other (docs/METHOD.md §4)"},
 };
 
 // The update of a head_metrics line (its position in the file when it has none).

@@ -6,7 +6,7 @@
 #include <map>
 #include <sstream>
 
-#include "engine/error.h"
+#include "base/error.h"
 #include "engine/passes/flops.h"
 #include "models/transformer.h"
 #include "train/checkpoint.h"

@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "engine/error.h"
+#include "base/error.h"
 #include "engine/executor.h"
 #include "engine/passes/autodiff.h"
 #include "ght/feature_maps.h"
@@ -142,11 +142,11 @@ TEST_CASE("attention backends: cudnn nodes refuse the CPU, and the experiment sa
                       {"model", {{"config", "tiny"}}},
                       {"train", {{"attention_backend", "cudnn"}}}};
   const Experiment e = parse_experiment(j, "cudnn_on_cpu.json");
-  CHECK(e.train.attention_backend == "cudnn");
+  CHECK(e.train.attention_backend == AttentionBackend::cudnn);
   CHECK_THROWS_WITH_AS(train::check_device_settings(e), doctest::Contains("train.attention_backend"), InputError);
 
   j["train"]["attention_backend"] = "flash";
   CHECK_THROWS_WITH_AS(parse_experiment(j, "bad_backend.json"), doctest::Contains("train.attention_backend"), InputError);
-  CHECK(parse_attention_backend("naive") == AttentionBackend::naive);
-  CHECK_THROWS_AS(parse_attention_backend("flash"), InputError);
+  CHECK(parse_enum<AttentionBackend>("naive", "train.attention_backend") == AttentionBackend::naive);
+  CHECK_THROWS_AS(parse_enum<AttentionBackend>("flash", "train.attention_backend"), InputError);
 }

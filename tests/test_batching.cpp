@@ -7,7 +7,7 @@
 #include <set>
 #include <tuple>
 
-#include "engine/error.h"
+#include "base/error.h"
 #include "train/batching.h"
 
 using namespace pillars;

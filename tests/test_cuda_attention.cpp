@@ -27,7 +27,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/error.h"
+#include "base/error.h"
 #include "kernels/cuda/device.h"
 
 #ifdef PILLARS_HAVE_CUDA // the whole file: the kernels' API needs the CUDA headers

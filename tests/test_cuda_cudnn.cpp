@@ -27,7 +27,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/error.h"
+#include "base/error.h"
 #include "engine/executor.h"
 #include "engine/op.h"
 #include "engine/ops.h"
@@ -293,8 +293,8 @@ TEST_CASE("cudnn softmax: cudnnSoftmaxForward/Backward match our softmax kernels
 
 TEST_CASE("cudnn attention: a cudnn node on the CUDA executor matches the pillars node, also replayed as a CUDA graph") {
   if (no_cudnn()) return;
-  const std::string precision = cuda_precision();
-  cuda_set_precision("bf16"); // our kernels on the tensor cores, as cuDNN always is
+  const Precision precision = cuda_precision();
+  cuda_set_precision(Precision::bf16); // our kernels on the tensor cores, as cuDNN always is
   const int64_t B = 3, Tq = 37, Tk = 45, H = 2, D = 32;
   for (bool causal : {false, true}) {
     INFO((causal ? "causal" : "not causal"));
@@ -329,7 +329,7 @@ TEST_CASE("cudnn attention: a cudnn node on the CUDA executor matches the pillar
       CHECK(relative_error(results[1][i], results[0][i]) <= (i == 1 ? 1e-4 : 2e-2));
     }
   }
-  cuda_set_precision(precision == "none" ? "fp32" : precision);
+  cuda_set_precision(precision);
 }
 
 #else

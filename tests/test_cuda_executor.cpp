@@ -5,7 +5,7 @@
 
 #include <cmath>
 
-#include "engine/error.h"
+#include "base/error.h"
 #include "engine/executor.h"
 #include "engine/ops.h"
 #include "engine/passes/autodiff.h"
@@ -64,7 +64,7 @@ double relative_error(const std::vector<float>& got, const std::vector<float>& w
 
 TEST_CASE("cuda executor: a tiny transformer training step matches the CPU in fp32 mode") {
   if (no_gpu()) return;
-  cuda_set_precision("fp32");
+  cuda_set_precision(Precision::fp32);
   TinyStep s;
   Executor cpu(s.m.graph), gpu(s.m.graph, Device::cuda);
   s.bind(cpu);
@@ -89,7 +89,7 @@ TEST_CASE("cuda executor: a tiny transformer training step matches the CPU in fp
 
 TEST_CASE("cuda executor: CUDA graph replay gives the eager results and reads each run's seed") {
   if (no_gpu()) return;
-  cuda_set_precision("fp32");
+  cuda_set_precision(Precision::fp32);
   TinyStep s;
   Executor eager(s.m.graph, Device::cuda), captured(s.m.graph, Device::cuda);
   captured.enable_graph_capture(true);
@@ -116,7 +116,7 @@ TEST_CASE("cuda executor: CUDA graph replay gives the eager results and reads ea
 
 TEST_CASE("cuda executor: executors sharing a device arena, and rebinding inputs") {
   if (no_gpu()) return;
-  cuda_set_precision("fp32");
+  cuda_set_precision(Precision::fp32);
   TinyStep a, b(0.0f);
   auto arena = std::make_shared<SharedArena>();
   arena->device = Device::cuda;
@@ -138,7 +138,7 @@ TEST_CASE("cuda executor: executors sharing a device arena, and rebinding inputs
 // k-means seeding draws from it) and their results must match the CPU executor's exactly.
 TEST_CASE("cuda executor: host-fallback ops (HUDS, GCT) are captured into the CUDA graph and follow the CPU") {
   if (no_gpu()) return;
-  cuda_set_precision("fp32");
+  cuda_set_precision(Precision::fp32);
   Graph g;
   const ValueId x = g.input("x", {2, 40, 6, 8});                 // (B, T, H, D) a feature map
   const ValueId lengths = g.input("lengths", {2}, DType::i32);

@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/error.h"
+#include "base/error.h"
 #include "engine/executor.h"
 #include "engine/ops.h"
 #include "engine/passes/autodiff.h"
@@ -120,7 +120,7 @@ void check_op(const std::string& name, double bound, const std::function<ValueId
 
 TEST_CASE("cuda ops: elementwise, broadcasting and activations match the CPU") {
   if (no_gpu()) return;
-  cuda_set_precision("fp32");
+  cuda_set_precision(Precision::fp32);
   const double exact = 1e-6;
   check_op("add same shape", exact, [](Case& c) { return ops::add(c.g, c.input({7, 33}), c.input({7, 33})); });
   check_op("add bias", exact, [](Case& c) { return ops::add(c.g, c.input({5, 6, 40}), c.input({40})); });
@@ -143,7 +143,7 @@ TEST_CASE("cuda ops: elementwise, broadcasting and activations match the CPU") {
 
 TEST_CASE("cuda ops: reductions and shape ops match the CPU") {
   if (no_gpu()) return;
-  cuda_set_precision("fp32");
+  cuda_set_precision(Precision::fp32);
   check_op("sum last axis", 1e-5, [](Case& c) { return ops::sum(c.g, c.input({9, 1000}), 1); });
   check_op("mean middle axis", 1e-5, [](Case& c) { return ops::mean(c.g, c.input({4, 77, 6}), 1); });
   check_op("max last axis", 1e-6, [](Case& c) { return ops::max(c.g, c.input({12, 31}), 1); });
@@ -158,7 +158,7 @@ TEST_CASE("cuda ops: reductions and shape ops match the CPU") {
 
 TEST_CASE("cuda ops: matmul in every transpose and batch form matches the CPU") {
   if (no_gpu()) return;
-  cuda_set_precision("fp32");
+  cuda_set_precision(Precision::fp32);
   for (bool ta : {false, true})
     for (bool tb : {false, true}) {
       const std::string flags = str_cat(ta ? "T" : "N", tb ? "T" : "N");
@@ -178,7 +178,7 @@ TEST_CASE("cuda ops: matmul in every transpose and batch form matches the CPU") 
 
 TEST_CASE("cuda ops: linear_act (cuBLASLt bias/ReLU epilogues) matches the CPU") {
   if (no_gpu()) return;
-  cuda_set_precision("fp32");
+  cuda_set_precision(Precision::fp32);
   for (const ops::Activation act : {ops::Activation::relu, ops::Activation::gelu}) {
     const std::string name = act == ops::Activation::gelu ? "gelu" : "relu";
     check_op("linear_act " + name, 1e-5, [&](Case& c) {
@@ -197,7 +197,7 @@ TEST_CASE("cuda ops: linear_act (cuBLASLt bias/ReLU epilogues) matches the CPU")
 
 TEST_CASE("cuda ops: cuBLASLt's GELU epilogue against the exact GELU (informational)") {
   if (no_gpu()) return;
-  cuda_set_precision("fp32");
+  cuda_set_precision(Precision::fp32);
   // linear_act uses CUBLASLT_EPILOGUE_GELU_AUX_BIAS only under PILLARS_CUBLASLT_GELU=1: its
   // documentation does not say whether it is the erf GELU or the tanh approximation. This prints
   // which (a relative error near 1e-7 means exact; near 1e-4 means the tanh form).
@@ -221,7 +221,7 @@ TEST_CASE("cuda ops: cuBLASLt's GELU epilogue against the exact GELU (informatio
 
 TEST_CASE("cuda ops: softmax, layer norm, cross-entropy, embedding, dropout, masked_fill match the CPU") {
   if (no_gpu()) return;
-  cuda_set_precision("fp32");
+  cuda_set_precision(Precision::fp32);
   for (int64_t len : {1, 7, 32, 100, 1000, 5000, 20000}) {
     check_op(str_cat("softmax len ", len), 1e-5, [&](Case& c) { return ops::softmax(c.g, c.input({3, len}), -1); });
     check_op(str_cat("log_softmax len ", len), 1e-5, [&](Case& c) { return ops::log_softmax(c.g, c.input({3, len}), -1); });
@@ -251,7 +251,7 @@ TEST_CASE("cuda ops: softmax, layer norm, cross-entropy, embedding, dropout, mas
 
 TEST_CASE("cuda ops: fused attention matches the CPU in fp32 mode") {
   if (no_gpu()) return;
-  cuda_set_precision("fp32");
+  cuda_set_precision(Precision::fp32);
   struct Shape5 {
     int64_t B, Tq, Tk, H, D;
     bool causal;
@@ -276,7 +276,7 @@ TEST_CASE("cuda ops: fused attention matches the CPU in fp32 mode") {
 
 TEST_CASE("cuda ops: bf16 mode stays within bf16 rounding of the CPU") {
   if (no_gpu()) return;
-  cuda_set_precision("bf16");
+  cuda_set_precision(Precision::bf16);
   check_op("matmul bf16", 2e-2, [](Case& c) { return ops::matmul(c.g, c.input({3, 64, 96}), c.input({96, 80})); });
   check_op("linear_act bf16", 2e-2, [](Case& c) {
     return ops::linear_act(c.g, c.input({3, 64, 96}), c.input({80, 96}), c.input({80}), ops::Activation::gelu).y;
@@ -284,12 +284,12 @@ TEST_CASE("cuda ops: bf16 mode stays within bf16 rounding of the CPU") {
   check_op("attention bf16", 2e-2, [](Case& c) {
     return ops::attention(c.g, c.input({2, 100, 4, 64}), c.input({2, 100, 4, 64}), c.input({2, 100, 4, 64})).out;
   });
-  cuda_set_precision("fp32");
+  cuda_set_precision(Precision::fp32);
 }
 
 TEST_CASE("cuda ops: GHT's head_gram and the composed attention (attention_mask) match the CPU") {
   if (no_gpu()) return;
-  cuda_set_precision("fp32");
+  cuda_set_precision(Precision::fp32);
   // head_gram sums over tokens in a different order (chunks of 256 tokens, doubles): 1e-5.
   for (const Shape& s : {Shape{2, 5, 3, 4}, Shape{4, 300, 8, 64}, Shape{3, 70, 16, 130}}) {
     check_op(str_cat("head_gram ", shape_str(s)), 1e-5, [&](Case& c) {
@@ -311,7 +311,7 @@ TEST_CASE("cuda ops: GHT's head_gram and the composed attention (attention_mask)
 
 TEST_CASE("cuda ops: an op without a CUDA kernel runs through the host fallback") {
   if (no_gpu()) return;
-  cuda_set_precision("fp32");
+  cuda_set_precision(Precision::fp32);
   // cosine_similarity has only a CPU kernel: the GPU executor copies its inputs out and its output back.
   check_op("cosine_similarity via the host", 1e-5,
            [](Case& c) { return ops::cosine_similarity(c.g, c.input({6, 10}), c.input({6, 10}), -1, 1e-8f); },

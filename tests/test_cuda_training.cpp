@@ -86,7 +86,7 @@ TEST_CASE("cuda training: 100 fp32 updates on Multi30k follow the CPU run's loss
 
 TEST_CASE("cuda training: train.device cuda without a GPU, and bf16 on the CPU, are clear errors") {
   Experiment bf16_on_cpu = experiment_on("cpu");
-  bf16_on_cpu.train.precision = "bf16";
+  bf16_on_cpu.train.precision = Precision::bf16;
   CHECK_THROWS_AS(check_device_settings(bf16_on_cpu), InputError);
   if (cuda_device_count() > 0) {
     check_device_settings(experiment_on("cuda")); // fine where there is a GPU

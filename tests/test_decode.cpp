@@ -97,7 +97,7 @@ TEST_CASE("decode: step-by-step log-probabilities equal the training graph, post
 TEST_CASE("decode: step-by-step log-probabilities equal the training graph, pre-norm with gelu") {
   TransformerConfig cfg = transformer_config("tiny");
   cfg.pre_norm = true;
-  cfg.activation = "gelu";
+  cfg.activation = ops::Activation::gelu;
   check_teacher_forcing(cfg);
 }
 

@@ -2,7 +2,7 @@
 // fresh dropout masks per run seed.
 #include <doctest/doctest.h>
 
-#include "engine/error.h"
+#include "base/error.h"
 #include "engine/executor.h"
 #include "engine/passes/autodiff.h"
 #include "models/transformer.h"

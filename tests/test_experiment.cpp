@@ -19,7 +19,7 @@
 #include <set>
 #include <sstream>
 
-#include "engine/error.h"
+#include "base/error.h"
 #include "train/experiment.h"
 #include "train/schema.h"
 #include "tests/test_env.h"
@@ -167,12 +167,12 @@ TEST_CASE("experiment files: the ready files in experiments/ validate and round 
                         "ablation-v2s-after-plain.json", "ablation-random-heads.json", "ablation-random-member.json",
                         "ablation-gc-after-v2s.json", "ptb-ght.json", "samsum-ght.json"})
     CHECK_MESSAGE(names.count(f), "missing ready file experiments/ght/", f);
-  const Experiment ght = load_experiment(kReady + "/ght/ght.json", {}, real_context());
-  CHECK(ght.heads.regularizer == "gct");
-  CHECK(ght.heads.alpha == 0.7);
-  CHECK(ght.heads.beta == 0.5);
-  CHECK(ght.prune.method == "v2s");
-  CHECK(ght.prune.keep == "per_group");
+  const Experiment ght_exp = load_experiment(kReady + "/ght/ght.json", {}, real_context());
+  CHECK(ght_exp.heads.regularizer == ght::Regularizer::gct);
+  CHECK(ght_exp.heads.alpha == 0.7);
+  CHECK(ght_exp.heads.beta == 0.5);
+  CHECK(ght_exp.prune.method == ght::PruneMethod::v2s);
+  CHECK(ght_exp.prune.keep == ght::KeepRule::per_group);
   const Experiment def = load_experiment(kReady + "/multi30k-de-en.json", {}, real_context());
   CHECK(def.task == Task::translation);
   CHECK(def.data.dataset == "multi30k-de-en");

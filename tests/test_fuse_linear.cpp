@@ -18,7 +18,7 @@
 #include <cmath>
 #include <map>
 
-#include "engine/error.h"
+#include "base/error.h"
 #include "engine/executor.h"
 #include "engine/op.h"
 #include "engine/ops.h"
@@ -289,8 +289,8 @@ template <class M> void check_sites(const M& m) {
 } // namespace
 
 TEST_CASE("fuse_linear_activation: the tiny transformer's loss and every gradient are unchanged") {
-  for (const std::string act : {"relu", "gelu"}) {
-    CAPTURE(act);
+  for (const ops::Activation act : {ops::Activation::relu, ops::Activation::gelu}) {
+    CAPTURE(enum_name(act));
     TransformerConfig cfg = transformer_config("tiny");
     cfg.activation = act;
     ParamStore store;
@@ -322,7 +322,7 @@ TEST_CASE("fuse_linear_activation: a decoder-only tiny language model is unchang
   TransformerConfig cfg = transformer_config("tiny");
   cfg.decoder_only = true;
   cfg.enc_layers = 0;
-  cfg.activation = "gelu";
+  cfg.activation = ops::Activation::gelu;
   ParamStore store;
   init_transformer_params(cfg, store, 3);
   const auto bind = [](Executor& ex) {

@@ -30,7 +30,7 @@
 #include <random>
 #include <set>
 
-#include "engine/error.h"
+#include "base/error.h"
 #include "ght/baselines.h"
 #include "ght/method.h"
 #include "ght/prune.h"
@@ -57,7 +57,7 @@ struct Model {
     cfg.heads = 4;
     // GELU keeps the loss smooth for the finite differences: with ReLU, the FFN units whose input
     // crosses 0 within the step (dozens, at h = 1e-2) put errors of several percent into them.
-    cfg.activation = "gelu";
+    cfg.activation = ops::Activation::gelu;
     cfg.validate();
     init_transformer_params(cfg, params, 11);
   }
@@ -224,10 +224,10 @@ TEST_CASE("baselines: the disagreement term equals lambda times the float64 mean
   Model m;
   const train::Seq2SeqBatch b = small_batch();
   const std::vector<int> src = src_lengths(b), tgt = tgt_lengths(b);
-  for (const char* variant : {"subspace", "position", "output"}) {
-    CAPTURE(variant);
+  for (const Disagreement variant : {Disagreement::subspace, Disagreement::position, Disagreement::output}) {
+    CAPTURE(enum_name(variant));
     DisagreementSettings s;
-    s.feature_map = parse_disagreement_variant(variant);
+    s.feature_map = feature_map_of(variant);
     s.lambda = 0.7f;
     auto ext = std::make_shared<DisagreementExtension>(s);
     auto spy = std::make_shared<Spy>(ext);
@@ -256,13 +256,15 @@ TEST_CASE("baselines: the disagreement term equals lambda times the float64 mean
     CHECK(t.runs == 1);
     CHECK(t.mean_cosine == doctest::Approx(expected).epsilon(1e-5));
     CHECK(r.objective - r.loss == doctest::Approx(0.7 * expected).epsilon(1e-4));
-    CHECK(std::string(disagreement_variant_name(s.feature_map)) == variant);
 
     // Evaluation graphs carry no regulariser and ask for no feature maps.
     train::Seq2SeqSteps plain(m.cfg, m.params, kSmoothing);
     CHECK(steps.eval(b) == plain.eval(b));
   }
-  CHECK_THROWS_AS(parse_disagreement_variant("V"), InputError);
+  CHECK(feature_map_of(Disagreement::subspace) == FeatureMap::V); // Li et al.'s names for the maps
+  CHECK(feature_map_of(Disagreement::position) == FeatureMap::A);
+  CHECK(feature_map_of(Disagreement::output) == FeatureMap::O);
+  CHECK_THROWS_AS(parse_enum<Disagreement>("V", "heads.disagreement"), InputError);
 }
 
 TEST_CASE("baselines: the disagreement gradient equals finite differences of the regulariser") {

@@ -11,7 +11,7 @@
 #include <set>
 #include <vector>
 
-#include "engine/error.h"
+#include "base/error.h"
 #include "ght/kmeans.h"
 
 using namespace pillars;

@@ -9,7 +9,7 @@
 #include <numeric>
 #include <vector>
 
-#include "engine/error.h"
+#include "base/error.h"
 #include "engine/executor.h"
 #include "engine/ops.h"
 #include "ght/kmeans.h"
@@ -60,7 +60,7 @@ std::vector<double> mean_of(const Vectors& e, const std::vector<int>& labels, in
   return mu; // empty when the group has no members
 }
 
-// GHT.md §3, Eq. 4(B) from explicit vectors: R = −α·hom + β·div.
+// docs/METHOD.md §4, Eq. 4(B) from explicit vectors: R = −α·hom + β·div.
 struct GctRef {
   double R, hom, div;
 };

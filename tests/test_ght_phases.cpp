@@ -145,7 +145,7 @@ TEST_CASE("ght phases: the vote is deterministic for a seed and counts one vote 
   for (ght::KeepRule rule : {ght::KeepRule::per_group, ght::KeepRule::top_c, ght::KeepRule::score, ght::KeepRule::random,
                              ght::KeepRule::random_member}) {
     s.rule = rule;
-    CAPTURE(ght::keep_rule_name(rule));
+    CAPTURE(enum_name(rule));
     const ght::VoteResult a = ght::vote(make_task, s, true), b = ght::vote(make_task, s, true);
     CHECK(a.to_json() == b.to_json());
     CHECK(a.batches == 4);

@@ -8,7 +8,7 @@
 #include <random>
 #include <unistd.h>
 
-#include "engine/error.h"
+#include "base/error.h"
 #include "engine/executor.h"
 #include "engine/ops.h"
 #include "ght/prune.h"

@@ -28,7 +28,7 @@
 #include <nlohmann/json.hpp>
 
 #include "datasets/registry.h"
-#include "engine/error.h"
+#include "base/error.h"
 #include "engine/executor.h"
 #include "ght/head_metrics.h"
 #include "ght/xray.h"
@@ -235,7 +235,7 @@ TEST_CASE("xray: feature-map Gram matrices, cosines and GCT terms match float64 
     const std::vector<int> labels = c["labels"];
     const int groups = c["groups"];
     for (FeatureMap f : {FeatureMap::V, FeatureMap::A, FeatureMap::O}) {
-      const std::string name = feature_map_name(f);
+      const std::string name = enum_name(f);
       CAPTURE(name);
       const std::vector<double> G = feature_gram(t, f);
       check_matrix(G, e["gram"][name], H, 1e-9, "gram");
@@ -312,8 +312,8 @@ TEST_CASE("xray: a causal module's variance counts only the keys each query sees
   bad = blank(3, 2, 2);
   bad.probs = Tensor::zeros({1, 2, 3, 2});
   CHECK_THROWS_AS(xray(bad), Error);
-  CHECK_THROWS_AS(parse_feature_map("Q"), InputError);
-  CHECK(parse_feature_map("A") == FeatureMap::A);
+  CHECK_THROWS_AS(parse_enum<FeatureMap>("Q", "--feature-map"), InputError);
+  CHECK(parse_enum<FeatureMap>("A", "--feature-map") == FeatureMap::A);
 }
 
 TEST_CASE("head metrics: the tiny model's numbers are xray of its own graph tensors, with each module's lengths and mask") {
@@ -381,7 +381,7 @@ TEST_CASE("head metrics: the tiny model's numbers are xray of its own graph tens
 TEST_CASE("head metrics: appending padding to a translation batch changes no metric") {
   TinyModel model;
   for (FeatureMap f : {FeatureMap::V, FeatureMap::A, FeatureMap::O}) {
-    CAPTURE(feature_map_name(f));
+    CAPTURE(enum_name(f));
     HeadMetricsOptions o;
     o.feature_map = f;
     const HeadMetrics tight = measure_head_metrics(model.cfg, model.params, padded_batch(7, 6), o);

@@ -25,13 +25,14 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/error.h"
+#include "base/error.h"
 #include "engine/executor.h"
 #include "engine/params.h"
 #include "engine/passes/autodiff.h"
 #include "kernels/cuda/device.h"
 #include "models/init.h"
 #include "models/transformer.h"
+#include "train/checkpoint.h"
 
 using namespace pillars;
 using nlohmann::json;
@@ -49,7 +50,7 @@ TransformerConfig config_from_json(const json& j) {
   TransformerConfig c;
   c.vocab = j.at("vocab"), c.d_model = j.at("d_model"), c.heads = j.at("heads"), c.ffn = j.at("ffn");
   c.enc_layers = j.at("enc_layers"), c.dec_layers = j.at("dec_layers");
-  c.pre_norm = j.at("pre_norm"), c.activation = j.at("activation");
+  c.pre_norm = j.at("pre_norm"), c.activation = parse_enum<ops::Activation>(j.at("activation").get<std::string>(), "activation");
   c.dropout = j.at("dropout"), c.attention_dropout = j.at("attention_dropout");
   c.activation_dropout = j.at("activation_dropout"), c.pad_id = j.at("pad_id");
   c.share_all_embeddings = j.at("share_all_embeddings");
@@ -181,7 +182,7 @@ TEST_CASE("golden: transformer 1+1 on the GPU matches float64 PyTorch") {
     MESSAGE("skipped: ", cuda_unavailable_reason());
     return;
   }
-  cuda_set_precision("fp32");
+  cuda_set_precision(Precision::fp32);
   const json golden = load_golden();
   for (const json& c : golden.at("cases")) {
     SUBCASE(c.at("name").get<std::string>().c_str()) { run_golden_case(c, Device::cuda); }
@@ -250,9 +251,10 @@ TEST_CASE("model: named configs validate, bad configs are rejected with the fiel
   TransformerConfig c = transformer_config("tiny");
   c.heads = 3; // 16 is not a multiple of 3
   CHECK_THROWS_AS(c.validate(), InputError);
-  c = transformer_config("tiny");
-  c.activation = "swish";
-  CHECK_THROWS_AS(c.validate(), InputError);
+  // An activation is an enum from the moment it is read: a checkpoint naming another one is refused.
+  nlohmann::json j = train::to_json(transformer_config("tiny"));
+  j["activation"] = "swish";
+  CHECK_THROWS_WITH_AS(train::transformer_config_from_json(j, "ckpt.json"), doctest::Contains("swish"), InputError);
   c = transformer_config("tiny");
   c.pad_id = c.vocab;
   CHECK_THROWS_AS(c.validate(), InputError);
@@ -262,7 +264,7 @@ TEST_CASE("model: the graph uses exactly the initialised parameters, with the sa
   std::vector<TransformerConfig> variants;
   TransformerConfig c = transformer_config("tiny");
   variants.push_back(c);
-  c.pre_norm = true, c.activation = "gelu";
+  c.pre_norm = true, c.activation = ops::Activation::gelu;
   variants.push_back(c);
   c.share_all_embeddings = true;
   variants.push_back(c);

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <random>
 
-#include "engine/error.h"
+#include "base/error.h"
 #include "engine/executor.h"
 #include "engine/ops.h"
 #include "engine/passes/autodiff.h"

@@ -17,7 +17,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "engine/error.h"
+#include "base/error.h"
 #include "metrics/bleu.h"
 
 using json = nlohmann::json;

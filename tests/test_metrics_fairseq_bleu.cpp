@@ -12,7 +12,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "engine/error.h"
+#include "base/error.h"
 #include "metrics/fairseq_bleu.h"
 
 using json = nlohmann::json;

@@ -15,7 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "engine/error.h"
+#include "base/error.h"
 #include "metrics/rouge.h"
 
 using json = nlohmann::json;

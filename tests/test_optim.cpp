@@ -29,7 +29,7 @@
 #include <nlohmann/json.hpp>
 #include <omp.h>
 
-#include "engine/error.h"
+#include "base/error.h"
 #include "engine/optim/adam.h"
 #include "engine/io/safetensors.h"
 #include "engine/optim/clip.h"

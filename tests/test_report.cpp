@@ -18,7 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/error.h"
+#include "base/error.h"
 #include "engine/passes/flops.h"
 #include "models/transformer.h"
 #include "report/html.h"

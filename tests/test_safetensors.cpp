@@ -20,7 +20,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
-#include "engine/error.h"
+#include "base/error.h"
 #include "engine/io/atomic_file.h"
 #include "engine/io/safetensors.h"
 #include "engine/params.h"

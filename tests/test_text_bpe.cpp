@@ -12,7 +12,7 @@
 #include <sstream>
 #include <unistd.h>
 
-#include "engine/error.h"
+#include "base/error.h"
 #include "test_text_util.h"
 #include "text/bpe.h"
 

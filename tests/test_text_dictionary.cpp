@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <unistd.h>
 
-#include "engine/error.h"
+#include "base/error.h"
 #include "text/dictionary.h"
 
 using namespace pillars;

@@ -2,7 +2,7 @@
 #include <algorithm>
 #include <limits>
 
-#include "engine/error.h"
+#include "base/error.h"
 #include "text/bpe.h"
 #include "text/unicode.h"
 

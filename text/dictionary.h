@@ -42,11 +42,14 @@ class Dictionary {
   size_t size() const { return symbols_.size(); }
   bool contains(const std::string& word) const { return indices_.count(word) != 0; }
 
-  int32_t bos() const { return 0; }
-  int32_t pad() const { return 1; }
-  int32_t eos() const { return 2; }
-  int32_t unk() const { return 3; }
-  int32_t nspecial() const { return 4; }
+  // fairseq's special symbols open every dictionary, in this order: the one definition of their
+  // ids (the batches, beam search and fairseq's BLEU read them from here).
+  static constexpr int32_t kBos = 0, kPad = 1, kEos = 2, kUnk = 3, kSpecial = 4;
+  int32_t bos() const { return kBos; }
+  int32_t pad() const { return kPad; }
+  int32_t eos() const { return kEos; }
+  int32_t unk() const { return kUnk; }
+  int32_t nspecial() const { return kSpecial; }
 
   // fairseq's encode_line(line, add_if_not_exist=False): whitespace-split words to ids, unknown
   // words to unk(), then eos() if asked.

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <memory>
 
-#include "engine/error.h"
+#include "base/error.h"
 #include "engine/io/atomic_file.h"
 
 namespace pillars::text {

@@ -10,7 +10,7 @@
 #include "tools/bench/bench_ght.h"
 #include "tools/bench/bench_gemm.h"
 #include "tools/bench/bench_step.h"
-#include "engine/error.h"
+#include "base/error.h"
 #include "tools/commands.h"
 
 namespace pillars::cli {

@@ -19,7 +19,7 @@
 #include "datasets/prepare.h"
 #include "datasets/registry.h"
 #include "datasets/resolve.h"
-#include "engine/error.h"
+#include "base/error.h"
 #include "tools/commands.h"
 
 namespace pillars::cli {
@@ -93,7 +93,7 @@ int run_list(bool long_format) {
   std::printf("%-20s %-18s %-14s %-*s %s\n", "NAME", "TASK", "STATUS", fw, "FROM", "SPLITS (examples)");
   for (const Row& r : rows) {
     const data::DatasetSpec& d = *r.d;
-    std::printf("%-20s %-18s %-14s %-*s %s\n", d.name.c_str(), data::task_name(d.task), r.status.state.c_str(), fw,
+    std::printf("%-20s %-18s %-14s %-*s %s\n", d.name.c_str(), enum_name(d.task), r.status.state.c_str(), fw,
                 r.status.from.c_str(), r.splits.c_str());
     if (!long_format) continue;
     std::printf("    %s\n", d.description.c_str());

@@ -3,7 +3,7 @@
 #include <memory>
 #include <string>
 
-#include "engine/error.h"
+#include "base/error.h"
 #include "engine/passes/autodiff.h"
 #include "engine/passes/fuse_linear.h"
 #include "engine/passes/plan_memory.h"

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "datasets/registry.h"
-#include "engine/error.h"
+#include "base/error.h"
 #include "engine/io/atomic_file.h"
 #include "ght/head_metrics.h"
 #include "train/checkpoint.h"
@@ -68,7 +68,7 @@ int run_metrics(const MetricsOptions& opt) {
   const int32_t pad = static_cast<int32_t>(ck.config.pad_id);
 
   ght::HeadMetricsOptions mo;
-  mo.feature_map = ght::parse_feature_map(opt.feature_map.empty() ? e.heads.feature_map : opt.feature_map);
+  mo.feature_map = opt.feature_map.empty() ? e.heads.feature_map : parse_enum<ght::FeatureMap>(opt.feature_map, "--feature-map");
   mo.groups = static_cast<int>(opt.groups > 0 ? opt.groups : e.heads.groups);
   mo.seed = static_cast<uint64_t>(opt.seed >= 0 ? opt.seed : e.seed);
   const int64_t n = opt.sentences > 0 ? opt.sentences : e.heads.metrics_sentences;

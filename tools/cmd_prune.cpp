@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/error.h"
+#include "base/error.h"
 #include "train/experiment.h"
 #include "train/session.h"
 #include "tools/commands.h"
@@ -39,7 +39,7 @@ Command add_prune_command(CLI::App& app) {
   cmd->add_flag("--quiet", opt->quiet, "no progress lines");
   return {cmd, [opt]() {
             const Experiment e = load_experiment(opt->experiment, opt->sets, default_validation_context());
-            if (e.prune.method == "none")
+            if (e.prune.method == ght::PruneMethod::none)
               throw InputError(str_cat(opt->experiment, ": \"prune.method\" is \"none\": nothing to prune (set it, e.g. "
                                        "--set prune.method=v2s)"));
             const int threads = opt->threads > 0 ? opt->threads : static_cast<int>(e.threads);

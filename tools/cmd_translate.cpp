@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/error.h"
+#include "base/error.h"
 #include "train/checkpoint.h"
 #include "train/experiment.h"
 #include "train/evaluate.h"

@@ -6,7 +6,7 @@
 #include <random>
 #include <utility>
 
-#include "engine/error.h"
+#include "base/error.h"
 
 namespace pillars::train {
 

@@ -3,7 +3,7 @@
 
 #include <filesystem>
 
-#include "engine/error.h"
+#include "base/error.h"
 #include "engine/io/atomic_file.h"
 #include "engine/io/safetensors.h"
 
@@ -30,7 +30,7 @@ template <class T> T field(const nlohmann::json& j, const char* key, const std::
 
 nlohmann::json to_json(const TransformerConfig& c) {
   return {{"vocab", c.vocab}, {"d_model", c.d_model}, {"heads", c.heads}, {"ffn", c.ffn}, {"enc_layers", c.enc_layers},
-          {"dec_layers", c.dec_layers}, {"pre_norm", c.pre_norm}, {"activation", c.activation}, {"dropout", c.dropout},
+          {"dec_layers", c.dec_layers}, {"pre_norm", c.pre_norm}, {"activation", enum_name(c.activation)}, {"dropout", c.dropout},
           {"attention_dropout", c.attention_dropout}, {"activation_dropout", c.activation_dropout}, {"pad_id", c.pad_id},
           {"decoder_only", c.decoder_only}, {"share_all_embeddings", c.share_all_embeddings},
           {"share_decoder_input_output_embed", c.share_decoder_input_output_embed}, {"module_heads", c.module_heads}};
@@ -45,7 +45,7 @@ TransformerConfig transformer_config_from_json(const nlohmann::json& j, const st
   c.enc_layers = field<int64_t>(j, "enc_layers", origin);
   c.dec_layers = field<int64_t>(j, "dec_layers", origin);
   c.pre_norm = field<bool>(j, "pre_norm", origin);
-  c.activation = field<std::string>(j, "activation", origin);
+  c.activation = parse_enum<ops::Activation>(field<std::string>(j, "activation", origin), str_cat(origin, ": \"activation\""));
   c.dropout = field<float>(j, "dropout", origin);
   c.attention_dropout = field<float>(j, "attention_dropout", origin);
   c.activation_dropout = field<float>(j, "activation_dropout", origin);

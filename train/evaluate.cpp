@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <numeric>
 
-#include "engine/error.h"
+#include "base/error.h"
 #include "metrics/bleu.h"
 #include "metrics/fairseq_bleu.h"
 #include "text/bpe.h"

@@ -17,7 +17,7 @@
 #include <functional>
 #include <regex>
 
-#include "engine/error.h"
+#include "base/error.h"
 
 namespace pillars {
 
@@ -71,7 +71,7 @@ const std::vector<Entry>& entries() {
                 .note("the experiment file's name without .json")
                 .matches("^[A-Za-z0-9][A-Za-z0-9._+-]*$", "a name of letters, digits, '.', '_', '+' or '-' (it names the run directory)"),
             &E::name),
-        top(F::enumeration("task", {"translation", "language_modeling", "summarization"},
+        top(F::enumeration("task", enum_names<Task>(),
                            "What is trained: an encoder-decoder for translation and summarization, a decoder-only model for language_modeling.")
                 .require(),
             &E::task),
@@ -90,7 +90,7 @@ const std::vector<Entry>& entries() {
         in(F::string("data.train_split", "Split to train on; \"\" = the dataset's default.").def(""), &E::data, &D::train_split),
         in(F::string("data.valid_split", "Split to validate on; \"\" = the dataset's default.").def(""), &E::data, &D::valid_split),
         in(F::string("data.test_split", "Split to test on; \"\" = the dataset's default.").def(""), &E::data, &D::test_split),
-        in(F::enumeration("data.tokenizer", {"moses", "none"}, "\"moses\": Moses-style tokenization of raw text; \"none\": the text is already tokenized (split on spaces).")
+        in(F::enumeration("data.tokenizer", enum_names<Tokenizer>(), "\"moses\": Moses-style tokenization of raw text; \"none\": the text is already tokenized (split on spaces).")
                .def("moses"),
            &E::data, &D::tokenizer),
         in(F::boolean("data.lowercase", "Lowercase the text before tokenization.").def(false), &E::data, &D::lowercase),
@@ -120,7 +120,7 @@ const std::vector<Entry>& entries() {
         in(F::integer("model.dec_layers", "Decoder layers, translation and summarization only" + sz + ".").optional().at_least(1), &E::model, &M::dec_layers),
         in(F::integer("model.layers", "Layers of the decoder-only model, language_modeling only" + sz + ".").optional().at_least(1), &E::model, &M::layers),
         in(F::boolean("model.pre_norm", "true: pre-norm x + f(LN(x)); false: post-norm LN(x + f(x)), the paper's" + sz + ".").optional(), &E::model, &M::pre_norm),
-        in(F::enumeration("model.activation", {"relu", "gelu"}, "Feed-forward activation" + sz + ".").optional(), &E::model, &M::activation),
+        in(F::enumeration("model.activation", enum_names<ops::Activation>(), "Feed-forward activation" + sz + ".").optional(), &E::model, &M::activation),
         in(F::number("model.dropout", "Dropout on embeddings and on every sub-layer output" + sz + ".").optional().at_least(0).less_than(1), &E::model, &M::dropout),
         in(F::number("model.attention_dropout", "Dropout on attention probabilities" + sz + ".").optional().at_least(0).less_than(1), &E::model,
            &M::attention_dropout),
@@ -134,7 +134,7 @@ const std::vector<Entry>& entries() {
            &M::init_from),
 
         section(F::section("optim", "The optimiser and the learning-rate schedule.")),
-        in(F::enumeration("optim.optimizer", {"adam", "adamw", "sgd"}, "adam, adamw (decoupled weight decay) or sgd (with momentum).").def("adam"), &E::optim,
+        in(F::enumeration("optim.optimizer", enum_names<Optimizer>(), "adam, adamw (decoupled weight decay) or sgd (with momentum).").def("adam"), &E::optim,
            &O::optimizer),
         in(F::number("optim.lr", "Peak learning rate, reached at the end of warmup.").def(5e-4).greater_than(0), &E::optim, &O::lr),
         in(F::number_array("optim.betas", 2, "Adam's beta1 and beta2.").def(json::array({0.9, 0.98})).at_least(0).less_than(1), &E::optim, &O::betas),
@@ -142,7 +142,7 @@ const std::vector<Entry>& entries() {
         in(F::number("optim.weight_decay", "L2 penalty (adam, sgd) or decoupled weight decay (adamw).").def(0.0001).at_least(0), &E::optim, &O::weight_decay),
         in(F::number("optim.momentum", "SGD momentum (sgd only).").def(0.9).at_least(0).less_than(1), &E::optim, &O::momentum),
         in(F::boolean("optim.nesterov", "SGD with Nesterov momentum (sgd only).").def(true), &E::optim, &O::nesterov),
-        in(F::enumeration("optim.schedule", {"inverse_sqrt", "cosine", "linear", "constant"},
+        in(F::enumeration("optim.schedule", enum_names<Schedule>(),
                           "After a linear warmup from warmup_init_lr to lr: inverse_sqrt decays as lr*sqrt(warmup_updates/update) (fairseq's), "
                           "cosine and linear decay to min_lr over the run, constant stays at lr.")
                .def("inverse_sqrt"),
@@ -159,7 +159,7 @@ const std::vector<Entry>& entries() {
         in(F::number("train.label_smoothing", "Label smoothing of the cross-entropy loss.").def(0.1).at_least(0).less_than(1), &E::train, &T::label_smoothing),
         in(F::integer("train.update_freq", "Accumulate the gradients of this many batches per update.").def(1).at_least(1), &E::train, &T::update_freq),
         in(F::integer("train.patience", "Stop after this many validations without a better best_metric; 0 = off.").def(0).at_least(0), &E::train, &T::patience),
-        in(F::enumeration("train.best_metric", {"loss", "bleu", "rouge", "ppl"},
+        in(F::enumeration("train.best_metric", enum_names<BestMetric>(),
                           "Validation metric that ranks checkpoints: loss, bleu (translation, needs valid_bleu), rouge (summarization), ppl.")
                .def("loss"),
            &E::train, &T::best_metric),
@@ -173,15 +173,15 @@ const std::vector<Entry>& entries() {
         in(F::integer("train.validate_every", "Validate every this many epochs.").def(1).at_least(1), &E::train, &T::validate_every),
         in(F::number("train.save_every_minutes", "Also save a checkpoint every this many minutes; 0 = only at the end of an epoch.").def(0.0).at_least(0),
            &E::train, &T::save_every_minutes),
-        in(F::enumeration("train.device", {"cpu", "cuda"},
+        in(F::enumeration("train.device", enum_names<Device>(),
                           "Where the training steps run: cpu, or cuda (the first GPU; parameters, gradients and optimiser state live there).")
                .def("cpu"),
            &E::train, &T::device),
-        in(F::enumeration("train.precision", {"fp32", "bf16"},
+        in(F::enumeration("train.precision", enum_names<Precision>(),
                           "cuda only: fp32 (every product in fp32) or bf16 (GEMM and attention operands in bf16 on the tensor cores, fp32 accumulation and master weights).")
                .def("fp32"),
            &E::train, &T::precision),
-        in(F::enumeration("train.attention_backend", {"pillars", "cudnn", "naive"},
+        in(F::enumeration("train.attention_backend", enum_names<AttentionBackend>(),
                           "How the attention modules compute in the training steps: pillars (our fused kernels), cudnn (cuDNN's fused "
                           "attention, the GPU reference backend; cuda only) or naive (composed of matmul, mask, softmax and dropout ops, "
                           "materialising the scores). Evaluation and decoding use our kernels.")
@@ -195,7 +195,7 @@ const std::vector<Entry>& entries() {
 
         section(F::section("eval", "Evaluation by `pillars eval` (and the test score at the end of training).")),
         in(F::string("eval.split", "Split to evaluate; \"\" = data.test_split.").def(""), &E::eval, &V::split),
-        in(F::enumeration("eval.checkpoint", {"best", "last", "average"}, "Checkpoint to evaluate; average needs train.average_best > 0.").def("best"), &E::eval,
+        in(F::enumeration("eval.checkpoint", enum_names<CheckpointChoice>(), "Checkpoint to evaluate; average needs train.average_best > 0.").def("best"), &E::eval,
            &V::checkpoint),
         in(F::integer("eval.beam", "Beam size; 1 = greedy.").def(5).at_least(1), &E::eval, &V::beam),
         in(F::number("eval.lenpen", "Length penalty: hypotheses are ranked by log-probability / length^lenpen.").def(1.0).at_least(0), &E::eval, &V::lenpen),
@@ -205,34 +205,34 @@ const std::vector<Entry>& entries() {
         in(F::boolean("eval.sacrebleu_lowercase", "Case-insensitive BLEU (sacreBLEU's -lc).").def(false), &E::eval, &V::sacrebleu_lowercase),
 
         section(F::section("heads", "Head-level methods while training: GHT's group-constrained training (GCT), the baselines' "
-                                    "regularisers and gates, and head-diversity measurements (../shared/GHT.md).")),
-        in(F::enumeration("heads.regularizer", {"none", "gct", "disagreement"},
+                                    "regularisers and gates, and head-diversity measurements (docs/METHOD.md).")),
+        in(F::enumeration("heads.regularizer", enum_names<ght::Regularizer>(),
                           "Loss added per attention module: gct (GHT, Eq. 4), disagreement (Li et al. 2018), none (vanilla).")
                .def("none"),
            &E::heads, &HS::regularizer),
-        in(F::enumeration("heads.feature_map", {"V", "A", "O"},
+        in(F::enumeration("heads.feature_map", enum_names<ght::FeatureMap>(),
                           "Feature map the heads are clustered and compared by: V values, A attention probabilities, O head outputs.")
                .def("V"),
            &E::heads, &HS::feature_map),
         in(F::integer("heads.groups", "HUDS groups C per module (K-means clusters).").def(2).at_least(1), &E::heads, &HS::groups),
         in(F::number("heads.alpha", "GCT homogenisation weight (heads toward their group centre).").def(0.7).at_least(0), &E::heads, &HS::alpha),
         in(F::number("heads.beta", "GCT diversification weight (group centres apart).").def(0.5).at_least(0), &E::heads, &HS::beta),
-        in(F::enumeration("heads.gct_variant", {"metric", "classification"}, "GCT loss: metric (Eq. 4B, the paper's) or classification (Eq. 4A).")
+        in(F::enumeration("heads.gct_variant", enum_names<ght::GctVariant>(), "GCT loss: metric (Eq. 4B, the paper's) or classification (Eq. 4A).")
                .def("metric"),
            &E::heads, &HS::gct_variant),
-        in(F::enumeration("heads.gct_scale", {"per_token", "per_batch"},
+        in(F::enumeration("heads.gct_scale", enum_names<ght::GctScale>(),
                           "per_token divides the summed GCT terms by the batch's target tokens, as the reference code does, so "
                           "the paper's alpha and beta transfer; per_batch adds them as they are.")
                .def("per_token"),
            &E::heads, &HS::gct_scale),
-        in(F::enumeration("heads.disagreement", {"subspace", "position", "output"},
+        in(F::enumeration("heads.disagreement", enum_names<ght::Disagreement>(),
                           "Li et al. 2018's disagreement on values (subspace), attention probabilities (position) or head outputs (output).")
                .def("subspace"),
            &E::heads, &HS::disagreement),
         in(F::number("heads.lambda", "Weight of the disagreement regulariser.").def(1.0).at_least(0), &E::heads, &HS::lambda),
         in(F::number("heads.drophead", "Scheduled DropHead (Zhou et al. 2020): peak rate of dropping whole heads; 0 = off.").def(0.0).at_least(0).less_than(1),
            &E::heads, &HS::drophead),
-        in(F::enumeration("heads.gates", {"none", "hard_concrete"}, "Learned head gates: hard_concrete (Voita et al. 2019, L0 penalty).").def("none"),
+        in(F::enumeration("heads.gates", enum_names<ght::HeadGates>(), "Learned head gates: hard_concrete (Voita et al. 2019, L0 penalty).").def("none"),
            &E::heads, &HS::gates),
         in(F::number("heads.l0_lambda", "Weight of the hard-concrete gates' L0 penalty.").def(0.01).at_least(0), &E::heads, &HS::l0_lambda),
         in(F::boolean("heads.metrics", "Measure head diversity (X-Raying metrics, HUDS compactness, GCT terms) on a fixed held-out batch "
@@ -246,19 +246,19 @@ const std::vector<Entry>& entries() {
 
         section(F::section("prune", "Removing heads after the first phase, then fine-tuning the smaller model (GHT-PS, and the "
                                     "pruning baselines).")),
-        in(F::enumeration("prune.method", {"none", "v2s", "importance", "gates"},
+        in(F::enumeration("prune.method", enum_names<ght::PruneMethod>(),
                           "v2s: Voting-to-Stay (GHT-PS); importance: Michel et al. 2019; gates: Voita et al. 2019 (needs heads.gates); none.")
                .def("none"),
            &E::prune, &P::method),
-        in(F::enumeration("prune.trigger", {"epoch", "shift"},
-                          "When to prune: after prune.epoch epochs, or when the HUDS centroids on the held-out batch move less than "
-                          "prune.rho between validations.")
+        in(F::enumeration("prune.trigger", enum_names<ght::PruneTrigger>(),
+                          "When to prune: after prune.epoch epochs, or when the heads' feature-map cosine matrix on the held-out batch "
+                          "changes by less than prune.rho (relative Frobenius norm, mean over modules) between validations.")
                .def("epoch"),
            &E::prune, &P::trigger),
         in(F::integer("prune.epoch", "Epoch trigger: prune after this many epochs (0 = before any training).").def(9).at_least(0), &E::prune,
            &P::epoch),
-        in(F::number("prune.rho", "Shift trigger: relative squared centroid shift threshold.").def(1e-3).greater_than(0), &E::prune, &P::rho),
-        in(F::enumeration("prune.keep", {"per_group", "top_c", "score", "random", "random_member"},
+        in(F::number("prune.rho", "Shift trigger: threshold on the relative change of the heads' cosine matrix between validations.").def(1e-3).greater_than(0), &E::prune, &P::rho),
+        in(F::enumeration("prune.keep", enum_names<ght::KeepRule>(),
                           "V2S decision: the most-voted head of each group (the paper), the top heads by votes (the reference code), by "
                           "continuous score, random heads (ablation w/o HUDS), or a random member per group (ablation w/o PS stay).")
                .def("per_group"),
@@ -343,12 +343,13 @@ void check_semantics(const Experiment& e, const ValidationContext& ctx) {
                                                    e.train.keep_best, "): only that many best checkpoints are kept"));
   if (e.eval.checkpoint == CheckpointChoice::average && e.train.average_best == 0)
     throw FieldError("eval.checkpoint", "\"eval.checkpoint\" is \"average\" but \"train.average_best\" is 0, so no averaged checkpoint is made");
-  if (e.heads.regularizer == "gct" && e.heads.gct_variant == "classification" && e.heads.feature_map == "A")
+  if (e.heads.regularizer == ght::Regularizer::gct && e.heads.gct_variant == ght::GctVariant::classification &&
+      e.heads.feature_map == ght::FeatureMap::A)
     throw FieldError("heads.gct_variant", "\"heads.gct_variant\" \"classification\" needs \"heads.feature_map\" V or O (A has no fixed width)");
-  if (e.prune.method == "gates" && e.heads.gates != "hard_concrete")
+  if (e.prune.method == ght::PruneMethod::gates && e.heads.gates != ght::HeadGates::hard_concrete)
     throw FieldError("prune.method", "\"prune.method\" \"gates\" needs \"heads.gates\": \"hard_concrete\" (there are no gates to read)");
-  if (e.prune.trigger == "shift" && !e.heads.metrics)
-    throw FieldError("prune.trigger", "\"prune.trigger\" \"shift\" measures centroids on the held-out batch: it needs \"heads.metrics\" true");
+  if (e.prune.trigger == ght::PruneTrigger::shift && !e.heads.metrics)
+    throw FieldError("prune.trigger", "\"prune.trigger\" \"shift\" measures how the heads' feature maps move on the held-out batch: it needs \"heads.metrics\" true");
   if (e.optim.min_lr > e.optim.lr)
     throw FieldError("optim.min_lr", str_cat("\"optim.min_lr\" (", e.optim.min_lr, ") must not exceed \"optim.lr\" (", e.optim.lr, ")"));
   if (e.optim.warmup_init_lr > e.optim.lr)

@@ -24,26 +24,45 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/enum_json.h"
+#include "datasets/registry.h"
+#include "engine/ops/linear_act.h"
+#include "engine/tensor.h"
+#include "ght/settings.h"
+#include "kernels/cuda/device.h"
+#include "models/transformer.h"
 #include "train/schema.h"
 
 namespace pillars {
 
-enum class Task { translation, language_modeling, summarization };
-enum class Tokenizer { moses, none };
-enum class Optimizer { adam, adamw, sgd };
-enum class Schedule { inverse_sqrt, cosine, linear, constant };
-enum class BestMetric { loss, bleu, rouge, ppl };
-enum class CheckpointChoice { best, last, average };
+// Every setting that is a word is an enum from here on (base/enum_names.h): the words live in one
+// table beside each enum, the schema's allowed values come from that table, and nothing after
+// loading compares a setting with a string.
+using data::Task; // translation | language_modeling | summarization (datasets/registry.h)
 
-NLOHMANN_JSON_SERIALIZE_ENUM(Task, {{Task::translation, "translation"}, {Task::language_modeling, "language_modeling"}, {Task::summarization, "summarization"}})
-NLOHMANN_JSON_SERIALIZE_ENUM(Tokenizer, {{Tokenizer::moses, "moses"}, {Tokenizer::none, "none"}})
-NLOHMANN_JSON_SERIALIZE_ENUM(Optimizer, {{Optimizer::adam, "adam"}, {Optimizer::adamw, "adamw"}, {Optimizer::sgd, "sgd"}})
-NLOHMANN_JSON_SERIALIZE_ENUM(Schedule, {{Schedule::inverse_sqrt, "inverse_sqrt"}, {Schedule::cosine, "cosine"}, {Schedule::linear, "linear"}, {Schedule::constant, "constant"}})
-NLOHMANN_JSON_SERIALIZE_ENUM(BestMetric, {{BestMetric::loss, "loss"}, {BestMetric::bleu, "bleu"}, {BestMetric::rouge, "rouge"}, {BestMetric::ppl, "ppl"}})
-NLOHMANN_JSON_SERIALIZE_ENUM(CheckpointChoice, {{CheckpointChoice::best, "best"}, {CheckpointChoice::last, "last"}, {CheckpointChoice::average, "average"}})
+enum class Tokenizer : uint8_t { moses, none };
+constexpr auto enum_table(Tokenizer) { return enum_words<Tokenizer>({{Tokenizer::moses, "moses"}, {Tokenizer::none, "none"}}); }
 
-// "language_modeling" for Task::language_modeling, and so on for every enum above.
-template <class E> std::string enum_name(E e) { return nlohmann::json(e).get<std::string>(); }
+enum class Optimizer : uint8_t { adam, adamw, sgd };
+constexpr auto enum_table(Optimizer) {
+  return enum_words<Optimizer>({{Optimizer::adam, "adam"}, {Optimizer::adamw, "adamw"}, {Optimizer::sgd, "sgd"}});
+}
+
+enum class Schedule : uint8_t { inverse_sqrt, cosine, linear, constant };
+constexpr auto enum_table(Schedule) {
+  return enum_words<Schedule>(
+      {{Schedule::inverse_sqrt, "inverse_sqrt"}, {Schedule::cosine, "cosine"}, {Schedule::linear, "linear"}, {Schedule::constant, "constant"}});
+}
+
+enum class BestMetric : uint8_t { loss, bleu, rouge, ppl };
+constexpr auto enum_table(BestMetric) {
+  return enum_words<BestMetric>({{BestMetric::loss, "loss"}, {BestMetric::bleu, "bleu"}, {BestMetric::rouge, "rouge"}, {BestMetric::ppl, "ppl"}});
+}
+
+enum class CheckpointChoice : uint8_t { best, last, average };
+constexpr auto enum_table(CheckpointChoice) {
+  return enum_words<CheckpointChoice>({{CheckpointChoice::best, "best"}, {CheckpointChoice::last, "last"}, {CheckpointChoice::average, "average"}});
+}
 
 // The members carry no defaults of their own: parse_experiment() fills every one from the table
 // (a default-constructed Experiment means nothing). Field meanings: `pillars schema --markdown`.
@@ -63,7 +82,7 @@ struct ModelSettings {
   std::string config; // a named config: "small", "base", "lm-small", ...
   std::optional<int64_t> d_model, heads, ffn, enc_layers, dec_layers, layers;
   std::optional<bool> pre_norm, share_all_embeddings, share_decoder_input_output_embed;
-  std::optional<std::string> activation; // "relu" | "gelu", as TransformerConfig::activation
+  std::optional<ops::Activation> activation;
   std::optional<double> dropout, attention_dropout, activation_dropout;
   std::optional<std::string> init_from; // a checkpoint to start from
   bool operator==(const ModelSettings&) const = default;
@@ -89,9 +108,9 @@ struct TrainSettings {
   bool valid_bleu{};
   int64_t valid_max_sentences{}, keep_best{}, average_best{}, log_every{}, validate_every{};
   double save_every_minutes{};
-  std::string device;    // "cpu" | "cuda"
-  std::string precision; // "fp32" | "bf16" (cuda)
-  std::string attention_backend; // "pillars" | "cudnn" (cuda) | "naive"
+  Device device{};
+  Precision precision{};               // cuda only
+  AttentionBackend attention_backend{}; // cudnn: cuda only
   bool fuse_linear_activation{};
   bool operator==(const TrainSettings&) const = default;
 };
@@ -106,41 +125,9 @@ struct EvalSettings {
   bool operator==(const EvalSettings&) const = default;
 };
 
-// Head-level methods during training: GHT's group-constrained training, the baselines' regularisers
-// and gates, and the head-diversity measurements (../shared/GHT.md §3, §5, §6). Enumerations are
-// kept as their names (validated by the table) and parsed where they are used (ght/).
-struct HeadsSettings {
-  std::string regularizer;      // "none" | "gct" | "disagreement"
-  std::string feature_map;      // "V" | "A" | "O"
-  int64_t groups{};             // C
-  double alpha{}, beta{};       // GCT weights
-  std::string gct_variant;      // "metric" (Eq. 4B) | "classification" (Eq. 4A)
-  std::string gct_scale;        // "per_token" | "per_batch"
-  std::string disagreement;     // "subspace" | "position" | "output" (Li et al. 2018)
-  double lambda{};              // disagreement weight
-  double drophead{};            // Scheduled DropHead's peak rate; 0 = off
-  std::string gates;            // "none" | "hard_concrete" (Voita et al. 2019)
-  double l0_lambda{};           // weight of the gates' L0 penalty
-  bool metrics{};               // measure head diversity on a held-out batch
-  int64_t metrics_every{};      // ... every this many updates (0 = at each validation)
-  int64_t metrics_sentences{};  // size of the held-out batch
-  bool operator==(const HeadsSettings&) const = default;
-};
-
-// Pruning heads after the first phase, then fine-tuning the smaller model (GHT.md §4).
-struct PruneSettings {
-  std::string method;           // "none" | "v2s" | "importance" (Michel et al.) | "gates" (Voita et al.)
-  std::string trigger;          // "epoch" | "shift"
-  int64_t epoch{};              // epoch trigger: prune after this many epochs (0 = before training)
-  double rho{};                 // shift trigger: relative centroid shift between validations
-  std::string keep;             // V2S rule: "per_group" | "top_c" | "score" | "random" | "random_member"
-  int64_t heads{};              // heads kept per module (0 = heads.groups)
-  int64_t vote_batches{};       // training batches voted on (0 = all)
-  bool finetune_regularizer{};  // keep the head regulariser on while fine-tuning (an ablation)
-  int64_t finetune_epochs{}, finetune_patience{};
-  double finetune_minutes{};
-  bool operator==(const PruneSettings&) const = default;
-};
+// The `heads` and `prune` sections are the GHT method's own settings (ght/settings.h).
+using ght::HeadsSettings;
+using ght::PruneSettings;
 
 struct Experiment {
   std::string name; // names the run directory; default: the file's stem

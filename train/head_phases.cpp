@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "engine/error.h"
+#include "base/error.h"
 #include "engine/io/atomic_file.h"
 #include "ght/baselines.h"
 #include "ght/method.h"
@@ -27,7 +27,7 @@ class HeadMetricsLog {
  public:
   HeadMetricsLog(const Experiment& e, const TaskHooks& hooks, const std::string& run_dir, std::string phase)
       : hooks_(hooks), path_((fs::path(run_dir) / "head_metrics.jsonl").string()), phase_(std::move(phase)) {
-    options_.feature_map = ght::parse_feature_map(e.heads.feature_map);
+    options_.feature_map = e.heads.feature_map;
     options_.groups = static_cast<int>(e.heads.groups);
     options_.seed = static_cast<uint64_t>(e.seed);
   }
@@ -86,7 +86,7 @@ void attach_metrics(TrainOptions& to, HeadMetricsLog& log, const Experiment& e, 
     if (every == 0) log.measure(cfg, params, s);
     if (!shift_trigger) return "";
     const double shift = log.shift();
-    if (!quiet && std::isfinite(shift)) std::fprintf(stderr, "heads: centroid shift %.3g (prune below %.3g)\n", shift, rho);
+    if (!quiet && std::isfinite(shift)) std::fprintf(stderr, "heads: geometry shift %.3g (prune below %.3g)\n", shift, rho);
     return shift < rho ? "centroid_shift" : "";
   };
 }
@@ -99,32 +99,35 @@ void copy_if_exists(const fs::path& from, const fs::path& to) {
 ght::HeadSelection choose_heads(const Experiment& e, const TransformerConfig& cfg, ParamStore& params,
                                 const TaskHooks& hooks, const std::string& run_dir, bool quiet) {
   const int keep = static_cast<int>(e.prune.heads > 0 ? e.prune.heads : e.heads.groups);
-  if (e.prune.method == "v2s") {
-    ght::VoteSettings s;
-    s.feature_map = ght::parse_feature_map(e.heads.feature_map);
-    s.groups = static_cast<int>(e.heads.groups);
-    s.rule = ght::parse_keep_rule(e.prune.keep);
-    s.keep = keep;
-    s.seed = static_cast<uint64_t>(e.seed);
-    s.max_batches = e.prune.vote_batches;
-    const ght::VoteResult r = ght::vote(
-        [&](std::shared_ptr<GraphExtension> ext) { return hooks.make_task(cfg, params, 0.0f, std::move(ext)); }, s, quiet);
-    io::atomic_write_file((fs::path(run_dir) / "votes.json").string(), r.to_json().dump(1) + "\n");
-    return r.selection();
+  switch (e.prune.method) {
+    case ght::PruneMethod::v2s: {
+      ght::VoteSettings s;
+      s.feature_map = e.heads.feature_map;
+      s.groups = static_cast<int>(e.heads.groups);
+      s.rule = e.prune.keep;
+      s.keep = keep;
+      s.seed = static_cast<uint64_t>(e.seed);
+      s.max_batches = e.prune.vote_batches;
+      const ght::VoteResult r = ght::vote(
+          [&](std::shared_ptr<GraphExtension> ext) { return hooks.make_task(cfg, params, 0.0f, std::move(ext)); }, s, quiet);
+      io::atomic_write_file((fs::path(run_dir) / "votes.json").string(), r.to_json().dump(1) + "\n");
+      return r.selection();
+    }
+    case ght::PruneMethod::importance: {
+      ght::ImportanceSettings s;
+      s.batches = e.prune.vote_batches;
+      s.seed = static_cast<uint64_t>(e.seed);
+      const ght::HeadImportance importance = ght::head_importance(
+          cfg, params, [&](ParamStore& p, std::shared_ptr<GraphExtension> ext) { return hooks.make_task(cfg, p, 0.0f, std::move(ext)); },
+          s);
+      nlohmann::json j = {{"method", "importance"}, {"batches", importance.batches}, {"normalized", importance.normalized}};
+      io::atomic_write_file((fs::path(run_dir) / "importance.json").string(), j.dump(1) + "\n");
+      return ght::top_k_selection(importance.normalized, keep);
+    }
+    case ght::PruneMethod::gates: return ght::top_k_selection(ght::expected_gates(params, cfg), keep);
+    case ght::PruneMethod::none: break;
   }
-  if (e.prune.method == "importance") {
-    ght::ImportanceSettings s;
-    s.batches = e.prune.vote_batches;
-    s.seed = static_cast<uint64_t>(e.seed);
-    const ght::HeadImportance importance = ght::head_importance(
-        cfg, params, [&](ParamStore& p, std::shared_ptr<GraphExtension> ext) { return hooks.make_task(cfg, p, 0.0f, std::move(ext)); },
-        s);
-    nlohmann::json j = {{"method", "importance"}, {"batches", importance.batches}, {"normalized", importance.normalized}};
-    io::atomic_write_file((fs::path(run_dir) / "importance.json").string(), j.dump(1) + "\n");
-    return ght::top_k_selection(importance.normalized, keep);
-  }
-  if (e.prune.method == "gates") return ght::top_k_selection(ght::expected_gates(params, cfg), keep);
-  throw InputError(str_cat("prune.method \"", e.prune.method, "\" is not known"));
+  throw Error("choose_heads: prune.method is \"none\"");
 }
 
 nlohmann::json prune_json(const std::string& from, const ght::PruneSummary& s) {
@@ -143,7 +146,7 @@ nlohmann::json prune_json(const std::string& from, const ght::PruneSummary& s) {
 std::vector<std::string> train_with_heads(const Experiment& e, const TransformerConfig& cfg, ParamStore& params,
                                           const TaskHooks& hooks, const TrainOptions& base, const TrainerState* from_checkpoint) {
   const std::string run_dir = base.run_dir;
-  const bool prune = e.prune.method != "none";
+  const bool prune = e.prune.method != ght::PruneMethod::none;
   const fs::path pruned_dir = fs::path(run_dir) / kPrunedDir;
   const fs::path prune_file = fs::path(run_dir) / "prune.json";
   const fs::path pruned_checkpoint = fs::path(run_dir) / "checkpoint_pruned.safetensors";
@@ -151,16 +154,16 @@ std::vector<std::string> train_with_heads(const Experiment& e, const Transformer
 
   // ---- phase 1 ----------------------------------------------------------------------------------
   Experiment e1 = e;
-  if (prune && e.prune.trigger == "epoch") e1.train.max_epochs = std::min(e.train.max_epochs, e.prune.epoch);
-  const bool phase1 = from_checkpoint == nullptr && !(prune && e.prune.trigger == "epoch" && e.prune.epoch == 0);
+  if (prune && e.prune.trigger == ght::PruneTrigger::epoch) e1.train.max_epochs = std::min(e.train.max_epochs, e.prune.epoch);
+  const bool phase1 = from_checkpoint == nullptr && !(prune && e.prune.trigger == ght::PruneTrigger::epoch && e.prune.epoch == 0);
   if (from_checkpoint && !prune) throw InputError("pillars prune: the experiment's \"prune.method\" is \"none\"");
   TrainerState phase1_state = from_checkpoint ? *from_checkpoint : TrainerState{};
   if (phase1 && !(prune && fs::exists(prune_file))) {
     TrainOptions to = base;
     to.phase = prune ? "train" : "";
-    to.extension = ght::head_extension(e, cfg, params, /*finetune=*/false);
+    to.extension = ght::head_extension(e.heads, e.prune, static_cast<uint64_t>(e.seed), cfg, params, /*finetune=*/false);
     HeadMetricsLog metrics(e, hooks, run_dir, "train");
-    attach_metrics(to, metrics, e1, cfg, params, prune && e.prune.trigger == "shift");
+    attach_metrics(to, metrics, e1, cfg, params, prune && e.prune.trigger == ght::PruneTrigger::shift);
     auto task = hooks.make_task(cfg, params, static_cast<float>(e.train.label_smoothing), to.extension);
     phase1_state = train_model(e1, cfg, params, *task, to).state;
   } else if (phase1) {
@@ -168,7 +171,7 @@ std::vector<std::string> train_with_heads(const Experiment& e, const Transformer
   }
   // (A model trained with hard-concrete gates is only meaningful with its gates, which decoding does
   // not apply: its first phase is evaluated after pruning, in pruned/.)
-  if (phase1 && e.heads.gates == "none") to_evaluate.push_back(run_dir);
+  if (phase1 && e.heads.gates == ght::HeadGates::none) to_evaluate.push_back(run_dir);
   if (!prune) return to_evaluate;
 
   // ---- prune ------------------------------------------------------------------------------------
@@ -214,7 +217,7 @@ std::vector<std::string> train_with_heads(const Experiment& e, const Transformer
   to.run_dir = pruned_dir.string();
   to.phase = "finetune";
   to.resume = fs::exists(pruned_dir / "checkpoint_last.safetensors");
-  to.extension = ght::head_extension(e, ps.cfg, ps.params, /*finetune=*/true);
+  to.extension = ght::head_extension(e.heads, e.prune, static_cast<uint64_t>(e.seed), ps.cfg, ps.params, /*finetune=*/true);
   HeadMetricsLog metrics(e, hooks, pruned_dir.string(), "finetune");
   attach_metrics(to, metrics, e2, ps.cfg, ps.params, false);
   auto task = hooks.make_task(ps.cfg, ps.params, static_cast<float>(e.train.label_smoothing), to.extension);

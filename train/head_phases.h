@@ -1,4 +1,4 @@
-// A run with head methods (../shared/GHT.md §3–§4): the phases of one `pillars train`.
+// A run with head methods (docs/METHOD.md §4–§5): the phases of one `pillars train`.
 //
 //   phase 1   train with the `heads` section's extension (GCT, a baseline's regulariser or gates),
 //             measuring head diversity on a held-out batch into head_metrics.jsonl;

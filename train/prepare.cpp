@@ -8,7 +8,7 @@
 
 #include "datasets/cache.h"
 #include "datasets/registry.h"
-#include "engine/error.h"
+#include "base/error.h"
 #include "text/token_cache.h"
 
 namespace pillars::train {

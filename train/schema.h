@@ -22,7 +22,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/error.h"
+#include "base/error.h"
 
 namespace pillars::schema {
 

@@ -9,7 +9,7 @@
 #include <fstream>
 
 #include "decode/search.h"
-#include "engine/error.h"
+#include "base/error.h"
 #include "engine/io/atomic_file.h"
 #include "engine/passes/flops.h"
 #include "datasets/registry.h"
@@ -234,8 +234,9 @@ std::string checkpoint_path(const std::string& target, const std::string& choice
     if (!fs::exists(target)) throw InputError(str_cat(target, ": no such checkpoint or run directory"));
     return target;
   }
-  const std::string chosen = choice.empty() ? enum_name(load_run_config(target).eval.checkpoint) : choice;
-  const std::string file = "checkpoint_" + (chosen == "average" ? std::string("avg") : chosen) + ".safetensors";
+  const CheckpointChoice which = choice.empty() ? load_run_config(target).eval.checkpoint : parse_enum<CheckpointChoice>(choice, "--checkpoint");
+  const std::string chosen = enum_name(which);
+  const std::string file = str_cat("checkpoint_", which == CheckpointChoice::average ? "avg" : chosen, ".safetensors");
   const fs::path path = fs::path(target) / file;
   if (fs::exists(path)) return path.string();
   if (!choice.empty()) throw InputError(str_cat(path.string(), " does not exist (the run has no ", chosen, " checkpoint)"));

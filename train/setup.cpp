@@ -1,7 +1,7 @@
 // See setup.h.
 #include "train/setup.h"
 
-#include "engine/error.h"
+#include "base/error.h"
 #include "engine/optim/adam.h"
 #include "engine/optim/sgd.h"
 

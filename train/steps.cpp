@@ -1,7 +1,7 @@
 // See steps.h.
 #include "train/steps.h"
 
-#include "engine/error.h"
+#include "base/error.h"
 #include "engine/passes/autodiff.h"
 #include "models/fused.h"
 
@@ -141,8 +141,8 @@ LmSteps::Compiled& LmSteps::compiled(std::map<std::pair<int64_t, int64_t>, std::
   return *slot;
 }
 
-void LmSteps::bind(Compiled& c, int64_t B, int64_t T, const std::vector<int32_t>& tokens,
-                   const std::vector<int32_t>& target, uint64_t seed, bool train) {
+int64_t LmSteps::bind(Compiled& c, int64_t B, int64_t T, const std::vector<int32_t>& tokens,
+                      const std::vector<int32_t>& target, uint64_t seed, bool train) {
   Executor& ex = *c.executor;
   ex.bind(c.model.tokens, Tensor::from_i32({B, T}, tokens));
   ex.bind(c.model.target, Tensor::from_i32({B * T}, target));
@@ -151,26 +151,25 @@ void LmSteps::bind(Compiled& c, int64_t B, int64_t T, const std::vector<int32_t>
   int64_t n = 0;
   for (int32_t len : lengths) n += len;
   if (extension_) extension_->bind(ex, c.model.graph, {n, seed, train ? update_ : 0, progress_, train});
+  return n;
 }
 
 float LmSteps::train(int64_t B, int64_t T, const std::vector<int32_t>& tokens, const std::vector<int32_t>& target,
                      uint64_t seed) {
   Compiled& c = compiled(train_, B, T, true);
-  bind(c, B, T, tokens, target, seed, true);
+  const int64_t n = bind(c, B, T, tokens, target, seed, true);
   c.executor->set_seed(seed);
   c.executor->run();
-  if (extension_) extension_->after_run(*c.executor, c.model.graph, {0, seed, update_, progress_, true});
+  if (extension_) extension_->after_run(*c.executor, c.model.graph, {n, seed, update_, progress_, true});
   gather_slots(c, params_, slots_);
   return scalar_of(*c.executor, c.model.loss);
 }
 
 double LmSteps::eval(int64_t B, int64_t T, const std::vector<int32_t>& tokens, const std::vector<int32_t>& target) {
   Compiled& c = compiled(eval_, B, T, false);
-  bind(c, B, T, tokens, target, 0, false);
+  const int64_t n = bind(c, B, T, tokens, target, 0, false); // the target tokens that are not padding
   c.executor->run();
-  if (extension_) extension_->after_run(*c.executor, c.model.graph, {0, 0, 0, progress_, false});
-  int64_t n = 0;
-  for (int32_t t : target) n += t != static_cast<int32_t>(cfg_.pad_id);
+  if (extension_) extension_->after_run(*c.executor, c.model.graph, {n, 0, 0, progress_, false});
   return static_cast<double>(scalar_of(*c.executor, c.model.loss)) * static_cast<double>(n);
 }
 

@@ -94,8 +94,9 @@ class LmSteps {
     std::vector<ValueId> params, grads;
     std::unique_ptr<Executor> executor;
   };
-  void bind(Compiled& c, int64_t B, int64_t T, const std::vector<int32_t>& tokens, const std::vector<int32_t>& target,
-            uint64_t seed, bool train);
+  // Binds one batch; returns its target tokens that are not padding.
+  int64_t bind(Compiled& c, int64_t B, int64_t T, const std::vector<int32_t>& tokens, const std::vector<int32_t>& target,
+               uint64_t seed, bool train);
   Compiled& compiled(std::map<std::pair<int64_t, int64_t>, std::unique_ptr<Compiled>>& cache, int64_t B, int64_t T, bool train);
   const TransformerConfig& cfg_;
   ParamStore& params_;

@@ -4,13 +4,14 @@
 #include <algorithm>
 #include <random>
 
-#include "engine/error.h"
+#include "base/error.h"
+#include "text/dictionary.h"
 
 namespace pillars::train {
 
 namespace {
 
-constexpr int32_t kEos = 2; // fairseq's dictionary: bos 0, pad 1, eos 2, unk 3
+constexpr int32_t kEos = text::Dictionary::kEos;
 
 std::vector<int64_t> lengths_of(const std::vector<std::vector<int32_t>>& lists) {
   std::vector<int64_t> n;

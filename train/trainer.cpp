@@ -1,6 +1,7 @@
 // The training loop; see trainer.h.
 #include "train/trainer.h"
 
+#include "base/splitmix64.h"
 #include "kernels/cuda/device.h"
 
 #include <algorithm>
@@ -10,7 +11,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "engine/error.h"
+#include "base/error.h"
 #include "engine/optim/clip.h"
 #include "engine/optim/loops.h"
 #include "train/setup.h"
@@ -24,12 +25,7 @@ using Clock = std::chrono::steady_clock;
 
 // The dropout seed of update u: a SplitMix64 mix of (experiment seed, u), so neighbouring
 // updates get unrelated Philox streams.
-uint64_t update_seed(uint64_t seed, int64_t update) {
-  uint64_t z = seed * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(update) + 0x632BE59BD9B4E019ull;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
+uint64_t update_seed(uint64_t seed, int64_t update) { return mix_seeds(seed, static_cast<uint64_t>(update)); }
 
 std::string duration(double seconds) {
   const int64_t s = static_cast<int64_t>(seconds + 0.5);
@@ -359,9 +355,10 @@ class Loop {
 } // namespace
 
 void check_device_settings(const Experiment& e) {
-  if (e.train.device != "cuda") {
-    if (e.train.precision != "fp32") throw InputError("train.precision \"" + e.train.precision + "\" needs train.device \"cuda\"");
-    if (e.train.attention_backend == "cudnn")
+  if (e.train.device != Device::cuda) {
+    if (e.train.precision != Precision::fp32)
+      throw InputError(str_cat("train.precision \"", enum_name(e.train.precision), "\" needs train.device \"cuda\""));
+    if (e.train.attention_backend == AttentionBackend::cudnn)
       throw InputError("train.attention_backend \"cudnn\" (cuDNN's fused attention) needs train.device \"cuda\"");
     return;
   }
@@ -375,7 +372,7 @@ class ParamsOnDevice {
  public:
   ParamsOnDevice(const Experiment& e, ParamStore& params) : params_(params) {
     check_device_settings(e);
-    if (e.train.device != "cuda") return;
+    if (e.train.device != Device::cuda) return;
     cuda_set_precision(e.train.precision);
     params_.to(Device::cuda);
     moved_ = true;
@@ -399,7 +396,7 @@ TrainerOutcome train_model(const Experiment& e, const TransformerConfig& cfg, Pa
                            const TrainOptions& options) {
   fs::create_directories(options.run_dir);
   ParamsOnDevice on_device(e, params);
-  task.set_attention_backend(parse_attention_backend(e.train.attention_backend));
+  task.set_attention_backend(e.train.attention_backend);
   task.set_fuse_linear_activation(e.train.fuse_linear_activation);
   Loop loop(e, cfg, params, task, options);
   return loop.run();

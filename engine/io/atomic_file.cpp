@@ -11,7 +11,7 @@
 #include <cstring>
 #include <filesystem>
 
-#include "engine/error.h"
+#include "base/error.h"
 
 namespace pillars::io {
 

@@ -3,7 +3,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/error.h"
+#include "base/parallel.h"
+#include "base/error.h"
 #include "engine/graph.h"
 #include "engine/op.h"
 
@@ -37,7 +38,6 @@ inline AxisSplit split_at(const Shape& s, int64_t axis) {
   return r;
 }
 
-// Elements above which a loop is worth spreading over OpenMP threads.
-constexpr int64_t kParallelGrain = 1 << 15;
+using pillars::kParallelGrain; // base/parallel.h
 
 } // namespace pillars::ops::detail

@@ -1,11 +1,14 @@
 // A linear layer and its activation as one op: what the fuse_linear_activation pass
 // (engine/passes/fuse_linear.h) puts where a model wrote ops::linear followed by ops::relu/gelu.
 #pragma once
+#include "base/enum_names.h"
 #include "engine/graph.h"
 
 namespace pillars::ops {
 
-enum class Activation { relu, gelu };
+// The feed-forward activation: ReLU, or the exact (erf) GELU. Also the experiment's model.activation.
+enum class Activation : uint8_t { relu, gelu };
+constexpr auto enum_table(Activation) { return enum_words<Activation>({{Activation::relu, "relu"}, {Activation::gelu, "gelu"}}); }
 
 struct LinearAct {
   ValueId y = kNoValue;   // (..., out) act(x Wᵀ + b)

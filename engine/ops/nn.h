@@ -50,7 +50,7 @@ ValueId cross_entropy(Graph& g, ValueId logits, ValueId targets, float smoothing
 // F.cosine_similarity); a and b have the same shape; the axis is removed from the output.
 ValueId cosine_similarity(Graph& g, ValueId a, ValueId b, int64_t axis = -1, float eps = 1e-8f);
 
-// Per-head Gram matrix for GHT (../shared/GHT.md §2): x (B, T, H, D) is a per-head feature map
+// Per-head Gram matrix for GHT (docs/METHOD.md §2): x (B, T, H, D) is a per-head feature map
 // (e.g. V or O); lengths i32 (B) or kNoValue excludes padded positions t >= lengths[b].
 // G[i, j] = Σ_{b, t < len_b, d} x[b,t,i,d] · x[b,t,j,d]  → (H, H). Gradient: dX = (dG + dGᵀ) X.
 ValueId head_gram(Graph& g, ValueId x, ValueId lengths = kNoValue);

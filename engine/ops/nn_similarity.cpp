@@ -1,4 +1,4 @@
-// cosine_similarity and head_gram (the k × k Gram matrix of GHT, ../shared/GHT.md §2), each with
+// cosine_similarity and head_gram (the k × k Gram matrix of GHT, docs/METHOD.md §2), each with
 // its backward op.
 //
 // cosine_similarity (PyTorch 1.13's F.cosine_similarity), sums along `axis`:

@@ -5,7 +5,7 @@
 
 #include <cmath>
 
-#include "engine/error.h"
+#include "base/error.h"
 #include "kernels/cpu/adam.h"
 
 namespace pillars::optim {

@@ -3,7 +3,7 @@
 
 #include <cmath>
 
-#include "engine/error.h"
+#include "base/error.h"
 #include "engine/optim/loops.h"
 
 namespace pillars::optim {

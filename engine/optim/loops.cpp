@@ -1,7 +1,7 @@
 // See loops.h.
 #include "engine/optim/loops.h"
 
-#include "engine/error.h"
+#include "base/error.h"
 
 #ifdef PILLARS_HAVE_CUDA
 #include "kernels/cuda/adam.h"

@@ -3,7 +3,7 @@
 
 #include "engine/optim/loops.h"
 
-#include "engine/error.h"
+#include "base/error.h"
 #include "kernels/cpu/adam.h"
 
 namespace pillars::optim {

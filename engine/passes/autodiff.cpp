@@ -6,7 +6,7 @@
 // guarantees dL/dy is complete (all its uses visited) before it is propagated to the inputs.
 #include "engine/passes/autodiff.h"
 
-#include "engine/error.h"
+#include "base/error.h"
 #include "engine/op.h"
 #include "engine/ops/elementwise.h"
 

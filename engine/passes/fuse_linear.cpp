@@ -9,7 +9,7 @@
 #include <cstring>
 #include <map>
 
-#include "engine/error.h"
+#include "base/error.h"
 #include "engine/op.h"
 #include "engine/ops/linear_act.h"
 

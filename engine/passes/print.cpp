@@ -3,7 +3,7 @@
 
 #include <sstream>
 
-#include "engine/error.h"
+#include "base/error.h"
 #include "engine/op.h"
 
 namespace pillars {

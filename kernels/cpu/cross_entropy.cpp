@@ -15,13 +15,13 @@
 #include <algorithm>
 #include <limits>
 
-#include "engine/error.h"
+#include "base/parallel.h"
+#include "base/error.h"
 #include "kernels/cpu/vec_math.h"
 
 namespace pillars::cpu {
 namespace {
 
-constexpr int64_t kParallelMin = 32768; // elements of the logits
 
 bool ignored(const CrossEntropyParams& p, int32_t t) { return t == p.ignore_index; }
 
@@ -69,7 +69,7 @@ int64_t cross_entropy_valid_rows(const CrossEntropyParams& p, const int32_t* tar
 float cross_entropy_forward(const CrossEntropyParams& p, const float* logits, const int32_t* targets,
                             float* lse, float* row_loss) {
   const int64_t valid = cross_entropy_valid_rows(p, targets); // throws before any thread starts
-#pragma omp parallel for schedule(static) if (p.N * p.V >= kParallelMin)
+#pragma omp parallel for schedule(static) if (p.N * p.V >= kParallelGrain)
   for (int64_t n = 0; n < p.N; ++n) {
     if (ignored(p, targets[n])) {
       lse[n] = row_loss[n] = 0.0f;
@@ -88,7 +88,7 @@ void cross_entropy_backward(const CrossEntropyParams& p, const float* logits, co
                             const float* lse, float grad, float* dlogits) {
   const int64_t valid = cross_entropy_valid_rows(p, targets);
   const float scale = valid == 0 ? 0.0f : grad / static_cast<float>(valid);
-#pragma omp parallel for schedule(static) if (p.N * p.V >= kParallelMin)
+#pragma omp parallel for schedule(static) if (p.N * p.V >= kParallelGrain)
   for (int64_t n = 0; n < p.N; ++n) {
     float* dx = dlogits + n * p.V;
     if (ignored(p, targets[n]))

@@ -10,13 +10,13 @@
 #include <cmath>
 #include <cstring>
 
-#include "engine/error.h"
+#include "base/parallel.h"
+#include "base/error.h"
 
 namespace pillars::cpu {
 
 namespace {
 
-constexpr int64_t kGrain = 1 << 15;
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define PILLARS_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
@@ -74,7 +74,7 @@ template <BinaryKind K> void binary_impl(const float* a, const Shape& as, const 
   const int64_t row = r ? os[r - 1] : 1, rows = total / row;
   const Strides sa = broadcast_strides(as, os), sb = broadcast_strides(bs, os);
   const int64_t sa_last = r ? sa[r - 1] : 0, sb_last = r ? sb[r - 1] : 0;
-#pragma omp parallel for schedule(static) if (total > kGrain)
+#pragma omp parallel for schedule(static) if (total > kParallelGrain)
   for (int64_t rr = 0; rr < rows; ++rr) {
     // Offsets of this row in a and b from its multi-index over the leading axes.
     int64_t rem = rr, oa = 0, ob = 0;
@@ -96,23 +96,23 @@ inline float gelu_grad_f(float x) {
 }
 
 PILLARS_CLONES void scale_loop(const float* x, float* y, int64_t n, float s) {
-#pragma omp parallel for simd schedule(static) if (n > kGrain)
+#pragma omp parallel for simd schedule(static) if (n > kParallelGrain)
   for (int64_t i = 0; i < n; ++i) y[i] = s * x[i];
 }
 PILLARS_CLONES void add_scalar_loop(const float* x, float* y, int64_t n, float c) {
-#pragma omp parallel for simd schedule(static) if (n > kGrain)
+#pragma omp parallel for simd schedule(static) if (n > kParallelGrain)
   for (int64_t i = 0; i < n; ++i) y[i] = x[i] + c;
 }
 PILLARS_CLONES void relu_loop(const float* x, float* y, int64_t n) {
-#pragma omp parallel for simd schedule(static) if (n > kGrain)
+#pragma omp parallel for simd schedule(static) if (n > kParallelGrain)
   for (int64_t i = 0; i < n; ++i) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
 }
 PILLARS_CLONES void relu_backward_loop(const float* dy, const float* x, float* dx, int64_t n) {
-#pragma omp parallel for simd schedule(static) if (n > kGrain)
+#pragma omp parallel for simd schedule(static) if (n > kParallelGrain)
   for (int64_t i = 0; i < n; ++i) dx[i] = x[i] > 0.0f ? dy[i] : 0.0f;
 }
 template <class F> void map_loop(const float* x, float* y, int64_t n, F f) {
-#pragma omp parallel for schedule(static) if (n > kGrain / 8)
+#pragma omp parallel for schedule(static) if (n > kParallelGrain / 8)
   for (int64_t i = 0; i < n; ++i) y[i] = f(x[i]);
 }
 
@@ -142,14 +142,14 @@ void unary(UnaryKind kind, const float* x, float* y, int64_t n, float s, float c
 
 void activation_backward(UnaryKind kind, const float* dy, const float* x, float* dx, int64_t n) {
   if (kind == UnaryKind::relu) return relu_backward_loop(dy, x, dx, n);
-#pragma omp parallel for schedule(static) if (n > kGrain / 8)
+#pragma omp parallel for schedule(static) if (n > kParallelGrain / 8)
   for (int64_t i = 0; i < n; ++i) dx[i] = dy[i] * gelu_grad_f(x[i]);
 }
 
 PILLARS_CLONES void bias_activation(UnaryKind kind, float* z, const float* bias, float* y, int64_t rows, int64_t n) {
   PILLARS_CHECK(kind == UnaryKind::relu || kind == UnaryKind::gelu, "bias_activation: relu or gelu only");
   const bool relu = kind == UnaryKind::relu;
-#pragma omp parallel for schedule(static) if (rows * n > (relu ? kGrain : kGrain / 8))
+#pragma omp parallel for schedule(static) if (rows * n > (relu ? kParallelGrain : kParallelGrain / 8))
   for (int64_t r = 0; r < rows; ++r) {
     float* zr = z + r * n;
     float* yr = y + r * n;
@@ -172,7 +172,7 @@ void sum_to(const float* x, const Shape& xs, float* out, const Shape& os) {
   for (size_t i = 0; i < os.size(); ++i) trailing = trailing && os[i] == xs[i + off];
   if (trailing) {
     const int64_t rows = total / (out_n ? out_n : 1);
-#pragma omp parallel for schedule(static) if (total > kGrain)
+#pragma omp parallel for schedule(static) if (total > kParallelGrain)
     for (int64_t j0 = 0; j0 < out_n; j0 += 64) { // threads own disjoint column blocks
       const int64_t j1 = std::min(out_n, j0 + 64);
       for (int64_t r = 0; r < rows; ++r)

@@ -5,11 +5,11 @@
 #include <algorithm>
 #include <cstring>
 
-#include "engine/error.h"
+#include "base/parallel.h"
+#include "base/error.h"
 
 namespace pillars::cpu {
 namespace {
-constexpr int64_t kParallelMin = 32768; // elements moved
 constexpr int64_t kColumnBlock = 64;    // columns of dtable per work item of the scatter-add
 } // namespace
 
@@ -21,14 +21,14 @@ void embedding_check_ids(const int32_t* ids, int64_t n, int64_t V) {
 
 void embedding_forward(const float* table, const int32_t* ids, float* out, int64_t n, int64_t V, int64_t D) {
   embedding_check_ids(ids, n, V);
-#pragma omp parallel for schedule(static) if (n * D >= kParallelMin)
+#pragma omp parallel for schedule(static) if (n * D >= kParallelGrain)
   for (int64_t i = 0; i < n; ++i)
     std::memcpy(out + i * D, table + static_cast<int64_t>(ids[i]) * D, static_cast<size_t>(D) * sizeof(float));
 }
 
 void embedding_backward(const float* dout, const int32_t* ids, float* dtable, int64_t n, int64_t V, int64_t D) {
   embedding_check_ids(ids, n, V);
-  const bool parallel = (V + n) * D >= kParallelMin;
+  const bool parallel = (V + n) * D >= kParallelGrain;
 #pragma omp parallel for schedule(static) if (parallel)
   for (int64_t v = 0; v < V; ++v) std::fill(dtable + v * D, dtable + (v + 1) * D, 0.0f);
   // One work item per block of columns [d0, d0 + w): all positions, in order.

@@ -22,7 +22,7 @@
 // 4 × 8 one on 4-float GCC vectors (SSE2 on x86-64). PILLARS_ISA / force_isa() pick among them.
 #include "kernels/cpu/gemm.h"
 
-#include "engine/error.h"
+#include "base/error.h"
 
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/gemm_blocked.h"

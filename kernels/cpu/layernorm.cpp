@@ -5,12 +5,12 @@
 #include <algorithm>
 #include <cmath>
 
+#include "base/parallel.h"
 #include "kernels/cpu/vec_math.h"
 
 namespace pillars::cpu {
 namespace {
 
-constexpr int64_t kParallelMin = 32768; // elements
 constexpr int64_t kColumnBlock = 64;    // columns of dγ/dβ one thread sums at a time
 
 PILLARS_SIMD_CLONES void forward_row(const float* x, const float* gamma, const float* beta,
@@ -73,14 +73,14 @@ PILLARS_SIMD_CLONES void param_grad_block(const float* x, const float* mean, con
 
 void layer_norm_forward(const float* x, const float* gamma, const float* beta, float* y, float* mean,
                         float* rstd, int64_t N, int64_t D, float eps) {
-#pragma omp parallel for schedule(static) if (N * D >= kParallelMin)
+#pragma omp parallel for schedule(static) if (N * D >= kParallelGrain)
   for (int64_t n = 0; n < N; ++n)
     forward_row(x + n * D, gamma, beta, y + n * D, mean + n, rstd + n, D, eps);
 }
 
 void layer_norm_backward(const float* x, const float* gamma, const float* mean, const float* rstd,
                          const float* dy, float* dx, float* dgamma, float* dbeta, int64_t N, int64_t D) {
-  const bool parallel = N * D >= kParallelMin;
+  const bool parallel = N * D >= kParallelGrain;
 #pragma omp parallel for schedule(static) if (parallel)
   for (int64_t n = 0; n < N; ++n) backward_row(x + n * D, gamma, mean[n], rstd[n], dy + n * D, dx + n * D, D);
   if (!dgamma && !dbeta) return;

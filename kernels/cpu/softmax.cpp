@@ -19,12 +19,12 @@
 #include <algorithm>
 #include <limits>
 
+#include "base/parallel.h"
 #include "kernels/cpu/vec_math.h"
 
 namespace pillars::cpu {
 namespace {
 
-constexpr int64_t kParallelMin = 32768; // elements; below this one thread is faster
 constexpr int64_t kTile = 64;           // strided rows processed together
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
@@ -126,7 +126,7 @@ PILLARS_SIMD_CLONES void backward_tile(const float* y, const float* g, float* dx
 // every tile of strided rows, in parallel when the tensor is large.
 template <class RowFn, class TileFn>
 void for_each_row(const SoftmaxShape& s, RowFn row, TileFn tile) {
-  const bool parallel = s.outer * s.len * s.inner >= kParallelMin;
+  const bool parallel = s.outer * s.len * s.inner >= kParallelGrain;
   if (s.inner == 1) {
 #pragma omp parallel for schedule(static) if (parallel)
     for (int64_t o = 0; o < s.outer; ++o) row(o * s.len);

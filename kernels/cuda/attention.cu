@@ -48,7 +48,7 @@
 #include <cstdint>
 #include <limits>
 
-#include "engine/error.h"
+#include "base/error.h"
 #include "engine/ops/attention.h"
 #include "kernels/cuda/attention.h"
 #include "kernels/cuda/attention_internal.h"

@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "engine/error.h"
+#include "base/error.h"
 #include "kernels/cuda/cudnn_internal.h"
 
 namespace pillars::cuda::cudnn_graph {

@@ -3,7 +3,7 @@
 #pragma once
 #include <cudnn.h>
 
-#include "engine/error.h"
+#include "base/error.h"
 
 namespace pillars::cuda {
 

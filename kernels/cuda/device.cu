@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/error.h"
+#include "base/error.h"
 #include "kernels/cuda/device.h"
 #include "kernels/cuda/runtime.h"
 
@@ -104,12 +104,8 @@ void cuda_launch_host_function(void (*fn)(void*), void* data) {
   PILLARS_CUDA_CHECK(cudaLaunchHostFunc(cuda::stream(), fn, data));
 }
 
-void cuda_set_precision(const std::string& name) {
-  if (name == "fp32") cuda::set_precision(cuda::Precision::fp32);
-  else if (name == "bf16") cuda::set_precision(cuda::Precision::bf16);
-  else throw InputError(str_cat("unknown CUDA precision '", name, "' (want fp32 or bf16)"));
-}
-std::string cuda_precision() { return cuda::precision() == cuda::Precision::fp32 ? "fp32" : "bf16"; }
+void cuda_set_precision(Precision p) { cuda::set_precision(p); }
+Precision cuda_precision() { return cuda::precision(); }
 
 void cuda_graph_begin_capture() {
   PILLARS_CUDA_CHECK(cudaStreamBeginCapture(cuda::stream(), cudaStreamCaptureModeThreadLocal));

@@ -17,7 +17,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "engine/error.h"
+#include "base/error.h"
+#include "kernels/cuda/device.h"
 
 namespace pillars::cuda {
 
@@ -53,10 +54,8 @@ struct AllocatorStats {
 AllocatorStats allocator_stats();
 void release_cached_blocks(); // return every cached block to the driver
 
-// ---- precision --------------------------------------------------------------------------------
-// fp32: every product in IEEE fp32 on CUDA cores (the exactness mode the tests compare with the
-// CPU); bf16: operands rounded to bf16 for the tensor cores, accumulation and statistics in fp32.
-enum class Precision { fp32, bf16 };
+// ---- precision (kernels/cuda/device.h says what fp32 and bf16 mean) ------------------------------
+using pillars::Precision;
 Precision precision();
 void set_precision(Precision p);
 

@@ -25,7 +25,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/error.h"
+#include "base/error.h"
 #include "engine/executor.h"
 #include "engine/optim/adam.h"
 #include "engine/passes/autodiff.h"
@@ -229,7 +229,7 @@ namespace {
 constexpr int64_t kStepBatch = 128, kStepLen = 64;
 
 // Median milliseconds of one training step (forward, backward, Adam) of ours in `precision`.
-double our_step_ms(const std::string& precision, int repeats, float& first_loss) {
+double our_step_ms(Precision precision, int repeats, float& first_loss) {
   cuda_set_precision(precision);
   const TransformerConfig cfg = transformer_config("base");
   ParamStore params;
@@ -274,13 +274,13 @@ int bench_cuda_step(int repeats) {
   const double tokens = static_cast<double>(kStepBatch * kStepLen);
   std::printf("training step on %s: base transformer 6+6, d 512, 8 heads, FFN 2048, vocab 10000, %lld target tokens, Adam\n",
               cuda_device_name(0).c_str(), static_cast<long long>(kStepBatch * kStepLen));
-  for (const std::string precision : {"fp32", "bf16"}) {
+  for (const Precision precision : {Precision::fp32, Precision::bf16}) {
     float loss = 0;
     const double ms = our_step_ms(precision, repeats, loss);
-    std::printf("  pillars %-4s  %9.0f target tokens/s  (%.2f ms/step, first loss %.3f)\n", precision.c_str(), tokens / (ms * 1e-3), ms,
+    std::printf("  pillars %-4s  %9.0f target tokens/s  (%.2f ms/step, first loss %.3f)\n", enum_name(precision), tokens / (ms * 1e-3), ms,
                 loss);
   }
-  cuda_set_precision("fp32");
+  cuda_set_precision(Precision::fp32);
   const nlohmann::json torch = run_python("torch_step.py", str_cat("--device cuda --bf16 --config base --repeats ", repeats, " --batch ",
                                                                    kStepBatch, " --src-len ", kStepLen, " --tgt-len ", kStepLen));
   if (torch.contains("tokens_per_s"))

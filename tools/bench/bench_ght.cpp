@@ -65,7 +65,7 @@ int bench_gct(int threads, int repeats) {
     s.feature_map = fm;
     const double gct = step_seconds(cfg, batch, repeats, std::make_shared<ght::GctExtension>(s));
     std::printf("  GCT, feature map %s %.3f s/step  %8.1f target tokens/s  = %.3fx the vanilla step%s\n",
-                ght::feature_map_name(fm), gct, static_cast<double>(batch.target_tokens) / gct, gct / vanilla,
+                enum_name(fm), gct, static_cast<double>(batch.target_tokens) / gct, gct / vanilla,
                 fm == ght::FeatureMap::A ? " (A is materialised: (B, H, Tq, Tk) probabilities)" : " (target <= 1.10x)");
   }
   return 0;
