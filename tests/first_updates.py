@@ -20,6 +20,15 @@ allowed); a field that disappeared or changed fails.
 
   tests/first_updates.py --record BUILD/pillars [EXPERIMENT ...]   (re)write the golden entries
   tests/first_updates.py --check BUILD/pillars EXPERIMENT           exit 0 same, 1 changed, 77 skip
+  tests/first_updates.py --check --sanitized BUILD/pillars EXPERIMENT
+
+--sanitized is for a binary built with -DPILLARS_SANITIZE: instrumentation changes how GCC schedules
+and contracts the floating-point arithmetic, so after 20 updates such a build differs from the
+Release one by about 1e-5, more in quantities that are small differences of large ones (head
+metrics), and a vote may then flip. There the check is that the whole pipeline runs without a
+sanitizer report, writes every pinned value, with the same words, and that the first phase's
+losses agree to a relative 1e-3 (a change of behaviour, such as another dropout stream, moves them
+by more than 1e-2).
 
 CTest runs --check once per experiment file (CMakeLists.txt). Needs $PILLARS_DATA (the dataset
 mirror); an experiment whose data is not there is skipped with the reason (exit 77).
@@ -37,6 +46,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GOLDEN = os.path.join(ROOT, "tests", "golden", "first_updates.json")
 UPDATES = 20
 REL_TOL = 1e-5
+SANITIZED_LOSS_TOL = 1e-3
 
 # Per dataset: a slice of the training split and batch sizes that keep the whole check at a few
 # seconds (the model is always the experiment's own): about 20-25 batches an epoch, so the first
@@ -161,6 +171,23 @@ def same(a, b):
     return abs(a - b) <= REL_TOL * max(abs(a), abs(b), 1e-30)
 
 
+def same_sanitized(key, want, got):
+    """The sanitized build's check: present, the same kind of value, equal words in the log, and the
+    first phase's losses within SANITIZED_LOSS_TOL."""
+    if key not in got:
+        return False
+    have = got[key]
+    if want is None or have is None:
+        return want is None and have is None
+    if isinstance(want, str) or isinstance(want, bool):
+        return type(have) is type(want) and (have == want or not key.startswith("log.jsonl"))
+    if not isinstance(have, (int, float)) or isinstance(have, bool):
+        return False
+    if key.startswith("log.jsonl[") and key.endswith("].loss"):
+        return abs(have - want) <= SANITIZED_LOSS_TOL * max(abs(have), abs(want), 1e-30)
+    return math.isfinite(have) == math.isfinite(want)
+
+
 def experiments():
     names = []
     for d, _, files in os.walk(os.path.join(ROOT, "experiments")):
@@ -173,6 +200,7 @@ def main():
     mode = ap.add_mutually_exclusive_group(required=True)
     mode.add_argument("--record", action="store_true", help="write the golden entries of the experiments (default: all)")
     mode.add_argument("--check", action="store_true", help="compare one experiment with its golden entry")
+    ap.add_argument("--sanitized", action="store_true", help="the binary is a sanitizer build: see the top of this file")
     ap.add_argument("binary", help="the pillars binary")
     ap.add_argument("experiments", nargs="*", help="paths relative to experiments/")
     a = ap.parse_args()
@@ -203,15 +231,19 @@ def main():
         print(f"{name}: no golden entry: record it with tests/first_updates.py --record BINARY {name}")
         return 1
     want, got = flatten(golden[name], "", {}), flatten(got, "", {})
-    bad = [f"  {k}: was {want[k]!r}, now {got[k]!r}" if k in got else f"  {k}: was {want[k]!r}, now missing"
-           for k in sorted(want) if k not in got or not same(want[k], got[k])]
+    if a.sanitized:
+        bad = [f"  {k}: was {want[k]!r}, now {got.get(k, 'missing')!r}" for k in sorted(want) if not same_sanitized(k, want[k], got)]
+    else:
+        bad = [f"  {k}: was {want[k]!r}, now {got[k]!r}" if k in got else f"  {k}: was {want[k]!r}, now missing"
+               for k in sorted(want) if k not in got or not same(want[k], got[k])]
     new = sorted(set(got) - set(want))
     if new:
         print(f"{name}: {len(new)} new values (not in the golden file), e.g. {new[0]}")
     if bad:
         print(f"{name}: {len(bad)} of {len(want)} pinned values changed:\n" + "\n".join(bad[:40]))
         return 1
-    print(f"{name}: all {len(want)} pinned values unchanged")
+    what = "present, with the same words and first-phase losses (sanitized build)" if a.sanitized else "unchanged"
+    print(f"{name}: all {len(want)} pinned values {what}")
     return 0
 
 
