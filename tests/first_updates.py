@@ -12,7 +12,7 @@ fine-tuning epoch. Everything the run writes that a user reads is collected:
   prune.json           which heads stayed, parameter counts
   pruned/...           the same files of the fine-tuning phase
 
-and compared with tests/golden/first_updates.json, recorded by this script from the binary before
+and compared with tests/golden/first_updates.json.xz, recorded by this script from the binary before
 a refactor. Numbers must agree to a relative 1e-5 (the same arithmetic on another x86-64 machine or
 in the sanitized build gives the same figures well inside that); words and flags exactly; timings
 and paths are left out. A field the golden file lacks is reported, not failed (new output is
@@ -35,6 +35,7 @@ mirror); an experiment whose data is not there is skipped with the reason (exit 
 """
 import argparse
 import json
+import lzma
 import math
 import os
 import shutil
@@ -43,7 +44,7 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-GOLDEN = os.path.join(ROOT, "tests", "golden", "first_updates.json")
+GOLDEN = os.path.join(ROOT, "tests", "golden", "first_updates.json.xz")  # xz: 1.3 MB of JSON → a few hundred KB
 UPDATES = 20
 REL_TOL = 1e-5
 SANITIZED_LOSS_TOL = 1e-3
@@ -154,7 +155,7 @@ def run(binary, name):
 def save(golden):
     """One line per experiment, keys sorted: a re-record shows as a readable diff per experiment."""
     os.makedirs(os.path.dirname(GOLDEN), exist_ok=True)
-    with open(GOLDEN, "w") as f:
+    with lzma.open(GOLDEN, "wt") as f:
         f.write("{\n")
         names = sorted(golden)
         for i, name in enumerate(names):
@@ -207,7 +208,7 @@ def main():
 
     golden = {}
     if os.path.exists(GOLDEN):
-        with open(GOLDEN) as f:
+        with lzma.open(GOLDEN, "rt") as f:
             golden = json.load(f)
     if a.record:
         for name in a.experiments or experiments():
