@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "base/error.h"
-#include "engine/io/atomic_file.h"
+#include "base/atomic_file.h"
 
 namespace pillars::data {
 

@@ -12,7 +12,7 @@
 #include "datasets/manifest.h"
 #include "datasets/sha1.h"
 #include "base/error.h"
-#include "engine/io/atomic_file.h"
+#include "base/atomic_file.h"
 
 namespace pillars::data {
 

@@ -12,7 +12,7 @@
 #include "datasets/registry.h"
 #include "datasets/resolve.h"
 #include "base/error.h"
-#include "engine/io/atomic_file.h"
+#include "base/atomic_file.h"
 
 namespace pillars::data {
 

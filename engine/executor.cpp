@@ -28,7 +28,12 @@ void SharedArena::reserve(size_t arena_bytes, size_t workspace_bytes) {
 Executor::Executor(const Graph& g, std::shared_ptr<SharedArena> shared) : Executor(g, Device::cpu, std::move(shared)) {}
 
 Executor::Executor(const Graph& g, Device device, std::shared_ptr<SharedArena> shared)
-    : graph_(g), device_(device), plan_(plan_memory(g, device)), arena_(std::move(shared)), planned_nodes_(g.nodes().size()) {
+    : Executor(g, device, std::move(shared), plan_memory(g, device)) {}
+
+Executor::Executor(const Graph& g, Device device, std::shared_ptr<SharedArena> shared, MemoryPlan plan)
+    : graph_(g), device_(device), plan_(std::move(plan)), arena_(std::move(shared)), planned_nodes_(g.nodes().size()) {
+  PILLARS_CHECK(plan_.offset.size() == static_cast<size_t>(g.num_values()), "executor: the memory plan is of another graph (",
+                plan_.offset.size(), " values, the graph has ", g.num_values(), ")");
   if (!arena_) {
     arena_ = std::make_shared<SharedArena>();
     arena_->device = device;

@@ -60,7 +60,7 @@ struct OpDef {
   bool inplace = false;
 };
 
-// The `cuda` slot of an OpDef: PILLARS_CUDA_KERNEL(add) names cuda::op_add (kernels/cuda/ops.h)
+// The `cuda` slot of an OpDef: PILLARS_CUDA_KERNEL(add) names cuda::op_add (engine/ops/cuda/ops.h)
 // in a CUDA build and is nullptr in a CPU-only one, so op files need no #ifdefs.
 // PILLARS_CUDA_WORKSPACE(name) likewise names cuda::op_<name>_workspace, the device scratch size.
 #ifdef PILLARS_HAVE_CUDA
@@ -80,5 +80,5 @@ inline bool is_leaf(const Node& n) { return n.op == &kInputOp || n.op == &kParam
 } // namespace pillars
 
 #ifdef PILLARS_HAVE_CUDA
-#include "kernels/cuda/ops.h"
+#include "engine/ops/cuda/ops.h"
 #endif

@@ -1,6 +1,6 @@
 // The head-level baselines the GHT paper compares with (docs/METHOD.md §6), as graph extensions
-// (train/extension.h) and two helpers for pruning by score. Notation: a model has M attention
-// modules (train/steps.h builds one graph per batch shape; every module is an AttentionSite), module
+// (steps/extension.h) and two helpers for pruning by score. Notation: a model has M attention
+// modules (steps/steps.h builds one graph per batch shape; every module is an AttentionSite), module
 // m has H heads, O_h is head h's output A_h V_h before out_proj, and a head gate ξ (H) multiplies
 // it: out_proj(ξ_1 O_1 | … | ξ_H O_H)  (Seq2SeqOptions::head_gate, models/transformer.h).
 // L_task is the model's loss: label-smoothed cross-entropy, mean over the batch's target tokens.
@@ -89,8 +89,8 @@
 #include "engine/params.h"
 #include "ght/feature_maps.h"
 #include "ght/prune.h"
-#include "train/extension.h"
-#include "train/task.h"
+#include "steps/extension.h"
+#include "steps/task.h"
 
 namespace pillars::ght {
 
@@ -109,6 +109,7 @@ class DisagreementExtension : public train::GraphExtension {
  public:
   explicit DisagreementExtension(DisagreementSettings s) : s_(s) {}
   void configure(Seq2SeqOptions& options, bool train) const override;
+  const char* pass_name() const override { return "disagreement"; }
   ValueId extend(Graph& g, const std::vector<AttentionSite>& sites, ValueId loss, bool train) override;
   void after_run(const Executor& ex, const Graph& g, const train::StepInfo& info) override;
 
@@ -144,6 +145,7 @@ class DropHeadExtension : public train::GraphExtension {
  public:
   explicit DropHeadExtension(DropHeadSettings s) : s_(s) {}
   void configure(Seq2SeqOptions& options, bool train) const override;
+  const char* pass_name() const override { return "drophead"; }
   ValueId extend(Graph& g, const std::vector<AttentionSite>& sites, ValueId loss, bool train) override;
   void bind(Executor& ex, const Graph& g, const train::StepInfo& info) override;
 
@@ -182,6 +184,7 @@ class HardConcreteExtension : public train::GraphExtension {
   void add_parameters(ParamStore& params, const TransformerConfig& cfg, float init_log_alpha = kHardConcreteInitLogAlpha) const;
 
   void configure(Seq2SeqOptions& options, bool train) const override;
+  const char* pass_name() const override { return "hard_concrete_l0"; }
   ValueId extend(Graph& g, const std::vector<AttentionSite>& sites, ValueId loss, bool train) override;
   void bind(Executor& ex, const Graph& g, const train::StepInfo& info) override;
   void after_run(const Executor& ex, const Graph& g, const train::StepInfo& info) override;

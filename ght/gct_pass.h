@@ -22,7 +22,7 @@
 
 #include "engine/params.h"
 #include "ght/feature_maps.h"
-#include "train/extension.h"
+#include "steps/extension.h"
 
 namespace pillars::ght {
 
@@ -43,6 +43,7 @@ class GctExtension : public train::GraphExtension {
   void add_parameters(ParamStore& params, const TransformerConfig& cfg, uint64_t seed) const;
 
   void configure(Seq2SeqOptions& options, bool train) const override;
+  const char* pass_name() const override { return "gct"; }
   ValueId extend(Graph& g, const std::vector<AttentionSite>& sites, ValueId loss, bool train) override;
   void bind(Executor& ex, const Graph& g, const train::StepInfo& info) override;
   void after_run(const Executor& ex, const Graph& g, const train::StepInfo& info) override;
@@ -59,7 +60,7 @@ class GctExtension : public train::GraphExtension {
   Terms take_terms();
 
  private:
-  // What extend() added to each graph (the graphs outlive this map's use: train/steps.h keeps them).
+  // What extend() added to each graph (the graphs outlive this map's use: steps/steps.h keeps them).
   struct Added {
     ValueId regulariser = kNoValue, homogenisation = kNoValue, diversification = kNoValue; // Σ over modules
     size_t modules = 0;

@@ -45,8 +45,8 @@
 #include "engine/params.h"
 #include "ght/xray.h"
 #include "models/transformer.h"
-#include "train/batching.h"
-#include "train/task.h"
+#include "steps/batching.h"
+#include "steps/task.h"
 
 namespace pillars::ght {
 
@@ -73,7 +73,7 @@ struct HeadMetrics {
 
 nlohmann::json to_json(const HeadMetrics& m);
 
-// B blocks of T tokens of a language model's token stream (train/task.h's make_lm_batch):
+// B blocks of T tokens of a language model's token stream (steps/task.h's make_lm_batch):
 // tokens and target (B·T) each, right-padded.
 struct LmBatch {
   int64_t B = 0, T = 0;

@@ -28,9 +28,11 @@ void CompositeExtension::configure(Seq2SeqOptions& options, bool train) const {
   }
 }
 
-ValueId CompositeExtension::extend(Graph& g, const std::vector<AttentionSite>& sites, ValueId loss, bool train) {
-  for (const auto& p : parts_) loss = p->extend(g, sites, loss, train);
-  return loss;
+std::vector<train::GraphExtension*> CompositeExtension::parts() {
+  std::vector<train::GraphExtension*> all;
+  for (const auto& p : parts_)
+    for (train::GraphExtension* q : p->parts()) all.push_back(q);
+  return all;
 }
 
 void CompositeExtension::bind(Executor& ex, const Graph& g, const train::StepInfo& info) {

@@ -8,18 +8,20 @@
 #include "engine/params.h"
 #include "models/transformer.h"
 #include "ght/settings.h"
-#include "train/extension.h"
+#include "steps/extension.h"
 
 namespace pillars::ght {
 
-// Calls every part in order; each sees the loss the previous one returned.
+// Calls every part in order (configure, bind, after_run, log_terms); their passes run in the order
+// of the one pass list.
 class CompositeExtension : public train::GraphExtension {
  public:
   void add(std::shared_ptr<train::GraphExtension> part) { parts_.push_back(std::move(part)); }
   bool empty() const { return parts_.empty(); }
   const std::vector<std::shared_ptr<train::GraphExtension>>& parts() const { return parts_; }
   void configure(Seq2SeqOptions& options, bool train) const override;
-  ValueId extend(Graph& g, const std::vector<AttentionSite>& sites, ValueId loss, bool train) override;
+  // The parts, whose passes the pass list places (steps/pass_list.cpp).
+  std::vector<train::GraphExtension*> parts() override;
   void bind(Executor& ex, const Graph& g, const train::StepInfo& info) override;
   void after_run(const Executor& ex, const Graph& g, const train::StepInfo& info) override;
   void log_terms(nlohmann::json& line) override;

@@ -28,8 +28,8 @@
 
 #include "ght/feature_maps.h"
 #include "ght/prune.h"
-#include "train/extension.h"
-#include "train/task.h"
+#include "steps/extension.h"
+#include "steps/task.h"
 
 namespace pillars::ght {
 
@@ -69,6 +69,7 @@ class VoteExtension : public train::GraphExtension {
  public:
   explicit VoteExtension(VoteSettings s) : s_(s) {}
   void configure(Seq2SeqOptions& options, bool train) const override;
+  const char* pass_name() const override { return "v2s_vote"; }
   ValueId extend(Graph& g, const std::vector<AttentionSite>& sites, ValueId loss, bool train) override;
   void after_run(const Executor& ex, const Graph& g, const train::StepInfo& info) override;
   VoteResult decide() const;

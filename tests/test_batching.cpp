@@ -8,7 +8,7 @@
 #include <tuple>
 
 #include "base/error.h"
-#include "train/batching.h"
+#include "steps/batching.h"
 
 using namespace pillars;
 using namespace pillars::train;

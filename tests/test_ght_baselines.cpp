@@ -35,8 +35,8 @@
 #include "ght/method.h"
 #include "ght/prune.h"
 #include "models/transformer.h"
-#include "train/steps.h"
-#include "train/task.h"
+#include "steps/steps.h"
+#include "steps/task.h"
 #include "tests/test_env.h"
 
 using namespace pillars;
@@ -99,14 +99,19 @@ class Spy : public train::GraphExtension {
   void configure(Seq2SeqOptions& o, bool train) const override {
     if (inner_) inner_->configure(o, train);
   }
-  ValueId extend(Graph& g, const std::vector<AttentionSite>& sites, ValueId loss, bool train) override {
-    for (const AttentionSite& s : sites)
+  // The inner extension's passes run from the pass list; the spy's probe runs after them.
+  std::vector<train::GraphExtension*> parts() override {
+    std::vector<train::GraphExtension*> all = inner_ ? inner_->parts() : std::vector<train::GraphExtension*>{};
+    all.push_back(this);
+    return all;
+  }
+  bool probes() const override { return true; }
+  void probe(train::StepGraph& step) override {
+    for (const AttentionSite& s : step.attention)
       for (ValueId v : {s.v, s.out, s.probs, s.gate})
-        if (v != kNoValue) g.mark_output(v);
-    const ValueId objective = inner_ ? inner_->extend(g, sites, loss, train) : loss;
-    g.mark_output(objective);
-    graphs_[&g] = {sites, loss, objective};
-    return objective;
+        if (v != kNoValue) step.graph.mark_output(v);
+    step.graph.mark_output(step.objective);
+    graphs_[&step.graph] = {step.attention, step.loss, step.objective};
   }
   void bind(Executor& ex, const Graph& g, const train::StepInfo& info) override {
     if (inner_) inner_->bind(ex, g, info);

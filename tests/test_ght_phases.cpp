@@ -14,7 +14,7 @@
 #include "train/prepare.h"
 #include "train/session.h"
 #include "train/setup.h"
-#include "train/task.h"
+#include "steps/task.h"
 #include "tests/test_env.h"
 
 using namespace pillars;

@@ -21,7 +21,7 @@
 #include <random>
 
 #include "base/error.h"
-#include "engine/io/atomic_file.h"
+#include "base/atomic_file.h"
 #include "engine/io/safetensors.h"
 #include "engine/params.h"
 

@@ -12,7 +12,7 @@
 #include "train/session.h"
 #include "train/setup.h"
 #include "train/trainer.h"
-#include "train/task.h"
+#include "steps/task.h"
 #include "tests/test_env.h"
 
 using namespace pillars;

@@ -3,7 +3,7 @@
 #include <sstream>
 
 #include "base/error.h"
-#include "engine/io/atomic_file.h"
+#include "base/atomic_file.h"
 #include "text/bpe.h"
 
 namespace pillars::text {

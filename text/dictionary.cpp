@@ -7,7 +7,7 @@
 #include <sstream>
 
 #include "base/error.h"
-#include "engine/io/atomic_file.h"
+#include "base/atomic_file.h"
 #include "text/unicode.h"
 
 namespace pillars::text {

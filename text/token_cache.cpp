@@ -7,7 +7,7 @@
 #include <memory>
 
 #include "base/error.h"
-#include "engine/io/atomic_file.h"
+#include "base/atomic_file.h"
 
 namespace pillars::text {
 

@@ -1,73 +1,135 @@
-// `pillars graph`: prints a model's graph before and after a pass — a reader's best tool.
+// `pillars graph`: prints the graph of a training step after any pass — a reader's best tool.
+//
+//   pillars graph --passes                           the pass list, in the order a step runs it
+//   pillars graph experiments/ght/ght.json --after gct
+//                                                    the step of that experiment after the GCT pass,
+//                                                    its nodes marked "+"
+//   pillars graph --config tiny --after autodiff     a named model config with no method
 #include <iostream>
 #include <memory>
 #include <string>
 
 #include "base/error.h"
-#include "engine/passes/autodiff.h"
-#include "engine/passes/fuse_linear.h"
-#include "engine/passes/plan_memory.h"
+#include "engine/params.h"
 #include "engine/passes/print.h"
+#include "ght/method.h"
 #include "models/transformer.h"
+#include "steps/pass_list.h"
+#include "steps/steps.h"
 #include "tools/commands.h"
+#include "train/experiment.h"
+#include "train/setup.h"
 
 namespace pillars::cli {
 
+namespace {
+
+struct Options {
+  std::string experiment;
+  std::vector<std::string> sets;
+  std::string config;
+  std::string after;
+  bool passes = false, eval = false, fuse_linear = false, added_only = false;
+  int64_t batch = 2, src_len = 5, tgt_len = 4;
+};
+
+int print_pass_list() {
+  int i = 0;
+  std::cout << "# the passes of a step, in order (steps/pass_list.cpp); the model builder's forward graph goes in\n";
+  for (const train::PassInfo& p : train::pass_list())
+    std::cout << ++i << ". " << p.name << "\n     when: " << p.when << "\n     " << p.what << "\n";
+  return 0;
+}
+
+int print_step(const Options& opt) {
+  // The model and the method: from an experiment file, or a named config with no method.
+  TransformerConfig cfg;
+  ParamStore params; // receives the method's own parameters (GCT classifiers, gate logits)
+  std::shared_ptr<train::GraphExtension> method;
+  bool fuse_linear = opt.fuse_linear;
+  AttentionBackend backend = AttentionBackend::pillars;
+  float label_smoothing = 0.1f;
+  if (!opt.experiment.empty()) {
+    const Experiment e = load_experiment(opt.experiment, opt.sets, default_validation_context());
+    // The vocabulary comes from the dataset's dictionary in a run; the config's placeholder is
+    // enough to show the graph.
+    cfg = train::model_config(e, transformer_config(e.model.config).vocab);
+    method = ght::head_extension(e.heads, e.prune, static_cast<uint64_t>(e.seed), cfg, params, /*finetune=*/false);
+    fuse_linear = fuse_linear || e.train.fuse_linear_activation;
+    backend = e.train.attention_backend;
+    label_smoothing = static_cast<float>(e.train.label_smoothing);
+  } else {
+    cfg = transformer_config(opt.config.empty() ? "tiny" : opt.config);
+  }
+  const bool train = !opt.eval;
+  const Seq2SeqOptions o = train::step_model_options(label_smoothing, train, backend, method.get());
+  train::StepGraph s = cfg.decoder_only
+                           ? train::StepGraph::of(build_lm_training_graph(cfg, opt.batch, opt.tgt_len, o), train, Device::cpu)
+                           : train::StepGraph::of(build_seq2seq_training_graph(cfg, opt.batch, opt.src_len, opt.tgt_len, o),
+                                                  train, Device::cpu);
+  const train::PassList passes = train::step_passes(fuse_linear, method.get());
+  std::cout << "# " << (train ? "training" : "evaluation") << " step, B " << opt.batch;
+  if (!cfg.decoder_only) std::cout << ", source " << opt.src_len;
+  std::cout << ", target " << opt.tgt_len << "; its passes: model";
+  for (const train::Pass& p : passes) std::cout << " → " << p.name;
+  std::cout << "\n";
+  const std::string last = opt.after.empty() || opt.after == "model" ? std::string() : opt.after;
+  if (last.empty()) {
+    std::cout << "# the model's forward graph: " << s.graph.nodes().size() << " nodes\n";
+    print_graph(s.graph, std::cout);
+    return 0;
+  }
+  bool in_step = false;
+  for (const train::Pass& p : passes) in_step = in_step || p.name == last;
+  if (!in_step) {
+    bool known = false;
+    for (const train::PassInfo& p : train::pass_list()) known = known || p.name == last;
+    throw InputError(known ? str_cat("--after ", last, ": this step does not run that pass (see its passes above)")
+                           : str_cat("--after ", last, ": no such pass (pillars graph --passes lists them)"));
+  }
+  train::run_passes(passes, s, last);
+  int pass_index = 0;
+  while (passes[static_cast<size_t>(pass_index)].name != last) ++pass_index;
+  std::vector<bool> added(s.graph.nodes().size());
+  int count = 0;
+  for (size_t i = 0; i < added.size(); ++i) count += (added[i] = s.added_by[i] == pass_index);
+  std::cout << "# after " << last << ": " << s.graph.nodes().size() << " nodes, " << count << " added by " << last
+            << " (marked +)";
+  if (last == "plan_memory")
+    std::cout << "; arena " << s.memory.arena_bytes << " bytes (one buffer per value: " << s.memory.naive_bytes
+              << "), workspace " << s.memory.workspace_bytes << " bytes";
+  std::cout << "\n";
+  if (opt.added_only) {
+    for (size_t i = 0; i < added.size(); ++i)
+      if (added[i]) print_graph_node(s.graph, std::cout, static_cast<int>(i));
+  } else {
+    print_graph(s.graph, std::cout, 0, &added);
+  }
+  return 0;
+}
+
+} // namespace
+
 Command add_graph_command(CLI::App& app) {
-  CLI::App* cmd = app.add_subcommand("graph", "Print the training graph of a model config, before/after a pass");
-  struct Options {
-    std::string config = "tiny";
-    std::string pass = "none";
-    bool fuse_linear = false;
-    int64_t batch = 2, src_len = 5, tgt_len = 4;
-  };
+  CLI::App* cmd = app.add_subcommand("graph", "Print the graph of a training step after any pass (nodes the pass added marked +)");
   auto opt = std::make_shared<Options>();
-  cmd->add_option("--config", opt->config, "named model config (tiny, small, bench, base, lite1, lite2, lm-small, lm-wt103)");
-  cmd->add_option("--pass", opt->pass, "show the graph after this pass (fuse_linear: the forward graph after "
-                                       "fuse_linear_activation; autodiff, plan_memory: the training graph)")
-      ->check(CLI::IsMember({"none", "fuse_linear", "autodiff", "plan_memory"}));
-  cmd->add_flag("--fuse-linear", opt->fuse_linear, "run fuse_linear_activation before autodiff (implied by --pass fuse_linear)");
+  cmd->add_option("experiment", opt->experiment, "experiment file: its model, its method's passes, its settings");
+  cmd->add_option("--set", opt->sets, "override a field of the experiment, e.g. --set heads.groups=3");
+  cmd->add_option("--config", opt->config, "a named model config with no method, instead of an experiment (tiny, small, bench, "
+                                           "base, lite1, lite2, lm-small, lm-wt103)");
+  cmd->add_option("--after", opt->after, "show the graph after this pass (default: the model's forward graph, before any)");
+  cmd->add_flag("--passes", opt->passes, "list every pass, in the order a step runs them, and exit");
+  cmd->add_flag("--eval", opt->eval, "the evaluation step (no dropout, no backward) instead of the training step");
+  cmd->add_flag("--fuse-linear", opt->fuse_linear, "run fuse_linear_activation (as train.fuse_linear_activation does)");
+  cmd->add_flag("--added-only", opt->added_only, "print only the nodes the pass added");
   cmd->add_option("--batch", opt->batch, "batch size")->check(CLI::PositiveNumber);
   cmd->add_option("--src-len", opt->src_len, "source length")->check(CLI::PositiveNumber);
-  cmd->add_option("--tgt-len", opt->tgt_len, "target length")->check(CLI::PositiveNumber);
+  cmd->add_option("--tgt-len", opt->tgt_len, "target length (the block length of a language model)")->check(CLI::PositiveNumber);
   return {cmd, [opt]() {
-            const TransformerConfig cfg = transformer_config(opt->config);
-            // A decoder-only config (lm-*) gets the language model's graph over --tgt-len tokens.
-            Graph g;
-            ValueId loss = kNoValue;
-            if (cfg.decoder_only) {
-              Seq2SeqOptions o;
-              o.label_smoothing = 0.1f, o.train = false;
-              LmGraph m = build_lm_training_graph(cfg, opt->batch, opt->tgt_len, o);
-              g = std::move(m.graph), loss = m.loss;
-            } else {
-              Seq2SeqGraph m = build_seq2seq_training_graph(cfg, opt->batch, opt->src_len, opt->tgt_len, 0.1f, 1, false);
-              g = std::move(m.graph), loss = m.loss;
-            }
-            const int forward_nodes = static_cast<int>(g.nodes().size());
-            std::cout << "# forward graph: " << forward_nodes << " nodes\n";
-            print_graph(g, std::cout);
-            if (opt->pass == "none") return 0;
-            int before_autodiff = forward_nodes;
-            if (opt->pass == "fuse_linear" || opt->fuse_linear) {
-              FusedGraph f = fuse_linear_activation(g);
-              loss = f.value(loss);
-              g = std::move(f.graph);
-              before_autodiff = static_cast<int>(g.nodes().size());
-              std::cout << "# after fuse_linear_activation: " << f.fused << " linear → activation chains fused, " << before_autodiff
-                        << " nodes\n";
-              print_graph(g, std::cout);
-              if (opt->pass == "fuse_linear") return 0;
-            }
-            autodiff(g, loss, g.params());
-            std::cout << "# after autodiff: " << g.nodes().size() - before_autodiff << " backward nodes appended\n";
-            print_graph(g, std::cout, before_autodiff);
-            if (opt->pass == "plan_memory") {
-              const MemoryPlan plan = plan_memory(g);
-              std::cout << "# plan_memory: arena " << plan.arena_bytes << " bytes (one buffer per value: " << plan.naive_bytes
-                        << "), workspace " << plan.workspace_bytes << " bytes\n";
-            }
-            return 0;
+            if (opt->passes) return print_pass_list();
+            if (!opt->experiment.empty() && !opt->config.empty())
+              throw InputError("pillars graph: give an experiment file or --config, not both");
+            return print_step(*opt);
           }};
 }
 

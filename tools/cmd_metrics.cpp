@@ -19,7 +19,7 @@
 
 #include "datasets/registry.h"
 #include "base/error.h"
-#include "engine/io/atomic_file.h"
+#include "base/atomic_file.h"
 #include "ght/head_metrics.h"
 #include "train/checkpoint.h"
 #include "train/experiment.h"

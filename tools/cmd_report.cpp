@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/io/atomic_file.h"
+#include "base/atomic_file.h"
 #include "report/report.h"
 #include "report/run.h"
 #include "tools/commands.h"

@@ -4,7 +4,7 @@
 #include <filesystem>
 
 #include "base/error.h"
-#include "engine/io/atomic_file.h"
+#include "base/atomic_file.h"
 #include "engine/io/safetensors.h"
 
 namespace pillars::train {

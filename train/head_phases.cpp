@@ -7,7 +7,7 @@
 #include <fstream>
 
 #include "base/error.h"
-#include "engine/io/atomic_file.h"
+#include "base/atomic_file.h"
 #include "ght/baselines.h"
 #include "ght/method.h"
 #include "ght/prune.h"

@@ -19,7 +19,7 @@
 
 #include "ght/head_metrics.h"
 #include "train/session.h"
-#include "train/task.h"
+#include "steps/task.h"
 #include "train/trainer.h"
 
 namespace pillars::train {

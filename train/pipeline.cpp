@@ -8,7 +8,7 @@
 #include <cstring>
 
 #include "base/error.h"
-#include "engine/io/atomic_file.h"
+#include "base/atomic_file.h"
 #include "text/moses.h"
 
 namespace pillars::train {

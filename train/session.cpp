@@ -10,7 +10,7 @@
 
 #include "decode/search.h"
 #include "base/error.h"
-#include "engine/io/atomic_file.h"
+#include "base/atomic_file.h"
 #include "engine/passes/flops.h"
 #include "datasets/registry.h"
 #include "metrics/bleu.h"
@@ -21,8 +21,8 @@
 #include "train/head_phases.h"
 #include "train/prepare.h"
 #include "train/setup.h"
-#include "train/steps.h"
-#include "train/task.h"
+#include "steps/steps.h"
+#include "steps/task.h"
 #include "train/trainer.h"
 
 namespace pillars::train {

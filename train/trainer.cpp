@@ -366,7 +366,7 @@ void check_device_settings(const Experiment& e) {
 }
 
 // train.device = cuda: the parameters move to the GPU for the loop (so the steps, the optimiser
-// state and the gradients live there; train/steps.h) and come back when it ends, however it
+// state and the gradients live there; steps/steps.h) and come back when it ends, however it
 // ends, so that what follows (pruning, evaluation, decoding) sees host parameters.
 class ParamsOnDevice {
  public:

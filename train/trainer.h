@@ -1,10 +1,10 @@
-// The training loop, for every task (train/task.h: translation, summarisation, language modelling).
+// The training loop, for every task (steps/task.h: translation, summarisation, language modelling).
 //
 //   Seq2SeqData data = prepare_seq2seq(experiment, run_dir);        // train/prepare.h
 //   TrainerOutcome r = train_seq2seq(experiment, cfg, params, data, {.run_dir = dir, .resume = false});
 //
 // One epoch = the task's batches in the epoch's seeded order. Per batch: forward and
-// backward (train/steps.h), optional gradient clipping, one optimiser update at the schedule's
+// backward (steps/steps.h), optional gradient clipping, one optimiser update at the schedule's
 // learning rate (update_freq > 1 accumulates several batches, weighted by their target tokens,
 // before each update). Every `validate_every` epochs: validation loss and perplexity, and BLEU when
 // the caller passes a decoder for it; the best validation so far (train.best_metric) is kept as
@@ -29,7 +29,7 @@
 #include "models/transformer.h"
 #include "train/checkpoint.h"
 #include "train/experiment.h"
-#include "train/task.h"
+#include "steps/task.h"
 
 namespace pillars::train {
 

@@ -21,7 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
-#include "engine/io/atomic_file.h"
+#include "base/atomic_file.h"
 
 namespace pillars::io {
 

@@ -25,7 +25,7 @@
 // Errors: load_safetensors throws pillars::InputError for every problem with the file (missing,
 // truncated, malformed header, inconsistent offsets, ...); the message starts with the file path
 // and says what is wrong. It never reads out of bounds and never allocates more than the file's
-// size for tensor data. save_safetensors writes atomically (engine/io/atomic_file.h): on any error
+// size for tensor data. save_safetensors writes atomically (base/atomic_file.h): on any error
 // the previous file at `path` is left untouched and no temporary file remains.
 #pragma once
 #include <map>

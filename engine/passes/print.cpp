@@ -41,18 +41,22 @@ std::string attrs_str(const Attrs& a) {
 
 } // namespace
 
-void print_graph(const Graph& g, std::ostream& os, int from) {
-  const auto& outputs = g.outputs();
+void print_graph_node(const Graph& g, std::ostream& os, int node) {
+  const Node& n = g.node(node);
+  for (size_t k = 0; k < n.outputs.size(); ++k) os << (k ? ", " : "") << value_str(g, n.outputs[k]);
+  os << " = " << n.op->name << "(";
+  for (size_t k = 0; k < n.inputs.size(); ++k) os << (k ? ", " : "") << "%" << n.inputs[k];
+  os << ")" << attrs_str(n.attrs);
+  for (ValueId v : n.outputs)
+    for (ValueId o : g.outputs())
+      if (o == v) os << "  [output %" << v << "]";
+  os << "\n";
+}
+
+void print_graph(const Graph& g, std::ostream& os, int from, const std::vector<bool>* marked) {
   for (int i = from; i < static_cast<int>(g.nodes().size()); ++i) {
-    const Node& n = g.node(i);
-    for (size_t k = 0; k < n.outputs.size(); ++k) os << (k ? ", " : "") << value_str(g, n.outputs[k]);
-    os << " = " << n.op->name << "(";
-    for (size_t k = 0; k < n.inputs.size(); ++k) os << (k ? ", " : "") << "%" << n.inputs[k];
-    os << ")" << attrs_str(n.attrs);
-    for (ValueId v : n.outputs)
-      for (ValueId o : outputs)
-        if (o == v) os << "  [output %" << v << "]";
-    os << "\n";
+    if (marked) os << (marked->at(static_cast<size_t>(i)) ? "+ " : "  ");
+    print_graph_node(g, os, i);
   }
 }
 

@@ -12,6 +12,7 @@
 
 #include "base/parallel.h"
 #include "base/error.h"
+#include "kernels/dims.h"
 
 namespace pillars::cpu {
 
@@ -28,9 +29,9 @@ constexpr size_t kMaxRank = 8;
 using Strides = std::array<int64_t, kMaxRank>;
 
 // Strides (in elements) of `shape` seen as broadcast to `out_shape` (0 on broadcast axes).
-Strides broadcast_strides(const Shape& shape, const Shape& out_shape) {
+Strides broadcast_strides(std::span<const int64_t> shape, std::span<const int64_t> out_shape) {
   const size_t r = out_shape.size(), off = r - shape.size();
-  PILLARS_CHECK(r <= kMaxRank, "elementwise kernels support rank <= ", kMaxRank, ", got ", shape_str(out_shape));
+  PILLARS_CHECK(r <= kMaxRank, "elementwise kernels support rank <= ", kMaxRank, ", got ", dims_str(out_shape));
   Strides st{};
   int64_t s = 1;
   for (size_t i = shape.size(); i-- > 0;) {
@@ -63,8 +64,9 @@ template <BinaryKind K> PILLARS_CLONES void binary_row(const float* a, int64_t s
   }
 }
 
-template <BinaryKind K> void binary_impl(const float* a, const Shape& as, const float* b, const Shape& bs, float* out, const Shape& os) {
-  const int64_t total = numel(os);
+template <BinaryKind K> void binary_impl(const float* a, std::span<const int64_t> as, const float* b, std::span<const int64_t> bs, float* out,
+                                         std::span<const int64_t> os) {
+  const int64_t total = dims_count(os);
   if (total == 0) return;
   const size_t r = os.size();
   if (r == 0) { // scalars
@@ -118,7 +120,8 @@ template <class F> void map_loop(const float* x, float* y, int64_t n, F f) {
 
 } // namespace
 
-void binary_broadcast(BinaryKind kind, const float* a, const Shape& as, const float* b, const Shape& bs, float* out, const Shape& os) {
+void binary_broadcast(BinaryKind kind, const float* a, std::span<const int64_t> as, const float* b, std::span<const int64_t> bs, float* out,
+                      std::span<const int64_t> os) {
   switch (kind) {
     case BinaryKind::add: return binary_impl<BinaryKind::add>(a, as, b, bs, out, os);
     case BinaryKind::sub: return binary_impl<BinaryKind::sub>(a, as, b, bs, out, os);
@@ -162,8 +165,8 @@ PILLARS_CLONES void bias_activation(UnaryKind kind, float* z, const float* bias,
   }
 }
 
-void sum_to(const float* x, const Shape& xs, float* out, const Shape& os) {
-  const int64_t total = numel(xs), out_n = numel(os);
+void sum_to(const float* x, std::span<const int64_t> xs, float* out, std::span<const int64_t> os) {
+  const int64_t total = dims_count(xs), out_n = dims_count(os);
   std::memset(out, 0, static_cast<size_t>(out_n) * sizeof(float));
   if (total == 0) return;
   // Fast path: out is x's trailing block (a bias gradient): add up rows of length out_n.

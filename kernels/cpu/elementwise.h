@@ -1,10 +1,10 @@
 // Elementwise CPU kernels: broadcast binary ops, unary maps, activation gradients, sum_to.
 // Loops are written to vectorise (the hot ones are compiled for AVX-512 / AVX2 / baseline and
 // picked at load time by GCC's target_clones) and spread over OpenMP threads when large.
+// Shapes are spans of extents, outermost axis first (kernels/dims.h; an engine Shape converts).
 #pragma once
 #include <cstdint>
-
-#include "engine/tensor.h"
+#include <span>
 
 namespace pillars::cpu {
 
@@ -12,8 +12,8 @@ enum class BinaryKind { add, sub, mul, div };
 enum class UnaryKind { scale, add_scalar, exp, log, sqrt, tanh, relu, gelu };
 
 // out = a ∘ b with numpy broadcasting; shapes as given, out_shape = broadcast(a_shape, b_shape).
-void binary_broadcast(BinaryKind kind, const float* a, const Shape& a_shape, const float* b, const Shape& b_shape,
-                      float* out, const Shape& out_shape);
+void binary_broadcast(BinaryKind kind, const float* a, std::span<const int64_t> a_shape, const float* b,
+                      std::span<const int64_t> b_shape, float* out, std::span<const int64_t> out_shape);
 // out = f(x); `s` is the scale of UnaryKind::scale, `c` the constant of add_scalar.
 void unary(UnaryKind kind, const float* x, float* out, int64_t n, float s, float c);
 // dx = dy · f'(x) for relu and gelu.
@@ -24,6 +24,6 @@ void activation_backward(UnaryKind kind, const float* dy, const float* x, float*
 // once, with the arithmetic of binary_broadcast(add) followed by unary(f): results are identical.
 void bias_activation(UnaryKind kind, float* z, const float* bias, float* y, int64_t rows, int64_t n);
 // out = x summed over the axes where out_shape broadcasts to x_shape.
-void sum_to(const float* x, const Shape& x_shape, float* out, const Shape& out_shape);
+void sum_to(const float* x, std::span<const int64_t> x_shape, float* out, std::span<const int64_t> out_shape);
 
 } // namespace pillars::cpu

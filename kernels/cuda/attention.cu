@@ -1,5 +1,6 @@
-// Fused attention on the GPU: dispatch, the fp32 (SIMT) path, the probabilities output, and the
-// engine's op adapters. The bf16 tensor-core kernels are in attention_tensor_core.cu.
+// Fused attention on the GPU: dispatch, the fp32 (SIMT) path and the probabilities output, behind
+// the plain-pointer API of attention.h. The bf16 tensor-core kernels are in
+// attention_tensor_core.cu; the engine's op adapters are in engine/ops/cuda/attention.cu.
 //
 // SHAPES (row-major, contiguous; T is float or __nv_bfloat16, lse and the workspace are float):
 //   Q, O, dO, dQ : (B, Tq, H, D)      element (b, i, h, d) at ((b·Tq + i)·H + h)·D + d
@@ -49,11 +50,8 @@
 #include <limits>
 
 #include "base/error.h"
-#include "engine/ops/attention.h"
 #include "kernels/cuda/attention.h"
 #include "kernels/cuda/attention_internal.h"
-#include "kernels/cuda/cudnn_attention.h"
-#include "kernels/cuda/ops.h"
 #include "kernels/cuda/runtime.h"
 
 namespace pillars::cuda {
@@ -576,88 +574,5 @@ void attention_backward(const AttentionArgs& a, const T* Q, const T* K, const T*
 PILLARS_ATTENTION_INSTANTIATE(float)
 PILLARS_ATTENTION_INSTANTIATE(__nv_bfloat16)
 #undef PILLARS_ATTENTION_INSTANTIATE
-
-// ---- the engine's ops (engine/ops/attention.cpp has the node layouts) -------------------------------
-// A node whose kernel is ops::AttentionKernel::cudnn runs cuDNN's fused attention instead
-// (cudnn_attention.h): the forward takes its scratch from the cuDNN backend's own block (the
-// attention op declares no CUDA workspace), the backward from the executor's workspace, whose size
-// query covers cuDNN's needs.
-
-namespace {
-
-// The arguments of an attention / attention_backward node: q (B, Tq, H, D), k (B, Tk, H, D).
-AttentionArgs op_args(const KernelContext& c, const Shape& q, const Shape& k, const Tensor* key_lengths) {
-  const Attrs& at = c.node.attrs;
-  AttentionArgs a;
-  a.B = q[0], a.Tq = q[1], a.H = q[2], a.D = q[3], a.Tk = k[1];
-  a.scale = at.scale;
-  a.causal = at.causal;
-  a.key_lengths = key_lengths ? key_lengths->data<int32_t>() : nullptr;
-  a.dropout_p = at.p;
-  a.seed = at.seed; // the executor's run seed is added on the device (c.device_run_seed)
-  a.rng_offset = at.rng_offset;
-  a.run_seed = c.device_run_seed;
-  a.precision = precision();
-  return a;
-}
-
-bool runs_on_cudnn(const Node& n) { return ops::attention_kernel(n) == ops::AttentionKernel::cudnn; }
-
-// The cuDNN backend's arguments for a node (fp32 tensors). For the workspace query only whether
-// key_lengths is null matters: `has_key_lengths` stands in for the pointer there.
-CudnnAttentionArgs cudnn_args(const Node& n, const Shape& q, const Shape& k, const int32_t* key_lengths) {
-  CudnnAttentionArgs a;
-  a.B = q[0], a.Tq = q[1], a.H = q[2], a.D = q[3], a.Tk = k[1];
-  a.scale = n.attrs.scale;
-  a.causal = n.attrs.causal;
-  a.key_lengths = key_lengths;
-  a.dropout_p = n.attrs.p;
-  a.emit_probs = ops::attention_emits_probs(n);
-  return a;
-}
-
-} // namespace
-
-// attention: inputs q, k, v [, key_lengths]; outputs o, lse [, probs]
-void op_attention(const KernelContext& c) {
-  const Tensor &q = c.in[0], &k = c.in[1], &v = c.in[2];
-  if (runs_on_cudnn(c.node)) {
-    const CudnnAttentionArgs a = cudnn_args(c.node, q.shape(), k.shape(), c.in.size() > 3 ? c.in[3].data<int32_t>() : nullptr);
-    cudnn_attention_forward(a, q.data<float>(), k.data<float>(), v.data<float>(), c.out[0].data<float>(),
-                            c.out[1].data<float>(), nullptr);
-    return;
-  }
-  const AttentionArgs a = op_args(c, q.shape(), k.shape(), c.in.size() > 3 ? &c.in[3] : nullptr);
-  const bool emit_probs = !c.node.attrs.ints.empty() && c.node.attrs.ints[0] != 0;
-  attention_forward<float>(a, q.data<float>(), k.data<float>(), v.data<float>(), c.out[0].data<float>(),
-                           c.out[1].data<float>(), emit_probs ? c.out[2].data<float>() : nullptr);
-}
-
-// attention_backward: inputs q, k, v, o, lse, dO [, key_lengths]; outputs dq, dk, dv
-void op_attention_backward(const KernelContext& c) {
-  const Tensor &q = c.in[0], &k = c.in[1], &v = c.in[2];
-  if (runs_on_cudnn(c.node)) {
-    const CudnnAttentionArgs a = cudnn_args(c.node, q.shape(), k.shape(), c.in.size() > 6 ? c.in[6].data<int32_t>() : nullptr);
-    cudnn_attention_backward(a, q.data<float>(), k.data<float>(), v.data<float>(), c.in[3].data<float>(),
-                             c.in[4].data<float>(), c.in[5].data<float>(), c.out[0].data<float>(), c.out[1].data<float>(),
-                             c.out[2].data<float>(), c.workspace);
-    return;
-  }
-  const AttentionArgs a = op_args(c, q.shape(), k.shape(), c.in.size() > 6 ? &c.in[6] : nullptr);
-  attention_backward<float>(a, q.data<float>(), k.data<float>(), v.data<float>(), c.in[3].data<float>(),
-                            c.in[4].data<float>(), c.in[5].data<float>(), c.out[0].data<float>(),
-                            c.out[1].data<float>(), c.out[2].data<float>(), c.workspace);
-}
-
-size_t op_attention_backward_workspace(const Graph& g, const Node& n) {
-  const Shape q = g.shape(n.inputs[0]), k = g.shape(n.inputs[1]);
-  if (runs_on_cudnn(n)) {
-    static const int32_t stand_in = 0; // never read: only "has key lengths" shapes the workspace
-    return cudnn_attention_backward_workspace(cudnn_args(n, q, k, n.inputs.size() > 6 ? &stand_in : nullptr));
-  }
-  AttentionArgs a;
-  a.B = q[0], a.Tq = q[1], a.H = q[2], a.D = q[3], a.Tk = k[1];
-  return attention_backward_workspace(a);
-}
 
 } // namespace pillars::cuda

@@ -1,5 +1,6 @@
-// Flash attention on the GPU: the plain-pointer API under the attention op (ops.h) and the
-// benchmark (`pillars bench attention --device cuda`). Same function as kernels/cpu/attention.h:
+// Flash attention on the GPU: the plain-pointer API under the attention op (its adapters are
+// engine/ops/cuda/attention.cu) and the benchmark (`pillars bench attention --device cuda`). Same
+// function as kernels/cpu/attention.h:
 //
 //   Q (B, Tq, H, D), K and V (B, Tk, H, D), O (B, Tq, H, D), lse (B, H, Tq) — row-major, contiguous
 //   S = scale · Q Kᵀ (+ masks),  P = softmax(S) (a fully masked row gives P = 0, lse = −inf),

@@ -2,11 +2,13 @@
 // engine/ops/attention.cpp, so that attention_reference runs on a CUDA executor without the host
 // fallback (which would also stop CUDA-graph capture).
 //
+// The API is attention_mask.h; engine/ops/cuda/attention_mask.cu adapts the op to it.
+#include "kernels/cuda/attention_mask.h"
+
 #include <cuda_runtime.h>
 
 #include <cstdint>
 
-#include "kernels/cuda/ops.h"
 #include "kernels/cuda/runtime.h"
 
 namespace pillars::cuda {
@@ -29,13 +31,11 @@ __global__ void attention_mask_kernel(const int32_t* lengths, int32_t* m, int64_
 }
 } // namespace
 
-void op_attention_mask(const KernelContext& c) {
-  const int64_t Tq = c.node.attrs.ints.at(0), Tk = c.node.attrs.ints.at(1), B = c.out[0].dim(0);
+void attention_mask(const int32_t* key_lengths, int32_t* m, int64_t B, int64_t Tq, int64_t Tk, bool causal) {
   const int64_t n = B * Tq * Tk;
   if (n == 0) return;
   const unsigned grid = blocks_for(n, kThreads) < 65535u * 8 ? blocks_for(n, kThreads) : 65535u * 8;
-  attention_mask_kernel<<<grid, kThreads, 0, stream()>>>(c.in.empty() ? nullptr : c.in[0].data<int32_t>(),
-                                                         c.out[0].data<int32_t>(), B, Tq, Tk, c.node.attrs.causal);
+  attention_mask_kernel<<<grid, kThreads, 0, stream()>>>(key_lengths, m, B, Tq, Tk, causal);
   PILLARS_CUDA_LAUNCHED("attention_mask_kernel");
 }
 

@@ -22,6 +22,10 @@
 // (exp(x − lse) − ε/V)·scale, minus (1 − ε)·scale at the target — each thread reads an element
 // before it writes the same element, and no thread touches another's, which makes the op safe in
 // place.
+//
+// The API is cross_entropy.h; engine/ops/cuda/cross_entropy.cu adapts the ops to it.
+#include "kernels/cuda/cross_entropy.h"
+
 #include <cuda_runtime.h>
 
 #include <climits>
@@ -29,7 +33,6 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "kernels/cuda/ops.h"
 #include "kernels/cuda/rows.cuh"
 #include "kernels/cuda/runtime.h"
 
@@ -57,10 +60,7 @@ __device__ __forceinline__ void online_add(float& m, float& s, float v) {
   s += m == kNegInf ? 0.0f : expf(v - m); // (m = −inf means v = −inf too: exp would be NaN)
 }
 
-struct RowParams {
-  int64_t N, V, ignore_index;
-  float one_minus_smoothing, uniform; // 1 − ε and ε/V, rounded as the CPU kernel rounds them
-};
+using RowParams = CrossEntropyParams;
 
 __device__ __forceinline__ bool valid_target(int32_t t, const RowParams& p) {
   return t != p.ignore_index && t >= 0 && t < p.V;
@@ -184,27 +184,10 @@ template <class F> void with_row_team(int64_t V, bool vec4, F&& f) {
   else pick_vec(std::integral_constant<int, 512>{});
 }
 
-RowParams params_of(const KernelContext& c) {
-  const Tensor& logits = c.in[0];
-  RowParams p;
-  p.V = logits.dim(-1);
-  p.N = logits.numel() / p.V;
-  p.ignore_index = c.node.attrs.ignore_index;
-  p.one_minus_smoothing = 1.0f - c.node.attrs.smoothing;
-  p.uniform = c.node.attrs.smoothing / static_cast<float>(p.V);
-  return p;
-}
-
 } // namespace
 
-// inputs: logits, targets → loss [], lse (...); workspace: the N row losses
-void op_cross_entropy(const KernelContext& c) {
-  const RowParams p = params_of(c);
-  const float* logits = c.in[0].data<float>();
-  const int32_t* targets = c.in[1].data<int32_t>();
-  float* loss = c.out[0].data<float>();
-  float* lse = c.out[1].data<float>();
-  float* row_loss = static_cast<float*>(c.workspace);
+void cross_entropy_forward(const CrossEntropyParams& p, const float* logits, const int32_t* targets, float* loss,
+                           float* lse, float* row_loss) {
   PILLARS_CHECK(p.N == 0 || row_loss, "cross_entropy: the CUDA kernel needs its workspace");
   if (p.N > 0) {
     with_row_team(p.V, p.V % 4 == 0 && aligned16(logits), [&](auto team, auto vec4) {
@@ -219,16 +202,9 @@ void op_cross_entropy(const KernelContext& c) {
   PILLARS_CUDA_LAUNCHED("cross_entropy mean_loss_kernel");
 }
 
-// inputs: logits, targets, lse, dL → dlogits (in place over logits allowed); workspace: the scale
-void op_cross_entropy_backward(const KernelContext& c) {
-  const RowParams p = params_of(c);
+void cross_entropy_backward(const CrossEntropyParams& p, const float* logits, const int32_t* targets, const float* lse,
+                            const float* dL, float* dlogits, float* scale) {
   if (p.N == 0) return;
-  const float* logits = c.in[0].data<float>();
-  const int32_t* targets = c.in[1].data<int32_t>();
-  const float* lse = c.in[2].data<float>();
-  const float* dL = c.in[3].data<float>();
-  float* dlogits = c.out[0].data<float>();
-  float* scale = static_cast<float*>(c.workspace);
   PILLARS_CHECK(scale, "cross_entropy_backward: the CUDA kernel needs its workspace");
   gradient_scale_kernel<<<1, kCountThreads, 0, stream()>>>(p, targets, dL, scale);
   PILLARS_CUDA_LAUNCHED("cross_entropy gradient_scale_kernel");
@@ -240,11 +216,5 @@ void op_cross_entropy_backward(const KernelContext& c) {
     PILLARS_CUDA_LAUNCHED("cross_entropy backward_rows_kernel");
   });
 }
-
-size_t op_cross_entropy_workspace(const Graph& g, const Node& n) {
-  return static_cast<size_t>(numel(g.shape(n.inputs[1]))) * sizeof(float);
-}
-
-size_t op_cross_entropy_backward_workspace(const Graph&, const Node&) { return sizeof(float); }
 
 } // namespace pillars::cuda

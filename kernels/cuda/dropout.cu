@@ -5,8 +5,8 @@
 //   r = philox4x32_10(counter s / 4, key), u_i = (word s % 4 of r >> 8) · 2⁻²⁴ ∈ [0, 1),
 //   y_i = x_i · (1 / (1 − p)) if u_i ≥ p, else 0           (p = 1: u < 1 always, so y = 0)
 // bit for bit the CPU kernel's mask and values (u, the scale and the product are exact the same
-// float operations). The run seed is read on the device, from KernelContext::device_run_seed, so a
-// captured CUDA graph draws a fresh mask at every replay.
+// float operations). The run seed is read on the device, from DropoutArgs::run_seed (the
+// executor's device word), so a captured CUDA graph draws a fresh mask at every replay.
 // Algorithm: one thread per Philox call — four consecutive stream positions, i.e. four elements —
 // with one 16-byte load and store when rng_offset % 4 == 0 and the pointers are aligned.
 //
@@ -19,13 +19,17 @@
 // a few 32-bit divisions.
 //
 // Both kernels read element i before writing element i and touch nothing else, so y may alias x.
+//
+// The API is dropout.h; engine/ops/cuda/dropout.cu adapts the ops to it.
+#include "kernels/cuda/dropout.h"
+
 #include <cuda_runtime.h>
 
 #include <climits>
 #include <cstdint>
 
-#include "kernels/cuda/ops.h"
 #include "kernels/cuda/runtime.h"
+#include "kernels/dims.h"
 #include "kernels/philox.h"
 
 namespace pillars::cuda {
@@ -41,14 +45,6 @@ unsigned grid_for(int64_t items, int64_t per_block) {
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
 // ---- dropout -------------------------------------------------------------------------------------
-
-struct DropoutArgs {
-  int64_t n;
-  float p, scale;            // scale = 1 / (1 − p), rounded once on the host as on the CPU
-  uint64_t seed, offset;     // attrs.seed, attrs.rng_offset
-  const uint64_t* run_seed;  // device word added to seed; nullptr: host_run_seed instead
-  uint64_t host_run_seed;
-};
 
 __device__ __forceinline__ float uniform_of(uint32_t bits) { return static_cast<float>(bits >> 8) * (1.0f / 16777216.0f); }
 
@@ -95,7 +91,7 @@ struct BroadcastView {
 
 // Pairs x's axes with the mask's strides (mask aligned at the right), drops unit axes and merges
 // an axis into its inner neighbour when the mask steps over them as over one axis.
-BroadcastView broadcast_view(const Shape& xs, const Shape& ms) {
+BroadcastView broadcast_view(std::span<const int64_t> xs, std::span<const int64_t> ms) {
   const int rank = static_cast<int>(xs.size()), shift = rank - static_cast<int>(ms.size());
   int64_t ext[64], str[64];
   int dims = 0;
@@ -113,7 +109,7 @@ BroadcastView broadcast_view(const Shape& xs, const Shape& ms) {
     }
     ext[dims] = extent, str[dims] = stride, ++dims;
   }
-  PILLARS_CHECK(dims <= kMaxDims, "masked_fill: x ", shape_str(xs), " with mask ", shape_str(ms),
+  PILLARS_CHECK(dims <= kMaxDims, "masked_fill: x ", dims_str(xs), " with mask ", dims_str(ms),
                 " needs more than ", kMaxDims, " axes in the CUDA kernel");
   BroadcastView v;
   v.dims = dims;
@@ -166,19 +162,8 @@ __global__ void __launch_bounds__(kThreads)
 
 } // namespace
 
-void op_dropout(const KernelContext& c) {
-  const Attrs& attrs = c.node.attrs;
-  DropoutArgs a;
-  a.n = c.in[0].numel();
+void dropout(const DropoutArgs& a, const float* x, float* y) {
   if (a.n == 0) return;
-  a.p = attrs.p;
-  a.scale = 1.0f / (1.0f - attrs.p);
-  a.seed = attrs.seed;
-  a.offset = attrs.rng_offset;
-  a.run_seed = c.device_run_seed;
-  a.host_run_seed = c.run_seed;
-  const float* x = c.in[0].data<float>();
-  float* y = c.out[0].data<float>();
   const int64_t calls = (static_cast<int64_t>(a.offset & 3) + a.n + 3) / 4;
   if (a.offset % 4 == 0 && aligned16(x) && aligned16(y))
     dropout_kernel<true><<<grid_for(calls, kThreads), kThreads, 0, stream()>>>(a, x, y);
@@ -187,17 +172,13 @@ void op_dropout(const KernelContext& c) {
   PILLARS_CUDA_LAUNCHED("dropout_kernel");
 }
 
-void op_masked_fill(const KernelContext& c) {
-  const Tensor &x = c.in[0], &mask = c.in[1];
-  const int64_t n = x.numel();
+void masked_fill(const float* xp, std::span<const int64_t> x_dims, const int32_t* mp, std::span<const int64_t> mask_dims,
+                 float* yp, float value) {
+  const int64_t n = dims_count(x_dims);
   if (n == 0) return;
-  PILLARS_CHECK(n <= INT_MAX && mask.numel() <= INT_MAX,
+  PILLARS_CHECK(n <= INT_MAX && dims_count(mask_dims) <= INT_MAX,
                 "masked_fill: tensors of 2^31 elements or more are not supported by the CUDA kernel");
-  const BroadcastView v = broadcast_view(x.shape(), mask.shape());
-  const float* xp = x.data<float>();
-  float* yp = c.out[0].data<float>();
-  const int32_t* mp = mask.data<int32_t>();
-  const float value = c.node.attrs.value;
+  const BroadcastView v = broadcast_view(x_dims, mask_dims);
   if (v.inner_extent % 4 == 0 && aligned16(xp) && aligned16(yp))
     masked_fill_kernel<true><<<grid_for(n / 4, kThreads), kThreads, 0, stream()>>>(v, xp, mp, yp, uint32_t(n), value);
   else

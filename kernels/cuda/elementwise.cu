@@ -11,18 +11,19 @@
 // Two fast paths cover almost every call of a transformer step: equal shapes (a flat loop) and
 // a bias-like b that repeats along the rows of a (b's offset = i mod |b|).
 // All these ops may run in place (OpDef::inplace): element i is read before element i is written.
-#include "engine/ops/common.h"
-#include "kernels/cuda/ops.h"
+// The API is elementwise.h; engine/ops/cuda/elementwise.cu adapts the ops to it.
+#include "kernels/cuda/elementwise.h"
+
+#include <algorithm>
+
 #include "kernels/cuda/runtime.h"
+#include "kernels/dims.h"
 
 namespace pillars::cuda {
 namespace {
 
 constexpr int kThreads = 256;
 constexpr int kMaxRank = 8;
-
-enum class Binary { add, sub, mul, div };
-enum class Unary { scale, add_scalar, exp, log, sqrt, tanh, relu, gelu };
 
 template <Binary K> __device__ __forceinline__ float apply(float a, float b) {
   if constexpr (K == Binary::add) return a + b;
@@ -66,7 +67,7 @@ struct Broadcast {
   int64_t a_stride[kMaxRank], b_stride[kMaxRank];
 };
 
-void fill_strides(const Shape& s, const Shape& out, int64_t* stride) {
+void fill_strides(std::span<const int64_t> s, std::span<const int64_t> out, int64_t* stride) {
   const int shift = static_cast<int>(out.size() - s.size());
   int64_t st = 1;
   for (int ax = static_cast<int>(out.size()) - 1; ax >= 0; --ax) {
@@ -111,45 +112,47 @@ __global__ void broadcast_kernel(const float* x, float* out, int64_t n, Broadcas
 }
 
 // True when `small` equals the trailing axes of `big` (so it repeats every numel(small) elements).
-bool is_suffix(const Shape& small, const Shape& big) {
+bool is_suffix(std::span<const int64_t> small, std::span<const int64_t> big) {
   if (small.size() > big.size()) return false;
   return std::equal(small.begin(), small.end(), big.end() - static_cast<std::ptrdiff_t>(small.size()));
 }
 
-template <Binary K> void binary(const KernelContext& c) {
-  const Tensor &A = c.in[0], &B = c.in[1];
-  Tensor& out = c.out[0];
-  const int64_t n = out.numel();
+// Equal extents (what == says of two shapes).
+bool same_dims(std::span<const int64_t> a, std::span<const int64_t> b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin());
+}
+
+template <Binary K>
+void binary(const float* a, std::span<const int64_t> a_dims, const float* b, std::span<const int64_t> b_dims, float* y,
+            std::span<const int64_t> out_dims, const char* name) {
+  const int64_t n = dims_count(out_dims);
   if (n == 0) return;
-  const float *a = A.data<float>(), *b = B.data<float>();
-  float* y = out.data<float>();
-  if (A.shape() == B.shape()) {
+  if (same_dims(a_dims, b_dims)) {
     binary_same_shape<K><<<grid_for(n), kThreads, 0, stream()>>>(a, b, y, n);
-  } else if (A.shape() == out.shape() && is_suffix(B.shape(), out.shape())) {
-    binary_repeating<K><<<grid_for(n), kThreads, 0, stream()>>>(a, b, y, n, B.numel(), true);
-  } else if (B.shape() == out.shape() && is_suffix(A.shape(), out.shape())) {
-    binary_repeating<K><<<grid_for(n), kThreads, 0, stream()>>>(a, b, y, n, A.numel(), false);
+  } else if (same_dims(a_dims, out_dims) && is_suffix(b_dims, out_dims)) {
+    binary_repeating<K><<<grid_for(n), kThreads, 0, stream()>>>(a, b, y, n, dims_count(b_dims), true);
+  } else if (same_dims(b_dims, out_dims) && is_suffix(a_dims, out_dims)) {
+    binary_repeating<K><<<grid_for(n), kThreads, 0, stream()>>>(a, b, y, n, dims_count(a_dims), false);
   } else {
-    PILLARS_CHECK(out.rank() <= kMaxRank, c.node.op->name, ": rank ", out.rank(), " > ", kMaxRank, " on the GPU");
+    const int rank = static_cast<int>(out_dims.size());
+    PILLARS_CHECK(rank <= kMaxRank, name, ": rank ", rank, " > ", kMaxRank, " on the GPU");
     Broadcast bc;
-    bc.rank = out.rank();
-    for (int ax = 0; ax < bc.rank; ++ax) bc.out_extent[ax] = out.shape()[static_cast<size_t>(ax)];
-    fill_strides(A.shape(), out.shape(), bc.a_stride);
-    fill_strides(B.shape(), out.shape(), bc.b_stride);
+    bc.rank = rank;
+    for (int ax = 0; ax < bc.rank; ++ax) bc.out_extent[ax] = out_dims[static_cast<size_t>(ax)];
+    fill_strides(a_dims, out_dims, bc.a_stride);
+    fill_strides(b_dims, out_dims, bc.b_stride);
     binary_general<K><<<grid_for(n), kThreads, 0, stream()>>>(a, b, y, n, bc);
   }
-  PILLARS_CUDA_LAUNCHED(c.node.op->name);
+  PILLARS_CUDA_LAUNCHED(name);
 }
 
 template <Unary K> __global__ void unary_kernel(const float* x, float* y, int64_t n, float s, float cst) {
   PILLARS_FOR_EACH(i, n) y[i] = apply<K>(x[i], s, cst);
 }
-template <Unary K> void unary(const KernelContext& c) {
-  const int64_t n = c.out[0].numel();
+template <Unary K> void unary(const float* x, float* y, int64_t n, float s, float cst, const char* name) {
   if (n == 0) return;
-  unary_kernel<K><<<grid_for(n), kThreads, 0, stream()>>>(c.in[0].data<float>(), c.out[0].data<float>(), n, c.node.attrs.scale,
-                                                          c.node.attrs.value);
-  PILLARS_CUDA_LAUNCHED(c.node.op->name);
+  unary_kernel<K><<<grid_for(n), kThreads, 0, stream()>>>(x, y, n, s, cst);
+  PILLARS_CUDA_LAUNCHED(name);
 }
 
 // relu_backward reads ReLU's output y (y > 0 ⇔ x > 0); gelu_backward reads the input x.
@@ -159,12 +162,10 @@ template <Unary K> __global__ void activation_backward_kernel(const float* dy, c
     else dx[i] = dy[i] * gelu_grad(x[i]);
   }
 }
-template <Unary K> void activation_backward(const KernelContext& c) {
-  const int64_t n = c.out[0].numel();
+template <Unary K> void activation_backward_impl(const float* dy, const float* x, float* dx, int64_t n, const char* name) {
   if (n == 0) return;
-  activation_backward_kernel<K><<<grid_for(n), kThreads, 0, stream()>>>(c.in[0].data<float>(), c.in[1].data<float>(),
-                                                                        c.out[0].data<float>(), n);
-  PILLARS_CUDA_LAUNCHED(c.node.op->name);
+  activation_backward_kernel<K><<<grid_for(n), kThreads, 0, stream()>>>(dy, x, dx, n);
+  PILLARS_CUDA_LAUNCHED(name);
 }
 
 __global__ void fill_kernel(float* y, int64_t n, float value) {
@@ -225,40 +226,49 @@ __global__ void sum_to_general_kernel(const float* x, float* y, int64_t outputs,
 
 } // namespace
 
-void op_add(const KernelContext& c) { binary<Binary::add>(c); }
-void op_sub(const KernelContext& c) { binary<Binary::sub>(c); }
-void op_mul(const KernelContext& c) { binary<Binary::mul>(c); }
-void op_div(const KernelContext& c) { binary<Binary::div>(c); }
-void op_scale(const KernelContext& c) { unary<Unary::scale>(c); }
-void op_add_scalar(const KernelContext& c) { unary<Unary::add_scalar>(c); }
-void op_exp(const KernelContext& c) { unary<Unary::exp>(c); }
-void op_log(const KernelContext& c) { unary<Unary::log>(c); }
-void op_sqrt(const KernelContext& c) { unary<Unary::sqrt>(c); }
-void op_tanh(const KernelContext& c) { unary<Unary::tanh>(c); }
-void op_relu(const KernelContext& c) { unary<Unary::relu>(c); }
-void op_gelu(const KernelContext& c) { unary<Unary::gelu>(c); }
-void op_relu_backward(const KernelContext& c) { activation_backward<Unary::relu>(c); }
-void op_gelu_backward(const KernelContext& c) { activation_backward<Unary::gelu>(c); }
+void binary_broadcast(Binary kind, const float* a, std::span<const int64_t> a_dims, const float* b,
+                      std::span<const int64_t> b_dims, float* out, std::span<const int64_t> out_dims, const char* name) {
+  switch (kind) {
+    case Binary::add: return binary<Binary::add>(a, a_dims, b, b_dims, out, out_dims, name);
+    case Binary::sub: return binary<Binary::sub>(a, a_dims, b, b_dims, out, out_dims, name);
+    case Binary::mul: return binary<Binary::mul>(a, a_dims, b, b_dims, out, out_dims, name);
+    case Binary::div: return binary<Binary::div>(a, a_dims, b, b_dims, out, out_dims, name);
+  }
+}
 
-void op_fill(const KernelContext& c) {
-  const int64_t n = c.out[0].numel();
+void unary_map(Unary kind, const float* x, float* y, int64_t n, float s, float c, const char* name) {
+  switch (kind) {
+    case Unary::scale: return unary<Unary::scale>(x, y, n, s, c, name);
+    case Unary::add_scalar: return unary<Unary::add_scalar>(x, y, n, s, c, name);
+    case Unary::exp: return unary<Unary::exp>(x, y, n, s, c, name);
+    case Unary::log: return unary<Unary::log>(x, y, n, s, c, name);
+    case Unary::sqrt: return unary<Unary::sqrt>(x, y, n, s, c, name);
+    case Unary::tanh: return unary<Unary::tanh>(x, y, n, s, c, name);
+    case Unary::relu: return unary<Unary::relu>(x, y, n, s, c, name);
+    case Unary::gelu: return unary<Unary::gelu>(x, y, n, s, c, name);
+  }
+}
+
+void activation_backward(Unary kind, const float* dy, const float* x, float* dx, int64_t n, const char* name) {
+  if (kind == Unary::relu) activation_backward_impl<Unary::relu>(dy, x, dx, n, name);
+  else activation_backward_impl<Unary::gelu>(dy, x, dx, n, name);
+}
+
+void fill(float* y, int64_t n, float value) {
   if (n == 0) return;
-  fill_kernel<<<grid_for(n), kThreads, 0, stream()>>>(c.out[0].data<float>(), n, c.node.attrs.value);
+  fill_kernel<<<grid_for(n), kThreads, 0, stream()>>>(y, n, value);
   PILLARS_CUDA_LAUNCHED("fill");
 }
 
-void op_sum_to(const KernelContext& c) {
-  const Shape &xs = c.in[0].shape(), &ys = c.out[0].shape();
-  const float* x = c.in[0].data<float>();
-  float* y = c.out[0].data<float>();
-  const int64_t outputs = c.out[0].numel();
+void sum_to(const float* x, std::span<const int64_t> xs, float* y, std::span<const int64_t> ys) {
+  const int64_t outputs = dims_count(ys);
   if (outputs == 0) return;
-  if (c.in[0].numel() == 0) {
-    PILLARS_CUDA_CHECK(cudaMemsetAsync(y, 0, c.out[0].nbytes(), stream()));
+  if (dims_count(xs) == 0) {
+    PILLARS_CUDA_CHECK(cudaMemsetAsync(y, 0, static_cast<size_t>(outputs) * sizeof(float), stream()));
     return;
   }
   if (is_suffix(ys, xs)) { // y is x's trailing axes: sum over rows
-    const int64_t cols = outputs, rows = c.in[0].numel() / cols;
+    const int64_t cols = outputs, rows = dims_count(xs) / cols;
     sum_rows_kernel<<<blocks_for(cols, 32), dim3(32, 8), 0, stream()>>>(x, y, rows, cols);
     PILLARS_CUDA_LAUNCHED("sum_to (rows)");
     return;
@@ -280,17 +290,16 @@ void op_sum_to(const KernelContext& c) {
   PILLARS_CUDA_LAUNCHED("sum_to");
 }
 
-void op_broadcast_to(const KernelContext& c) {
-  const Tensor& x = c.in[0];
-  Tensor& out = c.out[0];
-  const int64_t n = out.numel();
+void broadcast_to(const float* x, std::span<const int64_t> x_dims, float* y, std::span<const int64_t> y_dims) {
+  const int64_t n = dims_count(y_dims);
   if (n == 0) return;
-  PILLARS_CHECK(out.rank() <= kMaxRank, "broadcast_to: rank ", out.rank(), " > ", kMaxRank, " on the GPU");
+  const int rank = static_cast<int>(y_dims.size());
+  PILLARS_CHECK(rank <= kMaxRank, "broadcast_to: rank ", rank, " > ", kMaxRank, " on the GPU");
   Broadcast bc;
-  bc.rank = out.rank();
-  for (int ax = 0; ax < bc.rank; ++ax) bc.out_extent[ax] = out.shape()[static_cast<size_t>(ax)], bc.b_stride[ax] = 0;
-  fill_strides(x.shape(), out.shape(), bc.a_stride);
-  broadcast_kernel<<<grid_for(n), kThreads, 0, stream()>>>(x.data<float>(), out.data<float>(), n, bc);
+  bc.rank = rank;
+  for (int ax = 0; ax < bc.rank; ++ax) bc.out_extent[ax] = y_dims[static_cast<size_t>(ax)], bc.b_stride[ax] = 0;
+  fill_strides(x_dims, y_dims, bc.a_stride);
+  broadcast_kernel<<<grid_for(n), kThreads, 0, stream()>>>(x, y, n, bc);
   PILLARS_CUDA_LAUNCHED("broadcast_to");
 }
 

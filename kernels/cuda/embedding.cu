@@ -15,12 +15,15 @@
 // atomics, so dtable can differ in the last bits from run to run (the CPU kernel adds in position
 // order). A deterministic version needs the positions grouped by id (a sort, i.e. a workspace,
 // which this op's CUDA slot does not have).
+//
+// The API is embedding.h; engine/ops/cuda/embedding.cu adapts the ops to it.
+#include "kernels/cuda/embedding.h"
+
 #include <cuda_runtime.h>
 
 #include <climits>
 #include <cstdint>
 
-#include "kernels/cuda/ops.h"
 #include "kernels/cuda/runtime.h"
 
 namespace pillars::cuda {
@@ -87,35 +90,24 @@ bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0;
 
 } // namespace
 
-// inputs: table (V, D), ids (...) → (..., D)
-void op_embedding(const KernelContext& c) {
-  const Tensor &table = c.in[0], &ids = c.in[1];
-  const int64_t n = ids.numel(), V = table.dim(0), D = table.dim(1);
+void embedding_forward(const float* src, const int32_t* ids, float* out, int64_t n, int64_t V, int64_t D) {
   if (n == 0 || D == 0) return;
-  const float* src = table.data<float>();
-  float* out = c.out[0].data<float>();
   const unsigned grid = grid_for(n, kWarpsPerBlock);
   if (D % 4 == 0 && aligned16(src) && aligned16(out))
-    gather_kernel<true><<<grid, kThreads, 0, stream()>>>(src, ids.data<int32_t>(), out, n, V, D);
+    gather_kernel<true><<<grid, kThreads, 0, stream()>>>(src, ids, out, n, V, D);
   else
-    gather_kernel<false><<<grid, kThreads, 0, stream()>>>(src, ids.data<int32_t>(), out, n, V, D);
+    gather_kernel<false><<<grid, kThreads, 0, stream()>>>(src, ids, out, n, V, D);
   PILLARS_CUDA_LAUNCHED("embedding gather_kernel");
 }
 
-// inputs: dout (..., D), ids (...); attrs.ints = {V} → dtable (V, D)
-void op_embedding_backward(const KernelContext& c) {
-  const Tensor &dout = c.in[0], &ids = c.in[1];
-  Tensor& dtable = c.out[0];
-  const int64_t n = ids.numel(), V = dtable.dim(0), D = dtable.dim(1);
-  float* dst = dtable.data<float>();
-  PILLARS_CUDA_CHECK(cudaMemsetAsync(dst, 0, dtable.nbytes(), stream()));
+void embedding_backward(const float* src, const int32_t* ids, float* dst, int64_t n, int64_t V, int64_t D) {
+  PILLARS_CUDA_CHECK(cudaMemsetAsync(dst, 0, static_cast<size_t>(V * D) * sizeof(float), stream()));
   if (n == 0 || D == 0) return;
-  const float* src = dout.data<float>();
   const unsigned grid = grid_for(n, kWarpsPerBlock);
   if (D % 4 == 0 && aligned16(src) && aligned16(dst))
-    scatter_add_kernel<true><<<grid, kThreads, 0, stream()>>>(src, ids.data<int32_t>(), dst, n, V, D);
+    scatter_add_kernel<true><<<grid, kThreads, 0, stream()>>>(src, ids, dst, n, V, D);
   else
-    scatter_add_kernel<false><<<grid, kThreads, 0, stream()>>>(src, ids.data<int32_t>(), dst, n, V, D);
+    scatter_add_kernel<false><<<grid, kThreads, 0, stream()>>>(src, ids, dst, n, V, D);
   PILLARS_CUDA_LAUNCHED("embedding scatter_add_kernel");
 }
 

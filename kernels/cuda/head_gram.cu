@@ -18,11 +18,14 @@
 //
 // Backward: one thread per element of dx, a loop over the H heads j (H ≤ 64 in practice).
 // Lengths outside [0, T] are an error on the CPU; here they are clamped by the comparison.
+//
+// The API is head_gram.h; engine/ops/cuda/head_gram.cu adapts the ops to it.
+#include "kernels/cuda/head_gram.h"
+
 #include <cuda_runtime.h>
 
 #include <cstdint>
 
-#include "kernels/cuda/ops.h"
 #include "kernels/cuda/runtime.h"
 
 namespace pillars::cuda {
@@ -36,10 +39,6 @@ struct Gram {
   const int32_t* lengths; // device, nullable
   __device__ bool valid(int64_t t) const { return !lengths || t % T < lengths[t / T]; }
 };
-
-Gram gram_of(const Tensor& x, const Tensor* lengths) {
-  return Gram{x.dim(0), x.dim(1), x.dim(2), x.dim(3), lengths ? lengths->data<int32_t>() : nullptr};
-}
 
 // Pair slot p of the upper triangle → (i, j), row by row: (0,0) (0,1) ... (0,H−1) (1,1) ...
 __device__ void pair_of(int64_t p, int64_t H, int64_t& i, int64_t& j) {
@@ -103,7 +102,7 @@ __global__ void gram_backward_kernel(Gram g, const float* x, const float* dG, fl
   }
 }
 
-int64_t chunks_of(const Shape& x) { return (x[0] * x[1] + kChunk - 1) / kChunk; }
+int64_t chunks_of(int64_t B, int64_t T) { return (B * T + kChunk - 1) / kChunk; }
 int64_t pairs_of(int64_t H) { return H * (H + 1) / 2; }
 size_t lane_sums_bytes(int64_t H) {
   const int64_t P = pairs_of(H), lanes = kThreads / P > 0 ? kThreads / P : 1;
@@ -112,37 +111,35 @@ size_t lane_sums_bytes(int64_t H) {
 
 } // namespace
 
-// inputs: x (B, T, H, D) [, lengths i32 (B)] → G (H, H); workspace: (chunks, P) doubles
-void op_head_gram(const KernelContext& c) {
-  const Gram g = gram_of(c.in[0], c.in.size() > 1 ? &c.in[1] : nullptr);
-  const int64_t chunks = chunks_of(c.in[0].shape());
-  float* G = c.out[0].data<float>();
+// workspace: (chunks, P) doubles
+void head_gram(const float* x, const int32_t* lengths, float* G, int64_t B, int64_t T, int64_t H, int64_t D,
+               void* workspace) {
+  const Gram g{B, T, H, D, lengths};
+  const int64_t chunks = chunks_of(B, T);
   if (chunks == 0 || g.D == 0) {
-    PILLARS_CUDA_CHECK(cudaMemsetAsync(G, 0, c.out[0].nbytes(), stream()));
+    PILLARS_CUDA_CHECK(cudaMemsetAsync(G, 0, static_cast<size_t>(H * H) * sizeof(float), stream()));
     return;
   }
   const size_t shared = lane_sums_bytes(g.H);
   PILLARS_CHECK(shared <= 48 * 1024, "head_gram (cuda): ", g.H, " heads need more shared memory than a block has");
-  double* partial = static_cast<double*>(c.workspace);
-  gram_partial_kernel<<<static_cast<unsigned>(chunks), kThreads, shared, stream()>>>(g, c.in[0].data<float>(), partial);
+  double* partial = static_cast<double*>(workspace);
+  gram_partial_kernel<<<static_cast<unsigned>(chunks), kThreads, shared, stream()>>>(g, x, partial);
   PILLARS_CUDA_LAUNCHED("head_gram gram_partial_kernel");
   gram_reduce_kernel<<<blocks_for(pairs_of(g.H), 64), 64, 0, stream()>>>(partial, chunks, g.H, G);
   PILLARS_CUDA_LAUNCHED("head_gram gram_reduce_kernel");
 }
 
-size_t op_head_gram_workspace(const Graph& g, const Node& n) {
-  const Shape& x = g.shape(n.inputs[0]);
-  return static_cast<size_t>(chunks_of(x) * pairs_of(x[2])) * sizeof(double);
+size_t head_gram_workspace(int64_t B, int64_t T, int64_t H) {
+  return static_cast<size_t>(chunks_of(B, T) * pairs_of(H)) * sizeof(double);
 }
 
-// inputs: x (B, T, H, D), dG (H, H) [, lengths i32 (B)] → dx (B, T, H, D)
-void op_head_gram_backward(const KernelContext& c) {
-  const Gram g = gram_of(c.in[0], c.in.size() > 2 ? &c.in[2] : nullptr);
-  const int64_t n = c.in[0].numel();
+void head_gram_backward(const float* x, const float* dG, const int32_t* lengths, float* dx, int64_t B, int64_t T,
+                        int64_t H, int64_t D) {
+  const Gram g{B, T, H, D, lengths};
+  const int64_t n = B * T * H * D;
   if (n == 0) return;
   const unsigned grid = blocks_for(n, kThreads) < 65535u * 8 ? blocks_for(n, kThreads) : 65535u * 8;
-  gram_backward_kernel<<<grid, kThreads, 0, stream()>>>(g, c.in[0].data<float>(), c.in[1].data<float>(),
-                                                        c.out[0].data<float>());
+  gram_backward_kernel<<<grid, kThreads, 0, stream()>>>(g, x, dG, dx);
   PILLARS_CUDA_LAUNCHED("head_gram gram_backward_kernel");
 }
 

@@ -23,6 +23,10 @@
 // sums g·x̂ and g of its columns over its rows in registers (fp32, at most ⌈N/P⌉ rows). Each team
 // writes its share into the workspace — partials (2, P, D) — and a second kernel adds the P
 // partials of each column in a fixed order in fp64, so the result is the same bits on every run.
+//
+// The API is layernorm.h; engine/ops/cuda/layernorm.cu adapts the ops to it.
+#include "kernels/cuda/layernorm.h"
+
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -30,7 +34,6 @@
 #include <cmath>
 #include <cstdint>
 
-#include "kernels/cuda/ops.h"
 #include "kernels/cuda/rows.cuh"
 #include "kernels/cuda/runtime.h"
 
@@ -296,12 +299,7 @@ int64_t partial_teams(int64_t N, int64_t D, bool vec4) {
   return teams;
 }
 
-struct ForwardArgs {
-  int64_t N, D;
-  const float *x, *gamma, *beta;
-  float *y, *mean, *rstd;
-  float eps;
-};
+using ForwardArgs = LayerNormForwardArgs;
 
 template <bool kVec4> void forward_in_registers(const ForwardArgs& a) {
   with_register_layout<kVec4>(a.D, [&](auto layout) {
@@ -312,7 +310,9 @@ template <bool kVec4> void forward_in_registers(const ForwardArgs& a) {
   });
 }
 
-void layer_norm_forward(const ForwardArgs& a) {
+} // namespace
+
+void layer_norm_forward(const LayerNormForwardArgs& a) {
   if (a.N <= 0) return;
   const bool vec4 = a.D % 4 == 0 && aligned16(a.x) && aligned16(a.y) && (!a.gamma || aligned16(a.gamma)) &&
                     (!a.beta || aligned16(a.beta));
@@ -327,12 +327,9 @@ void layer_norm_forward(const ForwardArgs& a) {
   }
 }
 
-struct BackwardArgs {
-  int64_t N, D;
-  const float *x, *gamma, *mean, *rstd, *dy;
-  float *dx, *dgamma, *dbeta; // dgamma, dbeta: both or neither
-  float* partials;            // workspace, (2, P, D) floats when dgamma
-};
+namespace {
+
+using BackwardArgs = LayerNormBackwardArgs;
 
 bool backward_vec4(const BackwardArgs& a) {
   return a.D % 4 == 0 && aligned16(a.x) && aligned16(a.dy) && aligned16(a.dx) && (!a.gamma || aligned16(a.gamma)) &&
@@ -355,7 +352,9 @@ template <bool kVec4> void backward_in_registers(const BackwardArgs& a) {
   });
 }
 
-void layer_norm_backward(const BackwardArgs& a) {
+} // namespace
+
+void layer_norm_backward(const LayerNormBackwardArgs& a) {
   const bool vec4 = backward_vec4(a);
   if (a.N <= 0 && !a.dgamma) return;
   if (a.D > kMaxRegisterRow) {
@@ -375,51 +374,7 @@ void layer_norm_backward(const BackwardArgs& a) {
   PILLARS_CUDA_LAUNCHED("layer_norm sum_partials_kernel");
 }
 
-} // namespace
-
-// inputs x [, γ] [, β]; attrs.ints = {has_gamma, has_beta}; outputs y, μ, r
-void op_layer_norm(const KernelContext& c) {
-  const bool has_gamma = c.node.attrs.ints[0] != 0, has_beta = c.node.attrs.ints[1] != 0;
-  const Tensor& x = c.in[0];
-  ForwardArgs a;
-  a.D = x.dim(-1);
-  a.N = x.numel() / a.D;
-  a.x = x.data<float>();
-  a.gamma = has_gamma ? c.in[1].data<float>() : nullptr;
-  a.beta = has_beta ? c.in[has_gamma ? 2 : 1].data<float>() : nullptr;
-  a.y = c.out[0].data<float>();
-  a.mean = c.out[1].data<float>();
-  a.rstd = c.out[2].data<float>();
-  a.eps = c.node.attrs.eps;
-  layer_norm_forward(a);
-}
-
-// inputs x, μ, r, g [, γ]; attrs.ints = {has_gamma, param_grads}; outputs dx [, dγ, dβ]
-void op_layer_norm_backward(const KernelContext& c) {
-  const bool has_gamma = c.node.attrs.ints[0] != 0, param_grads = c.node.attrs.ints[1] != 0;
-  const Tensor& x = c.in[0];
-  BackwardArgs a;
-  a.D = x.dim(-1);
-  a.N = x.numel() / a.D;
-  a.x = x.data<float>();
-  a.mean = c.in[1].data<float>();
-  a.rstd = c.in[2].data<float>();
-  a.dy = c.in[3].data<float>();
-  a.gamma = has_gamma ? c.in[4].data<float>() : nullptr;
-  a.dx = c.out[0].data<float>();
-  a.dgamma = param_grads ? c.out[1].data<float>() : nullptr;
-  a.dbeta = param_grads ? c.out[2].data<float>() : nullptr;
-  a.partials = param_grads ? static_cast<float*>(c.workspace) : nullptr;
-  PILLARS_CHECK(!param_grads || a.partials, "layer_norm_backward: the CUDA kernel needs its workspace");
-  layer_norm_backward(a);
-}
-
-// The partials (2, P, D) floats when the parameter gradients are wanted; P is taken for whichever
-// of the scalar and the 16-byte layout the pointers will allow (the larger).
-size_t op_layer_norm_backward_workspace(const Graph& g, const Node& n) {
-  if (n.attrs.ints.size() < 2 || n.attrs.ints[1] == 0) return 0;
-  const Shape xs = g.shape(n.inputs[0]);
-  const int64_t D = xs.back(), N = numel(xs) / D;
+size_t layer_norm_backward_partials_bytes(int64_t N, int64_t D) {
   const int64_t P = std::max(partial_teams(N, D, false), D % 4 == 0 ? partial_teams(N, D, true) : int64_t{0});
   return static_cast<size_t>(2 * P * D) * sizeof(float);
 }

@@ -37,6 +37,10 @@
 // DGELU_BGRAD epilogues would fuse the activation gradient into the GEMM that *produces* dy
 // (the next layer's dX = dZ·W), which belongs to another node's vjp; using them needs a second,
 // backward-graph fusion, not this op.
+//
+// The API is linear_act.h; engine/ops/cuda/linear_act.cu adapts the op to it.
+#include "kernels/cuda/linear_act.h"
+
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -44,7 +48,6 @@
 #include <mutex>
 #include <tuple>
 
-#include "kernels/cuda/ops.h"
 #include "kernels/cuda/runtime.h"
 
 namespace pillars::cuda {
@@ -191,15 +194,10 @@ bool lt_gelu_requested() {
 
 } // namespace
 
-size_t op_linear_act_workspace(const Graph&, const Node&) { return kWorkspaceBytes; }
+size_t linear_act_workspace_bytes() { return kWorkspaceBytes; }
 
-void op_linear_act(const KernelContext& c) {
-  const Tensor &xt = c.in[0], &wt = c.in[1], &bt = c.in[2];
-  const int64_t out = wt.shape()[0], in = wt.shape()[1], rows = in == 0 ? c.out[0].numel() / out : xt.numel() / in;
-  const bool gelu = c.node.attrs.name == "gelu";
-  float* y = c.out[0].data<float>();
-  float* pre = gelu ? c.out[1].data<float>() : nullptr;
-  const float *x = xt.data<float>(), *w = wt.data<float>(), *b = bt.data<float>();
+void linear_act(const float* x, const float* w, const float* b, float* y, float* pre, int64_t rows, int64_t out,
+                int64_t in, bool gelu, void* workspace) {
   const int64_t total = rows * out;
   if (total == 0) return;
   PILLARS_CHECK(rows <= INT32_MAX && out <= INT32_MAX && in <= INT32_MAX, "linear_act: extents too large for cuBLAS");
@@ -209,11 +207,11 @@ void op_linear_act(const KernelContext& c) {
     bias_activation(d_out, b, pre, y, total, out, gelu);
     return;
   }
-  const size_t workspace_bytes = c.workspace ? kWorkspaceBytes : 0;
+  const size_t workspace_bytes = workspace ? kWorkspaceBytes : 0;
   if (gelu && lt_gelu_requested() && out % 8 == 0 &&
-      lt_matmul(x, w, b, y, pre, rows, out, in, CUBLASLT_EPILOGUE_GELU_AUX_BIAS, c.workspace, workspace_bytes))
+      lt_matmul(x, w, b, y, pre, rows, out, in, CUBLASLT_EPILOGUE_GELU_AUX_BIAS, workspace, workspace_bytes))
     return;
-  if (lt_matmul(x, w, b, d_out, nullptr, rows, out, in, gelu ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_RELU_BIAS, c.workspace,
+  if (lt_matmul(x, w, b, d_out, nullptr, rows, out, in, gelu ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_RELU_BIAS, workspace,
                 workspace_bytes)) {
     if (gelu) bias_activation(pre, nullptr, nullptr, y, total, out, true); // y = gelu(pre)
     return;

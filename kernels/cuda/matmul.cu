@@ -11,7 +11,9 @@
 // Precision (cuda::precision()): fp32 runs CUBLAS_COMPUTE_32F_PEDANTIC (true fp32 products, no
 // TF32: the exactness mode); bf16 runs CUBLAS_COMPUTE_32F_FAST_16BF (operands rounded to bf16 on
 // the tensor cores, fp32 accumulation, fp32 in and out).
-#include "kernels/cuda/ops.h"
+// The API is matmul.h; engine/ops/cuda/matmul.cu adapts the op to it.
+#include "kernels/cuda/matmul.h"
+
 #include "kernels/cuda/runtime.h"
 
 namespace pillars::cuda {
@@ -35,25 +37,14 @@ void gemm_row_major(bool ta, bool tb, int64_t batch, int64_t M, int64_t N, int64
 
 } // namespace
 
-void op_matmul(const KernelContext& c) {
-  const bool ta = c.node.attrs.trans_a, tb = c.node.attrs.trans_b;
-  const Shape &as = c.in[0].shape(), &bs = c.in[1].shape();
-  const size_t ra = as.size(), rb = bs.size();
-  const int64_t M = ta ? as[ra - 1] : as[ra - 2], K = ta ? as[ra - 2] : as[ra - 1];
-  const int64_t N = tb ? bs[rb - 2] : bs[rb - 1];
-  int64_t batch = 1;
-  for (size_t i = 0; i + 2 < ra; ++i) batch *= as[i];
-  const bool b_shared = rb == 2;
-  float* C = c.out[0].data<float>();
+void matmul(bool ta, bool tb, int64_t batch, int64_t M, int64_t N, int64_t K, bool b_shared, float alpha, const float* A,
+            const float* B, float* C) {
   if (M == 0 || N == 0 || batch == 0) return;
   if (K == 0) { // an empty sum
-    PILLARS_CUDA_CHECK(cudaMemsetAsync(C, 0, c.out[0].nbytes(), stream()));
+    PILLARS_CUDA_CHECK(cudaMemsetAsync(C, 0, static_cast<size_t>(batch * M * N) * sizeof(float), stream()));
     return;
   }
-  const float* A = c.in[0].data<float>();
-  const float* B = c.in[1].data<float>();
   const int64_t lda = ta ? M : K, ldb = tb ? K : N;
-  const float alpha = c.node.attrs.scale;
   if (b_shared && !ta) { // every batch's rows at once: one large GEMM
     gemm_row_major(false, tb, 1, batch * M, N, K, alpha, A, lda, 0, B, ldb, 0, C, 0);
     return;

@@ -4,10 +4,11 @@
 // inner > 1: one thread per (outer, inner) column walks k, so neighbouring threads read
 // neighbouring addresses. inner = 1 (the last axis): one warp per row, lanes stride over k and a
 // shuffle tree adds them. Sums accumulate in double like the CPU kernel.
+// The API is reduce.h; engine/ops/cuda/reduce.cu adapts the ops to it.
+#include "kernels/cuda/reduce.h"
+
 #include <cfloat>
 
-#include "engine/ops/common.h"
-#include "kernels/cuda/ops.h"
 #include "kernels/cuda/runtime.h"
 
 namespace pillars::cuda {
@@ -51,16 +52,13 @@ template <Reduce K> __global__ void reduce_rows(const float* x, float* y, int64_
   }
 }
 
-template <Reduce K> void reduce(const KernelContext& c, bool mean) {
-  const auto sp = ops::detail::split_at(c.in[0].shape(), c.node.attrs.axis);
-  const int64_t outputs = sp.outer * sp.inner;
+template <Reduce K> void reduce(const float* x, float* y, int64_t outer, int64_t n, int64_t inner, bool mean, const char* name) {
+  const int64_t outputs = outer * inner;
   if (outputs == 0) return;
-  const double factor = mean ? (sp.n ? 1.0 / static_cast<double>(sp.n) : 0.0) : 1.0;
-  const float* x = c.in[0].data<float>();
-  float* y = c.out[0].data<float>();
-  if (sp.inner == 1) reduce_rows<K><<<blocks_for(outputs * 32, kThreads), kThreads, 0, stream()>>>(x, y, outputs, sp.n, factor);
-  else reduce_columns<K><<<blocks_for(outputs, kThreads), kThreads, 0, stream()>>>(x, y, sp.outer, sp.n, sp.inner, factor);
-  PILLARS_CUDA_LAUNCHED(c.node.op->name);
+  const double factor = mean ? (n ? 1.0 / static_cast<double>(n) : 0.0) : 1.0;
+  if (inner == 1) reduce_rows<K><<<blocks_for(outputs * 32, kThreads), kThreads, 0, stream()>>>(x, y, outputs, n, factor);
+  else reduce_columns<K><<<blocks_for(outputs, kThreads), kThreads, 0, stream()>>>(x, y, outer, n, inner, factor);
+  PILLARS_CUDA_LAUNCHED(name);
 }
 
 __global__ void max_backward_kernel(const float* x, const float* y, const float* g, float* dx, int64_t outer, int64_t n,
@@ -79,16 +77,17 @@ __global__ void max_backward_kernel(const float* x, const float* y, const float*
 
 } // namespace
 
-void op_sum(const KernelContext& c) { reduce<Reduce::sum>(c, false); }
-void op_mean(const KernelContext& c) { reduce<Reduce::sum>(c, true); }
-void op_max(const KernelContext& c) { reduce<Reduce::max>(c, false); }
+void reduce_sum(const float* x, float* y, int64_t outer, int64_t n, int64_t inner, bool mean, const char* name) {
+  reduce<Reduce::sum>(x, y, outer, n, inner, mean, name);
+}
+void reduce_max(const float* x, float* y, int64_t outer, int64_t n, int64_t inner, const char* name) {
+  reduce<Reduce::max>(x, y, outer, n, inner, false, name);
+}
 
-void op_max_backward(const KernelContext& c) {
-  const auto sp = ops::detail::split_at(c.in[0].shape(), c.node.attrs.axis);
-  const int64_t outputs = sp.outer * sp.inner;
+void max_backward(const float* x, const float* y, const float* g, float* dx, int64_t outer, int64_t n, int64_t inner) {
+  const int64_t outputs = outer * inner;
   if (outputs == 0) return;
-  max_backward_kernel<<<blocks_for(outputs, kThreads), kThreads, 0, stream()>>>(
-      c.in[0].data<float>(), c.in[1].data<float>(), c.in[2].data<float>(), c.out[0].data<float>(), sp.outer, sp.n, sp.inner);
+  max_backward_kernel<<<blocks_for(outputs, kThreads), kThreads, 0, stream()>>>(x, y, g, dx, outer, n, inner);
   PILLARS_CUDA_LAUNCHED("max_backward");
 }
 

@@ -7,9 +7,13 @@
 // Every element type is copied as raw bytes of its size (permute also moves i32 tensors).
 // Block copies go through cudaMemcpy2DAsync: `outer` rows of one contiguous run each, with
 // different pitches on the two sides — exactly what the copy engine does best.
-#include "engine/ops/common.h"
-#include "kernels/cuda/ops.h"
+// The API is shape.h; engine/ops/cuda/shape.cu adapts the ops to it.
+#include "kernels/cuda/shape.h"
+
+#include <algorithm>
+
 #include "kernels/cuda/runtime.h"
+#include "kernels/dims.h"
 
 namespace pillars::cuda {
 namespace {
@@ -42,11 +46,9 @@ void copy_rows(void* dst, size_t dst_pitch, const void* src, size_t src_pitch, s
 
 } // namespace
 
-void op_permute(const KernelContext& c) {
-  const Shape& xs = c.in[0].shape();
-  const auto& order = c.node.attrs.ints;
-  const int64_t n = c.out[0].numel();
-  const size_t es = dtype_size(c.in[0].dtype());
+void permute(const void* x, void* y, std::span<const int64_t> xs, std::span<const int64_t> y_dims,
+             std::span<const int64_t> order, size_t es) {
+  const int64_t n = dims_count(y_dims);
   if (n == 0) return;
   PILLARS_CHECK(xs.size() <= kMaxRank, "permute: rank ", xs.size(), " > ", kMaxRank, " on the GPU");
   Permutation p;
@@ -55,47 +57,35 @@ void op_permute(const KernelContext& c) {
   int64_t st = 1;
   for (int ax = p.rank - 1; ax >= 0; --ax) xstride[ax] = st, st *= xs[static_cast<size_t>(ax)];
   for (int ax = 0; ax < p.rank; ++ax) {
-    p.out_extent[ax] = c.out[0].shape()[static_cast<size_t>(ax)];
+    p.out_extent[ax] = y_dims[static_cast<size_t>(ax)];
     p.x_stride[ax] = xstride[order[static_cast<size_t>(ax)]];
   }
   const unsigned grid = static_cast<unsigned>(std::min<int64_t>(blocks_for(n, kThreads), 65535));
-  if (es == 4) permute_kernel<<<grid, kThreads, 0, stream()>>>(static_cast<const uint32_t*>(c.in[0].raw()), static_cast<uint32_t*>(c.out[0].raw()), n, p);
-  else if (es == 8) permute_kernel<<<grid, kThreads, 0, stream()>>>(static_cast<const uint64_t*>(c.in[0].raw()), static_cast<uint64_t*>(c.out[0].raw()), n, p);
-  else permute_kernel<<<grid, kThreads, 0, stream()>>>(static_cast<const uint16_t*>(c.in[0].raw()), static_cast<uint16_t*>(c.out[0].raw()), n, p);
+  if (es == 4) permute_kernel<<<grid, kThreads, 0, stream()>>>(static_cast<const uint32_t*>(x), static_cast<uint32_t*>(y), n, p);
+  else if (es == 8) permute_kernel<<<grid, kThreads, 0, stream()>>>(static_cast<const uint64_t*>(x), static_cast<uint64_t*>(y), n, p);
+  else permute_kernel<<<grid, kThreads, 0, stream()>>>(static_cast<const uint16_t*>(x), static_cast<uint16_t*>(y), n, p);
   PILLARS_CUDA_LAUNCHED("permute");
 }
 
-void op_slice(const KernelContext& c) {
-  const auto sp = ops::detail::split_at(c.in[0].shape(), c.node.attrs.ints[0]);
-  const int64_t begin = c.node.attrs.ints[1], len = c.node.attrs.ints[2] - begin;
-  const size_t es = dtype_size(c.in[0].dtype());
-  const size_t x_pitch = static_cast<size_t>(sp.n * sp.inner) * es, y_pitch = static_cast<size_t>(len * sp.inner) * es;
-  copy_rows(c.out[0].raw(), y_pitch, static_cast<const char*>(c.in[0].raw()) + static_cast<size_t>(begin * sp.inner) * es, x_pitch,
-            y_pitch, static_cast<size_t>(sp.outer));
+void slice(const void* x, void* y, int64_t outer, int64_t n, int64_t inner, int64_t begin, int64_t len, size_t es) {
+  const size_t x_pitch = static_cast<size_t>(n * inner) * es, y_pitch = static_cast<size_t>(len * inner) * es;
+  copy_rows(y, y_pitch, static_cast<const char*>(x) + static_cast<size_t>(begin * inner) * es, x_pitch, y_pitch,
+            static_cast<size_t>(outer));
 }
 
-void op_pad_slice(const KernelContext& c) {
-  const auto sp = ops::detail::split_at(c.in[0].shape(), c.node.attrs.ints[0]);
-  const int64_t begin = c.node.attrs.ints[1], full = c.node.attrs.ints[2];
-  const size_t es = dtype_size(c.in[0].dtype());
-  if (c.out[0].nbytes()) PILLARS_CUDA_CHECK(cudaMemsetAsync(c.out[0].raw(), 0, c.out[0].nbytes(), stream()));
-  const size_t x_pitch = static_cast<size_t>(sp.n * sp.inner) * es, y_pitch = static_cast<size_t>(full * sp.inner) * es;
-  copy_rows(static_cast<char*>(c.out[0].raw()) + static_cast<size_t>(begin * sp.inner) * es, y_pitch, c.in[0].raw(), x_pitch,
-            x_pitch, static_cast<size_t>(sp.outer));
+void pad_slice(const void* x, void* y, int64_t outer, int64_t n, int64_t inner, int64_t begin, int64_t full, size_t es) {
+  const size_t y_bytes = static_cast<size_t>(outer * full * inner) * es;
+  if (y_bytes) PILLARS_CUDA_CHECK(cudaMemsetAsync(y, 0, y_bytes, stream()));
+  const size_t x_pitch = static_cast<size_t>(n * inner) * es, y_pitch = static_cast<size_t>(full * inner) * es;
+  copy_rows(static_cast<char*>(y) + static_cast<size_t>(begin * inner) * es, y_pitch, x, x_pitch, x_pitch,
+            static_cast<size_t>(outer));
 }
 
-void op_concat(const KernelContext& c) {
-  const auto sp = ops::detail::split_at(c.out[0].shape(), c.node.attrs.axis);
-  const size_t es = dtype_size(c.out[0].dtype());
-  const size_t y_pitch = static_cast<size_t>(sp.n * sp.inner) * es;
-  int64_t at = 0;
-  for (const Tensor& x : c.in) {
-    const int64_t xn = x.dim(static_cast<int>(c.node.attrs.axis));
-    const size_t x_pitch = static_cast<size_t>(xn * sp.inner) * es;
-    copy_rows(static_cast<char*>(c.out[0].raw()) + static_cast<size_t>(at * sp.inner) * es, y_pitch, x.raw(), x_pitch, x_pitch,
-              static_cast<size_t>(sp.outer));
-    at += xn;
-  }
+void concat_part(const void* x, void* y, int64_t outer, int64_t x_n, int64_t y_n, int64_t at, int64_t inner, size_t es) {
+  const size_t y_pitch = static_cast<size_t>(y_n * inner) * es;
+  const size_t x_pitch = static_cast<size_t>(x_n * inner) * es;
+  copy_rows(static_cast<char*>(y) + static_cast<size_t>(at * inner) * es, y_pitch, x, x_pitch, x_pitch,
+            static_cast<size_t>(outer));
 }
 
 } // namespace pillars::cuda

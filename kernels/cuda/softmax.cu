@@ -26,6 +26,8 @@
 //
 // A row of all −inf has m = −inf and s = 0; we then shift by 0 and use 1/s := 0 and log s := 0,
 // which gives softmax 0 and log-softmax −inf without NaN, as the CPU kernel does.
+//
+// The API is softmax.h; engine/ops/cuda/softmax.cu adapts the ops to it.
 #include "kernels/cuda/softmax.h"
 
 #include <cuda_runtime.h>
@@ -35,7 +37,6 @@
 #include <cmath>
 #include <cstdint>
 
-#include "kernels/cuda/ops.h"
 #include "kernels/cuda/rows.cuh"
 #include "kernels/cuda/runtime.h"
 
@@ -298,37 +299,6 @@ __global__ void __launch_bounds__(kColumnThreads) backward_columns_kernel(int64_
   }
 }
 
-// ---- the op adapters -----------------------------------------------------------------------------
-
-struct AxisView {
-  int64_t outer = 1, len = 1, inner = 1;
-};
-
-// (outer, len, inner) around `axis` (stored non-negative by the op builders).
-AxisView view_around_axis(const Tensor& t, int64_t axis) {
-  AxisView v;
-  const Shape& s = t.shape();
-  for (int64_t i = 0; i < static_cast<int64_t>(s.size()); ++i) {
-    const int64_t extent = s[static_cast<size_t>(i)];
-    if (i < axis) v.outer *= extent;
-    else if (i == axis) v.len = extent;
-    else v.inner *= extent;
-  }
-  return v;
-}
-
-void forward_op(const KernelContext& c, bool log) {
-  const AxisView v = view_around_axis(c.in[0], c.node.attrs.axis);
-  softmax_forward(v.outer, v.len, v.inner, c.in[0].data<float>(), c.out[0].data<float>(), log);
-}
-
-// inputs: y, dy
-void backward_op(const KernelContext& c, bool log) {
-  const AxisView v = view_around_axis(c.in[0], c.node.attrs.axis);
-  softmax_backward(v.outer, v.len, v.inner, c.in[0].data<float>(), c.in[1].data<float>(), c.out[0].data<float>(),
-                   log);
-}
-
 } // namespace
 
 void softmax_forward(int64_t outer, int64_t len, int64_t inner, const float* x, float* y, bool log) {
@@ -371,10 +341,5 @@ void softmax_backward(int64_t outer, int64_t len, int64_t inner, const float* y,
   else backward_long_rows_kernel<false><<<grid, kLongRowThreads, 0, stream()>>>(outer, len, y, dy, dx, log);
   PILLARS_CUDA_LAUNCHED("softmax backward_long_rows_kernel");
 }
-
-void op_softmax(const KernelContext& c) { forward_op(c, false); }
-void op_log_softmax(const KernelContext& c) { forward_op(c, true); }
-void op_softmax_backward(const KernelContext& c) { backward_op(c, false); }
-void op_log_softmax_backward(const KernelContext& c) { backward_op(c, true); }
 
 } // namespace pillars::cuda

@@ -1,5 +1,6 @@
-// Softmax and log-softmax on the GPU: the plain-pointer API under the softmax ops (ops.h) and the
-// benchmark (`pillars bench softmax --device cuda`). Same function as kernels/cpu/softmax.h:
+// Softmax and log-softmax on the GPU: the plain-pointer API under the softmax ops (their adapters
+// are engine/ops/cuda/softmax.cu) and the benchmark (`pillars bench softmax --device cuda`). Same
+// function as kernels/cpu/softmax.h:
 //
 //   x, y, dy, dx: device pointers to (outer, len, inner) row-major floats; the "rows" are the
 //   outer·inner vectors x[o, 0..len−1, i] (stride `inner`), each normalised on its own:

@@ -14,7 +14,7 @@
 #include "ght/prune.h"
 #include "models/transformer.h"
 #include "tools/bench/measure.h"
-#include "train/steps.h"
+#include "steps/steps.h"
 
 namespace pillars::bench {
 

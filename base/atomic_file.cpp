@@ -1,5 +1,5 @@
 // Atomic file replacement: see atomic_file.h. POSIX only (open/write/fsync/rename).
-#include "engine/io/atomic_file.h"
+#include "base/atomic_file.h"
 
 #include <atomic>
 

@@ -12,8 +12,8 @@
 
 #include "engine/optim/optimizer.h"
 #include "models/transformer.h"
-#include "train/batching.h"
-#include "train/steps.h"
+#include "steps/batching.h"
+#include "steps/steps.h"
 
 namespace pillars::train {
 
@@ -32,7 +32,7 @@ class TrainingTask {
   // The same over the first `max_batches` training batches in their fixed order (0 = all), forward
   // only, without dropout: the V2S voting pass runs it with an extension that reads each batch.
   virtual std::pair<double, int64_t> train_nll(int64_t max_batches) = 0;
-  // Where training is, for extensions that follow a schedule (train/extension.h StepInfo).
+  // Where training is, for extensions that follow a schedule (steps/extension.h StepInfo).
   virtual void set_progress(int64_t update, double progress) = 0;
   // How the attention modules compute (models/transformer.h AttentionBackend; default pillars).
   virtual void set_attention_backend(AttentionBackend b) = 0;
@@ -49,7 +49,7 @@ struct LmData {
   std::vector<int32_t> train, valid; // the token streams: every line's ids followed by eos
 };
 
-// `extension` (optional) adds its nodes to every compiled graph (train/extension.h).
+// `extension` (optional) adds its nodes to every compiled graph (steps/extension.h).
 std::unique_ptr<TrainingTask> make_seq2seq_task(const TransformerConfig& cfg, ParamStore& params, float label_smoothing,
                                                 const Seq2SeqData& data, int64_t max_tokens,
                                                 std::shared_ptr<GraphExtension> extension = nullptr);

@@ -1,10 +1,12 @@
-// GraphExtension: what a training method adds to the model's compiled steps — GHT's group-
-// constrained loss (ght/gct_pass.h), a baseline's regulariser or head gates (ght/baselines.h), the
-// V2S vote's Gram matrices. The steps (train/steps.h) call it at three moments:
+// GraphExtension: what a training method adds to a step — GHT's group-constrained loss
+// (ght/gct_pass.h), a baseline's regulariser or head gates (ght/baselines.h), the V2S vote's Gram
+// matrices (ght/voting.h). The steps (steps/steps.h) call it at four moments:
 //
-//   build    configure(options, train)      ask for feature maps, target lengths, head gates
-//            extend(graph, sites, loss, train)  append nodes to the forward graph; return the loss
-//                                           to differentiate (autodiff runs after this)
+//   build    configure(options, train)      ask the model builder for feature maps, target
+//                                           lengths, head gates
+//   passes   extend(graph, sites, loss, train)  the method's pass (pass_name(), placed by the one
+//                                           list, steps/pass_list.cpp): append nodes to the graph,
+//                                           return the new objective
 //   run      bind(executor, graph, info)    feed the extension's own inputs before every run
 //            after_run(executor, graph, info)   read what it computed (Gram matrices, loss terms)
 //   log      log_terms(line)                add its averaged terms to the trainer's progress line
@@ -19,6 +21,7 @@
 
 #include "engine/executor.h"
 #include "models/transformer.h"
+#include "steps/pass.h"
 
 namespace pillars::train {
 
@@ -34,9 +37,18 @@ class GraphExtension {
  public:
   virtual ~GraphExtension() = default;
   virtual void configure(Seq2SeqOptions& /*options*/, bool /*train*/) const {}
+  // The name of this extension's pass in the one list (steps/pass_list.cpp); nullptr: it adds no
+  // nodes, and extend() is never called.
+  virtual const char* pass_name() const { return nullptr; }
   virtual ValueId extend(Graph& /*g*/, const std::vector<AttentionSite>& /*sites*/, ValueId loss, bool /*train*/) {
     return loss;
   }
+  // A watcher (a test, a tool) marks here the values it reads after a run: called by the pass
+  // "probe", after the method's passes and before autodiff, on the parts whose probes() is true.
+  virtual bool probes() const { return false; }
+  virtual void probe(StepGraph& /*s*/) {}
+  // The single extensions this one is made of (a composite lists its parts; the others themselves).
+  virtual std::vector<GraphExtension*> parts() { return {this}; }
   virtual void bind(Executor& /*ex*/, const Graph& /*g*/, const StepInfo& /*info*/) {}
   virtual void after_run(const Executor& /*ex*/, const Graph& /*g*/, const StepInfo& /*info*/) {}
   // Adds the extension's own terms, averaged over the training runs since the last call, to a

@@ -1,13 +1,16 @@
 // The CUDA kernels of every engine op, in the KernelContext form the executor calls: the `cuda`
-// slot of each OpDef (engine/op.h) points here. Each function validates nothing that the op's
-// shape rule already checked; it unpacks the node's attributes and launches kernels on
-// cuda::stream(). Tensors are device tensors, contiguous, shapes as inferred.
+// slot of each OpDef (engine/op.h, PILLARS_CUDA_KERNEL) points here, and `cuda_workspace` at the
+// *_workspace functions. These are adapters: each validates nothing that the op's shape rule
+// already checked; it unpacks the node's tensors, shapes and attributes and calls the
+// pointer-and-size kernels of kernels/cuda/, which launch on cuda::stream(). Tensors are device
+// tensors, contiguous, shapes as inferred.
 //
-// Which file implements what (one file per op family, each with the shapes and the algorithm on
-// top): elementwise.cu, reduce.cu, shape.cu, matmul.cu, linear_act.cu, softmax.cu, layernorm.cu,
-// cross_entropy.cu, embedding.cu, dropout.cu, attention.cu (and cudnn_attention.cu, the cuDNN
-// reference backend), attention_mask.cu, head_gram.cu. Ops absent here run on the CPU
-// through the executor's host fallback (see Executor).
+// One adapter file per op family, engine/ops/cuda/<family>.cu, over the kernels' header
+// kernels/cuda/<family>.h (the shapes) and source kernels/cuda/<family>.cu (the algorithm):
+// elementwise, reduce, shape, matmul, linear_act, softmax, layernorm, cross_entropy, embedding,
+// dropout, attention (which also dispatches to kernels/cuda/cudnn_attention.h, the cuDNN
+// reference backend), attention_mask, head_gram. Ops absent here run on the CPU through the
+// executor's host fallback (see Executor).
 #pragma once
 #include <cstddef>
 

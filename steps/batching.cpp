@@ -1,5 +1,5 @@
 // Batching by token budget; see batching.h.
-#include "train/batching.h"
+#include "steps/batching.h"
 
 #include <algorithm>
 #include <map>

@@ -1,5 +1,5 @@
 // The two training tasks; see task.h.
-#include "train/task.h"
+#include "steps/task.h"
 
 #include <algorithm>
 #include <random>

@@ -1,0 +1,15 @@
+// The CUDA slot of attention_mask (engine/ops/attention.cpp, the mask of attention_reference):
+// reads Tq, Tk and the causal flag off the node and calls kernels/cuda/attention_mask.h.
+#include "engine/ops/cuda/ops.h"
+#include "kernels/cuda/attention_mask.h"
+
+namespace pillars::cuda {
+
+// [key_lengths i32 (B)] → m i32 (B or 1, 1, Tq, Tk); attrs: causal, ints = {Tq, Tk}
+void op_attention_mask(const KernelContext& c) {
+  const int64_t Tq = c.node.attrs.ints.at(0), Tk = c.node.attrs.ints.at(1), B = c.out[0].dim(0);
+  attention_mask(c.in.empty() ? nullptr : c.in[0].data<int32_t>(), c.out[0].data<int32_t>(), B, Tq, Tk,
+                 c.node.attrs.causal);
+}
+
+} // namespace pillars::cuda

@@ -1,0 +1,54 @@
+// The CUDA slots of the elementwise ops (engine/ops/elementwise.cpp): each unpacks its node —
+// input and output tensors, shapes, attrs.scale / attrs.value — and calls the pointer-and-size
+// kernels of kernels/cuda/elementwise.h, which hold the algorithm.
+#include "engine/ops/cuda/ops.h"
+#include "kernels/cuda/elementwise.h"
+
+namespace pillars::cuda {
+namespace {
+
+template <Binary K> void binary(const KernelContext& c) {
+  const Tensor &A = c.in[0], &B = c.in[1];
+  Tensor& out = c.out[0];
+  binary_broadcast(K, A.data<float>(), A.shape(), B.data<float>(), B.shape(), out.data<float>(), out.shape(), c.node.op->name);
+}
+
+template <Unary K> void unary(const KernelContext& c) {
+  unary_map(K, c.in[0].data<float>(), c.out[0].data<float>(), c.out[0].numel(), c.node.attrs.scale, c.node.attrs.value,
+            c.node.op->name);
+}
+
+// inputs: dy, then ReLU's output (relu) or the input x (gelu)
+template <Unary K> void backward(const KernelContext& c) {
+  activation_backward(K, c.in[0].data<float>(), c.in[1].data<float>(), c.out[0].data<float>(), c.out[0].numel(),
+                      c.node.op->name);
+}
+
+} // namespace
+
+void op_add(const KernelContext& c) { binary<Binary::add>(c); }
+void op_sub(const KernelContext& c) { binary<Binary::sub>(c); }
+void op_mul(const KernelContext& c) { binary<Binary::mul>(c); }
+void op_div(const KernelContext& c) { binary<Binary::div>(c); }
+void op_scale(const KernelContext& c) { unary<Unary::scale>(c); }
+void op_add_scalar(const KernelContext& c) { unary<Unary::add_scalar>(c); }
+void op_exp(const KernelContext& c) { unary<Unary::exp>(c); }
+void op_log(const KernelContext& c) { unary<Unary::log>(c); }
+void op_sqrt(const KernelContext& c) { unary<Unary::sqrt>(c); }
+void op_tanh(const KernelContext& c) { unary<Unary::tanh>(c); }
+void op_relu(const KernelContext& c) { unary<Unary::relu>(c); }
+void op_gelu(const KernelContext& c) { unary<Unary::gelu>(c); }
+void op_relu_backward(const KernelContext& c) { backward<Unary::relu>(c); }
+void op_gelu_backward(const KernelContext& c) { backward<Unary::gelu>(c); }
+
+void op_fill(const KernelContext& c) { fill(c.out[0].data<float>(), c.out[0].numel(), c.node.attrs.value); }
+
+void op_sum_to(const KernelContext& c) {
+  sum_to(c.in[0].data<float>(), c.in[0].shape(), c.out[0].data<float>(), c.out[0].shape());
+}
+
+void op_broadcast_to(const KernelContext& c) {
+  broadcast_to(c.in[0].data<float>(), c.in[0].shape(), c.out[0].data<float>(), c.out[0].shape());
+}
+
+} // namespace pillars::cuda

@@ -1,0 +1,31 @@
+// The CUDA slots of the reductions (engine/ops/reduce.cpp): each views its input as
+// (outer, n, inner) around attrs.axis and calls the kernels of kernels/cuda/reduce.h.
+#include "engine/ops/common.h"
+#include "engine/ops/cuda/ops.h"
+#include "kernels/cuda/reduce.h"
+
+namespace pillars::cuda {
+namespace {
+
+void reduce(const KernelContext& c, bool max, bool mean) {
+  const auto sp = ops::detail::split_at(c.in[0].shape(), c.node.attrs.axis);
+  const float* x = c.in[0].data<float>();
+  float* y = c.out[0].data<float>();
+  if (max) reduce_max(x, y, sp.outer, sp.n, sp.inner, c.node.op->name);
+  else reduce_sum(x, y, sp.outer, sp.n, sp.inner, mean, c.node.op->name);
+}
+
+} // namespace
+
+void op_sum(const KernelContext& c) { reduce(c, false, false); }
+void op_mean(const KernelContext& c) { reduce(c, false, true); }
+void op_max(const KernelContext& c) { reduce(c, true, false); }
+
+// inputs: x, y = max(x), g → dx
+void op_max_backward(const KernelContext& c) {
+  const auto sp = ops::detail::split_at(c.in[0].shape(), c.node.attrs.axis);
+  max_backward(c.in[0].data<float>(), c.in[1].data<float>(), c.in[2].data<float>(), c.out[0].data<float>(), sp.outer, sp.n,
+               sp.inner);
+}
+
+} // namespace pillars::cuda

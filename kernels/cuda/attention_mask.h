@@ -1,0 +1,15 @@
+// The mask of the composed ("naive") attention on the GPU: the plain-pointer API under the
+// attention_mask op (adapter: engine/ops/cuda/attention_mask.cu; kernel: attention_mask.cu).
+//
+//   key_lengths (B) i32 or null → m (B, 1, Tq, Tk) i32, device arrays: 1 where key j is hidden
+//   from query i, i.e. j ≥ key_lengths[b] (padding) or, if causal, j > i + Tk − Tq; else 0
+//
+// Queued on cuda::stream(). Plain C++: callable from host code compiled without nvcc.
+#pragma once
+#include <cstdint>
+
+namespace pillars::cuda {
+
+void attention_mask(const int32_t* key_lengths, int32_t* m, int64_t B, int64_t Tq, int64_t Tk, bool causal);
+
+} // namespace pillars::cuda

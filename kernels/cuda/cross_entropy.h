@@ -1,0 +1,27 @@
+// Fused softmax cross-entropy with label smoothing and ignore_index on the GPU: the plain-pointer
+// API under the cross_entropy ops (adapters: engine/ops/cuda/cross_entropy.cu; the math and the
+// algorithm: cross_entropy.cu). Device arrays:
+//
+//   forward   logits (N, V) f32, targets (N) i32 → loss (a scalar) f32, lse (N) f32;
+//             row_loss: device scratch of N floats
+//   backward  logits (N, V), targets (N), lse (N), dL (a scalar, on the device) → dlogits (N, V),
+//             which may be logits' own buffer; scale: device scratch of one float
+//
+// Deterministic, no atomics. Queued on cuda::stream(). Plain C++: callable from host code compiled
+// without nvcc.
+#pragma once
+#include <cstdint>
+
+namespace pillars::cuda {
+
+struct CrossEntropyParams {
+  int64_t N, V, ignore_index;
+  float one_minus_smoothing, uniform; // 1 − ε and ε/V, rounded as the CPU kernel rounds them
+};
+
+void cross_entropy_forward(const CrossEntropyParams& p, const float* logits, const int32_t* targets, float* loss,
+                           float* lse, float* row_loss);
+void cross_entropy_backward(const CrossEntropyParams& p, const float* logits, const int32_t* targets, const float* lse,
+                            const float* dL, float* dlogits, float* scale);
+
+} // namespace pillars::cuda

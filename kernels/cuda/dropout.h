@@ -1,0 +1,29 @@
+// Dropout and masked_fill on the GPU: the plain-pointer API under the dropout and masked_fill
+// ops (adapters: engine/ops/cuda/dropout.cu; the Philox stream and the algorithms: dropout.cu).
+// Contiguous f32 device arrays, y may alias x:
+//
+//   dropout      x (n) → y (n): y_i = x_i · scale where Philox element rng_offset + i of key
+//                seed + run seed is kept (u ≥ p), else 0
+//   masked_fill  x (x_dims) f32, mask (mask_dims) i32 broadcast to x_dims (aligned at the right)
+//                → y (x_dims): y = mask != 0 ? value : x;  fewer than 2³¹ elements each
+//
+// Queued on cuda::stream(). Plain C++: callable from host code compiled without nvcc.
+#pragma once
+#include <cstdint>
+#include <span>
+
+namespace pillars::cuda {
+
+struct DropoutArgs {
+  int64_t n;
+  float p, scale;            // scale = 1 / (1 − p), rounded once on the host as on the CPU
+  uint64_t seed, offset;     // attrs.seed, attrs.rng_offset
+  const uint64_t* run_seed;  // device word added to seed; nullptr: host_run_seed instead
+  uint64_t host_run_seed;
+};
+
+void dropout(const DropoutArgs& a, const float* x, float* y);
+void masked_fill(const float* x, std::span<const int64_t> x_dims, const int32_t* mask, std::span<const int64_t> mask_dims,
+                 float* y, float value);
+
+} // namespace pillars::cuda

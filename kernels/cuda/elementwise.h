@@ -1,0 +1,40 @@
+// Elementwise kernels on the GPU: the plain-pointer API under the elementwise ops (their adapters
+// are engine/ops/cuda/elementwise.cu; the algorithm is in elementwise.cu). Every pointer is a
+// contiguous, row-major f32 device array; shapes are spans of extents, outermost axis first
+// (numpy broadcasting, aligned at the right):
+//
+//   binary_broadcast     a (a_dims), b (b_dims) → out (out_dims), out_dims = broadcast(a_dims, b_dims)
+//   unary_map            x (n) → y (n)
+//   activation_backward  dy (n), x (n) → dx (n)   kind relu (x is ReLU's output), else gelu (x its input)
+//   fill                 y (n)
+//   sum_to               x (x_dims) → y (y_dims), y_dims broadcasts to x_dims
+//   broadcast_to         x (x_dims) → y (y_dims), x_dims broadcasts to y_dims
+//
+// The general broadcast paths take ranks ≤ 8 (more throws). All but broadcast_to and sum_to may
+// run in place (out may be a, y may be x): element i is read before element i is written.
+// `name` names the op in errors. Launched on cuda::stream(). Plain C++: callable from host code
+// compiled without nvcc.
+#pragma once
+#include <cstdint>
+#include <span>
+
+namespace pillars::cuda {
+
+enum class Binary { add, sub, mul, div };
+enum class Unary { scale, add_scalar, exp, log, sqrt, tanh, relu, gelu };
+
+// out = a ∘ b.
+void binary_broadcast(Binary kind, const float* a, std::span<const int64_t> a_dims, const float* b,
+                      std::span<const int64_t> b_dims, float* out, std::span<const int64_t> out_dims, const char* name);
+// y = s·x | x + c | eˣ | ln x | √x | tanh x | max(x, 0) | x Φ(x)   (s: scale, c: add_scalar)
+void unary_map(Unary kind, const float* x, float* y, int64_t n, float s, float c, const char* name);
+// dx = dy·[x > 0] (relu) | dy·(Φ(x) + x φ(x)) (gelu)
+void activation_backward(Unary kind, const float* dy, const float* x, float* dx, int64_t n, const char* name);
+// y = value
+void fill(float* y, int64_t n, float value);
+// y = x summed over the axes where y_dims broadcasts (deterministic).
+void sum_to(const float* x, std::span<const int64_t> x_dims, float* y, std::span<const int64_t> y_dims);
+// y = x broadcast to y_dims.
+void broadcast_to(const float* x, std::span<const int64_t> x_dims, float* y, std::span<const int64_t> y_dims);
+
+} // namespace pillars::cuda

@@ -1,0 +1,56 @@
+// See pass.h.
+#include "steps/pass.h"
+
+#include "base/error.h"
+
+namespace pillars::train {
+
+namespace {
+
+void remap(ValueId& v, const std::vector<ValueId>& value_map) {
+  if (v == kNoValue) return;
+  const ValueId old = v;
+  v = value_map.at(static_cast<size_t>(old));
+  PILLARS_CHECK(v != kNoValue, "pass: the step records value %", old, ", which the pass removed");
+}
+
+} // namespace
+
+void StepGraph::replace_graph(Graph g, const std::vector<ValueId>& value_map, const std::vector<int>& node_map) {
+  for (ValueId* v : {&loss, &objective}) remap(*v, value_map);
+  for (std::vector<ValueId>* list : {&params, &grads})
+    for (ValueId& v : *list) remap(v, value_map);
+  for (AttentionSite& s : attention) {
+    for (ValueId* v : {&s.q, &s.k, &s.v, &s.out, &s.probs, &s.gate, &s.query_lengths, &s.key_lengths}) remap(*v, value_map);
+    if (s.node >= 0) s.node = node_map.at(static_cast<size_t>(s.node));
+  }
+  // A node the new graph copies keeps its origin; a node it made, or one that took an old node's
+  // place with another op (linear_act for an activation), is the running pass's (kNew until
+  // run_passes names it).
+  std::vector<int> origin(g.nodes().size(), kNew);
+  for (size_t old = 0; old < node_map.size(); ++old) {
+    const int now = node_map[old];
+    if (now >= 0 && old < added_by.size() && g.node(now).op == graph.node(static_cast<int>(old)).op)
+      origin[static_cast<size_t>(now)] = added_by[old];
+  }
+  added_by = std::move(origin);
+  graph = std::move(g);
+}
+
+void run_passes(const PassList& passes, StepGraph& s, std::string_view last) {
+  if (!last.empty()) {
+    bool known = false;
+    for (const Pass& p : passes) known = known || p.name == last;
+    PILLARS_CHECK(known, "no pass named \"", last, "\" in this step");
+  }
+  for (size_t i = 0; i < passes.size(); ++i) {
+    passes[i].run(s);
+    // Appended nodes, and the nodes a rewrite made, belong to this pass.
+    s.added_by.resize(s.graph.nodes().size(), StepGraph::kNew);
+    for (int& origin : s.added_by)
+      if (origin == StepGraph::kNew) origin = static_cast<int>(i);
+    if (passes[i].name == last) return;
+  }
+}
+
+} // namespace pillars::train

@@ -1,0 +1,104 @@
+// The one list of passes (see pass_list.h). A step runs, in this order, the entries that apply:
+// the model's forward graph goes in, and the executor runs what comes out.
+#include "steps/pass_list.h"
+
+#include <array>
+#include <cstring>
+
+#include "base/error.h"
+#include "engine/passes/autodiff.h"
+#include "engine/passes/fuse_linear.h"
+#include "engine/passes/plan_memory.h"
+
+namespace pillars::train {
+
+namespace {
+
+constexpr std::array kPasses = {
+    PassInfo{"fuse_linear_activation", "train.fuse_linear_activation",
+             "replaces each linear → ReLU/GELU chain (matmul, add, activation) by one linear_act node "
+             "(engine/passes/fuse_linear.h)"},
+    PassInfo{"drophead", "heads.drophead > 0; training steps",
+             "adds no node: finds each module's gate input \"head_gate.<module>\" (the model builder "
+             "put ξ_h·O_h in front of out_proj), which every run binds to that update's DropHead mask "
+             "(ght/baselines.h)"},
+    PassInfo{"gct", "heads.regularizer = gct; training steps",
+             "per attention module m: the Gram matrix G_m of the heads' feature maps (head_gram), the "
+             "HUDS groups of the heads (huds_cluster: K-means on G_m, every batch) and the GCT loss "
+             "R_m (gct_metric_loss, Eq. 4(B); or a classifier's, Eq. 4(A)); adds s·Σ_m R_m to the "
+             "objective (ght/gct_pass.h)"},
+    PassInfo{"disagreement", "heads.regularizer = disagreement; training steps",
+             "per attention module the mean pairwise cosine D_m of its heads' feature maps; adds "
+             "λ·(1/M)·Σ_m D_m to the objective (ght/baselines.h)"},
+    PassInfo{"hard_concrete_l0", "heads.gates = hard_concrete; training steps",
+             "the mean probability that a head's gate is open (the L0 term); adds λ times it to the "
+             "objective (ght/baselines.h)"},
+    PassInfo{"v2s_vote", "prune.method = v2s; the vote's forward-only steps",
+             "per attention module the Gram matrix of the heads' feature maps, kept as an output for "
+             "the vote (ght/voting.h)"},
+    PassInfo{"probe", "an extension that watches the step (tests, tools)",
+             "adds no node: the watcher marks as outputs the values it reads after a run "
+             "(GraphExtension::probe)"},
+    PassInfo{"autodiff", "training steps",
+             "appends the backward graph: the gradient of the objective with respect to every "
+             "parameter (engine/passes/autodiff.h)"},
+    PassInfo{"plan_memory", "every step",
+             "adds no node: gives every computed value its offset in one arena, reusing the bytes of "
+             "dead values (engine/passes/plan_memory.h)"},
+};
+
+void fuse_linear_pass(StepGraph& s) {
+  FusedGraph f = fuse_linear_activation(s.graph);
+  s.replace_graph(std::move(f.graph), f.value_map, f.node_map);
+}
+
+void autodiff_pass(StepGraph& s) {
+  if (s.objective != s.loss) s.graph.mark_output(s.objective); // the caller may read the total
+  if (!s.train) return;
+  s.params = s.graph.params();
+  s.grads = autodiff(s.graph, s.objective, s.params);
+}
+
+void plan_memory_pass(StepGraph& s) { s.memory = plan_memory(s.graph, s.device); }
+
+} // namespace
+
+std::span<const PassInfo> pass_list() { return kPasses; }
+
+PassList step_passes(bool fuse_linear, GraphExtension* extension) {
+  std::vector<GraphExtension*> parts;
+  if (extension)
+    for (GraphExtension* p : extension->parts())
+      if (p->pass_name()) parts.push_back(p);
+  for (GraphExtension* p : parts) {
+    bool listed = false;
+    for (const PassInfo& info : kPasses) listed = listed || std::strcmp(info.name, p->pass_name()) == 0;
+    PILLARS_CHECK(listed, "pass \"", p->pass_name(), "\" is not in the pass list (steps/pass_list.cpp)");
+  }
+  PassList list;
+  for (const PassInfo& info : kPasses) {
+    if (std::strcmp(info.name, "fuse_linear_activation") == 0) {
+      if (fuse_linear) list.push_back({info.name, fuse_linear_pass});
+    } else if (std::strcmp(info.name, "autodiff") == 0) {
+      list.push_back({info.name, autodiff_pass});
+    } else if (std::strcmp(info.name, "probe") == 0) {
+      std::vector<GraphExtension*> watchers;
+      if (extension)
+        for (GraphExtension* p : extension->parts())
+          if (p->probes()) watchers.push_back(p);
+      if (!watchers.empty())
+        list.push_back({info.name, [watchers](StepGraph& s) {
+                          for (GraphExtension* w : watchers) w->probe(s);
+                        }});
+    } else if (std::strcmp(info.name, "plan_memory") == 0) {
+      list.push_back({info.name, plan_memory_pass});
+    } else { // a method's pass: the extension's part of that name, if the run has it
+      for (GraphExtension* p : parts)
+        if (std::strcmp(p->pass_name(), info.name) == 0)
+          list.push_back({info.name, [p](StepGraph& s) { s.objective = p->extend(s.graph, s.attention, s.objective, s.train); }});
+    }
+  }
+  return list;
+}
+
+} // namespace pillars::train

@@ -1,0 +1,27 @@
+// The one list of passes: which passes a step runs, and in what order (steps/pass_list.cpp).
+//
+//   pillars graph --passes                 prints this list
+//   pillars graph EXP.json --after gct     prints an experiment's training graph after a pass
+#pragma once
+#include <span>
+
+#include "steps/extension.h"
+#include "steps/pass.h"
+
+namespace pillars::train {
+
+struct PassInfo {
+  const char* name;
+  const char* when; // the setting that turns it on
+  const char* what; // what it adds to or removes from the graph
+};
+
+// Every pass a step may run, in the order it runs them.
+std::span<const PassInfo> pass_list();
+
+// The passes of one step: the entries of pass_list() that apply. The method's passes (GCT, the
+// baselines' losses, the V2S vote) are the parts of `extension` (may be null) that name them
+// (GraphExtension::pass_name); a part whose name is not in the list is an error.
+PassList step_passes(bool fuse_linear, GraphExtension* extension);
+
+} // namespace pillars::train

@@ -1,0 +1,140 @@
+// See steps.h.
+#include "steps/steps.h"
+
+#include "base/error.h"
+#include "steps/pass_list.h"
+
+namespace pillars::train {
+
+namespace {
+
+// Valid (non-pad) positions of each of the B rows of a right-padded (B·T) id list.
+std::vector<int32_t> row_lengths(const std::vector<int32_t>& ids, int64_t B, int64_t T, int32_t pad) {
+  std::vector<int32_t> n(static_cast<size_t>(B), 0);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t t = 0; t < T; ++t) n[static_cast<size_t>(b)] += ids[static_cast<size_t>(b * T + t)] != pad;
+  return n;
+}
+
+} // namespace
+
+Seq2SeqOptions step_model_options(float label_smoothing, bool train, AttentionBackend backend, const GraphExtension* extension) {
+  Seq2SeqOptions o;
+  o.label_smoothing = train ? label_smoothing : 0.0f;
+  // The dropout seed is a graph attribute (the base of its Philox stream); the executor adds a
+  // per-run seed, so one graph serves every step.
+  o.dropout_seed = 0;
+  o.train = train;
+  o.attention_backend = backend;
+  if (extension) extension->configure(o, train);
+  return o;
+}
+
+// ---- StepCache ------------------------------------------------------------------------------------
+
+StepCache::Compiled& StepCache::get(const std::vector<int64_t>& key, bool train, const std::function<StepGraph()>& build) {
+  // Keep the arena on the parameters' device: when the store has moved (or on first use), the
+  // compiled steps of the other device are dropped and a fresh arena is made.
+  if (!arena_ || arena_->device != params_.device()) {
+    clear();
+    arena_ = std::make_shared<SharedArena>();
+    arena_->device = params_.device();
+  }
+  auto& slot = (train ? train_ : eval_)[key];
+  if (!slot) {
+    // The passes run on the step where it will stay (extensions remember their nodes by the
+    // graph's address); the cache takes it only once it is whole.
+    auto c = std::make_unique<Compiled>();
+    StepGraph& s = c->step;
+    s = build();
+    s.device = arena_->device;
+    run_passes(step_passes(fuse_linear, extension_.get()), s);
+    c->executor = std::make_unique<Executor>(s.graph, s.device, arena_, s.memory);
+    if (s.device == Device::cuda) c->executor->enable_graph_capture(true);
+    c->executor->bind_params(params_);
+    slot = std::move(c);
+  }
+  return *slot;
+}
+
+float StepCache::run(Compiled& c, const StepInfo& info) {
+  Executor& ex = *c.executor;
+  if (extension_) extension_->bind(ex, c.step.graph, info);
+  if (info.train) ex.set_seed(info.seed);
+  ex.run();
+  if (extension_) extension_->after_run(ex, c.step.graph, info);
+  if (info.train) {
+    // The optimiser's view of every parameter and its gradient. The gradients are views into the
+    // shared arena, so the slots are rebuilt every step (another shape's executor may have moved
+    // the arena since).
+    slots_.clear();
+    for (size_t i = 0; i < c.step.params.size(); ++i) {
+      const std::string& name = c.step.graph.producer(c.step.params[i]).attrs.name;
+      slots_.push_back({name, params_.get(name), c.step.grads[i] == kNoValue ? Tensor() : ex.value(c.step.grads[i])});
+    }
+  }
+  return ex.fetch(c.step.loss).data<float>()[0];
+}
+
+// ---- the encoder-decoder ------------------------------------------------------------------------
+
+Seq2SeqSteps::Seq2SeqSteps(const TransformerConfig& cfg, ParamStore& params, float label_smoothing,
+                           std::shared_ptr<GraphExtension> extension)
+    : cfg_(cfg), label_smoothing_(label_smoothing), cache_(params, std::move(extension)) {}
+
+float Seq2SeqSteps::run(const Seq2SeqBatch& b, uint64_t seed, bool train) {
+  StepCache::Compiled& c = cache_.get({b.B, b.Ts, b.Tt}, train, [&] {
+    const Seq2SeqOptions o = step_model_options(label_smoothing_, train, cache_.attention_backend, cache_.extension());
+    return StepGraph::of(build_seq2seq_training_graph(cfg_, b.B, b.Ts, b.Tt, o), train, Device::cpu);
+  });
+  Executor& ex = *c.executor;
+  ex.bind("src_tokens", Tensor::from_i32({b.B, b.Ts}, b.src_tokens));
+  ex.bind("src_lengths", Tensor::from_i32({b.B}, b.src_lengths));
+  ex.bind("prev_output_tokens", Tensor::from_i32({b.B, b.Tt}, b.prev_output_tokens));
+  ex.bind("target", Tensor::from_i32({b.B * b.Tt}, b.target));
+  if (c.step.graph.find_input("tgt_lengths") != kNoValue)
+    ex.bind("tgt_lengths", Tensor::from_i32({b.B}, row_lengths(b.target, b.B, b.Tt, static_cast<int32_t>(cfg_.pad_id))));
+  return cache_.run(c, {b.target_tokens, train ? seed : 0, train ? update_ : 0, progress_, train});
+}
+
+float Seq2SeqSteps::train(const Seq2SeqBatch& b, uint64_t seed) { return run(b, seed, true); }
+
+double Seq2SeqSteps::eval(const Seq2SeqBatch& b) {
+  return static_cast<double>(run(b, 0, false)) * static_cast<double>(b.target_tokens);
+}
+
+// ---- the decoder-only language model ------------------------------------------------------------
+
+LmSteps::LmSteps(const TransformerConfig& cfg, ParamStore& params, float label_smoothing,
+                 std::shared_ptr<GraphExtension> extension)
+    : cfg_(cfg), label_smoothing_(label_smoothing), cache_(params, std::move(extension)) {}
+
+float LmSteps::run(int64_t B, int64_t T, const std::vector<int32_t>& tokens, const std::vector<int32_t>& target,
+                   uint64_t seed, bool train, int64_t& tokens_out) {
+  StepCache::Compiled& c = cache_.get({B, T}, train, [&] {
+    const Seq2SeqOptions o = step_model_options(label_smoothing_, train, cache_.attention_backend, cache_.extension());
+    return StepGraph::of(build_lm_training_graph(cfg_, B, T, o), train, Device::cpu);
+  });
+  Executor& ex = *c.executor;
+  ex.bind("tokens", Tensor::from_i32({B, T}, tokens));
+  ex.bind("target", Tensor::from_i32({B * T}, target));
+  const std::vector<int32_t> lengths = row_lengths(target, B, T, static_cast<int32_t>(cfg_.pad_id));
+  if (c.step.graph.find_input("tgt_lengths") != kNoValue) ex.bind("tgt_lengths", Tensor::from_i32({B}, lengths));
+  tokens_out = 0;
+  for (int32_t len : lengths) tokens_out += len;
+  return cache_.run(c, {tokens_out, train ? seed : 0, train ? update_ : 0, progress_, train});
+}
+
+float LmSteps::train(int64_t B, int64_t T, const std::vector<int32_t>& tokens, const std::vector<int32_t>& target,
+                     uint64_t seed) {
+  int64_t n = 0;
+  return run(B, T, tokens, target, seed, true, n);
+}
+
+double LmSteps::eval(int64_t B, int64_t T, const std::vector<int32_t>& tokens, const std::vector<int32_t>& target) {
+  int64_t n = 0; // the target tokens that are not padding
+  const float mean = run(B, T, tokens, target, 0, false, n);
+  return static_cast<double>(mean) * static_cast<double>(n);
+}
+
+} // namespace pillars::train

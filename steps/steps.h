@@ -1,0 +1,130 @@
+// The compiled training and evaluation steps of the encoder-decoder, one per batch shape.
+//
+//   Seq2SeqSteps steps(cfg, params, label_smoothing);
+//   float loss = steps.train(batch, seed);   // forward + backward: gradients in steps.slots()
+//   optimizer.step(steps.slots(), lr);
+//   double nll = steps.eval(batch);           // forward only, no dropout, no label smoothing
+//
+// A step is compiled the first time a shape (B, Ts, Tt) is seen and reused after: the model's
+// forward graph, then the passes of the one list (steps/pass_list.h: the fusion, the method's
+// passes, autodiff, the memory plan), then an executor; all of them share one arena (engine/executor.h), so memory is that of the largest
+// shape, not the sum. Batching (steps/batching.h) keeps the number of shapes small.
+//
+// The steps run where the parameters are: with the ParamStore on the GPU (ParamStore::to), the
+// graphs run on a CUDA executor (arena in device memory, each shape's step captured as a CUDA
+// graph after its first run) and the gradients in slots() are device tensors. Moving the store
+// to another device drops the compiled graphs.
+//
+// set_attention_backend chooses how the attention modules compute (models/transformer.h
+// AttentionBackend) and set_fuse_linear_activation whether the fusion pass runs; both drop the
+// compiled graphs.
+//
+// The two model families differ in what a batch is and which graph the model builds; compiling,
+// running and reading back are the same code (StepCache below).
+#pragma once
+#include <functional>
+#include <map>
+#include <memory>
+
+#include "engine/executor.h"
+#include "engine/optim/optimizer.h"
+#include "models/transformer.h"
+#include "steps/batching.h"
+#include "steps/extension.h"
+#include "steps/pass.h"
+
+namespace pillars::train {
+
+// The model builder's options for a step: dropout and label smoothing only when training, and the
+// extension's requests (feature maps, target lengths, head gates).
+Seq2SeqOptions step_model_options(float label_smoothing, bool train, AttentionBackend backend, const GraphExtension* extension);
+
+// What both families share: the compiled steps of each batch shape (training and evaluation), on
+// the parameters' device, with the extension's hooks around every run.
+class StepCache {
+ public:
+  struct Compiled {
+    StepGraph step;
+    std::unique_ptr<Executor> executor;
+  };
+  StepCache(ParamStore& params, std::shared_ptr<GraphExtension> extension)
+      : params_(params), extension_(std::move(extension)) {}
+  // The compiled step of `key` (a batch shape), built by `build` (the model's forward graph as a
+  // StepGraph) on first use.
+  Compiled& get(const std::vector<int64_t>& key, bool train, const std::function<StepGraph()>& build);
+  // Runs a bound step: the extension's bind, the executor, the extension's after_run; on a
+  // training step, slots() then holds every parameter with its gradient. Returns the task loss.
+  float run(Compiled& c, const StepInfo& info);
+  std::vector<optim::ParamSlot>& slots() { return slots_; }
+  GraphExtension* extension() const { return extension_.get(); }
+  void clear() { train_.clear(), eval_.clear(); }
+  size_t size() const { return train_.size() + eval_.size(); }
+
+  AttentionBackend attention_backend = AttentionBackend::pillars;
+  bool fuse_linear = false;
+
+ private:
+  Compiled& compile(StepGraph step);
+  ParamStore& params_;
+  std::shared_ptr<GraphExtension> extension_;
+  std::shared_ptr<SharedArena> arena_; // on the parameters' device (see steps.cpp)
+  std::map<std::vector<int64_t>, std::unique_ptr<Compiled>> train_, eval_;
+  std::vector<optim::ParamSlot> slots_;
+};
+
+class Seq2SeqSteps {
+ public:
+  // Keeps references to cfg and params (they must outlive this object).
+  Seq2SeqSteps(const TransformerConfig& cfg, ParamStore& params, float label_smoothing,
+               std::shared_ptr<GraphExtension> extension = nullptr);
+  // One forward + backward on the batch with dropout seed `seed`. Returns the label-smoothed loss
+  // (mean over the batch's target tokens); the gradients of that mean (plus the extension's terms)
+  // are in slots() until the next call of train() or eval().
+  float train(const Seq2SeqBatch& batch, uint64_t seed);
+  std::vector<optim::ParamSlot>& slots() { return cache_.slots(); }
+  // The summed negative log-likelihood (nats) of the batch's targets, without dropout or smoothing.
+  double eval(const Seq2SeqBatch& batch);
+  size_t compiled_shapes() const { return cache_.size(); }
+  // Where training is (for extensions whose behaviour follows a schedule).
+  void set_progress(int64_t update, double progress) { update_ = update, progress_ = progress; }
+  void set_attention_backend(AttentionBackend b) { cache_.attention_backend = b, cache_.clear(); }
+  // Rewrite each linear → relu/gelu into one linear_act node (engine/passes/fuse_linear.h).
+  void set_fuse_linear_activation(bool on) { cache_.fuse_linear = on, cache_.clear(); }
+
+ private:
+  StepCache::Compiled& compiled(const Seq2SeqBatch& b, bool train);
+  float run(const Seq2SeqBatch& b, uint64_t seed, bool train);
+
+  const TransformerConfig& cfg_;
+  float label_smoothing_;
+  StepCache cache_;
+  int64_t update_ = 0;
+  double progress_ = 0;
+};
+
+// The decoder-only language model's steps: batches of B blocks of T tokens (steps/task.h).
+class LmSteps {
+ public:
+  LmSteps(const TransformerConfig& cfg, ParamStore& params, float label_smoothing,
+          std::shared_ptr<GraphExtension> extension = nullptr);
+  // tokens, target: (B·T) ids each (target = tokens shifted by one), pad where a block is short.
+  float train(int64_t B, int64_t T, const std::vector<int32_t>& tokens, const std::vector<int32_t>& target, uint64_t seed);
+  std::vector<optim::ParamSlot>& slots() { return cache_.slots(); }
+  double eval(int64_t B, int64_t T, const std::vector<int32_t>& tokens, const std::vector<int32_t>& target);
+  void set_progress(int64_t update, double progress) { update_ = update, progress_ = progress; }
+  void set_attention_backend(AttentionBackend b) { cache_.attention_backend = b, cache_.clear(); }
+  // Rewrite each linear → relu/gelu into one linear_act node (engine/passes/fuse_linear.h).
+  void set_fuse_linear_activation(bool on) { cache_.fuse_linear = on, cache_.clear(); }
+
+ private:
+  // Binds and runs one batch; `tokens_out` gets its target tokens that are not padding.
+  float run(int64_t B, int64_t T, const std::vector<int32_t>& tokens, const std::vector<int32_t>& target, uint64_t seed,
+            bool train, int64_t& tokens_out);
+  const TransformerConfig& cfg_;
+  float label_smoothing_;
+  StepCache cache_;
+  int64_t update_ = 0;
+  double progress_ = 0;
+};
+
+} // namespace pillars::train

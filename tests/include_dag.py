@@ -1,0 +1,62 @@
+#!/usr/bin/env python3
+"""The top-level folders depend one way: checks every #include "folder/..." against the DAG.
+
+The DAG (drawn in docs/ARCHITECTURE.md) lists, for each folder of the library and the CLI, the
+folders it may include. A folder not listed may include nothing of the project; tests/ may include
+anything. Exit status 1 names every include that runs against the DAG, with its file and line.
+
+    python3 tests/include_dag.py [REPO_ROOT]
+"""
+import pathlib
+import re
+import sys
+
+# folder -> the folders it may include (besides itself)
+ALLOWED = {
+    "base": set(),
+    "kernels": {"base"},
+    "engine": {"base", "kernels"},
+    "text": {"base"},
+    "metrics": {"base", "text"},
+    "datasets": {"base"},
+    "models": {"base", "engine"},
+    "steps": {"base", "kernels", "engine", "text", "models"},
+    "ght": {"base", "kernels", "engine", "models", "steps"},
+    "decode": {"base", "kernels", "engine", "text", "models"},
+    "train": {"base", "kernels", "engine", "text", "metrics", "datasets", "models", "steps", "ght", "decode"},
+    "report": {"base", "kernels", "engine", "text", "metrics", "datasets", "models", "steps", "ght", "decode", "train"},
+    "tools": {"base", "kernels", "engine", "text", "metrics", "datasets", "models", "steps", "ght", "decode", "train",
+              "report"},
+}
+SOURCES = (".h", ".cpp", ".cu", ".cuh")
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"/]+)/')
+
+
+def main() -> int:
+    root = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else pathlib.Path(__file__).resolve().parent.parent)
+    wrong, checked = [], 0
+    for folder, allowed in ALLOWED.items():
+        for path in sorted((root / folder).rglob("*")):
+            if path.suffix not in SOURCES:
+                continue
+            for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+                m = INCLUDE.match(line)
+                if not m:
+                    continue
+                target = m.group(1)
+                checked += 1
+                if target != folder and target in ALLOWED and target not in allowed:
+                    wrong.append(f"{path.relative_to(root)}:{number}: {folder}/ may not include {target}/ ({line.strip()})")
+    # Every top-level folder with sources must be in the table, or the test would miss it.
+    for d in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith((".", "build"))):
+        if d.name not in ALLOWED and d.name not in ("tests", "docs", "experiments") and any(
+                f.suffix in SOURCES for f in d.rglob("*")):
+            wrong.append(f"{d.name}/: a folder of sources that the include DAG does not place")
+    for w in wrong:
+        print(w)
+    print(f"include_dag: {checked} project includes checked, {len(wrong)} against the DAG")
+    return 1 if wrong else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
