@@ -117,24 +117,13 @@ std::vector<float> drophead_gates(uint64_t seed, int64_t update, size_t module_i
 
 std::string drophead_gate_input(const std::string& module) { return "head_gate." + module; }
 
-void DropHeadExtension::configure(Seq2SeqOptions& options, bool train) const {
-  if (!train) return; // evaluation: no gates
-  options.head_gate = [](Graph& g, const std::string& module, int64_t heads) {
-    return g.input(drophead_gate_input(module), {heads}); // ξ (H), bound before every run
-  };
-}
-
-ValueId DropHeadExtension::extend(Graph& g, const std::vector<AttentionSite>& sites, ValueId loss, bool train) {
-  if (!train) return loss;
+ValueId DropHeadExtension::head_gate(Graph& g, const AttentionSite& site, size_t module_index, bool train) {
+  if (!train) return kNoValue; // evaluation: no gates
   std::vector<Gate>& gates = gates_[&g];
-  gates.clear();
-  for (size_t m = 0; m < sites.size(); ++m) {
-    // By name, not site.gate: another extension's gate may be multiplied in (ght::CompositeExtension).
-    const ValueId input = g.find_input(drophead_gate_input(sites[m].module));
-    PILLARS_CHECK(input != kNoValue, "DropHead: module ", sites[m].module, " has no head gate");
-    gates.push_back({input, sites[m].heads, m});
-  }
-  return loss;
+  if (module_index == 0) gates.clear(); // a new graph (possibly at the address of a dropped one)
+  const ValueId input = g.input(drophead_gate_input(site.module), {site.heads}); // ξ (H), bound before every run
+  gates.push_back({input, site.heads, module_index});
+  return input;
 }
 
 void DropHeadExtension::bind(Executor& ex, const Graph& g, const train::StepInfo& info) {
@@ -169,19 +158,16 @@ void HardConcreteExtension::add_parameters(ParamStore& params, const Transformer
   }
 }
 
-void HardConcreteExtension::configure(Seq2SeqOptions& options, bool train) const {
-  const HardConcreteSettings s = s_;
-  options.head_gate = [s, train](Graph& g, const std::string& module, int64_t heads) {
-    const ValueId log_alpha = g.param(log_alpha_name(module), {heads}); // (H)
-    ValueId s_h;
-    if (train) {
-      const ValueId noise = g.input(concrete_noise_input(module), {heads}); // log u − log(1 − u), (H)
-      s_h = sigmoid(g, ops::scale(g, ops::add(g, noise, log_alpha), 1.0f / s.beta)); // σ((n + log α)/β)
-    } else {
-      s_h = sigmoid(g, log_alpha); // σ(log α)
-    }
-    return clamp01(g, ops::add_scalar(g, ops::scale(g, s_h, s.zeta - s.gamma), s.gamma)); // ξ (H)
-  };
+ValueId HardConcreteExtension::head_gate(Graph& g, const AttentionSite& site, size_t /*module_index*/, bool train) {
+  const ValueId log_alpha = g.param(log_alpha_name(site.module), {site.heads}); // (H)
+  ValueId s_h;
+  if (train) {
+    const ValueId noise = g.input(concrete_noise_input(site.module), {site.heads}); // log u − log(1 − u), (H)
+    s_h = sigmoid(g, ops::scale(g, ops::add(g, noise, log_alpha), 1.0f / s_.beta)); // σ((n + log α)/β)
+  } else {
+    s_h = sigmoid(g, log_alpha); // σ(log α)
+  }
+  return clamp01(g, ops::add_scalar(g, ops::scale(g, s_h, s_.zeta - s_.gamma), s_.gamma)); // ξ (H)
 }
 
 ValueId HardConcreteExtension::extend(Graph& g, const std::vector<AttentionSite>& sites, ValueId loss, bool train) {
@@ -254,9 +240,11 @@ void ImportanceGateExtension::configure(Seq2SeqOptions& options, bool train) con
   if (!train) return;
   options.train = false; // no dropout: the gradient of the model's own function
   if (!keep_label_smoothing_) options.label_smoothing = 0.0f;
-  options.head_gate = [](Graph& g, const std::string& module, int64_t heads) {
-    return g.param(importance_gate_name(module), {heads}); // ξ (H), fixed at 1
-  };
+}
+
+ValueId ImportanceGateExtension::head_gate(Graph& g, const AttentionSite& site, size_t /*module_index*/, bool train) {
+  if (!train) return kNoValue;
+  return g.param(importance_gate_name(site.module), {site.heads}); // ξ (H), fixed at 1
 }
 
 HeadImportance head_importance(const TransformerConfig& cfg, const ParamStore& params, const TaskFactory& make_task,

@@ -2,7 +2,7 @@
 // (steps/extension.h) and two helpers for pruning by score. Notation: a model has M attention
 // modules (steps/steps.h builds one graph per batch shape; every module is an AttentionSite), module
 // m has H heads, O_h is head h's output A_h V_h before out_proj, and a head gate ξ (H) multiplies
-// it: out_proj(ξ_1 O_1 | … | ξ_H O_H)  (Seq2SeqOptions::head_gate, models/transformer.h).
+// it: out_proj(ξ_1 O_1 | … | ξ_H O_H)  (the head_gates pass, steps/head_gates.h).
 // L_task is the model's loss: label-smoothed cross-entropy, mean over the batch's target tokens.
 //
 // 1. Disagreement regularisation — Li, Tu, Yang, Lyu, Zhang, "Multi-Head Attention with
@@ -144,9 +144,9 @@ std::string drophead_gate_input(const std::string& module); // "head_gate.<modul
 class DropHeadExtension : public train::GraphExtension {
  public:
   explicit DropHeadExtension(DropHeadSettings s) : s_(s) {}
-  void configure(Seq2SeqOptions& options, bool train) const override;
-  const char* pass_name() const override { return "drophead"; }
-  ValueId extend(Graph& g, const std::vector<AttentionSite>& sites, ValueId loss, bool train) override;
+  // Training steps: the gate of each module is the input "head_gate.<module>" (H).
+  bool gates_heads() const override { return true; }
+  ValueId head_gate(Graph& g, const AttentionSite& site, size_t module_index, bool train) override;
   void bind(Executor& ex, const Graph& g, const train::StepInfo& info) override;
 
  private:
@@ -183,7 +183,10 @@ class HardConcreteExtension : public train::GraphExtension {
   // parameters exist.
   void add_parameters(ParamStore& params, const TransformerConfig& cfg, float init_log_alpha = kHardConcreteInitLogAlpha) const;
 
-  void configure(Seq2SeqOptions& options, bool train) const override;
+  // ξ = clamp(σ((n + log α)/β)·(ζ − γ) + γ, 0, 1) in training (n the input noise), σ(log α) in place
+  // of the noisy term in evaluation.
+  bool gates_heads() const override { return true; }
+  ValueId head_gate(Graph& g, const AttentionSite& site, size_t module_index, bool train) override;
   const char* pass_name() const override { return "hard_concrete_l0"; }
   ValueId extend(Graph& g, const std::vector<AttentionSite>& sites, ValueId loss, bool train) override;
   void bind(Executor& ex, const Graph& g, const train::StepInfo& info) override;
@@ -229,6 +232,8 @@ class ImportanceGateExtension : public train::GraphExtension {
  public:
   explicit ImportanceGateExtension(bool keep_label_smoothing = false) : keep_label_smoothing_(keep_label_smoothing) {}
   void configure(Seq2SeqOptions& options, bool train) const override;
+  bool gates_heads() const override { return true; }
+  ValueId head_gate(Graph& g, const AttentionSite& site, size_t module_index, bool train) override;
 
  private:
   bool keep_label_smoothing_;

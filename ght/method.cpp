@@ -9,23 +9,7 @@
 namespace pillars::ght {
 
 void CompositeExtension::configure(Seq2SeqOptions& options, bool train) const {
-  // Head gates compose by multiplication: each part that sets a gate callback wraps the previous.
-  for (const auto& p : parts_) {
-    auto previous = options.head_gate;
-    options.head_gate = nullptr;
-    p->configure(options, train);
-    if (previous && options.head_gate) {
-      auto mine = options.head_gate;
-      options.head_gate = [previous, mine](Graph& g, const std::string& module, int64_t H) -> ValueId {
-        const ValueId a = previous(g, module, H), b = mine(g, module, H);
-        if (a == kNoValue) return b;
-        if (b == kNoValue) return a;
-        return ops::mul(g, a, b);
-      };
-    } else if (previous) {
-      options.head_gate = previous;
-    }
-  }
+  for (const auto& p : parts_) p->configure(options, train);
 }
 
 std::vector<train::GraphExtension*> CompositeExtension::parts() {

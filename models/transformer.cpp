@@ -335,17 +335,10 @@ ValueId attention_block(Emitter& e, const std::string& module, ValueId x_q, Valu
   site.causal = causal;
   if (e.opt.attention_backend != AttentionBackend::naive) site.node = g.value(r.out).producer;
 
-  // Optional head gates ξ (H): O_h ← ξ_h · O_h, broadcast as (H, 1) over (B, Tq, H, Dh).
-  ValueId heads_out = r.out;
-  if (e.opt.head_gate) site.gate = e.opt.head_gate(g, module, H);
-  if (site.gate != kNoValue) {
-    PILLARS_CHECK(g.shape(site.gate) == Shape{H}, "head_gate of ", module, " must have shape [", H, "], got ",
-                  shape_str(g.shape(site.gate)));
-    heads_out = ops::mul(g, r.out, ops::reshape(g, site.gate, {H, 1}));                // (B, Tq, H, Dh)
-  }
   e.sites.push_back(std::move(site));
 
-  const ValueId o = ops::reshape(g, heads_out, {B, Tq, HD});                           // (B, Tq, H·Dh)
+  // (A method may gate the heads here, ξ_h·O_h: the head_gates pass of steps/head_gates.h.)
+  const ValueId o = ops::reshape(g, r.out, {B, Tq, HD});                               // (B, Tq, H·Dh)
   return linear(e, o, module + ".out_proj", d, HD);                                   // (B, Tq, d)
 }
 

@@ -18,7 +18,6 @@
 // autodiff sums both gradients. Batches are right-padded with pad_id.
 #pragma once
 #include <cstdint>
-#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -106,7 +105,7 @@ struct AttentionSite {
   ValueId v = kNoValue;           // (B, Tk, H, Dh) per-head values: GHT's "V"
   ValueId out = kNoValue;         // (B, Tq, H, Dh) A·V per head, before out_proj: GHT's "O"
   ValueId probs = kNoValue;       // (B, H, Tq, Tk) softmax probabilities before dropout: GHT's "A"
-  ValueId gate = kNoValue;        // (H) the head gates, when Seq2SeqOptions::head_gate gave some
+  ValueId gate = kNoValue;        // (H) the head gates ξ, when the head_gates pass gated the module
   ValueId query_lengths = kNoValue; // i32 (B): valid query rows (src_lengths, or tgt_lengths if declared)
   ValueId key_lengths = kNoValue;   // i32 (B): valid key rows (src_lengths, or tgt_lengths if declared)
   bool causal = false;            // decoder self-attention: query i sees keys j <= i
@@ -132,11 +131,6 @@ struct Seq2SeqOptions {
   bool attention_probs = false; // attention nodes also output A
   bool target_lengths = false;  // declare an i32 (B) input "tgt_lengths" (decoder-side padding)
   AttentionBackend attention_backend = AttentionBackend::pillars;
-  // Head gates (baselines that mask, drop or learn to switch off whole heads; V2S's masking check):
-  // called once per attention module with its name and head count H, it may append nodes and
-  // return a (H) value ξ; the module then feeds out_proj with ξ_h · O_h instead of O_h.
-  // kNoValue (or an empty function) leaves the module ungated.
-  std::function<ValueId(Graph& g, const std::string& module, int64_t heads)> head_gate;
 };
 
 struct Seq2SeqGraph {

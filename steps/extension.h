@@ -2,8 +2,9 @@
 // (ght/gct_pass.h), a baseline's regulariser or head gates (ght/baselines.h), the V2S vote's Gram
 // matrices (ght/voting.h). The steps (steps/steps.h) call it at four moments:
 //
-//   build    configure(options, train)      ask the model builder for feature maps, target
-//                                           lengths, head gates
+//   build    configure(options, train)      ask the model builder for feature maps (A), target
+//                                           lengths, no dropout
+//   passes   head_gate(graph, site, m, train)   the gates ξ (H) of module m, for the head_gates pass
 //   passes   extend(graph, sites, loss, train)  the method's pass (pass_name(), placed by the one
 //                                           list, steps/pass_list.cpp): append nodes to the graph,
 //                                           return the new objective
@@ -42,6 +43,13 @@ class GraphExtension {
   virtual const char* pass_name() const { return nullptr; }
   virtual ValueId extend(Graph& /*g*/, const std::vector<AttentionSite>& /*sites*/, ValueId loss, bool /*train*/) {
     return loss;
+  }
+  // Head gates: ξ (H) of attention module `module_index` (graph order), appended to `g`; kNoValue
+  // when this part does not gate it. The pass "head_gates" multiplies the gates of every part that
+  // gates_heads() and feeds out_proj with ξ_h·O_h instead of O_h (steps/head_gates.h).
+  virtual bool gates_heads() const { return false; }
+  virtual ValueId head_gate(Graph& /*g*/, const AttentionSite& /*site*/, size_t /*module_index*/, bool /*train*/) {
+    return kNoValue;
   }
   // A watcher (a test, a tool) marks here the values it reads after a run: called by the pass
   // "probe", after the method's passes and before autodiff, on the parts whose probes() is true.

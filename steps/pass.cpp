@@ -17,7 +17,13 @@ void remap(ValueId& v, const std::vector<ValueId>& value_map) {
 } // namespace
 
 void StepGraph::replace_graph(Graph g, const std::vector<ValueId>& value_map, const std::vector<int>& node_map) {
-  for (ValueId* v : {&loss, &objective}) remap(*v, value_map);
+  const Graph old = std::move(graph);
+  graph = std::move(g);
+  renumber(old, value_map, node_map);
+}
+
+void StepGraph::renumber(const Graph& old, const std::vector<ValueId>& value_map, const std::vector<int>& node_map) {
+  for (ValueId* v : {&logits, &loss, &objective}) remap(*v, value_map);
   for (std::vector<ValueId>* list : {&params, &grads})
     for (ValueId& v : *list) remap(v, value_map);
   for (AttentionSite& s : attention) {
@@ -27,14 +33,13 @@ void StepGraph::replace_graph(Graph g, const std::vector<ValueId>& value_map, co
   // A node the new graph copies keeps its origin; a node it made, or one that took an old node's
   // place with another op (linear_act for an activation), is the running pass's (kNew until
   // run_passes names it).
-  std::vector<int> origin(g.nodes().size(), kNew);
-  for (size_t old = 0; old < node_map.size(); ++old) {
-    const int now = node_map[old];
-    if (now >= 0 && old < added_by.size() && g.node(now).op == graph.node(static_cast<int>(old)).op)
-      origin[static_cast<size_t>(now)] = added_by[old];
+  std::vector<int> origin(graph.nodes().size(), kNew);
+  for (size_t i = 0; i < node_map.size(); ++i) {
+    const int now = node_map[i];
+    if (now >= 0 && i < added_by.size() && graph.node(now).op == old.node(static_cast<int>(i)).op)
+      origin[static_cast<size_t>(now)] = added_by[i];
   }
   added_by = std::move(origin);
-  graph = std::move(g);
 }
 
 void run_passes(const PassList& passes, StepGraph& s, std::string_view last) {

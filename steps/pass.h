@@ -29,6 +29,7 @@ struct StepGraph {
   Graph graph;
   bool train = false;              // a training step (dropout, autodiff) or an evaluation step
   Device device = Device::cpu;     // where it will run (plan_memory sizes that device's scratch)
+  ValueId logits = kNoValue;       // (rows, V): the model's scores of the next token
   ValueId loss = kNoValue;         // scalar: the model's task loss (what the log reports)
   ValueId objective = kNoValue;    // scalar: what autodiff differentiates, the loss plus the
                                    // terms of the method's passes (GCT, disagreement, L0)
@@ -41,13 +42,14 @@ struct StepGraph {
   static constexpr int kByModel = -1;
   static constexpr int kNew = -2; // made by the pass now running (run_passes renames it)
 
-  // A step graph of a model's forward graph (Seq2SeqGraph, LmGraph): its graph, loss and
+  // A step graph of a model's forward graph (Seq2SeqGraph, LmGraph): its graph, logits, loss and
   // attention sites; the objective starts as the loss. The model's other handles (inputs,
   // logits) are found again by name: passes may renumber values.
   template <class Model> static StepGraph of(Model&& m, bool train, Device device) {
     StepGraph s;
     s.graph = std::move(m.graph);
     s.train = train, s.device = device;
+    s.logits = m.logits;
     s.loss = s.objective = m.loss;
     s.attention = std::move(m.attention);
     s.added_by.assign(s.graph.nodes().size(), kByModel);
@@ -57,6 +59,8 @@ struct StepGraph {
   // For a pass that builds a new graph: `value_map` and `node_map` send old values and nodes to new
   // ones (kNoValue / -1: gone). Every recorded value moves; throws if one of them is gone.
   void replace_graph(Graph g, const std::vector<ValueId>& value_map, const std::vector<int>& node_map);
+  // The same when the pass has already built the new graph in `graph` from `old`.
+  void renumber(const Graph& old, const std::vector<ValueId>& value_map, const std::vector<int>& node_map);
 };
 
 struct Pass {

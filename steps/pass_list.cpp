@@ -9,19 +9,20 @@
 #include "engine/passes/autodiff.h"
 #include "engine/passes/fuse_linear.h"
 #include "engine/passes/plan_memory.h"
+#include "steps/head_gates.h"
 
 namespace pillars::train {
 
 namespace {
 
 constexpr std::array kPasses = {
+    PassInfo{"head_gates", "heads.drophead > 0 or heads.gates = hard_concrete (and Michel et al.'s importance)",
+             "per attention module the gates ξ (H) of the method's parts (DropHead's mask input, the "
+             "Hard-Concrete gate, an importance gate) and ξ_h·O_h in front of out_proj "
+             "(steps/head_gates.h)"},
     PassInfo{"fuse_linear_activation", "train.fuse_linear_activation",
              "replaces each linear → ReLU/GELU chain (matmul, add, activation) by one linear_act node "
              "(engine/passes/fuse_linear.h)"},
-    PassInfo{"drophead", "heads.drophead > 0; training steps",
-             "adds no node: finds each module's gate input \"head_gate.<module>\" (the model builder "
-             "put ξ_h·O_h in front of out_proj), which every run binds to that update's DropHead mask "
-             "(ght/baselines.h)"},
     PassInfo{"gct", "heads.regularizer = gct; training steps",
              "per attention module m: the Gram matrix G_m of the heads' feature maps (head_gram), the "
              "HUDS groups of the heads (huds_cluster: K-means on G_m, every batch) and the GCT loss "
@@ -77,7 +78,13 @@ PassList step_passes(bool fuse_linear, GraphExtension* extension) {
   }
   PassList list;
   for (const PassInfo& info : kPasses) {
-    if (std::strcmp(info.name, "fuse_linear_activation") == 0) {
+    if (std::strcmp(info.name, "head_gates") == 0) {
+      std::vector<GraphExtension*> gating;
+      if (extension)
+        for (GraphExtension* p : extension->parts())
+          if (p->gates_heads()) gating.push_back(p);
+      if (!gating.empty()) list.push_back({info.name, [gating](StepGraph& s) { gate_heads(s, gating); }});
+    } else if (std::strcmp(info.name, "fuse_linear_activation") == 0) {
       if (fuse_linear) list.push_back({info.name, fuse_linear_pass});
     } else if (std::strcmp(info.name, "autodiff") == 0) {
       list.push_back({info.name, autodiff_pass});

@@ -1,5 +1,5 @@
 // The linear_act op (engine/ops/linear_act.h) and the fuse_linear_activation pass
-// (engine/passes/fuse_linear.h, models/fused.h):
+// (engine/passes/fuse_linear.h; on a step's graph, steps/pass.h):
 //   - the op's forward against the unfused ops::linear + relu/gelu it replaces, and against a
 //     double-precision loop; its gradients against central finite differences (tests/grad_check.h)
 //     and against the unfused graph's;
@@ -25,7 +25,7 @@
 #include "engine/passes/autodiff.h"
 #include "engine/passes/flops.h"
 #include "engine/passes/fuse_linear.h"
-#include "models/fused.h"
+#include "steps/pass.h"
 #include "tests/grad_check.h"
 
 using namespace pillars;
@@ -273,6 +273,14 @@ void compare(const ModelRun& fused, const ModelRun& unfused) {
           " parameters: ", worst);
 }
 
+// The pass on a step's graph, as the pass list runs it; returns the chains fused.
+int fuse(train::StepGraph& s) {
+  FusedGraph f = fuse_linear_activation(s.graph);
+  const int fused = f.fused;
+  s.replace_graph(std::move(f.graph), f.value_map, f.node_map);
+  return fused;
+}
+
 template <class M> void check_sites(const M& m) {
   for (const AttentionSite& s : m.attention) {
     CAPTURE(s.module);
@@ -306,9 +314,9 @@ TEST_CASE("fuse_linear_activation: the tiny transformer's loss and every gradien
     o.dropout_seed = 99;
     o.attention_probs = true; // sites with A too
     Seq2SeqGraph plain = build_seq2seq_training_graph(cfg, 3, 6, 5, o);
-    Seq2SeqGraph fused = build_seq2seq_training_graph(cfg, 3, 6, 5, o);
+    train::StepGraph fused = train::StepGraph::of(build_seq2seq_training_graph(cfg, 3, 6, 5, o), true, Device::cpu);
     const size_t nodes_before = fused.graph.nodes().size();
-    CHECK(fuse_linear_activation(fused) == cfg.enc_layers + cfg.dec_layers); // every FFN's fc1 → activation
+    CHECK(fuse(fused) == cfg.enc_layers + cfg.dec_layers); // every FFN's fc1 → activation
     CHECK(fused.graph.nodes().size() == nodes_before - 2 * static_cast<size_t>(cfg.enc_layers + cfg.dec_layers));
     REQUIRE(fused.attention.size() == plain.attention.size());
     check_sites(fused);
@@ -332,8 +340,8 @@ TEST_CASE("fuse_linear_activation: a decoder-only tiny language model is unchang
   Seq2SeqOptions o;
   o.dropout_seed = 5;
   LmGraph plain = build_lm_training_graph(cfg, 2, 5, o);
-  LmGraph fused = build_lm_training_graph(cfg, 2, 5, o);
-  CHECK(fuse_linear_activation(fused) == cfg.dec_layers);
+  train::StepGraph fused = train::StepGraph::of(build_lm_training_graph(cfg, 2, 5, o), true, Device::cpu);
+  CHECK(fuse(fused) == cfg.dec_layers);
   check_sites(fused);
   compare(run_model(fused, store, bind), run_model(plain, store, bind));
 }

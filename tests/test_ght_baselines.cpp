@@ -152,8 +152,9 @@ class Spy : public train::GraphExtension {
 // store the steps use (so a test sets them to any value, and may change them between runs).
 class FixedGates : public train::GraphExtension {
  public:
-  void configure(Seq2SeqOptions& o, bool) const override {
-    o.head_gate = [](Graph& g, const std::string& module, int64_t heads) { return g.param("head_gate." + module, {heads}); };
+  bool gates_heads() const override { return true; }
+  ValueId head_gate(Graph& g, const AttentionSite& site, size_t, bool) override {
+    return g.param("head_gate." + site.module, {site.heads});
   }
 };
 

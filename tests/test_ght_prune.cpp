@@ -12,6 +12,7 @@
 #include "engine/executor.h"
 #include "engine/ops.h"
 #include "ght/prune.h"
+#include "steps/head_gates.h"
 #include "train/checkpoint.h"
 
 using namespace pillars;
@@ -46,28 +47,42 @@ Batch random_batch(int64_t vocab, uint32_t seed) {
   return b;
 }
 
-// Logits (B·Tt, V) of the model in evaluation mode; `gates` (module → (H) values) multiply the heads.
+// Gates of fixed values: module → (H) values (modules not listed stay ungated).
+class ConstantGates : public train::GraphExtension {
+ public:
+  explicit ConstantGates(const std::map<std::string, std::vector<float>>& gates) : gates_(gates) {}
+  bool gates_heads() const override { return true; }
+  ValueId head_gate(Graph& g, const AttentionSite& site, size_t, bool) override {
+    const auto it = gates_.find(site.module);
+    if (it == gates_.end()) return kNoValue;
+    Tensor t = Tensor::zeros({site.heads});
+    std::copy(it->second.begin(), it->second.end(), t.data<float>());
+    return g.constant(t);
+  }
+
+ private:
+  const std::map<std::string, std::vector<float>>& gates_;
+};
+
+// Logits (B·Tt, V) of the model in evaluation mode; `gates` (module → (H) values) multiply the heads
+// (through the head_gates pass).
 std::vector<float> logits(const TransformerConfig& cfg, ParamStore& params, const Batch& b,
                           const std::map<std::string, std::vector<float>>& gates = {}) {
   Seq2SeqOptions o;
   o.train = false;
-  o.head_gate = [&](Graph& g, const std::string& module, int64_t H) -> ValueId {
-    const auto it = gates.find(module);
-    if (it == gates.end()) return kNoValue;
-    Tensor t = Tensor::zeros({H});
-    std::copy(it->second.begin(), it->second.end(), t.data<float>());
-    return g.constant(t);
-  };
   Seq2SeqGraph m = build_seq2seq_training_graph(cfg, b.B, b.Ts, b.Tt, o);
   m.graph.mark_output(m.logits);
-  Executor ex(m.graph);
+  train::StepGraph s = train::StepGraph::of(std::move(m), /*train=*/false, Device::cpu);
+  ConstantGates gating(gates);
+  train::gate_heads(s, {&gating});
+  Executor ex(s.graph);
   ex.bind_params(params);
-  ex.bind(m.src_tokens, Tensor::from_i32({b.B, b.Ts}, b.src));
-  ex.bind(m.src_lengths, Tensor::from_i32({b.B}, b.src_len));
-  ex.bind(m.prev_output_tokens, Tensor::from_i32({b.B, b.Tt}, b.prev));
-  ex.bind(m.target, Tensor::from_i32({b.B * b.Tt}, b.target));
+  ex.bind("src_tokens", Tensor::from_i32({b.B, b.Ts}, b.src));
+  ex.bind("src_lengths", Tensor::from_i32({b.B}, b.src_len));
+  ex.bind("prev_output_tokens", Tensor::from_i32({b.B, b.Tt}, b.prev));
+  ex.bind("target", Tensor::from_i32({b.B * b.Tt}, b.target));
   ex.run();
-  const Tensor& l = ex.value(m.logits);
+  const Tensor& l = ex.value(s.logits);
   return std::vector<float>(l.data<float>(), l.data<float>() + l.numel());
 }
 

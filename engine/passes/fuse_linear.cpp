@@ -11,6 +11,7 @@
 
 #include "base/error.h"
 #include "engine/op.h"
+#include "engine/passes/copy_node.h"
 #include "engine/ops/linear_act.h"
 
 namespace pillars {
@@ -87,10 +88,7 @@ FusedGraph fuse_linear_activation(const Graph& g) {
     if (dropped[static_cast<size_t>(i)]) continue;
     const Node& n = g.node(i);
     std::vector<ValueId> outs;
-    if (n.op == &kInputOp) outs = {out.input(n.attrs.name, g.shape(n.outputs[0]), g.dtype(n.outputs[0]))};
-    else if (n.op == &kParamOp) outs = {out.param(n.attrs.name, g.shape(n.outputs[0]))};
-    else if (n.op == &kConstantOp) outs = {out.constant(g.constants().at(static_cast<size_t>(n.attrs.ints.at(0))))};
-    else if (const auto it = chains.find(i); it != chains.end()) {
+    if (const auto it = chains.find(i); it != chains.end()) {
       const Chain& c = it->second;
       const ops::LinearAct la = ops::linear_act(out, map(c.x), map(c.w), map(c.b), c.act);
       outs = {la.y}; // the activation's one output; pre is new
@@ -98,7 +96,7 @@ FusedGraph fuse_linear_activation(const Graph& g) {
     } else {
       std::vector<ValueId> in;
       for (ValueId v : n.inputs) in.push_back(map(v));
-      outs = out.add(*n.op, std::move(in), n.attrs);
+      outs = copy_node(g, n, out, std::move(in));
     }
     r.node_map[static_cast<size_t>(i)] = static_cast<int>(out.nodes().size()) - 1;
     for (size_t k = 0; k < n.outputs.size(); ++k) r.value_map[static_cast<size_t>(n.outputs[k])] = outs.at(k);

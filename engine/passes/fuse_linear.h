@@ -13,7 +13,7 @@
 // Graphs are append-only, so the pass builds a new graph: leaves keep their names (inputs and
 // parameters bind as before), constants are copied, marked outputs stay marked. Value and node
 // numbers change; the result maps old ones to new ones so a caller can find its values again
-// (models/fused.h does this for the transformer's graphs and their attention sites).
+// (StepGraph::replace_graph, steps/pass.h, does this for a step and its attention sites).
 #pragma once
 #include <vector>
 
