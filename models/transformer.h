@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "base/special_tokens.h"
 #include "engine/graph.h"
 #include "engine/ops/linear_act.h"
 #include "engine/params.h"
@@ -40,7 +41,7 @@ struct TransformerConfig {
   float dropout = 0.1f;            // on embeddings and on every sub-layer output before the residual
   float attention_dropout = 0.0f;  // on attention probabilities
   float activation_dropout = 0.0f; // after the FFN activation
-  int64_t pad_id = 1;              // fairseq's dictionary: bos 0, pad 1, eos 2, unk 3
+  int64_t pad_id = tokens::kPad;   // the dictionary's padding id (base/special_tokens.h)
   bool decoder_only = false;  // a language model: no encoder, decoder layers without cross-attention
   bool share_all_embeddings = false;            // encoder and decoder use one token table
   bool share_decoder_input_output_embed = true; // logits = y · E_decᵀ

@@ -48,6 +48,13 @@ constexpr std::array kPasses = {
              "dead values (engine/passes/plan_memory.h)"},
 };
 
+constexpr std::array kModelPasses = {
+    PassInfo{"remove_heads", "prune.method is set; between training and fine-tuning (train/head_phases.h)",
+             "removes the heads V2S (or a baseline's scores) did not keep: slices their rows of W^Q, "
+             "W^K, W^V and columns of W^out, and records the smaller head counts in the config, so "
+             "every step's graph is built anew with fewer heads (ght/prune.h)"},
+};
+
 void fuse_linear_pass(StepGraph& s) {
   FusedGraph f = fuse_linear_activation(s.graph);
   s.replace_graph(std::move(f.graph), f.value_map, f.node_map);
@@ -55,7 +62,6 @@ void fuse_linear_pass(StepGraph& s) {
 
 void autodiff_pass(StepGraph& s) {
   if (s.objective != s.loss) s.graph.mark_output(s.objective); // the caller may read the total
-  if (!s.train) return;
   s.params = s.graph.params();
   s.grads = autodiff(s.graph, s.objective, s.params);
 }
@@ -65,8 +71,9 @@ void plan_memory_pass(StepGraph& s) { s.memory = plan_memory(s.graph, s.device);
 } // namespace
 
 std::span<const PassInfo> pass_list() { return kPasses; }
+std::span<const PassInfo> model_pass_list() { return kModelPasses; }
 
-PassList step_passes(bool fuse_linear, GraphExtension* extension) {
+PassList step_passes(bool train, bool fuse_linear, GraphExtension* extension) {
   std::vector<GraphExtension*> parts;
   if (extension)
     for (GraphExtension* p : extension->parts())
@@ -87,7 +94,7 @@ PassList step_passes(bool fuse_linear, GraphExtension* extension) {
     } else if (std::strcmp(info.name, "fuse_linear_activation") == 0) {
       if (fuse_linear) list.push_back({info.name, fuse_linear_pass});
     } else if (std::strcmp(info.name, "autodiff") == 0) {
-      list.push_back({info.name, autodiff_pass});
+      if (train) list.push_back({info.name, autodiff_pass});
     } else if (std::strcmp(info.name, "probe") == 0) {
       std::vector<GraphExtension*> watchers;
       if (extension)

@@ -18,10 +18,14 @@ struct PassInfo {
 
 // Every pass a step may run, in the order it runs them.
 std::span<const PassInfo> pass_list();
+// The rewrites of a whole model (its config and parameters), after which every step's graph is
+// built anew from the model builder: V2S's head removal.
+std::span<const PassInfo> model_pass_list();
 
-// The passes of one step: the entries of pass_list() that apply. The method's passes (GCT, the
-// baselines' losses, the V2S vote) are the parts of `extension` (may be null) that name them
-// (GraphExtension::pass_name); a part whose name is not in the list is an error.
-PassList step_passes(bool fuse_linear, GraphExtension* extension);
+// The passes of one step (a training step when `train`, else an evaluation step: no autodiff):
+// the entries of pass_list() that apply. The method's passes (head gates, GCT, the baselines'
+// losses, the V2S vote) come from the parts of `extension` (may be null) that name them
+// (GraphExtension::pass_name) or gate heads; a part whose name is not in the list is an error.
+PassList step_passes(bool train, bool fuse_linear, GraphExtension* extension);
 
 } // namespace pillars::train

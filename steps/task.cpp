@@ -5,13 +5,12 @@
 #include <random>
 
 #include "base/error.h"
-#include "text/dictionary.h"
+#include "base/special_tokens.h"
 
 namespace pillars::train {
 
 namespace {
 
-constexpr int32_t kEos = text::Dictionary::kEos;
 
 std::vector<int64_t> lengths_of(const std::vector<std::vector<int32_t>>& lists) {
   std::vector<int64_t> n;
@@ -31,7 +30,7 @@ class Seq2SeqTask : public TrainingTask {
   int64_t batches_per_epoch() const override { return batches_per_epoch_; }
   std::vector<Batch> epoch(uint64_t seed, int64_t epoch) const override { return train_.epoch(seed, epoch); }
   float train(const Batch& batch, uint64_t seed, int64_t& tokens) override {
-    const Seq2SeqBatch b = make_seq2seq_batch(data_.train_src, data_.train_tgt, batch, pad_, kEos);
+    const Seq2SeqBatch b = make_seq2seq_batch(data_.train_src, data_.train_tgt, batch, pad_, tokens::kEos);
     tokens = b.target_tokens;
     return steps_.train(b, seed);
   }
@@ -140,7 +139,7 @@ std::pair<double, int64_t> seq2seq_nll(Seq2SeqSteps& steps, const std::vector<st
   int64_t tokens = 0, done = 0;
   for (const Batch& batch : Bucketing(lengths_of(src), lengths_of(tgt), {.max_tokens = max_tokens}).in_order()) {
     if (max_batches > 0 && done++ >= max_batches) break;
-    const Seq2SeqBatch b = make_seq2seq_batch(src, tgt, batch, pad, kEos);
+    const Seq2SeqBatch b = make_seq2seq_batch(src, tgt, batch, pad, tokens::kEos);
     nll += steps.eval(b);
     tokens += b.target_tokens;
   }

@@ -20,7 +20,7 @@ ALLOWED = {
     "metrics": {"base", "text"},
     "datasets": {"base"},
     "models": {"base", "engine"},
-    "steps": {"base", "kernels", "engine", "text", "models"},
+    "steps": {"base", "kernels", "engine", "models"},
     "ght": {"base", "kernels", "engine", "models", "steps"},
     "decode": {"base", "kernels", "engine", "text", "models"},
     "train": {"base", "kernels", "engine", "text", "metrics", "datasets", "models", "steps", "ght", "decode"},

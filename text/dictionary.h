@@ -23,6 +23,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/special_tokens.h"
+
 namespace pillars::text {
 
 class Dictionary {
@@ -42,9 +44,9 @@ class Dictionary {
   size_t size() const { return symbols_.size(); }
   bool contains(const std::string& word) const { return indices_.count(word) != 0; }
 
-  // fairseq's special symbols open every dictionary, in this order: the one definition of their
-  // ids (the batches, beam search and fairseq's BLEU read them from here).
-  static constexpr int32_t kBos = 0, kPad = 1, kEos = 2, kUnk = 3, kSpecial = 4;
+  // fairseq's special symbols open every dictionary, in this order (their ids: base/special_tokens.h).
+  static constexpr int32_t kBos = tokens::kBos, kPad = tokens::kPad, kEos = tokens::kEos, kUnk = tokens::kUnk,
+                           kSpecial = tokens::kSpecial;
   int32_t bos() const { return kBos; }
   int32_t pad() const { return kPad; }
   int32_t eos() const { return kEos; }

@@ -5,6 +5,8 @@
 //                                                    the step of that experiment after the GCT pass,
 //                                                    its nodes marked "+"
 //   pillars graph --config tiny --after autodiff     a named model config with no method
+//   pillars graph experiments/ght/ght.json --vote --after v2s_vote
+//                                                    the V2S vote's forward-only step
 #include <iostream>
 #include <memory>
 #include <string>
@@ -13,6 +15,7 @@
 #include "engine/params.h"
 #include "engine/passes/print.h"
 #include "ght/method.h"
+#include "ght/voting.h"
 #include "models/transformer.h"
 #include "steps/pass_list.h"
 #include "steps/steps.h"
@@ -29,7 +32,7 @@ struct Options {
   std::vector<std::string> sets;
   std::string config;
   std::string after;
-  bool passes = false, eval = false, fuse_linear = false, added_only = false;
+  bool passes = false, eval = false, vote = false, fuse_linear = false, added_only = false;
   int64_t batch = 2, src_len = 5, tgt_len = 4;
 };
 
@@ -38,6 +41,9 @@ int print_pass_list() {
   std::cout << "# the passes of a step, in order (steps/pass_list.cpp); the model builder's forward graph goes in\n";
   for (const train::PassInfo& p : train::pass_list())
     std::cout << ++i << ". " << p.name << "\n     when: " << p.when << "\n     " << p.what << "\n";
+  std::cout << "# and the rewrite of a whole model, after which every step's graph is built anew\n";
+  for (const train::PassInfo& p : train::model_pass_list())
+    std::cout << "-  " << p.name << "\n     when: " << p.when << "\n     " << p.what << "\n";
   return 0;
 }
 
@@ -54,21 +60,28 @@ int print_step(const Options& opt) {
     // The vocabulary comes from the dataset's dictionary in a run; the config's placeholder is
     // enough to show the graph.
     cfg = train::model_config(e, transformer_config(e.model.config).vocab);
-    method = ght::head_extension(e.heads, e.prune, static_cast<uint64_t>(e.seed), cfg, params, /*finetune=*/false);
+    if (opt.vote) { // the V2S vote's step: forward only, the vote's Gram matrices as outputs
+      ght::VoteSettings v;
+      v.feature_map = e.heads.feature_map;
+      v.groups = static_cast<int>(e.heads.groups);
+      method = std::make_shared<ght::VoteExtension>(v);
+    } else {
+      method = ght::head_extension(e.heads, e.prune, static_cast<uint64_t>(e.seed), cfg, params, /*finetune=*/false);
+    }
     fuse_linear = fuse_linear || e.train.fuse_linear_activation;
     backend = e.train.attention_backend;
     label_smoothing = static_cast<float>(e.train.label_smoothing);
   } else {
     cfg = transformer_config(opt.config.empty() ? "tiny" : opt.config);
   }
-  const bool train = !opt.eval;
+  const bool train = !opt.eval && !opt.vote;
   const Seq2SeqOptions o = train::step_model_options(label_smoothing, train, backend, method.get());
   train::StepGraph s = cfg.decoder_only
                            ? train::StepGraph::of(build_lm_training_graph(cfg, opt.batch, opt.tgt_len, o), train, Device::cpu)
                            : train::StepGraph::of(build_seq2seq_training_graph(cfg, opt.batch, opt.src_len, opt.tgt_len, o),
                                                   train, Device::cpu);
-  const train::PassList passes = train::step_passes(fuse_linear, method.get());
-  std::cout << "# " << (train ? "training" : "evaluation") << " step, B " << opt.batch;
+  const train::PassList passes = train::step_passes(train, fuse_linear, method.get());
+  std::cout << "# " << (opt.vote ? "V2S vote" : train ? "training" : "evaluation") << " step, B " << opt.batch;
   if (!cfg.decoder_only) std::cout << ", source " << opt.src_len;
   std::cout << ", target " << opt.tgt_len << "; its passes: model";
   for (const train::Pass& p : passes) std::cout << " → " << p.name;
@@ -120,6 +133,7 @@ Command add_graph_command(CLI::App& app) {
   cmd->add_option("--after", opt->after, "show the graph after this pass (default: the model's forward graph, before any)");
   cmd->add_flag("--passes", opt->passes, "list every pass, in the order a step runs them, and exit");
   cmd->add_flag("--eval", opt->eval, "the evaluation step (no dropout, no backward) instead of the training step");
+  cmd->add_flag("--vote", opt->vote, "the V2S vote's forward-only step of the experiment (its pass: v2s_vote)");
   cmd->add_flag("--fuse-linear", opt->fuse_linear, "run fuse_linear_activation (as train.fuse_linear_activation does)");
   cmd->add_flag("--added-only", opt->added_only, "print only the nodes the pass added");
   cmd->add_option("--batch", opt->batch, "batch size")->check(CLI::PositiveNumber);
@@ -129,6 +143,7 @@ Command add_graph_command(CLI::App& app) {
             if (opt->passes) return print_pass_list();
             if (!opt->experiment.empty() && !opt->config.empty())
               throw InputError("pillars graph: give an experiment file or --config, not both");
+            if (opt->vote && opt->experiment.empty()) throw InputError("pillars graph --vote: give an experiment file");
             return print_step(*opt);
           }};
 }

@@ -10,6 +10,7 @@
 
 #include "decode/search.h"
 #include "base/error.h"
+#include "base/special_tokens.h"
 #include "base/atomic_file.h"
 #include "engine/passes/flops.h"
 #include "datasets/registry.h"
@@ -166,7 +167,7 @@ nlohmann::json run_seq2seq(const Experiment& e, const std::string& run_dir, cons
   };
   if (e.heads.metrics) {
     const int32_t pad = static_cast<int32_t>(m.cfg.pad_id);
-    const Seq2SeqBatch held_out = ght::held_out_batch(p.data, e.heads.metrics_sentences, pad, /*eos=*/2);
+    const Seq2SeqBatch held_out = ght::held_out_batch(p.data, e.heads.metrics_sentences, pad, tokens::kEos);
     hooks.measure = [held_out](const TransformerConfig& cfg, ParamStore& params, const ght::HeadMetricsOptions& o) {
       return ght::measure_head_metrics(cfg, params, held_out, o);
     };

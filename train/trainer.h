@@ -1,7 +1,7 @@
 // The training loop, for every task (steps/task.h: translation, summarisation, language modelling).
 //
-//   Seq2SeqData data = prepare_seq2seq(experiment, run_dir);        // train/prepare.h
-//   TrainerOutcome r = train_seq2seq(experiment, cfg, params, data, {.run_dir = dir, .resume = false});
+//   PreparedSeq2Seq p = prepare_seq2seq(experiment, run_dir, /*verbose=*/true);    // train/prepare.h
+//   TrainerOutcome r = train_seq2seq(experiment, cfg, params, p.data, {.run_dir = dir, .resume = false});
 //
 // One epoch = the task's batches in the epoch's seeded order. Per batch: forward and
 // backward (steps/steps.h), optional gradient clipping, one optimiser update at the schedule's
@@ -51,8 +51,10 @@ struct TrainOptions {
   DecodeScorer valid_bleu;          // optional
   DecodeScorer valid_rouge;         // optional
   nlohmann::json checkpoint_extra;  // stored in every checkpoint (dictionary, tokenizer, ...)
-  std::string phase;                // "" or a name ("gct", "finetune") written into every log line
-  // Adds nodes to every compiled graph (GHT's GCT loss, baselines' regularisers and gates).
+  std::string phase;                // "" or the phase of a pruning run ("train", "finetune"; train/head_phases.h),
+                                    // written into every log line
+  // The method's part of every step (GHT's GCT loss, baselines' regularisers and gates): its
+  // passes run from the pass list (steps/pass_list.h), its hooks around every run.
   std::shared_ptr<GraphExtension> extension;
   // Called after every update (e.g. to measure head metrics every N updates).
   std::function<void(const TrainerState&)> after_update;
