@@ -270,7 +270,7 @@ HeadImportance head_importance(const TransformerConfig& cfg, const ParamStore& p
     for (const train::Batch& batch : batches) {
       int64_t tokens = 0;
       task->train(batch, s.seed, tokens); // forward + backward: ∂L_b/∂ξ in the slots
-      for (const optim::ParamSlot& slot : task->slots()) {
+      for (const optim::ParamSlot& slot : task->steps().slots()) {
         const auto it = module_of.find(slot.name);
         if (it == module_of.end() || !slot.grad.defined()) continue;
         std::vector<double>& I = result.raw[it->second];

@@ -78,14 +78,9 @@ float StepCache::run(Compiled& c, const StepInfo& info) {
 
 // ---- the encoder-decoder ------------------------------------------------------------------------
 
-Seq2SeqSteps::Seq2SeqSteps(const TransformerConfig& cfg, ParamStore& params, float label_smoothing,
-                           std::shared_ptr<GraphExtension> extension)
-    : cfg_(cfg), label_smoothing_(label_smoothing), cache_(params, std::move(extension)) {}
-
 float Seq2SeqSteps::run(const Seq2SeqBatch& b, uint64_t seed, bool train) {
   StepCache::Compiled& c = cache_.get({b.B, b.Ts, b.Tt}, train, [&] {
-    const Seq2SeqOptions o = step_model_options(label_smoothing_, train, cache_.attention_backend, cache_.extension());
-    return StepGraph::of(build_seq2seq_training_graph(cfg_, b.B, b.Ts, b.Tt, o), train, Device::cpu);
+    return StepGraph::of(build_seq2seq_training_graph(cfg_, b.B, b.Ts, b.Tt, options(train)), train, Device::cpu);
   });
   Executor& ex = *c.executor;
   ex.bind("src_tokens", Tensor::from_i32({b.B, b.Ts}, b.src_tokens));
@@ -94,7 +89,7 @@ float Seq2SeqSteps::run(const Seq2SeqBatch& b, uint64_t seed, bool train) {
   ex.bind("target", Tensor::from_i32({b.B * b.Tt}, b.target));
   if (c.step.graph.find_input("tgt_lengths") != kNoValue)
     ex.bind("tgt_lengths", Tensor::from_i32({b.B}, row_lengths(b.target, b.B, b.Tt, static_cast<int32_t>(cfg_.pad_id))));
-  return cache_.run(c, {b.target_tokens, train ? seed : 0, train ? update_ : 0, progress_, train});
+  return cache_.run(c, info(b.target_tokens, seed, train));
 }
 
 float Seq2SeqSteps::train(const Seq2SeqBatch& b, uint64_t seed) { return run(b, seed, true); }
@@ -105,15 +100,10 @@ double Seq2SeqSteps::eval(const Seq2SeqBatch& b) {
 
 // ---- the decoder-only language model ------------------------------------------------------------
 
-LmSteps::LmSteps(const TransformerConfig& cfg, ParamStore& params, float label_smoothing,
-                 std::shared_ptr<GraphExtension> extension)
-    : cfg_(cfg), label_smoothing_(label_smoothing), cache_(params, std::move(extension)) {}
-
 float LmSteps::run(int64_t B, int64_t T, const std::vector<int32_t>& tokens, const std::vector<int32_t>& target,
                    uint64_t seed, bool train, int64_t& tokens_out) {
   StepCache::Compiled& c = cache_.get({B, T}, train, [&] {
-    const Seq2SeqOptions o = step_model_options(label_smoothing_, train, cache_.attention_backend, cache_.extension());
-    return StepGraph::of(build_lm_training_graph(cfg_, B, T, o), train, Device::cpu);
+    return StepGraph::of(build_lm_training_graph(cfg_, B, T, options(train)), train, Device::cpu);
   });
   Executor& ex = *c.executor;
   ex.bind("tokens", Tensor::from_i32({B, T}, tokens));
@@ -122,7 +112,7 @@ float LmSteps::run(int64_t B, int64_t T, const std::vector<int32_t>& tokens, con
   if (c.step.graph.find_input("tgt_lengths") != kNoValue) ex.bind("tgt_lengths", Tensor::from_i32({B}, lengths));
   tokens_out = 0;
   for (int32_t len : lengths) tokens_out += len;
-  return cache_.run(c, {tokens_out, train ? seed : 0, train ? update_ : 0, progress_, train});
+  return cache_.run(c, info(tokens_out, seed, train));
 }
 
 float LmSteps::train(int64_t B, int64_t T, const std::vector<int32_t>& tokens, const std::vector<int32_t>& target,

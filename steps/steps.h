@@ -72,18 +72,13 @@ class StepCache {
   std::vector<optim::ParamSlot> slots_;
 };
 
-class Seq2SeqSteps {
+// What the steps of both families share, and all a training loop needs of them besides one step:
+// the gradients, where training is, how attention computes and whether the fusion pass runs.
+class ModelSteps {
  public:
-  // Keeps references to cfg and params (they must outlive this object).
-  Seq2SeqSteps(const TransformerConfig& cfg, ParamStore& params, float label_smoothing,
-               std::shared_ptr<GraphExtension> extension = nullptr);
-  // One forward + backward on the batch with dropout seed `seed`. Returns the label-smoothed loss
-  // (mean over the batch's target tokens); the gradients of that mean (plus the extension's terms)
-  // are in slots() until the next call of train() or eval().
-  float train(const Seq2SeqBatch& batch, uint64_t seed);
+  virtual ~ModelSteps() = default;
+  // Every parameter with the gradient of the last training step.
   std::vector<optim::ParamSlot>& slots() { return cache_.slots(); }
-  // The summed negative log-likelihood (nats) of the batch's targets, without dropout or smoothing.
-  double eval(const Seq2SeqBatch& batch);
   size_t compiled_shapes() const { return cache_.size(); }
   // Where training is (for extensions whose behaviour follows a schedule).
   void set_progress(int64_t update, double progress) { update_ = update, progress_ = progress; }
@@ -91,9 +86,18 @@ class Seq2SeqSteps {
   // Rewrite each linear → relu/gelu into one linear_act node (engine/passes/fuse_linear.h).
   void set_fuse_linear_activation(bool on) { cache_.fuse_linear = on, cache_.clear(); }
 
- private:
-  StepCache::Compiled& compiled(const Seq2SeqBatch& b, bool train);
-  float run(const Seq2SeqBatch& b, uint64_t seed, bool train);
+ protected:
+  // Keeps references to cfg and params (they must outlive this object).
+  ModelSteps(const TransformerConfig& cfg, ParamStore& params, float label_smoothing, std::shared_ptr<GraphExtension> extension)
+      : cfg_(cfg), label_smoothing_(label_smoothing), cache_(params, std::move(extension)) {}
+  // The model builder's options of a training or evaluation step.
+  Seq2SeqOptions options(bool train) const {
+    return step_model_options(label_smoothing_, train, cache_.attention_backend, cache_.extension());
+  }
+  // What the extension is told about a run of `target_tokens` tokens.
+  StepInfo info(int64_t target_tokens, uint64_t seed, bool train) const {
+    return {target_tokens, train ? seed : 0, train ? update_ : 0, progress_, train};
+  }
 
   const TransformerConfig& cfg_;
   float label_smoothing_;
@@ -102,29 +106,36 @@ class Seq2SeqSteps {
   double progress_ = 0;
 };
 
+class Seq2SeqSteps : public ModelSteps {
+ public:
+  Seq2SeqSteps(const TransformerConfig& cfg, ParamStore& params, float label_smoothing,
+               std::shared_ptr<GraphExtension> extension = nullptr)
+      : ModelSteps(cfg, params, label_smoothing, std::move(extension)) {}
+  // One forward + backward on the batch with dropout seed `seed`. Returns the label-smoothed loss
+  // (mean over the batch's target tokens); the gradients of that mean (plus the extension's terms)
+  // are in slots() until the next call of train() or eval().
+  float train(const Seq2SeqBatch& batch, uint64_t seed);
+  // The summed negative log-likelihood (nats) of the batch's targets, without dropout or smoothing.
+  double eval(const Seq2SeqBatch& batch);
+
+ private:
+  float run(const Seq2SeqBatch& b, uint64_t seed, bool train);
+};
+
 // The decoder-only language model's steps: batches of B blocks of T tokens (steps/task.h).
-class LmSteps {
+class LmSteps : public ModelSteps {
  public:
   LmSteps(const TransformerConfig& cfg, ParamStore& params, float label_smoothing,
-          std::shared_ptr<GraphExtension> extension = nullptr);
+          std::shared_ptr<GraphExtension> extension = nullptr)
+      : ModelSteps(cfg, params, label_smoothing, std::move(extension)) {}
   // tokens, target: (B·T) ids each (target = tokens shifted by one), pad where a block is short.
   float train(int64_t B, int64_t T, const std::vector<int32_t>& tokens, const std::vector<int32_t>& target, uint64_t seed);
-  std::vector<optim::ParamSlot>& slots() { return cache_.slots(); }
   double eval(int64_t B, int64_t T, const std::vector<int32_t>& tokens, const std::vector<int32_t>& target);
-  void set_progress(int64_t update, double progress) { update_ = update, progress_ = progress; }
-  void set_attention_backend(AttentionBackend b) { cache_.attention_backend = b, cache_.clear(); }
-  // Rewrite each linear → relu/gelu into one linear_act node (engine/passes/fuse_linear.h).
-  void set_fuse_linear_activation(bool on) { cache_.fuse_linear = on, cache_.clear(); }
 
  private:
   // Binds and runs one batch; `tokens_out` gets its target tokens that are not padding.
   float run(int64_t B, int64_t T, const std::vector<int32_t>& tokens, const std::vector<int32_t>& target, uint64_t seed,
             bool train, int64_t& tokens_out);
-  const TransformerConfig& cfg_;
-  float label_smoothing_;
-  StepCache cache_;
-  int64_t update_ = 0;
-  double progress_ = 0;
 };
 
 } // namespace pillars::train

@@ -34,16 +34,13 @@ class Seq2SeqTask : public TrainingTask {
     tokens = b.target_tokens;
     return steps_.train(b, seed);
   }
-  std::vector<optim::ParamSlot>& slots() override { return steps_.slots(); }
+  ModelSteps& steps() override { return steps_; }
   std::pair<double, int64_t> valid_nll() override {
     return seq2seq_nll(steps_, data_.valid_src, data_.valid_tgt, max_tokens_, pad_);
   }
   std::pair<double, int64_t> train_nll(int64_t max_batches) override {
     return seq2seq_nll(steps_, data_.train_src, data_.train_tgt, max_tokens_, pad_, max_batches);
   }
-  void set_progress(int64_t update, double progress) override { steps_.set_progress(update, progress); }
-  void set_attention_backend(AttentionBackend b) override { steps_.set_attention_backend(b); }
-  void set_fuse_linear_activation(bool on) override { steps_.set_fuse_linear_activation(on); }
 
  private:
   const Seq2SeqData& data_;
@@ -94,14 +91,11 @@ class LmTask : public TrainingTask {
     tokens = std::count_if(target_.begin(), target_.end(), [&](int32_t t) { return t != pad_; });
     return steps_.train(static_cast<int64_t>(batch.indices.size()), T_, tokens_, target_, seed);
   }
-  std::vector<optim::ParamSlot>& slots() override { return steps_.slots(); }
+  ModelSteps& steps() override { return steps_; }
   std::pair<double, int64_t> valid_nll() override { return lm_nll(steps_, data_.valid, T_, max_tokens_, pad_); }
   std::pair<double, int64_t> train_nll(int64_t max_batches) override {
     return lm_nll(steps_, data_.train, T_, max_tokens_, pad_, max_batches);
   }
-  void set_progress(int64_t update, double progress) override { steps_.set_progress(update, progress); }
-  void set_attention_backend(AttentionBackend b) override { steps_.set_attention_backend(b); }
-  void set_fuse_linear_activation(bool on) override { steps_.set_fuse_linear_activation(on); }
 
  private:
   const LmData& data_;

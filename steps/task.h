@@ -24,20 +24,17 @@ class TrainingTask {
   // The training batches of one epoch, in order (a function of seed and epoch only).
   virtual std::vector<Batch> epoch(uint64_t seed, int64_t epoch) const = 0;
   // Forward + backward on a training batch with dropout seed `seed`: returns the mean loss over
-  // its target tokens (their number in `tokens`); the gradients are in slots() until the next call.
+  // its target tokens (their number in `tokens`); the gradients are in steps().slots() until the
+  // next call.
   virtual float train(const Batch& batch, uint64_t seed, int64_t& tokens) = 0;
-  virtual std::vector<optim::ParamSlot>& slots() = 0;
   // Σ negative log-likelihood (nats) and the number of target tokens over the validation set.
   virtual std::pair<double, int64_t> valid_nll() = 0;
   // The same over the first `max_batches` training batches in their fixed order (0 = all), forward
   // only, without dropout: the V2S voting pass runs it with an extension that reads each batch.
   virtual std::pair<double, int64_t> train_nll(int64_t max_batches) = 0;
-  // Where training is, for extensions that follow a schedule (steps/extension.h StepInfo).
-  virtual void set_progress(int64_t update, double progress) = 0;
-  // How the attention modules compute (models/transformer.h AttentionBackend; default pillars).
-  virtual void set_attention_backend(AttentionBackend b) = 0;
-  // Whether compiled graphs go through the linear+activation fusion pass (default off).
-  virtual void set_fuse_linear_activation(bool on) = 0;
+  // The compiled steps: the gradients of the last training step (slots()), where training is,
+  // how attention computes, whether the fusion pass runs (steps/steps.h ModelSteps).
+  virtual ModelSteps& steps() = 0;
 };
 
 struct Seq2SeqData {

@@ -155,6 +155,13 @@ nlohmann::json final_evaluation(const std::vector<std::string>& run_dirs, const 
   return last;
 }
 
+// What both families do once their data and task are ready: the phases of the run (training, and
+// pruning with fine-tuning when asked), then the final evaluation of every run directory made.
+nlohmann::json train_and_evaluate(const Experiment& e, Model& m, const TaskHooks& hooks, const TrainOptions& to,
+                                  const SessionOptions& options) {
+  return final_evaluation(train_with_heads(e, m.cfg, m.params, hooks, to, m.trained ? &*m.trained : nullptr), options);
+}
+
 nlohmann::json run_seq2seq(const Experiment& e, const std::string& run_dir, const SessionOptions& options) {
   PreparedSeq2Seq p = prepare_seq2seq(e, run_dir, !options.quiet);
   Model m = build_model(e, static_cast<int64_t>(p.pipeline.dictionary().size()), options);
@@ -172,7 +179,7 @@ nlohmann::json run_seq2seq(const Experiment& e, const std::string& run_dir, cons
       return ght::measure_head_metrics(cfg, params, held_out, o);
     };
   }
-  return final_evaluation(train_with_heads(e, m.cfg, m.params, hooks, to, m.trained ? &*m.trained : nullptr), options);
+  return train_and_evaluate(e, m, hooks, to, options);
 }
 
 nlohmann::json run_lm(const Experiment& e, const std::string& run_dir, const SessionOptions& options) {
@@ -191,10 +198,7 @@ nlohmann::json run_lm(const Experiment& e, const std::string& run_dir, const Ses
       return ght::measure_head_metrics(cfg, params, held_out, o);
     };
   }
-  return final_evaluation(
-      train_with_heads(e, m.cfg, m.params, hooks, train_options(e, run_dir, options, p.pipeline),
-                       m.trained ? &*m.trained : nullptr),
-      options);
+  return train_and_evaluate(e, m, hooks, train_options(e, run_dir, options, p.pipeline), options);
 }
 
 // Perplexity of a language model on a split: the split's stream in blocks of data.block_size.

@@ -153,7 +153,7 @@ class Loop {
     const int64_t u = state_.updates + 1;
     double loss_sum = 0;
     int64_t tokens = 0;
-    task_.set_progress(u, static_cast<double>(u) / static_cast<double>(std::max<int64_t>(planned_updates_, 1)));
+    task_.steps().set_progress(u, static_cast<double>(u) / static_cast<double>(std::max<int64_t>(planned_updates_, 1)));
     for (int64_t j = 0; j < k; ++j) {
       int64_t batch_tokens = 0;
       const float loss = task_.train(batches[static_cast<size_t>(state_.batch_in_epoch + j)],
@@ -169,7 +169,7 @@ class Loop {
       tokens += batch_tokens;
       if (k > 1) accumulate(static_cast<float>(batch_tokens), j == 0);
     }
-    std::vector<optim::ParamSlot>& slots = k > 1 ? finish_accumulation(static_cast<float>(tokens)) : task_.slots();
+    std::vector<optim::ParamSlot>& slots = k > 1 ? finish_accumulation(static_cast<float>(tokens)) : task_.steps().slots();
     if (e_.optim.clip_norm > 0) optim::clip_grad_norm(slots, static_cast<float>(e_.optim.clip_norm));
     const float lr = schedule_->lr(u);
     optimizer_->step(slots, lr);
@@ -185,7 +185,7 @@ class Loop {
   // Gradient accumulation for update_freq > 1: acc = Σ_batches tokens · grad, then / Σ tokens, so
   // the update uses the gradient of the mean loss over all target tokens of the update.
   void accumulate(float tokens, bool first) {
-    std::vector<optim::ParamSlot>& s = task_.slots();
+    std::vector<optim::ParamSlot>& s = task_.steps().slots();
     if (acc_.size() != s.size()) {
       acc_.clear();
       for (const auto& slot : s)
@@ -396,8 +396,8 @@ TrainerOutcome train_model(const Experiment& e, const TransformerConfig& cfg, Pa
                            const TrainOptions& options) {
   fs::create_directories(options.run_dir);
   ParamsOnDevice on_device(e, params);
-  task.set_attention_backend(e.train.attention_backend);
-  task.set_fuse_linear_activation(e.train.fuse_linear_activation);
+  task.steps().set_attention_backend(e.train.attention_backend);
+  task.steps().set_fuse_linear_activation(e.train.fuse_linear_activation);
   Loop loop(e, cfg, params, task, options);
   return loop.run();
 }
