@@ -47,7 +47,7 @@ Executor::Executor(const Graph& g, Device device, std::shared_ptr<SharedArena> s
   point_views_at_arena();
   for (const Node& n : g.nodes())
     if (n.op == &kConstantOp)
-      values_[static_cast<size_t>(n.outputs[0])] = g.constants()[static_cast<size_t>(n.attrs.ints[0])].to(device);
+      values_[static_cast<size_t>(n.outputs[0])] = g.constants()[static_cast<size_t>(n.constant_index)].to(device);
   const size_t nodes = g.nodes().size();
   node_in_.resize(nodes);
   node_out_.resize(nodes);
@@ -113,14 +113,14 @@ void Executor::bind(ValueId leaf, const Tensor& value) {
   const Node& n = graph_.producer(leaf);
   PILLARS_CHECK(is_leaf(n), "executor: value %", leaf, " is not an input or parameter");
   PILLARS_CHECK(value.defined() && value.shape() == graph_.value(leaf).shape && value.dtype() == graph_.dtype(leaf), "executor: ",
-                n.op->name, " '", n.attrs.name, "' expects ", dtype_name(graph_.dtype(leaf)), shape_str(graph_.shape(leaf)),
+                n.op->name, " '", n.name, "' expects ", dtype_name(graph_.dtype(leaf)), shape_str(graph_.shape(leaf)),
                 ", got ", value.defined() ? std::string(dtype_name(value.dtype())) + shape_str(value.shape()) : "nothing");
   const size_t at = static_cast<size_t>(leaf);
   if (value.device() == device_) {
     values_[at] = value;
     return;
   }
-  PILLARS_CHECK(device_ == Device::cuda, "executor: ", n.op->name, " '", n.attrs.name, "' is a ", device_name(value.device()),
+  PILLARS_CHECK(device_ == Device::cuda, "executor: ", n.op->name, " '", n.name, "' is a ", device_name(value.device()),
                 " tensor; this executor runs on the CPU");
   // A host tensor for a GPU executor: copy it into a device buffer of our own (made once).
   if (!staged_[at].defined()) staged_[at] = Tensor::empty(value.shape(), value.dtype(), Device::cuda);
@@ -135,7 +135,7 @@ void Executor::bind(const std::string& input_name, const Tensor& value) {
 }
 
 void Executor::bind_params(ParamStore& store) {
-  for (ValueId v : graph_.params()) bind(v, store.get(graph_.producer(v).attrs.name));
+  for (ValueId v : graph_.params()) bind(v, store.get(graph_.producer(v).name));
 }
 
 void Executor::enable_graph_capture(bool on) {
@@ -235,7 +235,7 @@ void Executor::run() {
   }
   for (const Node& n : nodes)
     if (is_leaf(n))
-      PILLARS_CHECK(values_[static_cast<size_t>(n.outputs[0])].defined(), "executor: ", n.op->name, " '", n.attrs.name,
+      PILLARS_CHECK(values_[static_cast<size_t>(n.outputs[0])].defined(), "executor: ", n.op->name, " '", n.name,
                     "' was not bound before run()");
   void* workspace = arena_->workspace ? arena_->workspace->data : nullptr;
   if (device_ == Device::cuda && !host_fallback_.empty()) {

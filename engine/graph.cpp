@@ -1,19 +1,43 @@
 // Graph construction: see graph.h.
 #include "engine/graph.h"
 
+#include <cxxabi.h>
+
+#include <cstdlib>
+#include <memory>
+
 #include "base/error.h"
 #include "engine/op.h"
 
 namespace pillars {
 
-const OpDef kInputOp{.name = "input"};
-const OpDef kParamOp{.name = "param"};
-const OpDef kConstantOp{.name = "constant"};
+namespace {
 
-ValueId Graph::leaf(const OpDef& op, const Shape& shape, DType dtype, Attrs attrs) {
-  Node n;
-  n.op = &op;
-  n.attrs = std::move(attrs);
+// The leaves print what binds them.
+std::string print_leaf_name(const Node& n) { return str_cat(" name=", n.name); }
+std::string print_constant(const Node& n) { return str_cat(" index=", n.constant_index); }
+
+// "pillars::ops::LayerNormParams" for a type's mangled name (the mangled name if that fails).
+std::string type_name(const std::type_info& t) {
+  int status = 0;
+  std::unique_ptr<char, void (*)(void*)> d(abi::__cxa_demangle(t.name(), nullptr, nullptr, &status), std::free);
+  return status == 0 && d ? std::string(d.get()) : std::string(t.name());
+}
+
+} // namespace
+
+const OpDef kInputOp{.name = "input", .print = print_leaf_name};
+const OpDef kParamOp{.name = "param", .print = print_leaf_name};
+const OpDef kConstantOp{.name = "constant", .print = print_constant};
+
+namespace detail {
+void throw_wrong_params(const Node& node, const std::type_info& wanted) {
+  throw Error(str_cat(node.op ? node.op->name : "(no op)", ": the node's parameters should be a ", type_name(wanted),
+                      ", but it carries ", node.params ? type_name(node.params->type()) : std::string("none")));
+}
+} // namespace detail
+
+ValueId Graph::leaf(Node n, const Shape& shape, DType dtype) {
   const ValueId v = static_cast<ValueId>(values_.size());
   values_.push_back(ValueInfo{shape, dtype, static_cast<int32_t>(nodes_.size()), 0});
   n.outputs.push_back(v);
@@ -23,9 +47,10 @@ ValueId Graph::leaf(const OpDef& op, const Shape& shape, DType dtype, Attrs attr
 
 ValueId Graph::input(const std::string& name, const Shape& shape, DType dtype) {
   PILLARS_CHECK(find_input(name) == kNoValue, "graph: input '", name, "' declared twice");
-  Attrs a;
-  a.name = name;
-  return leaf(kInputOp, shape, dtype, std::move(a));
+  Node n;
+  n.op = &kInputOp;
+  n.name = name;
+  return leaf(std::move(n), shape, dtype);
 }
 
 ValueId Graph::param(const std::string& name, const Shape& shape) {
@@ -35,25 +60,27 @@ ValueId Graph::param(const std::string& name, const Shape& shape) {
                   shape_str(value(existing).shape), " and ", shape_str(shape));
     return existing; // a parameter used twice (tied embeddings) is one value
   }
-  Attrs a;
-  a.name = name;
-  return leaf(kParamOp, shape, DType::f32, std::move(a));
+  Node n;
+  n.op = &kParamOp;
+  n.name = name;
+  return leaf(std::move(n), shape, DType::f32);
 }
 
 ValueId Graph::constant(const Tensor& value) {
-  Attrs a;
-  a.ints = {static_cast<int64_t>(constants_.size())};
+  Node n;
+  n.op = &kConstantOp;
+  n.constant_index = static_cast<int64_t>(constants_.size());
   constants_.push_back(value);
-  return leaf(kConstantOp, value.shape(), value.dtype(), std::move(a));
+  return leaf(std::move(n), value.shape(), value.dtype());
 }
 
-std::vector<ValueId> Graph::add(const OpDef& op, std::vector<ValueId> inputs, Attrs attrs) {
+std::vector<ValueId> Graph::add(const OpDef& op, std::vector<ValueId> inputs, std::shared_ptr<const OpParams> params) {
   for (ValueId v : inputs)
     PILLARS_CHECK(v >= 0 && v < num_values(), "graph: op '", op.name, "' given an undefined value ", v);
   Node n;
   n.op = &op;
   n.inputs = std::move(inputs);
-  n.attrs = std::move(attrs);
+  n.params = std::move(params);
   std::vector<OutputSpec> specs = op.infer(*this, n);
   const int32_t index = static_cast<int32_t>(nodes_.size());
   for (size_t i = 0; i < specs.size(); ++i) {
@@ -66,13 +93,13 @@ std::vector<ValueId> Graph::add(const OpDef& op, std::vector<ValueId> inputs, At
 
 ValueId Graph::find_param(const std::string& name) const {
   for (const Node& n : nodes_)
-    if (n.op == &kParamOp && n.attrs.name == name) return n.outputs[0];
+    if (n.op == &kParamOp && n.name == name) return n.outputs[0];
   return kNoValue;
 }
 
 ValueId Graph::find_input(const std::string& name) const {
   for (const Node& n : nodes_)
-    if (n.op == &kInputOp && n.attrs.name == name) return n.outputs[0];
+    if (n.op == &kInputOp && n.name == name) return n.outputs[0];
   return kNoValue;
 }
 

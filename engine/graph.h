@@ -11,11 +11,24 @@
 //   ValueId w = g.param("embed.weight", {V, D});          // bound from a ParamStore by name
 //   ValueId e = ops::embedding(g, w, x);                  // (B, T, D)
 //
-// Three ops have no kernel: `input`, `param` (bound by name at run time) and `constant` (a tensor
-// owned by the graph).
+// Three ops have no kernel: `input`, `param` (bound by name at run time, Node::name) and
+// `constant` (a tensor owned by the graph, Node::constant_index).
+//
+// Typed parameters. An op with parameters declares ONE plain struct for them next to its builder
+// (engine/ops/<family>.h, ght/ops.h): LayerNormParams, MatmulParams, AttentionParams, ... A node
+// holds it type-erased (Node::params, shared and immutable, so copying a node is cheap), and every
+// reader — the shape rule, the CPU and CUDA kernels, the vjp, the printer and FLOP counter slots of
+// the OpDef — gets it back the same way:
+//   const LayerNormParams& p = params_of<LayerNormParams>(node); // throws naming the op otherwise
+// Builders pass the struct itself: g.add1(kLayerNorm, {x, gamma, beta}, LayerNormParams{...}).
+// Ops without parameters have a null Node::params.
 #pragma once
+#include <concepts>
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <typeinfo>
+#include <utility>
 #include <vector>
 
 #include "engine/tensor.h"
@@ -27,24 +40,22 @@ constexpr ValueId kNoValue = -1;
 
 struct OpDef; // engine/op.h
 
-// Per-node attributes. One struct for all ops keeps the IR flat and printable; each op's
-// definition says which fields it reads (the others keep their defaults).
-struct Attrs {
-  std::string name;              // input/param name; free-form tag elsewhere
-  int64_t axis = -1;             // reductions, softmax, concat, slice, cosine
-  bool keepdim = false;          // reductions
-  bool trans_a = false, trans_b = false; // matmul
-  float scale = 1.0f;            // scale, matmul alpha, attention softmax scale
-  float eps = 1e-5f;             // layer norm, cosine similarity
-  float p = 0.0f;                // dropout probability
-  float value = 0.0f;            // fill / masked_fill value
-  float smoothing = 0.0f;        // cross-entropy label smoothing
-  int64_t ignore_index = -100;   // cross-entropy
-  bool causal = false;           // attention
-  int64_t heads = 0;             // attention
-  uint64_t seed = 0, rng_offset = 0; // dropout streams (kernels/philox.h)
-  std::vector<int64_t> ints;     // permutation, target shape, slice bounds, ... (op-specific)
+// The type-erased holder of a node's parameters struct. Ops never derive from it: their structs
+// are plain aggregates (designated initializers work), wrapped in OpParamsOf<P> by make_params.
+struct OpParams {
+  virtual ~OpParams() = default;
+  virtual const std::type_info& type() const = 0; // the held struct's type (for error messages)
 };
+
+template <class P> struct OpParamsOf final : OpParams {
+  explicit OpParamsOf(P v) : value(std::move(v)) {}
+  const std::type_info& type() const override { return typeid(P); }
+  P value;
+};
+
+template <class P> std::shared_ptr<const OpParams> make_params(P params) {
+  return std::make_shared<const OpParamsOf<P>>(std::move(params));
+}
 
 struct ValueInfo {
   Shape shape;
@@ -57,8 +68,22 @@ struct Node {
   const OpDef* op = nullptr;
   std::vector<ValueId> inputs;
   std::vector<ValueId> outputs;
-  Attrs attrs;
+  // The op's parameters struct (read it with params_of<P>); null for ops without parameters.
+  std::shared_ptr<const OpParams> params;
+  std::string name;            // input and param leaves: the name they are bound by; "" otherwise
+  int64_t constant_index = -1; // constant leaves: the tensor's index in Graph::constants(); -1 otherwise
 };
+
+namespace detail {
+[[noreturn]] void throw_wrong_params(const Node& node, const std::type_info& wanted); // graph.cpp
+}
+
+// The parameters struct of `node`, checked to be a P: throws pillars::Error naming the op, the
+// struct it wanted and the one (or none) it found.
+template <class P> const P& params_of(const Node& node) {
+  if (const auto* held = dynamic_cast<const OpParamsOf<P>*>(node.params.get())) return held->value;
+  detail::throw_wrong_params(node, typeid(P));
+}
 
 class Graph {
  public:
@@ -67,9 +92,23 @@ class Graph {
   ValueId param(const std::string& name, const Shape& shape);
   ValueId constant(const Tensor& value);
 
-  // Appends a node applying `op`; runs the op's shape rule, which throws on bad inputs.
-  std::vector<ValueId> add(const OpDef& op, std::vector<ValueId> inputs, Attrs attrs = {});
-  ValueId add1(const OpDef& op, std::vector<ValueId> inputs, Attrs attrs = {}) { return add(op, std::move(inputs), std::move(attrs))[0]; }
+  // Appends a node applying `op` with the given parameters (the op's params struct, or a node's
+  // Node::params to copy; none for ops without parameters); runs the op's shape rule, which throws
+  // on bad inputs.
+  std::vector<ValueId> add(const OpDef& op, std::vector<ValueId> inputs, std::shared_ptr<const OpParams> params = nullptr);
+  template <class P>
+    requires(!std::convertible_to<P, std::shared_ptr<const OpParams>>)
+  std::vector<ValueId> add(const OpDef& op, std::vector<ValueId> inputs, P params) {
+    return add(op, std::move(inputs), make_params(std::move(params)));
+  }
+  ValueId add1(const OpDef& op, std::vector<ValueId> inputs, std::shared_ptr<const OpParams> params = nullptr) {
+    return add(op, std::move(inputs), std::move(params))[0];
+  }
+  template <class P>
+    requires(!std::convertible_to<P, std::shared_ptr<const OpParams>>)
+  ValueId add1(const OpDef& op, std::vector<ValueId> inputs, P params) {
+    return add(op, std::move(inputs), make_params(std::move(params)))[0];
+  }
 
   const std::vector<Node>& nodes() const { return nodes_; }
   const Node& node(int index) const { return nodes_.at(static_cast<size_t>(index)); }
@@ -91,7 +130,7 @@ class Graph {
   const std::vector<ValueId>& outputs() const { return outputs_; }
 
  private:
-  ValueId leaf(const OpDef& op, const Shape& shape, DType dtype, Attrs attrs);
+  ValueId leaf(Node n, const Shape& shape, DType dtype);
   std::vector<Node> nodes_;
   std::vector<ValueInfo> values_;
   std::vector<Tensor> constants_;

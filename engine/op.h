@@ -1,18 +1,22 @@
-// What an op *is*: its shape rule, its kernels, its vector-Jacobian product. Where it runs is the
-// kernel's business (kernels/cpu, kernels/cuda); how it is differentiated is written once, in
-// terms of other ops, so the backward graph is an ordinary graph that every pass understands.
+// What an op *is*: its shape rule, its kernels, its vector-Jacobian product, how its parameters
+// print and what one node costs. Where it runs is the kernel's business (kernels/cpu,
+// kernels/cuda); how it is differentiated is written once, in terms of other ops, so the backward
+// graph is an ordinary graph that every pass understands. Everything op-specific lives here, in
+// the OpDef: passes never compare op names, they call the slots (or compare OpDef addresses).
 //
-// Each op family lives in engine/ops/<family>.cpp: OpDef objects plus the builder functions
-// declared in engine/ops/<family>.h, which are the API models use.
+// Each op family lives in engine/ops/<family>.cpp: OpDef objects plus the builder functions and
+// the op's parameters struct, declared in engine/ops/<family>.h, which are the API models use.
+// Every slot reads the parameters as the struct itself: params_of<P>(node) (engine/graph.h).
 #pragma once
 #include <span>
+#include <string>
 #include <vector>
 
 #include "engine/graph.h"
 
 namespace pillars {
 
-// What a kernel sees: the node (for attributes), its input and output tensors (contiguous,
+// What a kernel sees: the node (for its parameters, params_of), its input and output tensors (contiguous,
 // shapes as inferred), and a scratch buffer of the size the op asked for.
 struct KernelContext {
   const Node& node;
@@ -20,8 +24,8 @@ struct KernelContext {
   std::span<Tensor> out;
   void* workspace = nullptr;
   // The run's random seed (Executor::set_seed). Random ops draw from Philox stream
-  // (attrs.seed + run_seed, attrs.rng_offset), so one cached graph gives fresh dropout masks every
-  // step while forward and backward of a step agree.
+  // (params.seed + run_seed, params.rng_offset), so one cached graph gives fresh dropout masks
+  // every step while forward and backward of a step agree.
   uint64_t run_seed = 0;
   // On the GPU the run seed also lives in device memory, where kernels read it (a captured CUDA
   // graph replays the same launch arguments, but reads this word afresh each replay).
@@ -31,6 +35,15 @@ struct KernelContext {
 struct OutputSpec {
   Shape shape;
   DType dtype = DType::f32;
+};
+
+// The floating-point operations of one node (a multiply-add is 2), by kind: what
+// engine/passes/flops.h sums over a graph.
+struct NodeFlops {
+  double matmul = 0;    // matrix products (matmul, the product inside linear_act)
+  double attention = 0; // the two products per head of fused attention (Q·Kᵀ, P·V) and its backward's five
+  double other = 0;     // everything else: elementwise, norms, softmax, losses, ...
+  double total() const { return matmul + attention + other; }
 };
 
 struct OpDef {
@@ -50,6 +63,11 @@ struct OpDef {
   size_t (*workspace)(const Graph& g, const Node& node) = nullptr;
   // Scratch bytes the CUDA kernel needs (nullptr: none), in device memory.
   size_t (*cuda_workspace)(const Graph& g, const Node& node) = nullptr;
+  // The node's parameters as text for the graph printer (engine/passes/print.h), each with a
+  // leading space: " eps=1e-05 gamma beta". nullptr: the op prints none.
+  std::string (*print)(const Node& node) = nullptr;
+  // The FLOPs of one node. nullptr: one FLOP per output element, under "other".
+  NodeFlops (*flops)(const Graph& g, const Node& node) = nullptr;
   // True when output 0 is a view of input 0 (same bytes, new shape): no kernel runs, and the
   // memory planner gives both the same buffer.
   bool is_view = false;

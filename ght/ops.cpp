@@ -2,11 +2,11 @@
 // heads, C groups; everything of size k or C is tiny, so the kernels work in double and serially
 // (head_mean, which reads a whole feature map, is the exception).
 //
-// huds_cluster: G (H, H) f32 → labels i32 (H)                attrs: ints = {C}, seed
-//   labels = kmeans_gram(G, H, C, attrs.seed + run seed) (ght/kmeans.h). No gradient.
+// huds_cluster: G (H, H) f32 → labels i32 (H)                HudsClusterParams {C, seed}
+//   labels = kmeans_gram(G, H, C, seed + run seed) (ght/kmeans.h). No gradient.
 //
 // gct_metric_loss: G (H, H) f32, labels i32 (H) → R, hom, div (scalars)
-//                                                       attrs: ints = {C}, scale = α, value = β
+//                                                       GctMetricParams {C, α, β}
 //   With the groups' block sums  n_a = |a|,  S_ab = Σ_{i∈a, j∈b} G_ij,  r_i = Σ_{j∈c(i)} G_ij:
 //     ‖μ_a‖² = M_a = S_aa / n_a²,   ⟨e_i, μ_c(i)⟩ = P_i = r_i / n_c(i),   ⟨μ_a, μ_b⟩ = Q_ab = S_ab / (n_a n_b)
 //     cos(x, y) = ⟨x, y⟩ / sqrt(max(‖x‖²‖y‖², eps²))       (clamped_cosine, eps = kCosineEps)
@@ -28,10 +28,10 @@
 // head_mean: x (B, T, H, D) f32, lengths i32 (B) or none → y (H, D)
 //   y[h, d] = (1/N) Σ_{b, t < len_b} x[b, t, h, d],  N = Σ_b len_b  (y = 0 when N = 0)
 //   dx[b, t, h, d] = dy[h, d] / N for t < len_b, 0 on padding.
-//                                    → op head_mean_backward(dy [, lengths]), attrs.ints = x's shape
+//                    → op head_mean_backward(dy [, lengths]), HeadMeanBackwardParams {x's shape}
 //
 // gct_classification_loss: logits z (H, C) f32, labels y i32 (H) → R (scalar)
-//                                                                   attrs: scale = α, value = β
+//                                                                   GctClassificationParams {α, β}
 //   p_i = softmax(z_i),  lse_i = log Σ_v exp z_iv,  CE_i = lse_i − z_{i, y_i}
 //   O_i = Σ_{v ≠ y_i} log p_iv = Σ_{v ≠ y_i} z_iv − (C − 1)·lse_i
 //   R   = (1/k) Σ_i [ α·CE_i − β/(C−1)·O_i ]                      (the second term is 0 when C = 1)
@@ -76,7 +76,6 @@ void check_scalar(const Graph& g, const char* op, ValueId v) {
                 dtype_name(g.dtype(v)), shape_str(g.shape(v)));
 }
 
-int groups_of(const Node& n) { return static_cast<int>(n.attrs.ints.at(0)); }
 
 // Labels of a kernel's input, each checked to lie in [0, C).
 const int32_t* read_labels(const char* op, const Tensor& t, int C) {
@@ -101,8 +100,8 @@ Cosine cosine_with_partials(double p, double A, double B) {
 
 std::vector<OutputSpec> infer_huds(const Graph& g, const Node& n) {
   const int64_t H = check_gram(g, "huds_cluster", n.inputs[0]);
-  PILLARS_CHECK(groups_of(n) >= 1 && groups_of(n) <= H, "huds_cluster: ", groups_of(n), " groups over ", H,
-                " heads (want 1 <= groups <= heads)");
+  const int64_t groups = params_of<HudsClusterParams>(n).groups;
+  PILLARS_CHECK(groups >= 1 && groups <= H, "huds_cluster: ", groups, " groups over ", H, " heads (want 1 <= groups <= heads)");
   return {{Shape{H}, DType::i32}};
 }
 
@@ -110,11 +109,17 @@ void cpu_huds(const KernelContext& c) {
   const int k = static_cast<int>(c.in[0].dim(0));
   const float* G = c.in[0].data<float>();
   const std::vector<double> Gd(G, G + k * k);
-  const Clustering r = kmeans_gram(Gd, k, groups_of(c.node), c.node.attrs.seed + c.run_seed);
+  const HudsClusterParams& p = params_of<HudsClusterParams>(c.node);
+  const Clustering r = kmeans_gram(Gd, k, static_cast<int>(p.groups), p.seed + c.run_seed);
   std::copy(r.labels.begin(), r.labels.end(), c.out[0].data<int32_t>());
 }
 
-const OpDef kHudsCluster{.name = "huds_cluster", .infer = infer_huds, .cpu = cpu_huds};
+std::string print_huds(const Node& n) {
+  const HudsClusterParams& p = params_of<HudsClusterParams>(n);
+  return str_cat(" groups=", p.groups, " seed=", p.seed);
+}
+
+const OpDef kHudsCluster{.name = "huds_cluster", .infer = infer_huds, .cpu = cpu_huds, .print = print_huds};
 
 // ---- gct_metric_loss -----------------------------------------------------------------------------
 
@@ -181,37 +186,41 @@ Terms metric_terms(GroupSums& s, const float* G, const int32_t* c, double w_h = 
   return t;
 }
 
+int metric_groups(const Node& n) { return static_cast<int>(params_of<GctMetricParams>(n).groups); }
+
 std::vector<OutputSpec> infer_metric(const Graph& g, const Node& n) {
   const int64_t H = check_gram(g, n.op->name, n.inputs[0]);
   check_labels(g, n.op->name, n.inputs[1], H);
-  PILLARS_CHECK(groups_of(n) >= 1, n.op->name, ": groups must be >= 1, got ", groups_of(n));
+  PILLARS_CHECK(metric_groups(n) >= 1, n.op->name, ": groups must be >= 1, got ", metric_groups(n));
   if (n.inputs.size() == 2) return {{Shape{}, DType::f32}, {Shape{}, DType::f32}, {Shape{}, DType::f32}};
   for (size_t i = 2; i < 5; ++i) check_scalar(g, n.op->name, n.inputs.at(i));
   return {{Shape{H, H}, DType::f32}};
 }
 
 size_t workspace_metric(const Graph& g, const Node& n) {
-  return GroupSums::doubles(g.shape(n.inputs[0])[0], groups_of(n)) * sizeof(double);
+  return GroupSums::doubles(g.shape(n.inputs[0])[0], metric_groups(n)) * sizeof(double);
 }
 
 void cpu_metric(const KernelContext& c) {
-  GroupSums s(c.workspace, static_cast<int>(c.in[0].dim(0)), groups_of(c.node));
+  const GctMetricParams& p = params_of<GctMetricParams>(c.node);
+  GroupSums s(c.workspace, static_cast<int>(c.in[0].dim(0)), static_cast<int>(p.groups));
   const float* G = c.in[0].data<float>();
   const int32_t* labels = read_labels("gct_metric_loss", c.in[1], s.C);
   sum_blocks(s, G, labels);
   const Terms t = metric_terms(s, G, labels);
-  const double alpha = c.node.attrs.scale, beta = c.node.attrs.value;
+  const double alpha = p.alpha, beta = p.beta;
   c.out[0].data<float>()[0] = static_cast<float>(-alpha * t.hom + beta * t.div);
   c.out[1].data<float>()[0] = static_cast<float>(t.hom);
   c.out[2].data<float>()[0] = static_cast<float>(t.div);
 }
 
 void cpu_metric_backward(const KernelContext& c) {
-  GroupSums s(c.workspace, static_cast<int>(c.in[0].dim(0)), groups_of(c.node));
+  const GctMetricParams& p = params_of<GctMetricParams>(c.node);
+  GroupSums s(c.workspace, static_cast<int>(c.in[0].dim(0)), static_cast<int>(p.groups));
   const float* G = c.in[0].data<float>();
   const int32_t* labels = read_labels("gct_metric_loss_backward", c.in[1], s.C);
   const double dR = c.in[2].data<float>()[0], dhom = c.in[3].data<float>()[0], ddiv = c.in[4].data<float>()[0];
-  const double alpha = c.node.attrs.scale, beta = c.node.attrs.value;
+  const double alpha = p.alpha, beta = p.beta;
   sum_blocks(s, G, labels);
   metric_terms(s, G, labels, -alpha * dR + dhom, beta * dR + ddiv);
   float* dG = c.out[0].data<float>();
@@ -225,19 +234,31 @@ void cpu_metric_backward(const KernelContext& c) {
     }
 }
 
-const OpDef kMetricBackward{
-    .name = "gct_metric_loss_backward", .infer = infer_metric, .cpu = cpu_metric_backward, .workspace = workspace_metric};
+std::string print_metric(const Node& n) {
+  const GctMetricParams& p = params_of<GctMetricParams>(n);
+  return str_cat(" groups=", p.groups, " alpha=", p.alpha, " beta=", p.beta);
+}
+
+const OpDef kMetricBackward{.name = "gct_metric_loss_backward",
+                            .infer = infer_metric,
+                            .cpu = cpu_metric_backward,
+                            .workspace = workspace_metric,
+                            .print = print_metric};
 
 // Each output's gradient may be absent (kNoValue): it is then a zero scalar.
 std::vector<ValueId> vjp_metric(Graph& g, const Node& n, const std::vector<ValueId>& dy, const std::vector<bool>& needs) {
   if (!needs[0]) return {kNoValue, kNoValue};
   std::vector<ValueId> in{n.inputs[0], n.inputs[1]};
   for (ValueId d : dy) in.push_back(d != kNoValue ? d : ops::fill(g, {}, 0.0f));
-  return {g.add1(kMetricBackward, in, n.attrs), kNoValue};
+  return {g.add1(kMetricBackward, in, n.params), kNoValue};
 }
 
-const OpDef kMetric{
-    .name = "gct_metric_loss", .infer = infer_metric, .cpu = cpu_metric, .vjp = vjp_metric, .workspace = workspace_metric};
+const OpDef kMetric{.name = "gct_metric_loss",
+                    .infer = infer_metric,
+                    .cpu = cpu_metric,
+                    .vjp = vjp_metric,
+                    .workspace = workspace_metric,
+                    .print = print_metric};
 
 // ---- head_mean -----------------------------------------------------------------------------------
 
@@ -296,9 +317,9 @@ void cpu_mean(const KernelContext& c) {
   for (int64_t e = 0; e < HD; ++e) y[e] = N ? static_cast<float>(sum[e] / static_cast<double>(N)) : 0.0f;
 }
 
-// inputs: dy [, lengths]; attrs.ints = x's shape
+// inputs: dy [, lengths]; HeadMeanBackwardParams {x's shape}
 std::vector<OutputSpec> infer_mean_backward(const Graph& g, const Node& n) {
-  const Shape xs(n.attrs.ints.begin(), n.attrs.ints.end());
+  const Shape& xs = params_of<HeadMeanBackwardParams>(n).x_shape;
   PILLARS_CHECK(xs.size() == 4 && g.shape(n.inputs[0]) == (Shape{xs[2], xs[3]}), "head_mean_backward: dy ",
                 shape_str(g.shape(n.inputs[0])), " does not match x ", shape_str(xs));
   check_lengths(g, n, 1, xs[0]);
@@ -316,17 +337,16 @@ void cpu_mean_backward(const KernelContext& c) {
     for (int64_t e = 0; e < HD; ++e) dx[t * HD + e] = v.valid(t) ? dy[e] * inv : 0.0f;
 }
 
-const OpDef kMeanBackward{.name = "head_mean_backward", .infer = infer_mean_backward, .cpu = cpu_mean_backward};
+std::string print_mean_backward(const Node& n) { return str_cat(" x_shape=", shape_str(params_of<HeadMeanBackwardParams>(n).x_shape)); }
+
+const OpDef kMeanBackward{.name = "head_mean_backward", .infer = infer_mean_backward, .cpu = cpu_mean_backward, .print = print_mean_backward};
 
 std::vector<ValueId> vjp_mean(Graph& g, const Node& n, const std::vector<ValueId>& dy, const std::vector<bool>& needs) {
   std::vector<ValueId> grads(n.inputs.size(), kNoValue);
   if (!needs[0] || dy[0] == kNoValue) return grads;
   std::vector<ValueId> in{dy[0]};
   if (n.inputs.size() > 1) in.push_back(n.inputs[1]);
-  Attrs a;
-  const Shape xs = g.shape(n.inputs[0]);
-  a.ints.assign(xs.begin(), xs.end());
-  grads[0] = g.add1(kMeanBackward, in, a);
+  grads[0] = g.add1(kMeanBackward, in, HeadMeanBackwardParams{.x_shape = g.shape(n.inputs[0])});
   return grads;
 }
 
@@ -356,7 +376,8 @@ void cpu_classification(const KernelContext& c) {
   const int k = static_cast<int>(c.in[0].dim(0)), C = static_cast<int>(c.in[0].dim(1));
   const float* z = c.in[0].data<float>();
   const int32_t* y = read_labels("gct_classification_loss", c.in[1], C);
-  const double alpha = c.node.attrs.scale, beta = c.node.attrs.value;
+  const GctClassificationParams& p = params_of<GctClassificationParams>(c.node);
+  const double alpha = p.alpha, beta = p.beta;
   double R = 0;
   for (int i = 0; i < k; ++i) {
     const float* zi = z + i * C;
@@ -373,7 +394,8 @@ void cpu_classification_backward(const KernelContext& c) {
   const int k = static_cast<int>(c.in[0].dim(0)), C = static_cast<int>(c.in[0].dim(1));
   const float* z = c.in[0].data<float>();
   const int32_t* y = read_labels("gct_classification_loss_backward", c.in[1], C);
-  const double alpha = c.node.attrs.scale, beta = c.node.attrs.value;
+  const GctClassificationParams& p = params_of<GctClassificationParams>(c.node);
+  const double alpha = p.alpha, beta = p.beta;
   const double s = c.in[2].data<float>()[0] / static_cast<double>(k), b = C > 1 ? beta / (C - 1) : 0.0;
   float* dz = c.out[0].data<float>();
   for (int i = 0; i < k; ++i) {
@@ -386,16 +408,26 @@ void cpu_classification_backward(const KernelContext& c) {
   }
 }
 
-const OpDef kClassificationBackward{
-    .name = "gct_classification_loss_backward", .infer = infer_classification, .cpu = cpu_classification_backward};
+std::string print_classification(const Node& n) {
+  const GctClassificationParams& p = params_of<GctClassificationParams>(n);
+  return str_cat(" alpha=", p.alpha, " beta=", p.beta);
+}
+
+const OpDef kClassificationBackward{.name = "gct_classification_loss_backward",
+                                    .infer = infer_classification,
+                                    .cpu = cpu_classification_backward,
+                                    .print = print_classification};
 
 std::vector<ValueId> vjp_classification(Graph& g, const Node& n, const std::vector<ValueId>& dy, const std::vector<bool>& needs) {
   if (!needs[0] || dy[0] == kNoValue) return {kNoValue, kNoValue};
-  return {g.add1(kClassificationBackward, {n.inputs[0], n.inputs[1], dy[0]}, n.attrs), kNoValue};
+  return {g.add1(kClassificationBackward, {n.inputs[0], n.inputs[1], dy[0]}, n.params), kNoValue};
 }
 
-const OpDef kClassification{
-    .name = "gct_classification_loss", .infer = infer_classification, .cpu = cpu_classification, .vjp = vjp_classification};
+const OpDef kClassification{.name = "gct_classification_loss",
+                            .infer = infer_classification,
+                            .cpu = cpu_classification,
+                            .vjp = vjp_classification,
+                            .print = print_classification};
 
 // ---- mean_pairwise_cosine ------------------------------------------------------------------------
 
@@ -455,18 +487,11 @@ const OpDef kPairwise{.name = "mean_pairwise_cosine", .infer = infer_pairwise, .
 } // namespace
 
 ValueId huds_cluster(Graph& g, ValueId gram, int groups, uint64_t seed) {
-  Attrs a;
-  a.ints = {groups};
-  a.seed = seed;
-  return g.add1(kHudsCluster, {gram}, a);
+  return g.add1(kHudsCluster, {gram}, HudsClusterParams{.groups = groups, .seed = seed});
 }
 
 GctTerms gct_metric_loss(Graph& g, ValueId gram, ValueId labels, int groups, float alpha, float beta) {
-  Attrs a;
-  a.ints = {groups};
-  a.scale = alpha;
-  a.value = beta;
-  const std::vector<ValueId> out = g.add(kMetric, {gram, labels}, a);
+  const std::vector<ValueId> out = g.add(kMetric, {gram, labels}, GctMetricParams{.groups = groups, .alpha = alpha, .beta = beta});
   return {out[0], out[1], out[2]};
 }
 
@@ -475,10 +500,7 @@ ValueId head_mean(Graph& g, ValueId x, ValueId lengths) {
 }
 
 ValueId gct_classification_loss(Graph& g, ValueId logits, ValueId labels, float alpha, float beta) {
-  Attrs a;
-  a.scale = alpha;
-  a.value = beta;
-  return g.add1(kClassification, {logits, labels}, a);
+  return g.add1(kClassification, {logits, labels}, GctClassificationParams{.alpha = alpha, .beta = beta});
 }
 
 ValueId mean_pairwise_cosine(Graph& g, ValueId gram) { return g.add1(kPairwise, {gram}); }

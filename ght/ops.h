@@ -7,13 +7,43 @@
 //
 // HUDS runs inside the graph as a kernel, so the K-means of every module is redone on every batch
 // (the reference code's behaviour) without leaving the executor; the seed of each run is
-// attrs.seed + the executor's run seed, so clustering is deterministic for a run and an update.
+// HudsClusterParams::seed + the executor's run seed, so clustering is deterministic for a run and
+// an update.
 #pragma once
 #include <cstdint>
 
 #include "engine/graph.h"
 
 namespace pillars::ght {
+
+// ---- the ops' parameters (params_of<P>(node), engine/graph.h) ----
+// head_mean and mean_pairwise_cosine have none.
+
+// huds_cluster.
+struct HudsClusterParams {
+  int64_t groups = 1; // C, the number of K-means groups (1 <= C <= heads)
+  uint64_t seed = 0;  // K-means++'s seed; the executor's run seed is added at run time
+};
+
+// gct_metric_loss and gct_metric_loss_backward: R = − α · hom + β · div.
+struct GctMetricParams {
+  int64_t groups = 1;  // C, the number of groups the labels range over (>= 1)
+  float alpha = 1.0f;  // α, the weight of the homogenisation term
+  float beta = 1.0f;   // β, the weight of the diversification term
+};
+
+// head_mean_backward: dy (H, D) [, lengths] → dx of x's shape.
+struct HeadMeanBackwardParams {
+  Shape x_shape; // (B, T, H, D), the forward input's shape
+};
+
+// gct_classification_loss and its backward: R = (1/k) Σ_i [α·CE_i − β/(C−1)·O_i].
+struct GctClassificationParams {
+  float alpha = 1.0f; // α, the weight of the cross-entropy towards the assigned group
+  float beta = 1.0f;  // β, the weight of the log-probabilities of the other groups
+};
+
+// ---- builders ----
 
 // K-means (ght/kmeans.h) over the heads, from G (H, H) f32 → labels i32 (H). Not differentiable
 // (labels are constants for the loss, as in the paper: the centroids are means of the members).

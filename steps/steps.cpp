@@ -69,7 +69,7 @@ float StepCache::run(Compiled& c, const StepInfo& info) {
     // the arena since).
     slots_.clear();
     for (size_t i = 0; i < c.step.params.size(); ++i) {
-      const std::string& name = c.step.graph.producer(c.step.params[i]).attrs.name;
+      const std::string& name = c.step.graph.producer(c.step.params[i]).name;
       slots_.push_back({name, params_.get(name), c.step.grads[i] == kNoValue ? Tensor() : ex.value(c.step.grads[i])});
     }
   }

@@ -79,7 +79,7 @@ TEST_CASE("cudnn attention: a cudnn node refuses to run on the CPU executor") {
   for (const Node& n : m.g.nodes())
     if (std::string(n.op->name) == "attention_backward") {
       found_backward = true;
-      CHECK(ops::attention_kernel(n) == ops::AttentionKernel::cudnn);
+      CHECK(params_of<ops::AttentionParams>(n).kernel == ops::AttentionKernel::cudnn);
     }
   CHECK(found_backward);
   Executor ex(m.g);

@@ -82,7 +82,7 @@ TEST_CASE("cuda executor: a tiny transformer training step matches the CPU in fp
   // rounding noise of ~1e-8 there and only an absolute bound is meaningful.
   for (size_t i = 0; i < s.grads.size(); ++i) {
     if (s.grads[i] == kNoValue) continue;
-    CAPTURE(s.m.graph.producer(s.m.graph.params()[i]).attrs.name);
+    CAPTURE(s.m.graph.producer(s.m.graph.params()[i]).name);
     CHECK(distance(gpu.fetch(s.grads[i]).to_vector(), cpu.value(s.grads[i]).to_vector()) <= 1e-4 * norm(cpu.value(s.grads[i]).to_vector()) + 1e-6);
   }
 }

@@ -183,7 +183,7 @@ Run run_small(Graph& g, ValueId x, ValueId loss, ValueId kept, const std::map<st
   const std::vector<ValueId> grads = autodiff(g, loss, wrt);
   Executor ex(g);
   ex.bind(x, random_tensor({2, 3, 4}, 5));
-  for (ValueId p : g.params()) ex.bind(p, params.at(g.producer(p).attrs.name));
+  for (ValueId p : g.params()) ex.bind(p, params.at(g.producer(p).name));
   ex.run();
   Run r{ex.value(loss).data<float>()[0], {}, ex.value(kept).to_vector()};
   for (ValueId gv : grads) {
@@ -249,12 +249,12 @@ template <class M, class Bind> ModelRun run_model(M& m, ParamStore& store, Bind 
   Executor ex(m.graph);
   ex.bind_params(store);
   bind(ex);
-  ex.set_seed(17); // dropout on: both graphs draw the same masks (same attrs, same run seed)
+  ex.set_seed(17); // dropout on: both graphs draw the same masks (same params, same run seed)
   ex.run();
   const ValueId loss = m.loss;
   ModelRun r{ex.value(loss).data<float>()[0], {}};
   for (size_t i = 0; i < params.size(); ++i)
-    if (grads[i] != kNoValue) r.grads[ex.graph().producer(params[i]).attrs.name] = ex.value(grads[i]).to_vector();
+    if (grads[i] != kNoValue) r.grads[ex.graph().producer(params[i]).name] = ex.value(grads[i]).to_vector();
   return r;
 }
 

@@ -144,7 +144,7 @@ void run_golden_case(const json& c, Device device = Device::cpu) {
   double worst = 0.0; // the largest err / bound: how much of the tolerance the model uses
   std::string worst_name;
   for (size_t i = 0; i < wrt.size(); ++i) {
-    const std::string pname = m.graph.producer(wrt[i]).attrs.name;
+    const std::string pname = m.graph.producer(wrt[i]).name;
     CAPTURE(pname);
     REQUIRE(ref_grads.contains(pname));
     REQUIRE(grads[i] != kNoValue);
@@ -278,7 +278,7 @@ TEST_CASE("model: the graph uses exactly the initialised parameters, with the sa
     const Seq2SeqGraph m = build_seq2seq_training_graph(cfg, 2, 5, 4, 0.1f, 1, true);
     std::set<std::string> used;
     for (ValueId p : m.graph.params()) {
-      const std::string name = m.graph.producer(p).attrs.name;
+      const std::string name = m.graph.producer(p).name;
       CAPTURE(name);
       REQUIRE(specs.count(name) == 1);
       CHECK(specs[name] == m.graph.shape(p));

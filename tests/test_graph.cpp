@@ -211,3 +211,29 @@ TEST_CASE("print: shows the backward nodes autodiff appends") {
   CHECK(after.find("relu_backward") != std::string::npos);
   CHECK(after.find("[output") != std::string::npos);
 }
+
+TEST_CASE("params: an op's parameters are one typed struct, read back with params_of") {
+  Graph g;
+  const ValueId x = g.input("x", {2, 3});
+  const ValueId y = ops::layer_norm(g, x, kNoValue, kNoValue, 1e-3f);
+  const Node& n = g.producer(y);
+  const ops::LayerNormParams& p = params_of<ops::LayerNormParams>(n);
+  CHECK(p.eps == 1e-3f);
+  CHECK_FALSE(p.has_gamma);
+  CHECK_FALSE(p.has_beta);
+  // Another op's struct is refused, naming the op and both structs.
+  CHECK_THROWS_WITH_AS(params_of<ops::MatmulParams>(n), doctest::Contains("layer_norm"), Error);
+  CHECK_THROWS_WITH_AS(params_of<ops::MatmulParams>(n), doctest::Contains("MatmulParams"), Error);
+  CHECK_THROWS_WITH_AS(params_of<ops::MatmulParams>(n), doctest::Contains("LayerNormParams"), Error);
+  // An op without parameters carries none, and asking for some says so.
+  const Node& e = g.producer(ops::exp(g, x));
+  CHECK(e.params == nullptr);
+  CHECK_THROWS_WITH_AS(params_of<ops::ScaleParams>(e), doctest::Contains("none"), Error);
+  // The printer shows each op's parameters by name, as the op prints them.
+  ops::matmul(g, x, x, false, true);
+  const std::string text = graph_to_string(g);
+  CHECK(text.find("input() name=x") != std::string::npos);
+  CHECK(text.find("layer_norm(%0) eps=0.001\n") != std::string::npos);
+  CHECK(text.find("= exp(%0)\n") != std::string::npos);
+  CHECK(text.find("matmul(%0, %0) trans_b\n") != std::string::npos);
+}

@@ -18,8 +18,7 @@
 //
 // Node layout. attention:          inputs q, k, v [, key_lengths];   outputs o, lse [, probs]
 //              attention_backward: inputs q, k, v, o, lse, dO [, key_lengths]; outputs dq, dk, dv
-//   attrs: scale (resolved), causal, p (dropout), seed, rng_offset, heads = H,
-//          ints = {emit_probs, kernel (AttentionKernel)}.
+//   parameters: AttentionParams (attention.h), the same struct on both nodes.
 #include "engine/ops/attention.h"
 
 #include <cmath>
@@ -53,11 +52,11 @@ Dims check_qkv(const Graph& g, const char* op, ValueId q, ValueId k, ValueId v, 
   return Dims{qs[0], qs[1], ks[1], qs[2], qs[3]};
 }
 
-bool emits_probs(const Node& n) { return attention_emits_probs(n); }
+bool emits_probs(const Node& n) { return params_of<AttentionParams>(n).emit_probs; }
 
 // The CPU runs our kernel only: a node meant for cuDNN says so instead of silently running ours.
 void expect_pillars_kernel(const KernelContext& c) {
-  PILLARS_CHECK(attention_kernel(c.node) == AttentionKernel::pillars, c.node.op->name,
+  PILLARS_CHECK(params_of<AttentionParams>(c.node).kernel == AttentionKernel::pillars, c.node.op->name,
                 ": this node asks for the cudnn attention backend, which runs on the GPU only "
                 "(train.attention_backend \"cudnn\" needs train.device \"cuda\")");
 }
@@ -65,16 +64,35 @@ void expect_pillars_kernel(const KernelContext& c) {
 // The kernel's parameters for a node; key_lengths: the i32 input or nullptr. The dropout stream's
 // seed is the op's seed plus the executor's run seed, in the forward and the backward alike.
 cpu::AttentionParams kernel_params(const KernelContext& c, const Shape& q, const Shape& k, const Tensor* key_lengths) {
-  const Node& n = c.node;
+  const AttentionParams& op = params_of<AttentionParams>(c.node);
   cpu::AttentionParams p = cpu::attention_params_contiguous(q[0], q[2], q[1], k[1], q[3]);
-  p.scale = n.attrs.scale;
-  p.causal = n.attrs.causal;
+  p.scale = op.scale;
+  p.causal = op.causal;
   p.key_lengths = key_lengths ? key_lengths->data<int32_t>() : nullptr;
-  p.dropout_p = n.attrs.p;
-  p.seed = n.attrs.seed + c.run_seed;
-  p.rng_offset = n.attrs.rng_offset;
+  p.dropout_p = op.dropout;
+  p.seed = op.seed + c.run_seed;
+  p.rng_offset = op.rng_offset;
   return p;
 }
+
+std::string print_params(const Node& n) {
+  const AttentionParams& p = params_of<AttentionParams>(n);
+  return str_cat(" scale=", p.scale, p.causal ? " causal" : "",
+                 p.dropout != 0.0f ? str_cat(" dropout=", p.dropout, " seed=", p.seed, " offset=", p.rng_offset) : "",
+                 p.emit_probs ? " probs" : "", " kernel=", enum_name(p.kernel));
+}
+
+// q (B, Tq, H, D), k (B, Tk, H, D): S = Q·Kᵀ and O = P·V, 2·Tq·Tk·D each per (b, h); halved under
+// a causal mask. The backward recomputes S and forms dV, dP, dQ, dK: five products.
+double attention_pairs(const Graph& g, const Node& n) {
+  const Shape q = g.shape(n.inputs[0]), k = g.shape(n.inputs[1]);
+  double pairs = static_cast<double>(q[0]) * static_cast<double>(q[2]) * static_cast<double>(q[1]) *
+                 static_cast<double>(k[1]) * static_cast<double>(q[3]);
+  if (params_of<AttentionParams>(n).causal) pairs /= 2;
+  return pairs;
+}
+NodeFlops flops_forward(const Graph& g, const Node& n) { return {.attention = 4.0 * attention_pairs(g, n)}; }
+NodeFlops flops_backward(const Graph& g, const Node& n) { return {.attention = 10.0 * attention_pairs(g, n)}; }
 
 // ---- forward -----------------------------------------------------------------------------------
 
@@ -121,7 +139,8 @@ ValueId swap_heads_and_tokens(Graph& g, ValueId x) { return permute(g, x, {0, 2,
 // returns {dq, dk} contributions in the (B, T, H, D) layout.
 std::pair<ValueId, ValueId> grads_through_probs(Graph& g, const Node& n, ValueId dprobs) {
   const ValueId qh = swap_heads_and_tokens(g, n.inputs[0]), kh = swap_heads_and_tokens(g, n.inputs[1]);
-  const ValueId ds = scale(g, softmax_backward(g, n.outputs[2], dprobs, -1), n.attrs.scale); // s · dS'
+  const float s = params_of<AttentionParams>(n).scale;
+  const ValueId ds = scale(g, softmax_backward(g, n.outputs[2], dprobs, -1), s); // s · dS'
   const ValueId dq = matmul(g, ds, kh);                   // (B, H, Tq, D)
   const ValueId dk = matmul(g, ds, qh, /*trans_a=*/true); // (B, H, Tk, D)
   return {swap_heads_and_tokens(g, dq), swap_heads_and_tokens(g, dk)};
@@ -133,7 +152,7 @@ ValueId sum_if_both(Graph& g, ValueId a, ValueId b) {
   return add(g, a, b);
 }
 
-const OpDef kAttentionBackward{.name = "attention_backward", .infer = infer_backward, .cpu = cpu_backward, .cuda = PILLARS_CUDA_KERNEL(attention_backward), .cuda_workspace = PILLARS_CUDA_WORKSPACE(attention_backward)};
+const OpDef kAttentionBackward{.name = "attention_backward", .infer = infer_backward, .cpu = cpu_backward, .cuda = PILLARS_CUDA_KERNEL(attention_backward), .cuda_workspace = PILLARS_CUDA_WORKSPACE(attention_backward), .print = print_params, .flops = flops_backward};
 
 std::vector<ValueId> vjp(Graph& g, const Node& n, const std::vector<ValueId>& dy, const std::vector<bool>& needs) {
   PILLARS_CHECK(dy[1] == kNoValue, "attention: gradients through the lse output are not supported");
@@ -142,7 +161,7 @@ std::vector<ValueId> vjp(Graph& g, const Node& n, const std::vector<ValueId>& dy
   if (d_out != kNoValue) {
     std::vector<ValueId> in{n.inputs[0], n.inputs[1], n.inputs[2], n.outputs[0], n.outputs[1], d_out};
     if (n.inputs.size() > 3) in.push_back(n.inputs[3]);
-    const std::vector<ValueId> d = g.add(kAttentionBackward, in, n.attrs);
+    const std::vector<ValueId> d = g.add(kAttentionBackward, in, n.params);
     for (int i = 0; i < 3; ++i) grads[i] = d[i];
   }
   if (d_probs != kNoValue) {
@@ -158,70 +177,67 @@ std::vector<ValueId> vjp(Graph& g, const Node& n, const std::vector<ValueId>& dy
 // ---- the mask of the reference -----------------------------------------------------------------
 
 // attention_mask: [key_lengths (B)] → i32 (B or 1, 1, Tq, Tk), 1 where key j is hidden from query
-// i. attrs: causal, ints = {Tq, Tk}. Written from the definition in the header comment, apart
-// from the kernel's own rule, so the reference stays an independent oracle.
+// i; AttentionMaskParams. Written from the definition in the header comment, apart from the
+// kernel's own rule, so the reference stays an independent oracle.
 std::vector<OutputSpec> infer_mask(const Graph& g, const Node& n) {
   const int64_t B = n.inputs.empty() ? 1 : g.shape(n.inputs[0])[0];
-  return {{{B, 1, n.attrs.ints.at(0), n.attrs.ints.at(1)}, DType::i32}};
+  const AttentionMaskParams& p = params_of<AttentionMaskParams>(n);
+  return {{{B, 1, p.Tq, p.Tk}, DType::i32}};
 }
 
 void cpu_mask(const KernelContext& c) {
-  const int64_t Tq = c.node.attrs.ints[0], Tk = c.node.attrs.ints[1], B = c.out[0].dim(0);
+  const AttentionMaskParams& p = params_of<AttentionMaskParams>(c.node);
+  const int64_t Tq = p.Tq, Tk = p.Tk, B = c.out[0].dim(0);
   const int32_t* lengths = c.in.empty() ? nullptr : c.in[0].data<int32_t>();
   int32_t* m = c.out[0].data<int32_t>();
   for (int64_t b = 0; b < B; ++b)
     for (int64_t i = 0; i < Tq; ++i)
       for (int64_t j = 0; j < Tk; ++j) {
         const bool padding = lengths && j >= lengths[b];
-        const bool future = c.node.attrs.causal && j > i + Tk - Tq;
+        const bool future = p.causal && j > i + Tk - Tq;
         m[(b * Tq + i) * Tk + j] = padding || future;
       }
 }
 
-const OpDef kAttentionMask{.name = "attention_mask", .infer = infer_mask, .cpu = cpu_mask, .cuda = PILLARS_CUDA_KERNEL(attention_mask)};
+std::string print_mask(const Node& n) {
+  const AttentionMaskParams& p = params_of<AttentionMaskParams>(n);
+  return str_cat(" Tq=", p.Tq, " Tk=", p.Tk, p.causal ? " causal" : "");
+}
 
-Attrs attrs_of(const AttentionOptions& opt, int64_t H, int64_t D) {
-  Attrs a;
-  a.scale = opt.scale != 0.0f ? opt.scale : 1.0f / std::sqrt(static_cast<float>(D));
-  a.causal = opt.causal;
-  a.p = opt.dropout;
-  a.seed = opt.seed;
-  a.rng_offset = opt.rng_offset;
-  a.heads = H;
-  a.ints = {opt.emit_probs, static_cast<int64_t>(opt.kernel)};
-  return a;
+const OpDef kAttentionMask{.name = "attention_mask", .infer = infer_mask, .cpu = cpu_mask, .cuda = PILLARS_CUDA_KERNEL(attention_mask), .print = print_mask};
+
+AttentionParams params_from(const AttentionOptions& opt, int64_t D) {
+  return AttentionParams{.scale = opt.scale != 0.0f ? opt.scale : 1.0f / std::sqrt(static_cast<float>(D)),
+                         .causal = opt.causal,
+                         .dropout = opt.dropout,
+                         .seed = opt.seed,
+                         .rng_offset = opt.rng_offset,
+                         .emit_probs = opt.emit_probs,
+                         .kernel = opt.kernel};
 }
 
 } // namespace
 
-bool attention_emits_probs(const Node& n) { return !n.attrs.ints.empty() && n.attrs.ints[0] != 0; } // absent: no
-
-AttentionKernel attention_kernel(const Node& n) {
-  return n.attrs.ints.size() > 1 ? static_cast<AttentionKernel>(n.attrs.ints[1]) : AttentionKernel::pillars;
-}
-
-const OpDef kAttention{.name = "attention", .infer = infer_forward, .cpu = cpu_forward, .cuda = PILLARS_CUDA_KERNEL(attention), .vjp = vjp};
+const OpDef kAttention{.name = "attention", .infer = infer_forward, .cpu = cpu_forward, .cuda = PILLARS_CUDA_KERNEL(attention), .vjp = vjp, .print = print_params, .flops = flops_forward};
 
 AttentionResult attention(Graph& g, ValueId q, ValueId k, ValueId v, const AttentionOptions& opt) {
   const Dims d = check_qkv(g, "attention", q, k, v, opt.key_lengths);
   PILLARS_CHECK(opt.dropout >= 0.0f && opt.dropout < 1.0f, "attention: dropout ", opt.dropout, " is not in [0, 1)");
   std::vector<ValueId> in{q, k, v};
   if (opt.key_lengths != kNoValue) in.push_back(opt.key_lengths);
-  const std::vector<ValueId> out = g.add(kAttention, in, attrs_of(opt, d.H, d.D));
+  const std::vector<ValueId> out = g.add(kAttention, in, params_from(opt, d.D));
   return AttentionResult{out[0], out[1], opt.emit_probs ? out[2] : kNoValue};
 }
 
 ValueId attention_reference(Graph& g, ValueId q, ValueId k, ValueId v, const AttentionOptions& opt, ValueId* probs) {
   const Dims d = check_qkv(g, "attention_reference", q, k, v, opt.key_lengths);
-  const Attrs a = attrs_of(opt, d.H, d.D);
+  const AttentionParams a = params_from(opt, d.D);
   const ValueId qh = swap_heads_and_tokens(g, q), kh = swap_heads_and_tokens(g, k), vh = swap_heads_and_tokens(g, v);
   ValueId s = scale(g, matmul(g, qh, kh, false, /*trans_b=*/true), a.scale); // (B, H, Tq, Tk)
   if (opt.causal || opt.key_lengths != kNoValue) {
-    Attrs ma;
-    ma.causal = opt.causal;
-    ma.ints = {d.Tq, d.Tk};
     const std::vector<ValueId> lengths = opt.key_lengths == kNoValue ? std::vector<ValueId>{} : std::vector<ValueId>{opt.key_lengths};
-    s = masked_fill(g, s, g.add1(kAttentionMask, lengths, ma), -std::numeric_limits<float>::infinity());
+    const ValueId mask = g.add1(kAttentionMask, lengths, AttentionMaskParams{.Tq = d.Tq, .Tk = d.Tk, .causal = opt.causal});
+    s = masked_fill(g, s, mask, -std::numeric_limits<float>::infinity());
   }
   const ValueId p = softmax(g, s, -1);
   if (probs) *probs = p;

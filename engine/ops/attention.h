@@ -6,6 +6,7 @@
 #pragma once
 #include <cstdint>
 
+#include "base/enum_names.h"
 #include "engine/graph.h"
 
 namespace pillars::ops {
@@ -15,7 +16,10 @@ namespace pillars::ops {
 //   pillars  our kernels: kernels/cpu/attention.h on the CPU, kernels/cuda/attention*.cu on the GPU
 //   cudnn    cuDNN's fused flash attention (kernels/cuda/cudnn_attention.h), the GPU reference
 //            backend; the CPU has no cuDNN, so such a node refuses to run there
-enum class AttentionKernel : int64_t { pillars = 0, cudnn = 1 };
+enum class AttentionKernel : uint8_t { pillars = 0, cudnn = 1 };
+constexpr auto enum_table(AttentionKernel) {
+  return enum_words<AttentionKernel>({{AttentionKernel::pillars, "pillars"}, {AttentionKernel::cudnn, "cudnn"}});
+}
 
 struct AttentionOptions {
   float scale = 0.0f;            // 0 → 1/sqrt(D)
@@ -41,14 +45,27 @@ AttentionResult attention(Graph& g, ValueId q, ValueId k, ValueId v, const Atten
 ValueId attention_reference(Graph& g, ValueId q, ValueId k, ValueId v, const AttentionOptions& opt = {},
                             ValueId* probs = nullptr);
 
-// The op itself, for passes that find or rewrite attention nodes (node.op == &ops::kAttention).
-// Its node: inputs q, k, v [, key_lengths]; outputs o, lse [, probs]; attrs scale (resolved),
-// causal, p (dropout), seed, rng_offset, heads (H), ints = {emit_probs, kernel}. Its backward node
-// (attention_backward) carries the same attrs.
-extern const OpDef kAttention;
+// The parameters of an attention node and of its backward node (attention_backward), which
+// carries the same ones: params_of<AttentionParams>(node).
+struct AttentionParams {
+  float scale = 1.0f;       // s in softmax(s · Q Kᵀ + masks), resolved (AttentionOptions' 0 → 1/sqrt(D))
+  bool causal = false;      // query i sees keys j <= i + Tk − Tq (the diagonal at the bottom-right)
+  float dropout = 0.0f;     // dropout probability on the attention probabilities, in [0, 1)
+  uint64_t seed = 0;        // the dropout stream's seed; the executor's run seed is added at run time
+  uint64_t rng_offset = 0;  // the dropout stream's offset (kernels/philox.h)
+  bool emit_probs = false;  // the forward also outputs A (B, H, Tq, Tk), the probabilities before dropout
+  AttentionKernel kernel = AttentionKernel::pillars; // which implementation runs the node
+};
 
-// The attrs of an attention or attention_backward node, read back.
-bool attention_emits_probs(const Node& n);
-AttentionKernel attention_kernel(const Node& n);
+// The parameters of attention_mask, the mask op of attention_reference:
+// [key_lengths i32 (B)] → i32 (B or 1, 1, Tq, Tk), 1 where key j is hidden from query i.
+struct AttentionMaskParams {
+  int64_t Tq = 0, Tk = 0; // query and key lengths (the mask's last two extents)
+  bool causal = false;    // also hide keys j > i + Tk − Tq
+};
+
+// The op itself, for passes that find or rewrite attention nodes (node.op == &ops::kAttention).
+// Its node: inputs q, k, v [, key_lengths]; outputs o, lse [, probs (when emit_probs)].
+extern const OpDef kAttention;
 
 } // namespace pillars::ops

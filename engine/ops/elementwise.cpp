@@ -70,7 +70,6 @@ std::vector<ValueId> div_vjp(Graph& g, const Node& n, const std::vector<ValueId>
           needs[1] ? sum_to(g, neg(g, div(g, mul(g, gy, y), b)), g.shape(b)) : kNoValue};
 }
 
-const OpDef kAdd{.name = "add", .infer = infer_binary, .cpu = binary_cpu<cpu::BinaryKind::add>, .cuda = PILLARS_CUDA_KERNEL(add), .vjp = add_vjp, .inplace = true};
 const OpDef kSub{.name = "sub", .infer = infer_binary, .cpu = binary_cpu<cpu::BinaryKind::sub>, .cuda = PILLARS_CUDA_KERNEL(sub), .vjp = sub_vjp, .inplace = true};
 const OpDef kMul{.name = "mul", .infer = infer_binary, .cpu = binary_cpu<cpu::BinaryKind::mul>, .cuda = PILLARS_CUDA_KERNEL(mul), .vjp = mul_vjp, .inplace = true};
 const OpDef kDiv{.name = "div", .infer = infer_binary, .cpu = binary_cpu<cpu::BinaryKind::div>, .cuda = PILLARS_CUDA_KERNEL(div), .vjp = div_vjp, .inplace = true};
@@ -82,12 +81,27 @@ std::vector<OutputSpec> infer_unary(const Graph& g, const Node& n) {
   return {{g.shape(n.inputs[0]), DType::f32}};
 }
 
-template <cpu::UnaryKind K> void unary_cpu(const KernelContext& c) {
-  cpu::unary(K, c.in[0].data<float>(), c.out[0].data<float>(), c.out[0].numel(), c.node.attrs.scale, c.node.attrs.value);
+// The (s, c) arguments of the unary kernels: s is scale's factor, c add_scalar's constant; the
+// other kinds ignore them (and get the neutral 1, 0).
+struct UnaryArgs {
+  float s = 1.0f, c = 0.0f;
+};
+template <cpu::UnaryKind K> UnaryArgs unary_args(const Node& n) {
+  if constexpr (K == cpu::UnaryKind::scale) return {params_of<ScaleParams>(n).factor, 0.0f};
+  else if constexpr (K == cpu::UnaryKind::add_scalar) return {1.0f, params_of<AddScalarParams>(n).value};
+  else return {};
 }
 
+template <cpu::UnaryKind K> void unary_cpu(const KernelContext& c) {
+  const UnaryArgs a = unary_args<K>(c.node);
+  cpu::unary(K, c.in[0].data<float>(), c.out[0].data<float>(), c.out[0].numel(), a.s, a.c);
+}
+
+std::string print_scale(const Node& n) { return str_cat(" factor=", params_of<ScaleParams>(n).factor); }
+std::string print_add_scalar(const Node& n) { return str_cat(" value=", params_of<AddScalarParams>(n).value); }
+
 std::vector<ValueId> scale_vjp(Graph& g, const Node& n, const std::vector<ValueId>& go, const std::vector<bool>&) {
-  return {scale(g, go[0], n.attrs.scale)};
+  return {scale(g, go[0], params_of<ScaleParams>(n).factor)};
 }
 std::vector<ValueId> add_scalar_vjp(Graph&, const Node&, const std::vector<ValueId>& go, const std::vector<bool>&) {
   return {go[0]};
@@ -114,14 +128,12 @@ std::vector<ValueId> gelu_vjp(Graph& g, const Node& n, const std::vector<ValueId
   return {gelu_backward(g, go[0], n.inputs[0])};
 }
 
-const OpDef kScale{.name = "scale", .infer = infer_unary, .cpu = unary_cpu<cpu::UnaryKind::scale>, .cuda = PILLARS_CUDA_KERNEL(scale), .vjp = scale_vjp, .inplace = true};
-const OpDef kAddScalar{.name = "add_scalar", .infer = infer_unary, .cpu = unary_cpu<cpu::UnaryKind::add_scalar>, .cuda = PILLARS_CUDA_KERNEL(add_scalar), .vjp = add_scalar_vjp, .inplace = true};
+const OpDef kScale{.name = "scale", .infer = infer_unary, .cpu = unary_cpu<cpu::UnaryKind::scale>, .cuda = PILLARS_CUDA_KERNEL(scale), .vjp = scale_vjp, .print = print_scale, .inplace = true};
+const OpDef kAddScalar{.name = "add_scalar", .infer = infer_unary, .cpu = unary_cpu<cpu::UnaryKind::add_scalar>, .cuda = PILLARS_CUDA_KERNEL(add_scalar), .vjp = add_scalar_vjp, .print = print_add_scalar, .inplace = true};
 const OpDef kExp{.name = "exp", .infer = infer_unary, .cpu = unary_cpu<cpu::UnaryKind::exp>, .cuda = PILLARS_CUDA_KERNEL(exp), .vjp = exp_vjp, .inplace = true};
 const OpDef kLog{.name = "log", .infer = infer_unary, .cpu = unary_cpu<cpu::UnaryKind::log>, .cuda = PILLARS_CUDA_KERNEL(log), .vjp = log_vjp, .inplace = true};
 const OpDef kSqrt{.name = "sqrt", .infer = infer_unary, .cpu = unary_cpu<cpu::UnaryKind::sqrt>, .cuda = PILLARS_CUDA_KERNEL(sqrt), .vjp = sqrt_vjp, .inplace = true};
 const OpDef kTanh{.name = "tanh", .infer = infer_unary, .cpu = unary_cpu<cpu::UnaryKind::tanh>, .cuda = PILLARS_CUDA_KERNEL(tanh), .vjp = tanh_vjp, .inplace = true};
-const OpDef kRelu{.name = "relu", .infer = infer_unary, .cpu = unary_cpu<cpu::UnaryKind::relu>, .cuda = PILLARS_CUDA_KERNEL(relu), .vjp = relu_vjp, .inplace = true};
-const OpDef kGelu{.name = "gelu", .infer = infer_unary, .cpu = unary_cpu<cpu::UnaryKind::gelu>, .cuda = PILLARS_CUDA_KERNEL(gelu), .vjp = gelu_vjp, .inplace = true};
 
 // ---- activation backward: (dy, x) → dx ------------------------------------------------------------
 
@@ -138,9 +150,15 @@ const OpDef kGeluBackward{.name = "gelu_backward", .infer = infer_same_as_first,
 
 // ---- fill, sum_to, broadcast_to -----------------------------------------------------------------
 
-std::vector<OutputSpec> infer_fill(const Graph&, const Node& n) { return {{Shape(n.attrs.ints), DType::f32}}; }
-void fill_cpu(const KernelContext& c) { c.out[0].fill(c.node.attrs.value); }
-const OpDef kFill{.name = "fill", .infer = infer_fill, .cpu = fill_cpu, .cuda = PILLARS_CUDA_KERNEL(fill)};
+std::vector<OutputSpec> infer_fill(const Graph&, const Node& n) { return {{params_of<FillParams>(n).shape, DType::f32}}; }
+void fill_cpu(const KernelContext& c) { c.out[0].fill(params_of<FillParams>(c.node).value); }
+std::string print_fill(const Node& n) {
+  const FillParams& p = params_of<FillParams>(n);
+  return str_cat(" shape=", shape_str(p.shape), " value=", p.value);
+}
+const OpDef kFill{.name = "fill", .infer = infer_fill, .cpu = fill_cpu, .cuda = PILLARS_CUDA_KERNEL(fill), .print = print_fill};
+
+std::string print_target_shape(const Node& n) { return str_cat(" shape=", shape_str(params_of<TargetShapeParams>(n).shape)); }
 
 bool broadcastable_to(const Shape& from, const Shape& to) {
   if (from.size() > to.size()) return false;
@@ -152,7 +170,7 @@ bool broadcastable_to(const Shape& from, const Shape& to) {
 }
 
 std::vector<OutputSpec> infer_sum_to(const Graph& g, const Node& n) {
-  const Shape target(n.attrs.ints);
+  const Shape& target = params_of<TargetShapeParams>(n).shape;
   PILLARS_CHECK(broadcastable_to(target, g.shape(n.inputs[0])), "sum_to: ", shape_str(target), " does not broadcast to ",
                 shape_str(g.shape(n.inputs[0])));
   return {{target, DType::f32}};
@@ -163,10 +181,10 @@ void sum_to_cpu(const KernelContext& c) {
 std::vector<ValueId> sum_to_vjp(Graph& g, const Node& n, const std::vector<ValueId>& go, const std::vector<bool>&) {
   return {broadcast_to(g, go[0], g.shape(n.inputs[0]))};
 }
-const OpDef kSumTo{.name = "sum_to", .infer = infer_sum_to, .cpu = sum_to_cpu, .cuda = PILLARS_CUDA_KERNEL(sum_to), .vjp = sum_to_vjp};
+const OpDef kSumTo{.name = "sum_to", .infer = infer_sum_to, .cpu = sum_to_cpu, .cuda = PILLARS_CUDA_KERNEL(sum_to), .vjp = sum_to_vjp, .print = print_target_shape};
 
 std::vector<OutputSpec> infer_broadcast_to(const Graph& g, const Node& n) {
-  const Shape target(n.attrs.ints);
+  const Shape& target = params_of<TargetShapeParams>(n).shape;
   PILLARS_CHECK(broadcastable_to(g.shape(n.inputs[0]), target), "broadcast_to: ", shape_str(g.shape(n.inputs[0])),
                 " does not broadcast to ", shape_str(target));
   return {{target, DType::f32}};
@@ -180,30 +198,21 @@ void broadcast_to_cpu(const KernelContext& c) {
 std::vector<ValueId> broadcast_to_vjp(Graph& g, const Node& n, const std::vector<ValueId>& go, const std::vector<bool>&) {
   return {sum_to(g, go[0], g.shape(n.inputs[0]))};
 }
-const OpDef kBroadcastTo{.name = "broadcast_to", .infer = infer_broadcast_to, .cpu = broadcast_to_cpu, .cuda = PILLARS_CUDA_KERNEL(broadcast_to), .vjp = broadcast_to_vjp};
-
-Attrs with_shape(const Shape& s) {
-  Attrs a;
-  a.ints = s;
-  return a;
-}
+const OpDef kBroadcastTo{.name = "broadcast_to", .infer = infer_broadcast_to, .cpu = broadcast_to_cpu, .cuda = PILLARS_CUDA_KERNEL(broadcast_to), .vjp = broadcast_to_vjp, .print = print_target_shape};
 
 } // namespace
+
+// The ops that engine/passes/fuse_linear.cpp matches (declared in the header).
+const OpDef kAdd{.name = "add", .infer = infer_binary, .cpu = binary_cpu<cpu::BinaryKind::add>, .cuda = PILLARS_CUDA_KERNEL(add), .vjp = add_vjp, .inplace = true};
+const OpDef kRelu{.name = "relu", .infer = infer_unary, .cpu = unary_cpu<cpu::UnaryKind::relu>, .cuda = PILLARS_CUDA_KERNEL(relu), .vjp = relu_vjp, .inplace = true};
+const OpDef kGelu{.name = "gelu", .infer = infer_unary, .cpu = unary_cpu<cpu::UnaryKind::gelu>, .cuda = PILLARS_CUDA_KERNEL(gelu), .vjp = gelu_vjp, .inplace = true};
 
 ValueId add(Graph& g, ValueId a, ValueId b) { return g.add1(kAdd, {a, b}); }
 ValueId sub(Graph& g, ValueId a, ValueId b) { return g.add1(kSub, {a, b}); }
 ValueId mul(Graph& g, ValueId a, ValueId b) { return g.add1(kMul, {a, b}); }
 ValueId div(Graph& g, ValueId a, ValueId b) { return g.add1(kDiv, {a, b}); }
-ValueId scale(Graph& g, ValueId x, float s) {
-  Attrs a;
-  a.scale = s;
-  return g.add1(kScale, {x}, a);
-}
-ValueId add_scalar(Graph& g, ValueId x, float c) {
-  Attrs a;
-  a.value = c;
-  return g.add1(kAddScalar, {x}, a);
-}
+ValueId scale(Graph& g, ValueId x, float s) { return g.add1(kScale, {x}, ScaleParams{.factor = s}); }
+ValueId add_scalar(Graph& g, ValueId x, float c) { return g.add1(kAddScalar, {x}, AddScalarParams{.value = c}); }
 ValueId neg(Graph& g, ValueId x) { return scale(g, x, -1.0f); }
 ValueId exp(Graph& g, ValueId x) { return g.add1(kExp, {x}); }
 ValueId log(Graph& g, ValueId x) { return g.add1(kLog, {x}); }
@@ -214,19 +223,15 @@ ValueId gelu(Graph& g, ValueId x) { return g.add1(kGelu, {x}); }
 ValueId relu_backward(Graph& g, ValueId dy, ValueId x) { return g.add1(kReluBackward, {dy, x}); }
 ValueId gelu_backward(Graph& g, ValueId dy, ValueId x) { return g.add1(kGeluBackward, {dy, x}); }
 
-ValueId fill(Graph& g, const Shape& shape, float value) {
-  Attrs a = with_shape(shape);
-  a.value = value;
-  return g.add1(kFill, {}, a);
-}
+ValueId fill(Graph& g, const Shape& shape, float value) { return g.add1(kFill, {}, FillParams{.shape = shape, .value = value}); }
 ValueId zeros_like(Graph& g, ValueId x) { return fill(g, g.shape(x), 0.0f); }
 ValueId sum_to(Graph& g, ValueId x, const Shape& shape) {
   if (g.shape(x) == shape) return x;
-  return g.add1(kSumTo, {x}, with_shape(shape));
+  return g.add1(kSumTo, {x}, TargetShapeParams{.shape = shape});
 }
 ValueId broadcast_to(Graph& g, ValueId x, const Shape& shape) {
   if (g.shape(x) == shape) return x;
-  return g.add1(kBroadcastTo, {x}, with_shape(shape));
+  return g.add1(kBroadcastTo, {x}, TargetShapeParams{.shape = shape});
 }
 
 } // namespace pillars::ops

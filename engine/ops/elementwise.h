@@ -2,8 +2,41 @@
 // or a missing leading axis, stretches). Gradients of broadcast inputs are summed back with sum_to.
 #pragma once
 #include "engine/graph.h"
+#include "engine/tensor.h"
 
 namespace pillars::ops {
+
+// ---- parameters (params_of<P>(node), engine/graph.h) ----
+
+// scale: y = factor · x.
+struct ScaleParams {
+  float factor = 1.0f; // the multiplier (neg is scale by −1)
+};
+
+// add_scalar: y = x + value.
+struct AddScalarParams {
+  float value = 0.0f; // the constant added to every element
+};
+
+// fill: an f32 tensor of `shape` with every element `value` (no inputs).
+struct FillParams {
+  Shape shape;         // the output's shape ({} is a scalar)
+  float value = 0.0f;  // every element's value
+};
+
+// sum_to and broadcast_to: the output's shape (the input's shape broadcasts to it, or it to the
+// input's).
+struct TargetShapeParams {
+  Shape shape; // the output's shape
+};
+
+// The binary and activation ops (add, sub, mul, div, exp, log, sqrt, tanh, relu, gelu and the
+// activation gradients) have no parameters.
+
+// The ops themselves, for passes that match nodes (node.op == &ops::kRelu; engine/passes/fuse_linear.cpp).
+extern const OpDef kAdd, kRelu, kGelu;
+
+// ---- builders ----
 
 ValueId add(Graph& g, ValueId a, ValueId b);
 ValueId sub(Graph& g, ValueId a, ValueId b);

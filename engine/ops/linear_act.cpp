@@ -31,12 +31,10 @@ namespace pillars::ops {
 
 namespace {
 
-bool is_gelu(const Node& n) { return n.attrs.name == "gelu"; }
+bool is_gelu(const Node& n) { return params_of<LinearActParams>(n).activation == Activation::gelu; }
 
 std::vector<OutputSpec> infer_linear_act(const Graph& g, const Node& n) {
   PILLARS_CHECK(n.inputs.size() == 3, "linear_act: expects x, W, b");
-  PILLARS_CHECK(n.attrs.name == "relu" || n.attrs.name == "gelu", "linear_act: activation must be relu or gelu, got '",
-                n.attrs.name, "'");
   for (ValueId v : n.inputs) detail::expect_f32("linear_act", g, v);
   const Shape x = g.shape(n.inputs[0]), w = g.shape(n.inputs[1]), b = g.shape(n.inputs[2]);
   PILLARS_CHECK(x.size() >= 2 && w.size() == 2 && x.back() == w[1] && b == Shape{w[0]}, "linear_act: x ", shape_str(x),
@@ -77,19 +75,29 @@ std::vector<ValueId> linear_act_vjp(Graph& g, const Node& n, const std::vector<V
   return {dx, dW, db};
 }
 
+std::string print_linear_act(const Node& n) { return str_cat(" activation=", enum_name(params_of<LinearActParams>(n).activation)); }
+
+// y (..., out) = act(x (..., in) · Wᵀ + b): the product's 2·in per element under "matmul", and the
+// bias add and the activation it replaces (one each per element) under "other", so a graph counts
+// the same before and after fuse_linear_activation.
+NodeFlops flops_linear_act(const Graph& g, const Node& n) {
+  const double elements = static_cast<double>(numel(g.shape(n.outputs[0])));
+  return {.matmul = 2.0 * static_cast<double>(g.shape(n.inputs[1])[1]) * elements, .other = 2.0 * elements};
+}
+
 const OpDef kLinearAct{.name = "linear_act",
                        .infer = infer_linear_act,
                        .cpu = linear_act_cpu,
                        .cuda = PILLARS_CUDA_KERNEL(linear_act),
                        .vjp = linear_act_vjp,
-                       .cuda_workspace = PILLARS_CUDA_WORKSPACE(linear_act)};
+                       .cuda_workspace = PILLARS_CUDA_WORKSPACE(linear_act),
+                       .print = print_linear_act,
+                       .flops = flops_linear_act};
 
 } // namespace
 
 LinearAct linear_act(Graph& g, ValueId x, ValueId w, ValueId b, Activation act) {
-  Attrs a;
-  a.name = act == Activation::gelu ? "gelu" : "relu";
-  const std::vector<ValueId> outs = g.add(kLinearAct, {x, w, b}, a);
+  const std::vector<ValueId> outs = g.add(kLinearAct, {x, w, b}, LinearActParams{.activation = act});
   return {outs[0], outs.size() > 1 ? outs[1] : kNoValue};
 }
 

@@ -10,6 +10,11 @@ namespace pillars::ops {
 enum class Activation : uint8_t { relu, gelu };
 constexpr auto enum_table(Activation) { return enum_words<Activation>({{Activation::relu, "relu"}, {Activation::gelu, "gelu"}}); }
 
+// linear_act's parameters (params_of<LinearActParams>(node)).
+struct LinearActParams {
+  Activation activation = Activation::relu; // act: relu (one output) or gelu (also returns pre)
+};
+
 struct LinearAct {
   ValueId y = kNoValue;   // (..., out) act(x Wᵀ + b)
   ValueId pre = kNoValue; // (..., out) x Wᵀ + b, the GELU's input (gelu only; kNoValue for relu)
@@ -18,7 +23,7 @@ struct LinearAct {
 // y = act(x Wᵀ + b): x (..., in) with rank >= 2, W (out, in), b (out) → y (..., out).
 // ReLU's gradient reads y (as ops::relu's does); GELU's reads the pre-activation, which the op
 // therefore returns as a second output (on the GPU it is cuBLASLt's "aux" output).
-// The node's attrs.name is "relu" or "gelu".
+// The node's LinearActParams hold the activation.
 LinearAct linear_act(Graph& g, ValueId x, ValueId w, ValueId b, Activation act);
 
 } // namespace pillars::ops

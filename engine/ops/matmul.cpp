@@ -45,7 +45,8 @@ std::vector<OutputSpec> infer_matmul(const Graph& g, const Node& n) {
   detail::expect_f32("matmul", g, n.inputs[0]);
   detail::expect_f32("matmul", g, n.inputs[1]);
   const Shape& a = g.shape(n.inputs[0]);
-  const MatmulDims d = matmul_dims(a, g.shape(n.inputs[1]), n.attrs.trans_a, n.attrs.trans_b);
+  const MatmulParams& p = params_of<MatmulParams>(n);
+  const MatmulDims d = matmul_dims(a, g.shape(n.inputs[1]), p.trans_a, p.trans_b);
   Shape out(a.begin(), a.end() - 2);
   out.push_back(d.M);
   out.push_back(d.N);
@@ -53,13 +54,14 @@ std::vector<OutputSpec> infer_matmul(const Graph& g, const Node& n) {
 }
 
 void matmul_cpu(const KernelContext& c) {
-  const bool ta = c.node.attrs.trans_a, tb = c.node.attrs.trans_b;
+  const MatmulParams& p = params_of<MatmulParams>(c.node);
+  const bool ta = p.trans_a, tb = p.trans_b;
   const MatmulDims d = matmul_dims(c.in[0].shape(), c.in[1].shape(), ta, tb);
   const float* A = c.in[0].data<float>();
   const float* B = c.in[1].data<float>();
   float* C = c.out[0].data<float>();
   const int64_t lda = ta ? d.M : d.K, ldb = tb ? d.K : d.N;
-  const float alpha = c.node.attrs.scale;
+  const float alpha = p.alpha;
   if (d.b_shared && !ta) { // all batches' rows at once: one big GEMM
     cpu::sgemm(false, tb, d.batch * d.M, d.N, d.K, alpha, A, lda, B, ldb, 0.0f, C, d.N);
     return;
@@ -72,8 +74,9 @@ ValueId matmul_scaled(Graph& g, ValueId a, ValueId b, bool ta, bool tb, float al
 
 std::vector<ValueId> matmul_vjp(Graph& g, const Node& n, const std::vector<ValueId>& go, const std::vector<bool>& needs) {
   const ValueId A = n.inputs[0], B = n.inputs[1], dC = go[0];
-  const bool ta = n.attrs.trans_a, tb = n.attrs.trans_b;
-  const float alpha = n.attrs.scale;
+  const MatmulParams& p = params_of<MatmulParams>(n);
+  const bool ta = p.trans_a, tb = p.trans_b;
+  const float alpha = p.alpha;
   const bool b_shared = g.shape(B).size() == 2 && g.shape(A).size() > 2;
   ValueId dA = kNoValue, dB = kNoValue;
   if (needs[0]) {
@@ -95,16 +98,26 @@ std::vector<ValueId> matmul_vjp(Graph& g, const Node& n, const std::vector<Value
   return {dA, dB};
 }
 
-const OpDef kMatmul{.name = "matmul", .infer = infer_matmul, .cpu = matmul_cpu, .cuda = PILLARS_CUDA_KERNEL(matmul), .vjp = matmul_vjp};
-
-ValueId matmul_scaled(Graph& g, ValueId a, ValueId b, bool ta, bool tb, float alpha) {
-  Attrs at;
-  at.trans_a = ta;
-  at.trans_b = tb;
-  at.scale = alpha;
-  return g.add1(kMatmul, {a, b}, at);
+std::string print_matmul(const Node& n) {
+  const MatmulParams& p = params_of<MatmulParams>(n);
+  return str_cat(p.trans_a ? " trans_a" : "", p.trans_b ? " trans_b" : "", p.alpha != 1.0f ? str_cat(" alpha=", p.alpha) : "");
 }
 
+// C (..., M, N) = op(A) (..., M, K) · op(B): 2·K FLOPs per element of C.
+NodeFlops flops_matmul(const Graph& g, const Node& n) {
+  const Shape a = g.shape(n.inputs[0]);
+  const int64_t K = params_of<MatmulParams>(n).trans_a ? a[a.size() - 2] : a.back();
+  return {.matmul = 2.0 * static_cast<double>(K) * static_cast<double>(numel(g.shape(n.outputs[0])))};
+}
+
+} // namespace
+
+const OpDef kMatmul{.name = "matmul", .infer = infer_matmul, .cpu = matmul_cpu, .cuda = PILLARS_CUDA_KERNEL(matmul), .vjp = matmul_vjp, .print = print_matmul, .flops = flops_matmul};
+
+namespace {
+ValueId matmul_scaled(Graph& g, ValueId a, ValueId b, bool ta, bool tb, float alpha) {
+  return g.add1(kMatmul, {a, b}, MatmulParams{.trans_a = ta, .trans_b = tb, .alpha = alpha});
+}
 } // namespace
 
 ValueId matmul(Graph& g, ValueId a, ValueId b, bool trans_a, bool trans_b) { return matmul_scaled(g, a, b, trans_a, trans_b, 1.0f); }

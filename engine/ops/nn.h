@@ -4,11 +4,64 @@
 // (tests/test_ops_nn.cpp). Gradients are ordinary ops too (softmax_backward, layer_norm_backward,
 // embedding_backward, cross_entropy_backward, ...), emitted by autodiff through each op's vjp.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 
 #include "engine/graph.h"
 
 namespace pillars::ops {
+
+// ---- parameters (params_of<P>(node), engine/graph.h) ----
+// embedding, head_gram and their backward ops' inputs say all; they have no parameters.
+
+// softmax, log_softmax and their backward ops.
+struct SoftmaxParams {
+  int64_t axis = 0; // the normalised axis, stored non-negative (the builders normalise it)
+};
+
+// layer_norm: inputs x [, gamma] [, beta] — the flags say which are present.
+struct LayerNormParams {
+  float eps = 1e-5f;      // added to the variance under the square root
+  bool has_gamma = false; // input 1 is gamma (the scale)
+  bool has_beta = false;  // beta (the shift) is the last input: beta_input()
+  size_t beta_input() const { return has_gamma ? 2 : 1; } // beta's input index, when has_beta
+};
+
+// layer_norm_backward: inputs x, mean, rstd, dy [, gamma]; outputs dx [, dgamma, dbeta].
+struct LayerNormBackwardParams {
+  bool has_gamma = false;   // input 4 is gamma (dx then goes through it)
+  bool param_grads = false; // also output dgamma and dbeta (D): some affine input needs a gradient
+};
+
+// embedding_backward: dout (..., D), ids (...) → dtable (vocab, D).
+struct EmbeddingBackwardParams {
+  int64_t vocab = 0; // V, the table's first extent
+};
+
+// dropout (its gradient is the same op with the same parameters).
+struct DropoutParams {
+  float p = 0.0f;           // the probability of zeroing an element, in [0, 1]
+  uint64_t seed = 0;        // the stream's seed; the executor's run seed is added at run time
+  uint64_t rng_offset = 0;  // where in the stream element 0 draws (kernels/philox.h)
+};
+
+struct MaskedFillParams {
+  float value = 0.0f; // written where the mask is non-zero (−inf for attention masks)
+};
+
+// cross_entropy and cross_entropy_backward.
+struct CrossEntropyParams {
+  float smoothing = 0.0f;      // label smoothing ε in [0, 1]
+  int64_t ignore_index = -100; // rows with this target count neither in the loss nor in the mean
+};
+
+// cosine_similarity and its backward op.
+struct CosineParams {
+  int64_t axis = 0;  // the summed axis, stored non-negative
+  float eps = 1e-8f; // the norm product is clamped below at eps² (PyTorch's eps)
+};
+
+// ---- builders ----
 
 // softmax / log-softmax along `axis` (default last), statistics in f32. A row that is entirely
 // −inf (fully masked) gives softmax 0 and log-softmax −inf, never NaN.

@@ -37,7 +37,7 @@ void dropout_range(const float* x, float* y, int64_t begin, int64_t end, float p
 }
 
 void cpu_dropout(const KernelContext& c) {
-  const Attrs& a = c.node.attrs;
+  const DropoutParams& a = params_of<DropoutParams>(c.node);
   const float* x = c.in[0].data<float>();
   float* y = c.out[0].data<float>();
   const int64_t n = c.in[0].numel(), chunks = (n + kChunk - 1) / kChunk;
@@ -48,16 +48,23 @@ void cpu_dropout(const KernelContext& c) {
 
 std::vector<OutputSpec> infer_dropout(const Graph& g, const Node& n) {
   PILLARS_CHECK(g.dtype(n.inputs[0]) == DType::f32, "dropout: x must be f32");
-  PILLARS_CHECK(n.attrs.p >= 0.0f && n.attrs.p <= 1.0f, "dropout: p = ", n.attrs.p, " is not in [0, 1]");
+  const float p = params_of<DropoutParams>(n).p;
+  PILLARS_CHECK(p >= 0.0f && p <= 1.0f, "dropout: p = ", p, " is not in [0, 1]");
   return {{g.shape(n.inputs[0]), DType::f32}};
 }
 
 std::vector<ValueId> vjp_dropout(Graph& g, const Node& n, const std::vector<ValueId>& dy, const std::vector<bool>& needs) {
   if (!needs[0] || dy[0] == kNoValue) return {kNoValue};
-  return {dropout(g, dy[0], n.attrs.p, n.attrs.seed, n.attrs.rng_offset)};
+  const DropoutParams& p = params_of<DropoutParams>(n);
+  return {dropout(g, dy[0], p.p, p.seed, p.rng_offset)};
 }
 
-const OpDef kDropout{.name = "dropout", .infer = infer_dropout, .cpu = cpu_dropout, .cuda = PILLARS_CUDA_KERNEL(dropout), .vjp = vjp_dropout};
+std::string print_dropout(const Node& n) {
+  const DropoutParams& p = params_of<DropoutParams>(n);
+  return str_cat(" p=", p.p, " seed=", p.seed, " offset=", p.rng_offset);
+}
+
+const OpDef kDropout{.name = "dropout", .infer = infer_dropout, .cpu = cpu_dropout, .cuda = PILLARS_CUDA_KERNEL(dropout), .vjp = vjp_dropout, .print = print_dropout};
 
 // ---- masked_fill -------------------------------------------------------------------------------
 
@@ -92,7 +99,7 @@ void cpu_masked_fill(const KernelContext& c) {
   const float* x = c.in[0].data<float>();
   const int32_t* mask = c.in[1].data<int32_t>();
   float* y = c.out[0].data<float>();
-  const float value = c.node.attrs.value;
+  const float value = params_of<MaskedFillParams>(c.node).value;
   const int64_t inner = xs.empty() ? 1 : xs.back(), rows = inner == 0 ? 0 : c.in[0].numel() / inner;
   const int64_t inner_stride = ms.empty() || ms.back() == 1 ? 0 : 1; // along x's last axis
 #pragma omp parallel for schedule(static) if (rows * inner >= kParallelGrain)
@@ -108,23 +115,19 @@ std::vector<ValueId> vjp_masked_fill(Graph& g, const Node& n, const std::vector<
   return {masked_fill(g, dy[0], n.inputs[1], 0.0f), kNoValue};
 }
 
-const OpDef kMaskedFill{.name = "masked_fill", .infer = infer_masked_fill, .cpu = cpu_masked_fill, .cuda = PILLARS_CUDA_KERNEL(masked_fill), .vjp = vjp_masked_fill};
+std::string print_masked_fill(const Node& n) { return str_cat(" value=", params_of<MaskedFillParams>(n).value); }
+
+const OpDef kMaskedFill{.name = "masked_fill", .infer = infer_masked_fill, .cpu = cpu_masked_fill, .cuda = PILLARS_CUDA_KERNEL(masked_fill), .vjp = vjp_masked_fill, .print = print_masked_fill};
 
 } // namespace
 
 ValueId dropout(Graph& g, ValueId x, float p, uint64_t seed, uint64_t offset) {
   if (p == 0.0f) return x; // the identity: no node
-  Attrs a;
-  a.p = p;
-  a.seed = seed;
-  a.rng_offset = offset;
-  return g.add1(kDropout, {x}, a);
+  return g.add1(kDropout, {x}, DropoutParams{.p = p, .seed = seed, .rng_offset = offset});
 }
 
 ValueId masked_fill(Graph& g, ValueId x, ValueId mask, float value) {
-  Attrs a;
-  a.value = value;
-  return g.add1(kMaskedFill, {x, mask}, a);
+  return g.add1(kMaskedFill, {x, mask}, MaskedFillParams{.value = value});
 }
 
 } // namespace pillars::ops

@@ -32,13 +32,13 @@ void cpu_forward(const KernelContext& c) {
                          table.dim(0), table.dim(1));
 }
 
-// inputs: dout (..., D), ids (...); attrs.ints = {V} → (V, D)
+// inputs: dout (..., D), ids (...); EmbeddingBackwardParams {V} → (V, D)
 std::vector<OutputSpec> infer_backward(const Graph& g, const Node& n) {
   const Shape& ds = g.shape(n.inputs[0]);
   check_ids(g, "embedding_backward", n.inputs[1]);
   PILLARS_CHECK(!ds.empty() && Shape(ds.begin(), ds.end() - 1) == g.shape(n.inputs[1]),
                 "embedding_backward: dout ", shape_str(ds), " does not match ids ", shape_str(g.shape(n.inputs[1])));
-  return {{{n.attrs.ints.at(0), ds.back()}, DType::f32}};
+  return {{{params_of<EmbeddingBackwardParams>(n).vocab, ds.back()}, DType::f32}};
 }
 
 void cpu_backward(const KernelContext& c) {
@@ -47,13 +47,13 @@ void cpu_backward(const KernelContext& c) {
                           dtable.dim(0), dtable.dim(1));
 }
 
-const OpDef kEmbeddingBackward{.name = "embedding_backward", .infer = infer_backward, .cpu = cpu_backward, .cuda = PILLARS_CUDA_KERNEL(embedding_backward)};
+std::string print_backward(const Node& n) { return str_cat(" vocab=", params_of<EmbeddingBackwardParams>(n).vocab); }
+
+const OpDef kEmbeddingBackward{.name = "embedding_backward", .infer = infer_backward, .cpu = cpu_backward, .cuda = PILLARS_CUDA_KERNEL(embedding_backward), .print = print_backward};
 
 std::vector<ValueId> vjp(Graph& g, const Node& n, const std::vector<ValueId>& dy, const std::vector<bool>& needs) {
   if (!needs[0] || dy[0] == kNoValue) return {kNoValue, kNoValue};
-  Attrs a;
-  a.ints = {g.shape(n.inputs[0])[0]};
-  return {g.add1(kEmbeddingBackward, {dy[0], n.inputs[1]}, a), kNoValue};
+  return {g.add1(kEmbeddingBackward, {dy[0], n.inputs[1]}, EmbeddingBackwardParams{.vocab = g.shape(n.inputs[0])[0]}), kNoValue};
 }
 
 const OpDef kEmbedding{.name = "embedding", .infer = infer_forward, .cpu = cpu_forward, .cuda = PILLARS_CUDA_KERNEL(embedding), .vjp = vjp};

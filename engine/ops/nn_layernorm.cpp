@@ -8,8 +8,8 @@
 // all from one op: layer_norm_backward(x, μ, r, g [, γ]) → dx [, dγ, dβ].
 // Kernels: kernels/cpu/layernorm.h.
 //
-// Node layout. layer_norm:          inputs x [, γ] [, β];  attrs.ints = {has_gamma, has_beta}
-//              layer_norm_backward: inputs x, μ, r, g [, γ]; attrs.ints = {has_gamma, param_grads}
+// Node layout. layer_norm:          inputs x [, γ] [, β];  LayerNormParams {eps, has_gamma, has_beta}
+//              layer_norm_backward: inputs x, μ, r, g [, γ]; LayerNormBackwardParams {has_gamma, param_grads}
 //                                   outputs dx, and dγ, dβ (D) when param_grads.
 #include "engine/ops/common.h"
 #include "engine/ops/elementwise.h"
@@ -36,13 +36,22 @@ std::vector<OutputSpec> infer_forward(const Graph& g, const Node& n) {
 }
 
 void cpu_forward(const KernelContext& c) {
-  const bool has_gamma = c.node.attrs.ints[0] != 0, has_beta = c.node.attrs.ints[1] != 0;
+  const LayerNormParams& p = params_of<LayerNormParams>(c.node);
   const Tensor& x = c.in[0];
-  const float* gamma = has_gamma ? c.in[1].data<float>() : nullptr;
-  const float* beta = has_beta ? c.in[has_gamma ? 2 : 1].data<float>() : nullptr;
+  const float* gamma = p.has_gamma ? c.in[1].data<float>() : nullptr;
+  const float* beta = p.has_beta ? c.in[p.beta_input()].data<float>() : nullptr;
   const int64_t D = x.dim(-1);
   cpu::layer_norm_forward(x.data<float>(), gamma, beta, c.out[0].data<float>(), c.out[1].data<float>(),
-                          c.out[2].data<float>(), x.numel() / D, D, c.node.attrs.eps);
+                          c.out[2].data<float>(), x.numel() / D, D, p.eps);
+}
+
+std::string print_forward(const Node& n) {
+  const LayerNormParams& p = params_of<LayerNormParams>(n);
+  return str_cat(" eps=", p.eps, p.has_gamma ? " gamma" : "", p.has_beta ? " beta" : "");
+}
+std::string print_backward(const Node& n) {
+  const LayerNormBackwardParams& p = params_of<LayerNormBackwardParams>(n);
+  return str_cat(p.has_gamma ? " gamma" : "", p.param_grads ? " param_grads" : "");
 }
 
 std::vector<OutputSpec> infer_backward(const Graph& g, const Node& n) {
@@ -50,12 +59,13 @@ std::vector<OutputSpec> infer_backward(const Graph& g, const Node& n) {
   PILLARS_CHECK(g.shape(n.inputs[3]) == xs, "layer_norm_backward: dy ", shape_str(g.shape(n.inputs[3])),
                 " does not match x ", shape_str(xs));
   std::vector<OutputSpec> out{{xs, DType::f32}};
-  if (n.attrs.ints[1]) out.insert(out.end(), {{{xs.back()}, DType::f32}, {{xs.back()}, DType::f32}});
+  if (params_of<LayerNormBackwardParams>(n).param_grads) out.insert(out.end(), {{{xs.back()}, DType::f32}, {{xs.back()}, DType::f32}});
   return out;
 }
 
 void cpu_backward(const KernelContext& c) {
-  const bool has_gamma = c.node.attrs.ints[0] != 0, param_grads = c.node.attrs.ints[1] != 0;
+  const LayerNormBackwardParams& p = params_of<LayerNormBackwardParams>(c.node);
+  const bool has_gamma = p.has_gamma, param_grads = p.param_grads;
   const Tensor& x = c.in[0];
   const int64_t D = x.dim(-1);
   cpu::layer_norm_backward(x.data<float>(), has_gamma ? c.in[4].data<float>() : nullptr,
@@ -64,21 +74,20 @@ void cpu_backward(const KernelContext& c) {
                            param_grads ? c.out[2].data<float>() : nullptr, x.numel() / D, D);
 }
 
-const OpDef kLayerNormBackward{.name = "layer_norm_backward", .infer = infer_backward, .cpu = cpu_backward, .cuda = PILLARS_CUDA_KERNEL(layer_norm_backward), .cuda_workspace = PILLARS_CUDA_WORKSPACE(layer_norm_backward)};
+const OpDef kLayerNormBackward{.name = "layer_norm_backward", .infer = infer_backward, .cpu = cpu_backward, .cuda = PILLARS_CUDA_KERNEL(layer_norm_backward), .cuda_workspace = PILLARS_CUDA_WORKSPACE(layer_norm_backward), .print = print_backward};
 
 std::vector<ValueId> vjp(Graph& g, const Node& n, const std::vector<ValueId>& dy, const std::vector<bool>& needs) {
   PILLARS_CHECK(dy[1] == kNoValue && dy[2] == kNoValue,
                 "layer_norm: gradients through the mean/rstd outputs are not supported");
   std::vector<ValueId> grads(n.inputs.size(), kNoValue);
   if (dy[0] == kNoValue) return grads;
-  const bool has_gamma = n.attrs.ints[0] != 0;
+  const bool has_gamma = params_of<LayerNormParams>(n).has_gamma;
   bool param_grads = false;
   for (size_t i = 1; i < needs.size(); ++i) param_grads = param_grads || needs[i];
   std::vector<ValueId> in{n.inputs[0], n.outputs[1], n.outputs[2], dy[0]};
   if (has_gamma) in.push_back(n.inputs[1]);
-  Attrs a;
-  a.ints = {has_gamma, param_grads};
-  const std::vector<ValueId> out = g.add(kLayerNormBackward, in, a);
+  const std::vector<ValueId> out =
+      g.add(kLayerNormBackward, in, LayerNormBackwardParams{.has_gamma = has_gamma, .param_grads = param_grads});
   if (needs[0]) grads[0] = out[0];
   for (size_t i = 1; i < n.inputs.size(); ++i) {
     const bool is_gamma = has_gamma && i == 1; // inputs: x [, γ] [, β]
@@ -87,18 +96,15 @@ std::vector<ValueId> vjp(Graph& g, const Node& n, const std::vector<ValueId>& dy
   return grads;
 }
 
-const OpDef kLayerNorm{.name = "layer_norm", .infer = infer_forward, .cpu = cpu_forward, .cuda = PILLARS_CUDA_KERNEL(layer_norm), .vjp = vjp};
+const OpDef kLayerNorm{.name = "layer_norm", .infer = infer_forward, .cpu = cpu_forward, .cuda = PILLARS_CUDA_KERNEL(layer_norm), .vjp = vjp, .print = print_forward};
 
 } // namespace
 
 ValueId layer_norm(Graph& g, ValueId x, ValueId gamma, ValueId beta, float eps) {
-  Attrs a;
-  a.eps = eps;
-  a.ints = {gamma != kNoValue, beta != kNoValue};
   std::vector<ValueId> in{x};
   if (gamma != kNoValue) in.push_back(gamma);
   if (beta != kNoValue) in.push_back(beta);
-  return g.add(kLayerNorm, in, a)[0];
+  return g.add(kLayerNorm, in, LayerNormParams{.eps = eps, .has_gamma = gamma != kNoValue, .has_beta = beta != kNoValue})[0];
 }
 
 ValueId layer_norm_reference(Graph& g, ValueId x, ValueId gamma, ValueId beta, float eps) {

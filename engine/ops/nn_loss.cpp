@@ -26,21 +26,28 @@ void check_logits_targets(const Graph& g, const char* op, ValueId logits, ValueI
                 shape_str(xs), " and targets ", shape_str(ts), " do not match (want logits (..., V), targets (...))");
 }
 
-cpu::CrossEntropyParams params_of(const KernelContext& c) {
+// The kernel's arguments: the op's CrossEntropyParams and the logits viewed as (N, V).
+cpu::CrossEntropyParams kernel_params(const KernelContext& c) {
+  const CrossEntropyParams& op = params_of<CrossEntropyParams>(c.node);
   const Tensor& logits = c.in[0];
   cpu::CrossEntropyParams p;
   p.V = logits.dim(-1);
   p.N = logits.numel() / p.V;
-  p.smoothing = c.node.attrs.smoothing;
-  p.ignore_index = c.node.attrs.ignore_index;
+  p.smoothing = op.smoothing;
+  p.ignore_index = op.ignore_index;
   return p;
+}
+
+std::string print_params(const Node& n) {
+  const CrossEntropyParams& p = params_of<CrossEntropyParams>(n);
+  return str_cat(" smoothing=", p.smoothing, " ignore_index=", p.ignore_index);
 }
 
 // inputs: logits, targets → loss [], lse (...)
 std::vector<OutputSpec> infer_forward(const Graph& g, const Node& n) {
   check_logits_targets(g, "cross_entropy", n.inputs[0], n.inputs[1]);
-  PILLARS_CHECK(n.attrs.smoothing >= 0.0f && n.attrs.smoothing <= 1.0f, "cross_entropy: label smoothing ",
-                n.attrs.smoothing, " is not in [0, 1]");
+  const float smoothing = params_of<CrossEntropyParams>(n).smoothing;
+  PILLARS_CHECK(smoothing >= 0.0f && smoothing <= 1.0f, "cross_entropy: label smoothing ", smoothing, " is not in [0, 1]");
   return {{Shape{}, DType::f32}, {g.shape(n.inputs[1]), DType::f32}};
 }
 
@@ -50,7 +57,7 @@ size_t workspace_forward(const Graph& g, const Node& n) {
 }
 
 void cpu_forward(const KernelContext& c) {
-  const cpu::CrossEntropyParams p = params_of(c);
+  const cpu::CrossEntropyParams p = kernel_params(c);
   c.out[0].data<float>()[0] = cpu::cross_entropy_forward(p, c.in[0].data<float>(), c.in[1].data<int32_t>(),
                                                          c.out[1].data<float>(), static_cast<float*>(c.workspace));
 }
@@ -64,30 +71,27 @@ std::vector<OutputSpec> infer_backward(const Graph& g, const Node& n) {
 }
 
 void cpu_backward(const KernelContext& c) {
-  cpu::cross_entropy_backward(params_of(c), c.in[0].data<float>(), c.in[1].data<int32_t>(), c.in[2].data<float>(),
+  cpu::cross_entropy_backward(kernel_params(c), c.in[0].data<float>(), c.in[1].data<int32_t>(), c.in[2].data<float>(),
                               c.in[3].data<float>()[0], c.out[0].data<float>());
 }
 
 // In place: each row's logits are read before the same positions of dlogits are written, so the
 // (N, V) gradient can take over the logits' buffer — the largest of a training step.
-const OpDef kCrossEntropyBackward{.name = "cross_entropy_backward", .infer = infer_backward, .cpu = cpu_backward, .cuda = PILLARS_CUDA_KERNEL(cross_entropy_backward), .cuda_workspace = PILLARS_CUDA_WORKSPACE(cross_entropy_backward), .inplace = true};
+const OpDef kCrossEntropyBackward{.name = "cross_entropy_backward", .infer = infer_backward, .cpu = cpu_backward, .cuda = PILLARS_CUDA_KERNEL(cross_entropy_backward), .cuda_workspace = PILLARS_CUDA_WORKSPACE(cross_entropy_backward), .print = print_params, .inplace = true};
 
 std::vector<ValueId> vjp(Graph& g, const Node& n, const std::vector<ValueId>& dy, const std::vector<bool>& needs) {
   PILLARS_CHECK(dy[1] == kNoValue, "cross_entropy: gradients through the lse output are not supported");
   if (!needs[0] || dy[0] == kNoValue) return {kNoValue, kNoValue};
-  return {g.add1(kCrossEntropyBackward, {n.inputs[0], n.inputs[1], n.outputs[1], dy[0]}, n.attrs), kNoValue};
+  return {g.add1(kCrossEntropyBackward, {n.inputs[0], n.inputs[1], n.outputs[1], dy[0]}, n.params), kNoValue};
 }
 
 const OpDef kCrossEntropy{
-    .name = "cross_entropy", .infer = infer_forward, .cpu = cpu_forward, .cuda = PILLARS_CUDA_KERNEL(cross_entropy), .vjp = vjp, .workspace = workspace_forward, .cuda_workspace = PILLARS_CUDA_WORKSPACE(cross_entropy)};
+    .name = "cross_entropy", .infer = infer_forward, .cpu = cpu_forward, .cuda = PILLARS_CUDA_KERNEL(cross_entropy), .vjp = vjp, .workspace = workspace_forward, .cuda_workspace = PILLARS_CUDA_WORKSPACE(cross_entropy), .print = print_params};
 
 } // namespace
 
 ValueId cross_entropy(Graph& g, ValueId logits, ValueId targets, float smoothing, int64_t ignore_index) {
-  Attrs a;
-  a.smoothing = smoothing;
-  a.ignore_index = ignore_index;
-  return g.add(kCrossEntropy, {logits, targets}, a)[0];
+  return g.add(kCrossEntropy, {logits, targets}, CrossEntropyParams{.smoothing = smoothing, .ignore_index = ignore_index})[0];
 }
 
 } // namespace pillars::ops

@@ -48,7 +48,7 @@ std::vector<OutputSpec> infer_cosine(const Graph& g, const Node& n) {
                 shape_str(g.shape(n.inputs[1])), " must have the same shape");
   for (ValueId v : n.inputs) PILLARS_CHECK(g.dtype(v) == DType::f32, n.op->name, ": expects f32 inputs");
   Shape reduced = s;
-  reduced.erase(reduced.begin() + detail::normalize_axis(n.op->name, n.attrs.axis, s.size()));
+  reduced.erase(reduced.begin() + detail::normalize_axis(n.op->name, params_of<CosineParams>(n).axis, s.size()));
   if (n.inputs.size() == 3) {
     PILLARS_CHECK(g.shape(n.inputs[2]) == reduced, n.op->name, ": dc must have shape ", shape_str(reduced));
     return {{s, DType::f32}, {s, DType::f32}};
@@ -57,10 +57,11 @@ std::vector<OutputSpec> infer_cosine(const Graph& g, const Node& n) {
 }
 
 void cpu_cosine(const KernelContext& c) {
-  const detail::AxisSplit v = detail::split_at(c.in[0].shape(), c.node.attrs.axis);
+  const CosineParams& p = params_of<CosineParams>(c.node);
+  const detail::AxisSplit v = detail::split_at(c.in[0].shape(), p.axis);
   const float *a = c.in[0].data<float>(), *b = c.in[1].data<float>();
   float* out = c.out[0].data<float>();
-  const double eps = c.node.attrs.eps;
+  const double eps = p.eps;
 #pragma omp parallel for schedule(static) if (c.in[0].numel() >= kParallelGrain)
   for (int64_t oi = 0; oi < v.outer * v.inner; ++oi) {
     const CosineSums s = cosine_sums(v, a, b, oi / v.inner, oi % v.inner);
@@ -69,10 +70,11 @@ void cpu_cosine(const KernelContext& c) {
 }
 
 void cpu_cosine_backward(const KernelContext& c) {
-  const detail::AxisSplit v = detail::split_at(c.in[0].shape(), c.node.attrs.axis);
+  const CosineParams& p = params_of<CosineParams>(c.node);
+  const detail::AxisSplit v = detail::split_at(c.in[0].shape(), p.axis);
   const float *a = c.in[0].data<float>(), *b = c.in[1].data<float>(), *dc = c.in[2].data<float>();
   float *da = c.out[0].data<float>(), *db = c.out[1].data<float>();
-  const double eps = c.node.attrs.eps;
+  const double eps = p.eps;
 #pragma omp parallel for schedule(static) if (c.in[0].numel() >= kParallelGrain)
   for (int64_t oi = 0; oi < v.outer * v.inner; ++oi) {
     const int64_t o = oi / v.inner, i = oi % v.inner;
@@ -89,15 +91,20 @@ void cpu_cosine_backward(const KernelContext& c) {
   }
 }
 
-const OpDef kCosineBackward{.name = "cosine_similarity_backward", .infer = infer_cosine, .cpu = cpu_cosine_backward};
+std::string print_cosine(const Node& n) {
+  const CosineParams& p = params_of<CosineParams>(n);
+  return str_cat(" axis=", p.axis, " eps=", p.eps);
+}
+
+const OpDef kCosineBackward{.name = "cosine_similarity_backward", .infer = infer_cosine, .cpu = cpu_cosine_backward, .print = print_cosine};
 
 std::vector<ValueId> vjp_cosine(Graph& g, const Node& n, const std::vector<ValueId>& dy, const std::vector<bool>& needs) {
   if (dy[0] == kNoValue || (!needs[0] && !needs[1])) return {kNoValue, kNoValue};
-  const std::vector<ValueId> d = g.add(kCosineBackward, {n.inputs[0], n.inputs[1], dy[0]}, n.attrs);
+  const std::vector<ValueId> d = g.add(kCosineBackward, {n.inputs[0], n.inputs[1], dy[0]}, n.params);
   return {needs[0] ? d[0] : kNoValue, needs[1] ? d[1] : kNoValue};
 }
 
-const OpDef kCosine{.name = "cosine_similarity", .infer = infer_cosine, .cpu = cpu_cosine, .vjp = vjp_cosine};
+const OpDef kCosine{.name = "cosine_similarity", .infer = infer_cosine, .cpu = cpu_cosine, .vjp = vjp_cosine, .print = print_cosine};
 
 // ---- head_gram ---------------------------------------------------------------------------------
 
@@ -117,9 +124,8 @@ GramView gram_view(const Tensor& x, const Tensor* lengths) {
 }
 
 // inputs: x [, lengths] (head_gram) or x, dG [, lengths] (backward)
-std::vector<OutputSpec> infer_gram(const Graph& g, const Node& n) {
+std::vector<OutputSpec> infer_gram(const Graph& g, const Node& n, bool backward) {
   const Shape& xs = g.shape(n.inputs[0]);
-  const bool backward = n.attrs.ints.at(0) != 0;
   PILLARS_CHECK(xs.size() == 4 && g.dtype(n.inputs[0]) == DType::f32, n.op->name,
                 ": x must be f32 (B, T, H, D), got ", shape_str(xs));
   const size_t first_extra = backward ? 2 : 1;
@@ -132,6 +138,8 @@ std::vector<OutputSpec> infer_gram(const Graph& g, const Node& n) {
   PILLARS_CHECK(g.shape(n.inputs[1]) == (Shape{xs[2], xs[2]}), n.op->name, ": dG must be (H, H)");
   return {{xs, DType::f32}};
 }
+std::vector<OutputSpec> infer_gram_forward(const Graph& g, const Node& n) { return infer_gram(g, n, false); }
+std::vector<OutputSpec> infer_gram_backward(const Graph& g, const Node& n) { return infer_gram(g, n, true); }
 
 size_t workspace_gram(const Graph& g, const Node& n) {
   const Shape& xs = g.shape(n.inputs[0]);
@@ -191,7 +199,7 @@ void cpu_gram_backward(const KernelContext& c) {
   }
 }
 
-const OpDef kGramBackward{.name = "head_gram_backward", .infer = infer_gram, .cpu = cpu_gram_backward,
+const OpDef kGramBackward{.name = "head_gram_backward", .infer = infer_gram_backward, .cpu = cpu_gram_backward,
                           .cuda = PILLARS_CUDA_KERNEL(head_gram_backward)};
 
 std::vector<ValueId> vjp_gram(Graph& g, const Node& n, const std::vector<ValueId>& dy, const std::vector<bool>& needs) {
@@ -199,28 +207,21 @@ std::vector<ValueId> vjp_gram(Graph& g, const Node& n, const std::vector<ValueId
   if (!needs[0] || dy[0] == kNoValue) return grads;
   std::vector<ValueId> in{n.inputs[0], dy[0]};
   if (n.inputs.size() > 1) in.push_back(n.inputs[1]);
-  Attrs a;
-  a.ints = {1};
-  grads[0] = g.add1(kGramBackward, in, a);
+  grads[0] = g.add1(kGramBackward, in);
   return grads;
 }
 
-const OpDef kGram{.name = "head_gram", .infer = infer_gram, .cpu = cpu_gram, .cuda = PILLARS_CUDA_KERNEL(head_gram),
+const OpDef kGram{.name = "head_gram", .infer = infer_gram_forward, .cpu = cpu_gram, .cuda = PILLARS_CUDA_KERNEL(head_gram),
                   .vjp = vjp_gram, .workspace = workspace_gram, .cuda_workspace = PILLARS_CUDA_WORKSPACE(head_gram)};
 
 } // namespace
 
 ValueId cosine_similarity(Graph& g, ValueId a, ValueId b, int64_t axis, float eps) {
-  Attrs at;
-  at.axis = detail::normalize_axis("cosine_similarity", axis, g.shape(a).size());
-  at.eps = eps;
-  return g.add1(kCosine, {a, b}, at);
+  return g.add1(kCosine, {a, b}, CosineParams{.axis = detail::normalize_axis("cosine_similarity", axis, g.shape(a).size()), .eps = eps});
 }
 
 ValueId head_gram(Graph& g, ValueId x, ValueId lengths) {
-  Attrs a;
-  a.ints = {0}; // forward
-  return g.add1(kGram, lengths == kNoValue ? std::vector<ValueId>{x} : std::vector<ValueId>{x, lengths}, a);
+  return g.add1(kGram, lengths == kNoValue ? std::vector<ValueId>{x} : std::vector<ValueId>{x, lengths});
 }
 
 } // namespace pillars::ops

@@ -27,36 +27,37 @@ std::vector<OutputSpec> infer_same_shape(const Graph& g, const Node& n) {
     detail::expect_f32(n.op->name, g, v);
     PILLARS_CHECK(g.shape(v) == s, n.op->name, ": shapes ", shape_str(s), " and ", shape_str(g.shape(v)), " differ");
   }
-  detail::normalize_axis(n.op->name, n.attrs.axis, s.size());
+  detail::normalize_axis(n.op->name, params_of<SoftmaxParams>(n).axis, s.size());
   return {{s, DType::f32}};
 }
 
+std::string print_softmax(const Node& n) { return str_cat(" axis=", params_of<SoftmaxParams>(n).axis); }
+
 template <bool Log> void cpu_forward(const KernelContext& c) {
-  const cpu::SoftmaxShape v = view_around_axis(c.in[0].shape(), c.node.attrs.axis);
+  const cpu::SoftmaxShape v = view_around_axis(c.in[0].shape(), params_of<SoftmaxParams>(c.node).axis);
   cpu::softmax_forward(v, c.in[0].data<float>(), c.out[0].data<float>(), Log);
 }
 
 // inputs: y, dy
 template <bool Log> void cpu_backward(const KernelContext& c) {
-  const cpu::SoftmaxShape v = view_around_axis(c.in[0].shape(), c.node.attrs.axis);
+  const cpu::SoftmaxShape v = view_around_axis(c.in[0].shape(), params_of<SoftmaxParams>(c.node).axis);
   cpu::softmax_backward(v, c.in[0].data<float>(), c.in[1].data<float>(), c.out[0].data<float>(), Log);
 }
 
-const OpDef kSoftmaxBackward{.name = "softmax_backward", .infer = infer_same_shape, .cpu = cpu_backward<false>, .cuda = PILLARS_CUDA_KERNEL(softmax_backward)};
-const OpDef kLogSoftmaxBackward{.name = "log_softmax_backward", .infer = infer_same_shape, .cpu = cpu_backward<true>, .cuda = PILLARS_CUDA_KERNEL(log_softmax_backward)};
+const OpDef kSoftmaxBackward{.name = "softmax_backward", .infer = infer_same_shape, .cpu = cpu_backward<false>, .cuda = PILLARS_CUDA_KERNEL(softmax_backward), .print = print_softmax};
+const OpDef kLogSoftmaxBackward{.name = "log_softmax_backward", .infer = infer_same_shape, .cpu = cpu_backward<true>, .cuda = PILLARS_CUDA_KERNEL(log_softmax_backward), .print = print_softmax};
 
 template <bool Log>
 std::vector<ValueId> vjp(Graph& g, const Node& n, const std::vector<ValueId>& dy, const std::vector<bool>& needs) {
   if (!needs[0] || dy[0] == kNoValue) return {kNoValue};
-  return {g.add1(Log ? kLogSoftmaxBackward : kSoftmaxBackward, {n.outputs[0], dy[0]}, n.attrs)};
+  return {g.add1(Log ? kLogSoftmaxBackward : kSoftmaxBackward, {n.outputs[0], dy[0]}, n.params)};
 }
 
-const OpDef kSoftmax{.name = "softmax", .infer = infer_same_shape, .cpu = cpu_forward<false>, .cuda = PILLARS_CUDA_KERNEL(softmax), .vjp = vjp<false>};
-const OpDef kLogSoftmax{.name = "log_softmax", .infer = infer_same_shape, .cpu = cpu_forward<true>, .cuda = PILLARS_CUDA_KERNEL(log_softmax), .vjp = vjp<true>};
+const OpDef kSoftmax{.name = "softmax", .infer = infer_same_shape, .cpu = cpu_forward<false>, .cuda = PILLARS_CUDA_KERNEL(softmax), .vjp = vjp<false>, .print = print_softmax};
+const OpDef kLogSoftmax{.name = "log_softmax", .infer = infer_same_shape, .cpu = cpu_forward<true>, .cuda = PILLARS_CUDA_KERNEL(log_softmax), .vjp = vjp<true>, .print = print_softmax};
 ValueId add_softmax(Graph& g, const OpDef& op, ValueId x, int64_t axis) {
-  Attrs a;
-  a.axis = detail::normalize_axis(op.name, axis, g.shape(x).size()); // stored non-negative: prints plainly
-  return g.add1(op, {x}, a);
+  // stored non-negative: prints plainly
+  return g.add1(op, {x}, SoftmaxParams{.axis = detail::normalize_axis(op.name, axis, g.shape(x).size())});
 }
 
 } // namespace
@@ -65,9 +66,7 @@ ValueId softmax(Graph& g, ValueId x, int64_t axis) { return add_softmax(g, kSoft
 ValueId log_softmax(Graph& g, ValueId x, int64_t axis) { return add_softmax(g, kLogSoftmax, x, axis); }
 
 ValueId softmax_backward(Graph& g, ValueId y, ValueId dy, int64_t axis) {
-  Attrs a;
-  a.axis = detail::normalize_axis("softmax_backward", axis, g.shape(y).size());
-  return g.add1(kSoftmaxBackward, {y, dy}, a);
+  return g.add1(kSoftmaxBackward, {y, dy}, SoftmaxParams{.axis = detail::normalize_axis("softmax_backward", axis, g.shape(y).size())});
 }
 
 } // namespace pillars::ops

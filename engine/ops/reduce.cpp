@@ -28,16 +28,24 @@ Shape reduced_shape(const Shape& s, int64_t axis, bool keepdim) {
   return out;
 }
 
+int64_t axis_of(const Node& n) { return params_of<ReduceParams>(n).axis; }
+
 std::vector<OutputSpec> infer_reduce(const Graph& g, const Node& n) {
   detail::expect_f32(n.op->name, g, n.inputs[0]);
   const Shape& s = g.shape(n.inputs[0]);
-  PILLARS_CHECK(n.attrs.axis >= 0 && n.attrs.axis < static_cast<int64_t>(s.size()), n.op->name, ": bad axis");
-  return {{reduced_shape(s, n.attrs.axis, n.attrs.keepdim), DType::f32}};
+  const ReduceParams& p = params_of<ReduceParams>(n);
+  PILLARS_CHECK(p.axis >= 0 && p.axis < static_cast<int64_t>(s.size()), n.op->name, ": bad axis");
+  return {{reduced_shape(s, p.axis, p.keepdim), DType::f32}};
+}
+
+std::string print_reduce(const Node& n) {
+  const ReduceParams& p = params_of<ReduceParams>(n);
+  return str_cat(" axis=", p.axis, p.keepdim ? " keepdim" : "");
 }
 
 // Sum (or mean) in double along n for each (outer, inner) pair: accurate and order-independent.
 void sum_cpu_impl(const KernelContext& c, double factor) {
-  const AxisSplit sp = split_at(c.in[0].shape(), c.node.attrs.axis);
+  const AxisSplit sp = split_at(c.in[0].shape(), axis_of(c.node));
   const float* x = c.in[0].data<float>();
   float* y = c.out[0].data<float>();
 #pragma omp parallel for schedule(static) if (sp.outer * sp.inner * sp.n > detail::kParallelGrain)
@@ -50,11 +58,11 @@ void sum_cpu_impl(const KernelContext& c, double factor) {
 }
 void sum_cpu(const KernelContext& c) { sum_cpu_impl(c, 1.0); }
 void mean_cpu(const KernelContext& c) {
-  const int64_t n = c.in[0].dim(static_cast<int>(c.node.attrs.axis));
+  const int64_t n = c.in[0].dim(static_cast<int>(axis_of(c.node)));
   sum_cpu_impl(c, n ? 1.0 / static_cast<double>(n) : 0.0);
 }
 void max_cpu(const KernelContext& c) {
-  const AxisSplit sp = split_at(c.in[0].shape(), c.node.attrs.axis);
+  const AxisSplit sp = split_at(c.in[0].shape(), axis_of(c.node));
   const float* x = c.in[0].data<float>();
   float* y = c.out[0].data<float>();
 #pragma omp parallel for schedule(static) if (sp.outer * sp.inner * sp.n > detail::kParallelGrain)
@@ -69,20 +77,20 @@ void max_cpu(const KernelContext& c) {
 // g (reduced shape) → broadcast back over the reduced axis.
 ValueId expand_back(Graph& g, ValueId grad, const Node& n) {
   const Shape& xs = g.shape(n.inputs[0]);
-  return broadcast_to(g, reshape(g, grad, reduced_shape(xs, n.attrs.axis, true)), xs);
+  return broadcast_to(g, reshape(g, grad, reduced_shape(xs, axis_of(n), true)), xs);
 }
 std::vector<ValueId> sum_vjp(Graph& g, const Node& n, const std::vector<ValueId>& go, const std::vector<bool>&) {
   return {expand_back(g, go[0], n)};
 }
 std::vector<ValueId> mean_vjp(Graph& g, const Node& n, const std::vector<ValueId>& go, const std::vector<bool>&) {
-  const int64_t count = g.shape(n.inputs[0])[static_cast<size_t>(n.attrs.axis)];
+  const int64_t count = g.shape(n.inputs[0])[static_cast<size_t>(axis_of(n))];
   return {expand_back(g, scale(g, go[0], 1.0f / static_cast<float>(count)), n)};
 }
 
 // max_backward(x, y, g) → dx: g routed to the first position where x equals the max.
 std::vector<OutputSpec> infer_max_backward(const Graph& g, const Node& n) { return {{g.shape(n.inputs[0]), DType::f32}}; }
 void max_backward_cpu(const KernelContext& c) {
-  const AxisSplit sp = split_at(c.in[0].shape(), c.node.attrs.axis);
+  const AxisSplit sp = split_at(c.in[0].shape(), axis_of(c.node));
   const float* x = c.in[0].data<float>();
   const float* y = c.in[1].data<float>();
   const float* gy = c.in[2].data<float>();
@@ -99,21 +107,18 @@ void max_backward_cpu(const KernelContext& c) {
       }
     }
 }
-const OpDef kMaxBackward{.name = "max_backward", .infer = infer_max_backward, .cpu = max_backward_cpu, .cuda = PILLARS_CUDA_KERNEL(max_backward)};
+// max_backward carries max's ReduceParams (it reads the axis; keepdim only says how y was shaped).
+const OpDef kMaxBackward{.name = "max_backward", .infer = infer_max_backward, .cpu = max_backward_cpu, .cuda = PILLARS_CUDA_KERNEL(max_backward), .print = print_reduce};
 std::vector<ValueId> max_vjp(Graph& g, const Node& n, const std::vector<ValueId>& go, const std::vector<bool>&) {
-  Attrs a = n.attrs;
-  return {g.add1(kMaxBackward, {n.inputs[0], n.outputs[0], go[0]}, a)};
+  return {g.add1(kMaxBackward, {n.inputs[0], n.outputs[0], go[0]}, n.params)};
 }
 
-const OpDef kSum{.name = "sum", .infer = infer_reduce, .cpu = sum_cpu, .cuda = PILLARS_CUDA_KERNEL(sum), .vjp = sum_vjp};
-const OpDef kMean{.name = "mean", .infer = infer_reduce, .cpu = mean_cpu, .cuda = PILLARS_CUDA_KERNEL(mean), .vjp = mean_vjp};
-const OpDef kMax{.name = "max", .infer = infer_reduce, .cpu = max_cpu, .cuda = PILLARS_CUDA_KERNEL(max), .vjp = max_vjp};
+const OpDef kSum{.name = "sum", .infer = infer_reduce, .cpu = sum_cpu, .cuda = PILLARS_CUDA_KERNEL(sum), .vjp = sum_vjp, .print = print_reduce};
+const OpDef kMean{.name = "mean", .infer = infer_reduce, .cpu = mean_cpu, .cuda = PILLARS_CUDA_KERNEL(mean), .vjp = mean_vjp, .print = print_reduce};
+const OpDef kMax{.name = "max", .infer = infer_reduce, .cpu = max_cpu, .cuda = PILLARS_CUDA_KERNEL(max), .vjp = max_vjp, .print = print_reduce};
 
 ValueId reduce(const OpDef& op, Graph& g, ValueId x, int64_t axis, bool keepdim) {
-  Attrs a;
-  a.axis = detail::normalize_axis(op.name, axis, g.shape(x).size());
-  a.keepdim = keepdim;
-  return g.add1(op, {x}, a);
+  return g.add1(op, {x}, ReduceParams{.axis = detail::normalize_axis(op.name, axis, g.shape(x).size()), .keepdim = keepdim});
 }
 
 } // namespace

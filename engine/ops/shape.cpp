@@ -20,18 +20,19 @@ namespace {
 // ---- reshape ------------------------------------------------------------------------------------
 
 std::vector<OutputSpec> infer_reshape(const Graph& g, const Node& n) {
-  return {{Shape(n.attrs.ints), g.dtype(n.inputs[0])}};
+  return {{params_of<ReshapeParams>(n).shape, g.dtype(n.inputs[0])}};
 }
+std::string print_reshape(const Node& n) { return str_cat(" shape=", shape_str(params_of<ReshapeParams>(n).shape)); }
 std::vector<ValueId> reshape_vjp(Graph& g, const Node& n, const std::vector<ValueId>& go, const std::vector<bool>&) {
   return {reshape(g, go[0], g.shape(n.inputs[0]))};
 }
-const OpDef kReshape{.name = "reshape", .infer = infer_reshape, .vjp = reshape_vjp, .is_view = true};
+const OpDef kReshape{.name = "reshape", .infer = infer_reshape, .vjp = reshape_vjp, .print = print_reshape, .is_view = true};
 
 // ---- permute ------------------------------------------------------------------------------------
 
 std::vector<OutputSpec> infer_permute(const Graph& g, const Node& n) {
   const Shape& s = g.shape(n.inputs[0]);
-  const auto& order = n.attrs.ints;
+  const auto& order = params_of<PermuteParams>(n).order;
   PILLARS_CHECK(order.size() == s.size(), "permute: order has ", order.size(), " axes, input ", shape_str(s));
   std::vector<bool> seen(s.size(), false);
   Shape out;
@@ -47,7 +48,7 @@ std::vector<OutputSpec> infer_permute(const Graph& g, const Node& n) {
 // permuted strides; when the last axis stays last the row is one memcpy.
 void permute_cpu(const KernelContext& c) {
   const Shape& xs = c.in[0].shape();
-  const auto& order = c.node.attrs.ints;
+  const auto& order = params_of<PermuteParams>(c.node).order;
   const size_t r = xs.size(), es = dtype_size(c.in[0].dtype());
   const int64_t total = c.out[0].numel();
   if (total == 0) return;
@@ -84,18 +85,25 @@ void permute_cpu(const KernelContext& c) {
   }
 }
 std::vector<ValueId> permute_vjp(Graph& g, const Node& n, const std::vector<ValueId>& go, const std::vector<bool>&) {
-  std::vector<int64_t> inverse(n.attrs.ints.size());
-  for (size_t i = 0; i < inverse.size(); ++i) inverse[static_cast<size_t>(n.attrs.ints[i])] = static_cast<int64_t>(i);
+  const std::vector<int64_t>& order = params_of<PermuteParams>(n).order;
+  std::vector<int64_t> inverse(order.size());
+  for (size_t i = 0; i < inverse.size(); ++i) inverse[static_cast<size_t>(order[i])] = static_cast<int64_t>(i);
   return {permute(g, go[0], inverse)};
 }
-const OpDef kPermute{.name = "permute", .infer = infer_permute, .cpu = permute_cpu, .cuda = PILLARS_CUDA_KERNEL(permute), .vjp = permute_vjp};
+std::string print_permute(const Node& n) {
+  std::string out = " order=[";
+  const std::vector<int64_t>& order = params_of<PermuteParams>(n).order;
+  for (size_t i = 0; i < order.size(); ++i) out += str_cat(i ? "," : "", order[i]);
+  return out + "]";
+}
+const OpDef kPermute{.name = "permute", .infer = infer_permute, .cpu = permute_cpu, .cuda = PILLARS_CUDA_KERNEL(permute), .vjp = permute_vjp, .print = print_permute};
 
 // ---- slice / pad_slice / concat: all copy blocks of (outer, extent·inner) ----------------------
 
-// ints = {axis, begin, end} for slice; {axis, begin, full} for pad_slice.
 std::vector<OutputSpec> infer_slice(const Graph& g, const Node& n) {
   Shape s = g.shape(n.inputs[0]);
-  const int64_t axis = n.attrs.ints[0], begin = n.attrs.ints[1], end = n.attrs.ints[2];
+  const SliceParams& p = params_of<SliceParams>(n);
+  const int64_t axis = p.axis, begin = p.begin, end = p.end;
   PILLARS_CHECK(0 <= begin && begin <= end && end <= s[static_cast<size_t>(axis)], "slice: [", begin, ", ", end,
                 ") out of range for axis ", axis, " of ", shape_str(s));
   s[static_cast<size_t>(axis)] = end - begin;
@@ -103,7 +111,8 @@ std::vector<OutputSpec> infer_slice(const Graph& g, const Node& n) {
 }
 std::vector<OutputSpec> infer_pad_slice(const Graph& g, const Node& n) {
   Shape s = g.shape(n.inputs[0]);
-  const int64_t axis = n.attrs.ints[0], begin = n.attrs.ints[1], full = n.attrs.ints[2];
+  const PadSliceParams& p = params_of<PadSliceParams>(n);
+  const int64_t axis = p.axis, begin = p.begin, full = p.full;
   PILLARS_CHECK(begin >= 0 && begin + s[static_cast<size_t>(axis)] <= full, "pad_slice: does not fit");
   s[static_cast<size_t>(axis)] = full;
   return {{s, g.dtype(n.inputs[0])}};
@@ -121,32 +130,42 @@ void take_block(const char* x, int64_t xn, int64_t at, char* y, int64_t yn, int6
 }
 
 void slice_cpu(const KernelContext& c) {
-  const auto sp = detail::split_at(c.in[0].shape(), c.node.attrs.ints[0]);
-  const int64_t begin = c.node.attrs.ints[1], len = c.node.attrs.ints[2] - begin;
+  const SliceParams& p = params_of<SliceParams>(c.node);
+  const auto sp = detail::split_at(c.in[0].shape(), p.axis);
+  const int64_t begin = p.begin, len = p.end - begin;
   take_block(static_cast<const char*>(c.in[0].raw()), sp.n, begin, static_cast<char*>(c.out[0].raw()), len, sp.outer, sp.inner,
              dtype_size(c.in[0].dtype()));
 }
 void pad_slice_cpu(const KernelContext& c) {
-  const auto sp = detail::split_at(c.in[0].shape(), c.node.attrs.ints[0]);
+  const PadSliceParams& p = params_of<PadSliceParams>(c.node);
+  const auto sp = detail::split_at(c.in[0].shape(), p.axis);
   std::memset(c.out[0].raw(), 0, c.out[0].nbytes());
-  copy_block(static_cast<const char*>(c.in[0].raw()), sp.n, static_cast<char*>(c.out[0].raw()), c.node.attrs.ints[2],
-             c.node.attrs.ints[1], sp.outer, sp.inner, dtype_size(c.in[0].dtype()));
+  copy_block(static_cast<const char*>(c.in[0].raw()), sp.n, static_cast<char*>(c.out[0].raw()), p.full, p.begin, sp.outer,
+             sp.inner, dtype_size(c.in[0].dtype()));
 }
 std::vector<ValueId> slice_vjp(Graph& g, const Node& n, const std::vector<ValueId>& go, const std::vector<bool>&) {
-  const int64_t axis = n.attrs.ints[0];
-  return {pad_slice(g, go[0], axis, n.attrs.ints[1], g.shape(n.inputs[0])[static_cast<size_t>(axis)])};
+  const SliceParams& p = params_of<SliceParams>(n);
+  return {pad_slice(g, go[0], p.axis, p.begin, g.shape(n.inputs[0])[static_cast<size_t>(p.axis)])};
 }
 std::vector<ValueId> pad_slice_vjp(Graph& g, const Node& n, const std::vector<ValueId>& go, const std::vector<bool>&) {
-  const int64_t axis = n.attrs.ints[0], begin = n.attrs.ints[1];
-  return {slice(g, go[0], axis, begin, begin + g.shape(n.inputs[0])[static_cast<size_t>(axis)])};
+  const PadSliceParams& p = params_of<PadSliceParams>(n);
+  return {slice(g, go[0], p.axis, p.begin, p.begin + g.shape(n.inputs[0])[static_cast<size_t>(p.axis)])};
 }
-const OpDef kSlice{.name = "slice", .infer = infer_slice, .cpu = slice_cpu, .cuda = PILLARS_CUDA_KERNEL(slice), .vjp = slice_vjp};
-const OpDef kPadSlice{.name = "pad_slice", .infer = infer_pad_slice, .cpu = pad_slice_cpu, .cuda = PILLARS_CUDA_KERNEL(pad_slice), .vjp = pad_slice_vjp};
+std::string print_slice(const Node& n) {
+  const SliceParams& p = params_of<SliceParams>(n);
+  return str_cat(" axis=", p.axis, " begin=", p.begin, " end=", p.end);
+}
+std::string print_pad_slice(const Node& n) {
+  const PadSliceParams& p = params_of<PadSliceParams>(n);
+  return str_cat(" axis=", p.axis, " begin=", p.begin, " full=", p.full);
+}
+const OpDef kSlice{.name = "slice", .infer = infer_slice, .cpu = slice_cpu, .cuda = PILLARS_CUDA_KERNEL(slice), .vjp = slice_vjp, .print = print_slice};
+const OpDef kPadSlice{.name = "pad_slice", .infer = infer_pad_slice, .cpu = pad_slice_cpu, .cuda = PILLARS_CUDA_KERNEL(pad_slice), .vjp = pad_slice_vjp, .print = print_pad_slice};
 
 std::vector<OutputSpec> infer_concat(const Graph& g, const Node& n) {
   PILLARS_CHECK(!n.inputs.empty(), "concat: no inputs");
   Shape s = g.shape(n.inputs[0]);
-  const size_t axis = static_cast<size_t>(n.attrs.axis);
+  const size_t axis = static_cast<size_t>(params_of<ConcatParams>(n).axis);
   int64_t total = 0;
   for (ValueId v : n.inputs) {
     Shape t = g.shape(v);
@@ -160,44 +179,43 @@ std::vector<OutputSpec> infer_concat(const Graph& g, const Node& n) {
   return {{s, g.dtype(n.inputs[0])}};
 }
 void concat_cpu(const KernelContext& c) {
-  const auto sp = detail::split_at(c.out[0].shape(), c.node.attrs.axis);
+  const int64_t axis = params_of<ConcatParams>(c.node).axis;
+  const auto sp = detail::split_at(c.out[0].shape(), axis);
   int64_t at = 0;
   for (const Tensor& x : c.in) {
-    const int64_t xn = x.dim(static_cast<int>(c.node.attrs.axis));
+    const int64_t xn = x.dim(static_cast<int>(axis));
     copy_block(static_cast<const char*>(x.raw()), xn, static_cast<char*>(c.out[0].raw()), sp.n, at, sp.outer, sp.inner,
                dtype_size(x.dtype()));
     at += xn;
   }
 }
 std::vector<ValueId> concat_vjp(Graph& g, const Node& n, const std::vector<ValueId>& go, const std::vector<bool>& needs) {
+  const int64_t axis = params_of<ConcatParams>(n).axis;
   std::vector<ValueId> out;
   int64_t at = 0;
   for (size_t k = 0; k < n.inputs.size(); ++k) {
-    const int64_t len = g.shape(n.inputs[k])[static_cast<size_t>(n.attrs.axis)];
-    out.push_back(needs[k] ? slice(g, go[0], n.attrs.axis, at, at + len) : kNoValue);
+    const int64_t len = g.shape(n.inputs[k])[static_cast<size_t>(axis)];
+    out.push_back(needs[k] ? slice(g, go[0], axis, at, at + len) : kNoValue);
     at += len;
   }
   return out;
 }
-const OpDef kConcat{.name = "concat", .infer = infer_concat, .cpu = concat_cpu, .cuda = PILLARS_CUDA_KERNEL(concat), .vjp = concat_vjp};
+std::string print_concat(const Node& n) { return str_cat(" axis=", params_of<ConcatParams>(n).axis); }
+const OpDef kConcat{.name = "concat", .infer = infer_concat, .cpu = concat_cpu, .cuda = PILLARS_CUDA_KERNEL(concat), .vjp = concat_vjp, .print = print_concat};
 
 } // namespace
 
 ValueId reshape(Graph& g, ValueId x, const Shape& shape) {
   const Shape s = resolve_reshape(g.shape(x), shape);
   if (s == g.shape(x)) return x;
-  Attrs a;
-  a.ints = s;
-  return g.add1(kReshape, {x}, a);
+  return g.add1(kReshape, {x}, ReshapeParams{.shape = s});
 }
 
 ValueId permute(Graph& g, ValueId x, const std::vector<int64_t>& order) {
   bool identity = true;
   for (size_t i = 0; i < order.size(); ++i) identity = identity && order[i] == static_cast<int64_t>(i);
   if (identity && order.size() == g.shape(x).size()) return x;
-  Attrs a;
-  a.ints = order;
-  return g.add1(kPermute, {x}, a);
+  return g.add1(kPermute, {x}, PermuteParams{.order = order});
 }
 
 ValueId transpose(Graph& g, ValueId x, int64_t axis0, int64_t axis1) {
@@ -210,22 +228,17 @@ ValueId transpose(Graph& g, ValueId x, int64_t axis0, int64_t axis1) {
 }
 
 ValueId slice(Graph& g, ValueId x, int64_t axis, int64_t begin, int64_t end) {
-  Attrs a;
-  a.ints = {detail::normalize_axis("slice", axis, g.shape(x).size()), begin, end};
-  return g.add1(kSlice, {x}, a);
+  return g.add1(kSlice, {x}, SliceParams{.axis = detail::normalize_axis("slice", axis, g.shape(x).size()), .begin = begin, .end = end});
 }
 
 ValueId pad_slice(Graph& g, ValueId x, int64_t axis, int64_t begin, int64_t full) {
-  Attrs a;
-  a.ints = {detail::normalize_axis("pad_slice", axis, g.shape(x).size()), begin, full};
-  return g.add1(kPadSlice, {x}, a);
+  return g.add1(kPadSlice, {x},
+                PadSliceParams{.axis = detail::normalize_axis("pad_slice", axis, g.shape(x).size()), .begin = begin, .full = full});
 }
 
 ValueId concat(Graph& g, const std::vector<ValueId>& xs, int64_t axis) {
   PILLARS_CHECK(!xs.empty(), "concat: no inputs");
-  Attrs a;
-  a.axis = detail::normalize_axis("concat", axis, g.shape(xs[0]).size());
-  return g.add1(kConcat, xs, a);
+  return g.add1(kConcat, xs, ConcatParams{.axis = detail::normalize_axis("concat", axis, g.shape(xs[0]).size())});
 }
 
 } // namespace pillars::ops

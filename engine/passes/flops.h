@@ -10,7 +10,8 @@
 //              halved under a causal mask (only the lower triangle is computed)
 //   every other op: one FLOP per output element ("other": elementwise ops, norms, softmax)
 // Leaves, views and constants cost nothing. Backward ops are counted the same way, so on a
-// training graph the total is forward + backward.
+// training graph the total is forward + backward. Each op's count is its OpDef::flops slot
+// (engine/op.h; the one-per-element rule when it has none): this pass only sums them.
 #pragma once
 #include <cstdint>
 #include <map>

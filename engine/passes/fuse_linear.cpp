@@ -6,19 +6,18 @@
 // linear_act in place of the activation.
 #include "engine/passes/fuse_linear.h"
 
-#include <cstring>
 #include <map>
 
 #include "base/error.h"
 #include "engine/op.h"
-#include "engine/passes/copy_node.h"
+#include "engine/ops/elementwise.h"
 #include "engine/ops/linear_act.h"
+#include "engine/ops/matmul.h"
+#include "engine/passes/copy_node.h"
 
 namespace pillars {
 
 namespace {
-
-bool is(const Node& n, const char* name) { return std::strcmp(n.op->name, name) == 0; }
 
 struct Chain {
   ValueId x, w, b;
@@ -34,23 +33,25 @@ bool single_use(const std::vector<int>& readers, const std::vector<bool>& is_out
 // If node `i` is the activation of a fusable linear → activation chain, returns it.
 bool match(const Graph& g, int i, const std::vector<int>& readers, const std::vector<bool>& is_output, Chain& c) {
   const Node& act = g.node(i);
-  if (!is(act, "relu") && !is(act, "gelu")) return false;
+  if (act.op != &ops::kRelu && act.op != &ops::kGelu) return false;
   const ValueId z = act.inputs[0];
   if (!single_use(readers, is_output, z)) return false;
   const int add_node = g.value(z).producer;
   const Node& add = g.node(add_node);
-  if (!is(add, "add")) return false;
+  if (add.op != &ops::kAdd) return false;
   // add(m, b) as ops::linear emits it; add(b, m) is the same sum.
   for (int side = 0; side < 2; ++side) {
     const ValueId m = add.inputs[static_cast<size_t>(side)], b = add.inputs[static_cast<size_t>(1 - side)];
     if (!single_use(readers, is_output, m)) continue;
     const int mm_node = g.value(m).producer;
     const Node& mm = g.node(mm_node);
-    if (!is(mm, "matmul") || mm.attrs.trans_a || !mm.attrs.trans_b || mm.attrs.scale != 1.0f) continue;
+    if (mm.op != &ops::kMatmul) continue;
+    const ops::MatmulParams& mp = params_of<ops::MatmulParams>(mm);
+    if (mp.trans_a || !mp.trans_b || mp.alpha != 1.0f) continue;
     const ValueId x = mm.inputs[0], w = mm.inputs[1];
     const Shape ws = g.shape(w);
     if (ws.size() != 2 || g.shape(x).size() < 2 || g.shape(b) != Shape{ws[0]} || g.dtype(b) != DType::f32) continue;
-    c = {x, w, b, is(act, "gelu") ? ops::Activation::gelu : ops::Activation::relu, mm_node, add_node};
+    c = {x, w, b, act.op == &ops::kGelu ? ops::Activation::gelu : ops::Activation::relu, mm_node, add_node};
     return true;
   }
   return false;

@@ -15,7 +15,7 @@ namespace pillars::cuda {
 
 // attention_mask: [key_lengths i32 (B)] → m i32 (B or 1, 1, Tq, Tk), 1 where key j is hidden from
 // query i: j ≥ key_lengths[b] (padding) or, if causal, j > i + Tk − Tq (the naive attention's mask;
-// engine/ops/attention.cpp). attrs: causal, ints = {Tq, Tk}.
+// engine/ops/attention.cpp, whose AttentionMaskParams give Tq, Tk and causal).
 namespace {
 
 constexpr int kThreads = 256;

@@ -1,7 +1,7 @@
 // Dropout and masked_fill on the GPU (same functions as engine/ops/nn_dropout.cpp).
 //
 // dropout: x (n) → y (n), any shape flattened. With the Philox stream of kernels/philox.h,
-//   key = attrs.seed + run seed,  element i sits at stream position s = rng_offset + i,
+//   key = the op's seed + run seed,  element i sits at stream position s = rng_offset + i,
 //   r = philox4x32_10(counter s / 4, key), u_i = (word s % 4 of r >> 8) · 2⁻²⁴ ∈ [0, 1),
 //   y_i = x_i · (1 / (1 − p)) if u_i ≥ p, else 0           (p = 1: u < 1 always, so y = 0)
 // bit for bit the CPU kernel's mask and values (u, the scale and the product are exact the same

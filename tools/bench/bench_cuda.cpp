@@ -251,7 +251,7 @@ double our_step_ms(Precision precision, int repeats, float& first_loss) {
   optim::Adam adam(0.9, 0.98, 1e-8, 0.0, false);
   std::vector<optim::ParamSlot> slots;
   for (size_t i = 0; i < leaves.size(); ++i) {
-    const std::string& name = m.graph.producer(leaves[i]).attrs.name;
+    const std::string& name = m.graph.producer(leaves[i]).name;
     if (grads[i] != kNoValue) slots.push_back({name, params.get(name), ex.value(grads[i])});
   }
   uint64_t seed = 0;

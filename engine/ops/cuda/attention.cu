@@ -1,6 +1,6 @@
 // The CUDA slots of attention and attention_backward (engine/ops/attention.cpp has the node
-// layouts): each reads (B, T, H, D), the scale, the masks, dropout and the optional outputs off
-// the node and calls our flash attention (kernels/cuda/attention.h) or, for a node whose kernel
+// layouts): each reads (B, T, H, D) off the shapes, the scale, the masks, dropout and the optional
+// outputs off the node's ops::AttentionParams, and calls our flash attention (kernels/cuda/attention.h) or, for a node whose kernel
 // is ops::AttentionKernel::cudnn, cuDNN's fused attention (kernels/cuda/cudnn_attention.h): the
 // forward takes its scratch from the cuDNN backend's own block (the attention op declares no
 // CUDA workspace), the backward from the executor's workspace, whose size query covers cuDNN's
@@ -15,13 +15,13 @@ namespace {
 
 // The arguments of an attention / attention_backward node: q (B, Tq, H, D), k (B, Tk, H, D).
 AttentionArgs op_args(const KernelContext& c, const Shape& q, const Shape& k, const Tensor* key_lengths) {
-  const Attrs& at = c.node.attrs;
+  const ops::AttentionParams& at = params_of<ops::AttentionParams>(c.node);
   AttentionArgs a;
   a.B = q[0], a.Tq = q[1], a.H = q[2], a.D = q[3], a.Tk = k[1];
   a.scale = at.scale;
   a.causal = at.causal;
   a.key_lengths = key_lengths ? key_lengths->data<int32_t>() : nullptr;
-  a.dropout_p = at.p;
+  a.dropout_p = at.dropout;
   a.seed = at.seed; // the executor's run seed is added on the device (c.device_run_seed)
   a.rng_offset = at.rng_offset;
   a.run_seed = c.device_run_seed;
@@ -29,18 +29,19 @@ AttentionArgs op_args(const KernelContext& c, const Shape& q, const Shape& k, co
   return a;
 }
 
-bool runs_on_cudnn(const Node& n) { return ops::attention_kernel(n) == ops::AttentionKernel::cudnn; }
+bool runs_on_cudnn(const Node& n) { return params_of<ops::AttentionParams>(n).kernel == ops::AttentionKernel::cudnn; }
 
 // The cuDNN backend's arguments for a node (fp32 tensors). For the workspace query only whether
 // key_lengths is null matters: `has_key_lengths` stands in for the pointer there.
 CudnnAttentionArgs cudnn_args(const Node& n, const Shape& q, const Shape& k, const int32_t* key_lengths) {
+  const ops::AttentionParams& p = params_of<ops::AttentionParams>(n);
   CudnnAttentionArgs a;
   a.B = q[0], a.Tq = q[1], a.H = q[2], a.D = q[3], a.Tk = k[1];
-  a.scale = n.attrs.scale;
-  a.causal = n.attrs.causal;
+  a.scale = p.scale;
+  a.causal = p.causal;
   a.key_lengths = key_lengths;
-  a.dropout_p = n.attrs.p;
-  a.emit_probs = ops::attention_emits_probs(n);
+  a.dropout_p = p.dropout;
+  a.emit_probs = p.emit_probs;
   return a;
 }
 
@@ -56,7 +57,7 @@ void op_attention(const KernelContext& c) {
     return;
   }
   const AttentionArgs a = op_args(c, q.shape(), k.shape(), c.in.size() > 3 ? &c.in[3] : nullptr);
-  const bool emit_probs = !c.node.attrs.ints.empty() && c.node.attrs.ints[0] != 0;
+  const bool emit_probs = params_of<ops::AttentionParams>(c.node).emit_probs;
   attention_forward<float>(a, q.data<float>(), k.data<float>(), v.data<float>(), c.out[0].data<float>(),
                            c.out[1].data<float>(), emit_probs ? c.out[2].data<float>() : nullptr);
 }

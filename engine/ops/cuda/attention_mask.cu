@@ -1,15 +1,17 @@
 // The CUDA slot of attention_mask (engine/ops/attention.cpp, the mask of attention_reference):
-// reads Tq, Tk and the causal flag off the node and calls kernels/cuda/attention_mask.h.
+// reads Tq, Tk and the causal flag off the node's ops::AttentionMaskParams and calls
+// kernels/cuda/attention_mask.h.
+#include "engine/ops/attention.h"
 #include "engine/ops/cuda/ops.h"
 #include "kernels/cuda/attention_mask.h"
 
 namespace pillars::cuda {
 
-// [key_lengths i32 (B)] → m i32 (B or 1, 1, Tq, Tk); attrs: causal, ints = {Tq, Tk}
+// [key_lengths i32 (B)] → m i32 (B or 1, 1, Tq, Tk)
 void op_attention_mask(const KernelContext& c) {
-  const int64_t Tq = c.node.attrs.ints.at(0), Tk = c.node.attrs.ints.at(1), B = c.out[0].dim(0);
-  attention_mask(c.in.empty() ? nullptr : c.in[0].data<int32_t>(), c.out[0].data<int32_t>(), B, Tq, Tk,
-                 c.node.attrs.causal);
+  const ops::AttentionMaskParams& p = params_of<ops::AttentionMaskParams>(c.node);
+  attention_mask(c.in.empty() ? nullptr : c.in[0].data<int32_t>(), c.out[0].data<int32_t>(), c.out[0].dim(0), p.Tq, p.Tk,
+                 p.causal);
 }
 
 } // namespace pillars::cuda

@@ -1,20 +1,23 @@
 // The CUDA slots of cross_entropy and cross_entropy_backward (engine/ops/nn_loss.cpp): each
-// flattens the logits to (N, V), reads smoothing and ignore_index off the node, and calls
+// flattens the logits to (N, V), reads smoothing and ignore_index off the node's
+// ops::CrossEntropyParams, and calls
 // kernels/cuda/cross_entropy.h with the executor's workspace as the kernels' scratch.
 #include "engine/ops/cuda/ops.h"
+#include "engine/ops/nn.h"
 #include "kernels/cuda/cross_entropy.h"
 
 namespace pillars::cuda {
 namespace {
 
-CrossEntropyParams params_of(const KernelContext& c) {
+CrossEntropyParams kernel_params(const KernelContext& c) {
+  const ops::CrossEntropyParams& op = params_of<ops::CrossEntropyParams>(c.node);
   const Tensor& logits = c.in[0];
   CrossEntropyParams p;
   p.V = logits.dim(-1);
   p.N = logits.numel() / p.V;
-  p.ignore_index = c.node.attrs.ignore_index;
-  p.one_minus_smoothing = 1.0f - c.node.attrs.smoothing;
-  p.uniform = c.node.attrs.smoothing / static_cast<float>(p.V);
+  p.ignore_index = op.ignore_index;
+  p.one_minus_smoothing = 1.0f - op.smoothing;
+  p.uniform = op.smoothing / static_cast<float>(p.V);
   return p;
 }
 
@@ -22,13 +25,13 @@ CrossEntropyParams params_of(const KernelContext& c) {
 
 // inputs: logits, targets → loss [], lse (...); workspace: the N row losses
 void op_cross_entropy(const KernelContext& c) {
-  cross_entropy_forward(params_of(c), c.in[0].data<float>(), c.in[1].data<int32_t>(), c.out[0].data<float>(),
+  cross_entropy_forward(kernel_params(c), c.in[0].data<float>(), c.in[1].data<int32_t>(), c.out[0].data<float>(),
                         c.out[1].data<float>(), static_cast<float*>(c.workspace));
 }
 
 // inputs: logits, targets, lse, dL → dlogits (in place over logits allowed); workspace: the scale
 void op_cross_entropy_backward(const KernelContext& c) {
-  cross_entropy_backward(params_of(c), c.in[0].data<float>(), c.in[1].data<int32_t>(), c.in[2].data<float>(),
+  cross_entropy_backward(kernel_params(c), c.in[0].data<float>(), c.in[1].data<int32_t>(), c.in[2].data<float>(),
                          c.in[3].data<float>(), c.out[0].data<float>(), static_cast<float*>(c.workspace));
 }
 

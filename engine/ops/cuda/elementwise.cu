@@ -1,7 +1,9 @@
 // The CUDA slots of the elementwise ops (engine/ops/elementwise.cpp): each unpacks its node —
-// input and output tensors, shapes, attrs.scale / attrs.value — and calls the pointer-and-size
+// input and output tensors, shapes, scale's factor / add_scalar's and fill's value (their params
+// structs, engine/ops/elementwise.h) — and calls the pointer-and-size
 // kernels of kernels/cuda/elementwise.h, which hold the algorithm.
 #include "engine/ops/cuda/ops.h"
+#include "engine/ops/elementwise.h"
 #include "kernels/cuda/elementwise.h"
 
 namespace pillars::cuda {
@@ -13,9 +15,12 @@ template <Binary K> void binary(const KernelContext& c) {
   binary_broadcast(K, A.data<float>(), A.shape(), B.data<float>(), B.shape(), out.data<float>(), out.shape(), c.node.op->name);
 }
 
+// The kernel's (s, c): scale's factor, add_scalar's constant; the neutral 1, 0 for the other kinds.
 template <Unary K> void unary(const KernelContext& c) {
-  unary_map(K, c.in[0].data<float>(), c.out[0].data<float>(), c.out[0].numel(), c.node.attrs.scale, c.node.attrs.value,
-            c.node.op->name);
+  float s = 1.0f, k = 0.0f;
+  if constexpr (K == Unary::scale) s = params_of<ops::ScaleParams>(c.node).factor;
+  if constexpr (K == Unary::add_scalar) k = params_of<ops::AddScalarParams>(c.node).value;
+  unary_map(K, c.in[0].data<float>(), c.out[0].data<float>(), c.out[0].numel(), s, k, c.node.op->name);
 }
 
 // inputs: dy, then ReLU's output (relu) or the input x (gelu)
@@ -41,7 +46,9 @@ void op_gelu(const KernelContext& c) { unary<Unary::gelu>(c); }
 void op_relu_backward(const KernelContext& c) { backward<Unary::relu>(c); }
 void op_gelu_backward(const KernelContext& c) { backward<Unary::gelu>(c); }
 
-void op_fill(const KernelContext& c) { fill(c.out[0].data<float>(), c.out[0].numel(), c.node.attrs.value); }
+void op_fill(const KernelContext& c) {
+  fill(c.out[0].data<float>(), c.out[0].numel(), params_of<ops::FillParams>(c.node).value);
+}
 
 void op_sum_to(const KernelContext& c) {
   sum_to(c.in[0].data<float>(), c.in[0].shape(), c.out[0].data<float>(), c.out[0].shape());

@@ -12,7 +12,7 @@ void op_embedding(const KernelContext& c) {
                     table.dim(1));
 }
 
-// inputs: dout (..., D), ids (...); attrs.ints = {V} → dtable (V, D)
+// inputs: dout (..., D), ids (...) → dtable (V, D) (V from the output's shape)
 void op_embedding_backward(const KernelContext& c) {
   const Tensor &dout = c.in[0], &ids = c.in[1];
   Tensor& dtable = c.out[0];

@@ -1,9 +1,9 @@
 // The CUDA kernels of every engine op, in the KernelContext form the executor calls: the `cuda`
 // slot of each OpDef (engine/op.h, PILLARS_CUDA_KERNEL) points here, and `cuda_workspace` at the
 // *_workspace functions. These are adapters: each validates nothing that the op's shape rule
-// already checked; it unpacks the node's tensors, shapes and attributes and calls the
-// pointer-and-size kernels of kernels/cuda/, which launch on cuda::stream(). Tensors are device
-// tensors, contiguous, shapes as inferred.
+// already checked; it unpacks the node's tensors, shapes and params struct (params_of) and calls
+// the pointer-and-size kernels of kernels/cuda/, which launch on cuda::stream(). Tensors are
+// device tensors, contiguous, shapes as inferred.
 //
 // One adapter file per op family, engine/ops/cuda/<family>.cu, over the kernels' header
 // kernels/cuda/<family>.h (the shapes) and source kernels/cuda/<family>.cu (the algorithm):

@@ -1,14 +1,15 @@
 // The CUDA slots of the reductions (engine/ops/reduce.cpp): each views its input as
-// (outer, n, inner) around attrs.axis and calls the kernels of kernels/cuda/reduce.h.
+// (outer, n, inner) around its ReduceParams' axis and calls the kernels of kernels/cuda/reduce.h.
 #include "engine/ops/common.h"
 #include "engine/ops/cuda/ops.h"
+#include "engine/ops/reduce.h"
 #include "kernels/cuda/reduce.h"
 
 namespace pillars::cuda {
 namespace {
 
 void reduce(const KernelContext& c, bool max, bool mean) {
-  const auto sp = ops::detail::split_at(c.in[0].shape(), c.node.attrs.axis);
+  const auto sp = ops::detail::split_at(c.in[0].shape(), params_of<ops::ReduceParams>(c.node).axis);
   const float* x = c.in[0].data<float>();
   float* y = c.out[0].data<float>();
   if (max) reduce_max(x, y, sp.outer, sp.n, sp.inner, c.node.op->name);
@@ -23,7 +24,7 @@ void op_max(const KernelContext& c) { reduce(c, true, false); }
 
 // inputs: x, y = max(x), g → dx
 void op_max_backward(const KernelContext& c) {
-  const auto sp = ops::detail::split_at(c.in[0].shape(), c.node.attrs.axis);
+  const auto sp = ops::detail::split_at(c.in[0].shape(), params_of<ops::ReduceParams>(c.node).axis);
   max_backward(c.in[0].data<float>(), c.in[1].data<float>(), c.in[2].data<float>(), c.out[0].data<float>(), sp.outer, sp.n,
                sp.inner);
 }

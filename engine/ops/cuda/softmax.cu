@@ -1,6 +1,7 @@
 // The CUDA slots of softmax, log_softmax and their backward ops (engine/ops/nn_softmax.cpp): each
-// views its tensor as (outer, len, inner) around attrs.axis and calls kernels/cuda/softmax.h.
+// views its tensor as (outer, len, inner) around its SoftmaxParams' axis and calls kernels/cuda/softmax.h.
 #include "engine/ops/cuda/ops.h"
+#include "engine/ops/nn.h"
 #include "kernels/cuda/softmax.h"
 
 namespace pillars::cuda {
@@ -24,13 +25,13 @@ AxisView view_around_axis(const Tensor& t, int64_t axis) {
 }
 
 void forward_op(const KernelContext& c, bool log) {
-  const AxisView v = view_around_axis(c.in[0], c.node.attrs.axis);
+  const AxisView v = view_around_axis(c.in[0], params_of<ops::SoftmaxParams>(c.node).axis);
   softmax_forward(v.outer, v.len, v.inner, c.in[0].data<float>(), c.out[0].data<float>(), log);
 }
 
 // inputs: y, dy
 void backward_op(const KernelContext& c, bool log) {
-  const AxisView v = view_around_axis(c.in[0], c.node.attrs.axis);
+  const AxisView v = view_around_axis(c.in[0], params_of<ops::SoftmaxParams>(c.node).axis);
   softmax_backward(v.outer, v.len, v.inner, c.in[0].data<float>(), c.in[1].data<float>(), c.out[0].data<float>(),
                    log);
 }
