@@ -41,7 +41,7 @@ Clustering kmeans_gram(const std::vector<double>& G, int k, int C, uint64_t seed
 Clustering kmeans_vectors(const std::vector<std::vector<double>>& E, int C, uint64_t seed, const KMeansOptions& o = {});
 
 // The cosine of two vectors from their dot product and squared norms, with the product of the
-// norms clamped at eps as in ops::cosine_similarity: dot / sqrt(max(‖a‖²·‖b‖², eps²)). A zero
+// norms clamped at eps as in PyTorch's F.cosine_similarity: dot / sqrt(max(‖a‖²·‖b‖², eps²)). A zero
 // vector gives 0, never NaN. The GCT ops (ght/ops.h) use the same formula and eps.
 constexpr double kCosineEps = 1e-8;
 inline double clamped_cosine(double dot, double norm2_a, double norm2_b, double eps = kCosineEps) {

@@ -1,19 +1,43 @@
-// `pillars bench gemm|attention|softmax|step|gct|pruned-decode [--device cuda]`: our figure next to the reference's, from the same run.
+// `pillars bench gemm|attention|softmax|step|gct|pruned-decode [--device cuda]`: our figure next to
+// the reference's, from the same run.
 #include <omp.h>
 
 #include <algorithm>
+#include <array>
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "base/enum_names.h"
+#include "base/error.h"
+#include "engine/tensor.h"
 #include "tools/bench/bench_attention.h"
 #include "tools/bench/bench_cuda.h"
 #include "tools/bench/bench_ght.h"
 #include "tools/bench/bench_gemm.h"
 #include "tools/bench/bench_step.h"
-#include "base/error.h"
 #include "tools/commands.h"
 
 namespace pillars::cli {
+
+namespace {
+
+// Every benchmark, with what it runs on each device (nullptr: not on that device).
+struct Benchmark {
+  const char* name;
+  int (*cpu)(int threads, int repeats);
+  int (*cuda)(int repeats);
+};
+constexpr std::array kBenchmarks = {
+    Benchmark{"gemm", bench::bench_gemm, nullptr},
+    Benchmark{"attention", bench::bench_attention, bench::bench_cuda_attention},
+    Benchmark{"softmax", nullptr, bench::bench_cuda_softmax},
+    Benchmark{"step", bench::bench_step, bench::bench_cuda_step},
+    Benchmark{"gct", bench::bench_gct, nullptr},
+    Benchmark{"pruned-decode", bench::bench_pruned_decode, nullptr},
+};
+
+} // namespace
 
 Command add_bench_command(CLI::App& app) {
   CLI::App* bench = app.add_subcommand("bench", "Benchmarks: ours vs the reference (OpenBLAS, naive attention, PyTorch)");
@@ -24,27 +48,23 @@ Command add_bench_command(CLI::App& app) {
     std::string device = "cpu";
   };
   auto opt = std::make_shared<Options>();
-  bench->add_option("what", opt->what, "gemm | attention | softmax | step | gct | pruned-decode")
-      ->required()
-      ->check(CLI::IsMember({"gemm", "attention", "softmax", "step", "gct", "pruned-decode"}));
+  std::vector<std::string> names;
+  for (const Benchmark& b : kBenchmarks) names.push_back(b.name);
+  bench->add_option("what", opt->what, "gemm | attention | softmax | step | gct | pruned-decode")->required()->check(CLI::IsMember(names));
   bench->add_option("--threads", opt->threads, "threads for ours and the reference (default: all cores)")->check(CLI::NonNegativeNumber);
   bench->add_option("--repeats", opt->repeats, "timed repetitions (the median is reported)")->check(CLI::PositiveNumber);
   bench->add_option("--device", opt->device, "cpu | cuda (attention, softmax, step: our CUDA kernels next to cuDNN and PyTorch)")
-      ->check(CLI::IsMember({"cpu", "cuda"}));
+      ->check(CLI::IsMember(enum_names<Device>()));
   return {bench, [opt]() {
-            if (opt->device == "cuda") {
-              if (opt->what == "attention") return bench::bench_cuda_attention(std::max(opt->repeats, 10));
-              if (opt->what == "softmax") return bench::bench_cuda_softmax(std::max(opt->repeats, 10));
-              if (opt->what == "step") return bench::bench_cuda_step(std::max(opt->repeats, 10));
-              throw InputError("bench " + opt->what + " --device cuda: not available yet (attention, softmax and step are)");
+            const Device device = parse_enum<Device>(opt->device, "--device");
+            const auto b = std::find_if(kBenchmarks.begin(), kBenchmarks.end(), [&](const Benchmark& x) { return x.name == opt->what; });
+            PILLARS_CHECK(b != kBenchmarks.end(), "bench: no benchmark ", opt->what); // CLI11 checked the word
+            if (device == Device::cuda) {
+              if (!b->cuda) throw InputError(str_cat("bench ", b->name, " --device cuda: not available (attention, softmax and step are)"));
+              return b->cuda(std::max(opt->repeats, 10));
             }
-            if (opt->what == "softmax") throw InputError("bench softmax: only with --device cuda");
-            const int threads = opt->threads > 0 ? opt->threads : omp_get_num_procs();
-            if (opt->what == "gemm") return bench::bench_gemm(threads, opt->repeats);
-            if (opt->what == "attention") return bench::bench_attention(threads, opt->repeats);
-            if (opt->what == "gct") return bench::bench_gct(threads, opt->repeats);
-            if (opt->what == "pruned-decode") return bench::bench_pruned_decode(threads, opt->repeats);
-            return bench::bench_step(threads, opt->repeats);
+            if (!b->cpu) throw InputError(str_cat("bench ", b->name, ": only with --device cuda"));
+            return b->cpu(opt->threads > 0 ? opt->threads : omp_get_num_procs(), opt->repeats);
           }};
 }
 

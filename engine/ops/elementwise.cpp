@@ -224,7 +224,6 @@ ValueId relu_backward(Graph& g, ValueId dy, ValueId x) { return g.add1(kReluBack
 ValueId gelu_backward(Graph& g, ValueId dy, ValueId x) { return g.add1(kGeluBackward, {dy, x}); }
 
 ValueId fill(Graph& g, const Shape& shape, float value) { return g.add1(kFill, {}, FillParams{.shape = shape, .value = value}); }
-ValueId zeros_like(Graph& g, ValueId x) { return fill(g, g.shape(x), 0.0f); }
 ValueId sum_to(Graph& g, ValueId x, const Shape& shape) {
   if (g.shape(x) == shape) return x;
   return g.add1(kSumTo, {x}, TargetShapeParams{.shape = shape});

@@ -58,7 +58,6 @@ ValueId relu_backward(Graph& g, ValueId dy, ValueId y);
 ValueId gelu_backward(Graph& g, ValueId dy, ValueId x);
 
 ValueId fill(Graph& g, const Shape& shape, float value); // a constant-valued f32 tensor
-ValueId zeros_like(Graph& g, ValueId x);
 // Sum x down to `shape` (the inverse of broadcasting): the gradient of a broadcast.
 ValueId sum_to(Graph& g, ValueId x, const Shape& shape);
 // Broadcast x up to `shape` (copies).

@@ -55,12 +55,6 @@ struct CrossEntropyParams {
   int64_t ignore_index = -100; // rows with this target count neither in the loss nor in the mean
 };
 
-// cosine_similarity and its backward op.
-struct CosineParams {
-  int64_t axis = 0;  // the summed axis, stored non-negative
-  float eps = 1e-8f; // the norm product is clamped below at eps² (PyTorch's eps)
-};
-
 // ---- builders ----
 
 // softmax / log-softmax along `axis` (default last), statistics in f32. A row that is entirely
@@ -99,9 +93,6 @@ ValueId masked_fill(Graph& g, ValueId x, ValueId mask, float value);
 ValueId cross_entropy(Graph& g, ValueId logits, ValueId targets, float smoothing = 0.0f,
                       int64_t ignore_index = -100);
 
-// Cosine similarity along `axis`: a·b / sqrt(max(‖a‖²·‖b‖², eps²)) (PyTorch 1.13's
-// F.cosine_similarity); a and b have the same shape; the axis is removed from the output.
-ValueId cosine_similarity(Graph& g, ValueId a, ValueId b, int64_t axis = -1, float eps = 1e-8f);
 
 // Per-head Gram matrix for GHT (docs/METHOD.md §2): x (B, T, H, D) is a per-head feature map
 // (e.g. V or O); lengths i32 (B) or kNoValue excludes padded positions t >= lengths[b].

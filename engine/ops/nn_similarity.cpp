@@ -1,11 +1,4 @@
-// cosine_similarity and head_gram (the k × k Gram matrix of GHT, docs/METHOD.md §2), each with
-// its backward op.
-//
-// cosine_similarity (PyTorch 1.13's F.cosine_similarity), sums along `axis`:
-//   a, b (...) f32, same shape → c (shape without the axis)
-//   w1 = Σ a²,  w2 = Σ b²,  w12 = Σ a·b,  n = sqrt(max(w1·w2, eps²)),  c = w12 / n
-//   dc/da = b/n − c·a/w1   (and symmetrically for b) where w1·w2 > eps²;  dc/da = b/eps where the
-//   clamp is active (n is then a constant).      → op cosine_similarity_backward(a, b, dc)
+// head_gram (the k × k Gram matrix of GHT, docs/METHOD.md §2) and its backward op.
 //
 // head_gram: x (B, T, H, D) f32, lengths (B) i32 or none → G (H, H)
 //   G[i, j] = Σ_{b, t < len_b, d} x[b,t,i,d] · x[b,t,j,d]     (padding positions t ≥ len_b left out)
@@ -25,86 +18,6 @@ namespace {
 
 using detail::kParallelGrain;
 constexpr int64_t kGramChunk = 32;      // tokens per partial Gram matrix
-
-// ---- cosine_similarity -------------------------------------------------------------------------
-
-// w1, w2, w12 of one (o, i) pair, in double.
-struct CosineSums {
-  double w1 = 0, w2 = 0, w12 = 0;
-};
-CosineSums cosine_sums(const detail::AxisSplit& v, const float* a, const float* b, int64_t o, int64_t i) {
-  CosineSums s;
-  for (int64_t l = 0; l < v.n; ++l) {
-    const double x = a[v.at(o, l, i)], y = b[v.at(o, l, i)];
-    s.w1 += x * x, s.w2 += y * y, s.w12 += x * y;
-  }
-  return s;
-}
-
-// inputs: a, b (cosine_similarity) or a, b, dc (backward, whose outputs are da, db)
-std::vector<OutputSpec> infer_cosine(const Graph& g, const Node& n) {
-  const Shape& s = g.shape(n.inputs[0]);
-  PILLARS_CHECK(g.shape(n.inputs[1]) == s, n.op->name, ": a ", shape_str(s), " and b ",
-                shape_str(g.shape(n.inputs[1])), " must have the same shape");
-  for (ValueId v : n.inputs) PILLARS_CHECK(g.dtype(v) == DType::f32, n.op->name, ": expects f32 inputs");
-  Shape reduced = s;
-  reduced.erase(reduced.begin() + detail::normalize_axis(n.op->name, params_of<CosineParams>(n).axis, s.size()));
-  if (n.inputs.size() == 3) {
-    PILLARS_CHECK(g.shape(n.inputs[2]) == reduced, n.op->name, ": dc must have shape ", shape_str(reduced));
-    return {{s, DType::f32}, {s, DType::f32}};
-  }
-  return {{reduced, DType::f32}};
-}
-
-void cpu_cosine(const KernelContext& c) {
-  const CosineParams& p = params_of<CosineParams>(c.node);
-  const detail::AxisSplit v = detail::split_at(c.in[0].shape(), p.axis);
-  const float *a = c.in[0].data<float>(), *b = c.in[1].data<float>();
-  float* out = c.out[0].data<float>();
-  const double eps = p.eps;
-#pragma omp parallel for schedule(static) if (c.in[0].numel() >= kParallelGrain)
-  for (int64_t oi = 0; oi < v.outer * v.inner; ++oi) {
-    const CosineSums s = cosine_sums(v, a, b, oi / v.inner, oi % v.inner);
-    out[oi] = static_cast<float>(s.w12 / std::sqrt(std::max(s.w1 * s.w2, eps * eps)));
-  }
-}
-
-void cpu_cosine_backward(const KernelContext& c) {
-  const CosineParams& p = params_of<CosineParams>(c.node);
-  const detail::AxisSplit v = detail::split_at(c.in[0].shape(), p.axis);
-  const float *a = c.in[0].data<float>(), *b = c.in[1].data<float>(), *dc = c.in[2].data<float>();
-  float *da = c.out[0].data<float>(), *db = c.out[1].data<float>();
-  const double eps = p.eps;
-#pragma omp parallel for schedule(static) if (c.in[0].numel() >= kParallelGrain)
-  for (int64_t oi = 0; oi < v.outer * v.inner; ++oi) {
-    const int64_t o = oi / v.inner, i = oi % v.inner;
-    const CosineSums s = cosine_sums(v, a, b, o, i);
-    const bool clamped = s.w1 * s.w2 <= eps * eps;
-    const double n = clamped ? eps : std::sqrt(s.w1 * s.w2), cos = s.w12 / n;
-    // da = g·(b/n − cos·a/w1), db = g·(a/n − cos·b/w2); the second terms vanish when clamped.
-    const double ka = clamped ? 0.0 : cos / s.w1, kb = clamped ? 0.0 : cos / s.w2;
-    for (int64_t l = 0; l < v.n; ++l) {
-      const int64_t k = v.at(o, l, i);
-      da[k] = static_cast<float>(dc[oi] * (b[k] / n - ka * a[k]));
-      db[k] = static_cast<float>(dc[oi] * (a[k] / n - kb * b[k]));
-    }
-  }
-}
-
-std::string print_cosine(const Node& n) {
-  const CosineParams& p = params_of<CosineParams>(n);
-  return str_cat(" axis=", p.axis, " eps=", p.eps);
-}
-
-const OpDef kCosineBackward{.name = "cosine_similarity_backward", .infer = infer_cosine, .cpu = cpu_cosine_backward, .print = print_cosine};
-
-std::vector<ValueId> vjp_cosine(Graph& g, const Node& n, const std::vector<ValueId>& dy, const std::vector<bool>& needs) {
-  if (dy[0] == kNoValue || (!needs[0] && !needs[1])) return {kNoValue, kNoValue};
-  const std::vector<ValueId> d = g.add(kCosineBackward, {n.inputs[0], n.inputs[1], dy[0]}, n.params);
-  return {needs[0] ? d[0] : kNoValue, needs[1] ? d[1] : kNoValue};
-}
-
-const OpDef kCosine{.name = "cosine_similarity", .infer = infer_cosine, .cpu = cpu_cosine, .vjp = vjp_cosine, .print = print_cosine};
 
 // ---- head_gram ---------------------------------------------------------------------------------
 
@@ -215,10 +128,6 @@ const OpDef kGram{.name = "head_gram", .infer = infer_gram_forward, .cpu = cpu_g
                   .vjp = vjp_gram, .workspace = workspace_gram, .cuda_workspace = PILLARS_CUDA_WORKSPACE(head_gram)};
 
 } // namespace
-
-ValueId cosine_similarity(Graph& g, ValueId a, ValueId b, int64_t axis, float eps) {
-  return g.add1(kCosine, {a, b}, CosineParams{.axis = detail::normalize_axis("cosine_similarity", axis, g.shape(a).size()), .eps = eps});
-}
 
 ValueId head_gram(Graph& g, ValueId x, ValueId lengths) {
   return g.add1(kGram, lengths == kNoValue ? std::vector<ValueId>{x} : std::vector<ValueId>{x, lengths});

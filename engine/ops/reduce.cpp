@@ -127,6 +127,5 @@ ValueId sum(Graph& g, ValueId x, int64_t axis, bool keepdim) { return reduce(kSu
 ValueId mean(Graph& g, ValueId x, int64_t axis, bool keepdim) { return reduce(kMean, g, x, axis, keepdim); }
 ValueId max(Graph& g, ValueId x, int64_t axis, bool keepdim) { return reduce(kMax, g, x, axis, keepdim); }
 ValueId sum_all(Graph& g, ValueId x) { return sum(g, reshape(g, x, {numel(g.shape(x))}), 0); }
-ValueId mean_all(Graph& g, ValueId x) { return mean(g, reshape(g, x, {numel(g.shape(x))}), 0); }
 
 } // namespace pillars::ops

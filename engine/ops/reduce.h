@@ -14,6 +14,5 @@ ValueId sum(Graph& g, ValueId x, int64_t axis, bool keepdim = false);
 ValueId mean(Graph& g, ValueId x, int64_t axis, bool keepdim = false);
 ValueId max(Graph& g, ValueId x, int64_t axis, bool keepdim = false); // gradient to the (first) arg-max
 ValueId sum_all(Graph& g, ValueId x);  // scalar (shape [])
-ValueId mean_all(Graph& g, ValueId x); // scalar
 
 } // namespace pillars::ops
