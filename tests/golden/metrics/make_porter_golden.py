@@ -2,9 +2,9 @@
 """Writes porter_vocab.tsv (word -> NLTK Porter stem) and rouge_tokens.json (rouge-score
 tokenization of sample lines). Independent reference for metrics/porter.cpp and rouge_tokenize.
 
-Run with Debian's python3 + python3-nltk (NLTK 3.8), from the repository root (needs the shared
-datasets checkout at ../shared or /work/shared):
-    /usr/bin/python3 tests/golden/metrics/make_porter_golden.py
+Run with Debian's python3 + python3-nltk (NLTK 3.8), from the repository root, with PILLARS_DATA
+naming the dataset mirror (as the Makefile sets it):
+    PILLARS_DATA=/path/to/datasets /usr/bin/python3 tests/golden/metrics/make_porter_golden.py
 
 * porter_vocab.tsv: every distinct \\w+ word (Python's Unicode \\w) of the SAMSum test set
   (test.dialogue + test.summary) and of tinyshakespeare, plus a few edge cases, each with
@@ -38,10 +38,10 @@ def rouge_tokenize(text, stemmer):
 
 
 def shared_dir():
-    for d in ("../shared/datasets", "/work/shared/datasets"):
-        if os.path.isdir(d):
-            return d
-    raise SystemExit("shared datasets not found")
+    d = os.environ.get("PILLARS_DATA", "")
+    if not d or not os.path.isdir(d):
+        raise SystemExit("PILLARS_DATA must name the dataset mirror (a directory)")
+    return d
 
 
 def read_xz(path):
