@@ -43,8 +43,8 @@ struct StepGraph {
   static constexpr int kNew = -2; // made by the pass now running (run_passes renames it)
 
   // A step graph of a model's forward graph (Seq2SeqGraph, LmGraph): its graph, logits, loss and
-  // attention sites; the objective starts as the loss. The model's other handles (inputs,
-  // logits) are found again by name: passes may renumber values.
+  // attention sites; the objective starts as the loss. The model's inputs are found
+  // again by name once the passes are done (they may renumber values).
   template <class Model> static StepGraph of(Model&& m, bool train, Device device) {
     StepGraph s;
     s.graph = std::move(m.graph);

@@ -2,6 +2,7 @@
 #include "steps/steps.h"
 
 #include "base/error.h"
+#include "engine/op.h"
 #include "steps/pass_list.h"
 
 namespace pillars::train {
@@ -52,9 +53,17 @@ StepCache::Compiled& StepCache::get(const std::vector<int64_t>& key, bool train,
     c->executor = std::make_unique<Executor>(s.graph, s.device, arena_, s.memory);
     if (s.device == Device::cuda) c->executor->enable_graph_capture(true);
     c->executor->bind_params(params_);
+    for (const Node& n : s.graph.nodes())
+      if (n.op == &kInputOp) c->inputs.emplace(n.name, n.outputs[0]);
     slot = std::move(c);
   }
   return *slot;
+}
+
+ValueId StepCache::Compiled::input(std::string_view name) const {
+  const auto it = inputs.find(name);
+  PILLARS_CHECK(it != inputs.end(), "step: the graph has no input named '", name, "'");
+  return it->second;
 }
 
 float StepCache::run(Compiled& c, const StepInfo& info) {
@@ -83,12 +92,12 @@ float Seq2SeqSteps::run(const Seq2SeqBatch& b, uint64_t seed, bool train) {
     return StepGraph::of(build_seq2seq_training_graph(cfg_, b.B, b.Ts, b.Tt, options(train)), train, Device::cpu);
   });
   Executor& ex = *c.executor;
-  ex.bind("src_tokens", Tensor::from_i32({b.B, b.Ts}, b.src_tokens));
-  ex.bind("src_lengths", Tensor::from_i32({b.B}, b.src_lengths));
-  ex.bind("prev_output_tokens", Tensor::from_i32({b.B, b.Tt}, b.prev_output_tokens));
-  ex.bind("target", Tensor::from_i32({b.B * b.Tt}, b.target));
-  if (c.step.graph.find_input("tgt_lengths") != kNoValue)
-    ex.bind("tgt_lengths", Tensor::from_i32({b.B}, row_lengths(b.target, b.B, b.Tt, static_cast<int32_t>(cfg_.pad_id))));
+  ex.bind(c.input("src_tokens"), Tensor::from_i32({b.B, b.Ts}, b.src_tokens));
+  ex.bind(c.input("src_lengths"), Tensor::from_i32({b.B}, b.src_lengths));
+  ex.bind(c.input("prev_output_tokens"), Tensor::from_i32({b.B, b.Tt}, b.prev_output_tokens));
+  ex.bind(c.input("target"), Tensor::from_i32({b.B * b.Tt}, b.target));
+  if (c.has_input("tgt_lengths"))
+    ex.bind(c.input("tgt_lengths"), Tensor::from_i32({b.B}, row_lengths(b.target, b.B, b.Tt, static_cast<int32_t>(cfg_.pad_id))));
   return cache_.run(c, info(b.target_tokens, seed, train));
 }
 
@@ -106,10 +115,10 @@ float LmSteps::run(int64_t B, int64_t T, const std::vector<int32_t>& tokens, con
     return StepGraph::of(build_lm_training_graph(cfg_, B, T, options(train)), train, Device::cpu);
   });
   Executor& ex = *c.executor;
-  ex.bind("tokens", Tensor::from_i32({B, T}, tokens));
-  ex.bind("target", Tensor::from_i32({B * T}, target));
+  ex.bind(c.input("tokens"), Tensor::from_i32({B, T}, tokens));
+  ex.bind(c.input("target"), Tensor::from_i32({B * T}, target));
   const std::vector<int32_t> lengths = row_lengths(target, B, T, static_cast<int32_t>(cfg_.pad_id));
-  if (c.step.graph.find_input("tgt_lengths") != kNoValue) ex.bind("tgt_lengths", Tensor::from_i32({B}, lengths));
+  if (c.has_input("tgt_lengths")) ex.bind(c.input("tgt_lengths"), Tensor::from_i32({B}, lengths));
   tokens_out = 0;
   for (int32_t len : lengths) tokens_out += len;
   return cache_.run(c, info(tokens_out, seed, train));

@@ -24,6 +24,8 @@
 #pragma once
 #include <functional>
 #include <map>
+#include <string>
+#include <string_view>
 #include <memory>
 
 #include "engine/executor.h"
@@ -46,6 +48,10 @@ class StepCache {
   struct Compiled {
     StepGraph step;
     std::unique_ptr<Executor> executor;
+    std::map<std::string, ValueId, std::less<>> inputs; // the graph's input leaves by name, found once
+    // The input leaf `name`; has_input: whether the graph declares it (tgt_lengths only on request).
+    ValueId input(std::string_view name) const;
+    bool has_input(std::string_view name) const { return inputs.find(name) != inputs.end(); }
   };
   StepCache(ParamStore& params, std::shared_ptr<GraphExtension> extension)
       : params_(params), extension_(std::move(extension)) {}
