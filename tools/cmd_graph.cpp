@@ -7,6 +7,7 @@
 //   pillars graph --config tiny --after autodiff     a named model config with no method
 //   pillars graph experiments/ght/ght.json --vote --after v2s_vote
 //                                                    the V2S vote's forward-only step
+#include <algorithm>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -92,17 +93,15 @@ int print_step(const Options& opt) {
     print_graph(s.graph, std::cout);
     return 0;
   }
-  bool in_step = false;
-  for (const train::Pass& p : passes) in_step = in_step || p.name == last;
-  if (!in_step) {
+  const auto at = std::find_if(passes.begin(), passes.end(), [&](const train::Pass& p) { return p.name == last; });
+  if (at == passes.end()) {
     bool known = false;
     for (const train::PassInfo& p : train::pass_list()) known = known || p.name == last;
     throw InputError(known ? str_cat("--after ", last, ": this step does not run that pass (see its passes above)")
                            : str_cat("--after ", last, ": no such pass (pillars graph --passes lists them)"));
   }
   train::run_passes(passes, s, last);
-  int pass_index = 0;
-  while (passes[static_cast<size_t>(pass_index)].name != last) ++pass_index;
+  const int pass_index = static_cast<int>(at - passes.begin());
   std::vector<bool> added(s.graph.nodes().size());
   int count = 0;
   for (size_t i = 0; i < added.size(); ++i) count += (added[i] = s.added_by[i] == pass_index);
