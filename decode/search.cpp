@@ -19,25 +19,12 @@ struct Row {                       // one live hypothesis (a decoder row)
   float score = kNegInf;           // cumulative log-probability; −inf = no hypothesis here
 };
 
-struct Candidate {
-  float score;  // cumulative log-probability after the extension
-  int32_t row;  // the row it extends (index within the sentence)
-  int32_t token;
-  // Best first; ties go to the lower row, then the lower token id (deterministic).
-  bool operator<(const Candidate& o) const {
-    if (score != o.score) return score > o.score;
-    if (row != o.row) return row < o.row;
-    return token < o.token;
-  }
-};
-
 } // namespace
 
-std::vector<std::vector<Hypothesis>> beam_search(const IncrementalDecoder& decoder,
-                                                 const std::vector<std::vector<int32_t>>& sources,
+std::vector<std::vector<Hypothesis>> beam_search(StepDecoder& decoder, const std::vector<std::vector<int32_t>>& sources,
                                                  const SearchOptions& o) {
-  PILLARS_CHECK(o.beam >= 1, "beam_search: beam must be >= 1, got ", o.beam);
-  const int64_t B = static_cast<int64_t>(sources.size()), k = o.beam, N = B * k, V = decoder.config().vocab;
+  PILLARS_CHECK(o.beam >= 1 && o.beam <= kMaxBeam, "beam_search: beam must be in [1, ", kMaxBeam, "], got ", o.beam);
+  const int64_t B = static_cast<int64_t>(sources.size()), k = o.beam, V = decoder.config().vocab, n = 2 * k;
   std::vector<std::vector<Hypothesis>> finished(static_cast<size_t>(B));
   if (B == 0) return finished;
 
@@ -48,72 +35,95 @@ std::vector<std::vector<Hypothesis>> beam_search(const IncrementalDecoder& decod
     max_len[b] = std::clamp<int64_t>(static_cast<int64_t>(len), 1, o.max_len_cap);
     longest = std::max(longest, max_len[b]);
   }
+  decoder.start(sources, k, longest + 1); // steps 0 … max_len (the last one forces eos)
 
-  const EncoderOutput enc = decoder.encode(sources);
-  DecoderState st = decoder.start(enc, k, longest + 1); // steps 0 … max_len (the last one forces eos)
-  std::vector<Row> rows(static_cast<size_t>(N));
+  // The batch: batch[j] is the sentence in position j; its rows are j·k … j·k + k − 1.
+  std::vector<int64_t> batch(static_cast<size_t>(B));
+  for (int64_t b = 0; b < B; ++b) batch[b] = b;
+  std::vector<Row> rows(static_cast<size_t>(B * k));
   for (int64_t b = 0; b < B; ++b) rows[b * k].score = 0.0f; // step 0 extends one row per sentence
   std::vector<bool> done(static_cast<size_t>(B), false);
-  std::vector<int32_t> input(static_cast<size_t>(N), static_cast<int32_t>(o.eos)), origin(static_cast<size_t>(N));
-  std::vector<float> logprobs(static_cast<size_t>(N * V));
-  std::vector<Candidate> cands;
 
-  for (int64_t step = 0; step <= longest; ++step) {
-    decoder.step(st, input.data(), logprobs.data());
-    std::vector<Row> next(static_cast<size_t>(N));
-    for (int64_t n = 0; n < N; ++n) origin[n] = static_cast<int32_t>(n);
-    for (int64_t b = 0; b < B; ++b) {
-      if (done[b]) continue;
-      // The 2k best extensions over the sentence's k rows × V tokens.
-      cands.clear();
-      for (int64_t r = 0; r < k; ++r) {
-        const Row& row = rows[b * k + r];
-        if (row.score == kNegInf) continue;
-        float* lp = logprobs.data() + (b * k + r) * V;
-        lp[o.pad] = kNegInf;
-        if (o.bos != o.eos) lp[o.bos] = kNegInf;
-        if (step < o.min_len) lp[o.eos] = kNegInf;
-        if (step >= max_len[b]) // only eos may follow the longest allowed hypothesis
-          for (int64_t v = 0; v < V; ++v) if (v != o.eos) lp[v] = kNegInf;
-        for (int64_t v = 0; v < V; ++v) // (a NaN fails the test too: it never becomes a candidate)
-          if (lp[v] > kNegInf) cands.push_back({row.score + lp[v], static_cast<int32_t>(r), static_cast<int32_t>(v)});
-      }
-      const size_t keep = std::min<size_t>(cands.size(), static_cast<size_t>(2 * k));
-      std::partial_sort(cands.begin(), cands.begin() + static_cast<std::ptrdiff_t>(keep), cands.end());
+  StepDecoder::Step step;
+  step.rows_per_sentence = k, step.candidates = n;
+  step.pad = static_cast<int32_t>(o.pad), step.bos = static_cast<int32_t>(o.bos), step.eos = static_cast<int32_t>(o.eos);
+  step.row_origin.resize(rows.size());
+  step.sentence_origin.resize(static_cast<size_t>(B));
+  for (size_t r = 0; r < rows.size(); ++r) step.row_origin[r] = static_cast<int32_t>(r);
+  for (int64_t b = 0; b < B; ++b) step.sentence_origin[b] = static_cast<int32_t>(b);
+  std::vector<float> cand_scores;
+  std::vector<int32_t> cand_index;
+
+  for (int64_t t = 0; t <= longest; ++t) {
+    const size_t N = rows.size();
+    step.tokens.resize(N);
+    step.positions.assign(N, static_cast<int32_t>(t));
+    step.row_scores.resize(N);
+    step.eos_rule.resize(N);
+    for (size_t r = 0; r < N; ++r) {
+      const int64_t b = batch[r / static_cast<size_t>(k)];
+      step.tokens[r] = rows[r].tokens.empty() ? static_cast<int32_t>(o.eos) : rows[r].tokens.back();
+      step.row_scores[r] = done[b] ? kNegInf : rows[r].score;
+      step.eos_rule[r] = t >= max_len[b] ? 2 : t < o.min_len ? 0 : 1;
+    }
+    decoder.step(step);
+    decoder.candidates(cand_scores, cand_index);
+
+    // The next batch: with compaction, only the sentences still going.
+    std::vector<Row> next;
+    std::vector<int64_t> next_batch;
+    std::vector<int32_t> row_origin, sentence_origin;
+    for (size_t j = 0; j < batch.size(); ++j) {
+      const int64_t b = batch[j];
       int64_t live = 0;
-      for (size_t i = 0; i < keep; ++i) {
-        const Candidate& c = cands[i];
-        const Row& from = rows[b * k + c.row];
-        if (c.token == o.eos) {
-          // Only eos among the k best finishes a hypothesis (as in fairseq).
-          if (i < static_cast<size_t>(k) && static_cast<int64_t>(finished[b].size()) < k) {
-            Hypothesis h;
-            h.tokens = from.tokens;
-            h.tokens.push_back(c.token);
-            h.positional_scores = from.positional;
-            h.positional_scores.push_back(c.score - from.score);
-            h.score = c.score / std::pow(static_cast<float>(h.tokens.size()), o.lenpen);
-            finished[b].push_back(std::move(h));
+      std::vector<Row> chosen(static_cast<size_t>(k));
+      std::vector<int32_t> origin(static_cast<size_t>(k));
+      for (int64_t r = 0; r < k; ++r) origin[r] = static_cast<int32_t>(j * k + r);
+      if (!done[b]) {
+        for (int64_t i = 0; i < n; ++i) {
+          const int32_t at = cand_index[j * n + i];
+          if (at < 0) break; // no more eligible extensions
+          const float score = cand_scores[j * n + i];
+          const int32_t from_row = at / static_cast<int32_t>(V), token = at % static_cast<int32_t>(V);
+          const Row& from = rows[j * k + from_row];
+          if (token == o.eos) {
+            // Only eos among the k best finishes a hypothesis (as in fairseq).
+            if (i < k && static_cast<int64_t>(finished[b].size()) < k) {
+              Hypothesis h;
+              h.tokens = from.tokens;
+              h.tokens.push_back(token);
+              h.positional_scores = from.positional;
+              h.positional_scores.push_back(score - from.score);
+              h.score = score / std::pow(static_cast<float>(h.tokens.size()), o.lenpen);
+              finished[b].push_back(std::move(h));
+            }
+            continue;
           }
-          continue;
+          if (live == k) continue;
+          Row& to = chosen[live];
+          to.tokens = from.tokens;
+          to.tokens.push_back(token);
+          to.positional = from.positional;
+          to.positional.push_back(score - from.score);
+          to.score = score;
+          origin[live] = static_cast<int32_t>(j * k + from_row);
+          ++live;
         }
-        if (live == k) continue;
-        Row& to = next[b * k + live];
-        to.tokens = from.tokens;
-        to.tokens.push_back(c.token);
-        to.positional = from.positional;
-        to.positional.push_back(c.score - from.score);
-        to.score = c.score;
-        origin[b * k + live] = static_cast<int32_t>(b * k + c.row);
-        ++live;
+        if (static_cast<int64_t>(finished[b].size()) >= k || live == 0 || t >= max_len[b]) done[b] = true;
       }
-      if (static_cast<int64_t>(finished[b].size()) >= k || live == 0 || step >= max_len[b]) done[b] = true;
+      if (done[b] && o.compact) continue; // leaves the batch
+      next_batch.push_back(b);
+      sentence_origin.push_back(static_cast<int32_t>(j));
+      for (int64_t r = 0; r < k; ++r) {
+        next.push_back(std::move(chosen[r]));
+        row_origin.push_back(origin[r]);
+      }
     }
     if (std::all_of(done.begin(), done.end(), [](bool d) { return d; })) break;
-    rows.swap(next);
-    decoder.reorder(st, origin);
-    for (int64_t n = 0; n < N; ++n)
-      input[n] = rows[n].tokens.empty() ? static_cast<int32_t>(o.eos) : rows[n].tokens.back();
+    rows = std::move(next);
+    batch = std::move(next_batch);
+    step.row_origin = std::move(row_origin);
+    step.sentence_origin = std::move(sentence_origin);
   }
 
   for (auto& hyps : finished) {

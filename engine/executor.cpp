@@ -168,6 +168,12 @@ void Executor::run_node(size_t i, void* workspace) {
     if (!dst.defined() || dst.raw() != src.raw()) dst.assign_view(src, graph_.value(n.outputs[0]).shape); // no allocation
     return;
   }
+  if (n.op->updates_input0) { // output 0 is (the first rows of) input 0's buffer, written by the kernel
+    const Tensor& src = values_[static_cast<size_t>(n.inputs[0])];
+    Tensor& dst = values_[static_cast<size_t>(n.outputs[0])];
+    const Shape& shape = graph_.value(n.outputs[0]).shape;
+    if (!dst.defined() || dst.raw() != src.raw()) dst.assign_view(src.slice0(0, shape[0]), shape);
+  }
   auto& in = node_in_[i];
   auto& out = node_out_[i];
   for (size_t k = 0; k < n.inputs.size(); ++k) in[k] = values_[static_cast<size_t>(n.inputs[k])];

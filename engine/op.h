@@ -76,6 +76,11 @@ struct OpDef {
   // dies at this node and has output 0's size (gradient accumulation, activation gradients, the
   // cross-entropy gradient over the logits): the largest buffers of a step are then reused at once.
   bool inplace = false;
+  // True when the op updates state in place: its kernel writes into input 0's buffer (a cache the
+  // caller bound as an input, engine/ops/decoding.h), and output 0 is that buffer after the write
+  // (its first rows, when output 0 has fewer). The memory planner aliases the two as it does a
+  // view; unlike a view, the kernel runs. Never differentiated.
+  bool updates_input0 = false;
 };
 
 // The `cuda` slot of an OpDef: PILLARS_CUDA_KERNEL(add) names cuda::op_add (engine/ops/cuda/ops.h)

@@ -1,23 +1,13 @@
-// The encoder-decoder transformer: configs, parameters, and the graph builder. See transformer.h.
-//
-// The graph, block by block (post-norm shown; pre-norm moves each LN to the block's input and adds
-// a final LN after each stack). B batch, Ts/Tt source/target length, d model width, H heads,
-// Dh = d/H head width, F FFN width, V vocabulary.
-//
-//   src_tokens (B, Ts) ─ embed_block ─ x (B, Ts, d)
-//     encoder_layer × enc_layers:  x = LN(x + drop(attention_block(x, x, src_lengths)))
-//                                  x = LN(x + drop(ffn_block(x)))
-//   prev_output_tokens (B, Tt) ─ embed_block ─ y (B, Tt, d)
-//     decoder_layer × dec_layers:  y = LN(y + drop(attention_block(y, y, causal)))
-//                                  y = LN(y + drop(attention_block(y, enc, src_lengths)))
-//                                  y = LN(y + drop(ffn_block(y)))
-//   logits (B·Tt, V) = y · Eᵀ ;  loss = cross_entropy(logits, target, ε, ignore pad)
+// The encoder-decoder transformer: configs, parameters, and the training-graph builders. See
+// transformer.h. The graph is assembled from the blocks of models/blocks.h (whose top comment draws
+// it), the same blocks the decoding graphs of models/decoding.h are made of.
 #include "models/transformer.h"
 
 #include <cmath>
 
 #include "base/error.h"
 #include "engine/ops.h"
+#include "models/blocks.h"
 
 namespace pillars {
 
@@ -240,167 +230,6 @@ Tensor sinusoidal_positions(int64_t first, int64_t T, int64_t d) {
   return table;
 }
 
-// ---- the graph, one function per block ------------------------------------------------------------
-
-namespace {
-
-// What every block needs: the graph being built, the config, and the dropout stream.
-struct Emitter {
-  Graph& g;
-  const TransformerConfig& cfg;
-  const Seq2SeqOptions& opt;
-  std::vector<AttentionSite>& sites;
-  uint64_t next_rng_offset = 0;
-
-  // Each random op gets a disjoint range [offset, offset + n) of the one Philox stream
-  // (kernels/philox.h), rounded up to a multiple of 4 so every range starts a fresh Philox block.
-  uint64_t take_rng(int64_t n) {
-    const uint64_t offset = next_rng_offset;
-    next_rng_offset += (static_cast<uint64_t>(n) + 3) & ~uint64_t{3};
-    return offset;
-  }
-};
-
-// x (any shape) → same shape; the identity when not training or p = 0.
-ValueId dropout(Emitter& e, ValueId x, float p) {
-  if (!e.opt.train || p <= 0.0f) return x;
-  return ops::dropout(e.g, x, p, e.opt.dropout_seed, e.take_rng(numel(e.g.shape(x))));
-}
-
-// x (..., in) → (..., out): x Wᵀ + b with W = prefix.weight (out, in), b = prefix.bias (out).
-ValueId linear(Emitter& e, ValueId x, const std::string& prefix, int64_t out, int64_t in) {
-  const ValueId w = e.g.param(prefix + ".weight", {out, in});
-  const ValueId b = e.g.param(prefix + ".bias", {out});
-  return ops::linear(e.g, x, w, b);
-}
-
-// x (..., d) → (..., d): layer norm with prefix.weight (d), prefix.bias (d), eps 1e-5.
-ValueId layer_norm(Emitter& e, ValueId x, const std::string& prefix) {
-  const int64_t d = e.cfg.d_model;
-  return ops::layer_norm(e.g, x, e.g.param(prefix + ".weight", {d}), e.g.param(prefix + ".bias", {d}), 1e-5f);
-}
-
-// tokens i32 (B, T) → x (B, T, d) = dropout(√d · E[tokens] + P), with P (T, d) the sinusoids of
-// positions pad+1 … pad+T. (fairseq gives pad tokens position `pad`, a zero row; we give every
-// row its index. Only the rows of pad tokens differ, and those never reach a non-pad output:
-// they are masked as keys and their targets are ignored.)
-ValueId embed_block(Emitter& e, const std::string& table_name, ValueId tokens) {
-  const int64_t V = e.cfg.vocab, d = e.cfg.d_model, T = e.g.shape(tokens)[1];
-  const ValueId table = e.g.param(table_name, {V, d});                                 // (V, d)
-  const ValueId x = ops::scale(e.g, ops::embedding(e.g, table, tokens),
-                               static_cast<float>(std::sqrt(static_cast<double>(d)))); // (B, T, d)
-  const ValueId pos = e.g.constant(sinusoidal_positions(e.cfg.pad_id + 1, T, d));      // (T, d)
-  return dropout(e, ops::add(e.g, x, pos), e.cfg.dropout);                             // (B, T, d)
-}
-
-// Multi-head attention, fairseq's MultiheadAttention with the softmax in one fused op:
-//   x_q (B, Tq, d), x_kv (B, Tk, d) → (B, Tq, d)
-// `key_lengths` i32 (B) masks padded keys (kNoValue: none); `query_lengths` is only recorded for GHT.
-ValueId attention_block(Emitter& e, const std::string& module, ValueId x_q, ValueId x_kv, bool causal,
-                        ValueId key_lengths, ValueId query_lengths) {
-  Graph& g = e.g;
-  const int64_t d = e.cfg.d_model, H = e.cfg.heads_of(module), Dh = e.cfg.head_dim(), HD = H * Dh;
-  const int64_t B = g.shape(x_q)[0], Tq = g.shape(x_q)[1], Tk = g.shape(x_kv)[1];
-
-  const ValueId q = ops::reshape(g, linear(e, x_q, module + ".q_proj", HD, d), {B, Tq, H, Dh});  // (B, Tq, H, Dh)
-  const ValueId k = ops::reshape(g, linear(e, x_kv, module + ".k_proj", HD, d), {B, Tk, H, Dh}); // (B, Tk, H, Dh)
-  const ValueId v = ops::reshape(g, linear(e, x_kv, module + ".v_proj", HD, d), {B, Tk, H, Dh}); // (B, Tk, H, Dh)
-
-  // O = dropout(softmax(q kᵀ / √Dh + masks)) v per (batch, head). fairseq multiplies q by Dh^-1/2
-  // before the product; the fused op scales the scores instead: the same function.
-  ops::AttentionOptions a;
-  a.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(Dh)));
-  a.causal = causal;
-  a.key_lengths = key_lengths;
-  if (e.opt.train && e.cfg.attention_dropout > 0.0f) {
-    a.dropout = e.cfg.attention_dropout;
-    a.seed = e.opt.dropout_seed;
-    a.rng_offset = e.take_rng(B * H * Tq * Tk); // one number per probability
-  }
-  ops::AttentionResult r;                                                             // out (B, Tq, H, Dh)
-  if (e.opt.attention_backend == AttentionBackend::naive) {
-    r.out = ops::attention_reference(g, q, k, v, a, e.opt.attention_probs ? &r.probs : nullptr);
-  } else {
-    a.emit_probs = e.opt.attention_probs;
-    a.kernel = e.opt.attention_backend == AttentionBackend::cudnn ? ops::AttentionKernel::cudnn : ops::AttentionKernel::pillars;
-    r = ops::attention(g, q, k, v, a);
-  }
-
-  // GHT hook: record this module's per-head feature maps (see AttentionSite in transformer.h).
-  AttentionSite site;
-  site.module = module;
-  site.heads = H, site.head_dim = Dh;
-  site.q = q, site.k = k, site.v = v, site.out = r.out, site.probs = r.probs;
-  site.query_lengths = query_lengths, site.key_lengths = key_lengths;
-  site.causal = causal;
-  if (e.opt.attention_backend != AttentionBackend::naive) site.node = g.value(r.out).producer;
-
-  e.sites.push_back(std::move(site));
-
-  // (A method may gate the heads here, ξ_h·O_h: the head_gates pass of steps/head_gates.h.)
-  const ValueId o = ops::reshape(g, r.out, {B, Tq, HD});                               // (B, Tq, H·Dh)
-  return linear(e, o, module + ".out_proj", d, HD);                                   // (B, Tq, d)
-}
-
-// Position-wise feed-forward: x (B, T, d) → fc2(act_drop(act(fc1(x)))) (B, T, d), inner width F.
-ValueId ffn_block(Emitter& e, const std::string& layer, ValueId x) {
-  const int64_t d = e.cfg.d_model, F = e.cfg.ffn;
-  ValueId h = linear(e, x, layer + ".fc1", F, d);                                      // (B, T, F)
-  h = e.cfg.activation == ops::Activation::gelu ? ops::gelu(e.g, h) : ops::relu(e.g, h);              // (B, T, F)
-  h = dropout(e, h, e.cfg.activation_dropout);                                         // (B, T, F)
-  return linear(e, h, layer + ".fc2", d, F);                                           // (B, T, d)
-}
-
-// A residual sub-layer around `f`, x (B, T, d) → (B, T, d):
-//   post-norm  LN(x + dropout(f(x)))        pre-norm  x + dropout(f(LN(x)))
-template <class Fn> ValueId residual(Emitter& e, const std::string& norm, ValueId x, Fn f) {
-  const ValueId in = e.cfg.pre_norm ? layer_norm(e, x, norm) : x;
-  const ValueId y = ops::add(e.g, x, dropout(e, f(in), e.cfg.dropout));
-  return e.cfg.pre_norm ? y : layer_norm(e, y, norm);
-}
-
-// Encoder layer i: x (B, Ts, d) → (B, Ts, d). Self-attention over the non-pad source positions.
-ValueId encoder_layer(Emitter& e, int64_t i, ValueId x, ValueId src_lengths) {
-  const std::string p = "encoder.layers." + std::to_string(i);
-  x = residual(e, p + ".self_attn_layer_norm", x, [&](ValueId h) {
-    return attention_block(e, p + ".self_attn", h, h, /*causal=*/false, src_lengths, src_lengths);
-  });
-  return residual(e, p + ".final_layer_norm", x, [&](ValueId h) { return ffn_block(e, p, h); });
-}
-
-// Decoder layer i: y (B, Tt, d), enc (B, Ts, d) → (B, Tt, d).
-// Self-attention is causal; with right padding that alone keeps padded target positions out of
-// every real position's view, so it needs no key mask (tgt_lengths, when declared, is passed as
-// one anyway: it changes no real row and tells GHT which positions are real).
-// Cross-attention masks padded source keys.
-ValueId decoder_layer(Emitter& e, int64_t i, ValueId y, ValueId enc, ValueId src_lengths, ValueId tgt_lengths) {
-  const std::string p = "decoder.layers." + std::to_string(i);
-  y = residual(e, p + ".self_attn_layer_norm", y, [&](ValueId h) {
-    return attention_block(e, p + ".self_attn", h, h, /*causal=*/true, tgt_lengths, tgt_lengths);
-  });
-  if (enc != kNoValue) // (a decoder-only language model has no cross-attention)
-    y = residual(e, p + ".encoder_attn_layer_norm", y, [&](ValueId h) {
-      return attention_block(e, p + ".encoder_attn", h, enc, /*causal=*/false, src_lengths, tgt_lengths);
-    });
-  return residual(e, p + ".final_layer_norm", y, [&](ValueId h) { return ffn_block(e, p, h); });
-}
-
-// src_tokens (B, Ts) → encoder output (B, Ts, d).
-ValueId encoder(Emitter& e, ValueId src_tokens, ValueId src_lengths) {
-  ValueId x = embed_block(e, kEncoderTable, src_tokens);
-  for (int64_t i = 0; i < e.cfg.enc_layers; ++i) x = encoder_layer(e, i, x, src_lengths);
-  return e.cfg.pre_norm ? layer_norm(e, x, "encoder.layer_norm") : x;
-}
-
-// prev_output_tokens (B, Tt), enc (B, Ts, d) → decoder output (B, Tt, d), before the vocabulary.
-ValueId decoder(Emitter& e, ValueId prev_tokens, ValueId enc, ValueId src_lengths, ValueId tgt_lengths) {
-  ValueId y = embed_block(e, decoder_table(e.cfg), prev_tokens);
-  for (int64_t i = 0; i < e.cfg.dec_layers; ++i) y = decoder_layer(e, i, y, enc, src_lengths, tgt_lengths);
-  return e.cfg.pre_norm ? layer_norm(e, y, "decoder.layer_norm") : y;
-}
-
-} // namespace
-
 Seq2SeqGraph build_seq2seq_training_graph(const TransformerConfig& cfg, int64_t B, int64_t Ts, int64_t Tt,
                                           const Seq2SeqOptions& options) {
   cfg.validate();
@@ -416,14 +245,10 @@ Seq2SeqGraph build_seq2seq_training_graph(const TransformerConfig& cfg, int64_t 
   m.target = g.input("target", {B * Tt}, DType::i32);
   if (options.target_lengths) m.tgt_lengths = g.input("tgt_lengths", {B}, DType::i32);
 
-  Emitter e{g, cfg, options, m.attention};
-  m.encoder_out = encoder(e, m.src_tokens, m.src_lengths);                                    // (B, Ts, d)
-  const ValueId y = decoder(e, m.prev_output_tokens, m.encoder_out, m.src_lengths, m.tgt_lengths); // (B, Tt, d)
-
-  // logits = y Eᵀ: the output projection is a linear layer without bias whose weight (V, d) is
-  // the decoder's token table when tied (graph.param returns the same value for the same name).
-  const ValueId rows = ops::reshape(g, y, {B * Tt, cfg.d_model});                             // (B·Tt, d)
-  m.logits = ops::linear(g, rows, g.param(output_matrix(cfg), {cfg.vocab, cfg.d_model}));     // (B·Tt, V)
+  blocks::Emitter e{g, cfg, options, m.attention};
+  m.encoder_out = blocks::encoder(e, m.src_tokens, m.src_lengths);                                    // (B, Ts, d)
+  const ValueId y = blocks::decoder(e, m.prev_output_tokens, m.encoder_out, m.src_lengths, m.tgt_lengths); // (B, Tt, d)
+  m.logits = blocks::output_logits(e, y);                                                     // (B·Tt, V)
   m.loss = ops::cross_entropy(g, m.logits, m.target, options.label_smoothing, cfg.pad_id);    // scalar
   // Only the loss is kept after a run by default: the logits are the largest activation of a
   // step, and the cross-entropy gradient is written over them. Mark them to read them afterwards.
@@ -441,13 +266,12 @@ LmGraph build_lm_training_graph(const TransformerConfig& cfg, int64_t B, int64_t
   m.tokens = g.input("tokens", {B, T}, DType::i32);
   m.target = g.input("target", {B * T}, DType::i32);
   if (options.target_lengths) m.tgt_lengths = g.input("tgt_lengths", {B}, DType::i32);
-  Emitter e{g, cfg, options, m.attention};
+  blocks::Emitter e{g, cfg, options, m.attention};
   // Causal self-attention alone keeps right padding out of every real position's view
   // (tgt_lengths, when declared, masks padded keys too: it changes no real row and tells GHT
   // which positions are real).
-  const ValueId y = decoder(e, m.tokens, kNoValue, kNoValue, m.tgt_lengths);                 // (B, T, d)
-  const ValueId rows = ops::reshape(g, y, {B * T, cfg.d_model});                              // (B·T, d)
-  m.logits = ops::linear(g, rows, g.param(output_matrix(cfg), {cfg.vocab, cfg.d_model}));     // (B·T, V)
+  const ValueId y = blocks::decoder(e, m.tokens, kNoValue, kNoValue, m.tgt_lengths);         // (B, T, d)
+  m.logits = blocks::output_logits(e, y);                                                     // (B·T, V)
   m.loss = ops::cross_entropy(g, m.logits, m.target, options.label_smoothing, cfg.pad_id);    // scalar
   g.mark_output(m.loss);
   return m;

@@ -1,12 +1,14 @@
-// Incremental decoding and beam search, against the training graph (an independent path through
-// the same network) and against exhaustive search.
+// Incremental decoding (the encoder and decoder-step graphs of models/decoding.h, run by
+// decode::StepDecoder) and beam search, against the training graph (the same blocks, but whole
+// sequences at once: no caches, no gathers) and against exhaustive search.
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <functional>
 
-#include "decode/incremental.h"
+#include "decode/step_decoder.h"
 #include "decode/search.h"
 #include "engine/executor.h"
 #include "models/transformer.h"
@@ -66,26 +68,60 @@ std::vector<std::vector<int32_t>> sources_of_lengths(const std::vector<int64_t>&
   return src;
 }
 
-void check_teacher_forcing(TransformerConfig cfg, const std::vector<std::vector<int32_t>>& src = kShortSources) {
+std::vector<int32_t> iota_i32(int64_t n) {
+  std::vector<int32_t> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[i] = static_cast<int32_t>(i);
+  return v;
+}
+
+// A teacher-forced step: row n is fed tokens[n] at position t and continues row n (one row per
+// sentence unless k says otherwise).
+StepDecoder::Step forced(const std::vector<int32_t>& tokens, int32_t t, int64_t sentences) {
+  StepDecoder::Step s;
+  s.tokens = tokens;
+  s.positions.assign(tokens.size(), t);
+  s.row_origin = iota_i32(static_cast<int64_t>(tokens.size()));
+  s.sentence_origin = iota_i32(sentences);
+  s.rows_per_sentence = static_cast<int64_t>(tokens.size()) / std::max<int64_t>(sentences, 1);
+  return s;
+}
+
+// Steps through prev (B, Tt) teacher-forced and compares every row's log-probabilities with the
+// training graph's. With drop_after >= 0, sentence 1 leaves the batch after that step (compaction).
+void check_teacher_forcing(TransformerConfig cfg, const std::vector<std::vector<int32_t>>& src = kShortSources,
+                           int drop_after = -1) {
   ParamStore params;
   init_transformer_params(cfg, params, 11);
   const std::vector<std::vector<int32_t>> prev = {{2, 14, 15, 16}, {2, 17, 18, 19}, {2, 20, 21, 22}};
-  const int64_t B = 3, Tt = 4, V = cfg.vocab;
+  const int64_t Tt = 4, V = cfg.vocab;
   const std::vector<float> ref = graph_logprobs(cfg, params, src, prev);
 
-  IncrementalDecoder dec(cfg, params);
-  DecoderState st = dec.start(dec.encode(src), 1, Tt);
-  std::vector<float> lp(B * V);
+  StepDecoder dec(cfg, params);
+  dec.start(src, 1, Tt);
+  std::vector<int64_t> live = {0, 1, 2};
   double worst = 0;
-  for (int64_t t = 0; t < Tt; ++t) {
-    std::vector<int32_t> tokens(B);
-    for (int64_t b = 0; b < B; ++b) tokens[b] = prev[b][t];
-    dec.step(st, tokens.data(), lp.data());
-    for (int64_t b = 0; b < B; ++b)
-      for (int64_t v = 0; v < V; ++v) worst = std::max<double>(worst, std::abs(lp[b * V + v] - ref[(b * Tt + t) * V + v]));
+  for (int32_t t = 0; t < Tt; ++t) {
+    std::vector<int32_t> tokens;
+    for (int64_t b : live) tokens.push_back(prev[b][t]);
+    StepDecoder::Step s = forced(tokens, t, static_cast<int64_t>(live.size()));
+    if (t == drop_after + 1 && drop_after >= 0) { // sentence 1 left after the previous step
+      s.row_origin = {0, 2};
+      s.sentence_origin = {0, 2};
+    }
+    dec.step(s);
+    const Tensor lp = dec.log_probs();
+    for (size_t j = 0; j < live.size(); ++j)
+      for (int64_t v = 0; v < V; ++v)
+        worst = std::max<double>(worst, std::abs(lp.data<float>()[j * V + v] - ref[(live[j] * Tt + t) * V + v]));
+    if (t == drop_after) live = {0, 2};
   }
   INFO("worst |diff| = ", worst);
   CHECK(worst < 2e-5);
+}
+
+TransformerConfig pruned(TransformerConfig cfg) {
+  cfg.module_heads = {{"encoder.layers.0.self_attn", 1}, {"decoder.layers.0.self_attn", 1}, {"decoder.layers.1.encoder_attn", 1}};
+  return cfg;
 }
 
 } // namespace
@@ -101,9 +137,64 @@ TEST_CASE("decode: step-by-step log-probabilities equal the training graph, pre-
   check_teacher_forcing(cfg);
 }
 
+TEST_CASE("decode: step-by-step log-probabilities equal the training graph, pruned heads (GHT-PS), pre- and post-norm") {
+  for (bool pre : {false, true}) {
+    TransformerConfig cfg = pruned(transformer_config("tiny"));
+    cfg.pre_norm = pre;
+    check_teacher_forcing(cfg);
+  }
+}
+
 TEST_CASE("decode: step-by-step log-probabilities equal the training graph with sources of 512, 300 and 37 tokens") {
-  const TransformerConfig cfg = transformer_config("tiny");
-  check_teacher_forcing(cfg, sources_of_lengths({512, 300, 37}, cfg.vocab));
+  for (bool pre : {false, true}) {
+    TransformerConfig cfg = transformer_config("tiny");
+    cfg.pre_norm = pre;
+    check_teacher_forcing(cfg, sources_of_lengths({512, 300, 37}, cfg.vocab));
+    check_teacher_forcing(pruned(cfg), sources_of_lengths({512, 300, 37}, cfg.vocab));
+  }
+}
+
+TEST_CASE("decode: a sentence leaving the batch (compaction) leaves the others' log-probabilities unchanged") {
+  check_teacher_forcing(transformer_config("tiny"), sources_of_lengths({9, 30, 17}, 32), /*drop_after=*/1);
+}
+
+TEST_CASE("decode: the language model's steps equal its training graph, pre- and post-norm") {
+  for (bool pre : {false, true}) {
+    TransformerConfig cfg = transformer_config("lm-small");
+    cfg.vocab = 24, cfg.d_model = 16, cfg.heads = 2, cfg.ffn = 32, cfg.dec_layers = 2, cfg.pre_norm = pre;
+    ParamStore params;
+    init_transformer_params(cfg, params, 6);
+    const std::vector<std::vector<int32_t>> seqs = {{2, 5, 6, 7, 8, 9}, {2, 10, 11, 12, 13, 14}};
+    Seq2SeqOptions eval_mode;
+    eval_mode.train = false;
+    LmGraph m = build_lm_training_graph(cfg, 2, 6, eval_mode);
+    m.graph.mark_output(m.logits);
+    Executor ex(m.graph);
+    ex.bind_params(params);
+    std::vector<int32_t> flat;
+    for (const auto& s : seqs) flat.insert(flat.end(), s.begin(), s.end());
+    ex.bind("tokens", Tensor::from_i32({2, 6}, flat));
+    ex.bind("target", Tensor::from_i32({12}, std::vector<int32_t>(12, 4)));
+    ex.run();
+    const float* logits = ex.value(m.logits).data<float>();
+    StepDecoder dec(cfg, params);
+    dec.start(2, 6);
+    double worst = 0;
+    for (int32_t t = 0; t < 6; ++t) {
+      dec.step(forced({seqs[0][t], seqs[1][t]}, t, 2));
+      const Tensor lp = dec.log_probs();
+      for (int64_t b = 0; b < 2; ++b) {
+        const float* row = logits + (b * 6 + t) * cfg.vocab;
+        double mx = -1e30, sum = 0;
+        for (int64_t v = 0; v < cfg.vocab; ++v) mx = std::max<double>(mx, row[v]);
+        for (int64_t v = 0; v < cfg.vocab; ++v) sum += std::exp(row[v] - mx);
+        for (int64_t v = 0; v < cfg.vocab; ++v)
+          worst = std::max<double>(worst, std::abs(lp.data<float>()[b * cfg.vocab + v] - (row[v] - mx - std::log(sum))));
+      }
+    }
+    INFO("worst |diff| = ", worst);
+    CHECK(worst < 2e-5);
+  }
 }
 
 TEST_CASE("decode: reordering rows carries their cached keys and values") {
@@ -111,24 +202,42 @@ TEST_CASE("decode: reordering rows carries their cached keys and values") {
   ParamStore params;
   init_transformer_params(cfg, params, 3);
   const int64_t V = cfg.vocab;
-  IncrementalDecoder dec(cfg, params);
+  StepDecoder dec(cfg, params);
   const std::vector<std::vector<int32_t>> src = {{5, 6, 7, 2}};
   // Two rows decode histories A = (eos, 8, 9) and B = (eos, 10, 11); after step 2 they swap; the
   // third step then feeds 12 to both. Each row must match a fresh single-row decode of the history.
-  DecoderState st = dec.start(dec.encode(src), 2, 4);
-  std::vector<float> lp(2 * V);
-  const int32_t steps[3][2] = {{2, 2}, {8, 10}, {9, 11}};
-  for (auto& s : steps) dec.step(st, s, lp.data());
-  dec.reorder(st, {1, 0});
-  const int32_t last[2] = {12, 12};
-  dec.step(st, last, lp.data());
+  dec.start(src, 2, 4);
+  const std::vector<std::vector<int32_t>> steps = {{2, 2}, {8, 10}, {9, 11}};
+  for (int32_t t = 0; t < 3; ++t) dec.step(forced(steps[t], t, 1));
+  StepDecoder::Step swap = forced({12, 12}, 3, 1);
+  swap.row_origin = {1, 0};
+  dec.step(swap);
+  const Tensor lp = dec.log_probs().clone();
   for (int row = 0; row < 2; ++row) {
     const std::vector<int32_t> history = row == 0 ? std::vector<int32_t>{2, 10, 11, 12} : std::vector<int32_t>{2, 8, 9, 12};
-    DecoderState one = dec.start(dec.encode(src), 1, 4);
-    std::vector<float> ref(V);
-    for (int32_t t : history) dec.step(one, &t, ref.data());
-    for (int64_t v = 0; v < V; ++v) CHECK(lp[row * V + v] == doctest::Approx(ref[v]).epsilon(1e-6));
+    StepDecoder one(cfg, params);
+    one.start(src, 1, 4);
+    for (int32_t t = 0; t < 4; ++t) one.step(forced({history[t]}, t, 1));
+    const Tensor ref = one.log_probs();
+    for (int64_t v = 0; v < V; ++v) CHECK(lp.data<float>()[row * V + v] == doctest::Approx(ref.data<float>()[v]).epsilon(1e-6));
   }
+}
+
+TEST_CASE("decode: a step that does not fit the decoder's state is refused, naming the field") {
+  TransformerConfig cfg = transformer_config("tiny");
+  ParamStore params;
+  init_transformer_params(cfg, params, 3);
+  StepDecoder dec(cfg, params);
+  dec.start({{5, 6, 2}, {7, 2}}, 2, 3);
+  StepDecoder::Step s = forced({2, 2, 2, 2}, 0, 2);
+  s.positions[1] = 3;
+  CHECK_THROWS_WITH(dec.step(s), doctest::Contains("beyond the 3 slots"));
+  s = forced({2, 2, 2, 2}, 0, 2);
+  s.row_origin[0] = 4;
+  CHECK_THROWS_WITH(dec.step(s), doctest::Contains("continues row 4 of 4"));
+  s = forced({2, 2, 2, 2}, 0, 2);
+  s.sentence_origin = {0};
+  CHECK_THROWS_WITH(dec.step(s), doctest::Contains("step.sentence_origin"));
 }
 
 // Every hypothesis a search may produce for a 6-symbol vocabulary (bos, pad, eos, unk, 4, 5), scored
@@ -138,7 +247,7 @@ TEST_CASE("decode: beam search with a wide beam equals exhaustive search") {
   cfg.vocab = 6;
   ParamStore params;
   init_transformer_params(cfg, params, 5);
-  IncrementalDecoder dec(cfg, params);
+  StepDecoder dec(cfg, params);
   const std::vector<std::vector<int32_t>> src = {{4, 5, 4, 2}, {5, 2}};
   for (float lenpen : {0.0f, 1.0f, 2.0f}) {
     SearchOptions o;
@@ -181,18 +290,20 @@ TEST_CASE("decode: beam 1 is greedy search") {
   TransformerConfig cfg = transformer_config("tiny");
   ParamStore params;
   init_transformer_params(cfg, params, 9);
-  IncrementalDecoder dec(cfg, params);
+  StepDecoder dec(cfg, params);
   const std::vector<std::vector<int32_t>> src = {{4, 5, 6, 7, 2}};
   SearchOptions o;
   o.beam = 1, o.lenpen = 1.0f, o.max_len_a = 0, o.max_len_b = 6;
   const auto found = beam_search(dec, src, o);
   // Argmax rollout, with pad and bos banned and eos banned at step 0, eos forced at step 6.
   std::vector<int32_t> tokens;
-  DecoderState st = dec.start(dec.encode(src), 1, 7);
-  std::vector<float> lp(cfg.vocab);
+  StepDecoder roll(cfg, params);
+  roll.start(src, 1, 7);
   int32_t input = 2;
-  for (int step = 0; step <= 6; ++step) {
-    dec.step(st, &input, lp.data());
+  for (int32_t step = 0; step <= 6; ++step) {
+    roll.step(forced({input}, step, 1));
+    const Tensor t = roll.log_probs();
+    std::vector<float> lp(t.data<float>(), t.data<float>() + cfg.vocab);
     lp[0] = lp[1] = -INFINITY;
     if (step == 0) lp[2] = -INFINITY;
     if (step == 6) input = 2;
@@ -202,6 +313,35 @@ TEST_CASE("decode: beam 1 is greedy search") {
   }
   REQUIRE(found[0].size() == 1);
   CHECK(found[0][0].tokens == tokens);
+}
+
+// Compaction only moves rows: a batch of sources whose searches end at different steps gives the
+// same hypotheses, scores and positional scores with and without it, bit for bit.
+TEST_CASE("decode: compaction changes no hypothesis, bit for bit") {
+  TransformerConfig cfg = transformer_config("tiny");
+  cfg.vocab = 40, cfg.d_model = 32, cfg.heads = 4, cfg.ffn = 64;
+  ParamStore params;
+  init_transformer_params(cfg, params, 21);
+  const auto src = sources_of_lengths({3, 25, 9, 14, 6, 31, 2, 18}, cfg.vocab);
+  SearchOptions o;
+  o.beam = 4, o.max_len_a = 1.0f, o.max_len_b = 2;
+  StepDecoder a(cfg, params), b(cfg, params);
+  o.compact = true;
+  const auto with = beam_search(a, src, o);
+  o.compact = false;
+  const auto without = beam_search(b, src, o);
+  CHECK(a.compiled_steps() > b.compiled_steps()); // the batch did shrink
+  REQUIRE(with.size() == without.size());
+  for (size_t s = 0; s < with.size(); ++s) {
+    REQUIRE(with[s].size() == without[s].size());
+    for (size_t h = 0; h < with[s].size(); ++h) {
+      CHECK(with[s][h].tokens == without[s][h].tokens);
+      CHECK(std::memcmp(&with[s][h].score, &without[s][h].score, sizeof(float)) == 0);
+      REQUIRE(with[s][h].positional_scores.size() == without[s][h].positional_scores.size());
+      CHECK(std::memcmp(with[s][h].positional_scores.data(), without[s][h].positional_scores.data(),
+                        sizeof(float) * with[s][h].positional_scores.size()) == 0);
+    }
+  }
 }
 
 TEST_CASE("decode: the language model graph is causal, position t sees only tokens up to t") {

@@ -1,4 +1,4 @@
-// `pillars bench gemm|attention|softmax|step|gct|pruned-decode [--device cuda]`: our figure next to
+// `pillars bench gemm|attention|softmax|step|gct|pruned-decode|decode [--device cuda]`: our figure next to
 // the reference's, from the same run.
 #include <omp.h>
 
@@ -13,6 +13,7 @@
 #include "engine/tensor.h"
 #include "tools/bench/bench_attention.h"
 #include "tools/bench/bench_cuda.h"
+#include "tools/bench/bench_decode.h"
 #include "tools/bench/bench_ght.h"
 #include "tools/bench/bench_gemm.h"
 #include "tools/bench/bench_step.h"
@@ -35,6 +36,7 @@ constexpr std::array kBenchmarks = {
     Benchmark{"step", bench::bench_step, bench::bench_cuda_step},
     Benchmark{"gct", bench::bench_gct, nullptr},
     Benchmark{"pruned-decode", bench::bench_pruned_decode, nullptr},
+    Benchmark{"decode", bench::bench_decode, nullptr},
 };
 
 } // namespace
@@ -50,7 +52,7 @@ Command add_bench_command(CLI::App& app) {
   auto opt = std::make_shared<Options>();
   std::vector<std::string> names;
   for (const Benchmark& b : kBenchmarks) names.push_back(b.name);
-  bench->add_option("what", opt->what, "gemm | attention | softmax | step | gct | pruned-decode")->required()->check(CLI::IsMember(names));
+  bench->add_option("what", opt->what, "gemm | attention | softmax | step | gct | pruned-decode | decode")->required()->check(CLI::IsMember(names));
   bench->add_option("--threads", opt->threads, "threads for ours and the reference (default: all cores)")->check(CLI::NonNegativeNumber);
   bench->add_option("--repeats", opt->repeats, "timed repetitions (the median is reported)")->check(CLI::PositiveNumber);
   bench->add_option("--device", opt->device, "cpu | cuda (attention, softmax, step: our CUDA kernels next to cuDNN and PyTorch)")

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "decode/search.h"
 #include "train/experiment.h"
 #include "train/session.h"
 #include "tools/commands.h"
@@ -65,7 +66,7 @@ Command add_eval_command(CLI::App& app) {
   cmd->add_option("--split", opt->split, "dataset split (default: the experiment's test split)");
   cmd->add_option("--checkpoint", opt->checkpoint, "which checkpoint of a run directory")
       ->check(CLI::IsMember({"best", "last", "average"}));
-  cmd->add_option("--beam", opt->beam, "beam size (default: the experiment's eval.beam)")->check(CLI::PositiveNumber);
+  cmd->add_option("--beam", opt->beam, "beam size (default: the experiment's eval.beam)")->check(CLI::Range(int64_t{1}, decode::kMaxBeam));
   cmd->add_option("--lenpen", opt->lenpen, "length penalty")->check(CLI::NonNegativeNumber);
   cmd->add_option("--max-len-a", opt->max_len_a, "max target length = a * source length + b")->check(CLI::NonNegativeNumber);
   cmd->add_option("--max-len-b", opt->max_len_b, "see --max-len-a")->check(CLI::NonNegativeNumber);

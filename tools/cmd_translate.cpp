@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "decode/search.h"
 #include "train/checkpoint.h"
 #include "train/experiment.h"
 #include "train/evaluate.h"
@@ -30,7 +31,7 @@ Command add_translate_command(CLI::App& app) {
   cmd->add_option("checkpoint", opt->checkpoint, "checkpoint file in a run directory, or the run directory")->required();
   cmd->add_option("--checkpoint", opt->choice, "which checkpoint of a run directory (default: the run's eval.checkpoint)")
       ->check(CLI::IsMember({"best", "last", "average"}));
-  cmd->add_option("--beam", opt->beam, "beam size, 1 = greedy (default: the run's eval.beam)")->check(CLI::PositiveNumber);
+  cmd->add_option("--beam", opt->beam, "beam size, 1 = greedy (default: the run's eval.beam)")->check(CLI::Range(int64_t{1}, decode::kMaxBeam));
   cmd->add_option("--lenpen", opt->lenpen, "length penalty: score / length^lenpen (default: eval.lenpen)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--max-len-a", opt->max_len_a, "max target length = a * source length + b (default: eval.max_len_a)")

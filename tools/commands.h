@@ -19,6 +19,7 @@ Command add_schema_command(CLI::App& app);
 Command add_train_command(CLI::App& app);
 Command add_eval_command(CLI::App& app);
 Command add_translate_command(CLI::App& app);
+Command add_generate_command(CLI::App& app);
 Command add_metrics_command(CLI::App& app);
 Command add_prune_command(CLI::App& app);
 Command add_report_command(CLI::App& app);

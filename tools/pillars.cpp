@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
       pillars::cli::add_prune_command(app),
       pillars::cli::add_eval_command(app),
       pillars::cli::add_translate_command(app),
+      pillars::cli::add_generate_command(app),
       pillars::cli::add_metrics_command(app),
       pillars::cli::add_bench_command(app),
       pillars::cli::add_data_command(app),

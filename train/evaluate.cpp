@@ -29,7 +29,7 @@ Translations translate_corpus(const TransformerConfig& cfg, const ParamStore& pa
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return src[a].size() < src[b].size(); });
 
-  const decode::IncrementalDecoder decoder(cfg, params);
+  decode::StepDecoder decoder(cfg, params, params.device()); // where the parameters are: the CPU or a GPU
   const auto t0 = std::chrono::steady_clock::now();
   for (size_t at = 0; at < order.size(); at += static_cast<size_t>(batch_sentences)) {
     const size_t end = std::min(order.size(), at + static_cast<size_t>(batch_sentences));

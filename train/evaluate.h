@@ -4,7 +4,8 @@
 //   BleuReport b = score_bleu(t, refs, pipeline, /*lowercase=*/false);
 //
 // Sentences are decoded in batches of similar source length (sorted, then restored to the input
-// order), each batch by decode::beam_search with cached keys and values.
+// order), each batch by decode::beam_search with cached keys and values, on the device that holds
+// the parameters (decode/step_decoder.h): a GPU run validates on the GPU, with no host copy.
 #pragma once
 #include <string>
 #include <vector>

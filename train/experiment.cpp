@@ -4,6 +4,7 @@
 #include "train/experiment.h"
 
 #include "datasets/registry.h"
+#include "decode/search.h"
 #include "models/transformer.h"
 
 #include <fcntl.h>
@@ -197,7 +198,7 @@ const std::vector<Entry>& entries() {
         in(F::string("eval.split", "Split to evaluate; \"\" = data.test_split.").def(""), &E::eval, &V::split),
         in(F::enumeration("eval.checkpoint", enum_names<CheckpointChoice>(), "Checkpoint to evaluate; average needs train.average_best > 0.").def("best"), &E::eval,
            &V::checkpoint),
-        in(F::integer("eval.beam", "Beam size; 1 = greedy.").def(5).at_least(1), &E::eval, &V::beam),
+        in(F::integer("eval.beam", "Beam size; 1 = greedy.").def(5).at_least(1).at_most(decode::kMaxBeam), &E::eval, &V::beam),
         in(F::number("eval.lenpen", "Length penalty: hypotheses are ranked by log-probability / length^lenpen.").def(1.0).at_least(0), &E::eval, &V::lenpen),
         in(F::number("eval.max_len_a", "Longest output is max_len_a * source length + max_len_b tokens.").def(1.2).at_least(0), &E::eval, &V::max_len_a),
         in(F::integer("eval.max_len_b", "See max_len_a.").def(10).at_least(0), &E::eval, &V::max_len_b),

@@ -228,12 +228,9 @@ class Loop {
     const auto [nll, tokens] = task_.valid_nll();
     v.loss = nll / static_cast<double>(std::max<int64_t>(tokens, 1));
     v.ppl = std::exp(v.loss);
-    // Decoding runs on the CPU kernels: on a GPU run it reads a host copy of the parameters.
-    if (o_.valid_bleu || o_.valid_rouge) {
-      const ParamStore host = params_.on(Device::cpu);
-      if (o_.valid_bleu) v.bleu = o_.valid_bleu(cfg_, host);
-      if (o_.valid_rouge) v.rouge = o_.valid_rouge(cfg_, host);
-    }
+    // Decoding runs where the parameters are (a GPU run decodes on the GPU: decode/step_decoder.h).
+    if (o_.valid_bleu) v.bleu = o_.valid_bleu(cfg_, params_);
+    if (o_.valid_rouge) v.rouge = o_.valid_rouge(cfg_, params_);
     return v;
   }
 

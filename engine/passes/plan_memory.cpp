@@ -81,7 +81,7 @@ MemoryPlan plan_memory(const Graph& g, Device device) {
   std::vector<bool> external(nv, false);
   for (const Node& n : g.nodes()) {
     if (is_leaf(n)) external[static_cast<size_t>(n.outputs[0])] = true;
-    if (n.op->is_view) {
+    if (n.op->is_view || n.op->updates_input0) {
       const ValueId root = plan.alias_of[static_cast<size_t>(n.inputs[0])];
       plan.alias_of[static_cast<size_t>(n.outputs[0])] = root;
       external[static_cast<size_t>(n.outputs[0])] = external[static_cast<size_t>(root)];
@@ -117,6 +117,7 @@ MemoryPlan plan_memory(const Graph& g, Device device) {
     if (!is_leaf(n) && !n.op->is_view) {
       for (size_t k = 0; k < n.outputs.size(); ++k) {
         const size_t v = static_cast<size_t>(n.outputs[k]);
+        if (k == 0 && n.op->updates_input0) continue; // input 0's own bytes (aliased above)
         plan.naive_bytes += bytes_of(v);
         // In place: output 0 over input 0, when input 0 (its root) dies here and is the same size.
         if (k == 0 && n.op->inplace && !n.inputs.empty()) {

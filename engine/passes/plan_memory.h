@@ -1,6 +1,7 @@
 // plan_memory: assigns every computed value a byte offset in one arena, reusing the memory of
 // values that are dead (liveness analysis + best-fit). Leaves (inputs, parameters, constants)
-// live outside the arena; views (reshape) share their source's bytes; an op marked `inplace`
+// live outside the arena; views (reshape) and in-place state updates (OpDef::updates_input0)
+// share their source's bytes; an op marked `inplace`
 // writes its output over its first input when that input dies at the op.
 #pragma once
 #include <cstddef>

@@ -8,7 +8,7 @@
 #include <random>
 #include <vector>
 
-#include "decode/incremental.h"
+#include "decode/step_decoder.h"
 #include "decode/search.h"
 #include "ght/gct_pass.h"
 #include "ght/prune.h"
@@ -97,7 +97,7 @@ int bench_pruned_decode(int threads, int repeats) {
               "%zu sentences, 28 target tokens each, %d threads\n",
               static_cast<long long>(cfg.vocab), sources.size(), threads);
   auto sentences_per_second = [&](const TransformerConfig& c, const ParamStore& p) {
-    const decode::IncrementalDecoder decoder(c, p);
+    decode::StepDecoder decoder(c, p);
     const double s = median_seconds(repeats, [&] { decode::beam_search(decoder, sources, o); });
     return static_cast<double>(sources.size()) / s;
   };

@@ -9,8 +9,8 @@
 // kernels/cuda/<family>.h (the shapes) and source kernels/cuda/<family>.cu (the algorithm):
 // elementwise, reduce, shape, matmul, linear_act, softmax, layernorm, cross_entropy, embedding,
 // dropout, attention (which also dispatches to kernels/cuda/cudnn_attention.h, the cuDNN
-// reference backend), attention_mask, head_gram. Ops absent here run on the CPU through the
-// executor's host fallback (see Executor).
+// reference backend), attention_mask, head_gram, decoding. Ops absent here run on the CPU
+// through the executor's host fallback (see Executor).
 #pragma once
 #include <cstddef>
 
@@ -81,5 +81,10 @@ void op_attention_mask(const KernelContext& c);
 void op_head_gram(const KernelContext& c);
 size_t op_head_gram_workspace(const Graph& g, const Node& n);
 void op_head_gram_backward(const KernelContext& c);
+// decoding.cu (key/value caches, updated in place, and beam-search candidates)
+void op_cache_gather(const KernelContext& c);
+size_t op_cache_gather_workspace(const Graph& g, const Node& n); // the in-place gather's scratch
+void op_cache_write(const KernelContext& c);
+void op_beam_candidates(const KernelContext& c);
 
 } // namespace pillars::cuda

@@ -1,32 +1,17 @@
-// Incremental decoding of the encoder-decoder transformer: the encoder once per batch, then the
-// decoder one token at a time with cached keys and values (what beam search and greedy search run).
-//
-//   IncrementalDecoder dec(cfg, params);
-//   EncoderOutput enc = dec.encode(src);                 // src: one token list per sentence (ending in eos)
-//   DecoderState st = dec.start(enc, /*rows_per_sentence=*/beam, /*max_steps=*/max_len + 1);
-//   for (t = 0; ...; ++t) {
-//     dec.step(st, tokens /* (N) */, logprobs /* (N, V) */);   // log-softmax of the next-token logits
-//     dec.reorder(st, origin /* (N): row n continues old row origin[n] */);
-//   }
-//
-// The same network as models/transformer.cpp's training graph with train = false, computed directly
-// with the CPU kernels: a decoding step has a query length of 1 and a key length that grows, which
-// a static graph per shape would rebuild every step. tests/test_decode.cpp checks that the
-// teacher-forced step-by-step log-probabilities equal the training graph's.
-//
-// Shapes (N = decoder rows = sentences × rows_per_sentence, Ts = longest source, d = model width,
-// HD = heads · head width of the module, T = max_steps):
-//   encoder output     (B, Ts, d)
-//   cross keys/values  per decoder layer, (N, Ts, HD): computed once, each sentence's rows share them
-//   self keys/values   per decoder layer, (N, T, HD): row n's step-t key is written at position t
+// The decoder that decode/step_decoder.h replaced, kept ONLY so that `pillars bench decode` can
+// compare the two in the same run (see bench_decode.h). It is the transformer written a second
+// time, as direct calls into kernels/cpu, with its own parameter names and its own beam search:
+// what the one-model design removed. Delete it once the comparison is recorded in
+// docs/PERFORMANCE.md.
 #pragma once
 #include <cstdint>
 #include <vector>
 
 #include "engine/params.h"
+#include "decode/search.h"
 #include "models/transformer.h"
 
-namespace pillars::decode {
+namespace pillars::bench::legacy {
 
 struct EncoderOutput {
   int64_t B = 0, Ts = 0;
@@ -85,4 +70,9 @@ class IncrementalDecoder {
   Norm encoder_final_, decoder_final_;    // pre-norm only
 };
 
-} // namespace pillars::decode
+// The old beam search over the IncrementalDecoder (no compaction, bookkeeping on the host).
+std::vector<std::vector<decode::Hypothesis>> beam_search(const IncrementalDecoder& decoder,
+                                                         const std::vector<std::vector<int32_t>>& sources,
+                                                         const decode::SearchOptions& options);
+
+} // namespace pillars::bench::legacy

@@ -1,0 +1,22 @@
+// `pillars bench decode`: beam-5 decoding through the executor (decode/step_decoder.h) against the
+// decoder it replaced (tools/bench/legacy_decode.h), in the same run, on the CPU.
+//
+// Models: `small` (3+3, d 256, 4 heads), `base` (6+6, d 512, 8 heads) and GHT-PS (base with 2 of 8
+// heads kept in all 18 modules, ght/prune.h), randomly initialised (seed 1), vocabulary 10000.
+// Two workloads per model:
+//   real    the first 96 sentences of Multi30k's test_2016_flickr German side (tokenized; words
+//           hashed to ids), batches of 32 of similar length, max length 1.2 · source + 10: the
+//           sentences' searches end at different steps, which is what compaction exploits;
+//   forced  48 random sources of 20-30 tokens, every hypothesis forced to 28 tokens
+//           (min_len = max_len): all sentences end together, so compaction cannot help.
+// Columns: the old decoder, the new one without compaction, the new one; sentences/s and generated
+// target tokens/s (the best hypotheses' lengths, eos included), and the new/old ratio. Also how
+// many sentences' best hypotheses are token-identical between old and new.
+// Targets (CPU): new ≥ 1.0× old at forced length, ≥ 1.3× on real sentences; GHT-PS ≥ 1.15× base.
+#pragma once
+
+namespace pillars::bench {
+
+int bench_decode(int threads, int repeats);
+
+} // namespace pillars::bench

@@ -1,0 +1,141 @@
+// `pillars generate RUN`: text from a trained language model (a decoder-only run), streamed to
+// stdout token by token as it is produced; the speed goes to stderr.
+//
+//   pillars generate runs/wt2 --prompt "the meaning of" --max-tokens 50 --top-k 40 --seed 3
+//   echo "the meaning of" | pillars generate runs/wt2 --greedy
+//
+// The prompt goes through the run's text pipeline (tokenizer, BPE, dictionary) as a line of the
+// training stream would, without its final eos, after an eos (where every line starts in the
+// stream). Generation stops at the end of the line (eos), after --max-tokens tokens, or at the
+// context length the model was trained with (data.block_size), whichever comes first.
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <iterator>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+#include "decode/sample.h"
+#include "train/checkpoint.h"
+#include "train/experiment.h"
+#include "train/pipeline.h"
+#include "train/session.h"
+#include "tools/commands.h"
+
+namespace pillars::cli {
+
+namespace {
+
+constexpr int64_t kMaxTokensLimit = 1 << 20; // --max-tokens beyond this is a typo, not a request
+
+} // namespace
+
+Command add_generate_command(CLI::App& app) {
+  CLI::App* cmd = app.add_subcommand("generate", "Generate text with a trained language model (sampling or greedy)");
+  struct Options {
+    std::string run, choice, prompt, device = "cpu";
+    bool prompt_given = false, greedy = false;
+    int64_t max_tokens = 100, top_k = 0;
+    double temperature = 1.0, top_p = 1.0;
+    uint64_t seed = 1;
+    int threads = 0;
+  };
+  auto opt = std::make_shared<Options>();
+  cmd->add_option("run", opt->run, "a language-model run directory, or a checkpoint file in one")->required();
+  cmd->add_option("--checkpoint", opt->choice, "which checkpoint of the run (default: the run's eval.checkpoint)")
+      ->check(CLI::IsMember({"best", "last", "average"}));
+  auto* prompt = cmd->add_option("--prompt", opt->prompt, "the text to continue (default: all of stdin)");
+  cmd->add_flag("--greedy", opt->greedy, "always take the most likely token (no sampling)");
+  cmd->add_option("--temperature", opt->temperature, "divide the log-probabilities by this before sampling (default 1)");
+  cmd->add_option("--top-k", opt->top_k, "sample among the k most likely tokens only (0 = all; 1 = greedy)");
+  cmd->add_option("--top-p", opt->top_p, "sample among the most likely tokens that make up this much probability (default 1)");
+  cmd->add_option("--max-tokens", opt->max_tokens, "generate at most this many tokens (default 100)");
+  cmd->add_option("--seed", opt->seed, "seed of the sampling (the same seed gives the same text; default 1)");
+  cmd->add_option("--device", opt->device, "cpu | cuda")->check(CLI::IsMember(enum_names<Device>()));
+  cmd->add_option("--threads", opt->threads, "CPU threads (0 = all cores)");
+  return {cmd, [opt, prompt]() {
+            // Every flag checked before anything is loaded: exit 2 naming the flag.
+            auto refuse = [](const std::string& flag, const std::string& why) { throw InputError(str_cat(flag, ": ", why)); };
+            if (opt->max_tokens < 1 || opt->max_tokens > kMaxTokensLimit)
+              refuse("--max-tokens", str_cat(opt->max_tokens, " is not in [1, ", kMaxTokensLimit, "]"));
+            if (!(opt->temperature > 0) || !std::isfinite(opt->temperature))
+              refuse("--temperature", str_cat(opt->temperature, " must be a positive number"));
+            if (!(opt->top_p > 0 && opt->top_p <= 1)) refuse("--top-p", str_cat(opt->top_p, " is not in (0, 1]"));
+            if (opt->top_k < 0) refuse("--top-k", str_cat(opt->top_k, " must be >= 0"));
+            if (opt->threads < 0 || opt->threads > 4096) refuse("--threads", str_cat(opt->threads, " is not in [0, 4096]"));
+            if (opt->threads > 0) omp_set_num_threads(opt->threads);
+            const Device device = parse_enum<Device>(opt->device, "--device");
+
+            const std::string run_dir = train::run_dir_of(opt->run);
+            const Experiment e = train::load_run_config(run_dir);
+            if (e.task != Task::language_modeling)
+              throw InputError(str_cat(run_dir, " is a ", enum_name(e.task), " run; `pillars generate` needs a language_modeling "
+                                       "run (use `pillars translate` for an encoder-decoder)"));
+            const train::TextPipeline pipeline = train::TextPipeline::load(run_dir);
+            std::string text = opt->prompt;
+            if (prompt->count() == 0) text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+            // The context: eos, then every prompt line's ids (each line ends in eos, as in the
+            // training stream), without the last eos.
+            std::vector<int32_t> context = {tokens::kEos};
+            size_t start = 0;
+            while (start <= text.size()) {
+              const size_t end = std::min(text.find('\n', start), text.size());
+              const std::string line = text.substr(start, end - start);
+              if (line.find_first_not_of(" \t\r") != std::string::npos) {
+                const std::vector<int32_t> ids = pipeline.ids(pipeline.segment(line, false));
+                context.insert(context.end(), ids.begin(), ids.end());
+              }
+              start = end + 1;
+            }
+            const char* source = prompt->count() ? "--prompt" : "the prompt on stdin";
+            if (context.size() > 1) context.pop_back(); // the last line's eos: we continue that line
+            if (context.size() == 1) refuse(source, "is empty (no tokens after tokenization); give some text to continue");
+            const int64_t positions = e.data.block_size; // the context length the model was trained with
+            if (static_cast<int64_t>(context.size()) > positions)
+              refuse(source, str_cat("has ", context.size() - 1, " tokens; the model was trained on contexts of ", positions,
+                                     " (data.block_size), so at most ", positions - 1, " fit with a token to generate"));
+            const int64_t max_tokens = std::min<int64_t>(opt->max_tokens, positions - static_cast<int64_t>(context.size()) + 1);
+
+            const std::string path = train::checkpoint_path(opt->run, opt->choice, false);
+            train::LoadedCheckpoint ck = train::load_checkpoint(path);
+            ck.params.to(device);
+            decode::StepDecoder decoder(ck.config, ck.params, device);
+            decode::SamplingOptions so;
+            so.greedy = opt->greedy;
+            so.temperature = static_cast<float>(opt->temperature);
+            so.top_k = opt->top_k;
+            so.top_p = static_cast<float>(opt->top_p);
+            so.seed = opt->seed;
+
+            // Streaming: after each token, print what the detokenized text gained.
+            std::vector<int32_t> generated;
+            std::string printed;
+            const auto t0 = std::chrono::steady_clock::now();
+            decode::generate(decoder, context, max_tokens, so, [&](int32_t id) {
+              if (id == tokens::kEos) return;
+              generated.push_back(id);
+              const std::string now = pipeline.decode_target(generated);
+              if (now.size() > printed.size() && now.compare(0, printed.size(), printed) == 0) {
+                std::fputs(now.c_str() + printed.size(), stdout);
+                std::fflush(stdout);
+                printed = now;
+              }
+            });
+            const std::string all = pipeline.decode_target(generated);
+            if (all.size() >= printed.size() && all.compare(0, printed.size(), printed) == 0) std::fputs(all.c_str() + printed.size(), stdout);
+            std::fputs("\n", stdout);
+            const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+            std::fprintf(stderr, "generated %zu tokens after a prompt of %zu in %.2fs: %.1f tokens/s (%s, %s, %d threads)\n",
+                         generated.size(), context.size() - 1, s, s > 0 ? static_cast<double>(context.size() - 1 + generated.size()) / s : 0.0,
+                         path.c_str(), device_name(device), omp_get_max_threads());
+            return 0;
+          }};
+}
+
+} // namespace pillars::cli
