@@ -11,6 +11,8 @@
 #include "decode/step_decoder.h"
 #include "decode/search.h"
 #include "engine/executor.h"
+#include "engine/ops/decoding.h"
+#include "kernels/cuda/device.h"
 #include "models/transformer.h"
 
 using namespace pillars;
@@ -89,14 +91,15 @@ StepDecoder::Step forced(const std::vector<int32_t>& tokens, int32_t t, int64_t 
 // Steps through prev (B, Tt) teacher-forced and compares every row's log-probabilities with the
 // training graph's. With drop_after >= 0, sentence 1 leaves the batch after that step (compaction).
 void check_teacher_forcing(TransformerConfig cfg, const std::vector<std::vector<int32_t>>& src = kShortSources,
-                           int drop_after = -1) {
+                           int drop_after = -1, Device device = Device::cpu) {
   ParamStore params;
   init_transformer_params(cfg, params, 11);
   const std::vector<std::vector<int32_t>> prev = {{2, 14, 15, 16}, {2, 17, 18, 19}, {2, 20, 21, 22}};
   const int64_t Tt = 4, V = cfg.vocab;
   const std::vector<float> ref = graph_logprobs(cfg, params, src, prev);
 
-  StepDecoder dec(cfg, params);
+  const ParamStore on_device = params.on(device);
+  StepDecoder dec(cfg, on_device, device);
   dec.start(src, 1, Tt);
   std::vector<int64_t> live = {0, 1, 2};
   double worst = 0;
@@ -369,4 +372,91 @@ TEST_CASE("decode: the language model graph is causal, position t sees only toke
     for (int64_t v = 0; v < cfg.vocab; ++v) same = same && a[t * cfg.vocab + v] == b[t * cfg.vocab + v];
     CHECK(same == (t < 3));
   }
+}
+
+// ---- on a GPU ---------------------------------------------------------------------------------
+
+TEST_CASE("decode on CUDA: step-by-step log-probabilities equal the training graph (pre/post-norm, pruned, long sources, compaction)") {
+  if (cuda_device_count() == 0) {
+    MESSAGE("skipped: ", cuda_unavailable_reason());
+    return;
+  }
+  for (bool pre : {false, true}) {
+    TransformerConfig cfg = transformer_config("tiny");
+    cfg.pre_norm = pre;
+    check_teacher_forcing(cfg, kShortSources, -1, Device::cuda);
+    check_teacher_forcing(pruned(cfg), kShortSources, -1, Device::cuda);
+    check_teacher_forcing(cfg, sources_of_lengths({512, 300, 37}, cfg.vocab), -1, Device::cuda);
+    check_teacher_forcing(cfg, sources_of_lengths({9, 30, 17}, cfg.vocab), 1, Device::cuda);
+  }
+}
+
+TEST_CASE("decode on CUDA: beam search finds the CPU's hypotheses, with and without compaction") {
+  if (cuda_device_count() == 0) {
+    MESSAGE("skipped: ", cuda_unavailable_reason());
+    return;
+  }
+  TransformerConfig cfg = transformer_config("tiny");
+  cfg.vocab = 40, cfg.d_model = 32, cfg.heads = 4, cfg.ffn = 64;
+  ParamStore params;
+  init_transformer_params(cfg, params, 21);
+  const ParamStore gpu = params.on(Device::cuda);
+  const auto src = sources_of_lengths({3, 25, 9, 14, 6, 31, 2, 18}, cfg.vocab);
+  for (bool compact : {true, false}) {
+    SearchOptions o;
+    o.beam = 4, o.max_len_a = 1.0f, o.max_len_b = 2, o.compact = compact;
+    StepDecoder on_cpu(cfg, params), on_gpu(cfg, gpu, Device::cuda);
+    const auto a = beam_search(on_cpu, src, o), b = beam_search(on_gpu, src, o);
+    for (size_t s = 0; s < a.size(); ++s) {
+      CHECK(a[s].front().tokens == b[s].front().tokens);
+      CHECK(a[s].front().score == doctest::Approx(b[s].front().score).epsilon(1e-4));
+    }
+  }
+}
+
+TEST_CASE("decode on CUDA: the cache and beam ops equal their CPU kernels bit for bit") {
+  if (cuda_device_count() == 0) {
+    MESSAGE("skipped: ", cuda_unavailable_reason());
+    return;
+  }
+  // One graph: gather a (5, 3, 2, 2) cache into 3 rows (in place), write a slot, rank candidates
+  // with ties, NaN, −inf rows and every eos rule.
+  Graph g;
+  const ValueId cache = g.input("cache", {5, 3, 2, 2}), origin = g.input("origin", {3}, DType::i32),
+                filled = g.input("filled", {3}, DType::i32), x = g.input("x", {3, 1, 2, 2}),
+                pos = g.input("pos", {3}, DType::i32), lp = g.input("lp", {6, 7}), rs = g.input("rs", {6}),
+                rule = g.input("rule", {6}, DType::i32);
+  const ValueId written = ops::cache_write(g, ops::cache_gather(g, cache, origin, filled), x, pos);
+  g.mark_output(written);
+  const ops::BeamCandidates c = ops::beam_candidates(g, lp, rs, rule, {.beam = 2, .candidates = 5, .pad = 1, .bos = 0, .eos = 2});
+  g.mark_output(c.scores);
+  g.mark_output(c.index);
+  std::vector<float> cache_v(60), x_v(12), lp_v(42);
+  for (size_t i = 0; i < cache_v.size(); ++i) cache_v[i] = static_cast<float>(i);
+  for (size_t i = 0; i < x_v.size(); ++i) x_v[i] = -1.0f - static_cast<float>(i);
+  for (size_t i = 0; i < lp_v.size(); ++i) lp_v[i] = -static_cast<float>(i % 5) * 0.5f; // many ties
+  lp_v[9] = NAN;
+  auto run = [&](Device d) {
+    Executor ex(g, d);
+    const Tensor cache_t = Tensor::from({5, 3, 2, 2}, cache_v).to(d); // the state: on the device
+    ex.bind("cache", cache_t);
+    ex.bind("origin", Tensor::from_i32({3}, {4, 0, 2}));
+    ex.bind("filled", Tensor::from_i32({3}, {2, 3, 1}));
+    ex.bind("x", Tensor::from({3, 1, 2, 2}, x_v));
+    ex.bind("pos", Tensor::from_i32({3}, {2, 0, 1}));
+    ex.bind("lp", Tensor::from({6, 7}, lp_v));
+    ex.bind("rs", Tensor::from({6}, {0.0f, -1.0f, -INFINITY, -0.5f, NAN, -2.0f}));
+    ex.bind("rule", Tensor::from_i32({6}, {1, 0, 1, 2, 1, 1}));
+    ex.run();
+    return std::vector<Tensor>{ex.fetch(written), ex.fetch(c.scores), ex.fetch(c.index)};
+  };
+  const auto cpu = run(Device::cpu), gpu = run(Device::cuda);
+  // Rows 0..2 up to their filled slots plus the written slot are defined; compare those.
+  const int32_t filled_v[3] = {2, 3, 1}, pos_v[3] = {2, 0, 1};
+  for (int r = 0; r < 3; ++r)
+    for (int t = 0; t < 3; ++t)
+      if (t < filled_v[r] || t == pos_v[r])
+        for (int w = 0; w < 4; ++w) CHECK(cpu[0].data<float>()[(r * 3 + t) * 4 + w] == gpu[0].data<float>()[(r * 3 + t) * 4 + w]);
+  CHECK(std::memcmp(cpu[1].raw(), gpu[1].raw(), cpu[1].nbytes()) == 0);
+  CHECK(std::memcmp(cpu[2].raw(), gpu[2].raw(), cpu[2].nbytes()) == 0);
 }

@@ -1,5 +1,6 @@
 // `pillars generate RUN`: text from a trained language model (a decoder-only run), streamed to
-// stdout token by token as it is produced; the speed goes to stderr.
+// stdout token by token as it is produced (the prompt's last line first, then its continuation);
+// the speed goes to stderr.
 //
 //   pillars generate runs/wt2 --prompt "the meaning of" --max-tokens 50 --top-k 40 --seed 3
 //   echo "the meaning of" | pillars generate runs/wt2 --greedy
@@ -82,17 +83,18 @@ Command add_generate_command(CLI::App& app) {
             if (prompt->count() == 0) text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
             // The context: eos, then every prompt line's ids (each line ends in eos, as in the
             // training stream), without the last eos.
-            std::vector<int32_t> context = {tokens::kEos};
+            std::vector<int32_t> context = {tokens::kEos}, line_ids;
             size_t start = 0;
             while (start <= text.size()) {
               const size_t end = std::min(text.find('\n', start), text.size());
               const std::string line = text.substr(start, end - start);
               if (line.find_first_not_of(" \t\r") != std::string::npos) {
-                const std::vector<int32_t> ids = pipeline.ids(pipeline.segment(line, false));
-                context.insert(context.end(), ids.begin(), ids.end());
+                line_ids = pipeline.ids(pipeline.segment(line, false));
+                context.insert(context.end(), line_ids.begin(), line_ids.end());
               }
               start = end + 1;
             }
+            if (!line_ids.empty()) line_ids.pop_back(); // its eos
             const char* source = prompt->count() ? "--prompt" : "the prompt on stdin";
             if (context.size() > 1) context.pop_back(); // the last line's eos: we continue that line
             if (context.size() == 1) refuse(source, "is empty (no tokens after tokenization); give some text to continue");
@@ -113,26 +115,31 @@ Command add_generate_command(CLI::App& app) {
             so.top_p = static_cast<float>(opt->top_p);
             so.seed = opt->seed;
 
-            // Streaming: after each token, print what the detokenized text gained.
-            std::vector<int32_t> generated;
+            // Streaming: the prompt's last line, then, after each token, what the detokenized line
+            // gained (detokenizing the whole line keeps the spacing right).
+            std::vector<int32_t> shown = line_ids;
             std::string printed;
-            const auto t0 = std::chrono::steady_clock::now();
-            decode::generate(decoder, context, max_tokens, so, [&](int32_t id) {
-              if (id == tokens::kEos) return;
-              generated.push_back(id);
-              const std::string now = pipeline.decode_target(generated);
+            auto show = [&] {
+              const std::string now = pipeline.decode_target(shown);
               if (now.size() > printed.size() && now.compare(0, printed.size(), printed) == 0) {
                 std::fputs(now.c_str() + printed.size(), stdout);
                 std::fflush(stdout);
                 printed = now;
               }
+            };
+            show();
+            int64_t generated = 0;
+            const auto t0 = std::chrono::steady_clock::now();
+            decode::generate(decoder, context, max_tokens, so, [&](int32_t id) {
+              ++generated;
+              if (id == tokens::kEos) return;
+              shown.push_back(id);
+              show();
             });
-            const std::string all = pipeline.decode_target(generated);
-            if (all.size() >= printed.size() && all.compare(0, printed.size(), printed) == 0) std::fputs(all.c_str() + printed.size(), stdout);
             std::fputs("\n", stdout);
             const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-            std::fprintf(stderr, "generated %zu tokens after a prompt of %zu in %.2fs: %.1f tokens/s (%s, %s, %d threads)\n",
-                         generated.size(), context.size() - 1, s, s > 0 ? static_cast<double>(context.size() - 1 + generated.size()) / s : 0.0,
+            std::fprintf(stderr, "generated %lld tokens after a prompt of %zu in %.2fs: %.1f tokens/s (%s, %s, %d threads)\n",
+                         static_cast<long long>(generated), context.size() - 1, s, s > 0 ? static_cast<double>(generated) / s : 0.0,
                          path.c_str(), device_name(device), omp_get_max_threads());
             return 0;
           }};
