@@ -25,6 +25,7 @@
 #include <memory>
 #include <vector>
 
+#include "base/special_tokens.h"
 #include "engine/executor.h"
 #include "engine/params.h"
 #include "models/decoding.h"
@@ -56,7 +57,7 @@ class StepDecoder {
     int64_t candidates = 0;               // n kept per sentence
     std::vector<float> row_scores;        // (N) cumulative log-probability (−inf: no hypothesis)
     std::vector<int32_t> eos_rule;        // (N) 0 eos banned, 1 allowed, 2 only eos
-    int32_t pad = 1, bos = 0, eos = 2;
+    int32_t pad = tokens::kPad, bos = tokens::kBos, eos = tokens::kEos;
   };
   // One decoding step on the device. Checks the step against the decoder's state (throws
   // pillars::Error naming the field).

@@ -48,7 +48,7 @@ struct DecoderStepShape {
   int64_t source_len = 0;        // Ts (seq2seq)
   int64_t capacity = 1;          // time slots of the self caches: the longest target + 1
   int64_t beam_candidates = 0;   // n > 0: add beam_candidates keeping n per sentence
-  int32_t pad = 1, bos = 0, eos = 2;
+  int32_t pad = tokens::kPad, bos = tokens::kBos, eos = tokens::kEos;
   bool operator<(const DecoderStepShape& o) const; // (a map key: one compiled graph per shape)
 };
 

@@ -71,7 +71,7 @@ Command add_generate_command(CLI::App& app) {
             if (opt->top_k < 0) refuse("--top-k", str_cat(opt->top_k, " must be >= 0"));
             if (opt->threads < 0 || opt->threads > 4096) refuse("--threads", str_cat(opt->threads, " is not in [0, 4096]"));
             if (opt->threads > 0) omp_set_num_threads(opt->threads);
-            const Device device = parse_enum<Device>(opt->device, "--device");
+            const Device device = device_flag(opt->device);
 
             const std::string run_dir = train::run_dir_of(opt->run);
             const Experiment e = train::load_run_config(run_dir);

@@ -60,6 +60,7 @@ Command add_eval_command(CLI::App& app) {
     double lenpen = -1, max_len_a = -1;
     int threads = 0;
     bool shuffle_sources = false;
+    std::string device = "cpu";
   };
   auto opt = std::make_shared<Options>();
   cmd->add_option("run", opt->target, "run directory or checkpoint file (.safetensors in a run directory)")->required();
@@ -72,6 +73,7 @@ Command add_eval_command(CLI::App& app) {
   cmd->add_option("--max-len-b", opt->max_len_b, "see --max-len-a")->check(CLI::NonNegativeNumber);
   cmd->add_option("--batch", opt->batch, "sentences per decoding batch")->check(CLI::PositiveNumber);
   cmd->add_option("--threads", opt->threads, "CPU threads (0 = all cores)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--device", opt->device, "where to decode: cpu | cuda")->check(CLI::IsMember(enum_names<Device>()));
   cmd->add_flag("--shuffle-sources", opt->shuffle_sources,
                 "control run: score each target against the next example's source (does the model read its input?); "
                 "writes eval_<split>_shuffled.json");
@@ -79,6 +81,7 @@ Command add_eval_command(CLI::App& app) {
             if (opt->threads > 0) omp_set_num_threads(opt->threads);
             train::EvalOptions eo;
             eo.shuffle_sources = opt->shuffle_sources;
+            eo.device = device_flag(opt->device);
             eo.split = opt->split;
             eo.checkpoint = opt->checkpoint;
             if (opt->beam > 0) eo.beam = opt->beam;

@@ -26,6 +26,7 @@ Command add_translate_command(CLI::App& app) {
     int64_t beam = 0, batch = 0, max_len_b = -1;
     double lenpen = -1, max_len_a = -1;
     int threads = 0;
+    std::string device = "cpu";
   };
   auto opt = std::make_shared<Options>();
   cmd->add_option("checkpoint", opt->checkpoint, "checkpoint file in a run directory, or the run directory")->required();
@@ -40,8 +41,10 @@ Command add_translate_command(CLI::App& app) {
   cmd->add_option("--batch", opt->batch, "sentences per decoding batch (default: eval.batch_sentences)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--threads", opt->threads, "CPU threads (0 = all cores)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--device", opt->device, "where to decode: cpu | cuda")->check(CLI::IsMember(enum_names<Device>()));
   return {cmd, [opt]() {
             if (opt->threads > 0) omp_set_num_threads(opt->threads);
+            const Device device = device_flag(opt->device);
             const std::string run_dir = train::run_dir_of(opt->checkpoint);
             const Experiment e = train::load_run_config(run_dir);
             if (e.task == Task::language_modeling)
@@ -59,11 +62,11 @@ Command add_translate_command(CLI::App& app) {
             if (opt->max_len_b >= 0) so.max_len_b = opt->max_len_b;
             const int64_t batch = opt->batch > 0 ? opt->batch : e.eval.batch_sentences;
             const train::Translations t =
-                train::translate_corpus(ck.config, ck.params, pipeline, lines, so, batch, false, e.data.max_source_len);
+                train::translate_corpus(ck.config, ck.params.on(device), pipeline, lines, so, batch, false, e.data.max_source_len);
             for (const std::string& s : t.text) std::printf("%s\n", s.c_str());
-            std::fprintf(stderr, "translated %zu sentences in %.2fs: %.1f sentences/s (%s, beam %lld, %d threads)\n",
+            std::fprintf(stderr, "translated %zu sentences in %.2fs: %.1f sentences/s (%s, beam %lld, %s, %d threads)\n",
                          lines.size(), t.seconds, t.sentences_per_second(), path.c_str(), static_cast<long long>(so.beam),
-                         omp_get_max_threads());
+                         device_name(device), omp_get_max_threads());
             return 0;
           }};
 }

@@ -5,12 +5,26 @@
 
 #include <CLI/CLI.hpp>
 
+#include "base/enum_names.h"
+#include "base/error.h"
+#include "engine/tensor.h"
+#include "kernels/cuda/device.h"
+
 namespace pillars::cli {
 
 struct Command {
   CLI::App* app;             // the subcommand, to ask whether it was chosen
   std::function<int()> run;  // what runs when it was
 };
+
+// A --device flag's word as a Device, refused (InputError, exit 2) when it names a GPU this
+// machine does not have.
+inline Device device_flag(const std::string& word) {
+  const Device d = parse_enum<Device>(word, "--device");
+  if (d == Device::cuda && cuda_device_count() == 0)
+    throw InputError(str_cat("--device cuda: no CUDA device here (", cuda_unavailable_reason(), ")"));
+  return d;
+}
 
 Command add_bench_command(CLI::App& app);
 Command add_data_command(CLI::App& app);

@@ -30,6 +30,10 @@ Translations translate_corpus(const TransformerConfig& cfg, const ParamStore& pa
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return src[a].size() < src[b].size(); });
 
   decode::StepDecoder decoder(cfg, params, params.device()); // where the parameters are: the CPU or a GPU
+  // A wide beam decodes fewer sentences at a time: every row holds key/value caches, so the rows of
+  // a batch (sentences × beam) stay within kMaxRows whatever the beam.
+  constexpr int64_t kMaxRows = 2048;
+  batch_sentences = std::max<int64_t>(1, std::min(batch_sentences, kMaxRows / std::max<int64_t>(search.beam, 1)));
   const auto t0 = std::chrono::steady_clock::now();
   for (size_t at = 0; at < order.size(); at += static_cast<size_t>(batch_sentences)) {
     const size_t end = std::min(order.size(), at + static_cast<size_t>(batch_sentences));

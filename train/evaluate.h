@@ -24,6 +24,7 @@ struct Translations {
   int64_t generated_tokens = 0;
 };
 
+// batch_sentences is capped so that a batch has at most 2048 decoder rows (sentences × beam).
 // progress: print "decoded n/N sentences" lines to stderr. Sources longer than max_source_len
 // tokens keep their first max_source_len − 1 tokens and their eos (as in training).
 Translations translate_corpus(const TransformerConfig& cfg, const ParamStore& params, const TextPipeline& pipeline,

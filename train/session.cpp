@@ -146,10 +146,11 @@ TrainOptions train_options(const Experiment& e, const std::string& run_dir, cons
 
 // After training: the evaluation of every trained run directory on its test split (with pruning,
 // the first-phase model and the pruned one), unless switched off. Returns the last.
-nlohmann::json final_evaluation(const std::vector<std::string>& run_dirs, const SessionOptions& options) {
+nlohmann::json final_evaluation(const std::vector<std::string>& run_dirs, const SessionOptions& options, Device device) {
   if (!options.evaluate) return {};
   EvalOptions eo;
   eo.quiet = options.quiet;
+  eo.device = device; // a GPU run decodes its test split on the GPU
   nlohmann::json last;
   for (const std::string& dir : run_dirs) last = evaluate_run(dir, eo);
   return last;
@@ -159,7 +160,8 @@ nlohmann::json final_evaluation(const std::vector<std::string>& run_dirs, const 
 // pruning with fine-tuning when asked), then the final evaluation of every run directory made.
 nlohmann::json train_and_evaluate(const Experiment& e, Model& m, const TaskHooks& hooks, const TrainOptions& to,
                                   const SessionOptions& options) {
-  return final_evaluation(train_with_heads(e, m.cfg, m.params, hooks, to, m.trained ? &*m.trained : nullptr), options);
+  return final_evaluation(train_with_heads(e, m.cfg, m.params, hooks, to, m.trained ? &*m.trained : nullptr), options,
+                          e.train.device);
 }
 
 nlohmann::json run_seq2seq(const Experiment& e, const std::string& run_dir, const SessionOptions& options) {
@@ -339,8 +341,9 @@ nlohmann::json evaluate_run(const std::string& target, const EvalOptions& option
   if (options.max_len_a) so.max_len_a = static_cast<float>(*options.max_len_a);
   if (options.max_len_b) so.max_len_b = *options.max_len_b;
   const int64_t batch_sentences = options.batch_sentences.value_or(e.eval.batch_sentences);
+  const ParamStore on_device = ck.params.on(options.device); // the decoder runs where its parameters are
   const Translations t =
-      translate_corpus(ck.config, ck.params, pipeline, data.source, so, batch_sentences, !options.quiet, e.data.max_source_len);
+      translate_corpus(ck.config, on_device, pipeline, data.source, so, batch_sentences, !options.quiet, e.data.max_source_len);
   result["beam"] = so.beam;
   result["lenpen"] = so.lenpen;
   result["sentences_per_second"] = t.sentences_per_second();

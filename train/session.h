@@ -43,6 +43,7 @@ struct EvalOptions {
   // the result goes to eval_<split>_shuffled.json/.hyp.
   bool shuffle_sources = false;
   bool quiet = false;
+  Device device = Device::cpu; // where the decoding runs (the parameters are copied there)
 };
 // Evaluates a trained run (its directory, or one of its checkpoint files): loss/perplexity and
 // BLEU on the split; writes eval_<split>.json/.hyp into the run directory; returns the scores.

@@ -18,6 +18,8 @@
 #pragma once
 #include <cstdint>
 
+#include "base/special_tokens.h"
+
 #include "engine/graph.h"
 
 namespace pillars::ops {
@@ -28,7 +30,7 @@ ValueId cache_write(Graph& g, ValueId cache, ValueId x, ValueId positions);
 struct BeamCandidatesParams {
   int64_t beam = 1;        // k: rows per sentence
   int64_t candidates = 2;  // n: extensions kept per sentence (fairseq keeps 2k)
-  int32_t pad = 1, bos = 0, eos = 2;
+  int32_t pad = tokens::kPad, bos = tokens::kBos, eos = tokens::kEos;
 };
 struct BeamCandidates {
   ValueId scores = kNoValue; // (S, n) f32: cumulative log-probabilities, best first; −inf past the eligible ones

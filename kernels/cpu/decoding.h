@@ -21,6 +21,8 @@
 #pragma once
 #include <cstdint>
 
+#include "base/special_tokens.h"
+
 namespace pillars::cpu {
 
 // Throws pillars::Error naming the row whose position lies outside [0, T).
@@ -31,7 +33,7 @@ void cache_gather(const float* src, float* dst, const int32_t* origin, const int
                   int64_t R_in, int64_t R_out, int64_t T, int64_t W);
 
 struct BeamTokens {
-  int32_t pad = 1, bos = 0, eos = 2;
+  int32_t pad = tokens::kPad, bos = tokens::kBos, eos = tokens::kEos;
 };
 
 void beam_candidates(const float* logprobs, const float* row_scores, const int32_t* eos_rule, float* scores,

@@ -129,20 +129,20 @@ int bench_decode(int threads, int repeats) {
   for (const std::string& module : attention_modules(base)) keep[module] = {0, 5};
   const ght::PrunedModel ps = ght::prune_heads(base, base_params, keep);
 
-  const Sources real = multi30k_sources(96, base.vocab), forced = random_sources(48, base.vocab);
+  const Sources real = multi30k_sources(128, base.vocab), forced = random_sources(48, base.vocab);
   decode::SearchOptions real_o, forced_o;
   real_o.beam = forced_o.beam = 5;
   forced_o.max_len_a = 0, forced_o.max_len_b = 28, forced_o.min_len = 28;
   std::printf("beam-5 decoding, CPU, %d threads, median of %d: old = the replaced IncrementalDecoder, new = the "
               "step graphs through the executor (vocabulary %lld, random weights)\n",
               threads, repeats, static_cast<long long>(base.vocab));
-  std::printf("  real: %zu Multi30k test_2016 sentences, batches of 32; forced: %zu sources, 28 target tokens each\n",
+  std::printf("  real: %zu Multi30k test_2016 sentences, batches of 64 (eval.batch_sentences); forced: %zu sources, 28 target tokens each\n",
               real.size(), forced.size());
-  compare("small", "real", small_v, small_params, real, 32, real_o, repeats);
+  compare("small", "real", small_v, small_params, real, 64, real_o, repeats);
   compare("small", "forced", small_v, small_params, forced, 48, forced_o, repeats);
-  const double base_real = compare("base", "real", base, base_params, real, 32, real_o, repeats);
+  const double base_real = compare("base", "real", base, base_params, real, 64, real_o, repeats);
   const double base_forced = compare("base", "forced", base, base_params, forced, 48, forced_o, repeats);
-  const double ps_real = compare("GHT-PS", "real", ps.cfg, ps.params, real, 32, real_o, repeats);
+  const double ps_real = compare("GHT-PS", "real", ps.cfg, ps.params, real, 64, real_o, repeats);
   const double ps_forced = compare("GHT-PS", "forced", ps.cfg, ps.params, forced, 48, forced_o, repeats);
   std::printf("  GHT-PS (2 of 8 heads) decodes %.2fx (real) and %.2fx (forced) as fast as base (target >= 1.15x)\n",
               ps_real / base_real, ps_forced / base_forced);

@@ -4,9 +4,11 @@
 // Models: `small` (3+3, d 256, 4 heads), `base` (6+6, d 512, 8 heads) and GHT-PS (base with 2 of 8
 // heads kept in all 18 modules, ght/prune.h), randomly initialised (seed 1), vocabulary 10000.
 // Two workloads per model:
-//   real    the first 96 sentences of Multi30k's test_2016_flickr German side (tokenized; words
-//           hashed to ids), batches of 32 of similar length, max length 1.2 · source + 10: the
-//           sentences' searches end at different steps, which is what compaction exploits;
+//   real    the first 128 sentences of Multi30k's test_2016_flickr German side (tokenized; words
+//           hashed to ids), batches of 64 (eval.batch_sentences' default) sorted by length, max
+//           length 1.2 · source + 10: the sentences' searches end at different steps, which is
+//           what compaction exploits (an untrained model rarely ends early, so only the length
+//           limits differ: a trained model's earlier eos gives compaction more to drop);
 //   forced  48 random sources of 20-30 tokens, every hypothesis forced to 28 tokens
 //           (min_len = max_len): all sentences end together, so compaction cannot help.
 // Columns: the old decoder, the new one without compaction, the new one; sentences/s and generated
