@@ -7,6 +7,8 @@
 //   pillars graph --config tiny --after autodiff     a named model config with no method
 //   pillars graph experiments/ght/ght.json --vote --after v2s_vote
 //                                                    the V2S vote's forward-only step
+//   pillars graph --config tiny --decode step        the decoding graphs (models/decoding.h): one
+//   pillars graph --config tiny --decode encoder     decoder step with its caches, or the encoder
 #include <algorithm>
 #include <iostream>
 #include <memory>
@@ -17,6 +19,7 @@
 #include "engine/passes/print.h"
 #include "ght/method.h"
 #include "ght/voting.h"
+#include "models/decoding.h"
 #include "models/transformer.h"
 #include "steps/pass_list.h"
 #include "steps/steps.h"
@@ -33,6 +36,8 @@ struct Options {
   std::vector<std::string> sets;
   std::string config;
   std::string after;
+  std::string decode; // "", "encoder" or "step"
+  int64_t beam = 5;
   bool passes = false, eval = false, vote = false, fuse_linear = false, added_only = false;
   int64_t batch = 2, src_len = 5, tgt_len = 4;
 };
@@ -45,6 +50,39 @@ int print_pass_list() {
   std::cout << "# and the rewrite of a whole model, after which every step's graph is built anew\n";
   for (const train::PassInfo& p : train::model_pass_list())
     std::cout << "-  " << p.name << "\n     when: " << p.when << "\n     " << p.what << "\n";
+  return 0;
+}
+
+// The decoding graphs of the experiment's (or config's) model: the encoder graph of a batch of
+// sentences, or one decoder step of sentences × beam rows whose caches hold tgt_len slots.
+int print_decoding(const Options& opt) {
+  TransformerConfig cfg;
+  if (!opt.experiment.empty()) {
+    const Experiment e = load_experiment(opt.experiment, opt.sets, default_validation_context());
+    cfg = train::model_config(e, transformer_config(e.model.config).vocab);
+  } else {
+    cfg = transformer_config(opt.config.empty() ? "tiny" : opt.config);
+  }
+  if (opt.decode == "encoder") {
+    if (cfg.decoder_only) throw InputError("--decode encoder: a decoder-only model has no encoder");
+    const EncoderGraph g = build_encoder_graph(cfg, opt.batch, opt.src_len);
+    std::cout << "# the encoder graph of decoding, B " << opt.batch << ", source " << opt.src_len << ": "
+              << g.graph.nodes().size() << " nodes; its outputs are each decoder layer's cross-attention keys and values\n";
+    print_graph(g.graph, std::cout);
+    return 0;
+  }
+  DecoderStepShape shape;
+  shape.rows = shape.rows_before = opt.batch * opt.beam;
+  shape.rows_per_sentence = opt.beam;
+  shape.sentences_before = cfg.decoder_only ? 0 : opt.batch;
+  shape.source_len = cfg.decoder_only ? 0 : opt.src_len;
+  shape.capacity = opt.tgt_len;
+  shape.beam_candidates = 2 * opt.beam;
+  const DecoderStepGraph g = build_decoder_step_graph(cfg, shape);
+  std::cout << "# one decoder step, " << opt.batch << " sentences × beam " << opt.beam << " = " << shape.rows << " rows";
+  if (!cfg.decoder_only) std::cout << ", source " << opt.src_len;
+  std::cout << ", caches of " << opt.tgt_len << " slots: " << g.graph.nodes().size() << " nodes\n";
+  print_graph(g.graph, std::cout);
   return 0;
 }
 
@@ -135,6 +173,10 @@ Command add_graph_command(CLI::App& app) {
   cmd->add_flag("--vote", opt->vote, "the V2S vote's forward-only step of the experiment (its pass: v2s_vote)");
   cmd->add_flag("--fuse-linear", opt->fuse_linear, "run fuse_linear_activation (as train.fuse_linear_activation does)");
   cmd->add_flag("--added-only", opt->added_only, "print only the nodes the pass added");
+  cmd->add_option("--decode", opt->decode, "print a decoding graph instead of a training step: encoder | step "
+                                           "(--batch sentences, --beam, --src-len, --tgt-len cache slots)")
+      ->check(CLI::IsMember({"encoder", "step"}));
+  cmd->add_option("--beam", opt->beam, "with --decode step: rows per sentence")->check(CLI::Range(int64_t{1}, int64_t{1024}));
   cmd->add_option("--batch", opt->batch, "batch size")->check(CLI::PositiveNumber);
   cmd->add_option("--src-len", opt->src_len, "source length")->check(CLI::PositiveNumber);
   cmd->add_option("--tgt-len", opt->tgt_len, "target length (the block length of a language model)")->check(CLI::PositiveNumber);
@@ -143,6 +185,11 @@ Command add_graph_command(CLI::App& app) {
             if (!opt->experiment.empty() && !opt->config.empty())
               throw InputError("pillars graph: give an experiment file or --config, not both");
             if (opt->vote && opt->experiment.empty()) throw InputError("pillars graph --vote: give an experiment file");
+            if (!opt->decode.empty()) {
+              if (!opt->after.empty() || opt->vote || opt->eval)
+                throw InputError("--decode: the decoding graphs run no passes (no --after, --vote or --eval)");
+              return print_decoding(*opt);
+            }
             return print_step(*opt);
           }};
 }
