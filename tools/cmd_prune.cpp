@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "base/run_guard.h"
 #include "train/experiment.h"
 #include "train/session.h"
 #include "tools/commands.h"
@@ -50,6 +51,7 @@ Command add_prune_command(CLI::App& app) {
             so.quiet = opt->quiet;
             so.evaluate = !opt->no_eval;
             so.prune_from = opt->from;
+            install_stop_handlers(); // SIGTERM, SIGINT, SIGUSR1: finish the update, save, exit 128 + signal
             const nlohmann::json result = train::run_experiment(e, so);
             if (!result.empty()) std::printf("%s\n", result.dump(2).c_str());
             return 0;

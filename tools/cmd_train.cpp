@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "decode/search.h"
+#include "base/run_guard.h"
 #include "train/experiment.h"
 #include "train/session.h"
 #include "tools/commands.h"
@@ -43,6 +44,7 @@ Command add_train_command(CLI::App& app) {
             so.resume = opt->resume;
             so.quiet = opt->quiet;
             so.evaluate = !opt->no_eval;
+            install_stop_handlers(); // SIGTERM, SIGINT, SIGUSR1: finish the update, save, exit 128 + signal
             const nlohmann::json result = train::run_experiment(e, so);
             if (!result.empty()) std::printf("%s\n", result.dump(2).c_str());
             if (result.contains("bleu"))

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "base/run_guard.h"
 #include "tools/commands.h"
 
 int main(int argc, char** argv) {
@@ -34,6 +35,9 @@ int main(int argc, char** argv) {
   try {
     for (const auto& command : commands)
       if (command.app->parsed()) return command.run();
+  } catch (const pillars::Stopped& e) { // SIGTERM, SIGINT or SIGUSR1, honoured after a save
+    std::fprintf(stderr, "pillars: %s\n", e.what());
+    return 128 + e.signal;
   } catch (const pillars::InputError& e) {
     std::fprintf(stderr, "pillars: %s\n", e.what());
     return 2;

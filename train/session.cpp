@@ -12,6 +12,7 @@
 #include "base/error.h"
 #include "base/special_tokens.h"
 #include "base/atomic_file.h"
+#include "base/run_guard.h"
 #include "engine/passes/flops.h"
 #include "datasets/registry.h"
 #include "metrics/bleu.h"
@@ -283,6 +284,12 @@ void check_resume_config(const Experiment& e, const std::string& run_dir) {
 
 nlohmann::json run_experiment(const Experiment& e, const SessionOptions& options) {
   const std::string run_dir = options.run_dir.empty() ? (fs::path("runs") / e.name).string() : options.run_dir;
+  if (options.resume && !fs::is_directory(run_dir))
+    throw InputError(str_cat("--resume: ", run_dir, " does not exist (nothing to resume)"));
+  fs::create_directories(run_dir);
+  // One writer per run directory, held until the run (and its evaluation) ends: a second
+  // `pillars train` into the same folder is refused here, naming the process that holds it.
+  const io::DirLock lock(run_dir);
   // A run exists when it has a checkpoint (or, pruning a given checkpoint, its prune.json).
   const bool has_run = options.prune_from.empty() ? fs::exists(fs::path(run_dir) / "checkpoint_last.safetensors")
                                                   : fs::exists(fs::path(run_dir) / "prune.json");
@@ -293,7 +300,12 @@ nlohmann::json run_experiment(const Experiment& e, const SessionOptions& options
     throw InputError(str_cat("--resume: ", run_dir, "/", options.prune_from.empty() ? "checkpoint_last.safetensors" : "prune.json",
                              " does not exist (nothing to resume)"));
   if (options.resume) check_resume_config(e, run_dir);
-  fs::create_directories(run_dir);
+  // Temporaries of saves that a killed process left behind (we hold the lock: nobody writes them now).
+  for (const fs::path& dir : {fs::path(run_dir), fs::path(run_dir) / "pruned"})
+    if (fs::is_directory(dir))
+      if (const int n = io::remove_stale_temp_files(dir.string()); n > 0 && !options.quiet)
+        std::fprintf(stderr, "removed %d temporary file%s of an interrupted save from %s\n", n, n == 1 ? "" : "s",
+                     dir.c_str());
   io::atomic_write_file((fs::path(run_dir) / "config.json").string(), to_json(e).dump(2) + "\n");
   switch (e.task) {
     case Task::translation:

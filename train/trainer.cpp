@@ -1,6 +1,8 @@
 // The training loop; see trainer.h.
 #include "train/trainer.h"
 
+#include "base/run_guard.h"
+
 #include "base/splitmix64.h"
 #include "kernels/cuda/device.h"
 
@@ -79,12 +81,14 @@ class Loop {
       if (state_.epoch > e_.train.max_epochs) { stop("max_epochs"); break; }
       train_epoch();
       if (state_.finished) break;
+      if (stop_signal()) break;
       // The epoch is complete.
       const bool validate_now = (state_.epoch % e_.train.validate_every) == 0;
       ++state_.epoch, state_.batch_in_epoch = 0;
       if (validate_now && state_.last_validated_update != state_.updates) validate_and_checkpoint();
       else save("checkpoint_last.safetensors", true);
     }
+    if (const int sig = stop_signal()) stopped_by(sig); // saves, logs, throws
     // Stopped inside an epoch or without a validation of the final parameters: validate them.
     if (state_.last_validated_update != state_.updates) validate_and_checkpoint();
     save("checkpoint_last.safetensors", true);
@@ -107,6 +111,19 @@ class Loop {
     if (e_.train.max_updates > 0 && state_.updates >= e_.train.max_updates) return "max_updates";
     if (e_.train.max_minutes > 0 && elapsed() >= 60.0 * e_.train.max_minutes) return "max_minutes";
     return "";
+  }
+
+  // A stop signal (base/run_guard.h): the update in progress has finished; save where we are (the
+  // position in the epoch included, so --resume continues exactly), log it, and leave without
+  // validating, averaging or evaluating.
+  [[noreturn]] void stopped_by(int sig) {
+    state_.stop_reason = signal_name(sig);
+    save("checkpoint_last.safetensors", true);
+    log_.write({{"type", "end"}, {"reason", state_.stop_reason}, {"update", state_.updates},
+                {"elapsed_seconds", state_.elapsed_seconds}});
+    const std::string path = (fs::path(o_.run_dir) / "checkpoint_last.safetensors").string();
+    throw Stopped(sig, str_cat("stopped by ", signal_name(sig), " after update ", state_.updates, "; ", path,
+                               " holds it (resume with --resume)"));
   }
 
   void stop(const std::string& reason) {
@@ -141,6 +158,7 @@ class Loop {
     window_tokens_ = 0, window_loss_ = 0, window_updates_ = 0;
     while (state_.batch_in_epoch < static_cast<int64_t>(batches.size())) {
       if (const std::string reason = limit_reached(); !reason.empty()) return stop(reason);
+      if (const int sig = stop_signal()) return stop(signal_name(sig)); // after a whole update, never inside one
       update(batches);
       if (e_.train.save_every_minutes > 0 && elapsed() - last_save_elapsed_ >= 60.0 * e_.train.save_every_minutes)
         save("checkpoint_last.safetensors", true);

@@ -1,0 +1,93 @@
+// Run-directory lock, stale temporaries, stop signals; see run_guard.h.
+#include "base/run_guard.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cctype>
+#include <csignal>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+namespace pillars {
+
+namespace io {
+
+DirLock::DirLock(const std::string& dir) {
+  const std::string path = (std::filesystem::path(dir) / ".lock").string();
+  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd_ < 0) throw InputError(str_cat(dir, ": cannot create its lock file ", path, ": ", std::strerror(errno)));
+  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    std::string holder;
+    std::ifstream(path) >> holder; // the holder's PID, as it wrote it
+    ::close(fd_);
+    fd_ = -1;
+    if (err == EWOULDBLOCK)
+      throw InputError(str_cat(dir, " is in use by another run (process ", holder.empty() ? "?" : holder,
+                               " holds ", path, "); wait for it, stop it, or choose another --out"));
+    throw InputError(str_cat(dir, ": cannot lock ", path, ": ", std::strerror(err)));
+  }
+  const std::string pid = std::to_string(static_cast<long long>(::getpid())) + "\n";
+  if (::ftruncate(fd_, 0) != 0 || ::pwrite(fd_, pid.data(), pid.size(), 0) != static_cast<ssize_t>(pid.size())) {
+    // The lock holds without the PID in the file; only a second writer's message would miss it.
+  }
+}
+
+DirLock::~DirLock() {
+  if (fd_ >= 0) ::close(fd_); // closing releases the flock
+}
+
+int remove_stale_temp_files(const std::string& dir) {
+  namespace fs = std::filesystem;
+  int removed = 0;
+  std::error_code ec;
+  for (const fs::directory_entry& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    const size_t at = name.rfind(".tmp.");
+    if (at == std::string::npos || at == 0 || !entry.is_regular_file(ec)) continue;
+    const std::string tail = name.substr(at + 5); // "<pid>" or "<pid>.<n>"
+    bool numeric = !tail.empty() && std::isdigit(static_cast<unsigned char>(tail.front())) &&
+                   std::isdigit(static_cast<unsigned char>(tail.back()));
+    for (char c : tail) numeric = numeric && (std::isdigit(static_cast<unsigned char>(c)) || c == '.');
+    if (numeric && fs::remove(entry.path(), ec)) ++removed;
+  }
+  return removed;
+}
+
+} // namespace io
+
+namespace {
+
+std::atomic<int> g_signal{0};
+
+extern "C" void on_stop_signal(int signal_number) {
+  int expected = 0;
+  if (!g_signal.compare_exchange_strong(expected, signal_number)) ::_exit(128 + signal_number); // the second: now
+}
+
+} // namespace
+
+void install_stop_handlers() {
+  struct sigaction action {};
+  action.sa_handler = on_stop_signal;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESTART; // reads and writes in progress carry on; the loop polls the flag
+  for (int s : {SIGTERM, SIGINT, SIGUSR1}) ::sigaction(s, &action, nullptr);
+}
+
+int stop_signal() { return g_signal.load(); }
+
+const char* signal_name(int signal_number) {
+  switch (signal_number) {
+    case SIGTERM: return "SIGTERM";
+    case SIGINT: return "SIGINT";
+    case SIGUSR1: return "SIGUSR1";
+    default: return "a signal";
+  }
+}
+
+} // namespace pillars

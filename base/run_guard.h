@@ -1,0 +1,57 @@
+// What guards a run directory while `pillars train` (or `prune`, or `--resume`) writes into it:
+// one writer at a time, temporary files of interrupted saves cleared away, and a graceful stop on
+// SIGTERM, SIGINT or SIGUSR1.
+//
+//   io::DirLock lock(run_dir);          // throws InputError naming the folder and the holder's PID
+//   io::remove_stale_temp_files(run_dir);
+//   install_stop_handlers();            // the first signal asks to stop; a second one aborts
+//   ... if (stop_signal() != 0) { save checkpoint_last; throw Stopped(stop_signal(), ...); }
+//
+// THE LOCK is flock(2) on "<dir>/.lock", exclusive and non-blocking, with the holder's PID written
+// into the file for the message. The kernel releases a flock when its process dies, kill -9
+// included, so a lock file left behind never blocks anyone: only a live holder does. (flock is
+// advisory: it keeps out other `pillars` runs, not a user's `rm`.)
+//
+// THE SIGNALS. The handler only records the signal (an atomic flag); the training loop polls it
+// after every update, saves checkpoint_last atomically, logs the stop and throws Stopped, which
+// the CLI turns into exit code 128 + signal number (143 for SIGTERM, 130 for SIGINT, 138 for
+// SIGUSR1), the shell's convention for "ended by that signal". A second signal while the first is
+// being honoured ends the process at once with the same code (_exit: no save, no cleanup; the
+// last complete checkpoint is still whole, since every save is an atomic rename).
+#pragma once
+#include <string>
+
+#include "base/error.h"
+
+namespace pillars {
+
+namespace io {
+
+class DirLock {
+ public:
+  explicit DirLock(const std::string& dir); // the folder must exist
+  ~DirLock();
+  DirLock(const DirLock&) = delete;
+  DirLock& operator=(const DirLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
+// Removes "<name>.tmp.<pid>[.<n>]" files (io::AtomicFile's temporaries) left in `dir` by a
+// process that died mid-save. Call it with the directory's lock held. Returns how many it removed.
+int remove_stale_temp_files(const std::string& dir);
+
+} // namespace io
+
+// A run stopped by a signal after saving: the CLI exits with 128 + signal.
+struct Stopped : Error {
+  Stopped(int signal_number, const std::string& message) : Error(message), signal(signal_number) {}
+  int signal;
+};
+
+void install_stop_handlers(); // SIGTERM, SIGINT, SIGUSR1
+int stop_signal();            // the first signal received since install_stop_handlers(), or 0
+const char* signal_name(int signal_number); // "SIGTERM", ...
+
+} // namespace pillars

@@ -1,0 +1,94 @@
+#!/bin/sh
+# One writer per run directory, and a graceful stop, with the real binary (base/run_guard.h):
+#   - a second `pillars train` into a folder in use exits 2 naming the folder and the holder's PID;
+#   - SIGTERM ends the run with exit 143 within a bounded time, after saving checkpoint_last at the
+#     last update it logged, and logging the stop;
+#   - a temporary file left by an interrupted save is removed when the run resumes;
+#   - --resume then continues exactly: its losses equal an uninterrupted run's, update for update;
+#   - kill -9 leaves a lock file that does not block the next run.
+# Usage: cli_run_guard.sh PILLARS_BINARY WORK_DIR. Exit 77 (skipped) without the data.
+set -u
+P=$1
+W=$2
+fail() { echo "FAIL: $*"; exit 1; }
+if [ -z "${PILLARS_DATA:-}" ] || [ ! -d "$PILLARS_DATA/tinyshakespeare" ]; then
+  echo "skipped: the tinyshakespeare dataset is not in the mirror (PILLARS_DATA=${PILLARS_DATA:-unset})"
+  exit 77
+fi
+rm -rf "$W" && mkdir -p "$W"
+EXP=$(dirname "$0")/../experiments/tinyshakespeare-lm.json
+FLAGS="--set data.block_size=64 --set model.layers=2 --set model.dropout=0 --set train.log_every=1 --no-eval --quiet --threads 1"
+train() { # train OUT MAX_UPDATES [more flags]
+  out=$1 max=$2; shift 2
+  "$P" train "$EXP" --out "$out" $FLAGS --set train.max_updates="$max" "$@"
+}
+# In the background, started directly so that $! is the pillars process (not a subshell);
+# killed on any exit of this script.
+bg=""
+trap '[ -n "$bg" ] && kill -9 $bg 2>/dev/null' EXIT
+train_in_background() { # OUT
+  "$P" train "$EXP" --out "$1" $FLAGS --set train.max_updates=100000 >/dev/null 2>&1 &
+  bg=$!
+}
+wait_for_update() { # wait_for_update LOG N: until the log has a train line at update >= N (60 s at most)
+  for _ in $(seq 600); do
+    [ -f "$1" ] && python3 - "$1" "$2" <<'PY' && return 0
+import json, sys
+ups = [json.loads(l).get("update", 0) for l in open(sys.argv[1]) if '"type":"train"' in l]
+sys.exit(0 if ups and max(ups) >= int(sys.argv[2]) else 1)
+PY
+    sleep 0.1
+  done
+  fail "no update $2 in $1 within 60 s"
+}
+losses() { python3 -c "
+import json, sys
+print(' '.join('%d:%.9g' % (d['update'], d['loss']) for d in map(json.loads, open(sys.argv[1])) if d['type'] == 'train'))" "$1"; }
+
+# The run to interrupt, in the background.
+train_in_background "$W/a"
+pid=$bg
+wait_for_update "$W/a/log.jsonl" 3
+
+# A second writer is refused at once.
+out=$(train "$W/a" 5 2>&1); rc=$?
+[ $rc -eq 2 ] || fail "a second writer got exit $rc, not 2: $out"
+echo "$out" | grep -q "$W/a is in use by another run (process $pid" || fail "the refusal does not name the folder and PID $pid: $out"
+
+# SIGTERM: exit 143 within 30 s, checkpoint_last at the last logged update, the stop logged.
+kill -TERM $pid
+for _ in $(seq 300); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
+kill -0 $pid 2>/dev/null && { kill -9 $pid; fail "still running 30 s after SIGTERM"; }
+wait $pid; rc=$?
+[ $rc -eq 143 ] || fail "SIGTERM gave exit $rc, not 143"
+python3 - "$W/a" <<'PY' || fail "checkpoint_last or the log disagree with the last update"
+import json, sys
+d = sys.argv[1]
+lines = [json.loads(l) for l in open(d + "/log.jsonl")]
+last_train = max(l["update"] for l in lines if l["type"] == "train")
+end = lines[-1]
+assert end["type"] == "end" and end["reason"] == "SIGTERM", end
+saved = json.load(open(d + "/checkpoint_last.json"))["state"]["updates"]
+assert saved == last_train == end["update"], (saved, last_train, end)
+print("stopped at update", saved)
+PY
+stopped=$(python3 -c "import json; print(json.load(open('$W/a/checkpoint_last.json'))['state']['updates'])")
+
+# An interrupted save's temporary, then --resume to stopped + 4: it is removed, and the losses of
+# updates stopped+1 … stopped+4 equal those of an uninterrupted run.
+touch "$W/a/checkpoint_last.safetensors.tmp.999999.7"
+target=$((stopped + 4))
+train "$W/a" $target --resume || fail "--resume after SIGTERM"
+[ -e "$W/a/checkpoint_last.safetensors.tmp.999999.7" ] && fail "the stale temporary file was not removed"
+train "$W/b" $target || fail "the uninterrupted run"
+a=$(losses "$W/a/log.jsonl"); b=$(losses "$W/b/log.jsonl")
+[ "$a" = "$b" ] || fail "resumed losses differ from the uninterrupted run's: '$a' vs '$b'"
+
+# kill -9: the lock file stays, and blocks nobody.
+train_in_background "$W/c"
+pid=$bg
+wait_for_update "$W/c/log.jsonl" 1
+kill -9 $pid; wait $pid 2>/dev/null
+[ -f "$W/c/.lock" ] || fail "no lock file in $W/c"
+train "$W/c" 2 || fail "a killed run's lock blocked the next run"
+echo "ok"
