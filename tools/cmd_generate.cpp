@@ -106,6 +106,7 @@ Command add_generate_command(CLI::App& app) {
 
             const std::string path = train::checkpoint_path(opt->run, opt->choice, false);
             train::LoadedCheckpoint ck = train::load_checkpoint(path);
+            train::check_vocabulary(ck, path, pipeline, run_dir);
             ck.params.to(device);
             decode::StepDecoder decoder(ck.config, ck.params, device);
             decode::SamplingOptions so;

@@ -53,6 +53,7 @@ Command add_translate_command(CLI::App& app) {
             const std::string path = train::checkpoint_path(opt->checkpoint, opt->choice, false);
             train::LoadedCheckpoint ck = train::load_checkpoint(path);
             const train::TextPipeline pipeline = train::TextPipeline::load(run_dir);
+            train::check_vocabulary(ck, path, pipeline, run_dir);
             std::vector<std::string> lines;
             for (std::string line; std::getline(std::cin, line);) lines.push_back(line);
             decode::SearchOptions so = train::search_options(e.eval, ck.config); // the run's, unless overridden

@@ -1,6 +1,8 @@
 // See checkpoint.h.
 #include "train/checkpoint.h"
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 
 #include "base/error.h"
@@ -125,14 +127,47 @@ LoadedCheckpoint load_checkpoint(const std::string& path) {
     if (t.name.rfind(prefix, 0) == 0) c.optimizer_state.push_back({t.name.substr(prefix.size()), t.tensor});
     else c.params.add(t.name, t.tensor.shape()).copy_from(t.tensor);
   }
-  // Every parameter the config implies must be there, with its shape.
-  for (const init::ParamSpec& spec : transformer_parameters(c.config)) {
+  // Every parameter the config implies must be there, with its shape, and no other model parameter
+  // ("encoder."/"decoder." names; a method's own, such as "head_gate.*", may come along).
+  const std::vector<init::ParamSpec> specs = transformer_parameters(c.config);
+  for (const init::ParamSpec& spec : specs) {
     if (!c.params.contains(spec.name)) throw InputError(str_cat(path, ": parameter \"", spec.name, "\" is missing"));
     if (c.params.get(spec.name).shape() != spec.shape)
       throw InputError(str_cat(path, ": parameter \"", spec.name, "\" has shape ", shape_str(c.params.get(spec.name).shape()),
                                ", the model config implies ", shape_str(spec.shape)));
   }
+  if (c.params.size() != specs.size())
+    for (const std::string& name : c.params.names())
+      if ((name.rfind("encoder.", 0) == 0 || name.rfind("decoder.", 0) == 0) &&
+          std::none_of(specs.begin(), specs.end(), [&](const init::ParamSpec& s) { return s.name == name; }))
+        throw InputError(str_cat(path, ": holds parameter \"", name, "\", which its model config (pillars.model: ",
+                                 c.config.enc_layers, "+", c.config.dec_layers, " layers, d ", c.config.d_model,
+                                 ") does not have: the metadata and the tensors disagree"));
+  // Weights are finite: a NaN would decode garbage (or train it) without a word.
+  for (const std::string& name : c.params.names()) {
+    const Tensor& t = c.params.get(name);
+    const float* p = t.data<float>();
+    for (int64_t i = 0; i < t.numel(); ++i)
+      if (!std::isfinite(p[i]))
+        throw InputError(str_cat(path, ": parameter \"", name, "\" holds ", p[i], " at element ", i,
+                                 " (a diverged or corrupt model); refusing it"));
+  }
   return c;
+}
+
+void check_vocabulary(const LoadedCheckpoint& ck, const std::string& path, const TextPipeline& pipeline,
+                      const std::string& run_dir) {
+  const std::string dict = (std::filesystem::path(run_dir) / "dict.txt").string();
+  const int64_t words = static_cast<int64_t>(pipeline.dictionary().size());
+  if (ck.config.vocab != words)
+    throw InputError(str_cat(path, ": the model's vocabulary has ", ck.config.vocab, " entries, ", dict, " has ", words,
+                             ": the checkpoint belongs to another run"));
+  if (ck.extra.contains("pipeline") && ck.extra["pipeline"].contains("dictionary")) {
+    const std::string recorded = ck.extra["pipeline"]["dictionary"].get<std::string>();
+    if (recorded != pipeline.dictionary_checksum())
+      throw InputError(str_cat(path, ": trained with another dictionary (", recorded, ") than ", dict, " (",
+                               pipeline.dictionary_checksum(), "): the checkpoint belongs to another run"));
+  }
 }
 
 ParamStore average_checkpoints(const std::vector<std::string>& paths, TransformerConfig* config_out) {

@@ -18,6 +18,7 @@
 #include "engine/optim/optimizer.h"
 #include "engine/params.h"
 #include "models/transformer.h"
+#include "train/pipeline.h"
 
 namespace pillars::train {
 
@@ -54,8 +55,17 @@ struct LoadedCheckpoint {
   TrainerState state;
   nlohmann::json extra;
 };
-// Throws InputError naming the file for anything missing or malformed.
+// Throws InputError naming the file for anything missing or malformed, and for a checkpoint that
+// does not check out: tensor data that no longer matches its checksum (engine/io/safetensors.h),
+// a parameter the recorded model config does not have or lacks, one of the wrong shape, or a
+// weight that is NaN or infinite (naming the tensor and the element).
 LoadedCheckpoint load_checkpoint(const std::string& path);
+
+// A checkpoint used with a run directory's text pipeline must have been trained with its
+// dictionary: the same size, and (for checkpoints that record it) the same words in the same
+// order. Throws InputError naming the checkpoint and the run's dict.txt otherwise.
+void check_vocabulary(const LoadedCheckpoint& checkpoint, const std::string& checkpoint_path,
+                      const TextPipeline& pipeline, const std::string& run_dir);
 
 // The element-wise mean of the parameters of several checkpoints of the same model (fairseq's
 // average_checkpoints.py), accumulated in double.

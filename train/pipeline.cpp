@@ -1,6 +1,8 @@
 // See pipeline.h.
 #include "train/pipeline.h"
 
+#include "base/checksum.h"
+
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -33,7 +35,18 @@ TextPipeline::TextPipeline(PipelineSettings settings, std::optional<text::BpeCod
 
 nlohmann::json TextPipeline::to_json() const {
   return {{"source_lang", settings_.source_lang}, {"target_lang", settings_.target_lang}, {"moses", settings_.moses},
-          {"lowercase", settings_.lowercase}, {"bpe", settings_.bpe}, {"vocab", dict_.size()}};
+          {"lowercase", settings_.lowercase}, {"bpe", settings_.bpe}, {"vocab", dict_.size()},
+          {"dictionary", dictionary_checksum()}};
+}
+
+std::string TextPipeline::dictionary_checksum() const {
+  Checksum64 c;
+  for (int32_t id = 0; id < static_cast<int32_t>(dict_.size()); ++id) {
+    const std::string& word = dict_.symbol(id);
+    c.add(word.data(), word.size());
+    c.add("\n", 1);
+  }
+  return c.hex();
 }
 
 void TextPipeline::save(const std::string& run_dir) const {

@@ -44,6 +44,10 @@ class TextPipeline {
   std::string tokenized_target(const std::vector<int32_t>& ids) const;
 
   const text::Dictionary& dictionary() const { return dict_; }
+  // A checksum of the dictionary's words in id order (base/checksum.h): recorded in every
+  // checkpoint (to_json()'s "dictionary"), so a checkpoint used with another run's dict.txt is
+  // refused instead of decoding nonsense (train/checkpoint.h, check_vocabulary).
+  std::string dictionary_checksum() const;
   const PipelineSettings& settings() const { return settings_; }
   nlohmann::json to_json() const;
 

@@ -323,6 +323,7 @@ nlohmann::json evaluate_run(const std::string& target, const EvalOptions& option
   const std::string checkpoint = checkpoint_path(target, options.checkpoint, options.quiet);
   LoadedCheckpoint ck = load_checkpoint(checkpoint);
   const TextPipeline pipeline = TextPipeline::load(run_dir);
+  check_vocabulary(ck, checkpoint, pipeline, run_dir);
   const std::string split = !options.split.empty() ? options.split : !e.eval.split.empty() ? e.eval.split : test_split_of(e);
   if (e.task == Task::language_modeling) {
     nlohmann::json result = evaluate_lm(e, ck, pipeline, split);

@@ -22,6 +22,7 @@
 
 #include "base/error.h"
 #include "base/atomic_file.h"
+#include "base/checksum.h"
 
 namespace pillars::io {
 
@@ -332,7 +333,17 @@ const char* safetensors_dtype_name(DType t) {
 void save_safetensors(const std::string& path, const std::vector<NamedTensor>& tensors,
                       const std::map<std::string, std::string>& metadata) {
   check_tensors_for_save(path, tensors); // before the temporary file exists
-  const std::string header = make_header(path, tensors, metadata);
+  // The data's checksum goes into the header, which precedes the data: a first pass computes it
+  // (device tensors are copied out one at a time, so the host never holds them all).
+  Checksum64 checksum;
+  for (const NamedTensor& t : tensors) {
+    if (t.tensor.nbytes() == 0) continue;
+    const Tensor host = t.tensor.to(Device::cpu);
+    checksum.add(host.raw(), host.nbytes());
+  }
+  std::map<std::string, std::string> with_checksum = metadata;
+  with_checksum[kChecksumKey] = checksum.hex();
+  const std::string header = make_header(path, tensors, with_checksum);
   AtomicFile file(path);
   file.write(encode_u64_le(header.size()));
   file.write(header);
@@ -380,12 +391,19 @@ SafetensorsContents load_safetensors(const std::string& path) {
   });
   check_layout(path, entries, buffer_bytes);
 
-  // 3. The data: each tensor gets its own copy.
+  // 3. The data: each tensor gets its own copy, checked against the recorded checksum (if any:
+  // files from other writers have none) in file order, which is the order it was computed in.
+  Checksum64 checksum;
   for (const TensorEntry& e : entries) {
     Tensor t = Tensor::empty(e.shape, e.dtype);
     if (t.nbytes() > 0) file.read_at(data_start + e.begin, t.raw(), t.nbytes());
+    checksum.add(t.raw(), t.nbytes());
     out.tensors.push_back({e.name, std::move(t)});
   }
+  if (const auto it = out.metadata.find(kChecksumKey); it != out.metadata.end() && it->second != checksum.hex())
+    fail(path, "the tensor data does not match its checksum (", kChecksumKey, " records ", it->second, ", the data gives ",
+         checksum.hex(), "): the file is corrupt");
+  out.metadata.erase(kChecksumKey); // verified: the file's business, not the caller's
   return out;
 }
 

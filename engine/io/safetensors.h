@@ -22,6 +22,13 @@
 // dtypes: F32 <-> DType::f32, BF16 <-> bf16, I32 <-> i32, I64 <-> i64. Other safetensors dtypes
 // (F16, F64, U8, BOOL, ...) are rejected with a message naming them.
 //
+// Self-checking: save_safetensors adds "pillars.checksum" to the metadata, a Checksum64
+// (base/checksum.h) of the data buffer, "mix64:<16 hex digits>"; load_safetensors recomputes it
+// and refuses a file whose data no longer matches (a flipped bit, a partial overwrite), then
+// leaves the key out of the metadata it returns. Metadata
+// is a plain string map, so any safetensors reader still reads the file; files without the key
+// (other writers, older checkpoints) load unchecked.
+//
 // Errors: load_safetensors throws pillars::InputError for every problem with the file (missing,
 // truncated, malformed header, inconsistent offsets, ...); the message starts with the file path
 // and says what is wrong. It never reads out of bounds and never allocates more than the file's
@@ -35,6 +42,8 @@
 #include "engine/tensor.h"
 
 namespace pillars::io {
+
+inline constexpr const char* kChecksumKey = "pillars.checksum"; // in "__metadata__"
 
 struct NamedTensor {
   std::string name;

@@ -5,14 +5,17 @@
 
 prints one JSON object:
 
-    {"header_length": N, "data_start": 8 + N, "metadata": {...},
+    {"header_length": N, "data_start": 8 + N, "metadata": {...}, "data_checksum": "mix64:...",
      "tensors": [{"name", "dtype", "shape", "data_offsets", "values"}, ...]}   # in offset order
 
 Values are numbers: F32 and BF16 as floats (exact: Python floats are doubles), I32 and I64 as
 integers; BF16 tensors also get "bits" (the raw u16 patterns). Non-finite floats are printed as the
 strings "inf", "-inf", "nan". It checks the layout the format requires (offsets inside the buffer,
 sizes matching shapes, no overlaps or holes) and exits with status 1 and a message on stderr if
-the file is malformed.
+the file is malformed. "data_checksum" is the checksum pillars records in the metadata
+("pillars.checksum"), recomputed here from the data buffer as base/checksum.h defines it: the
+buffer as little-endian u64 words (the last zero-padded), h = ((h ^ w) * P) mod 2^64 with
+P = 0x9E3779B97F4A7C15, then SplitMix64's finaliser of h ^ length.
 """
 import json
 import struct
@@ -29,6 +32,23 @@ def die(msg):
 
 def num(x):
     return x if x == x and abs(x) != float("inf") else str(x)
+
+
+MASK = (1 << 64) - 1
+
+
+def splitmix64_mix(z):
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK
+    return z ^ (z >> 31)
+
+
+def checksum(data):
+    h = 0
+    padded = data + b"\0" * (-len(data) % 8)
+    for (w,) in struct.iter_unpack("<Q", padded):
+        h = ((h ^ w) * 0x9E3779B97F4A7C15) & MASK
+    return "mix64:%016x" % splitmix64_mix(h ^ len(data))
 
 
 def read(path):
@@ -66,7 +86,8 @@ def read(path):
         pos = t["data_offsets"][1]
     if pos != len(data):
         die("trailing bytes after the last tensor")
-    return {"header_length": n, "data_start": 8 + n, "metadata": metadata, "tensors": tensors}
+    return {"header_length": n, "data_start": 8 + n, "metadata": metadata, "data_checksum": checksum(data),
+            "tensors": tensors}
 
 
 if __name__ == "__main__":

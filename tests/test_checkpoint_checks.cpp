@@ -1,0 +1,133 @@
+// Checkpoints that check themselves (train/checkpoint.h, engine/io/safetensors.h): a flipped bit
+// in the tensor data, a NaN weight, tensors the recorded config does not have, and a checkpoint
+// used with another run's dictionary are all refused with the file and the tensor named.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+
+#include "base/checksum.h"
+#include "engine/io/safetensors.h"
+#include "train/checkpoint.h"
+#include "tests/test_env.h"
+
+using namespace pillars;
+using namespace pillars::train;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string message_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "(no InputError)";
+}
+
+// Flips one bit of the byte `from_end` bytes before the end of the file (inside the tensor data).
+void flip_bit(const std::string& path, std::streamoff from_end) {
+  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+  f.seekg(-from_end, std::ios::end);
+  char c = 0;
+  f.get(c);
+  f.seekp(-from_end, std::ios::end);
+  f.put(static_cast<char>(c ^ 0x10));
+}
+
+} // namespace
+
+TEST_CASE("checksum: chunks may split words anywhere, and one changed byte changes the sum") {
+  std::string data(1001, '\0');
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>(i * 7 + 3);
+  Checksum64 whole;
+  whole.add(data.data(), data.size());
+  for (size_t cut : {1u, 3u, 8u, 13u, 500u}) {
+    Checksum64 parts;
+    parts.add(data.data(), cut);
+    parts.add(data.data() + cut, data.size() - cut);
+    CHECK(parts.hex() == whole.hex());
+  }
+  for (size_t at : {0u, 7u, 8u, 999u, 1000u}) {
+    std::string other = data;
+    other[at] ^= 1;
+    Checksum64 c;
+    c.add(other.data(), other.size());
+    CHECK(c.hex() != whole.hex());
+  }
+  Checksum64 longer; // a trailing zero byte is not the same stream
+  longer.add(data.data(), data.size());
+  longer.add("\0", 1);
+  CHECK(longer.hex() != whole.hex());
+}
+
+TEST_CASE("checkpoints: a flipped bit in the tensor data is refused, naming the file") {
+  testing::ScratchDir tmp("pillars_ckcheck_");
+  const TransformerConfig cfg = transformer_config("tiny");
+  ParamStore p;
+  init_transformer_params(cfg, p, 1);
+  const std::string path = (tmp.path / "c.safetensors").string();
+  save_checkpoint(path, cfg, p, nullptr, {});
+  CHECK_NOTHROW(load_checkpoint(path));
+  flip_bit(path, 100);
+  const std::string m = message_of([&] { load_checkpoint(path); });
+  CHECK(m.find(path) != std::string::npos);
+  CHECK(m.find("does not match its checksum") != std::string::npos);
+}
+
+TEST_CASE("checkpoints: a NaN or infinite weight is refused, naming the tensor and the file") {
+  testing::ScratchDir tmp("pillars_ckcheck_");
+  const TransformerConfig cfg = transformer_config("tiny");
+  for (float bad : {std::nanf(""), INFINITY}) {
+    ParamStore p;
+    init_transformer_params(cfg, p, 1);
+    p.get("decoder.layers.1.fc2.weight").data<float>()[5] = bad;
+    const std::string path = (tmp.path / "nan.safetensors").string();
+    save_checkpoint(path, cfg, p, nullptr, {}); // saving does not judge; loading does
+    const std::string m = message_of([&] { load_checkpoint(path); });
+    CHECK(m.find(path) != std::string::npos);
+    CHECK(m.find("\"decoder.layers.1.fc2.weight\"") != std::string::npos);
+    CHECK(m.find("element 5") != std::string::npos);
+  }
+}
+
+TEST_CASE("checkpoints: tensors the recorded model config does not have are refused") {
+  testing::ScratchDir tmp("pillars_ckcheck_");
+  TransformerConfig three = transformer_config("tiny"), two = three;
+  three.dec_layers = 3;
+  ParamStore p;
+  init_transformer_params(three, p, 1); // holds decoder layer 2 …
+  const std::string path = (tmp.path / "more.safetensors").string();
+  save_checkpoint(path, two, p, nullptr, {}); // … but declares 2 decoder layers
+  const std::string m = message_of([&] { load_checkpoint(path); });
+  CHECK(m.find(path) != std::string::npos);
+  CHECK(m.find("\"decoder.layers.2.") != std::string::npos);
+  CHECK(m.find("disagree") != std::string::npos);
+}
+
+TEST_CASE("checkpoints: a checkpoint used with another run's dictionary is refused") {
+  testing::ScratchDir tmp("pillars_ckcheck_");
+  PipelineSettings s;
+  s.bpe = false;
+  text::Dictionary mine, theirs;
+  for (const char* w : {"a", "b", "c"}) mine.add_symbol(w);
+  for (const char* w : {"a", "c", "b"}) theirs.add_symbol(w); // same size, other order
+  const TextPipeline ours(s, std::nullopt, mine), other(s, std::nullopt, theirs);
+  TransformerConfig cfg = transformer_config("tiny");
+  cfg.vocab = static_cast<int64_t>(mine.size());
+  ParamStore p;
+  init_transformer_params(cfg, p, 1);
+  const std::string path = (tmp.path / "v.safetensors").string();
+  save_checkpoint(path, cfg, p, nullptr, {}, {{"pipeline", ours.to_json()}});
+  const LoadedCheckpoint ck = load_checkpoint(path);
+  CHECK_NOTHROW(check_vocabulary(ck, path, ours, "RUN"));
+  const std::string m = message_of([&] { check_vocabulary(ck, path, other, "RUN"); });
+  CHECK(m.find("another dictionary") != std::string::npos);
+  CHECK(m.find("RUN/dict.txt") != std::string::npos);
+  text::Dictionary bigger = mine;
+  bigger.add_symbol("d");
+  const std::string n = message_of([&] { check_vocabulary(ck, path, TextPipeline(s, std::nullopt, bigger), "RUN"); });
+  CHECK(n.find("entries") != std::string::npos);
+}
