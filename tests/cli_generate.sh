@@ -3,16 +3,7 @@
 # a tiny language model is trained for 3 updates (about 6 s), then generation must be reproducible
 # under a seed, --top-k 1 must equal --greedy, and every bad flag must exit 2 naming it, before any
 # allocation. Usage: cli_generate.sh PILLARS_BINARY WORK_DIR. Exit 77 (skipped) without the data.
-set -u
-P=$1
-W=$2
-fail() { echo "FAIL: $*"; exit 1; }
-if [ -z "${PILLARS_DATA:-}" ] || [ ! -d "$PILLARS_DATA/tinyshakespeare" ]; then
-  echo "skipped: the tinyshakespeare dataset is not in the mirror (PILLARS_DATA=${PILLARS_DATA:-unset})"
-  exit 77
-fi
-rm -rf "$W" && mkdir -p "$W"
-EXP=$(dirname "$0")/../experiments/tinyshakespeare-lm.json
+. "$(dirname "$0")/cli_lib.sh"
 "$P" train "$EXP" --out "$W/lm" --set train.max_updates=3 --set data.block_size=64 --set model.layers=2 \
   --no-eval --quiet --threads 2 || fail "training the tiny language model"
 

@@ -7,16 +7,7 @@
 #   - --resume then continues exactly: its losses equal an uninterrupted run's, update for update;
 #   - kill -9 leaves a lock file that does not block the next run.
 # Usage: cli_run_guard.sh PILLARS_BINARY WORK_DIR. Exit 77 (skipped) without the data.
-set -u
-P=$1
-W=$2
-fail() { echo "FAIL: $*"; exit 1; }
-if [ -z "${PILLARS_DATA:-}" ] || [ ! -d "$PILLARS_DATA/tinyshakespeare" ]; then
-  echo "skipped: the tinyshakespeare dataset is not in the mirror (PILLARS_DATA=${PILLARS_DATA:-unset})"
-  exit 77
-fi
-rm -rf "$W" && mkdir -p "$W"
-EXP=$(dirname "$0")/../experiments/tinyshakespeare-lm.json
+. "$(dirname "$0")/cli_lib.sh"
 FLAGS="--set data.block_size=64 --set model.layers=2 --set model.dropout=0 --set train.log_every=1 --no-eval --quiet --threads 1"
 train() { # train OUT MAX_UPDATES [more flags]
   out=$1 max=$2; shift 2

@@ -164,9 +164,10 @@ void check_vocabulary(const LoadedCheckpoint& ck, const std::string& path, const
                              ": the checkpoint belongs to another run"));
   if (ck.extra.contains("pipeline") && ck.extra["pipeline"].contains("dictionary")) {
     const std::string recorded = ck.extra["pipeline"]["dictionary"].get<std::string>();
-    if (recorded != pipeline.dictionary_checksum())
-      throw InputError(str_cat(path, ": trained with another dictionary (", recorded, ") than ", dict, " (",
-                               pipeline.dictionary_checksum(), "): the checkpoint belongs to another run"));
+    const std::string ours = pipeline.dictionary_checksum();
+    if (recorded != ours)
+      throw InputError(str_cat(path, ": trained with another dictionary (", recorded, ") than ", dict, " (", ours,
+                               "): the checkpoint belongs to another run"));
   }
 }
 
