@@ -12,6 +12,7 @@
 #include "datasets/manifest.h"
 #include "datasets/sha1.h"
 #include "base/error.h"
+#include "base/utf8.h"
 #include "base/atomic_file.h"
 
 namespace pillars::data {
@@ -36,21 +37,77 @@ bool has_bpe_markers(const std::string& path) {
   return head.find("@@ ") != std::string::npos;
 }
 
-// Copies src to dest (atomically), returning what was copied.
+// Is the file text? Fed the file's bytes in chunks of any size, it throws InputError naming the
+// file and the line at the first NUL byte or the first byte that is not well-formed UTF-8
+// (base/utf8.h): the tokenizer and BPE assume UTF-8, and a binary file given by mistake would
+// otherwise be imported as a "corpus" of garbage lines.
+class TextCheck {
+ public:
+  explicit TextCheck(std::string path) : path_(std::move(path)) {}
+
+  void update(const char* data, size_t n) {
+    std::string text = carry_ + std::string(data, n);
+    carry_.clear();
+    // A character cut by the chunk's end waits for the next chunk: walk back over at most three
+    // continuation bytes to the lead byte of the last character and keep it if it is incomplete.
+    size_t cut = text.size();
+    for (size_t back = 0; back < 4 && back < text.size(); ++back) {
+      const auto c = static_cast<unsigned char>(text[text.size() - 1 - back]);
+      if ((c & 0xC0) == 0x80) continue; // a continuation byte
+      const size_t need = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+      if (need > back + 1) cut = text.size() - 1 - back;
+      break;
+    }
+    carry_ = text.substr(cut);
+    text.resize(cut);
+    check(text);
+  }
+
+  void finish() {
+    if (!carry_.empty()) check(carry_); // a character the file's end cut short
+  }
+
+ private:
+  void check(const std::string& text) {
+    const size_t nul = text.find('\0');
+    const size_t bad = std::min(nul, invalid_utf8_at(text));
+    if (bad != std::string::npos) {
+      const size_t line_start = bad == 0 ? 0 : text.rfind('\n', bad - 1) + 1; // npos + 1 == 0
+      const uint64_t line = lines_ + static_cast<uint64_t>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(bad), '\n')) + 1;
+      const uint64_t column = (line == lines_ + 1 ? column_ : 0) + (bad - line_start) + 1;
+      throw InputError(str_cat("data import: ", path_, ", line ", line, ": ",
+                               bad == nul ? "a NUL byte" : str_cat("not valid UTF-8 (byte 0x", hex_byte(text[bad]), ")"),
+                               " at byte ", column, " of the line; a corpus is UTF-8 text, one sentence per line"));
+    }
+    const size_t newlines = static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
+    column_ = newlines == 0 ? column_ + text.size() : text.size() - text.rfind('\n') - 1;
+    lines_ += newlines;
+  }
+
+  std::string path_;
+  std::string carry_;   // the start of a character the last chunk cut
+  uint64_t lines_ = 0;  // lines checked so far
+  uint64_t column_ = 0; // bytes of the current line checked so far
+};
+
+// Copies src to dest (atomically), returning what was copied; the file must be text (TextCheck).
 FileFacts copy_counting(const std::string& src, const std::string& dest) {
   std::ifstream in(src, std::ios::binary);
   if (!in) throw InputError(str_cat(src, ": cannot open"));
   fs::create_directories(fs::path(dest).parent_path());
   io::AtomicFile out(dest);
   FactsCounter counter;
+  TextCheck text(src);
   std::vector<char> buf(1 << 20);
   while (in) {
     in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
     const size_t n = static_cast<size_t>(in.gcount());
+    text.update(buf.data(), n);
     counter.update(buf.data(), n);
     out.write(buf.data(), n);
   }
   if (in.bad()) throw Error(str_cat(src, ": read failed"));
+  text.finish();
   out.commit();
   return counter.finish();
 }
@@ -168,6 +225,9 @@ DatasetSpec import_translation(const ImportOptions& opt, const Progress& progres
         }
       }
       FileFacts fa = copy_counting(dir + "/" + a, staging + "/" + a), fb = copy_counting(dir + "/" + b, staging + "/" + b);
+      for (const auto& [file, facts] : {std::pair<const std::string&, const FileFacts&>{a, fa}, {b, fb}})
+        if (facts.bytes == 0)
+          throw InputError(str_cat("data import: ", dir, "/", file, " is empty (0 bytes): a split needs at least one sentence pair"));
       if (fa.records() != fb.records())
         throw InputError(str_cat("data import: ", dir, "/", a, " has ", fa.records(), " lines but ", dir, "/", b, " has ",
                                  fb.records(), ": the pair is not line-aligned"));

@@ -104,7 +104,7 @@ struct PruneSettings {
   int64_t heads{};              // heads kept per module (0 = heads.groups)
   int64_t vote_batches{};       // training batches voted on (0 = all)
   bool finetune_regularizer{};  // keep the head regulariser on while fine-tuning (an ablation)
-  int64_t finetune_epochs{}, finetune_patience{};
+  int64_t finetune_epochs{}, finetune_updates{}, finetune_patience{};
   double finetune_minutes{};
   bool operator==(const PruneSettings&) const = default;
 };

@@ -76,6 +76,7 @@ def overrides(experiment):
         "prune.vote_batches": 4,
         "prune.finetune_epochs": 1,
         "prune.finetune_minutes": 0,
+        "prune.finetune_updates": 0,
         "threads": 2,
         **DATA_OVERRIDES[data["dataset"]],
     }

@@ -1,8 +1,12 @@
 // Checkpoints that check themselves (train/checkpoint.h, engine/io/safetensors.h): a flipped bit
-// in the tensor data, a NaN weight, tensors the recorded config does not have, and a checkpoint
-// used with another run's dictionary are all refused with the file and the tensor named.
+// in the tensor data, a NaN weight (or optimiser value), a parameter that is not F32, tensors the
+// recorded config does not have, a checkpoint used with another run's dictionary, and one whose
+// recorded model is not the run's are all refused with the file and the tensor or field named.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -130,4 +134,92 @@ TEST_CASE("checkpoints: a checkpoint used with another run's dictionary is refus
   bigger.add_symbol("d");
   const std::string n = message_of([&] { check_vocabulary(ck, path, TextPipeline(s, std::nullopt, bigger), "RUN"); });
   CHECK(n.find("entries") != std::string::npos);
+}
+
+namespace {
+
+// A checkpoint written tensor by tensor (what another tool, or a corrupted rewrite, could leave):
+// the tiny model's parameters with `replace` swapped in, and optimiser entries `extra`.
+std::string write_raw_checkpoint(const fs::path& dir, const TransformerConfig& cfg, const std::string& name,
+                                 const std::vector<io::NamedTensor>& replace, const std::vector<io::NamedTensor>& extra = {}) {
+  ParamStore p;
+  init_transformer_params(cfg, p, 1);
+  std::vector<io::NamedTensor> tensors;
+  for (const std::string& n : p.names()) {
+    const auto r = std::find_if(replace.begin(), replace.end(), [&](const io::NamedTensor& t) { return t.name == n; });
+    tensors.push_back(r != replace.end() ? *r : io::NamedTensor{n, p.get(n)});
+  }
+  tensors.insert(tensors.end(), extra.begin(), extra.end());
+  const std::string path = (dir / name).string();
+  io::save_safetensors(path, tensors, {{"pillars.model", to_json(cfg).dump()}, {"pillars.state", to_json(TrainerState{}).dump()}});
+  return path;
+}
+
+} // namespace
+
+TEST_CASE("checkpoints: a parameter of another dtype than F32 is refused, naming the file and the tensor") {
+  testing::ScratchDir tmp("pillars_ckcheck_");
+  const TransformerConfig cfg = transformer_config("tiny");
+  ParamStore p;
+  init_transformer_params(cfg, p, 1);
+  const std::string name = "decoder.layers.0.fc1.weight";
+  Tensor as_int = Tensor::empty(p.get(name).shape(), DType::i32); // same bytes per element as F32
+  std::memset(as_int.raw(), 0, as_int.nbytes());
+  const std::string path = write_raw_checkpoint(tmp.path, cfg, "i32.safetensors", {{name, as_int}});
+  const std::string m = message_of([&] { load_checkpoint(path); });
+  CHECK(m.find(path) != std::string::npos);
+  CHECK(m.find("\"" + name + "\" is I32") != std::string::npos);
+}
+
+TEST_CASE("checkpoints: a NaN in the optimiser state is refused (a resumed run would turn it into NaN weights)") {
+  testing::ScratchDir tmp("pillars_ckcheck_");
+  const TransformerConfig cfg = transformer_config("tiny");
+  Tensor m = Tensor::empty({4}, DType::f32);
+  m.fill(0.0f);
+  m.data<float>()[2] = std::nanf("");
+  const std::string path = write_raw_checkpoint(tmp.path, cfg, "opt.safetensors", {}, {{"optimizer.decoder.layers.0.fc1.bias.exp_avg", m}});
+  const std::string msg = message_of([&] { load_checkpoint(path); });
+  CHECK(msg.find(path) != std::string::npos);
+  CHECK(msg.find("optimizer state \"optimizer.decoder.layers.0.fc1.bias.exp_avg\"") != std::string::npos);
+  CHECK(msg.find("element 2") != std::string::npos);
+}
+
+TEST_CASE("checkpoints: the recorded model must be the run's model (item 3), dropout and pruning aside") {
+  testing::ScratchDir tmp("pillars_ckcheck_");
+  const TransformerConfig cfg = transformer_config("tiny");
+  ParamStore p;
+  init_transformer_params(cfg, p, 1);
+  const std::string path = (tmp.path / "c.safetensors").string();
+  save_checkpoint(path, cfg, p, nullptr, {});
+  const LoadedCheckpoint ck = load_checkpoint(path);
+  CHECK_NOTHROW(check_model_config(ck, path, cfg, "RUN/config.json"));
+
+  TransformerConfig other_dropout = cfg; // a training setting: the model is the same
+  other_dropout.dropout = 0.3f, other_dropout.attention_dropout = 0.0f;
+  CHECK_NOTHROW(check_model_config(ck, path, other_dropout, "RUN/config.json"));
+
+  TransformerConfig gelu = cfg; // the same shapes, another model
+  gelu.activation = ops::Activation::gelu;
+  std::string m = message_of([&] { check_model_config(ck, path, gelu, "RUN/config.json"); });
+  CHECK(m.find(path) != std::string::npos);
+  CHECK(m.find("RUN/config.json") != std::string::npos);
+  CHECK(m.find("model.activation") != std::string::npos);
+
+  TransformerConfig pre = cfg;
+  pre.pre_norm = !cfg.pre_norm;
+  CHECK(message_of([&] { check_model_config(ck, path, pre, "E.json"); }).find("model.pre_norm") != std::string::npos);
+  TransformerConfig wider = cfg;
+  wider.ffn = 2 * cfg.ffn;
+  CHECK(message_of([&] { check_model_config(ck, path, wider, "E.json"); }).find("model.ffn") != std::string::npos);
+
+  // A pruned checkpoint (fewer heads in a module) belongs to its run; one with more heads does not.
+  LoadedCheckpoint pruned;
+  pruned.config = ck.config;
+  const std::string module = attention_modules(cfg).front();
+  pruned.config.module_heads[module] = 1;
+  CHECK_NOTHROW(check_model_config(pruned, path, cfg, "RUN/config.json"));
+  pruned.config.module_heads[module] = cfg.heads + 1;
+  m = message_of([&] { check_model_config(pruned, path, cfg, "RUN/config.json"); });
+  CHECK(m.find(module) != std::string::npos);
+  CHECK(m.find("module_heads") != std::string::npos);
 }

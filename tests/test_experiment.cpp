@@ -19,7 +19,11 @@
 #include <set>
 #include <sstream>
 
+#include <sys/stat.h>
+
 #include "base/error.h"
+#include "datasets/registry.h"
+#include "train/limits.h"
 #include "train/experiment.h"
 #include "train/schema.h"
 #include "tests/test_env.h"
@@ -42,6 +46,13 @@ ValidationContext real_context() {
                        "aeslc", "bbc-news-summary", "sotu", "debian-synopsis",
                        "iwslt14-de-en-full"}; // a user import: the full IWSLT'14 training set is not in the mirror
   ctx.model_configs = {"tiny", "small", "base", "lite1", "lite2", "lm-small", "lm-wt103", "bench"};
+  // The built-in datasets' splits and fields are code (datasets/registry_table_*.cpp), not files:
+  // the references a file makes into them are checked too.
+  ctx.find_dataset = [](const std::string& name) -> const data::DatasetSpec* {
+    for (const data::DatasetSpec& d : data::builtin_datasets())
+      if (d.name == name) return &d;
+    return nullptr;
+  };
   return ctx;
 }
 
@@ -276,12 +287,12 @@ TEST_CASE("experiment files: every enum value maps to the C++ enum and back") {
 TEST_CASE("experiment files: --set overrides apply before validation and the last one wins") {
   const TempFile file(R"({"task": "translation", "data": {"dataset": "multi30k-de-en"}, "model": {"config": "small"}, "optim": {"lr": 0.0005}})");
   const Experiment e = load_experiment(file.path,
-                                       {"optim.lr=1e-3", "model.config=base", "data.dataset=ptb", "optim.lr=2e-3", "name=2024", "optim.betas=[0.8, 0.9]",
+                                       {"optim.lr=1e-3", "model.config=base", "data.test_split=test_2017_mscoco", "optim.lr=2e-3", "name=2024", "optim.betas=[0.8, 0.9]",
                                         "model.heads=4", "model.heads=null", "train.max_minutes=90", "eval.split=test_2017_flickr"},
                                        real_context());
   CHECK(e.optim.lr == 2e-3);
   CHECK(e.model.config == "base");
-  CHECK(e.data.dataset == "ptb");
+  CHECK(e.data.test_split == "test_2017_mscoco");
   CHECK(e.name == "2024"); // a string field takes the text even when it parses as JSON
   CHECK(e.optim.betas == std::array<double, 2>{0.8, 0.9});
   CHECK(!e.model.heads);
@@ -300,7 +311,7 @@ TEST_CASE("experiment files: --set overrides apply before validation and the las
 TEST_CASE("experiment files: missing or unreadable files and wrongly shaped input") {
   const std::string missing = kBroken + "/no-such-file.json";
   CHECK(error_of([&] { load_experiment(missing); }) == missing + ": cannot read: No such file or directory");
-  CHECK(error_of([&] { load_experiment(kBroken); }) == kBroken + ": cannot read: it is a directory");
+  CHECK(error_of([&] { load_experiment(kBroken); }) == kBroken + ": cannot read: it is a directory, not a regular file");
   CHECK(error_of([&] { parse_experiment(json::parse("3"), "x.json"); }) == "x.json: the top level must be a JSON object, got 3 (number)");
   json j = json::parse(kMinimal);
   j["seed"] = -1;
@@ -369,4 +380,91 @@ TEST_CASE("schema: the Markdown table lists every field and experiments README s
   std::ifstream in(kReady + "/README.md");
   const std::string readme(std::istreambuf_iterator<char>(in), {});
   CHECK_MESSAGE(readme.find(table) != std::string::npos, "experiments/README.md: regenerate the field table with `pillars schema --markdown`");
+}
+
+TEST_CASE("experiment files: only regular files are read, and refused at once otherwise") {
+  const fs::path dir = fs::temp_directory_path() / ("pillars-fifo-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string fifo = (dir / "exp.json").string();
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  // No writer ever opens the FIFO: a reader that blocked would hang this test.
+  std::string msg = error_of([&] { load_experiment(fifo, {}); });
+  CHECK(msg == fifo + ": cannot read: it is a FIFO, not a regular file");
+  msg = error_of([&] { load_experiment("/dev/zero", {}); });
+  CHECK(msg == "/dev/zero: cannot read: it is a character device, not a regular file");
+  msg = error_of([&] { load_experiment(dir.string(), {}); });
+  CHECK(msg == dir.string() + ": cannot read: it is a directory, not a regular file");
+  // A path field naming a FIFO or a device: the field and the file.
+  json j = json::parse(kMinimal);
+  j["data"]["bpe_codes"] = fifo;
+  msg = error_of([&] { parse_experiment(j, "x.json"); });
+  CHECK(msg == "x.json: \"data.bpe_codes\": " + fifo + ": cannot read: it is a FIFO, not a regular file");
+  j = json::parse(kMinimal);
+  j["model"]["init_from"] = "/dev/zero";
+  msg = error_of([&] { parse_experiment(j, "x.json"); });
+  CHECK(msg == "x.json: \"model.init_from\": /dev/zero: cannot read: it is a character device, not a regular file");
+  fs::remove_all(dir);
+}
+
+TEST_CASE("experiment files: nesting is bounded before the parser sees it") {
+  // 100,000 levels, as the whole file and inside a field: an error naming where the bound is
+  // crossed, not a stack overflow while the message is built.
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  TempFile whole(deep);
+  std::string msg = error_of([&] { load_experiment(whole.path, {}); });
+  CHECK(msg == whole.path + ":1:65: invalid JSON: nested more than 64 levels deep (an experiment file needs 2)");
+  TempFile inside(R"({"task": "translation",
+  "description": )" + deep + "}");
+  msg = error_of([&] { load_experiment(inside.path, {}); });
+  CHECK(msg == inside.path + ":2:81: invalid JSON: nested more than 64 levels deep (an experiment file needs 2)");
+  // Brackets inside strings do not count.
+  TempFile quoted(R"({"task": "translation", "data": {"dataset": "multi30k-de-en"}, "model": {"config": "small"}, "description": ")" +
+                  std::string(1000, '[') + "\"}");
+  CHECK_NOTHROW(load_experiment(quoted.path, {}));
+  // And through --set.
+  TempFile ok(kMinimal);
+  msg = error_of([&] { load_experiment(ok.path, {"description=" + deep}); });
+  CHECK(msg.find(ok.path + ": --set description=") == 0);
+  CHECK(msg.find("\"description\": the value is nested more than 64 levels deep (at character 65)") != std::string::npos);
+}
+
+TEST_CASE("experiment files: a number beyond double is an input error naming the file, the place and the field") {
+  TempFile f(R"({"task": "translation", "data": {"dataset": "multi30k-de-en"}, "model": {"config": "small"},
+  "optim": {"lr": 1e400}})");
+  const std::string msg = error_of([&] { load_experiment(f.path, {}); });
+  CHECK(msg == f.path + ":2:19: invalid JSON at \"optim.lr\": number overflow parsing '1e400'");
+}
+
+TEST_CASE("experiment files: every ready file's splits and fields exist in its dataset") {
+  // real_context() knows the built-in datasets: a typo in any split or field of a ready file fails here.
+  for (const auto& entry : fs::recursive_directory_iterator(kReady)) {
+    if (entry.path().extension() != ".json") continue;
+    CAPTURE(entry.path().string());
+    CHECK_NOTHROW(load_experiment(entry.path().string(), {}, real_context()));
+  }
+  // The checks themselves, one per reference.
+  TempFile f(kMinimal);
+  CHECK(error_of([&] { load_experiment(f.path, {"data.test_split=test_2016_flikr"}, real_context()); })
+            .find("\"data.test_split\": unknown split of dataset \"multi30k-de-en\": \"test_2016_flikr\" — did you mean \"test_2016_flickr\"?") !=
+        std::string::npos);
+  CHECK(error_of([&] { load_experiment(f.path, {"data.source=fr"}, real_context()); }).find("\"data.source\": unknown field of split") !=
+        std::string::npos);
+  CHECK(error_of([&] { load_experiment(f.path, {"task=language_modeling", "model.config=lm-small"}, real_context()); })
+            .find("\"data.dataset\" \"multi30k-de-en\" is a translation dataset, but \"task\" is \"language_modeling\"") != std::string::npos);
+}
+
+TEST_CASE("experiment files: the model a file asks for is checked against this machine's memory") {
+  TempFile f(kMinimal);
+  ValidationContext ctx = real_context();
+  ctx.check_memory = true;
+  // Every size within its own bound, together far beyond any machine: 1024 layers of d 65536.
+  const std::string msg = error_of([&] {
+    load_experiment(f.path, {"model.d_model=65536", "model.heads=64", "model.enc_layers=1024", "model.dec_layers=1024"}, ctx);
+  });
+  CAPTURE(msg);
+  CHECK(msg.rfind(f.path + ": ", 0) == 0);
+  CHECK(msg.find("\"model\" and \"data.max_tokens\": the run needs about") != std::string::npos);
+  CHECK(msg.find("available. Reduce model.d_model") != std::string::npos);
+  // The ready experiments fit (this machine has 2 GiB or more).
+  CHECK_NOTHROW(load_experiment(kReady + "/multi30k-de-en.json", {}, ctx));
 }

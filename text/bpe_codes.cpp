@@ -2,6 +2,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "base/input_file.h"
 #include "base/error.h"
 #include "base/atomic_file.h"
 #include "text/bpe.h"
@@ -80,6 +81,7 @@ BpeCodes parse_bpe_codes(std::string_view text, const std::string& name) {
 }
 
 BpeCodes read_bpe_codes(const std::string& path) {
+  check_regular_file(path); // a FIFO would block, a device never end (base/input_file.h)
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(str_cat(path, ": cannot open BPE codes file"));
   std::ostringstream ss;

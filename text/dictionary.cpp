@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "base/input_file.h"
 #include "base/error.h"
 #include "base/atomic_file.h"
 #include "text/unicode.h"
@@ -196,6 +197,7 @@ Dictionary Dictionary::parse(std::string_view text, const std::string& name) {
 }
 
 Dictionary Dictionary::load(const std::string& path) {
+  check_regular_file(path); // a FIFO would block, a device never end (base/input_file.h)
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(str_cat(path, ": cannot open dictionary file"));
   std::ostringstream ss;

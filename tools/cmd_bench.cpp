@@ -53,7 +53,7 @@ Command add_bench_command(CLI::App& app) {
   std::vector<std::string> names;
   for (const Benchmark& b : kBenchmarks) names.push_back(b.name);
   bench->add_option("what", opt->what, "gemm | attention | softmax | step | gct | pruned-decode | decode")->required()->check(CLI::IsMember(names));
-  bench->add_option("--threads", opt->threads, "threads for ours and the reference (default: all cores)")->check(CLI::NonNegativeNumber);
+  bench->add_option("--threads", opt->threads, "threads for ours and the reference (default: all cores)")->check(threads_range());
   bench->add_option("--repeats", opt->repeats, "timed repetitions (the median is reported)")->check(CLI::PositiveNumber);
   bench->add_option("--device", opt->device, "cpu | cuda (attention, softmax, step: our CUDA kernels next to cuDNN and PyTorch)")
       ->check(CLI::IsMember(enum_names<Device>()));

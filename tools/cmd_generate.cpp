@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "base/utf8.h"
 #include "decode/sample.h"
 #include "train/checkpoint.h"
 #include "train/experiment.h"
@@ -57,9 +58,10 @@ Command add_generate_command(CLI::App& app) {
   cmd->add_option("--top-k", opt->top_k, "sample among the k most likely tokens only (0 = all; 1 = greedy)");
   cmd->add_option("--top-p", opt->top_p, "sample among the most likely tokens that make up this much probability (default 1)");
   cmd->add_option("--max-tokens", opt->max_tokens, "generate at most this many tokens (default 100)");
-  cmd->add_option("--seed", opt->seed, "seed of the sampling (the same seed gives the same text; default 1)");
+  cmd->add_option("--seed", opt->seed, "seed of the sampling (the same seed gives the same text; default 1)")
+      ->check(CLI::NonNegativeNumber); // (a u64 would take "-1" as 2^64 - 1)
   cmd->add_option("--device", opt->device, "cpu | cuda")->check(CLI::IsMember(enum_names<Device>()));
-  cmd->add_option("--threads", opt->threads, "CPU threads (0 = all cores)");
+  cmd->add_option("--threads", opt->threads, "CPU threads (0 = all cores)")->check(threads_range());
   return {cmd, [opt, prompt]() {
             // Every flag checked before anything is loaded: exit 2 naming the flag.
             auto refuse = [](const std::string& flag, const std::string& why) { throw InputError(str_cat(flag, ": ", why)); };
@@ -83,11 +85,18 @@ Command add_generate_command(CLI::App& app) {
             if (prompt->count() == 0) text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
             // The context: eos, then every prompt line's ids (each line ends in eos, as in the
             // training stream), without the last eos.
+            // Text only: a line that is not valid UTF-8 or holds a NUL byte is refused, naming it.
+            const char* source = prompt->count() ? "--prompt" : "the prompt on stdin";
             std::vector<int32_t> context = {tokens::kEos}, line_ids;
             size_t start = 0;
-            while (start <= text.size()) {
+            for (int64_t number = 1; start <= text.size(); ++number) {
               const size_t end = std::min(text.find('\n', start), text.size());
               const std::string line = text.substr(start, end - start);
+              if (const size_t at = line.find('\0'); at != std::string::npos)
+                refuse(str_cat(source, ", line ", number), str_cat("holds a NUL byte (at byte ", at + 1, "); give text to continue"));
+              if (const size_t at = invalid_utf8_at(line); at != std::string::npos)
+                refuse(str_cat(source, ", line ", number),
+                       str_cat("not valid UTF-8 (byte ", at + 1, " is 0x", hex_byte(line[at]), "); give UTF-8 text to continue"));
               if (line.find_first_not_of(" \t\r") != std::string::npos) {
                 line_ids = pipeline.ids(pipeline.segment(line, false));
                 context.insert(context.end(), line_ids.begin(), line_ids.end());
@@ -95,7 +104,6 @@ Command add_generate_command(CLI::App& app) {
               start = end + 1;
             }
             if (!line_ids.empty()) line_ids.pop_back(); // its eos
-            const char* source = prompt->count() ? "--prompt" : "the prompt on stdin";
             if (context.size() > 1) context.pop_back(); // the last line's eos: we continue that line
             if (context.size() == 1) refuse(source, "is empty (no tokens after tokenization); give some text to continue");
             const int64_t positions = e.data.block_size; // the context length the model was trained with
@@ -106,7 +114,7 @@ Command add_generate_command(CLI::App& app) {
 
             const std::string path = train::checkpoint_path(opt->run, opt->choice, false);
             train::LoadedCheckpoint ck = train::load_checkpoint(path);
-            train::check_vocabulary(ck, path, pipeline, run_dir);
+            train::check_run_checkpoint(ck, path, pipeline, run_dir, e); // its dictionary and its model
             ck.params.to(device);
             decode::StepDecoder decoder(ck.config, ck.params, device);
             decode::SamplingOptions so;

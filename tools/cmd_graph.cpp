@@ -166,7 +166,8 @@ Command add_graph_command(CLI::App& app) {
   cmd->add_option("experiment", opt->experiment, "experiment file: its model, its method's passes, its settings");
   cmd->add_option("--set", opt->sets, "override a field of the experiment, e.g. --set heads.groups=3");
   cmd->add_option("--config", opt->config, "a named model config with no method, instead of an experiment (tiny, small, bench, "
-                                           "base, lite1, lite2, lm-small, lm-wt103)");
+                                           "base, lite1, lite2, lm-small, lm-wt103)")
+      ->check(CLI::IsMember(transformer_config_names()));
   cmd->add_option("--after", opt->after, "show the graph after this pass (default: the model's forward graph, before any)");
   cmd->add_flag("--passes", opt->passes, "list every pass, in the order a step runs them, and exit");
   cmd->add_flag("--eval", opt->eval, "the evaluation step (no dropout, no backward) instead of the training step");
@@ -177,11 +178,15 @@ Command add_graph_command(CLI::App& app) {
                                            "(--batch sentences, --beam, --src-len, --tgt-len cache slots)")
       ->check(CLI::IsMember({"encoder", "step"}));
   cmd->add_option("--beam", opt->beam, "with --decode step: rows per sentence")->check(CLI::Range(int64_t{1}, int64_t{1024}));
-  cmd->add_option("--batch", opt->batch, "batch size")->check(CLI::PositiveNumber);
-  cmd->add_option("--src-len", opt->src_len, "source length")->check(CLI::PositiveNumber);
-  cmd->add_option("--tgt-len", opt->tgt_len, "target length (the block length of a language model)")->check(CLI::PositiveNumber);
+  cmd->add_option("--batch", opt->batch, "batch size")->check(CLI::Range(int64_t{1}, limits::kMaxBatchTokens));
+  cmd->add_option("--src-len", opt->src_len, "source length")->check(CLI::Range(int64_t{1}, limits::kMaxBatchTokens));
+  cmd->add_option("--tgt-len", opt->tgt_len, "target length (the block length of a language model)")->check(CLI::Range(int64_t{1}, limits::kMaxBatchTokens));
   return {cmd, [opt]() {
             if (opt->passes) return print_pass_list();
+            // The graph is planned for this batch: its tokens are bounded as data.max_tokens is.
+            if (opt->batch * std::max(opt->src_len, opt->tgt_len) > limits::kMaxBatchTokens)
+              throw InputError(str_cat("--batch × max(--src-len, --tgt-len) = ", opt->batch, " × ", std::max(opt->src_len, opt->tgt_len),
+                                       " is more than the ", limits::kMaxBatchTokens, " tokens a batch may hold"));
             if (!opt->experiment.empty() && !opt->config.empty())
               throw InputError("pillars graph: give an experiment file or --config, not both");
             if (opt->vote && opt->experiment.empty()) throw InputError("pillars graph --vote: give an experiment file");

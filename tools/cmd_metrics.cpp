@@ -27,6 +27,7 @@
 #include "train/prepare.h"
 #include "train/session.h"
 #include "tools/commands.h"
+#include "tools/output_file.h"
 
 namespace pillars::cli {
 
@@ -58,13 +59,22 @@ ght::LmBatch lm_batch(const Experiment& e, const train::TextPipeline& pipeline, 
 }
 
 int run_metrics(const MetricsOptions& opt) {
+  if (!opt.output.empty()) check_output_path(opt.output, "--output"); // before the work, not after it
   if (opt.threads > 0) omp_set_num_threads(opt.threads);
   const std::string run_dir = train::run_dir_of(opt.target);
   const Experiment e = train::load_run_config(run_dir);
   const std::string path = train::checkpoint_path(opt.target, opt.choice, false);
   train::LoadedCheckpoint ck = train::load_checkpoint(path);
   const train::TextPipeline pipeline = train::TextPipeline::load(run_dir);
+  train::check_run_checkpoint(ck, path, pipeline, run_dir, e); // its dictionary and its model
   const std::string split = opt.split.empty() ? train::valid_split_of(e) : opt.split;
+  if (!opt.split.empty()) { // named by the flag, before anything is read
+    const data::DatasetSpec& d = data::find_dataset(e.data.dataset);
+    std::string known;
+    for (const data::SplitSpec& s : d.splits) known += str_cat(known.empty() ? "" : ", ", s.name);
+    if (std::none_of(d.splits.begin(), d.splits.end(), [&](const data::SplitSpec& s) { return s.name == split; }))
+      throw InputError(str_cat("--split ", split, ": dataset ", d.name, " (the run's data.dataset) has no such split (its splits: ", known, ")"));
+  }
   const int32_t pad = static_cast<int32_t>(ck.config.pad_id);
 
   ght::HeadMetricsOptions mo;
@@ -102,7 +112,7 @@ Command add_metrics_command(CLI::App& app) {
   cmd->add_option("--split", opt->split, "dataset split (default: the run's validation split)");
   cmd->add_option("--sentences", opt->sentences,
                   "held-out sentence pairs, or blocks for a language model (default: the run's heads.metrics_sentences)")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(int64_t{1}, limits::kMaxSentences));
   cmd->add_option("--feature-map", opt->feature_map,
                   "GHT feature map clustered and compared: V, A or O (default: the run's heads.feature_map)")
       ->check(CLI::IsMember({"V", "A", "O"}));
@@ -112,7 +122,7 @@ Command add_metrics_command(CLI::App& app) {
   cmd->add_option("--seed", opt->seed, "K-means seed (default: the run's seed)")->check(CLI::NonNegativeNumber);
   cmd->add_option("-o,--output", opt->output, "write the JSON to this file instead of stdout");
   cmd->add_flag("--pretty", opt->pretty, "indent the JSON");
-  cmd->add_option("--threads", opt->threads, "CPU threads (0 = all cores)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--threads", opt->threads, "CPU threads (0 = all cores)")->check(threads_range());
   return {cmd, [opt]() { return run_metrics(*opt); }};
 }
 

@@ -35,7 +35,7 @@ Command add_prune_command(CLI::App& app) {
   cmd->add_option("--out", opt->out, "run directory (default: runs/<experiment name>-pruned)");
   cmd->add_flag("--resume", opt->resume, "continue an interrupted prune run in the run directory");
   cmd->add_option("--threads", opt->threads, "CPU threads (default: the experiment's `threads`, 0 = all cores)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(threads_range());
   cmd->add_flag("--no-eval", opt->no_eval, "skip the final evaluation on the test split");
   cmd->add_flag("--quiet", opt->quiet, "no progress lines");
   return {cmd, [opt]() {

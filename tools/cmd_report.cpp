@@ -10,6 +10,7 @@
 #include "report/report.h"
 #include "report/run.h"
 #include "tools/commands.h"
+#include "tools/output_file.h"
 
 namespace pillars::cli {
 
@@ -18,7 +19,8 @@ Command add_report_command(CLI::App& app) {
   cmd->footer(
       "Each RUN_DIR needs a log.jsonl; config.json, head_metrics.jsonl, votes.json, prune.json, eval_<split>.json and\n"
       "the checkpoints are used when present (a section says \"not available\" otherwise). The page has no external\n"
-      "references: open it anywhere. Exit code 2 when a RUN_DIR does not exist or has no log.jsonl.");
+      "references: open it anywhere. Exit code 2 when a RUN_DIR does not exist or has no log.jsonl; a file that cannot\n"
+      "be used (a damaged line, checkpoint or JSON file) is left out with a note on stderr naming it, and in the page.");
   struct Options {
     std::vector<std::string> runs;
     std::string out = "report.html", title, split;
@@ -32,8 +34,15 @@ Command add_report_command(CLI::App& app) {
                   "evaluation to show: eval_<split>.json (default: eval_test.json, else the split config.json names)");
   cmd->add_flag("--no-model", opt->no_model, "do not load checkpoints (no parameter counts or FLOPs from them)");
   return {cmd, [opt]() {
+            check_output_path(opt->out, "--out"); // before the runs are read
             std::vector<report::RunData> runs;
-            for (const std::string& dir : opt->runs) runs.push_back(report::load_run(dir, opt->split, !opt->no_model));
+            for (const std::string& dir : opt->runs) {
+              runs.push_back(report::load_run(dir, opt->split, !opt->no_model));
+              // What could not be used is shown in the page, and said here, naming the file: a
+              // damaged log or checkpoint does not stop the report, nor pass unnoticed.
+              for (const std::string& note : runs.back().notes)
+                std::fprintf(stderr, "pillars report: note: %s/%s\n", dir.c_str(), note.c_str());
+            }
             report::assign_names(runs);
             const std::string page = report::render_report(runs, {opt->title});
             io::atomic_write_file(opt->out, page);

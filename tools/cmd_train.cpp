@@ -32,7 +32,7 @@ Command add_train_command(CLI::App& app) {
   cmd->add_option("--out", opt->out, "run directory (default: runs/<experiment name>)");
   cmd->add_flag("--resume", opt->resume, "continue the run in the run directory from its checkpoint_last");
   cmd->add_option("--threads", opt->threads, "CPU threads (default: the experiment's `threads`, 0 = all cores)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(threads_range());
   cmd->add_flag("--no-eval", opt->no_eval, "skip the final evaluation on the test split");
   cmd->add_flag("--quiet", opt->quiet, "no progress lines");
   return {cmd, [opt]() {
@@ -71,10 +71,10 @@ Command add_eval_command(CLI::App& app) {
       ->check(CLI::IsMember({"best", "last", "average"}));
   cmd->add_option("--beam", opt->beam, "beam size (default: the experiment's eval.beam)")->check(CLI::Range(int64_t{1}, decode::kMaxBeam));
   cmd->add_option("--lenpen", opt->lenpen, "length penalty")->check(CLI::NonNegativeNumber);
-  cmd->add_option("--max-len-a", opt->max_len_a, "max target length = a * source length + b")->check(CLI::NonNegativeNumber);
-  cmd->add_option("--max-len-b", opt->max_len_b, "see --max-len-a")->check(CLI::NonNegativeNumber);
-  cmd->add_option("--batch", opt->batch, "sentences per decoding batch")->check(CLI::PositiveNumber);
-  cmd->add_option("--threads", opt->threads, "CPU threads (0 = all cores)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--max-len-a", opt->max_len_a, "max target length = a * source length + b")->check(CLI::Range(0.0, 1000.0));
+  cmd->add_option("--max-len-b", opt->max_len_b, "see --max-len-a")->check(CLI::Range(int64_t{0}, limits::kMaxOutputLength));
+  cmd->add_option("--batch", opt->batch, "sentences per decoding batch")->check(CLI::Range(int64_t{1}, limits::kMaxSentences));
+  cmd->add_option("--threads", opt->threads, "CPU threads (0 = all cores)")->check(threads_range());
   cmd->add_option("--device", opt->device, "where to decode: cpu | cuda")->check(CLI::IsMember(enum_names<Device>()));
   cmd->add_flag("--shuffle-sources", opt->shuffle_sources,
                 "control run: score each target against the next example's source (does the model read its input?); "

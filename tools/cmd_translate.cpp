@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "base/utf8.h"
 #include "decode/search.h"
 #include "train/checkpoint.h"
 #include "train/experiment.h"
@@ -18,6 +19,32 @@
 #include "tools/commands.h"
 
 namespace pillars::cli {
+
+namespace {
+
+// The source sentences on stdin, one per line. Text is what is translated: a line that is not
+// valid UTF-8 or holds a NUL byte is refused (exit 2, naming the line) before anything is
+// decoded, rather than handed to the tokenizer as bytes it cannot read. Odd but valid input has a
+// defined output, one line per input line: no input gives no output, a blank line an empty
+// translation, a CRLF line ending and a leading byte-order mark are dropped, and a last line
+// without its newline still counts.
+std::vector<std::string> read_sentences(std::istream& in) {
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) {
+    const std::string where = str_cat("stdin, line ", lines.size() + 1);
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (lines.empty() && line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);
+    if (const size_t at = line.find('\0'); at != std::string::npos)
+      throw InputError(str_cat(where, ": holds a NUL byte (at byte ", at + 1, "): translate reads text, one sentence per line"));
+    if (const size_t at = invalid_utf8_at(line); at != std::string::npos)
+      throw InputError(str_cat(where, ": not valid UTF-8 (byte ", at + 1, " is 0x", hex_byte(line[at]),
+                               "): translate reads UTF-8 text, one sentence per line"));
+    lines.push_back(std::move(line));
+  }
+  return lines;
+}
+
+} // namespace
 
 Command add_translate_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("translate", "Translate stdin to stdout with a trained checkpoint (beam search)");
@@ -36,11 +63,11 @@ Command add_translate_command(CLI::App& app) {
   cmd->add_option("--lenpen", opt->lenpen, "length penalty: score / length^lenpen (default: eval.lenpen)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--max-len-a", opt->max_len_a, "max target length = a * source length + b (default: eval.max_len_a)")
-      ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--max-len-b", opt->max_len_b, "see --max-len-a (default: eval.max_len_b)")->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0.0, 1000.0));
+  cmd->add_option("--max-len-b", opt->max_len_b, "see --max-len-a (default: eval.max_len_b)")->check(CLI::Range(int64_t{0}, limits::kMaxOutputLength));
   cmd->add_option("--batch", opt->batch, "sentences per decoding batch (default: eval.batch_sentences)")
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--threads", opt->threads, "CPU threads (0 = all cores)")->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(int64_t{1}, limits::kMaxSentences));
+  cmd->add_option("--threads", opt->threads, "CPU threads (0 = all cores)")->check(threads_range());
   cmd->add_option("--device", opt->device, "where to decode: cpu | cuda")->check(CLI::IsMember(enum_names<Device>()));
   return {cmd, [opt]() {
             if (opt->threads > 0) omp_set_num_threads(opt->threads);
@@ -53,9 +80,8 @@ Command add_translate_command(CLI::App& app) {
             const std::string path = train::checkpoint_path(opt->checkpoint, opt->choice, false);
             train::LoadedCheckpoint ck = train::load_checkpoint(path);
             const train::TextPipeline pipeline = train::TextPipeline::load(run_dir);
-            train::check_vocabulary(ck, path, pipeline, run_dir);
-            std::vector<std::string> lines;
-            for (std::string line; std::getline(std::cin, line);) lines.push_back(line);
+            train::check_run_checkpoint(ck, path, pipeline, run_dir, e); // its dictionary and its model
+            const std::vector<std::string> lines = read_sentences(std::cin);
             decode::SearchOptions so = train::search_options(e.eval, ck.config); // the run's, unless overridden
             if (opt->beam > 0) so.beam = opt->beam;
             if (opt->lenpen >= 0) so.lenpen = static_cast<float>(opt->lenpen);

@@ -9,6 +9,7 @@
 #include "base/error.h"
 #include "engine/tensor.h"
 #include "kernels/cuda/device.h"
+#include "train/limits.h"
 
 namespace pillars::cli {
 
@@ -25,6 +26,10 @@ inline Device device_flag(const std::string& word) {
     throw InputError(str_cat("--device cuda: no CUDA device here (", cuda_unavailable_reason(), ")"));
   return d;
 }
+
+// The --threads flag of every subcommand: 0 (all cores) up to limits::kMaxThreads, checked when
+// the command line is parsed (CLI11 names the flag: "--threads: Value 100000 not in range ...").
+inline CLI::Validator threads_range() { return CLI::Range(int64_t{0}, limits::kMaxThreads); }
 
 Command add_bench_command(CLI::App& app);
 Command add_data_command(CLI::App& app);

@@ -1,4 +1,5 @@
 // pillars — the one binary: train, prune, eval, report, bench… (subcommands in tools/cmd_*.cpp).
+#include <algorithm>
 #include <cstdio>
 #include <exception>
 #include <string>
@@ -7,6 +8,7 @@
 #include "base/error.h"
 #include "base/run_guard.h"
 #include "tools/commands.h"
+#include "train/schema.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"pillars — a deep-learning engine for Grouped Head Attention (Ni et al., ACL 2023)", "pillars"};
@@ -26,6 +28,19 @@ int main(int argc, char** argv) {
       pillars::cli::add_report_command(app),
   };
 
+  // A mistyped command: CLI11 would only say that a subcommand is required.
+  if (argc > 1 && argv[1][0] != '-') {
+    std::vector<std::string> names;
+    for (const auto& command : commands) names.push_back(command.app->get_name());
+    if (std::find(names.begin(), names.end(), argv[1]) == names.end()) {
+      const std::string near = pillars::schema::nearest(argv[1], names);
+      std::string known;
+      for (const std::string& n : names) known += (known.empty() ? "" : ", ") + n;
+      std::fprintf(stderr, "pillars: unknown command \"%s\"%s (commands: %s; see pillars --help)\n", argv[1],
+                   near.empty() ? "" : (" — did you mean \"" + near + "\"?").c_str(), known.c_str());
+      return 2;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

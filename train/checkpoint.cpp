@@ -8,6 +8,7 @@
 #include "base/error.h"
 #include "base/atomic_file.h"
 #include "engine/io/safetensors.h"
+#include "train/setup.h"
 
 namespace pillars::train {
 
@@ -124,8 +125,16 @@ LoadedCheckpoint load_checkpoint(const std::string& path) {
   if (contents.metadata.count("pillars.extra")) c.extra = meta("pillars.extra");
   const std::string prefix = kOptimizerPrefix;
   for (io::NamedTensor& t : contents.tensors) {
-    if (t.name.rfind(prefix, 0) == 0) c.optimizer_state.push_back({t.name.substr(prefix.size()), t.tensor});
-    else c.params.add(t.name, t.tensor.shape()).copy_from(t.tensor);
+    if (t.name.rfind(prefix, 0) == 0) {
+      c.optimizer_state.push_back({t.name.substr(prefix.size()), t.tensor});
+      continue;
+    }
+    // Parameters are F32 (training in bf16 keeps F32 master weights): another dtype is a file some
+    // other tool wrote or rewrote, and its bytes would be read as something they are not.
+    if (t.tensor.dtype() != DType::f32)
+      throw InputError(str_cat(path, ": parameter \"", t.name, "\" is ", io::safetensors_dtype_name(t.tensor.dtype()),
+                               "; pillars checkpoints hold F32 parameters"));
+    c.params.add(t.name, t.tensor.shape()).copy_from(t.tensor);
   }
   // Every parameter the config implies must be there, with its shape, and no other model parameter
   // ("encoder."/"decoder." names; a method's own, such as "head_gate.*", may come along).
@@ -143,15 +152,18 @@ LoadedCheckpoint load_checkpoint(const std::string& path) {
         throw InputError(str_cat(path, ": holds parameter \"", name, "\", which its model config (pillars.model: ",
                                  c.config.enc_layers, "+", c.config.dec_layers, " layers, d ", c.config.d_model,
                                  ") does not have: the metadata and the tensors disagree"));
-  // Weights are finite: a NaN would decode garbage (or train it) without a word.
-  for (const std::string& name : c.params.names()) {
-    const Tensor& t = c.params.get(name);
+  // Weights are finite: a NaN would decode garbage (or train it) without a word. So is the
+  // optimiser's state, which a resumed run would otherwise turn into NaN weights at its first update.
+  const auto check_finite = [&](const char* what, const std::string& name, const Tensor& t) {
     const float* p = t.data<float>();
     for (int64_t i = 0; i < t.numel(); ++i)
       if (!std::isfinite(p[i]))
-        throw InputError(str_cat(path, ": parameter \"", name, "\" holds ", p[i], " at element ", i,
+        throw InputError(str_cat(path, ": ", what, " \"", name, "\" holds ", p[i], " at element ", i,
                                  " (a diverged or corrupt model); refusing it"));
-  }
+  };
+  for (const std::string& name : c.params.names()) check_finite("parameter", name, c.params.get(name));
+  for (const auto& [name, t] : c.optimizer_state)
+    if (t.dtype() == DType::f32) check_finite("optimizer state", prefix + name, t);
   return c;
 }
 
@@ -169,6 +181,49 @@ void check_vocabulary(const LoadedCheckpoint& ck, const std::string& path, const
       throw InputError(str_cat(path, ": trained with another dictionary (", recorded, ") than ", dict, " (", ours,
                                "): the checkpoint belongs to another run"));
   }
+}
+
+namespace {
+
+// How an experiment file names a TransformerConfig field (the `model` section; a decoder-only
+// model's dec_layers is model.layers there).
+std::string experiment_field(const std::string& key, const TransformerConfig& c) {
+  if (key == "dec_layers" && c.decoder_only) return "model.layers";
+  if (key == "vocab") return "the vocabulary size";
+  if (key == "pad_id") return "the padding id";
+  if (key == "decoder_only") return "task (decoder-only model)";
+  return "model." + key;
+}
+
+} // namespace
+
+void check_model_config(const LoadedCheckpoint& ck, const std::string& path, const TransformerConfig& expected,
+                        const std::string& origin) {
+  const TransformerConfig& got = ck.config;
+  const nlohmann::json a = to_json(got), b = to_json(expected);
+  // Training settings, not the model: they may differ between the run that trained and the one that uses it.
+  static const char* const kSettings[] = {"dropout", "attention_dropout", "activation_dropout", "module_heads"};
+  for (const auto& [key, value] : b.items()) {
+    if (std::find(std::begin(kSettings), std::end(kSettings), key) != std::end(kSettings)) continue;
+    if (a.contains(key) && a[key] == value) continue;
+    throw InputError(str_cat(path, ": its model (pillars.model) has ", key, " = ", a.contains(key) ? a[key].dump() : "nothing",
+                             ", but ", origin, " says ", experiment_field(key, expected), " = ", value.dump(),
+                             ": the checkpoint is of another model"));
+  }
+  // A pruned model keeps at most the heads it had.
+  const std::vector<std::string> modules = attention_modules(expected);
+  for (const auto& [module, heads] : got.module_heads) {
+    if (std::find(modules.begin(), modules.end(), module) == modules.end() || heads > expected.heads_of(module))
+      throw InputError(str_cat(path, ": its model (pillars.model) has ", heads, " heads in \"", module, "\" (module_heads), but ",
+                               origin, " says ", expected.heads_of(module), " (model.heads): the checkpoint is of another model"));
+  }
+}
+
+void check_run_checkpoint(const LoadedCheckpoint& ck, const std::string& path, const TextPipeline& pipeline,
+                          const std::string& run_dir, const Experiment& run_config) {
+  check_vocabulary(ck, path, pipeline, run_dir);
+  const std::string config = (std::filesystem::path(run_dir) / "config.json").string();
+  check_model_config(ck, path, model_config(run_config, ck.config.vocab), config);
 }
 
 ParamStore average_checkpoints(const std::vector<std::string>& paths, TransformerConfig* config_out) {

@@ -18,6 +18,7 @@
 #include "engine/optim/optimizer.h"
 #include "engine/params.h"
 #include "models/transformer.h"
+#include "train/experiment.h"
 #include "train/pipeline.h"
 
 namespace pillars::train {
@@ -57,8 +58,9 @@ struct LoadedCheckpoint {
 };
 // Throws InputError naming the file for anything missing or malformed, and for a checkpoint that
 // does not check out: tensor data that no longer matches its checksum (engine/io/safetensors.h),
-// a parameter the recorded model config does not have or lacks, one of the wrong shape, or a
-// weight that is NaN or infinite (naming the tensor and the element).
+// a parameter the recorded model config does not have or lacks, one of the wrong shape or of
+// another dtype than F32, or a weight or optimiser value that is NaN or infinite (naming the
+// tensor and the element).
 LoadedCheckpoint load_checkpoint(const std::string& path);
 
 // A checkpoint used with a run directory's text pipeline must have been trained with its
@@ -66,6 +68,23 @@ LoadedCheckpoint load_checkpoint(const std::string& path);
 // order. Throws InputError naming the checkpoint and the run's dict.txt otherwise.
 void check_vocabulary(const LoadedCheckpoint& checkpoint, const std::string& checkpoint_path,
                       const TextPipeline& pipeline, const std::string& run_dir);
+
+// The model a checkpoint records (its "pillars.model") must be the model `expected` describes:
+// the same architecture, field by field — widths, heads, layers, norm placement, activation,
+// embedding sharing, vocabulary, padding id. Dropout rates are training settings and may differ;
+// a pruned checkpoint (module_heads) may have fewer heads per module than `heads`, not more.
+// Without this a checkpoint of the same shapes but another activation or norm placement would
+// load and decode nonsense. Throws InputError naming the checkpoint, `expected_origin` (the run's
+// config.json, or the experiment file) and the first field that differs, by its experiment name
+// ("model.activation").
+void check_model_config(const LoadedCheckpoint& checkpoint, const std::string& checkpoint_path,
+                        const TransformerConfig& expected, const std::string& expected_origin);
+
+// What a command that loads one of a run's checkpoints checks before using it (translate,
+// generate, metrics, eval): check_vocabulary against the run's dict.txt, then check_model_config
+// against the model of the run's config.json (`run_config`, as train::load_run_config read it).
+void check_run_checkpoint(const LoadedCheckpoint& checkpoint, const std::string& checkpoint_path,
+                          const TextPipeline& pipeline, const std::string& run_dir, const Experiment& run_config);
 
 // The element-wise mean of the parameters of several checkpoints of the same model (fairseq's
 // average_checkpoints.py), accumulated in double.

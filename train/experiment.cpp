@@ -6,6 +6,8 @@
 #include "datasets/registry.h"
 #include "decode/search.h"
 #include "models/transformer.h"
+#include "train/memory_estimate.h"
+#include "train/setup.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -19,6 +21,8 @@
 #include <regex>
 
 #include "base/error.h"
+#include "base/input_file.h"
+#include "train/limits.h"
 
 namespace pillars {
 
@@ -26,7 +30,8 @@ using nlohmann::json;
 using schema::FieldError;
 
 ValidationContext default_validation_context() {
-  return {data::dataset_names(), transformer_config_names()};
+  return {data::dataset_names(), transformer_config_names(), [](const std::string& name) { return &data::find_dataset(name); },
+          /*check_memory=*/true};
 }
 
 namespace {
@@ -66,6 +71,7 @@ const std::vector<Entry>& entries() {
     using V = EvalSettings;
     using HS = HeadsSettings;
     using P = PruneSettings;
+    namespace L = limits;
     const std::string sz = " (null = the named config's value)";
     return std::vector<Entry>{
         top(F::string("name", "Names the run directory and the logs.")
@@ -77,7 +83,7 @@ const std::vector<Entry>& entries() {
                 .require(),
             &E::task),
         top(F::integer("seed", "Seeds parameter initialisation, dropout and batch order.").def(1).at_least(0), &E::seed),
-        top(F::integer("threads", "CPU threads for the kernels; 0 = all cores.").def(0).at_least(0), &E::threads),
+        top(F::integer("threads", "CPU threads for the kernels; 0 = all cores.").def(0).at_least(0).at_most(L::kMaxThreads), &E::threads),
         top(F::string("description", "Free text, kept in the run's config.json.").def(""), &E::description),
 
         section(F::section("data", "The dataset and its preprocessing.").require()),
@@ -95,18 +101,18 @@ const std::vector<Entry>& entries() {
                .def("moses"),
            &E::data, &D::tokenizer),
         in(F::boolean("data.lowercase", "Lowercase the text before tokenization.").def(false), &E::data, &D::lowercase),
-        in(F::integer("data.bpe_merges", "BPE merges to learn on the training split; 0 = no BPE (word level).").def(10000).at_least(0), &E::data, &D::bpe_merges),
+        in(F::integer("data.bpe_merges", "BPE merges to learn on the training split; 0 = no BPE (word level).").def(10000).at_least(0).at_most(L::kMaxVocabulary), &E::data, &D::bpe_merges),
         in(F::boolean("data.bpe_joint", "One BPE model and one vocabulary for source and target together.").def(true), &E::data, &D::bpe_joint),
         in(F::string("data.bpe_codes", "A BPE codes file to use instead of learning one; must be readable.").optional().not_empty().readable(), &E::data,
            &D::bpe_codes),
         in(F::integer("data.vocab_threshold", "Words seen fewer times than this in training become the unknown word; 0 = keep all.").def(0).at_least(0), &E::data,
            &D::vocab_threshold),
-        in(F::integer("data.vocab_max", "Keep at most this many vocabulary entries, most frequent first; 0 = unlimited.").def(0).at_least(0), &E::data,
+        in(F::integer("data.vocab_max", "Keep at most this many vocabulary entries, most frequent first; 0 = unlimited.").def(0).at_least(0).at_most(L::kMaxVocabulary), &E::data,
            &D::vocab_max),
-        in(F::integer("data.max_tokens", "Tokens per batch, padding included (fairseq's --max-tokens).").def(4096).at_least(1), &E::data, &D::max_tokens),
-        in(F::integer("data.max_source_len", "Longest source sequence, in tokens after BPE.").def(256).at_least(1), &E::data, &D::max_source_len),
-        in(F::integer("data.max_target_len", "Longest target sequence, in tokens after BPE.").def(256).at_least(1), &E::data, &D::max_target_len),
-        in(F::integer("data.block_size", "language_modeling: tokens per training sample (the context length).").def(512).at_least(1), &E::data,
+        in(F::integer("data.max_tokens", "Tokens per batch, padding included (fairseq's --max-tokens).").def(4096).at_least(1).at_most(L::kMaxBatchTokens), &E::data, &D::max_tokens),
+        in(F::integer("data.max_source_len", "Longest source sequence, in tokens after BPE.").def(256).at_least(1).at_most(L::kMaxSequence), &E::data, &D::max_source_len),
+        in(F::integer("data.max_target_len", "Longest target sequence, in tokens after BPE.").def(256).at_least(1).at_most(L::kMaxSequence), &E::data, &D::max_target_len),
+        in(F::integer("data.block_size", "language_modeling: tokens per training sample (the context length).").def(512).at_least(1).at_most(L::kMaxSequence), &E::data,
            &D::block_size),
         in(F::number("data.train_fraction", "Train on this fraction of the training split (its first examples); 1 = all.").def(1.0).greater_than(0).at_most(1),
            &E::data, &D::train_fraction),
@@ -114,12 +120,12 @@ const std::vector<Entry>& entries() {
         section(F::section("model", "The model: a named config, and overrides of its values.").require()),
         in(F::string("model.config", "Named model config: \"tiny\", \"small\", \"base\", \"lite1\", \"lite2\", \"lm-small\", \"lm-wt103\", ...").require().not_empty(),
            &E::model, &M::config),
-        in(F::integer("model.d_model", "Embedding and residual width" + sz + ".").optional().at_least(1), &E::model, &M::d_model),
-        in(F::integer("model.heads", "Attention heads per attention module; must divide d_model" + sz + ".").optional().at_least(1), &E::model, &M::heads),
-        in(F::integer("model.ffn", "Feed-forward inner width" + sz + ".").optional().at_least(1), &E::model, &M::ffn),
-        in(F::integer("model.enc_layers", "Encoder layers, translation and summarization only" + sz + ".").optional().at_least(0), &E::model, &M::enc_layers),
-        in(F::integer("model.dec_layers", "Decoder layers, translation and summarization only" + sz + ".").optional().at_least(1), &E::model, &M::dec_layers),
-        in(F::integer("model.layers", "Layers of the decoder-only model, language_modeling only" + sz + ".").optional().at_least(1), &E::model, &M::layers),
+        in(F::integer("model.d_model", "Embedding and residual width" + sz + ".").optional().at_least(1).at_most(L::kMaxWidth), &E::model, &M::d_model),
+        in(F::integer("model.heads", "Attention heads per attention module; must divide d_model" + sz + ".").optional().at_least(1).at_most(L::kMaxHeads), &E::model, &M::heads),
+        in(F::integer("model.ffn", "Feed-forward inner width" + sz + ".").optional().at_least(1).at_most(L::kMaxFfn), &E::model, &M::ffn),
+        in(F::integer("model.enc_layers", "Encoder layers, translation and summarization only" + sz + ".").optional().at_least(0).at_most(L::kMaxLayers), &E::model, &M::enc_layers),
+        in(F::integer("model.dec_layers", "Decoder layers, translation and summarization only" + sz + ".").optional().at_least(1).at_most(L::kMaxLayers), &E::model, &M::dec_layers),
+        in(F::integer("model.layers", "Layers of the decoder-only model, language_modeling only" + sz + ".").optional().at_least(1).at_most(L::kMaxLayers), &E::model, &M::layers),
         in(F::boolean("model.pre_norm", "true: pre-norm x + f(LN(x)); false: post-norm LN(x + f(x)), the paper's" + sz + ".").optional(), &E::model, &M::pre_norm),
         in(F::enumeration("model.activation", enum_names<ops::Activation>(), "Feed-forward activation" + sz + ".").optional(), &E::model, &M::activation),
         in(F::number("model.dropout", "Dropout on embeddings and on every sub-layer output" + sz + ".").optional().at_least(0).less_than(1), &E::model, &M::dropout),
@@ -158,7 +164,7 @@ const std::vector<Entry>& entries() {
         in(F::integer("train.max_updates", "Stop after this many updates; 0 = no limit.").def(0).at_least(0), &E::train, &T::max_updates),
         in(F::number("train.max_minutes", "Stop after this much wall-clock time; 0 = no limit.").def(0.0).at_least(0), &E::train, &T::max_minutes),
         in(F::number("train.label_smoothing", "Label smoothing of the cross-entropy loss.").def(0.1).at_least(0).less_than(1), &E::train, &T::label_smoothing),
-        in(F::integer("train.update_freq", "Accumulate the gradients of this many batches per update.").def(1).at_least(1), &E::train, &T::update_freq),
+        in(F::integer("train.update_freq", "Accumulate the gradients of this many batches per update.").def(1).at_least(1).at_most(L::kMaxUpdateFreq), &E::train, &T::update_freq),
         in(F::integer("train.patience", "Stop after this many validations without a better best_metric; 0 = off.").def(0).at_least(0), &E::train, &T::patience),
         in(F::enumeration("train.best_metric", enum_names<BestMetric>(),
                           "Validation metric that ranks checkpoints: loss, bleu (translation, needs valid_bleu), rouge (summarization), ppl.")
@@ -167,7 +173,7 @@ const std::vector<Entry>& entries() {
         in(F::boolean("train.valid_bleu", "Translation: validation also decodes the validation split and scores BLEU.").def(true), &E::train, &T::valid_bleu),
         in(F::integer("train.valid_max_sentences", "Decode at most this many validation sentences; 0 = all.").def(0).at_least(0), &E::train,
            &T::valid_max_sentences),
-        in(F::integer("train.keep_best", "Best checkpoints kept on disk.").def(5).at_least(1), &E::train, &T::keep_best),
+        in(F::integer("train.keep_best", "Best checkpoints kept on disk.").def(5).at_least(1).at_most(L::kMaxKeepBest), &E::train, &T::keep_best),
         in(F::integer("train.average_best", "At the end, average the parameters of this many best checkpoints into checkpoint_avg; 0 = off.").def(0).at_least(0),
            &E::train, &T::average_best),
         in(F::integer("train.log_every", "Log the training loss every this many updates.").def(100).at_least(1), &E::train, &T::log_every),
@@ -201,8 +207,8 @@ const std::vector<Entry>& entries() {
         in(F::integer("eval.beam", "Beam size; 1 = greedy.").def(5).at_least(1).at_most(decode::kMaxBeam), &E::eval, &V::beam),
         in(F::number("eval.lenpen", "Length penalty: hypotheses are ranked by log-probability / length^lenpen.").def(1.0).at_least(0), &E::eval, &V::lenpen),
         in(F::number("eval.max_len_a", "Longest output is max_len_a * source length + max_len_b tokens.").def(1.2).at_least(0), &E::eval, &V::max_len_a),
-        in(F::integer("eval.max_len_b", "See max_len_a.").def(10).at_least(0), &E::eval, &V::max_len_b),
-        in(F::integer("eval.batch_sentences", "Sentences decoded per batch.").def(64).at_least(1), &E::eval, &V::batch_sentences),
+        in(F::integer("eval.max_len_b", "See max_len_a.").def(10).at_least(0).at_most(L::kMaxOutputLength), &E::eval, &V::max_len_b),
+        in(F::integer("eval.batch_sentences", "Sentences decoded per batch.").def(64).at_least(1).at_most(L::kMaxSentences), &E::eval, &V::batch_sentences),
         in(F::boolean("eval.sacrebleu_lowercase", "Case-insensitive BLEU (sacreBLEU's -lc).").def(false), &E::eval, &V::sacrebleu_lowercase),
 
         section(F::section("heads", "Head-level methods while training: GHT's group-constrained training (GCT), the baselines' "
@@ -215,7 +221,7 @@ const std::vector<Entry>& entries() {
                           "Feature map the heads are clustered and compared by: V values, A attention probabilities, O head outputs.")
                .def("V"),
            &E::heads, &HS::feature_map),
-        in(F::integer("heads.groups", "HUDS groups C per module (K-means clusters).").def(2).at_least(1), &E::heads, &HS::groups),
+        in(F::integer("heads.groups", "HUDS groups C per module (K-means clusters).").def(2).at_least(1).at_most(L::kMaxHeads), &E::heads, &HS::groups),
         in(F::number("heads.alpha", "GCT homogenisation weight (heads toward their group centre).").def(0.7).at_least(0), &E::heads, &HS::alpha),
         in(F::number("heads.beta", "GCT diversification weight (group centres apart).").def(0.5).at_least(0), &E::heads, &HS::beta),
         in(F::enumeration("heads.gct_variant", enum_names<ght::GctVariant>(), "GCT loss: metric (Eq. 4B, the paper's) or classification (Eq. 4A).")
@@ -242,7 +248,7 @@ const std::vector<Entry>& entries() {
            &E::heads, &HS::metrics),
         in(F::integer("heads.metrics_every", "Measure every this many updates; 0 = at each validation.").def(0).at_least(0), &E::heads,
            &HS::metrics_every),
-        in(F::integer("heads.metrics_sentences", "Sentences in the held-out batch (a language model takes as many ~32-token sentences' worth of tokens in blocks).").def(64).at_least(1), &E::heads,
+        in(F::integer("heads.metrics_sentences", "Sentences in the held-out batch (a language model takes as many ~32-token sentences' worth of tokens in blocks).").def(64).at_least(1).at_most(L::kMaxSentences), &E::heads,
            &HS::metrics_sentences),
 
         section(F::section("prune", "Removing heads after the first phase, then fine-tuning the smaller model (GHT-PS, and the "
@@ -264,7 +270,7 @@ const std::vector<Entry>& entries() {
                           "continuous score, random heads (ablation w/o HUDS), or a random member per group (ablation w/o PS stay).")
                .def("per_group"),
            &E::prune, &P::keep),
-        in(F::integer("prune.heads", "Heads kept per module by top_c, score, random, importance and gates; 0 = heads.groups.").def(0).at_least(0),
+        in(F::integer("prune.heads", "Heads kept per module by top_c, score, random, importance and gates; 0 = heads.groups.").def(0).at_least(0).at_most(L::kMaxHeads),
            &E::prune, &P::heads),
         in(F::integer("prune.vote_batches", "Training batches of the voting (or importance) pass; 0 = the whole training set.").def(0).at_least(0),
            &E::prune, &P::vote_batches),
@@ -273,6 +279,8 @@ const std::vector<Entry>& entries() {
                .def(false),
            &E::prune, &P::finetune_regularizer),
         in(F::integer("prune.finetune_epochs", "Fine-tuning: at most this many epochs.").def(50).at_least(1), &E::prune, &P::finetune_epochs),
+        in(F::integer("prune.finetune_updates", "Fine-tuning: at most this many updates; 0 = no limit.").def(0).at_least(0), &E::prune,
+           &P::finetune_updates),
         in(F::integer("prune.finetune_patience", "Fine-tuning: stop after this many validations without improvement; 0 = off.").def(3).at_least(0),
            &E::prune, &P::finetune_patience),
         in(F::number("prune.finetune_minutes", "Fine-tuning: wall-clock limit; 0 = none.").def(0.0).at_least(0), &E::prune, &P::finetune_minutes),
@@ -303,12 +311,78 @@ void check_known(const std::string& path, const std::string& what, const std::st
                              " (known: " + list(known) + ")");
 }
 
+// A path field (data.bpe_codes, model.init_from) must name a regular file that can be opened:
+// a directory, a FIFO (which would block) or a device is refused here, when the file is loaded.
 void check_readable(const std::string& path, const std::string& file) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(file, ec)) throw FieldError(path, quote(path) + ": cannot read " + quote(file) + ": it is a directory");
-  const int fd = ::open(file.c_str(), O_RDONLY);
-  if (fd < 0) throw FieldError(path, quote(path) + ": cannot read " + quote(file) + ": " + std::strerror(errno));
-  ::close(fd);
+  try {
+    check_regular_file(file);
+  } catch (const InputError& e) {
+    throw FieldError(path, quote(path) + ": " + e.what());
+  }
+}
+
+// The dataset named by data.dataset serves the task, and has every split and field the file
+// names (or defaults to): a typo in "data.test_split" is found now, not after the training run.
+void check_dataset_references(const Experiment& e, const data::DatasetSpec& d) {
+  if (d.task != e.task)
+    throw FieldError("data.dataset", str_cat("\"data.dataset\" ", quote(d.name), " is a ", enum_name(d.task), " dataset, but \"task\" is ",
+                                             quote(enum_name(e.task))));
+  std::vector<std::string> splits;
+  for (const data::SplitSpec& s : d.splits) splits.push_back(s.name);
+  // The fields every split must have: the two sides, or the language model's text.
+  const std::vector<std::pair<std::string, std::string>> fields =
+      e.task == Task::language_modeling ? std::vector<std::pair<std::string, std::string>>{{"data.dataset", "text"}}
+                                        : std::vector<std::pair<std::string, std::string>>{{"data.source", e.data.source}, {"data.target", e.data.target}};
+  auto check_split = [&](const std::string& path, const std::string& chosen, const std::string& fallback, const char* role) {
+    if (chosen.empty() && fallback.empty())
+      throw FieldError(path, str_cat("dataset ", quote(d.name), " has no default ", role, " split: set ", quote(path), " (its splits: ", list(splits), ")"));
+    const std::string name = chosen.empty() ? fallback : chosen;
+    const auto split = std::find_if(d.splits.begin(), d.splits.end(), [&](const data::SplitSpec& s) { return s.name == name; });
+    if (split == d.splits.end()) {
+      check_known(path, str_cat("split of dataset ", quote(d.name), ":"), name, splits);
+      throw FieldError(path, str_cat(quote(path), ": dataset ", quote(d.name), " has no splits"));
+    }
+    std::vector<std::string> names;
+    for (const data::NamedFile& f : split->fields) names.push_back(f.name);
+    for (const auto& [field_path, field] : fields)
+      if (std::find(names.begin(), names.end(), field) == names.end()) {
+        check_known(field_path, str_cat("field of split ", quote(name), " of dataset ", quote(d.name), ":"), field, names);
+        throw FieldError(field_path, str_cat(quote(field_path), ": split ", quote(name), " of dataset ", quote(d.name), " has no fields"));
+      }
+  };
+  check_split("data.train_split", e.data.train_split, d.train, "train");
+  check_split("data.valid_split", e.data.valid_split, d.valid, "valid");
+  check_split("data.test_split", e.data.test_split, d.test, "test");
+  if (!e.eval.split.empty()) check_split("eval.split", e.eval.split, "", "eval");
+}
+
+// The model as it will be built (the named config with the file's overrides; the vocabulary is
+// not known before the data is prepared, so the estimate takes the BPE's size), checked against
+// what the other sections ask of it, and its memory against this machine's.
+void check_model(const Experiment& e, const ValidationContext& ctx) {
+  const int64_t vocab_guess = e.data.vocab_max > 0 ? e.data.vocab_max : e.data.bpe_merges > 0 ? e.data.bpe_merges + 4 : 4 + 1;
+  TransformerConfig cfg;
+  try {
+    cfg = train::model_config(e, vocab_guess);
+  } catch (const InputError& err) {
+    throw FieldError("model.config", err.what());
+  }
+  if (e.prune.heads > cfg.heads)
+    throw FieldError("prune.heads", str_cat("\"prune.heads\" (", e.prune.heads, ") must not exceed the heads of a module (", cfg.heads,
+                                            "): a module cannot keep more heads than it has"));
+  const bool groups_used = e.heads.regularizer == ght::Regularizer::gct || e.prune.method == ght::PruneMethod::v2s ||
+                           (e.prune.method != ght::PruneMethod::none && e.prune.heads == 0);
+  if (groups_used && e.heads.groups > cfg.heads)
+    throw FieldError("heads.groups", str_cat("\"heads.groups\" (", e.heads.groups, ") must not exceed the heads of a module (", cfg.heads,
+                                             "): HUDS clusters the heads into at most that many groups"));
+  if (ctx.check_memory) {
+    try {
+      train::check_memory(e, cfg, "");
+    } catch (const InputError& err) {
+      const std::string what = err.what();
+      throw FieldError("model", what.substr(what.find_first_not_of(": ")));
+    }
+  }
 }
 
 // Checks that span fields, then the names the context knows; run on the typed, defaulted
@@ -356,9 +430,25 @@ void check_semantics(const Experiment& e, const ValidationContext& ctx) {
   if (e.optim.warmup_init_lr > e.optim.lr)
     throw FieldError("optim.warmup_init_lr", str_cat("\"optim.warmup_init_lr\" (", e.optim.warmup_init_lr, ") must not exceed \"optim.lr\" (", e.optim.lr, ")"));
 
+  if (e.eval.max_len_a * static_cast<double>(e.data.max_source_len) + static_cast<double>(e.eval.max_len_b) > limits::kMaxOutputLength)
+    throw FieldError("eval.max_len_a", str_cat("\"eval.max_len_a\" × \"data.max_source_len\" + \"eval.max_len_b\" (", e.eval.max_len_a, " × ",
+                                               e.data.max_source_len, " + ", e.eval.max_len_b, ") allows outputs longer than ",
+                                               limits::kMaxOutputLength, " tokens"));
+
   // Last, what the outside world knows: the file is consistent in itself by now.
+  if (ctx.find_dataset && !ctx.dataset_names.empty() &&
+      std::find(ctx.dataset_names.begin(), ctx.dataset_names.end(), e.data.dataset) == ctx.dataset_names.end()) {
+    try { // an imported dataset whose manifest is damaged is not listed: say so, rather than "unknown"
+      (void)ctx.find_dataset(e.data.dataset);
+    } catch (const InputError& err) {
+      if (std::string(err.what()).find("manifest") != std::string::npos) throw FieldError("data.dataset", quote("data.dataset") + ": " + err.what());
+    }
+  }
   check_known("data.dataset", "dataset", e.data.dataset, ctx.dataset_names);
   check_known("model.config", "model config", e.model.config, ctx.model_configs);
+  if (const data::DatasetSpec* d = ctx.find_dataset && !ctx.dataset_names.empty() ? ctx.find_dataset(e.data.dataset) : nullptr)
+    check_dataset_references(e, *d);
+  if (!ctx.model_configs.empty()) check_model(e, ctx);
 }
 
 // parse_experiment without the origin prefix: throws FieldError, so that load_experiment can tell
@@ -381,24 +471,7 @@ Experiment parse_fields(json j, const std::string& origin, const ValidationConte
   return e;
 }
 
-std::string read_file(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) throw InputError(path + ": cannot read: it is a directory");
-  const int fd = ::open(path.c_str(), O_RDONLY);
-  if (fd < 0) throw InputError(path + ": cannot read: " + std::strerror(errno));
-  std::string text;
-  char buf[65536];
-  for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) != 0;) {
-    if (n < 0) {
-      const int err = errno;
-      ::close(fd);
-      throw InputError(path + ": cannot read: " + std::strerror(err));
-    }
-    text.append(buf, static_cast<size_t>(n));
-  }
-  ::close(fd);
-  return text;
-}
+std::string read_file(const std::string& path) { return read_input_file(path, limits::kMaxExperimentBytes); }
 
 // `s` with every byte that is not part of valid UTF-8 (or is a control character) written as \xNN,
 // so that a message never carries broken text to the terminal.
@@ -445,6 +518,9 @@ json parse_json(const std::string& text, const std::string& origin) {
     return true;
   };
   if (text.find_first_not_of(" \t\r\n") == std::string::npos) throw InputError(origin + ": invalid JSON: the file is empty");
+  if (const auto at = schema::json_too_deep(text, limits::kMaxJsonDepth)) // before nlohmann sees it (schema.h says why)
+    throw InputError(str_cat(origin, ":", at->line, ":", at->column, ": invalid JSON: nested more than ", limits::kMaxJsonDepth,
+                             " levels deep (an experiment file needs 2)"));
   try {
     return json::parse(text, callback);
   } catch (const json::parse_error& e) {
@@ -454,6 +530,22 @@ json parse_json(const std::string& text, const std::string& origin) {
     if (std::regex_search(what, m, where)) throw InputError(origin + ":" + m[1].str() + ":" + m[2].str() + ": invalid JSON: " + printable(m[3].str()));
     const size_t colon = what.find(": ");
     throw InputError(origin + ": invalid JSON: " + printable(colon == std::string::npos ? what : what.substr(colon + 2)));
+  } catch (const json::exception& e) { // out_of_range 406: a number literal beyond double ("1e400")
+    std::string what = e.what();
+    if (const size_t bracket = what.find("] "); bracket != std::string::npos) what = what.substr(bracket + 2);
+    // The field is the key the parser had reached (the open containers' current keys); the place,
+    // where the literal the message quotes first occurs.
+    std::string field;
+    for (const auto& [seen, current] : stack) field += (field.empty() || current == "[]" ? "" : ".") + (current == "[]" ? "[]" : current);
+    std::string where;
+    const size_t q1 = what.find('\''), q2 = what.rfind('\'');
+    if (q1 != std::string::npos && q2 > q1 + 1)
+      if (const size_t at = text.find(what.substr(q1 + 1, q2 - q1 - 1)); at != std::string::npos) {
+        const size_t line = 1 + static_cast<size_t>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(at), '\n'));
+        const size_t line_start = text.rfind('\n', at);
+        where = str_cat(":", line, ":", at - (line_start == std::string::npos ? 0 : line_start + 1) + 1);
+      }
+    throw InputError(origin + where + ": invalid JSON" + (field.empty() ? "" : " at " + quote(field)) + ": " + printable(what));
   }
 }
 
@@ -513,5 +605,9 @@ json experiment_json_schema() {
 }
 
 std::string experiment_markdown() { return schema::markdown_table(experiment_fields()); }
+
+Experiment parse_experiment_text(const std::string& text, const std::string& origin, const ValidationContext& ctx) {
+  return parse_experiment(parse_json(text, origin), origin, ctx);
+}
 
 } // namespace pillars

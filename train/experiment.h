@@ -17,6 +17,7 @@
 // are relative to the current directory and must be readable.
 #pragma once
 #include <array>
+#include <functional>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -148,6 +149,10 @@ struct Experiment {
 struct ValidationContext {
   std::vector<std::string> dataset_names; // known datasets; empty = skip the check
   std::vector<std::string> model_configs; // known named model configs; empty = skip the check
+  // The dataset of a known name, to check the task, splits and fields the file names against it
+  // (nullptr, or no function: skip those checks).
+  std::function<const data::DatasetSpec*(const std::string&)> find_dataset;
+  bool check_memory = false; // estimate the run's memory against this machine's (train/memory_estimate.h)
 };
 // The context the CLI uses.
 ValidationContext default_validation_context();
@@ -158,6 +163,9 @@ Experiment load_experiment(const std::string& path, const std::vector<std::strin
 // Validates an already parsed document; `origin` names it in messages and its stem is the default
 // name.
 Experiment parse_experiment(const nlohmann::json& j, const std::string& origin, const ValidationContext& ctx = {});
+// load_experiment without the file and the overrides: parses `text` as the file's contents
+// (tests/fuzz/fuzz_experiment.cpp feeds it). Throws InputError.
+Experiment parse_experiment_text(const std::string& text, const std::string& origin, const ValidationContext& ctx = {});
 // The resolved config, every field present (unset overrides as null); parse_experiment(to_json(e))
 // gives back e.
 nlohmann::json to_json(const Experiment& e);

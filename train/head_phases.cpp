@@ -5,9 +5,11 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 #include "base/error.h"
 #include "base/atomic_file.h"
+#include "base/log_file.h"
 #include "ght/baselines.h"
 #include "ght/method.h"
 #include "ght/prune.h"
@@ -21,8 +23,11 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// head_metrics.jsonl: one measurement per line (ght/head_metrics.h's JSON plus "phase"), and the
-// shift of the heads' similarity structure between consecutive measurements (the "shift" trigger).
+// head_metrics.jsonl: one measurement per line (ght/head_metrics.h's JSON plus "phase"), each
+// appended whole or not at all (base/log_file.h: a failed write throws pillars::Error naming the
+// file, and leaves no cut line), and the shift of the heads' similarity structure between
+// consecutive measurements (the "shift" trigger). The file is opened at the first measurement, so a
+// run that measures nothing has none.
 class HeadMetricsLog {
  public:
   HeadMetricsLog(const Experiment& e, const TaskHooks& hooks, const std::string& run_dir, std::string phase)
@@ -40,7 +45,8 @@ class HeadMetricsLog {
     m.epoch = state.epoch - (state.batch_in_epoch == 0 ? 1 : 0);
     nlohmann::json j = ght::to_json(m);
     j["phase"] = phase_;
-    std::ofstream(path_, std::ios::app) << j.dump() << '\n';
+    if (!file_) file_.emplace(path_);
+    file_->append(j.dump());
     previous_ = std::move(latest_);
     latest_.clear();
     for (const auto& mod : m.modules) latest_.push_back(mod.similarity);
@@ -66,6 +72,7 @@ class HeadMetricsLog {
  private:
   const TaskHooks& hooks_;
   std::string path_, phase_;
+  std::optional<io::LineFile> file_;
   ght::HeadMetricsOptions options_;
   std::vector<std::vector<double>> previous_, latest_;
 };
@@ -91,8 +98,15 @@ void attach_metrics(TrainOptions& to, HeadMetricsLog& log, const Experiment& e, 
   };
 }
 
+// A copy written atomically (base/atomic_file.h): a full disk leaves the old file or none under
+// `to`, never a partial one, and throws pillars::Error naming it.
 void copy_if_exists(const fs::path& from, const fs::path& to) {
-  if (fs::exists(from)) fs::copy_file(from, to, fs::copy_options::overwrite_existing);
+  if (!fs::exists(from)) return;
+  std::ifstream in(from, std::ios::binary | std::ios::ate);
+  std::string bytes(in ? static_cast<size_t>(in.tellg()) : 0, '\0');
+  if (!in || !in.seekg(0) || !in.read(bytes.data(), static_cast<std::streamsize>(bytes.size())))
+    throw Error(str_cat(from.string(), ": cannot read it to copy it to ", to.string()));
+  io::atomic_write_file(to.string(), bytes);
 }
 
 // The heads to keep, by prune.method.
@@ -198,7 +212,7 @@ std::vector<std::string> train_with_heads(const Experiment& e, const Transformer
   // ---- phase 2: fine-tune the pruned model in run_dir/pruned -------------------------------------
   Experiment e2 = e;
   e2.train.max_epochs = e.prune.finetune_epochs;
-  e2.train.max_updates = 0;
+  e2.train.max_updates = e.prune.finetune_updates;
   e2.train.max_minutes = e.prune.finetune_minutes;
   e2.train.patience = e.prune.finetune_patience;
   // Continue at the learning rate phase 1 ended with (no second warm-up).

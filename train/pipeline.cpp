@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "base/error.h"
+#include "base/input_file.h"
 #include "base/atomic_file.h"
 #include "text/moses.h"
 
@@ -18,13 +19,7 @@ namespace pillars::train {
 namespace {
 namespace fs = std::filesystem;
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(str_cat(path, ": cannot read (", std::strerror(errno), ")"));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+std::string read_text(const std::string& path) { return read_input_file(path, uint64_t{1} << 30); }
 } // namespace
 
 TextPipeline::TextPipeline(PipelineSettings settings, std::optional<text::BpeCodes> codes, text::Dictionary dictionary)

@@ -2,6 +2,8 @@
 // Markdown output, `--set` overrides. See schema.h.
 #include "train/schema.h"
 
+#include "train/limits.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -363,6 +365,8 @@ void apply_override(json& doc, const std::string& assignment, const std::vector<
     if (p.empty()) fail(key, "bad key " + quote(key) + ": expected a dotted path such as optim.lr");
   if (!doc.is_object()) fail("", "the top level must be a JSON object, got " + describe_value(doc, true));
 
+  if (const auto at = json_too_deep(text, limits::kMaxJsonDepth))
+    fail(key, str_cat(quote(key), ": the value is nested more than ", limits::kMaxJsonDepth, " levels deep (at character ", at->column, ")"));
   json value = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (value.is_discarded()) value = text;
   if (const Field* f = find_field(fields, key); f && (f->type == Type::String || f->type == Type::Enum) && !value.is_string() && !value.is_null())
@@ -413,6 +417,28 @@ std::string nearest(const std::string& typed, const std::vector<std::string>& ca
     }
   }
   return best_score == SIZE_MAX ? "" : best;
+}
+
+std::optional<TextPosition> json_too_deep(const std::string& text, int64_t max_depth) {
+  int64_t depth = 0;
+  TextPosition at{1, 0};
+  bool in_string = false, escaped = false;
+  for (const char c : text) {
+    ++at.column;
+    if (c == '\n') ++at.line, at.column = 0;
+    if (in_string) {
+      if (escaped) escaped = false;
+      else if (c == '\\') escaped = true;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > max_depth) return at;
+    } else if (c == ']' || c == '}') {
+      depth -= depth > 0;
+    }
+  }
+  return std::nullopt;
 }
 
 std::string describe_value(const json& v, bool with_kind) {

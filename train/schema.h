@@ -16,6 +16,7 @@
 // keys (with the nearest valid key as a hint), then the fields in table order (missing required
 // key, wrong type, out of range, not an allowed value), descending into sections as they come.
 #pragma once
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -101,6 +102,15 @@ size_t edit_distance(const std::string& a, const std::string& b);
 // The candidate nearest to `typed` if it is close enough to be a plausible typo (or `typed` is a
 // near prefix of it), else "".
 std::string nearest(const std::string& typed, const std::vector<std::string>& candidates);
+
+// Where `text` first nests arrays and objects more than max_depth levels deep, found by a scan
+// without recursion (strings skipped); nullopt if it never does. Run it before parsing text from a
+// user: nlohmann's parser copes with any depth, but printing or destroying a value recurses once
+// per level, so a 100,000-deep document would overflow the stack while its error is reported.
+struct TextPosition {
+  int64_t line = 1, column = 0; // both from 1
+};
+std::optional<TextPosition> json_too_deep(const std::string& text, int64_t max_depth);
 
 // A JSON value for a message: strings quoted, long values cut; with_kind adds " (string)" etc.
 std::string describe_value(const nlohmann::json& v, bool with_kind);

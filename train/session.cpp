@@ -10,6 +10,8 @@
 
 #include "decode/search.h"
 #include "base/error.h"
+#include "base/input_file.h"
+#include "train/limits.h"
 #include "base/special_tokens.h"
 #include "base/atomic_file.h"
 #include "base/run_guard.h"
@@ -21,6 +23,7 @@
 #include "train/checkpoint.h"
 #include "train/evaluate.h"
 #include "train/head_phases.h"
+#include "train/memory_estimate.h"
 #include "train/prepare.h"
 #include "train/setup.h"
 #include "steps/steps.h"
@@ -108,12 +111,15 @@ Model build_model(const Experiment& e, int64_t vocab, const SessionOptions& opti
     if (c.config.vocab != vocab)
       throw InputError(str_cat("--from ", options.prune_from, ": the model's vocabulary has ", c.config.vocab,
                                " entries, the experiment's dictionary ", vocab, " (was it trained with this experiment?)"));
+    check_model_config(c, options.prune_from, model_config(e, vocab), str_cat("the experiment \"", e.name, "\" (pillars prune --from)"));
     return {c.config, std::move(c.params), c.state};
   }
   Model m{model_config(e, vocab), {}, std::nullopt};
+  check_memory(e, m.cfg, str_cat("experiment \"", e.name, "\" (vocabulary ", vocab, ")")); // again, now that the vocabulary is known
   init_transformer_params(m.cfg, m.params, static_cast<uint64_t>(e.seed));
   if (e.model.init_from && !options.resume) {
     LoadedCheckpoint from = load_checkpoint(*e.model.init_from);
+    check_model_config(from, *e.model.init_from, m.cfg, str_cat("the experiment \"", e.name, "\" (model.init_from)"));
     for (const std::string& name : m.params.names()) {
       if (!from.params.contains(name) || from.params.get(name).shape() != m.params.get(name).shape())
         throw InputError(str_cat("model.init_from: ", *e.model.init_from, ": parameter \"", name,
@@ -224,17 +230,22 @@ std::string run_dir_of(const std::string& path) {
 
 Experiment load_run_config(const std::string& run_dir) {
   const std::string path = (fs::path(run_dir) / "config.json").string();
-  std::ifstream in(path);
-  if (!in) throw InputError(str_cat(path, ": cannot read (is ", run_dir, " a run directory made by `pillars train`?)"));
+  std::error_code ec;
+  if (!fs::exists(path, ec)) throw InputError(str_cat(path, ": cannot read (is ", run_dir, " a run directory made by `pillars train`?)"));
+  const std::string text = read_input_file(path, limits::kMaxExperimentBytes);
+  if (const auto at = schema::json_too_deep(text, limits::kMaxJsonDepth))
+    throw InputError(str_cat(path, ":", at->line, ":", at->column, ": invalid JSON: nested more than ", limits::kMaxJsonDepth, " levels deep"));
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(in);
+    j = nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& err) {
     throw InputError(str_cat(path, ": invalid JSON: ", err.what()));
   }
   if (j.contains("model") && j["model"].is_object()) j["model"]["init_from"] = nullptr;
   if (j.contains("data") && j["data"].is_object()) j["data"]["bpe_codes"] = nullptr;
-  return parse_experiment(j, path, default_validation_context());
+  ValidationContext ctx = default_validation_context();
+  ctx.check_memory = false; // the run exists: its training memory is not this command's concern
+  return parse_experiment(j, path, ctx);
 }
 
 std::string checkpoint_path(const std::string& target, const std::string& choice, bool quiet) {
@@ -286,7 +297,21 @@ nlohmann::json run_experiment(const Experiment& e, const SessionOptions& options
   const std::string run_dir = options.run_dir.empty() ? (fs::path("runs") / e.name).string() : options.run_dir;
   if (options.resume && !fs::is_directory(run_dir))
     throw InputError(str_cat("--resume: ", run_dir, " does not exist (nothing to resume)"));
-  fs::create_directories(run_dir);
+  // The checkpoints the run will start from are read once before the run directory is made, so a
+  // missing or damaged one leaves nothing behind; the message names the option that gave it.
+  auto check_start = [](const std::string& what, const std::string& path) {
+    try {
+      (void)load_checkpoint(path);
+    } catch (const InputError& err) {
+      throw InputError(str_cat(what, ": ", err.what()));
+    }
+  };
+  if (!options.prune_from.empty()) check_start("--from", options.prune_from);
+  if (e.model.init_from && !options.resume) check_start("model.init_from", *e.model.init_from);
+  std::error_code ec;
+  fs::create_directories(run_dir, ec);
+  if (ec || !fs::is_directory(run_dir))
+    throw InputError(str_cat("--out ", run_dir, ": cannot make the run directory: ", ec ? ec.message() : "a file of that name exists"));
   // One writer per run directory, held until the run (and its evaluation) ends: a second
   // `pillars train` into the same folder is refused here, naming the process that holds it.
   const io::DirLock lock(run_dir);
@@ -323,8 +348,15 @@ nlohmann::json evaluate_run(const std::string& target, const EvalOptions& option
   const std::string checkpoint = checkpoint_path(target, options.checkpoint, options.quiet);
   LoadedCheckpoint ck = load_checkpoint(checkpoint);
   const TextPipeline pipeline = TextPipeline::load(run_dir);
-  check_vocabulary(ck, checkpoint, pipeline, run_dir);
+  check_run_checkpoint(ck, checkpoint, pipeline, run_dir, e); // its dictionary and its model
   const std::string split = !options.split.empty() ? options.split : !e.eval.split.empty() ? e.eval.split : test_split_of(e);
+  if (!options.split.empty()) {
+    try {
+      (void)data::find_dataset(e.data.dataset).split(split);
+    } catch (const InputError& err) {
+      throw InputError(str_cat("--split ", split, ": ", err.what()));
+    }
+  }
   if (e.task == Task::language_modeling) {
     nlohmann::json result = evaluate_lm(e, ck, pipeline, split);
     result["checkpoint"] = checkpoint;

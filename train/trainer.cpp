@@ -1,6 +1,7 @@
 // The training loop; see trainer.h.
 #include "train/trainer.h"
 
+#include "base/log_file.h"
 #include "base/run_guard.h"
 
 #include "base/splitmix64.h"
@@ -11,7 +12,6 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 
 #include "base/error.h"
 #include "engine/optim/clip.h"
@@ -37,20 +37,20 @@ std::string duration(double seconds) {
   return buf;
 }
 
-// log.jsonl: appended and flushed line by line, so a crash loses at most the line being written.
+// log.jsonl: one JSON object per line, each appended whole or not at all (base/log_file.h): a write
+// that fails (disk full, I/O error) throws pillars::Error naming the file and leaves no cut line.
+// The lines that record a checkpoint or the end of the run are fsync'ed (`durable`), so after a
+// power loss the log reaches at least its last recorded checkpoint.
 class RunLog {
  public:
-  RunLog(const std::string& path, std::string phase) : out_(path, std::ios::app), phase_(std::move(phase)) {
-    if (!out_) throw InputError(str_cat(path, ": cannot open for writing"));
-  }
-  void write(nlohmann::json j) {
+  RunLog(const std::string& path, std::string phase) : file_(path), phase_(std::move(phase)) {}
+  void write(nlohmann::json j, bool durable = false) {
     if (!phase_.empty()) j["phase"] = phase_;
-    out_ << j.dump() << '\n';
-    out_.flush();
+    file_.append(j.dump(), durable);
   }
 
  private:
-  std::ofstream out_;
+  io::LineFile file_;
   std::string phase_;
 };
 
@@ -94,7 +94,8 @@ class Loop {
     save("checkpoint_last.safetensors", true);
     if (e_.train.average_best > 0) average_best();
     log_.write({{"type", "end"}, {"reason", state_.stop_reason}, {"update", state_.updates},
-                {"elapsed_seconds", state_.elapsed_seconds}});
+                {"elapsed_seconds", state_.elapsed_seconds}},
+               /*durable=*/true);
     if (!o_.quiet) std::fprintf(stderr, "stopped: %s after %lld updates (%s)\n", state_.stop_reason.c_str(),
                                 static_cast<long long>(state_.updates), duration(state_.elapsed_seconds).c_str());
     outcome_.state = state_;
@@ -120,7 +121,8 @@ class Loop {
     state_.stop_reason = signal_name(sig);
     save("checkpoint_last.safetensors", true);
     log_.write({{"type", "end"}, {"reason", state_.stop_reason}, {"update", state_.updates},
-                {"elapsed_seconds", state_.elapsed_seconds}});
+                {"elapsed_seconds", state_.elapsed_seconds}},
+               /*durable=*/true);
     const std::string path = (fs::path(o_.run_dir) / "checkpoint_last.safetensors").string();
     throw Stopped(sig, str_cat("stopped by ", signal_name(sig), " after update ", state_.updates, "; ", path,
                                " holds it (resume with --resume)"));
@@ -330,7 +332,7 @@ class Loop {
     nlohmann::json extra = o_.checkpoint_extra;
     extra["averaged"] = paths;
     save_checkpoint((fs::path(o_.run_dir) / "checkpoint_avg.safetensors").string(), cfg, avg, nullptr, state_, extra);
-    log_.write({{"type", "average"}, {"checkpoints", paths}});
+    log_.write({{"type", "average"}, {"checkpoints", paths}}, /*durable=*/true);
     if (!o_.quiet) std::fprintf(stderr, "averaged %zu checkpoints into checkpoint_avg.safetensors\n", paths.size());
   }
 
@@ -346,7 +348,7 @@ class Loop {
       }
       pending_removal_.clear();
     }
-    log_.write({{"type", "checkpoint"}, {"file", name}, {"update", state_.updates}});
+    log_.write({{"type", "checkpoint"}, {"file", name}, {"update", state_.updates}}, /*durable=*/true);
   }
 
   const Experiment& e_;

@@ -127,7 +127,7 @@ std::string make_header(const std::string& path, const std::vector<NamedTensor>&
 class InputFile {
  public:
   explicit InputFile(const std::string& path) : path_(path) {
-    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    fd_ = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC); // a FIFO must not block: it is refused below
     if (fd_ < 0) {
       const int err = errno;
       fail(path, "cannot open safetensors file: ", std::strerror(err));
@@ -140,7 +140,13 @@ class InputFile {
     }
     if (!S_ISREG(st.st_mode)) {
       ::close(fd_);
-      fail(path, "not a regular file (a directory?)");
+      const char* what = S_ISDIR(st.st_mode)   ? "a directory"
+                         : S_ISFIFO(st.st_mode) ? "a FIFO"
+                         : S_ISCHR(st.st_mode)  ? "a character device"
+                         : S_ISBLK(st.st_mode)  ? "a block device"
+                         : S_ISSOCK(st.st_mode) ? "a socket"
+                                                : "not a file";
+      fail(path, "cannot read a checkpoint from it: it is ", what, ", not a regular file");
     }
     size_ = static_cast<uint64_t>(st.st_size);
   }
