@@ -19,6 +19,13 @@ namespace {
 
 std::string errno_text(int err) { return std::strerror(err); }
 
+// A path that cannot be created or replaced is the user's (exit 2), unless the disk is what failed:
+// full (no blocks or no inodes), over quota, or an I/O error (exit 1, as for a failed write).
+[[noreturn]] void throw_path_error(int err, const std::string& message) {
+  if (err == ENOSPC || err == EDQUOT || err == EIO) throw Error(message);
+  throw InputError(message);
+}
+
 // The directory holding `path` ("." for a bare file name).
 std::string parent_directory(const std::string& path) {
   const std::filesystem::path parent = std::filesystem::path(path).parent_path();
@@ -48,7 +55,7 @@ AtomicFile::AtomicFile(std::string path) : path_(std::move(path)), temp_path_(at
   fd_ = ::open(temp_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666); // never follows a planted link
   if (fd_ < 0) {
     const int err = errno;
-    throw InputError(str_cat(path_, ": cannot create temporary file ", temp_path_, ": ", errno_text(err)));
+    throw_path_error(err, str_cat(path_, ": cannot create temporary file ", temp_path_, ": ", errno_text(err)));
   }
 }
 
@@ -99,7 +106,7 @@ void AtomicFile::commit() {
   if (::rename(temp_path_.c_str(), path_.c_str()) != 0) {
     const int err = errno;
     discard();
-    throw InputError(str_cat(path_, ": cannot replace the file with ", temp_path_, ": ", errno_text(err)));
+    throw_path_error(err, str_cat(path_, ": cannot replace the file with ", temp_path_, ": ", errno_text(err)));
   }
   committed_ = true;
   // 3. Make the rename itself durable.

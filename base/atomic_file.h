@@ -21,7 +21,8 @@
 //
 // Errors: a path that cannot be created or replaced (missing directory, no permission, `path` is a
 // directory) throws pillars::InputError; a failed write or fsync (disk full, I/O error) throws
-// pillars::Error. Every message starts with `path`.
+// pillars::Error, and so does a create or rename that fails for the disk's sake (ENOSPC: no
+// blocks or no inodes; EDQUOT; EIO). Every message starts with `path`.
 #pragma once
 #include <cstddef>
 #include <string>

@@ -17,7 +17,7 @@ namespace pillars::io {
 namespace {
 
 // A failure of the disk rather than of the user's input: the run fails (exit 1), not exit 2.
-bool is_runtime_failure(int err) { return err == ENOSPC || err == EDQUOT || err == EIO || err == EFBIG || err == EROFS; }
+bool is_runtime_failure(int err) { return err == ENOSPC || err == EDQUOT || err == EIO; }
 
 } // namespace
 

@@ -4,8 +4,11 @@
 #   - with no room for the start-up files (config.json, bpe.codes, dict.txt, ...);
 #   - with room for them and half a checkpoint: the first checkpoint_last save fails;
 #   - with room for one checkpoint and a half: the first save succeeds, the next one fails;
-#   - with no periodic saves and a few pages for the log: log.jsonl fills (1, 2, 3 pages), and with
-#     head metrics at every update, log.jsonl or head_metrics.jsonl does.
+#   - with no periodic saves and the log's last page nearly full: the start line, or a training line
+#     after a few, is cut by the disk (a short write, then ENOSPC) and must be taken back; the same
+#     after a cut line left by an earlier crash, which opening the log removes; and with head
+#     metrics at every update and 4 pages free, log.jsonl or head_metrics.jsonl fills;
+#   - with room but no inode left for config.json's temporary file.
 # Each must exit 1 with "pillars: error: <the file>: ... No space left on device", leave no
 # temporary file and no partial file under a checkpoint's name (each checkpoint_*.safetensors
 # present loads: `pillars metrics` verifies its tensors' checksum; each .json parses), and no cut
@@ -169,14 +172,23 @@ cases = [
     ("a cut line left before", startup, [], (1200, b'{"type":"train","upd'), {"log.jsonl"}),
     ("4 pages for the log and head metrics", startup + 4 * PAGE, ["--set", "heads.metrics_every=1"], None,
      {"log.jsonl", "head_metrics.jsonl"}),
+    # Room enough, but one inode only (the lock file takes it): creating config.json's temporary
+    # fails with ENOSPC, which is the disk's failure (exit 1), not the user's.
+    ("no inode for the start-up files", 4 << 20, SAVE_OFTEN, "inodes", {"config.json"}),
 ]
+inodes_total = os.statvfs(M).f_files
 hit = set()
 for name, free, extra, seeded, expected in cases:
     clear_tmpfs()
     run = os.path.join(M, "run")
-    if seeded:
+    if seeded == "inodes":
+        os.makedirs(run)
+    elif seeded:
         seed_log(run, *seeded)
     fill_leaving(free)
+    if seeded == "inodes":
+        s = os.statvfs(M)
+        subprocess.run(["mount", "-o", f"remount,nr_inodes={s.f_files - s.f_ffree + 1}", M], check=True)
     t0 = time.monotonic()
     rc, err = train(run, extra)
     what = f"case '{name}' ({free // 1024} KiB free)"
@@ -191,7 +203,9 @@ for name, free, extra, seeded, expected in cases:
     file = os.path.relpath(named, run)
     if expected is not None and file not in expected:
         fail(f"{what}: the error names {file}, not one of {sorted(expected)}: {message[-1]}")
-    if seeded and seeded[1] and "removed a cut last line" not in err:
+    if seeded == "inodes":
+        subprocess.run(["mount", "-o", f"remount,nr_inodes={inodes_total}", M], check=True)
+    elif seeded and seeded[1] and "removed a cut last line" not in err:
         fail(f"{what}: no note that the cut line left before was removed: {err[-1000:]}")
     hit.add(file)
     checkpoints = check_run(run, what)

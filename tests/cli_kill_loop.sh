@@ -164,9 +164,9 @@ last_train = max(l["elapsed_seconds"] for l in log_lines(ref) if l.get("type") =
 per_update = last_train / UPDATES
 # Start-up of a resumed run (what most rounds pay): a --resume of the finished reference, which
 # restores, saves and ends at once.
+n0 = starts(ref)
 t0 = time.monotonic()
 proc = launch(ref, "ref-resume.err")
-n0 = starts(ref)
 wait_for(lambda: starts(ref) > n0, 300, "the reference's resume logs its start")
 startup = time.monotonic() - t0
 if proc.wait() != 0:
@@ -182,7 +182,6 @@ plan = [(k, rng.random()) for k in plan]  # the fraction that places the kill wi
 
 run_index = 0
 run = os.path.join(W, f"run{run_index}")
-finished_runs = []
 
 
 def finish_and_compare(run):
@@ -216,7 +215,6 @@ for i, (kind, frac) in enumerate(plan):
     last = os.path.join(run, "checkpoint_last.safetensors")
     if os.path.exists(last) and saved(last)[0] >= UPDATES - 6:
         finish_and_compare(run)
-        finished_runs.append(run)
         run_index += 1
         run = os.path.join(W, f"run{run_index}")
     err = f"round{i}.err"

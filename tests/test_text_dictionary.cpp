@@ -109,6 +109,11 @@ TEST_CASE("dictionary dict.txt save, load and errors") {
   CHECK_THROWS_AS(Dictionary::parse("word\n", "d.txt"), InputError);
   CHECK_THROWS_AS(Dictionary::parse("word x\n", "d.txt"), InputError);
   CHECK_THROWS_AS(Dictionary::load("/nonexistent/dict.txt"), InputError);
+  // 19 digits beyond int64 (tests/fuzz/regressions/dictionary/count-beyond-int64.txt): an input
+  // error naming the file and line, not std::out_of_range("stoll").
+  CHECK_THROWS_WITH_AS(Dictionary::parse("a 1\nword 9999999999999999999\n", "d.txt"),
+                       "d.txt: line 2: incorrect dictionary format, expected '<token> <cnt> [flags]': \"word 9999999999999999999\"", InputError);
+  CHECK(Dictionary::parse("a +5\nb -2\n").count(5) == -2); // signs, as Python's int() reads them
   Dictionary over = Dictionary::parse("a 1\na 7 #fairseq:overwrite\n");
   CHECK(over.index("a") == 5);
   CHECK(over.count(5) == 7);

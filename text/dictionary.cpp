@@ -2,6 +2,7 @@
 #include "text/dictionary.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -178,7 +179,12 @@ Dictionary Dictionary::parse(std::string_view text, const std::string& name) {
     if (field.size() == digits_from || field.size() > 19 ||
         !std::all_of(field.begin() + digits_from, field.end(), [](char c) { return c >= '0' && c <= '9'; }))
       throw bad();
-    int64_t count = std::stoll(std::string(field));
+    // from_chars, not stoll: 19 digits can still exceed int64 (9999999999999999999), and stoll's
+    // std::out_of_range would say only "stoll" (found by tests/fuzz/fuzz_dictionary).
+    int64_t count = 0;
+    const char* first = field.data() + (field[0] == '+' ? 1 : 0);
+    if (const auto [end, ec] = std::from_chars(first, field.data() + field.size(), count); ec != std::errc() || end != field.data() + field.size())
+      throw bad();
     std::string w(word);
     if (d.contains(w) && !overwrite)
       throw InputError(str_cat(name, ": line ", line_no, ": duplicate word '", w, "' (add #fairseq:overwrite to replace an earlier one)"));

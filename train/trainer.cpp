@@ -198,6 +198,7 @@ class Loop {
     const double mean_loss = loss_sum / static_cast<double>(std::max<int64_t>(tokens, 1));
     outcome_.losses.push_back(static_cast<float>(mean_loss));
     window_loss_ += loss_sum, window_tokens_ += tokens, ++window_updates_;
+    if (!o_.quiet) time_first_updates(tokens);
     if (state_.updates % e_.train.log_every == 0) progress(lr);
     if (o_.after_update) o_.after_update(state_);
   }
@@ -220,6 +221,27 @@ class Loop {
   std::vector<optim::ParamSlot>& finish_accumulation(float tokens) {
     for (auto& slot : acc_) optim::divide(slot.grad.device(), slot.grad.numel(), slot.grad.data<float>(), tokens);
     return acc_;
+  }
+
+  // How long the run will take, said once, early: the pace of this session's updates 2..11 (the
+  // first compiles the step's graphs), times the updates still planned. The same pace is behind
+  // every progress line's ETA; this one comes before the first of them.
+  void time_first_updates(int64_t tokens) {
+    constexpr int64_t kTimed = 10;
+    if (timed_updates_ > kTimed) return;
+    if (timed_updates_++ == 0) { // the end of the session's first update: the clock starts
+      timing_start_ = Clock::now();
+      return;
+    }
+    timing_tokens_ += tokens;
+    if (timed_updates_ <= kTimed) return;
+    const double seconds = std::chrono::duration<double>(Clock::now() - timing_start_).count();
+    const double per_update = seconds / static_cast<double>(kTimed);
+    const int64_t left = std::max<int64_t>(0, planned_updates_ - state_.updates);
+    std::fprintf(stderr, "timing: %lld updates at %.0f target tokens/s (%.2f s each): the %lld updates left of the %lld planned "
+                         "take about %s, plus validation\n",
+                 static_cast<long long>(kTimed), static_cast<double>(timing_tokens_) / std::max(seconds, 1e-9), per_update,
+                 static_cast<long long>(left), static_cast<long long>(planned_updates_), duration(per_update * static_cast<double>(left)).c_str());
   }
 
   void progress(float lr) {
@@ -360,6 +382,8 @@ class Loop {
   std::unique_ptr<optim::Optimizer> optimizer_;
   std::unique_ptr<optim::Schedule> schedule_;
   int64_t batches_per_epoch_ = 0, planned_updates_ = 0;
+  int64_t timed_updates_ = 0, timing_tokens_ = 0; // time_first_updates
+  Clock::time_point timing_start_;
   TrainerState state_;
   TrainerOutcome outcome_;
   std::vector<optim::ParamSlot> acc_;
