@@ -1,0 +1,146 @@
+// What guards a run directory and its logs, in-process (base/run_guard.h, base/log_file.h): the
+// lock refuses a second writer naming the holder's PID and is not blocked by a lock file left by a
+// dead process; stale temporaries of interrupted saves are removed and nothing else is; the first
+// stop signal is recorded and a second one ends the process with 128 + signal; a log line is
+// appended whole or not at all, a cut tail is repaired on open, and a write that fails (here the
+// file-size limit, EFBIG) throws naming the file and leaves the file as it was.
+//
+// These run in every build, the sanitized one included; tests/cli_run_guard.sh, cli_kill_loop.sh
+// and cli_disk_full.sh check the same behaviour through the real binary (Release build only).
+// Signals and resource limits are process-wide, so those cases run in a forked child that reports
+// through its exit code.
+#include <doctest/doctest.h>
+
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <string>
+
+#include "base/log_file.h"
+#include "base/run_guard.h"
+#include "tests/test_env.h"
+
+using namespace pillars;
+using pillars::testing::read_file;
+using pillars::testing::ScratchDir;
+namespace fs = std::filesystem;
+
+namespace {
+
+// Runs `child` in a forked process and returns its exit status as the shell reports it: the
+// child's exit code, or 128 + signal when a signal ended it. The child never returns into doctest.
+int in_child(const std::function<int()>& child) {
+  const pid_t pid = ::fork();
+  if (pid == 0) ::_exit(child());
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+void write_file(const fs::path& p, const std::string& bytes) {
+  std::ofstream(p, std::ios::binary) << bytes;
+}
+
+} // namespace
+
+TEST_CASE("DirLock: a second writer is refused naming the folder and the holder's PID, and gets the lock once it is free") {
+  ScratchDir dir("pillars_lock_");
+  const std::string d = dir.path.string();
+  {
+    io::DirLock first(d);
+    // flock belongs to an open file description: a second open() in the same process conflicts
+    // exactly as another process would.
+    std::string message;
+    try {
+      io::DirLock second(d);
+    } catch (const InputError& e) {
+      message = e.what();
+    }
+    CHECK(message.find(d + " is in use by another run (process " + std::to_string(::getpid())) != std::string::npos);
+  }
+  CHECK_NOTHROW(io::DirLock again(d)); // released by the first one's destructor
+}
+
+TEST_CASE("DirLock: a lock file left by a killed process blocks nobody") {
+  ScratchDir dir("pillars_lock_");
+  const std::string d = dir.path.string();
+  // The child takes the lock and dies by SIGKILL without releasing it; the file stays.
+  const int status = in_child([&] {
+    io::DirLock held(d);
+    ::raise(SIGKILL);
+    return 0;
+  });
+  CHECK(status == 128 + SIGKILL);
+  REQUIRE(fs::exists(dir.path / ".lock"));
+  CHECK_NOTHROW(io::DirLock after(d));
+}
+
+TEST_CASE("remove_stale_temp_files removes <name>.tmp.<pid>[.<n>] and nothing else") {
+  ScratchDir dir("pillars_stale_");
+  for (const char* name : {"checkpoint_last.safetensors.tmp.4242.7", "log.jsonl.tmp.17", "keep.safetensors",
+                           "notes.tmp.txt", "plan.tmp.", ".tmp.12", "votes.tmp.3a"})
+    write_file(dir.path / name, "x");
+  fs::create_directory(dir.path / "folder.tmp.5"); // not a regular file: left alone
+  CHECK(io::remove_stale_temp_files(dir.path.string()) == 2);
+  CHECK_FALSE(fs::exists(dir.path / "checkpoint_last.safetensors.tmp.4242.7"));
+  CHECK_FALSE(fs::exists(dir.path / "log.jsonl.tmp.17"));
+  for (const char* kept : {"keep.safetensors", "notes.tmp.txt", "plan.tmp.", ".tmp.12", "votes.tmp.3a", "folder.tmp.5"})
+    CHECK_MESSAGE(fs::exists(dir.path / kept), kept);
+}
+
+TEST_CASE("stop signals: the first is recorded for the training loop, a second ends the process with 128 + signal") {
+  const int status = in_child([] {
+    install_stop_handlers();
+    if (stop_signal() != 0) return 1;
+    ::raise(SIGUSR1);
+    if (stop_signal() != SIGUSR1) return 2; // recorded, and the process goes on
+    ::raise(SIGTERM);                       // the second: _exit(128 + SIGTERM) inside the handler
+    return 3;
+  });
+  CHECK(status == 128 + SIGTERM);
+  CHECK(std::string(signal_name(SIGINT)) == "SIGINT");
+}
+
+TEST_CASE("LineFile appends whole lines and repairs a cut tail on open") {
+  ScratchDir dir("pillars_lines_");
+  const fs::path log = dir.path / "log.jsonl";
+  {
+    io::LineFile file(log.string());
+    file.append("{\"update\":1}");
+    file.append("{\"update\":2}", /*durable=*/true);
+    CHECK_THROWS_AS(file.append("two\nlines"), Error);
+  }
+  CHECK(read_file(log) == "{\"update\":1}\n{\"update\":2}\n");
+  // A crash mid-write left half a line: opening removes it, the next line starts clean.
+  std::ofstream(log, std::ios::app) << "{\"upd";
+  io::LineFile reopened(log.string());
+  reopened.append("{\"update\":3}");
+  CHECK(read_file(log) == "{\"update\":1}\n{\"update\":2}\n{\"update\":3}\n");
+}
+
+TEST_CASE("LineFile: a write that fails throws naming the file and leaves no part of the line") {
+  ScratchDir dir("pillars_lines_");
+  const fs::path log = dir.path / "log.jsonl";
+  // In a child: a file-size limit of 64 bytes (with SIGXFSZ ignored, write(2) fails with EFBIG once
+  // the limit is reached, after a short write of what still fits).
+  const int status = in_child([&] {
+    ::signal(SIGXFSZ, SIG_IGN);
+    struct rlimit limit {64, 64};
+    if (::setrlimit(RLIMIT_FSIZE, &limit) != 0) return 10;
+    io::LineFile file(log.string());
+    file.append(std::string(40, 'a')); // 41 bytes: fits
+    try {
+      file.append(std::string(40, 'b')); // 23 bytes fit, then EFBIG
+    } catch (const Error& e) {
+      return std::string(e.what()).find(log.string() + ": cannot append a line") == std::string::npos ? 11 : 0;
+    }
+    return 12;
+  });
+  CHECK(status == 0);
+  CHECK(read_file(log) == std::string(40, 'a') + "\n"); // the cut second line was truncated away
+}
