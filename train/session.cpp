@@ -103,6 +103,23 @@ struct Model {
   std::optional<TrainerState> trained; // set when the model is a trained checkpoint (prune_from)
 };
 
+dist::Communicator& communicator(const SessionOptions& options) {
+  return options.communicator ? *options.communicator : dist::single_process();
+}
+bool is_root(const SessionOptions& options) { return communicator(options).is_root(); }
+
+// The data preparation of a data-parallel job, rank 0 first: it fills the data cache and writes
+// the pipeline into the run directory (prepare(true)); then the other ranks read the cache
+// (prepare(false): no run directory). One process just prepares.
+template <typename Prepare>
+auto in_turn(const SessionOptions& options, Prepare prepare) {
+  dist::Communicator& comm = communicator(options);
+  if (!comm.is_root()) comm.barrier();
+  auto prepared = prepare(comm.is_root());
+  if (comm.is_root()) comm.barrier();
+  return prepared;
+}
+
 // The experiment's model for a vocabulary: initialised from the seed, or from model.init_from
 // (unless resuming: the trainer restores checkpoint_last then), and described on stderr.
 Model build_model(const Experiment& e, int64_t vocab, const SessionOptions& options) {
@@ -148,13 +165,14 @@ TrainOptions train_options(const Experiment& e, const std::string& run_dir, cons
   to.resume = options.resume;
   to.quiet = options.quiet;
   to.checkpoint_extra = {{"experiment", e.name}, {"pipeline", pipeline.to_json()}};
+  to.communicator = options.communicator;
   return to;
 }
 
 // After training: the evaluation of every trained run directory on its test split (with pruning,
 // the first-phase model and the pruned one), unless switched off. Returns the last.
 nlohmann::json final_evaluation(const std::vector<std::string>& run_dirs, const SessionOptions& options, Device device) {
-  if (!options.evaluate) return {};
+  if (!options.evaluate || !is_root(options)) return {}; // rank 0 evaluates
   EvalOptions eo;
   eo.quiet = options.quiet;
   eo.device = device; // a GPU run decodes its test split on the GPU
@@ -172,7 +190,7 @@ nlohmann::json train_and_evaluate(const Experiment& e, Model& m, const TaskHooks
 }
 
 nlohmann::json run_seq2seq(const Experiment& e, const std::string& run_dir, const SessionOptions& options) {
-  PreparedSeq2Seq p = prepare_seq2seq(e, run_dir, !options.quiet);
+  PreparedSeq2Seq p = in_turn(options, [&](bool root) { return prepare_seq2seq(e, root ? run_dir : "", !options.quiet); });
   Model m = build_model(e, static_cast<int64_t>(p.pipeline.dictionary().size()), options);
   TrainOptions to = train_options(e, run_dir, options, p.pipeline);
   if (e.task == Task::translation && e.train.valid_bleu) to.valid_bleu = make_decode_scorer(p, e, false);
@@ -192,7 +210,7 @@ nlohmann::json run_seq2seq(const Experiment& e, const std::string& run_dir, cons
 }
 
 nlohmann::json run_lm(const Experiment& e, const std::string& run_dir, const SessionOptions& options) {
-  PreparedLm p = prepare_lm(e, run_dir, !options.quiet);
+  PreparedLm p = in_turn(options, [&](bool root) { return prepare_lm(e, root ? run_dir : "", !options.quiet); });
   Model m = build_model(e, static_cast<int64_t>(p.pipeline.dictionary().size()), options);
   TaskHooks hooks;
   hooks.make_task = [&](const TransformerConfig& cfg, ParamStore& params, float ls, std::shared_ptr<GraphExtension> ext) {
@@ -272,6 +290,7 @@ namespace {
 bool may_change_on_resume(const std::string& path) {
   static const char* allowed[] = {"/name", "/description", "/threads", "/train/max_epochs", "/train/max_updates",
                                   "/train/max_minutes", "/train/patience", "/train/log_every", "/train/save_every_minutes",
+                                  "/train/update_freq", // with the world size, it shares out each update's batches
                                   "/train/valid_max_sentences", "/train/device",
                                   "/train/attention_backend", "/train/fuse_linear_activation", "/eval"};
   for (const char* a : allowed)
@@ -291,30 +310,16 @@ void check_resume_config(const Experiment& e, const std::string& run_dir) {
   }
 }
 
-} // namespace
-
-nlohmann::json run_experiment(const Experiment& e, const SessionOptions& options) {
-  const std::string run_dir = options.run_dir.empty() ? (fs::path("runs") / e.name).string() : options.run_dir;
-  if (options.resume && !fs::is_directory(run_dir))
-    throw InputError(str_cat("--resume: ", run_dir, " does not exist (nothing to resume)"));
-  // The checkpoints the run will start from are read once before the run directory is made, so a
-  // missing or damaged one leaves nothing behind; the message names the option that gave it.
-  auto check_start = [](const std::string& what, const std::string& path) {
-    try {
-      (void)load_checkpoint(path);
-    } catch (const InputError& err) {
-      throw InputError(str_cat(what, ": ", err.what()));
-    }
-  };
-  if (!options.prune_from.empty()) check_start("--from", options.prune_from);
-  if (e.model.init_from && !options.resume) check_start("model.init_from", *e.model.init_from);
+// Makes the run directory (or checks the one to resume), takes its lock into `lock` (held until
+// the run and its evaluation end: a second `pillars train` into the same folder is refused, naming
+// the process that holds it), removes temporaries of interrupted saves and writes config.json.
+void open_run_directory(const Experiment& e, const std::string& run_dir, const SessionOptions& options,
+                        std::optional<io::DirLock>& lock) {
   std::error_code ec;
   fs::create_directories(run_dir, ec);
   if (ec || !fs::is_directory(run_dir))
     throw InputError(str_cat("--out ", run_dir, ": cannot make the run directory: ", ec ? ec.message() : "a file of that name exists"));
-  // One writer per run directory, held until the run (and its evaluation) ends: a second
-  // `pillars train` into the same folder is refused here, naming the process that holds it.
-  const io::DirLock lock(run_dir);
+  lock.emplace(run_dir);
   // A run exists when it has a checkpoint (or, pruning a given checkpoint, its prune.json).
   const bool has_run = options.prune_from.empty() ? fs::exists(fs::path(run_dir) / "checkpoint_last.safetensors")
                                                   : fs::exists(fs::path(run_dir) / "prune.json");
@@ -332,10 +337,49 @@ nlohmann::json run_experiment(const Experiment& e, const SessionOptions& options
         std::fprintf(stderr, "removed %d temporary file%s of an interrupted save from %s\n", n, n == 1 ? "" : "s",
                      dir.c_str());
   io::atomic_write_file((fs::path(run_dir) / "config.json").string(), to_json(e).dump(2) + "\n");
+}
+
+// What a data-parallel job cannot do yet, refused before anything is written.
+void check_data_parallel(const Experiment& e, const SessionOptions& options, dist::Communicator& comm) {
+  const std::string job = str_cat("a data-parallel job (", comm.describe(), ")");
+  if (e.train.device == Device::cuda)
+    throw InputError(str_cat("train.device \"cuda\" in ", job, " needs the NCCL backend, which is not built yet; "
+                             "train on the CPU or in one process"));
+  if (e.prune.method != ght::PruneMethod::none || !options.prune_from.empty())
+    throw InputError(str_cat("prune.method \"", enum_name(e.prune.method), "\" in ", job,
+                             ": voting and pruning across ranks are not built yet; train in one process"));
+}
+
+} // namespace
+
+nlohmann::json run_experiment(const Experiment& e, const SessionOptions& options) {
+  const std::string run_dir = options.run_dir.empty() ? (fs::path("runs") / e.name).string() : options.run_dir;
+  if (options.resume && !fs::is_directory(run_dir))
+    throw InputError(str_cat("--resume: ", run_dir, " does not exist (nothing to resume)"));
+  // The checkpoints the run will start from are read once before the run directory is made, so a
+  // missing or damaged one leaves nothing behind; the message names the option that gave it.
+  auto check_start = [](const std::string& what, const std::string& path) {
+    try {
+      (void)load_checkpoint(path);
+    } catch (const InputError& err) {
+      throw InputError(str_cat(what, ": ", err.what()));
+    }
+  };
+  if (!options.prune_from.empty()) check_start("--from", options.prune_from);
+  if (e.model.init_from && !options.resume) check_start("model.init_from", *e.model.init_from);
+  // Rank 0 makes, checks and locks the run directory; the other ranks of a data-parallel job
+  // start once it has (and stop with it when it refuses: the launcher ends the job).
+  dist::Communicator& comm = communicator(options);
+  if (comm.size() > 1) check_data_parallel(e, options, comm);
+  std::optional<io::DirLock> lock;
+  if (comm.is_root()) open_run_directory(e, run_dir, options, lock);
+  comm.barrier();
+  SessionOptions here = options;
+  here.quiet = options.quiet || !comm.is_root(); // one voice
   switch (e.task) {
     case Task::translation:
-    case Task::summarization: return run_seq2seq(e, run_dir, options);
-    case Task::language_modeling: return run_lm(e, run_dir, options);
+    case Task::summarization: return run_seq2seq(e, run_dir, here);
+    case Task::language_modeling: return run_lm(e, run_dir, here);
   }
   throw Error("run_experiment: unknown task");
 }

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "decode/search.h"
+#include "engine/dist/communicator.h"
 #include "models/transformer.h"
 #include "train/experiment.h"
 
@@ -27,6 +28,10 @@ struct SessionOptions {
   // `pillars prune EXP --from CKPT`: start from this trained checkpoint, skip the first phase and
   // run the experiment's prune step and fine-tuning (train/head_phases.h).
   std::string prune_from;
+  // The data-parallel job this process belongs to (engine/dist/communicator.h; `pillars train`
+  // passes dist::world()); null: this process alone. Rank 0 makes and locks the run directory,
+  // writes it and evaluates; every rank trains its share of each update (train/data_parallel.h).
+  dist::Communicator* communicator = nullptr;
 };
 
 // Returns the final evaluation (empty if options.evaluate is false).

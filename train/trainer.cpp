@@ -16,6 +16,7 @@
 #include "base/error.h"
 #include "engine/optim/clip.h"
 #include "engine/optim/loops.h"
+#include "train/data_parallel.h"
 #include "train/setup.h"
 
 namespace pillars::train {
@@ -40,27 +41,34 @@ std::string duration(double seconds) {
 // log.jsonl: one JSON object per line, each appended whole or not at all (base/log_file.h): a write
 // that fails (disk full, I/O error) throws pillars::Error naming the file and leaves no cut line.
 // The lines that record a checkpoint or the end of the run are fsync'ed (`durable`), so after a
-// power loss the log reaches at least its last recorded checkpoint.
+// power loss the log reaches at least its last recorded checkpoint. In a data-parallel job only
+// rank 0 has a log (`writer`); on the other ranks write() does nothing.
 class RunLog {
  public:
-  RunLog(const std::string& path, std::string phase) : file_(path), phase_(std::move(phase)) {}
+  RunLog(const std::string& path, std::string phase, bool writer) : phase_(std::move(phase)) {
+    if (writer) file_.emplace(path);
+  }
   void write(nlohmann::json j, bool durable = false) {
+    if (!file_) return;
     if (!phase_.empty()) j["phase"] = phase_;
-    file_.append(j.dump(), durable);
+    file_->append(j.dump(), durable);
   }
 
  private:
-  io::LineFile file_;
+  std::optional<io::LineFile> file_;
   std::string phase_;
 };
 
 class Loop {
  public:
   Loop(const Experiment& e, const TransformerConfig& cfg, ParamStore& params, TrainingTask& task, const TrainOptions& o)
-      : e_(e), cfg_(cfg), params_(params), task_(task), o_(o), log_((fs::path(o.run_dir) / "log.jsonl").string(), o.phase),
-        optimizer_(make_optimizer(e.optim)) {
+      : e_(e), cfg_(cfg), params_(params), task_(task), o_(o),
+        comm_(o.communicator ? *o.communicator : dist::single_process()), voice_(comm_.is_root()),
+        log_((fs::path(o.run_dir) / "log.jsonl").string(), o.phase, voice_), optimizer_(make_optimizer(e.optim)) {
     batches_per_epoch_ = task.batches_per_epoch();
-    const int64_t updates_per_epoch = (batches_per_epoch_ + e.train.update_freq - 1) / e.train.update_freq;
+    // One update takes update_freq batches on each rank (data_parallel.h).
+    const int64_t batches_per_update = e.train.update_freq * comm_.size();
+    const int64_t updates_per_epoch = (batches_per_epoch_ + batches_per_update - 1) / batches_per_update;
     planned_updates_ = e.train.max_epochs * updates_per_epoch;
     if (e.train.max_updates > 0) planned_updates_ = std::min(planned_updates_, e.train.max_updates);
     schedule_ = make_schedule(e.optim, planned_updates_);
@@ -81,14 +89,15 @@ class Loop {
       if (state_.epoch > e_.train.max_epochs) { stop("max_epochs"); break; }
       train_epoch();
       if (state_.finished) break;
-      if (stop_signal()) break;
+      (void)agreed_limit(); // a stop signal that came during the epoch's last update
+      if (stop_signal_) break;
       // The epoch is complete.
       const bool validate_now = (state_.epoch % e_.train.validate_every) == 0;
       ++state_.epoch, state_.batch_in_epoch = 0;
       if (validate_now && state_.last_validated_update != state_.updates) validate_and_checkpoint();
       else save("checkpoint_last.safetensors", true);
     }
-    if (const int sig = stop_signal()) stopped_by(sig); // saves, logs, throws
+    if (stop_signal_) stopped_by(stop_signal_); // saves, logs, throws
     // Stopped inside an epoch or without a validation of the final parameters: validate them.
     if (state_.last_validated_update != state_.updates) validate_and_checkpoint();
     save("checkpoint_last.safetensors", true);
@@ -96,13 +105,30 @@ class Loop {
     log_.write({{"type", "end"}, {"reason", state_.stop_reason}, {"update", state_.updates},
                 {"elapsed_seconds", state_.elapsed_seconds}},
                /*durable=*/true);
-    if (!o_.quiet) std::fprintf(stderr, "stopped: %s after %lld updates (%s)\n", state_.stop_reason.c_str(),
+    if (!quiet()) std::fprintf(stderr, "stopped: %s after %lld updates (%s)\n", state_.stop_reason.c_str(),
                                 static_cast<long long>(state_.updates), duration(state_.elapsed_seconds).c_str());
     outcome_.state = state_;
     return std::move(outcome_);
   }
 
  private:
+  bool quiet() const { return o_.quiet || !voice_; } // only rank 0 prints
+
+  // The stopping rules every rank must agree on, checked before every update: a stop signal on any
+  // rank, and rank 0's clock for max_minutes (the ranks' clocks differ a little). One small
+  // all-reduce in a data-parallel job; in one process just the local checks.
+  std::string agreed_limit() {
+    const std::string local = limit_reached();
+    if (comm_.size() == 1) {
+      stop_signal_ = stop_signal();
+      return local;
+    }
+    int64_t flags[3] = {stop_signal(), local == "max_updates", voice_ && local == "max_minutes"};
+    comm_.all_reduce_max(flags, 3);
+    stop_signal_ = static_cast<int>(flags[0]);
+    return flags[1] ? "max_updates" : flags[2] ? "max_minutes" : "";
+  }
+
   double elapsed() const {
     return elapsed_at_start_ + std::chrono::duration<double>(Clock::now() - session_start_).count();
   }
@@ -159,22 +185,28 @@ class Loop {
     window_start_ = window_start_time;
     window_tokens_ = 0, window_loss_ = 0, window_updates_ = 0;
     while (state_.batch_in_epoch < static_cast<int64_t>(batches.size())) {
-      if (const std::string reason = limit_reached(); !reason.empty()) return stop(reason);
-      if (const int sig = stop_signal()) return stop(signal_name(sig)); // after a whole update, never inside one
+      if (const std::string reason = agreed_limit(); !reason.empty()) return stop(reason);
+      if (stop_signal_) return stop(signal_name(stop_signal_)); // after a whole update, never inside one
       update(batches);
       if (e_.train.save_every_minutes > 0 && elapsed() - last_save_elapsed_ >= 60.0 * e_.train.save_every_minutes)
         save("checkpoint_last.safetensors", true);
     }
   }
 
-  // One optimiser update from the next update_freq batches of the epoch.
+  // One optimiser update from the next update_freq batches of the epoch (on each of the job's
+  // ranks: data_parallel.h).
   void update(const std::vector<Batch>& batches) {
-    const int64_t k = std::min<int64_t>(e_.train.update_freq, static_cast<int64_t>(batches.size()) - state_.batch_in_epoch);
+    const int64_t k = std::min<int64_t>(e_.train.update_freq * comm_.size(),
+                                        static_cast<int64_t>(batches.size()) - state_.batch_in_epoch);
+    const bool parallel = comm_.size() > 1;
+    const bool accumulating = parallel || k > 1; // acc_ collects tokens · gradient
     const int64_t u = state_.updates + 1;
     double loss_sum = 0;
     int64_t tokens = 0;
     task_.steps().set_progress(u, static_cast<double>(u) / static_cast<double>(std::max<int64_t>(planned_updates_, 1)));
-    for (int64_t j = 0; j < k; ++j) {
+    const std::vector<int64_t> mine = batches_of_rank(k, comm_.rank(), comm_.size());
+    if (mine.empty()) zero_accumulator(batches); // the epoch's last update may leave a rank without a batch
+    for (const int64_t j : mine) {
       int64_t batch_tokens = 0;
       const float loss = task_.train(batches[static_cast<size_t>(state_.batch_in_epoch + j)],
                                      update_seed(update_seed(static_cast<uint64_t>(e_.seed), u), j), batch_tokens);
@@ -187,9 +219,15 @@ class Loop {
       }
       loss_sum += static_cast<double>(loss) * static_cast<double>(batch_tokens);
       tokens += batch_tokens;
-      if (k > 1) accumulate(static_cast<float>(batch_tokens), j == 0);
+      if (accumulating) accumulate(static_cast<float>(batch_tokens), j == mine.front());
     }
-    std::vector<optim::ParamSlot>& slots = k > 1 ? finish_accumulation(static_cast<float>(tokens)) : task_.steps().slots();
+    if (parallel) { // Σ over the ranks of tokens · gradient, of the loss and of the tokens
+      sum_gradients(comm_, acc_);
+      double totals[2] = {loss_sum, static_cast<double>(tokens)};
+      comm_.all_reduce_sum(totals, 2);
+      loss_sum = totals[0], tokens = static_cast<int64_t>(totals[1]);
+    }
+    std::vector<optim::ParamSlot>& slots = accumulating ? finish_accumulation(static_cast<float>(tokens)) : task_.steps().slots();
     if (e_.optim.clip_norm > 0) optim::clip_grad_norm(slots, static_cast<float>(e_.optim.clip_norm));
     const float lr = schedule_->lr(u);
     optimizer_->step(slots, lr);
@@ -198,9 +236,9 @@ class Loop {
     const double mean_loss = loss_sum / static_cast<double>(std::max<int64_t>(tokens, 1));
     outcome_.losses.push_back(static_cast<float>(mean_loss));
     window_loss_ += loss_sum, window_tokens_ += tokens, ++window_updates_;
-    if (!o_.quiet) time_first_updates(tokens);
+    if (!quiet()) time_first_updates(tokens);
     if (state_.updates % e_.train.log_every == 0) progress(lr);
-    if (o_.after_update) o_.after_update(state_);
+    if (o_.after_update && voice_) o_.after_update(state_);
   }
 
   // Gradient accumulation for update_freq > 1: acc = Σ_batches tokens · grad, then / Σ tokens, so
@@ -217,6 +255,15 @@ class Loop {
       optim::accumulate_weighted(a.device(), a.numel(), a.data<float>(), s[i].grad.defined() ? s[i].grad.data<float>() : nullptr,
                                  tokens, first);
     }
+  }
+  // A rank without a batch in this update still takes part in the sum, with zeros. It runs the
+  // update's first batch to learn the gradients' shapes (a rank may not have run a step yet in this
+  // session) and weighs it by 0: its loss and tokens are not counted.
+  void zero_accumulator(const std::vector<Batch>& batches) {
+    int64_t ignored = 0;
+    (void)task_.train(batches[static_cast<size_t>(state_.batch_in_epoch)], 0, ignored);
+    accumulate(0.0f, true);
+    for (auto& slot : acc_) slot.grad.fill(0.0f);
   }
   std::vector<optim::ParamSlot>& finish_accumulation(float tokens) {
     for (auto& slot : acc_) optim::divide(slot.grad.device(), slot.grad.numel(), slot.grad.data<float>(), tokens);
@@ -257,7 +304,7 @@ class Loop {
                            {"lr", lr}, {"tokens_per_s", tok_s}, {"elapsed_seconds", now}};
     if (o_.extension) o_.extension->log_terms(line);
     log_.write(line);
-    if (!o_.quiet)
+    if (!quiet())
       std::fprintf(stderr, "epoch %3lld | update %6lld | loss %7.4f | lr %.3e | %7.0f tok/s | %s elapsed | ETA %s\n",
                    static_cast<long long>(state_.epoch), static_cast<long long>(state_.updates), loss, lr, tok_s,
                    duration(now).c_str(), duration(eta).c_str());
@@ -291,7 +338,14 @@ class Loop {
     return 0;
   }
 
+  // Rank 0 validates and saves; what it decided (the best score, patience, a stop) reaches the
+  // other ranks with its state.
   void validate_and_checkpoint() {
+    if (voice_) validate_and_checkpoint_here();
+    share_state(comm_, state_);
+  }
+
+  void validate_and_checkpoint_here() {
     const auto t0 = Clock::now();
     const ValidScores v = validate();
     state_.last_validated_update = state_.updates;
@@ -342,6 +396,7 @@ class Loop {
   }
 
   void average_best() {
+    if (!voice_) return;
     std::vector<std::pair<double, std::string>> ranked;
     for (const auto& [n, s] : state_.kept) ranked.push_back({s, n});
     std::sort(ranked.rbegin(), ranked.rend());
@@ -359,6 +414,7 @@ class Loop {
   }
 
   void save(const std::string& name, bool with_optimizer) {
+    if (!voice_) return; // one voice: rank 0 writes the run directory
     state_.elapsed_seconds = elapsed();
     save_checkpoint((fs::path(o_.run_dir) / name).string(), cfg_, params_, with_optimizer ? optimizer_.get() : nullptr,
                     state_, o_.checkpoint_extra);
@@ -378,6 +434,8 @@ class Loop {
   ParamStore& params_;
   TrainingTask& task_;
   const TrainOptions& o_;
+  dist::Communicator& comm_; // the job's ranks (one, without a launcher)
+  bool voice_;               // rank 0: writes the run directory, prints, validates
   RunLog log_;
   std::unique_ptr<optim::Optimizer> optimizer_;
   std::unique_ptr<optim::Schedule> schedule_;
@@ -391,6 +449,7 @@ class Loop {
   Clock::time_point session_start_, window_start_;
   double elapsed_at_start_ = 0, last_save_elapsed_ = 0, window_loss_ = 0;
   int64_t window_tokens_ = 0, window_updates_ = 0;
+  int stop_signal_ = 0; // the stop signal the ranks agreed on (agreed_limit), or 0
 };
 
 } // namespace

@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/dist/communicator.h"
 #include "engine/params.h"
 #include "models/transformer.h"
 #include "train/checkpoint.h"
@@ -61,6 +62,9 @@ struct TrainOptions {
   // Called after every validation; a non-empty return value stops training with that reason
   // (e.g. V2S's trigger "centroid shift below rho").
   std::function<std::string(const TrainerState&, const ValidScores&)> after_validation;
+  // The data-parallel job's ranks (train/data_parallel.h); null: this process alone. Rank 0 alone
+  // writes run_dir, prints, validates and calls after_update and after_validation.
+  dist::Communicator* communicator = nullptr;
 };
 
 struct TrainerOutcome {

@@ -1,0 +1,43 @@
+// Data-parallel training: what the trainer does differently when a launcher started several
+// processes (engine/dist/communicator.h). One update of N ranks with update_freq u is the update
+// of one process with update_freq N·u, computed in N pieces:
+//
+//   the update's batches    j = 0 … N·u−1 of the epoch's order (the same order on every rank: a
+//                           function of the seed and the epoch), dealt round-robin: rank r trains
+//                           j = r, r+N, r+2N, …; batches are cut to about data.max_tokens tokens
+//                           each, so every rank gets about the same number of tokens. Batch j's
+//                           dropout seed is a function of (seed, update, j) wherever it runs.
+//   each rank               acc_r = Σ_{its j} tokens_j · ∇L_j      (tokens_j: batch j's target tokens)
+//   the all-reduce          acc   = Σ_r acc_r,   T = Σ_r Σ_{its j} tokens_j
+//   every rank              ∇ = acc / T: the gradient of the mean loss over all the update's target
+//                           tokens, as one process accumulating the same batches computes it;
+//                           then the same clipping and optimiser step on the same parameters.
+//
+// The copies of the parameters never diverge: every rank applies the same step to the same values.
+// Against one process, only the order of the sums differs (MPI adds the ranks' partial sums in an
+// order of its own), which moves the parameters by rounding, ~1e-7 relative per update.
+//
+// One voice: rank 0 alone writes the run directory (log.jsonl, checkpoints, evaluation) and
+// prints progress, and it alone validates; what validation decides (best score, patience, stop)
+// reaches the other ranks with the trainer state. A stop (a signal, or max_minutes by rank 0's
+// clock) is agreed by all ranks after every update, so all stop at the same one.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "engine/dist/communicator.h"
+#include "engine/optim/optimizer.h"
+#include "train/checkpoint.h"
+
+namespace pillars::train {
+
+// The indices j in [0, batches) that `rank` of `size` trains: j ≡ rank (mod size).
+std::vector<int64_t> batches_of_rank(int64_t batches, int rank, int size);
+
+// Sums every slot's gradient over the ranks, in place (CPU tensors).
+void sum_gradients(dist::Communicator& comm, std::vector<optim::ParamSlot>& slots);
+
+// Rank 0's state, copied to every rank (as its JSON, the form checkpoints store).
+void share_state(dist::Communicator& comm, TrainerState& state);
+
+} // namespace pillars::train
