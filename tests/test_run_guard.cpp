@@ -80,7 +80,7 @@ TEST_CASE("DirLock: a lock file left by a killed process blocks nobody") {
   CHECK_NOTHROW(io::DirLock after(d));
 }
 
-TEST_CASE("remove_stale_temp_files removes <name>.tmp.<pid>[.<n>] and nothing else") {
+TEST_CASE("remove_stale_temp_files removes NAME.tmp.PID and NAME.tmp.PID.N and nothing else") {
   ScratchDir dir("pillars_stale_");
   for (const char* name : {"checkpoint_last.safetensors.tmp.4242.7", "log.jsonl.tmp.17", "keep.safetensors",
                            "notes.tmp.txt", "plan.tmp.", ".tmp.12", "votes.tmp.3a"})
