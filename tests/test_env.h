@@ -63,6 +63,12 @@ inline std::string read_file(const std::filesystem::path& p) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
+// Writes `bytes` to the file `p` (replacing it), making its folder first.
+inline void write_file(const std::filesystem::path& p, const std::string& bytes) {
+  std::filesystem::create_directories(p.parent_path());
+  std::ofstream(p, std::ios::binary) << bytes;
+}
+
 // Runs `BINARY ARGS...`: its exit code (−1 if it did not exit normally), stdout and stderr.
 struct RunResult {
   int code;

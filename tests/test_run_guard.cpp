@@ -28,6 +28,7 @@
 using namespace pillars;
 using pillars::testing::read_file;
 using pillars::testing::ScratchDir;
+using pillars::testing::write_file;
 namespace fs = std::filesystem;
 
 namespace {
@@ -40,10 +41,6 @@ int in_child(const std::function<int()>& child) {
   int status = 0;
   ::waitpid(pid, &status, 0);
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
-void write_file(const fs::path& p, const std::string& bytes) {
-  std::ofstream(p, std::ios::binary) << bytes;
 }
 
 } // namespace
