@@ -280,8 +280,16 @@ void Executor::run() {
       if (is_leaf(n)) captured_leaf_addresses_.push_back(values_[static_cast<size_t>(n.outputs[0])].raw());
     ++runs_since_bind_change_;
   }
-  for (size_t i = 0; i < nodes.size(); ++i)
-    if (!is_leaf(nodes[i])) run_node(i, workspace);
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (is_leaf(nodes[i])) continue;
+    run_node(i, workspace);
+    if (after_node_) after_node_(i);
+  }
+}
+
+void Executor::set_after_node(std::function<void(size_t node)> f) {
+  PILLARS_CHECK(!f || device_ == Device::cpu, "executor: set_after_node is for CPU executors (a GPU run() returns before its nodes ran)");
+  after_node_ = std::move(f);
 }
 
 } // namespace pillars

@@ -28,6 +28,7 @@
 // replay it with one launch.
 #pragma once
 #include <exception>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -71,6 +72,10 @@ class Executor {
   void set_seed(uint64_t seed) { run_seed_ = seed; }
   // GPU only: capture the step as a CUDA graph once bindings repeat (see the header comment).
   void enable_graph_capture(bool on);
+  // CPU only: run() calls f(i) after node i has run, so a caller can act on a value as soon as it
+  // is final (data-parallel training starts summing a gradient while the backward goes on:
+  // train/gradient_buckets.h). An empty f removes it.
+  void set_after_node(std::function<void(size_t node)> f);
   void run();
   const Tensor& value(ValueId v) const { return values_.at(static_cast<size_t>(v)); }
   Tensor fetch(ValueId v) const; // a host copy, on any device (waits for the device)
@@ -99,6 +104,7 @@ class Executor {
   std::vector<Tensor> values_;                  // one per value
   std::vector<std::vector<Tensor>> node_in_, node_out_; // per node, reused every run
   uint64_t run_seed_ = 0;
+  std::function<void(size_t)> after_node_; // set_after_node
   size_t planned_nodes_ = 0; // the graph's size when planned: growing it later is an error
 
   // GPU state.

@@ -116,9 +116,26 @@ void VoteExtension::after_run(const Executor& ex, const Graph& g, const train::S
   for (size_t m = 0; m < a.modules.size(); ++m) {
     const Tensor G = ex.fetch(a.grams[m]);
     const std::vector<double> gram(G.data<float>(), G.data<float>() + G.numel());
-    tally(tallies_[m], gram, mix_seeds(mix_seeds(s_.seed, static_cast<uint64_t>(batches_)), m));
+    const int64_t batch = rank_ + batches_ * size_; // its index in the fixed order of the training batches
+    tally(tallies_[m], gram, mix_seeds(mix_seeds(s_.seed, static_cast<uint64_t>(batch)), m));
   }
   ++batches_;
+}
+
+void VoteExtension::sum_tallies(dist::Communicator& comm) {
+  if (comm.size() == 1) return;
+  int64_t modules = static_cast<int64_t>(tallies_.size()), fewest = modules;
+  comm.all_reduce_max(&modules, 1);
+  fewest = -fewest, comm.all_reduce_max(&fewest, 1), fewest = -fewest;
+  if (modules != fewest)
+    throw InputError("V2S in a data-parallel job: a rank had no batch to vote on (raise prune.vote_batches to at least the number of ranks)");
+  for (ModuleVotes& m : tallies_) {
+    comm.all_reduce_sum(m.votes.data(), static_cast<int64_t>(m.votes.size()));
+    comm.all_reduce_sum(m.score.data(), static_cast<int64_t>(m.score.size()));
+    comm.all_reduce_sum(m.co_assigned.data(), static_cast<int64_t>(m.co_assigned.size()));
+  }
+  comm.all_reduce_sum(&batches_, 1);
+  rank_ = 0, size_ = 1;
 }
 
 VoteResult VoteExtension::decide() const {
@@ -163,7 +180,7 @@ VoteResult VoteExtension::decide() const {
   return r;
 }
 
-VoteResult vote(const VoteTaskFactory& make_task, const VoteSettings& settings, bool quiet) {
+VoteResult vote(const VoteTaskFactory& make_task, const VoteSettings& settings, bool quiet, dist::Communicator& comm) {
   auto extension = std::make_shared<VoteExtension>(settings);
   std::unique_ptr<train::TrainingTask> task = make_task(extension);
   const int64_t total = task->batches_per_epoch();
@@ -172,7 +189,9 @@ VoteResult vote(const VoteTaskFactory& make_task, const VoteSettings& settings, 
     std::fprintf(stderr, "V2S: voting on %lld training batches (feature map %s, %d groups, rule %s)\n",
                  static_cast<long long>(batches), enum_name(settings.feature_map), settings.groups,
                  enum_name(settings.rule));
-  task->train_nll(batches);
+  extension->share_batches(comm.rank(), comm.size());
+  task->train_nll(batches, comm.rank(), comm.size());
+  extension->sum_tallies(comm);
   VoteResult r = extension->decide();
   if (!quiet)
     for (const ModuleVotes& m : r.modules) {

@@ -26,6 +26,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/dist/communicator.h"
 #include "ght/feature_maps.h"
 #include "ght/prune.h"
 #include "steps/extension.h"
@@ -74,6 +75,14 @@ class VoteExtension : public train::GraphExtension {
   void after_run(const Executor& ex, const Graph& g, const train::StepInfo& info) override;
   VoteResult decide() const;
 
+  // In a data-parallel job each rank votes on the batches j ≡ rank (mod size) of the fixed order
+  // (TrainingTask::train_nll), seeding batch j's K-means by j as one process would, and then
+  // sum_tallies() adds the ranks' tallies: the votes, co-assignments and batch count exactly, the
+  // scores in double (their order of addition differs, which can only matter for an exact tie of
+  // votes, broken by score).
+  void share_batches(int rank, int size) { rank_ = rank, size_ = size; }
+  void sum_tallies(dist::Communicator& comm);
+
   // One batch's HUDS + vote on one module's Gram matrix (H, H), exposed for tests.
   void tally(ModuleVotes& m, const std::vector<double>& gram, uint64_t seed) const;
 
@@ -86,12 +95,16 @@ class VoteExtension : public train::GraphExtension {
   VoteSettings s_;
   std::map<const Graph*, Added> added_;
   std::vector<ModuleVotes> tallies_;
-  int64_t batches_ = 0;
+  int64_t batches_ = 0;       // batches tallied (by this rank, until sum_tallies)
+  int rank_ = 0, size_ = 1;   // share_batches
 };
 
 // The whole voting pass: make_task builds the training task of the frozen model with the given
-// extension (the caller knows the data); returns the decision. Prints progress unless quiet.
+// extension (the caller knows the data); returns the decision. Prints progress unless quiet. In a
+// data-parallel job (comm of several ranks) the ranks share the batches and every rank returns the
+// decision one process voting on all of them would make.
 using VoteTaskFactory = std::function<std::unique_ptr<train::TrainingTask>(std::shared_ptr<train::GraphExtension>)>;
-VoteResult vote(const VoteTaskFactory& make_task, const VoteSettings& settings, bool quiet);
+VoteResult vote(const VoteTaskFactory& make_task, const VoteSettings& settings, bool quiet,
+                dist::Communicator& comm = dist::single_process());
 
 } // namespace pillars::ght

@@ -1,6 +1,8 @@
 // See steps.h.
 #include "steps/steps.h"
 
+#include <algorithm>
+
 #include "base/error.h"
 #include "engine/op.h"
 #include "steps/pass_list.h"
@@ -70,7 +72,10 @@ float StepCache::run(Compiled& c, const StepInfo& info) {
   Executor& ex = *c.executor;
   if (extension_) extension_->bind(ex, c.step.graph, info);
   if (info.train) ex.set_seed(info.seed);
+  const bool observed = observer_ != nullptr && info.train;
+  if (observed) watch_gradients(c, info.target_tokens);
   ex.run();
+  if (observed) report_remaining_gradients(c);
   if (extension_) extension_->after_run(ex, c.step.graph, info);
   if (info.train) {
     // The optimiser's view of every parameter and its gradient. The gradients are views into the
@@ -83,6 +88,44 @@ float StepCache::run(Compiled& c, const StepInfo& info) {
     }
   }
   return ex.fetch(c.step.loss).data<float>()[0];
+}
+
+// The observer hears of each gradient right after the node that makes it final has run: that node
+// is the gradient value's producer (values are written once; a view or in-place node that writes
+// it comes before its final producer or is that producer).
+void StepCache::watch_gradients(Compiled& c, int64_t target_tokens) {
+  const Graph& g = c.step.graph;
+  if (c.param_names.size() != c.step.params.size()) {
+    c.param_names.clear(), c.gradient_ready.clear();
+    for (size_t i = 0; i < c.step.params.size(); ++i) {
+      c.param_names.push_back(g.producer(c.step.params[i]).name);
+      if (c.step.grads[i] != kNoValue) c.gradient_ready.push_back({static_cast<size_t>(g.value(c.step.grads[i]).producer), i});
+    }
+    std::sort(c.gradient_ready.begin(), c.gradient_ready.end());
+  }
+  observer_->begin(c.param_names, target_tokens);
+  Executor& ex = *c.executor;
+  next_ready_ = 0;
+  ex.set_after_node([this, &c, &ex](size_t node) {
+    for (; next_ready_ < c.gradient_ready.size() && c.gradient_ready[next_ready_].first <= node; ++next_ready_) {
+      const size_t slot = c.gradient_ready[next_ready_].second;
+      observer_->ready(slot, ex.value(c.step.grads[slot]));
+    }
+    observer_->after_node();
+  });
+}
+
+// After the run: the gradients not reported yet (made by a node that never ran: a constant leaf),
+// then those of parameters that get none.
+void StepCache::report_remaining_gradients(Compiled& c) {
+  Executor& ex = *c.executor;
+  ex.set_after_node(nullptr);
+  for (; next_ready_ < c.gradient_ready.size(); ++next_ready_) {
+    const size_t slot = c.gradient_ready[next_ready_].second;
+    observer_->ready(slot, ex.value(c.step.grads[slot]));
+  }
+  for (size_t i = 0; i < c.step.params.size(); ++i)
+    if (c.step.grads[i] == kNoValue) observer_->ready(i, Tensor());
 }
 
 // ---- the encoder-decoder ------------------------------------------------------------------------

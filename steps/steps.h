@@ -41,6 +41,23 @@ namespace pillars::train {
 // extension's requests (feature maps, target lengths, head gates).
 Seq2SeqOptions step_model_options(float label_smoothing, bool train, AttentionBackend backend, const GraphExtension* extension);
 
+// Told, while a training step's backward runs (CPU), as each parameter's gradient becomes final,
+// so it can be summed over the ranks of a data-parallel job before the backward ends
+// (train/gradient_buckets.h). For one run():
+//   begin(names, tokens)  the step's parameters, in the order of slots(), and the batch's target
+//                         tokens (StepInfo::target_tokens: the weight of its mean-loss gradient)
+//   ready(slot, grad)     once per parameter, in the order the backward finishes them; grad is a
+//                         view into the arena, valid until the next run; undefined when the
+//                         parameter gets no gradient (then called after the backward)
+//   after_node()          after every node of the run, ready() or not (lets communication progress)
+class GradientObserver {
+ public:
+  virtual ~GradientObserver() = default;
+  virtual void begin(const std::vector<std::string>& names, int64_t target_tokens) = 0;
+  virtual void ready(size_t slot, const Tensor& grad) = 0;
+  virtual void after_node() {}
+};
+
 // What both families share: the compiled steps of each batch shape (training and evaluation), on
 // the parameters' device, with the extension's hooks around every run.
 class StepCache {
@@ -52,6 +69,10 @@ class StepCache {
     // The input leaf `name`; has_input: whether the graph declares it (tgt_lengths only on request).
     ValueId input(std::string_view name) const;
     bool has_input(std::string_view name) const { return inputs.find(name) != inputs.end(); }
+    // For a GradientObserver, built on first use: the parameters' names (slot order), and
+    // (node, slot) for each gradient: the node whose run makes it final, in node order.
+    std::vector<std::string> param_names;
+    std::vector<std::pair<size_t, size_t>> gradient_ready;
   };
   StepCache(ParamStore& params, std::shared_ptr<GraphExtension> extension)
       : params_(params), extension_(std::move(extension)) {}
@@ -63,6 +84,8 @@ class StepCache {
   float run(Compiled& c, const StepInfo& info);
   std::vector<optim::ParamSlot>& slots() { return slots_; }
   GraphExtension* extension() const { return extension_.get(); }
+  // Training runs tell `o` about each gradient as the backward finishes it (nullptr: nobody).
+  void set_gradient_observer(GradientObserver* o) { observer_ = o; }
   void clear() { train_.clear(), eval_.clear(); }
   size_t size() const { return train_.size() + eval_.size(); }
 
@@ -71,7 +94,11 @@ class StepCache {
 
  private:
   Compiled& compile(StepGraph step);
+  void watch_gradients(Compiled& c, int64_t target_tokens);
+  void report_remaining_gradients(Compiled& c);
   ParamStore& params_;
+  GradientObserver* observer_ = nullptr;
+  size_t next_ready_ = 0; // the next entry of gradient_ready to report in this run
   std::shared_ptr<GraphExtension> extension_;
   std::shared_ptr<SharedArena> arena_; // on the parameters' device (see steps.cpp)
   std::map<std::vector<int64_t>, std::unique_ptr<Compiled>> train_, eval_;
@@ -91,6 +118,8 @@ class ModelSteps {
   void set_attention_backend(AttentionBackend b) { cache_.attention_backend = b, cache_.clear(); }
   // Rewrite each linear → relu/gelu into one linear_act node (engine/passes/fuse_linear.h).
   void set_fuse_linear_activation(bool on) { cache_.fuse_linear = on, cache_.clear(); }
+  // See GradientObserver; the observer must outlive the training steps it watches.
+  void set_gradient_observer(GradientObserver* o) { cache_.set_gradient_observer(o); }
 
  protected:
   // Keeps references to cfg and params (they must outlive this object).

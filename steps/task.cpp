@@ -38,8 +38,8 @@ class Seq2SeqTask : public TrainingTask {
   std::pair<double, int64_t> valid_nll() override {
     return seq2seq_nll(steps_, data_.valid_src, data_.valid_tgt, max_tokens_, pad_);
   }
-  std::pair<double, int64_t> train_nll(int64_t max_batches) override {
-    return seq2seq_nll(steps_, data_.train_src, data_.train_tgt, max_tokens_, pad_, max_batches);
+  std::pair<double, int64_t> train_nll(int64_t max_batches, int rank = 0, int size = 1) override {
+    return seq2seq_nll(steps_, data_.train_src, data_.train_tgt, max_tokens_, pad_, max_batches, rank, size);
   }
 
  private:
@@ -93,8 +93,8 @@ class LmTask : public TrainingTask {
   }
   ModelSteps& steps() override { return steps_; }
   std::pair<double, int64_t> valid_nll() override { return lm_nll(steps_, data_.valid, T_, max_tokens_, pad_); }
-  std::pair<double, int64_t> train_nll(int64_t max_batches) override {
-    return lm_nll(steps_, data_.train, T_, max_tokens_, pad_, max_batches);
+  std::pair<double, int64_t> train_nll(int64_t max_batches, int rank = 0, int size = 1) override {
+    return lm_nll(steps_, data_.train, T_, max_tokens_, pad_, max_batches, rank, size);
   }
 
  private:
@@ -128,11 +128,12 @@ void make_lm_batch(const std::vector<int32_t>& stream, const Batch& batch, int32
 
 std::pair<double, int64_t> seq2seq_nll(Seq2SeqSteps& steps, const std::vector<std::vector<int32_t>>& src,
                                        const std::vector<std::vector<int32_t>>& tgt, int64_t max_tokens, int32_t pad,
-                                       int64_t max_batches) {
+                                       int64_t max_batches, int rank, int size) {
   double nll = 0;
   int64_t tokens = 0, done = 0;
   for (const Batch& batch : Bucketing(lengths_of(src), lengths_of(tgt), {.max_tokens = max_tokens}).in_order()) {
-    if (max_batches > 0 && done++ >= max_batches) break;
+    if (max_batches > 0 && done >= max_batches) break;
+    if (done++ % size != rank) continue;
     const Seq2SeqBatch b = make_seq2seq_batch(src, tgt, batch, pad, tokens::kEos);
     nll += steps.eval(b);
     tokens += b.target_tokens;
@@ -141,7 +142,7 @@ std::pair<double, int64_t> seq2seq_nll(Seq2SeqSteps& steps, const std::vector<st
 }
 
 std::pair<double, int64_t> lm_nll(LmSteps& steps, const std::vector<int32_t>& stream, int64_t T, int64_t max_tokens,
-                                  int32_t pad, int64_t max_batches) {
+                                  int32_t pad, int64_t max_batches, int rank, int size) {
   std::vector<int64_t> blocks(static_cast<size_t>(lm_blocks(stream, T)));
   for (size_t i = 0; i < blocks.size(); ++i) blocks[i] = static_cast<int64_t>(i);
   double nll = 0;
@@ -149,7 +150,8 @@ std::pair<double, int64_t> lm_nll(LmSteps& steps, const std::vector<int32_t>& st
   std::vector<int32_t> x, y;
   int64_t done = 0;
   for (const Batch& batch : block_batches(blocks, T, max_tokens)) {
-    if (max_batches > 0 && done++ >= max_batches) break;
+    if (max_batches > 0 && done >= max_batches) break;
+    if (done++ % size != rank) continue;
     make_lm_batch(stream, batch, pad, x, y);
     nll += steps.eval(static_cast<int64_t>(batch.indices.size()), T, x, y);
     tokens += std::count_if(y.begin(), y.end(), [&](int32_t t) { return t != pad; });

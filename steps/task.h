@@ -31,7 +31,8 @@ class TrainingTask {
   virtual std::pair<double, int64_t> valid_nll() = 0;
   // The same over the first `max_batches` training batches in their fixed order (0 = all), forward
   // only, without dropout: the V2S voting pass runs it with an extension that reads each batch.
-  virtual std::pair<double, int64_t> train_nll(int64_t max_batches) = 0;
+  // Of those, only the batches j ≡ rank (mod size): a data-parallel job's ranks share them.
+  virtual std::pair<double, int64_t> train_nll(int64_t max_batches, int rank = 0, int size = 1) = 0;
   // The compiled steps: the gradients of the last training step (slots()), where training is,
   // how attention computes, whether the fusion pass runs (steps/steps.h ModelSteps).
   virtual ModelSteps& steps() = 0;
@@ -56,12 +57,12 @@ std::unique_ptr<TrainingTask> make_lm_task(const TransformerConfig& cfg, ParamSt
 
 // Σ negative log-likelihood (nats) and the number of target tokens, forward only, without dropout:
 // of sentence pairs batched by max_tokens, and of a token stream in blocks of T.
-// max_batches > 0 stops after that many batches.
+// max_batches > 0 stops after that many batches; of them, only the batches j ≡ rank (mod size) run.
 std::pair<double, int64_t> seq2seq_nll(Seq2SeqSteps& steps, const std::vector<std::vector<int32_t>>& src,
                                        const std::vector<std::vector<int32_t>>& tgt, int64_t max_tokens, int32_t pad,
-                                       int64_t max_batches = 0);
+                                       int64_t max_batches = 0, int rank = 0, int size = 1);
 std::pair<double, int64_t> lm_nll(LmSteps& steps, const std::vector<int32_t>& stream, int64_t T, int64_t max_tokens,
-                                  int32_t pad, int64_t max_batches = 0);
+                                  int32_t pad, int64_t max_batches = 0, int rank = 0, int size = 1);
 
 // The blocks of a token stream: block i is tokens [i·T, (i+1)·T) predicting [i·T + 1, (i+1)·T + 1);
 // the last block is shorter (right-padded in a batch). Writes a batch's (B·T) inputs and targets.

@@ -15,6 +15,7 @@
 #include "train/experiment.h"
 #include "train/session.h"
 #include "tools/commands.h"
+#include "tools/run_job.h"
 
 namespace pillars::cli {
 
@@ -51,8 +52,7 @@ Command add_prune_command(CLI::App& app) {
             so.quiet = opt->quiet;
             so.evaluate = !opt->no_eval;
             so.prune_from = opt->from;
-            install_stop_handlers(); // SIGTERM, SIGINT, SIGUSR1: finish the update, save, exit 128 + signal
-            const nlohmann::json result = train::run_experiment(e, so);
+            const nlohmann::json result = run_in_job(e, so); // one process, or a data-parallel job
             if (!result.empty()) std::printf("%s\n", result.dump(2).c_str());
             return 0;
           }};

@@ -9,10 +9,10 @@
 
 #include "decode/search.h"
 #include "base/run_guard.h"
-#include "engine/dist/communicator.h"
 #include "train/experiment.h"
 #include "train/session.h"
 #include "tools/commands.h"
+#include "tools/run_job.h"
 
 namespace pillars::cli {
 
@@ -45,15 +45,7 @@ Command add_train_command(CLI::App& app) {
             so.resume = opt->resume;
             so.quiet = opt->quiet;
             so.evaluate = !opt->no_eval;
-            // Under mpirun or srun: the job's ranks, MPI initialised here; otherwise one process,
-            // and MPI never touched (engine/dist/communicator.h).
-            dist::Communicator& world = dist::world();
-            so.communicator = &world;
-            if (world.size() > 1 && world.is_root() && !opt->quiet)
-              std::fprintf(stderr, "data-parallel: %s, %d thread%s each\n", world.describe().c_str(), omp_get_max_threads(),
-                           omp_get_max_threads() == 1 ? "" : "s");
-            install_stop_handlers(); // SIGTERM, SIGINT, SIGUSR1: finish the update, save, exit 128 + signal
-            const nlohmann::json result = train::run_experiment(e, so);
+            const nlohmann::json result = run_in_job(e, so); // one process, or a data-parallel job
             if (!result.empty()) std::printf("%s\n", result.dump(2).c_str());
             if (result.contains("bleu"))
               std::printf("test BLEU (%s): %.2f   %s\n", result["split"].get<std::string>().c_str(),

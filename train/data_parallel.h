@@ -8,10 +8,16 @@
 //                           each, so every rank gets about the same number of tokens. Batch j's
 //                           dropout seed is a function of (seed, update, j) wherever it runs.
 //   each rank               acc_r = Σ_{its j} tokens_j · ∇L_j      (tokens_j: batch j's target tokens)
-//   the all-reduce          acc   = Σ_r acc_r,   T = Σ_r Σ_{its j} tokens_j
+//   the all-reduce          acc   = Σ_r acc_r,   T = Σ_r Σ_{its j} tokens_j   (in buckets, started
+//                           while the backward still runs: train/gradient_buckets.h)
 //   every rank              ∇ = acc / T: the gradient of the mean loss over all the update's target
 //                           tokens, as one process accumulating the same batches computes it;
-//                           then the same clipping and optimiser step on the same parameters.
+//                           then the same clipping and optimiser step on the same parameters
+//                           (under ZeRO-1 each rank steps its share and sends it to the others).
+//
+// GHT in a job. The method's losses (GCT, the baselines' regularisers) and the HUDS grouping they
+// use act on each batch, as in one process: a rank computes them on its own batches, and their
+// gradients are summed with the rest. The heads' feature maps are never exchanged.
 //
 // The copies of the parameters never diverge: every rank applies the same step to the same values.
 // Against one process, only the order of the sums differs (MPI adds the ranks' partial sums in an
@@ -23,6 +29,8 @@
 // clock) is agreed by all ranks after every update, so all stop at the same one.
 #pragma once
 #include <cstdint>
+#include <functional>
+#include <string>
 #include <vector>
 
 #include "engine/dist/communicator.h"
@@ -34,8 +42,11 @@ namespace pillars::train {
 // The indices j in [0, batches) that `rank` of `size` trains: j ≡ rank (mod size).
 std::vector<int64_t> batches_of_rank(int64_t batches, int rank, int size);
 
-// Sums every slot's gradient over the ranks, in place (CPU tensors).
-void sum_gradients(dist::Communicator& comm, std::vector<optim::ParamSlot>& slots);
+// ZeRO-1: the whole optimiser state, assembled at rank 0 into `whole` (a fresh optimiser of the same
+// kind) from every rank's entries of the parameters it owns (`owns`), so a checkpoint holds all of
+// it whatever the world size. A collective: every rank calls it; only rank 0's `whole` changes.
+void gather_optimizer_state(dist::Communicator& comm, const optim::Optimizer& mine,
+                            const std::function<bool(const std::string& param)>& owns, optim::Optimizer& whole);
 
 // Rank 0's state, copied to every rank (as its JSON, the form checkpoints store).
 void share_state(dist::Communicator& comm, TrainerState& state);

@@ -69,6 +69,7 @@ const std::vector<Entry>& entries() {
     using O = OptimSettings;
     using T = TrainSettings;
     using V = EvalSettings;
+    using PS = ParallelSettings;
     using HS = HeadsSettings;
     using P = PruneSettings;
     namespace L = limits;
@@ -199,6 +200,23 @@ const std::vector<Entry>& entries() {
                        "(engine/passes/fuse_linear.h); on the GPU a cuBLASLt GEMM with a bias epilogue. The same function.")
                .def(false),
            &E::train, &T::fuse_linear_activation),
+
+        section(F::section("parallel", "Data-parallel training, when mpirun or srun starts several processes (docs/SCALING.md); "
+                                       "one process ignores it.")),
+        in(F::enumeration("parallel.backend", enum_names<DistBackend>(), "How the ranks sum gradients: mpi (MPI's collectives on the CPU); auto = mpi.")
+               .def("auto"),
+           &E::parallel, &PS::backend),
+        in(F::number("parallel.bucket_mb", "Gradients are summed over the ranks in buckets of about this many MB, the last layers' first.")
+               .def(25.0).greater_than(0).at_most(1024),
+           &E::parallel, &PS::bucket_mb),
+        in(F::integer("parallel.zero_stage", "0: every rank keeps the whole optimiser state; 1 (ZeRO-1): each rank keeps and updates the "
+                                             "state of its share of the parameters, which it then sends to the others.")
+               .def(0).at_least(0).at_most(1),
+           &E::parallel, &PS::zero_stage),
+        in(F::boolean("parallel.overlap", "Start each bucket's sum as soon as its gradients are final, while the backward goes on; "
+                                          "false: every sum after the backward (for measuring what the overlap hides).")
+               .def(true),
+           &E::parallel, &PS::overlap),
 
         section(F::section("eval", "Evaluation by `pillars eval` (and the test score at the end of training).")),
         in(F::string("eval.split", "Split to evaluate; \"\" = data.test_split.").def(""), &E::eval, &V::split),

@@ -65,6 +65,13 @@ constexpr auto enum_table(CheckpointChoice) {
   return enum_words<CheckpointChoice>({{CheckpointChoice::best, "best"}, {CheckpointChoice::last, "last"}, {CheckpointChoice::average, "average"}});
 }
 
+// How a data-parallel job (several processes under mpirun or srun) sums its gradients: MPI's
+// collectives on the CPU (auto picks the one backend this build has for the run's device).
+enum class DistBackend : uint8_t { automatic, mpi };
+constexpr auto enum_table(DistBackend) {
+  return enum_words<DistBackend>({{DistBackend::automatic, "auto"}, {DistBackend::mpi, "mpi"}});
+}
+
 // The members carry no defaults of their own: parse_experiment() fills every one from the table
 // (a default-constructed Experiment means nothing). Field meanings: `pillars schema --markdown`.
 struct DataSettings {
@@ -116,6 +123,15 @@ struct TrainSettings {
   bool operator==(const TrainSettings&) const = default;
 };
 
+// Data-parallel training (train/data_parallel.h); a run in one process ignores it.
+struct ParallelSettings {
+  DistBackend backend{};
+  double bucket_mb{}; // gradient bucket size
+  int64_t zero_stage{}; // 0: every rank keeps the optimiser state; 1: it is sharded over the ranks
+  bool overlap{};       // start each bucket's sum during the backward (false: all after it)
+  bool operator==(const ParallelSettings&) const = default;
+};
+
 struct EvalSettings {
   std::string split; // "" = data.test_split
   CheckpointChoice checkpoint{};
@@ -139,6 +155,7 @@ struct Experiment {
   ModelSettings model;
   OptimSettings optim;
   TrainSettings train;
+  ParallelSettings parallel;
   EvalSettings eval;
   HeadsSettings heads;
   PruneSettings prune;

@@ -109,9 +109,11 @@ void copy_if_exists(const fs::path& from, const fs::path& to) {
   io::atomic_write_file(to.string(), bytes);
 }
 
-// The heads to keep, by prune.method.
+// The heads to keep, by prune.method. In a data-parallel job every rank decides the same heads: the
+// ranks vote on shares of the batches and sum the tallies (ght/voting.h); gates read the parameters,
+// which are the same everywhere. Rank 0 alone writes votes.json.
 ght::HeadSelection choose_heads(const Experiment& e, const TransformerConfig& cfg, ParamStore& params,
-                                const TaskHooks& hooks, const std::string& run_dir, bool quiet) {
+                                const TaskHooks& hooks, const std::string& run_dir, bool quiet, dist::Communicator& comm) {
   const int keep = static_cast<int>(e.prune.heads > 0 ? e.prune.heads : e.heads.groups);
   switch (e.prune.method) {
     case ght::PruneMethod::v2s: {
@@ -123,11 +125,14 @@ ght::HeadSelection choose_heads(const Experiment& e, const TransformerConfig& cf
       s.seed = static_cast<uint64_t>(e.seed);
       s.max_batches = e.prune.vote_batches;
       const ght::VoteResult r = ght::vote(
-          [&](std::shared_ptr<GraphExtension> ext) { return hooks.make_task(cfg, params, 0.0f, std::move(ext)); }, s, quiet);
-      io::atomic_write_file((fs::path(run_dir) / "votes.json").string(), r.to_json().dump(1) + "\n");
+          [&](std::shared_ptr<GraphExtension> ext) { return hooks.make_task(cfg, params, 0.0f, std::move(ext)); }, s, quiet, comm);
+      if (comm.is_root()) io::atomic_write_file((fs::path(run_dir) / "votes.json").string(), r.to_json().dump(1) + "\n");
       return r.selection();
     }
     case ght::PruneMethod::importance: {
+      if (comm.size() > 1)
+        throw InputError(str_cat("prune.method \"importance\" in a data-parallel job (", comm.describe(),
+                                 "): the importance pass is not shared across ranks yet; prune in one process (pillars prune)"));
       ght::ImportanceSettings s;
       s.batches = e.prune.vote_batches;
       s.seed = static_cast<uint64_t>(e.seed);
@@ -189,13 +194,18 @@ std::vector<std::string> train_with_heads(const Experiment& e, const Transformer
   if (!prune) return to_evaluate;
 
   // ---- prune ------------------------------------------------------------------------------------
+  // Every rank of a data-parallel job removes the same heads; rank 0 alone writes the files, and the
+  // others wait for them before the fine-tuning (which may read them back on a resume).
+  dist::Communicator& comm = base.communicator ? *base.communicator : dist::single_process();
   ght::PrunedModel ps;
   if (!fs::exists(prune_file)) {
-    const ght::HeadSelection keep = choose_heads(e, cfg, params, hooks, run_dir, base.quiet);
+    const ght::HeadSelection keep = choose_heads(e, cfg, params, hooks, run_dir, base.quiet, comm);
     ps = ght::prune_heads(cfg, params, keep);
-    save_checkpoint(pruned_checkpoint.string(), ps.cfg, ps.params, nullptr, phase1_state, base.checkpoint_extra);
     const ght::PruneSummary summary = ght::summarize_pruning(cfg, params, ps, keep);
-    io::atomic_write_file(prune_file.string(), prune_json(pruned_checkpoint.string(), summary).dump(1) + "\n");
+    if (comm.is_root()) {
+      save_checkpoint(pruned_checkpoint.string(), ps.cfg, ps.params, nullptr, phase1_state, base.checkpoint_extra);
+      io::atomic_write_file(prune_file.string(), prune_json(pruned_checkpoint.string(), summary).dump(1) + "\n");
+    }
     if (!base.quiet)
       std::fprintf(stderr, "prune: %lld → %lld parameters without embeddings (%.1f%%); %s\n",
                    static_cast<long long>(summary.params_before_no_embeddings),
@@ -223,9 +233,12 @@ std::vector<std::string> train_with_heads(const Experiment& e, const Transformer
     e2.optim.min_lr = std::min(e2.optim.min_lr, e2.optim.lr);
     e2.optim.warmup_init_lr = std::min(e2.optim.warmup_init_lr, e2.optim.lr);
   }
-  fs::create_directories(pruned_dir);
-  for (const char* f : {"pipeline.json", "dict.txt", "bpe.codes"}) copy_if_exists(fs::path(run_dir) / f, pruned_dir / f);
-  io::atomic_write_file((pruned_dir / "config.json").string(), to_json(e2).dump(2) + "\n");
+  if (comm.is_root()) {
+    fs::create_directories(pruned_dir);
+    for (const char* f : {"pipeline.json", "dict.txt", "bpe.codes"}) copy_if_exists(fs::path(run_dir) / f, pruned_dir / f);
+    io::atomic_write_file((pruned_dir / "config.json").string(), to_json(e2).dump(2) + "\n");
+  }
+  comm.barrier();
 
   TrainOptions to = base;
   to.run_dir = pruned_dir.string();

@@ -292,7 +292,8 @@ bool may_change_on_resume(const std::string& path) {
                                   "/train/max_minutes", "/train/patience", "/train/log_every", "/train/save_every_minutes",
                                   "/train/update_freq", // with the world size, it shares out each update's batches
                                   "/train/valid_max_sentences", "/train/device",
-                                  "/train/attention_backend", "/train/fuse_linear_activation", "/eval"};
+                                  "/train/attention_backend", "/train/fuse_linear_activation", "/eval",
+                                  "/parallel"}; // how the ranks talk: the same updates either way
   for (const char* a : allowed)
     if (path == a || path.rfind(std::string(a) + "/", 0) == 0) return true;
   return false;
@@ -340,14 +341,16 @@ void open_run_directory(const Experiment& e, const std::string& run_dir, const S
 }
 
 // What a data-parallel job cannot do yet, refused before anything is written.
-void check_data_parallel(const Experiment& e, const SessionOptions& options, dist::Communicator& comm) {
+void check_data_parallel(const Experiment& e, dist::Communicator& comm) {
   const std::string job = str_cat("a data-parallel job (", comm.describe(), ")");
   if (e.train.device == Device::cuda)
     throw InputError(str_cat("train.device \"cuda\" in ", job, " needs the NCCL backend, which is not built yet; "
                              "train on the CPU or in one process"));
-  if (e.prune.method != ght::PruneMethod::none || !options.prune_from.empty())
-    throw InputError(str_cat("prune.method \"", enum_name(e.prune.method), "\" in ", job,
-                             ": voting and pruning across ranks are not built yet; train in one process"));
+  // V2S votes and gates are decided alike on every rank (train/head_phases.cpp); the importance
+  // pass is not shared out yet. Refused before phase 1 rather than after it.
+  if (e.prune.method == ght::PruneMethod::importance)
+    throw InputError(str_cat("prune.method \"importance\" in ", job,
+                             ": the importance pass is not shared across ranks yet; train in one process"));
 }
 
 } // namespace
@@ -370,7 +373,7 @@ nlohmann::json run_experiment(const Experiment& e, const SessionOptions& options
   // Rank 0 makes, checks and locks the run directory; the other ranks of a data-parallel job
   // start once it has (and stop with it when it refuses: the launcher ends the job).
   dist::Communicator& comm = communicator(options);
-  if (comm.size() > 1) check_data_parallel(e, options, comm);
+  if (comm.size() > 1) check_data_parallel(e, comm);
   std::optional<io::DirLock> lock;
   if (comm.is_root()) open_run_directory(e, run_dir, options, lock);
   comm.barrier();

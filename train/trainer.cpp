@@ -17,6 +17,7 @@
 #include "engine/optim/clip.h"
 #include "engine/optim/loops.h"
 #include "train/data_parallel.h"
+#include "train/gradient_buckets.h"
 #include "train/setup.h"
 
 namespace pillars::train {
@@ -72,7 +73,17 @@ class Loop {
     planned_updates_ = e.train.max_epochs * updates_per_epoch;
     if (e.train.max_updates > 0) planned_updates_ = std::min(planned_updates_, e.train.max_updates);
     schedule_ = make_schedule(e.optim, planned_updates_);
+    if (comm_.size() > 1) { // data-parallel: gradients summed in buckets during the backward
+      buckets_ = std::make_unique<GradientBuckets>(comm_, params_, e.parallel.bucket_mb, static_cast<int>(e.parallel.zero_stage),
+                                                   e.parallel.overlap);
+      task_.steps().set_gradient_observer(buckets_.get());
+    }
   }
+  ~Loop() {
+    if (buckets_) task_.steps().set_gradient_observer(nullptr);
+  }
+  Loop(const Loop&) = delete;
+  Loop& operator=(const Loop&) = delete;
 
   TrainerOutcome run() {
     if (o_.resume) restore();
@@ -117,16 +128,23 @@ class Loop {
   // The stopping rules every rank must agree on, checked before every update: a stop signal on any
   // rank, and rank 0's clock for max_minutes (the ranks' clocks differ a little). One small
   // all-reduce in a data-parallel job; in one process just the local checks.
+  // Whether a periodic save (save_every_minutes) is due is agreed the same way, by rank 0's clock,
+  // since under ZeRO-1 every rank takes part in a save.
   std::string agreed_limit() {
     const std::string local = limit_reached();
     if (comm_.size() == 1) {
       stop_signal_ = stop_signal();
+      save_due_ = periodic_save_due();
       return local;
     }
-    int64_t flags[3] = {stop_signal(), local == "max_updates", voice_ && local == "max_minutes"};
-    comm_.all_reduce_max(flags, 3);
+    int64_t flags[4] = {stop_signal(), local == "max_updates", voice_ && local == "max_minutes", voice_ && periodic_save_due()};
+    comm_.all_reduce_max(flags, 4);
     stop_signal_ = static_cast<int>(flags[0]);
+    save_due_ = flags[3] != 0;
     return flags[1] ? "max_updates" : flags[2] ? "max_minutes" : "";
+  }
+  bool periodic_save_due() const {
+    return e_.train.save_every_minutes > 0 && elapsed() - last_save_elapsed_ >= 60.0 * e_.train.save_every_minutes;
   }
 
   double elapsed() const {
@@ -188,8 +206,7 @@ class Loop {
       if (const std::string reason = agreed_limit(); !reason.empty()) return stop(reason);
       if (stop_signal_) return stop(signal_name(stop_signal_)); // after a whole update, never inside one
       update(batches);
-      if (e_.train.save_every_minutes > 0 && elapsed() - last_save_elapsed_ >= 60.0 * e_.train.save_every_minutes)
-        save("checkpoint_last.safetensors", true);
+      if (save_due_) save("checkpoint_last.safetensors", true); // due by the clock before the update
     }
   }
 
@@ -198,15 +215,19 @@ class Loop {
   void update(const std::vector<Batch>& batches) {
     const int64_t k = std::min<int64_t>(e_.train.update_freq * comm_.size(),
                                         static_cast<int64_t>(batches.size()) - state_.batch_in_epoch);
-    const bool parallel = comm_.size() > 1;
-    const bool accumulating = parallel || k > 1; // acc_ collects tokens · gradient
     const int64_t u = state_.updates + 1;
     double loss_sum = 0;
     int64_t tokens = 0;
     task_.steps().set_progress(u, static_cast<double>(u) / static_cast<double>(std::max<int64_t>(planned_updates_, 1)));
     const std::vector<int64_t> mine = batches_of_rank(k, comm_.rank(), comm_.size());
-    if (mine.empty()) zero_accumulator(batches); // the epoch's last update may leave a rank without a batch
-    for (const int64_t j : mine) {
+    if (mine.empty()) { // the epoch's last update may leave a rank without a batch: it sends zeros
+      buckets_->next_batch(true, true, /*counted=*/false);
+      int64_t ignored = 0;
+      (void)task_.train(batches[static_cast<size_t>(state_.batch_in_epoch)], 0, ignored);
+    }
+    for (size_t m = 0; m < mine.size(); ++m) {
+      const int64_t j = mine[m];
+      if (buckets_) buckets_->next_batch(m == 0, m + 1 == mine.size());
       int64_t batch_tokens = 0;
       const float loss = task_.train(batches[static_cast<size_t>(state_.batch_in_epoch + j)],
                                      update_seed(update_seed(static_cast<uint64_t>(e_.seed), u), j), batch_tokens);
@@ -219,18 +240,15 @@ class Loop {
       }
       loss_sum += static_cast<double>(loss) * static_cast<double>(batch_tokens);
       tokens += batch_tokens;
-      if (accumulating) accumulate(static_cast<float>(batch_tokens), j == mine.front());
+      if (!buckets_ && k > 1) accumulate(static_cast<float>(batch_tokens), m == 0);
     }
-    if (parallel) { // Σ over the ranks of tokens · gradient, of the loss and of the tokens
-      sum_gradients(comm_, acc_);
-      double totals[2] = {loss_sum, static_cast<double>(tokens)};
-      comm_.all_reduce_sum(totals, 2);
-      loss_sum = totals[0], tokens = static_cast<int64_t>(totals[1]);
-    }
-    std::vector<optim::ParamSlot>& slots = accumulating ? finish_accumulation(static_cast<float>(tokens)) : task_.steps().slots();
-    if (e_.optim.clip_norm > 0) optim::clip_grad_norm(slots, static_cast<float>(e_.optim.clip_norm));
     const float lr = schedule_->lr(u);
-    optimizer_->step(slots, lr);
+    if (buckets_) step_data_parallel(loss_sum, tokens, lr);
+    else {
+      std::vector<optim::ParamSlot>& slots = k > 1 ? finish_accumulation(static_cast<float>(tokens)) : task_.steps().slots();
+      if (e_.optim.clip_norm > 0) optim::clip_grad_norm(slots, static_cast<float>(e_.optim.clip_norm));
+      optimizer_->step(slots, lr);
+    }
     state_.updates = u;
     state_.batch_in_epoch += k;
     const double mean_loss = loss_sum / static_cast<double>(std::max<int64_t>(tokens, 1));
@@ -239,6 +257,26 @@ class Loop {
     if (!quiet()) time_first_updates(tokens);
     if (state_.updates % e_.train.log_every == 0) progress(lr);
     if (o_.after_update && voice_) o_.after_update(state_);
+  }
+
+  // The end of a data-parallel update (gradient_buckets.h): wait for the buckets' sums, add up the
+  // ranks' losses and tokens, then step the parameters this rank owns (all of them at ZeRO stage 0)
+  // and, under ZeRO-1, receive the others' from their owners. loss_sum and tokens become the job's.
+  void step_data_parallel(double& loss_sum, int64_t& tokens, float lr) {
+    buckets_->finish();
+    double totals[2] = {loss_sum, static_cast<double>(tokens)};
+    comm_.all_reduce_sum(totals, 2);
+    loss_sum = totals[0], tokens = static_cast<int64_t>(totals[1]);
+    buckets_->divide(static_cast<float>(tokens));
+    if (e_.optim.clip_norm > 0) buckets_->clip_grad_norm(static_cast<float>(e_.optim.clip_norm));
+    std::vector<optim::ParamSlot> owned = buckets_->owned();
+    optimizer_->step(owned, lr);
+    buckets_->share_parameters();
+    if (e_.parallel.zero_stage == 1 && !shed_optimizer_state_) { // a resumed run loaded every parameter's state
+      for (const std::string& name : params_.names())
+        if (!buckets_->owns(name)) optimizer_->forget(name);
+      shed_optimizer_state_ = true;
+    }
   }
 
   // Gradient accumulation for update_freq > 1: acc = Σ_batches tokens · grad, then / Σ tokens, so
@@ -255,15 +293,6 @@ class Loop {
       optim::accumulate_weighted(a.device(), a.numel(), a.data<float>(), s[i].grad.defined() ? s[i].grad.data<float>() : nullptr,
                                  tokens, first);
     }
-  }
-  // A rank without a batch in this update still takes part in the sum, with zeros. It runs the
-  // update's first batch to learn the gradients' shapes (a rank may not have run a step yet in this
-  // session) and weighs it by 0: its loss and tokens are not counted.
-  void zero_accumulator(const std::vector<Batch>& batches) {
-    int64_t ignored = 0;
-    (void)task_.train(batches[static_cast<size_t>(state_.batch_in_epoch)], 0, ignored);
-    accumulate(0.0f, true);
-    for (auto& slot : acc_) slot.grad.fill(0.0f);
   }
   std::vector<optim::ParamSlot>& finish_accumulation(float tokens) {
     for (auto& slot : acc_) optim::divide(slot.grad.device(), slot.grad.numel(), slot.grad.data<float>(), tokens);
@@ -341,6 +370,7 @@ class Loop {
   // Rank 0 validates and saves; what it decided (the best score, patience, a stop) reaches the
   // other ranks with its state.
   void validate_and_checkpoint() {
+    gather_optimizer(); // for checkpoint_last, written below by rank 0
     if (voice_) validate_and_checkpoint_here();
     share_state(comm_, state_);
   }
@@ -371,9 +401,9 @@ class Loop {
     if (e_.train.patience > 0 && state_.bad_validations >= e_.train.patience) stop("patience");
     if (o_.after_validation)
       if (const std::string reason = o_.after_validation(state_, v); !reason.empty()) stop(reason);
-    if (improved) save("checkpoint_best.safetensors", false);
+    if (improved) write("checkpoint_best.safetensors", false);
     keep_for_averaging(score);
-    save("checkpoint_last.safetensors", true);
+    write("checkpoint_last.safetensors", true);
   }
 
   // Keeps the keep_best best validated parameter sets as checkpoint_eE_uU.safetensors.
@@ -392,7 +422,7 @@ class Loop {
       state_.kept.erase(ranked.front().second);
     }
     state_.kept[name] = score;
-    save(name, false);
+    write(name, false);
   }
 
   void average_best() {
@@ -413,11 +443,30 @@ class Loop {
     if (!o_.quiet) std::fprintf(stderr, "averaged %zu checkpoints into checkpoint_avg.safetensors\n", paths.size());
   }
 
+  // Every rank calls save() at the same points (under ZeRO-1 the optimiser state is gathered from
+  // all of them); rank 0 alone writes.
   void save(const std::string& name, bool with_optimizer) {
+    if (with_optimizer) gather_optimizer();
+    write(name, with_optimizer);
+  }
+
+  // ZeRO-1: rank 0 assembles the whole optimiser state, which the next write() with the optimiser
+  // saves. Every rank calls it. Without sharding (or before the first update has laid out the
+  // shards, when every rank still holds the whole state) rank 0's own optimiser is the whole one.
+  void gather_optimizer() {
+    whole_optimizer_.reset();
+    if (!buckets_ || e_.parallel.zero_stage == 0 || !shed_optimizer_state_) return;
+    auto whole = make_optimizer(e_.optim);
+    gather_optimizer_state(comm_, *optimizer_, [&](const std::string& p) { return buckets_->owns(p); }, *whole);
+    if (voice_) whole_optimizer_ = std::move(whole);
+  }
+
+  // Rank 0 writes a checkpoint; the other ranks return at once.
+  void write(const std::string& name, bool with_optimizer) {
     if (!voice_) return; // one voice: rank 0 writes the run directory
     state_.elapsed_seconds = elapsed();
-    save_checkpoint((fs::path(o_.run_dir) / name).string(), cfg_, params_, with_optimizer ? optimizer_.get() : nullptr,
-                    state_, o_.checkpoint_extra);
+    const optim::Optimizer* optimizer = !with_optimizer ? nullptr : whole_optimizer_ ? whole_optimizer_.get() : optimizer_.get();
+    save_checkpoint((fs::path(o_.run_dir) / name).string(), cfg_, params_, optimizer, state_, o_.checkpoint_extra);
     if (with_optimizer) {
       last_save_elapsed_ = state_.elapsed_seconds;
       for (const std::string& gone : pending_removal_) {
@@ -444,7 +493,11 @@ class Loop {
   Clock::time_point timing_start_;
   TrainerState state_;
   TrainerOutcome outcome_;
-  std::vector<optim::ParamSlot> acc_;
+  std::vector<optim::ParamSlot> acc_;                 // one process, update_freq > 1: Σ tokens · grad
+  std::unique_ptr<GradientBuckets> buckets_;          // a data-parallel job: the same, summed over the ranks
+  std::unique_ptr<optim::Optimizer> whole_optimizer_; // ZeRO-1, rank 0: the gathered state to save
+  bool shed_optimizer_state_ = false;                 // ZeRO-1: the state of others' parameters dropped
+  bool save_due_ = false;                             // agreed_limit: save_every_minutes has come
   std::vector<std::string> pending_removal_; // kept checkpoints that fell out of the best, to delete
   Clock::time_point session_start_, window_start_;
   double elapsed_at_start_ = 0, last_save_elapsed_ = 0, window_loss_ = 0;

@@ -21,6 +21,11 @@ class SingleProcess final : public Communicator {
   void all_reduce_max(int64_t*, int64_t) override {}
   void broadcast(void*, int64_t, int) override {}
   void barrier() override {}
+  int64_t start_sum(float*, int64_t, int) override { return 0; }
+  bool test(int64_t) override { return true; }
+  void wait(int64_t) override {}
+  std::vector<std::string> gather(const std::string& mine, int) override { return {mine}; }
+  [[noreturn]] void abort(int code) override { std::exit(code); }
 };
 
 } // namespace

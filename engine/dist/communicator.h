@@ -22,6 +22,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace pillars::dist {
 
@@ -44,6 +45,28 @@ class Communicator {
   // Rank `root`'s bytes, copied to every rank.
   virtual void broadcast(void* data, int64_t bytes, int root) = 0;
   virtual void barrier() = 0;
+
+  // Nonblocking sums, to overlap communication with computation (train/gradient_buckets.h):
+  //
+  //   int64_t t = comm.start_sum(buf, n, Communicator::kEveryRank);  // MPI_Iallreduce
+  //   … compute, calling comm.test(t) now and then so MPI makes progress …
+  //   comm.wait(t);                                                  // buf holds the sum
+  //
+  // root = kEveryRank: every rank's buffer gets the sum (an all-reduce). root = r: only rank r's
+  // buffer gets it (MPI_Ireduce); the other ranks' buffers are left as they were. Until wait()
+  // returns, nobody may read or write the buffer. n < 2^31 elements.
+  static constexpr int kEveryRank = -1;
+  virtual int64_t start_sum(float* data, int64_t n, int root) = 0;
+  virtual bool test(int64_t ticket) = 0; // true once the sum is done; lets MPI progress either way
+  virtual void wait(int64_t ticket) = 0;
+
+  // Every rank's bytes, gathered at rank `root` in rank order (MPI_Gatherv); the other ranks get an
+  // empty vector.
+  virtual std::vector<std::string> gather(const std::string& mine, int root) = 0;
+
+  // Ends every process of the job with exit status `code` (MPI_Abort): for an error on one rank,
+  // which would otherwise leave the others waiting forever in their next collective.
+  [[noreturn]] virtual void abort(int code) = 0;
 
   bool is_root() const { return rank() == 0; }
 };

@@ -2,10 +2,15 @@
 // Compiled only when CMake found MPI (PILLARS_MPI); see communicator.h.
 #include "engine/dist/mpi_world.h"
 
+// Only the C API: Open MPI's deprecated C++ bindings would come along otherwise.
+#define OMPI_SKIP_MPICXX 1
+#define MPICH_SKIP_MPICXX 1
 #include <mpi.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <limits>
+#include <unordered_map>
 
 #include "base/error.h"
 
@@ -64,8 +69,66 @@ class MpiWorld final : public Communicator {
   }
   void barrier() override { check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier"); }
 
+  int64_t start_sum(float* data, int64_t n, int root) override {
+    if (n >= kMaxCount) throw Error(str_cat("MPI: a nonblocking sum of ", n, " floats (at most 2^30 in one piece)"));
+    MPI_Request request = MPI_REQUEST_NULL;
+    const int count = static_cast<int>(n);
+    if (root == kEveryRank)
+      check(MPI_Iallreduce(MPI_IN_PLACE, data, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &request), "MPI_Iallreduce");
+    else if (root == rank_)
+      check(MPI_Ireduce(MPI_IN_PLACE, data, count, MPI_FLOAT, MPI_SUM, root, MPI_COMM_WORLD, &request), "MPI_Ireduce");
+    else
+      check(MPI_Ireduce(data, nullptr, count, MPI_FLOAT, MPI_SUM, root, MPI_COMM_WORLD, &request), "MPI_Ireduce");
+    const int64_t ticket = next_ticket_++;
+    pending_[ticket] = request;
+    return ticket;
+  }
+  bool test(int64_t ticket) override {
+    const auto it = pending_.find(ticket);
+    if (it == pending_.end()) return true;
+    int done = 0;
+    check(MPI_Test(&it->second, &done, MPI_STATUS_IGNORE), "MPI_Test");
+    if (done) pending_.erase(it);
+    return done != 0;
+  }
+  void wait(int64_t ticket) override {
+    const auto it = pending_.find(ticket);
+    if (it == pending_.end()) return;
+    MPI_Request request = it->second;
+    pending_.erase(it);
+    check(MPI_Wait(&request, MPI_STATUS_IGNORE), "MPI_Wait");
+  }
+
+  [[noreturn]] void abort(int code) override {
+    std::fflush(nullptr);
+    MPI_Abort(MPI_COMM_WORLD, code);
+    std::_Exit(code); // MPI_Abort does not return
+  }
+
+  std::vector<std::string> gather(const std::string& mine, int root) override {
+    if (static_cast<int64_t>(mine.size()) >= kMaxCount) throw Error(str_cat("MPI: gathering ", mine.size(), " bytes from one rank"));
+    const int length = static_cast<int>(mine.size());
+    std::vector<int> lengths(static_cast<size_t>(size_)), offsets(static_cast<size_t>(size_));
+    check(MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, root, MPI_COMM_WORLD), "MPI_Gather");
+    std::string all;
+    if (rank_ == root) {
+      int64_t total = 0;
+      for (size_t r = 0; r < lengths.size(); ++r) offsets[r] = static_cast<int>(total), total += lengths[r];
+      if (total >= kMaxCount) throw Error(str_cat("MPI: gathering ", total, " bytes at one rank"));
+      all.resize(static_cast<size_t>(total));
+    }
+    check(MPI_Gatherv(mine.data(), length, MPI_BYTE, all.data(), lengths.data(), offsets.data(), MPI_BYTE, root, MPI_COMM_WORLD),
+          "MPI_Gatherv");
+    std::vector<std::string> out;
+    if (rank_ == root)
+      for (size_t r = 0; r < lengths.size(); ++r) out.push_back(all.substr(static_cast<size_t>(offsets[r]), static_cast<size_t>(lengths[r])));
+    return out;
+  }
+
  private:
   int rank_ = 0, size_ = 1;
+  int64_t next_ticket_ = 1;
+  std::unordered_map<int64_t, MPI_Request> pending_; // started, not yet seen done
 };
 
 } // namespace

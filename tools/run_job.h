@@ -1,0 +1,18 @@
+// What `pillars train` and `pillars prune` share: running an experiment in this process's job.
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include "train/experiment.h"
+#include "train/session.h"
+
+namespace pillars::cli {
+
+// Runs the experiment (train::run_experiment) in the job this process belongs to: under mpirun or
+// srun, a data-parallel job of several ranks (MPI initialised here; engine/dist/communicator.h);
+// otherwise one process, and MPI never touched. Installs the stop handlers first (SIGTERM, SIGINT,
+// SIGUSR1: finish the update, save, exit 128 + signal). In a job, an error on one rank ends the
+// whole job (it would otherwise leave the others waiting in their next collective), with the exit
+// status the error has in one process: 2 for bad input, 1 otherwise.
+nlohmann::json run_in_job(const Experiment& e, train::SessionOptions so);
+
+} // namespace pillars::cli

@@ -1,0 +1,110 @@
+// Gradient buckets: how the ranks of a data-parallel job sum their gradients while the backward is
+// still running, and how ZeRO-1 shares out the optimiser between them.
+//
+// LAYOUT. The gradients are laid out back to front (the last parameter first, since the backward
+// finishes the last layers first) in flat f32 buckets of about parallel.bucket_mb each (PyTorch
+// DDP's design; 25 MB by default); a parameter larger than that is a bucket of its own. Each
+// parameter's accumulator is a view into its bucket:
+//
+//   bucket 0: [ decoder.out_proj.bias | decoder.out_proj.weight | … ]   bucket 1: [ … ]   …
+//
+// ACCUMULATION. A rank trains its batches j of the update one after the other (train/
+// data_parallel.h). The steps report each gradient as soon as the node that makes it final has run
+// (steps/steps.h, GradientObserver), and it is added into its accumulator at once:
+//
+//   acc_p  = tokens_j · ∇_p L_j        (the rank's first batch of the update)
+//   acc_p += tokens_j · ∇_p L_j        (its next ones)
+//
+// SUMS DURING THE BACKWARD. In the rank's last batch of the update, a bucket whose every gradient
+// is in starts its sum over the ranks at once (MPI_Iallreduce), and the backward goes on computing
+// the earlier layers' gradients. After every node, MPI gets a chance to move the messages along
+// (Communicator::test). finish() waits for the sums still in flight. With parallel.overlap off,
+// every bucket is summed after the backward (the baseline `pillars bench step` compares with).
+//
+// ZeRO-1 (parallel.zero_stage 1). Each bucket has an owner rank (buckets dealt largest first to the
+// least loaded rank). A bucket's sum goes to its owner only (MPI_Ireduce, half the traffic of an
+// all-reduce); the owner alone keeps the optimiser state of the bucket's parameters and updates
+// them, then sends the new values to every rank (share_parameters: a broadcast per bucket, which
+// together make ZeRO's all-gather). Clipping needs the norm of the whole summed gradient: each
+// owner computes the squared norms of its parameters and the ranks add them (clip_grad_norm).
+//
+// Every rank's parameters stay identical: the same summed gradient (stage 0) or the owner's update
+// (stage 1) reaches all of them, bit for bit.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/dist/communicator.h"
+#include "engine/optim/optimizer.h"
+#include "engine/params.h"
+#include "steps/steps.h"
+
+namespace pillars::train {
+
+class GradientBuckets final : public GradientObserver {
+ public:
+  // bucket_mb: the size a bucket fills up to; zero_stage 0 or 1; overlap: sum during the backward.
+  GradientBuckets(dist::Communicator& comm, ParamStore& params, double bucket_mb, int zero_stage, bool overlap);
+
+  // Before each of this rank's batches of an update: is it the rank's first (acc = instead of +=)
+  // and its last (the sums start)? counted = false: a rank without a batch in this update runs one
+  // anyway to take part in the sums, and contributes zeros.
+  void next_batch(bool first, bool last, bool counted = true);
+
+  // GradientObserver: called by the steps during each training run.
+  void begin(const std::vector<std::string>& names, int64_t target_tokens) override;
+  void ready(size_t slot, const Tensor& grad) override;
+  void after_node() override;
+
+  // Waits for every sum of the update. Returns (name, parameter, Σ_ranks acc) per parameter in the
+  // steps' order; with ZeRO-1 only this rank's own parameters (owns()) hold the sum.
+  std::vector<optim::ParamSlot>& finish();
+  // The slots whose optimiser state this rank keeps and updates: all of them at stage 0.
+  const std::vector<optim::ParamSlot>& owned() const { return owned_; }
+  bool owns(const std::string& param) const;
+
+  // Divides every owned accumulator by the update's target tokens (the gradient of the mean loss).
+  void divide(float tokens);
+  // Clips the summed gradient to max_norm by its global L2 norm, as optim::clip_grad_norm does for
+  // all slots in one process (the same double sums, in the same order); returns the norm.
+  double clip_grad_norm(float max_norm);
+  // ZeRO-1: after the optimiser stepped the owned parameters, every bucket's owner sends their new
+  // values to all ranks. Stage 0: nothing (every rank stepped every parameter).
+  void share_parameters();
+
+  bool has_layout() const { return !buckets_.empty(); }
+  int64_t bucket_count() const { return static_cast<int64_t>(buckets_.size()); }
+  int64_t bytes() const;            // of all buckets
+  double wait_seconds() const { return wait_seconds_; } // in finish(), over all updates: communication not hidden
+
+ private:
+  struct Bucket {
+    Tensor flat;                 // (numel) f32: the accumulators of its slots, back to back
+    std::vector<size_t> slots;   // slot indices, in layout order
+    int owner = dist::Communicator::kEveryRank; // ZeRO-1: the rank that gets the sum
+    size_t waiting = 0;          // gradients still to come in the rank's last batch
+    int64_t ticket = -1;         // the sum in flight, or -1
+  };
+  void lay_out(const std::vector<std::string>& names);
+  void start(Bucket& b);
+
+  dist::Communicator& comm_;
+  ParamStore& params_;
+  int64_t bucket_bytes_;
+  int zero_stage_;
+  bool overlap_;
+  std::vector<std::string> names_;                   // slot order
+  std::vector<Bucket> buckets_;
+  std::vector<size_t> bucket_of_;                    // slot → bucket
+  std::vector<optim::ParamSlot> slots_, owned_;      // accumulators as slots (views into buckets)
+  std::unordered_map<std::string, size_t> slot_of_;  // name → slot
+  std::vector<bool> reported_;                       // this batch: slot's gradient seen
+  bool first_ = true, last_ = true, counted_ = true;
+  float weight_ = 0;                                 // this batch's target tokens
+  size_t in_flight_ = 0;                             // buckets started and not yet seen done
+  double wait_seconds_ = 0;
+};
+
+} // namespace pillars::train
