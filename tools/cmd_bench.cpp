@@ -16,7 +16,9 @@
 #include "tools/bench/bench_decode.h"
 #include "tools/bench/bench_ght.h"
 #include "tools/bench/bench_gemm.h"
+#include "tools/bench/bench_data_parallel.h"
 #include "tools/bench/bench_step.h"
+#include "engine/dist/communicator.h"
 #include "tools/commands.h"
 
 namespace pillars::cli {
@@ -47,6 +49,7 @@ Command add_bench_command(CLI::App& app) {
     std::string what;
     int threads = 0;
     int repeats = 5;
+    int ranks = 0;
     std::string device = "cpu";
   };
   auto opt = std::make_shared<Options>();
@@ -55,6 +58,10 @@ Command add_bench_command(CLI::App& app) {
   bench->add_option("what", opt->what, "gemm | attention | softmax | step | gct | pruned-decode | decode")->required()->check(CLI::IsMember(names));
   bench->add_option("--threads", opt->threads, "threads for ours and the reference (default: all cores)")->check(threads_range());
   bench->add_option("--repeats", opt->repeats, "timed repetitions (the median is reported)")->check(CLI::PositiveNumber);
+  bench->add_option("--ranks", opt->ranks,
+                    "step only: data-parallel, N ranks x --threads (default 1) each, started with mpirun, against one process "
+                    "with N x --threads threads")
+      ->check(CLI::Range(2, 64));
   bench->add_option("--device", opt->device, "cpu | cuda (attention, softmax, step: our CUDA kernels next to cuDNN and PyTorch)")
       ->check(CLI::IsMember(enum_names<Device>()));
   return {bench, [opt]() {
@@ -66,6 +73,11 @@ Command add_bench_command(CLI::App& app) {
               return b->cuda(std::max(opt->repeats, 10));
             }
             if (!b->cpu) throw InputError(str_cat("bench ", b->name, ": only with --device cuda"));
+            // Data-parallel: asked for with --ranks, or this process is a rank of a job (mpirun).
+            if (opt->ranks > 0 || dist::started_by_launcher()) {
+              if (opt->what != "step") throw InputError(str_cat("bench ", opt->what, " --ranks: only bench step runs on ranks"));
+              return bench::bench_data_parallel(opt->ranks, opt->threads > 0 ? opt->threads : 1, opt->repeats);
+            }
             return b->cpu(opt->threads > 0 ? opt->threads : omp_get_num_procs(), opt->repeats);
           }};
 }
