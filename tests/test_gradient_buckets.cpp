@@ -11,6 +11,8 @@
 //    equal to a float64 sum of the two gradients the steps computed separately (to f32 rounding).
 //  * ZeRO-1 ownership with a world of 3 (a communicator that only reports its rank and size):
 //    the ranks' owned parameters partition the parameters, and every rank owns some.
+//  * How an update's batches are dealt to the ranks (train/data_parallel.h): by tokens, worked
+//    through by hand.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -22,6 +24,7 @@
 #include "models/transformer.h"
 #include "steps/steps.h"
 #include "tests/test_env.h"
+#include "train/data_parallel.h"
 #include "train/gradient_buckets.h"
 
 using namespace pillars;
@@ -193,4 +196,17 @@ TEST_CASE("gradient bucket layout: whole parameters, and ZeRO-1 owners that shar
   CHECK(sum == all.size());                 // no parameter owned twice
   CHECK(all.size() == m.params.names().size()); // and none left out
   for (const auto& o : owned) CHECK(!o.empty()); // every rank has a share
+}
+
+TEST_CASE("an update's batches are dealt to the ranks by tokens, the largest first") {
+  // Sizes 10, 50, 30, 30, 5 on 2 ranks: 50 → rank 0; 30 → rank 1; 30 → rank 1 (30 < 50); 10 → rank 0
+  // (50 < 60); 5 → rank 0 (a tie of 60 and 60 goes to the lower rank). Loads 65 and 60.
+  const std::vector<int64_t> tokens = {10, 50, 30, 30, 5};
+  CHECK(train::batches_of_rank(tokens, 0, 2) == std::vector<int64_t>{0, 1, 4});
+  CHECK(train::batches_of_rank(tokens, 1, 2) == std::vector<int64_t>{2, 3});
+  // Equal sizes: round-robin, as j ≡ rank (mod size); more ranks than batches: some get none.
+  CHECK(train::batches_of_rank({8, 8, 8, 8, 8}, 1, 3) == std::vector<int64_t>{1, 4});
+  CHECK(train::batches_of_rank({8, 8}, 2, 3).empty());
+  // One process trains them all, in order.
+  CHECK(train::batches_of_rank(tokens, 0, 1) == std::vector<int64_t>{0, 1, 2, 3, 4});
 }

@@ -1,6 +1,7 @@
 // See data_parallel.h.
 #include "train/data_parallel.h"
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -8,9 +9,17 @@
 
 namespace pillars::train {
 
-std::vector<int64_t> batches_of_rank(int64_t batches, int rank, int size) {
-  std::vector<int64_t> mine;
-  for (int64_t j = rank; j < batches; j += size) mine.push_back(j);
+std::vector<int64_t> batches_of_rank(const std::vector<int64_t>& tokens, int rank, int size) {
+  std::vector<int64_t> order(tokens.size());
+  for (size_t j = 0; j < order.size(); ++j) order[j] = static_cast<int64_t>(j);
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return tokens[static_cast<size_t>(a)] > tokens[static_cast<size_t>(b)]; });
+  std::vector<int64_t> load(static_cast<size_t>(size), 0), mine;
+  for (const int64_t j : order) {
+    const size_t r = static_cast<size_t>(std::min_element(load.begin(), load.end()) - load.begin());
+    load[r] += tokens[static_cast<size_t>(j)];
+    if (static_cast<int>(r) == rank) mine.push_back(j);
+  }
+  std::sort(mine.begin(), mine.end());
   return mine;
 }
 

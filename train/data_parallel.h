@@ -3,10 +3,12 @@
 // of one process with update_freq N·u, computed in N pieces:
 //
 //   the update's batches    j = 0 … N·u−1 of the epoch's order (the same order on every rank: a
-//                           function of the seed and the epoch), dealt round-robin: rank r trains
-//                           j = r, r+N, r+2N, …; batches are cut to about data.max_tokens tokens
-//                           each, so every rank gets about the same number of tokens. Batch j's
-//                           dropout seed is a function of (seed, update, j) wherever it runs.
+//                           function of the seed and the epoch), dealt by tokens: the largest
+//                           batch first, each to the rank with the fewest tokens so far, so every
+//                           rank does about the same work (batches are cut to about
+//                           data.max_tokens tokens, padding included, but a length bucket's last
+//                           batch may be small). Batch j's dropout seed is a function of
+//                           (seed, update, j) wherever it runs.
 //   each rank               acc_r = Σ_{its j} tokens_j · ∇L_j      (tokens_j: batch j's target tokens)
 //   the all-reduce          acc   = Σ_r acc_r,   T = Σ_r Σ_{its j} tokens_j   (in buckets, started
 //                           while the backward still runs: train/gradient_buckets.h)
@@ -39,8 +41,10 @@
 
 namespace pillars::train {
 
-// The indices j in [0, batches) that `rank` of `size` trains: j ≡ rank (mod size).
-std::vector<int64_t> batches_of_rank(int64_t batches, int rank, int size);
+// The indices j of the update's batches that `rank` of `size` trains, ascending. tokens[j]: batch j's
+// size in tokens, padding included (the work it takes). Dealt largest first (ties: the lower j) to
+// the rank with the fewest tokens so far (ties: the lower rank); the same answer on every rank.
+std::vector<int64_t> batches_of_rank(const std::vector<int64_t>& tokens, int rank, int size);
 
 // ZeRO-1: the whole optimiser state, assembled at rank 0 into `whole` (a fresh optimiser of the same
 // kind) from every rank's entries of the parameters it owns (`owns`), so a checkpoint holds all of

@@ -219,7 +219,12 @@ class Loop {
     double loss_sum = 0;
     int64_t tokens = 0;
     task_.steps().set_progress(u, static_cast<double>(u) / static_cast<double>(std::max<int64_t>(planned_updates_, 1)));
-    const std::vector<int64_t> mine = batches_of_rank(k, comm_.rank(), comm_.size());
+    std::vector<int64_t> tokens_of(static_cast<size_t>(k)); // the work of each of the update's batches
+    for (int64_t j = 0; j < k; ++j) {
+      const Batch& b = batches[static_cast<size_t>(state_.batch_in_epoch + j)];
+      tokens_of[static_cast<size_t>(j)] = static_cast<int64_t>(b.indices.size()) * (b.Ts + b.Tt);
+    }
+    const std::vector<int64_t> mine = batches_of_rank(tokens_of, comm_.rank(), comm_.size());
     if (mine.empty()) { // the epoch's last update may leave a rank without a batch: it sends zeros
       buckets_->next_batch(true, true, /*counted=*/false);
       int64_t ignored = 0;
