@@ -18,6 +18,18 @@
 
 namespace pillars::testing {
 
+// True in a build instrumented by AddressSanitizer (PILLARS_SANITIZE). The tests whose point is what
+// a model learns in hundreds of updates skip there with a message: instrumented training is several
+// times slower (each took 4-9 minutes of CI's 90), and the same code runs under the sanitizers in
+// shorter runs (the first-updates pins, resume, keep_best, the GHT phases).
+inline bool sanitized_build() {
+#if defined(__SANITIZE_ADDRESS__)
+  return true;
+#else
+  return false;
+#endif
+}
+
 // True when $PILLARS_DATA is set and holds `dataset` (tests that need it skip with a message).
 inline bool have_dataset(const std::string& dataset) {
   if (!std::getenv("PILLARS_DATA")) return false;

@@ -64,6 +64,10 @@ Run train_for(const Experiment& e, const std::string& dir, bool resume) {
 } // namespace
 
 TEST_CASE("training: two hundred updates on Multi30k lower the validation loss by more than 2.5 nats") {
+  if (testing::sanitized_build()) {
+    MESSAGE("skipped under the sanitizers: a test of learning (tests/test_env.h, sanitized_build)");
+    return;
+  }
   if (!testing::have_dataset("multi30k-de-en")) {
     MESSAGE("skipped: PILLARS_DATA does not hold multi30k-de-en");
     return;
@@ -113,6 +117,10 @@ TEST_CASE("training: --resume refuses a directory without a run") {
 }
 
 TEST_CASE("training: a small language model learns Penn Treebank: one hundred updates lower the validation loss by 2 nats") {
+  if (testing::sanitized_build()) {
+    MESSAGE("skipped under the sanitizers: a test of learning (tests/test_env.h, sanitized_build)");
+    return;
+  }
   if (!std::getenv("PILLARS_DATA")) {
     MESSAGE("skipped: PILLARS_DATA is not set");
     return;
@@ -242,6 +250,10 @@ TEST_CASE("training: keep_best keeps exactly the best validated checkpoints, and
 }
 
 TEST_CASE("eval: --shuffle-sources pairs each target with another source, a model that reads its input loses, files are kept apart") {
+  if (testing::sanitized_build()) {
+    MESSAGE("skipped under the sanitizers: a test of learning (tests/test_env.h, sanitized_build)");
+    return;
+  }
   if (!testing::have_dataset("multi30k-de-en")) {
     MESSAGE("skipped: PILLARS_DATA does not hold multi30k-de-en");
     return;
