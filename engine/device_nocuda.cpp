@@ -14,6 +14,7 @@ namespace {
 int cuda_device_count() { return 0; }
 std::string cuda_unavailable_reason() { return "this build of pillars has no CUDA support"; }
 std::string cuda_device_name(int) { no_cuda(); }
+void cuda_use_device(int) { no_cuda(); }
 void* cuda_malloc_or_throw(size_t) { no_cuda(); }
 void cuda_free(void*) {}
 std::string cuda_memory_summary() { return "no CUDA"; }

@@ -43,7 +43,8 @@ Seq2SeqOptions step_model_options(float label_smoothing, bool train, AttentionBa
 
 // Told, while a training step's backward runs (CPU), as each parameter's gradient becomes final,
 // so it can be summed over the ranks of a data-parallel job before the backward ends
-// (train/gradient_buckets.h). For one run():
+// (train/gradient_buckets.h). On the GPU, where run() only queues the step, every gradient is
+// reported once the step is queued (work queued then runs after the step). For one run():
 //   begin(names, tokens)  the step's parameters, in the order of slots(), and the batch's target
 //                         tokens (StepInfo::target_tokens: the weight of its mean-loss gradient)
 //   ready(slot, grad)     once per parameter, in the order the backward finishes them; grad is a

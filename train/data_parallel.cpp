@@ -72,9 +72,10 @@ optim::NamedTensors deserialize(const std::string& in) {
 void gather_optimizer_state(dist::Communicator& comm, const optim::Optimizer& mine,
                             const std::function<bool(const std::string& param)>& owns, optim::Optimizer& whole) {
   optim::NamedTensors kept; // "step" (rank 0's, the same everywhere) and the owned parameters' entries
-  for (auto& [name, t] : mine.state()) {
+  for (auto& [name, t] : mine.state()) { // on the host (a GPU run keeps its state on the device)
     const size_t dot = name.rfind('.');
-    if (name == "step" ? comm.is_root() : dot != std::string::npos && owns(name.substr(0, dot))) kept.emplace_back(name, t);
+    if (name == "step" ? comm.is_root() : dot != std::string::npos && owns(name.substr(0, dot)))
+      kept.emplace_back(name, t.device() == Device::cpu ? t : t.to(Device::cpu));
   }
   const std::vector<std::string> parts = comm.gather(comm.is_root() ? std::string() : serialize(kept), 0);
   if (!comm.is_root()) return;

@@ -203,7 +203,8 @@ const std::vector<Entry>& entries() {
 
         section(F::section("parallel", "Data-parallel training, when mpirun or srun starts several processes (docs/SCALING.md); "
                                        "one process ignores it.")),
-        in(F::enumeration("parallel.backend", enum_names<DistBackend>(), "How the ranks sum gradients: mpi (MPI's collectives on the CPU); auto = mpi.")
+        in(F::enumeration("parallel.backend", enum_names<DistBackend>(), "How the ranks sum gradients: mpi (MPI's collectives, train.device cpu) or nccl (NCCL's, train.device cuda, "
+                                                                  "one GPU per rank); auto = the one for train.device.")
                .def("auto"),
            &E::parallel, &PS::backend),
         in(F::number("parallel.bucket_mb", "Gradients are summed over the ranks in buckets of about this many MB, the last layers' first.")

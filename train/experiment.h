@@ -66,10 +66,10 @@ constexpr auto enum_table(CheckpointChoice) {
 }
 
 // How a data-parallel job (several processes under mpirun or srun) sums its gradients: MPI's
-// collectives on the CPU (auto picks the one backend this build has for the run's device).
-enum class DistBackend : uint8_t { automatic, mpi };
+// collectives on the CPU, NCCL's on the GPU (auto: the one for train.device).
+enum class DistBackend : uint8_t { automatic, mpi, nccl };
 constexpr auto enum_table(DistBackend) {
-  return enum_words<DistBackend>({{DistBackend::automatic, "auto"}, {DistBackend::mpi, "mpi"}});
+  return enum_words<DistBackend>({{DistBackend::automatic, "auto"}, {DistBackend::mpi, "mpi"}, {DistBackend::nccl, "nccl"}});
 }
 
 // The members carry no defaults of their own: parse_experiment() fills every one from the table

@@ -11,8 +11,9 @@
 
 namespace pillars::train {
 
-GradientBuckets::GradientBuckets(dist::Communicator& comm, ParamStore& params, double bucket_mb, int zero_stage, bool overlap)
-    : comm_(comm), params_(params), bucket_bytes_(std::max<int64_t>(4, static_cast<int64_t>(bucket_mb * 1024 * 1024))),
+GradientBuckets::GradientBuckets(dist::Communicator& comm, ParamStore& params, double bucket_mb, int zero_stage, bool overlap,
+                                 dist::DeviceSums* device_sums)
+    : comm_(comm), device_sums_(device_sums), params_(params), bucket_bytes_(std::max<int64_t>(4, static_cast<int64_t>(bucket_mb * 1024 * 1024))),
       zero_stage_(zero_stage), overlap_(overlap) {
   PILLARS_CHECK(zero_stage == 0 || zero_stage == 1, "gradient buckets: ZeRO stage ", zero_stage, " (0 or 1)");
 }
@@ -52,7 +53,10 @@ void GradientBuckets::lay_out(const std::vector<std::string>& names) {
     }
   }
   slots_.clear(), owned_.clear(), slot_of_.clear();
-  for (size_t b = 0; b < buckets_.size(); ++b) buckets_[b].flat = Tensor::empty({bucket_numel[b]});
+  device_ = n > 0 ? params_.get(names[0]).device() : Device::cpu;
+  if (device_ == Device::cuda && device_sums_ == nullptr && comm_.size() > 1)
+    throw Error("data-parallel training on the GPU sums gradients with NCCL (parallel.backend \"nccl\")");
+  for (size_t b = 0; b < buckets_.size(); ++b) buckets_[b].flat = Tensor::empty({bucket_numel[b]}, DType::f32, device_);
   for (size_t k = 0; k < n; ++k) {
     const Tensor& value = params_.get(names[k]);
     Bucket& b = buckets_[bucket_of_[k]];
@@ -78,19 +82,21 @@ void GradientBuckets::ready(size_t slot, const Tensor& grad) {
   PILLARS_CHECK(slot < slots_.size() && !reported_[slot], "gradient buckets: slot ", slot, " reported twice or unknown");
   reported_[slot] = true;
   Tensor& acc = slots_[slot].grad;
-  if (!counted_) acc.fill(0.0f);
-  else {
-    PILLARS_CHECK(!grad.defined() || (grad.numel() == acc.numel() && grad.device() == Device::cpu),
-                  "gradient buckets: the gradient of ", names_[slot], " does not match its parameter");
-    optim::accumulate_weighted(Device::cpu, acc.numel(), acc.data<float>(), grad.defined() ? grad.data<float>() : nullptr,
-                               weight_, first_);
-  }
+  PILLARS_CHECK(!grad.defined() || (grad.numel() == acc.numel() && grad.device() == device_),
+                "gradient buckets: the gradient of ", names_[slot], " does not match its parameter");
+  // A rank without a batch adds nothing: weight 0 on no gradient writes zeros.
+  optim::accumulate_weighted(device_, acc.numel(), acc.data<float>(), grad.defined() && counted_ ? grad.data<float>() : nullptr,
+                             counted_ ? weight_ : 0.0f, first_);
   if (!last_) return;
   Bucket& b = buckets_[bucket_of_[slot]];
   if (--b.waiting == 0 && overlap_) start(b);
 }
 
 void GradientBuckets::start(Bucket& b) {
+  if (device_ == Device::cuda) { // queued on the stream behind the gradients: nothing to wait for
+    if (device_sums_) device_sums_->sum(b.flat.data<float>(), b.flat.numel(), b.owner);
+    return;
+  }
   b.ticket = comm_.start_sum(b.flat.data<float>(), b.flat.numel(), b.owner);
   ++in_flight_;
 }
@@ -129,14 +135,14 @@ bool GradientBuckets::owns(const std::string& param) const {
 }
 
 void GradientBuckets::divide(float tokens) {
-  for (optim::ParamSlot& s : owned_) optim::divide(Device::cpu, s.grad.numel(), s.grad.data<float>(), tokens);
+  for (optim::ParamSlot& s : owned_) optim::divide(device_, s.grad.numel(), s.grad.data<float>(), tokens);
 }
 
 double GradientBuckets::clip_grad_norm(float max_norm) {
   // ‖g‖² = Σ_slots Σ_elements g², summed over the slots in order, each slot's part by its owner.
   std::vector<double> squares(slots_.size(), 0.0);
   for (size_t k = 0; k < slots_.size(); ++k)
-    if (owns(names_[k])) squares[k] = optim::sum_of_squares(Device::cpu, slots_[k].grad.numel(), slots_[k].grad.data<float>());
+    if (owns(names_[k])) squares[k] = optim::sum_of_squares(device_, slots_[k].grad.numel(), slots_[k].grad.data<float>());
   if (zero_stage_ == 1) comm_.all_reduce_sum(squares.data(), static_cast<int64_t>(squares.size())); // x + 0 + … = x
   double sum = 0;
   for (const double s : squares) sum += s;
@@ -144,26 +150,20 @@ double GradientBuckets::clip_grad_norm(float max_norm) {
   if (!std::isfinite(norm)) return norm;
   const double coef = double(max_norm) / (norm + 1e-6);
   if (coef < 1)
-    for (optim::ParamSlot& s : owned_) optim::scale(Device::cpu, s.grad.numel(), s.grad.data<float>(), float(coef));
+    for (optim::ParamSlot& s : owned_) optim::scale(device_, s.grad.numel(), s.grad.data<float>(), float(coef));
   return norm;
 }
 
 void GradientBuckets::share_parameters() {
   if (zero_stage_ != 1) return;
   for (Bucket& b : buckets_) {
-    float* flat = b.flat.data<float>();
     const bool mine = b.owner == comm_.rank();
-    for (const size_t k : b.slots) { // the bucket's accumulator space now carries the new values
-      Tensor& value = slots_[k].value;
-      float* at = slots_[k].grad.data<float>();
-      if (mine) std::memcpy(at, value.data<float>(), static_cast<size_t>(value.numel()) * sizeof(float));
-    }
-    comm_.broadcast(flat, b.flat.numel() * static_cast<int64_t>(sizeof(float)), b.owner);
+    if (mine) // the bucket's accumulator space now carries the new values
+      for (const size_t k : b.slots) slots_[k].grad.copy_from(slots_[k].value);
+    if (device_ == Device::cuda) device_sums_->broadcast(b.flat.data<float>(), b.flat.numel(), b.owner);
+    else comm_.broadcast(b.flat.data<float>(), b.flat.numel() * static_cast<int64_t>(sizeof(float)), b.owner);
     if (mine) continue;
-    for (const size_t k : b.slots) {
-      Tensor& value = slots_[k].value;
-      std::memcpy(value.data<float>(), slots_[k].grad.data<float>(), static_cast<size_t>(value.numel()) * sizeof(float));
-    }
+    for (const size_t k : b.slots) slots_[k].value.copy_from(slots_[k].grad);
   }
 }
 

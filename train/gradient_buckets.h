@@ -30,6 +30,13 @@
 //
 // Every rank's parameters stay identical: the same summed gradient (stage 0) or the owner's update
 // (stage 1) reaches all of them, bit for bit.
+//
+// ON THE GPU (train.device "cuda", one GPU per rank). The buckets live in device memory and the
+// sums are NCCL's (engine/dist/device_sums.h), queued on the backend's stream. The GPU executor
+// queues the whole step (or replays it as one CUDA graph) before it returns, so the gradients are
+// reported after the step is queued; the accumulation and the sums are queued behind it, and the
+// host never waits. They do not yet overlap the backward (that needs the sums on a second stream,
+// started from events inside the step's graph).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -37,6 +44,7 @@
 #include <vector>
 
 #include "engine/dist/communicator.h"
+#include "engine/dist/device_sums.h"
 #include "engine/optim/optimizer.h"
 #include "engine/params.h"
 #include "steps/steps.h"
@@ -46,7 +54,9 @@ namespace pillars::train {
 class GradientBuckets final : public GradientObserver {
  public:
   // bucket_mb: the size a bucket fills up to; zero_stage 0 or 1; overlap: sum during the backward.
-  GradientBuckets(dist::Communicator& comm, ParamStore& params, double bucket_mb, int zero_stage, bool overlap);
+  // device_sums: NCCL, when the parameters are on the GPU (required then); comm sums host buffers.
+  GradientBuckets(dist::Communicator& comm, ParamStore& params, double bucket_mb, int zero_stage, bool overlap,
+                  dist::DeviceSums* device_sums = nullptr);
 
   // Before each of this rank's batches of an update: is it the rank's first (acc = instead of +=)
   // and its last (the sums start)? counted = false: a rank without a batch in this update runs one
@@ -91,7 +101,9 @@ class GradientBuckets final : public GradientObserver {
   void start(Bucket& b);
 
   dist::Communicator& comm_;
+  dist::DeviceSums* device_sums_;
   ParamStore& params_;
+  Device device_ = Device::cpu;                      // where the parameters and the buckets are
   int64_t bucket_bytes_;
   int zero_stage_;
   bool overlap_;

@@ -16,6 +16,7 @@
 #include "base/atomic_file.h"
 #include "base/run_guard.h"
 #include "engine/passes/flops.h"
+#include "kernels/cuda/nccl.h"
 #include "datasets/registry.h"
 #include "metrics/bleu.h"
 #include "metrics/perplexity.h"
@@ -343,9 +344,16 @@ void open_run_directory(const Experiment& e, const std::string& run_dir, const S
 // What a data-parallel job cannot do yet, refused before anything is written.
 void check_data_parallel(const Experiment& e, dist::Communicator& comm) {
   const std::string job = str_cat("a data-parallel job (", comm.describe(), ")");
-  if (e.train.device == Device::cuda)
-    throw InputError(str_cat("train.device \"cuda\" in ", job, " needs the NCCL backend, which is not built yet; "
-                             "train on the CPU or in one process"));
+  const bool gpu = e.train.device == Device::cuda;
+  if (e.parallel.backend == DistBackend::mpi && gpu)
+    throw InputError(str_cat("parallel.backend \"mpi\" sums gradients on the CPU, but train.device is \"cuda\" in ", job,
+                             ": use \"nccl\" or \"auto\""));
+  if (e.parallel.backend == DistBackend::nccl && !gpu)
+    throw InputError(str_cat("parallel.backend \"nccl\" sums gradients on GPUs, but train.device is \"cpu\" in ", job,
+                             ": use \"mpi\" or \"auto\""));
+  if (gpu && !nccl_available())
+    throw InputError(str_cat("train.device \"cuda\" in ", job, " needs NCCL, which this build of pillars lacks (it comes with "
+                             "the CUDA toolkit; configure where libnccl is found), or train on the CPU"));
   // V2S votes and gates are decided alike on every rank (train/head_phases.cpp); the importance
   // pass is not shared out yet. Refused before phase 1 rather than after it.
   if (e.prune.method == ght::PruneMethod::importance)

@@ -74,8 +74,9 @@ class Loop {
     if (e.train.max_updates > 0) planned_updates_ = std::min(planned_updates_, e.train.max_updates);
     schedule_ = make_schedule(e.optim, planned_updates_);
     if (comm_.size() > 1) { // data-parallel: gradients summed in buckets during the backward
+      if (e.train.device == Device::cuda) device_sums_ = std::make_unique<dist::DeviceSums>(comm_); // NCCL
       buckets_ = std::make_unique<GradientBuckets>(comm_, params_, e.parallel.bucket_mb, static_cast<int>(e.parallel.zero_stage),
-                                                   e.parallel.overlap);
+                                                   e.parallel.overlap, device_sums_.get());
       task_.steps().set_gradient_observer(buckets_.get());
     }
   }
@@ -499,6 +500,7 @@ class Loop {
   TrainerState state_;
   TrainerOutcome outcome_;
   std::vector<optim::ParamSlot> acc_;                 // one process, update_freq > 1: Σ tokens · grad
+  std::unique_ptr<dist::DeviceSums> device_sums_;     // a data-parallel job on GPUs: NCCL
   std::unique_ptr<GradientBuckets> buckets_;          // a data-parallel job: the same, summed over the ranks
   std::unique_ptr<optim::Optimizer> whole_optimizer_; // ZeRO-1, rank 0: the gathered state to save
   bool shed_optimizer_state_ = false;                 // ZeRO-1: the state of others' parameters dropped

@@ -31,6 +31,8 @@ int cuda_device_count() {
   return n;
 }
 
+void cuda_use_device(int ordinal) { PILLARS_CUDA_CHECK(cudaSetDevice(ordinal)); }
+
 std::string cuda_unavailable_reason() {
   int n = 0;
   const cudaError_t status = cudaGetDeviceCount(&n);

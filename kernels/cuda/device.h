@@ -18,6 +18,9 @@
 namespace pillars {
 
 int cuda_device_count();                 // 0 when built without CUDA or no GPU/driver is present
+// Makes this process use GPU `ordinal` instead of the first (the ranks of a data-parallel job on one
+// machine take one GPU each). Before anything else touches the GPU.
+void cuda_use_device(int ordinal);
 std::string cuda_unavailable_reason();   // why cuda_device_count() is 0 ("" when it is not)
 std::string cuda_device_name(int device); // e.g. "NVIDIA H100 80GB HBM3"
 
