@@ -34,7 +34,13 @@ void StepDecoder::bind_params(Executor& ex, const Graph& g) const {
 void StepDecoder::allocate_caches(int64_t rows, int64_t sentences, int64_t source_len) {
   cache_specs_ = decoder_caches(cfg_, rows, sentences, capacity_, source_len);
   caches_.clear();
-  for (const CacheSpec& c : cache_specs_) caches_.push_back(Tensor::empty(c.shape, DType::f32, device_));
+  // Zeroed once: a row's slots past its length are masked out of attention, but the GPU kernels
+  // read whole tiles of keys and multiply the masked values by a probability of 0, and 0 · NaN —
+  // left in recycled device memory — is NaN (kernels/cuda/attention.h). Zeros make them harmless.
+  for (const CacheSpec& c : cache_specs_) {
+    caches_.push_back(Tensor::empty(c.shape, DType::f32, device_));
+    caches_.back().fill(0.0f);
+  }
 }
 
 void StepDecoder::start(const std::vector<std::vector<int32_t>>& sources, int64_t rows_per_sentence, int64_t capacity) {

@@ -226,7 +226,10 @@ void Executor::rethrow_host_error() const {
 }
 
 Tensor Executor::fetch(ValueId v) const {
-  Tensor host = value(v).to(Device::cpu); // on the GPU: waits for the stream, host functions included
+  // A copy on the CPU too: value(v) there is a view of the arena, which the next run overwrites and
+  // the executor's destruction frees.
+  const Tensor& x = value(v);
+  Tensor host = x.device() == Device::cpu ? x.clone() : x.to(Device::cpu); // on the GPU: waits for the stream, host functions included
   rethrow_host_error();
   return host;
 }

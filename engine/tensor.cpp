@@ -243,6 +243,10 @@ Tensor Tensor::to(Device d) const {
 }
 
 void Tensor::fill(float value) {
+  if (device() != Device::cpu && value == 0.0f) { // +0 and −0 alike: every dtype's zero is all zero bytes
+    cuda_zero(raw(), nbytes());
+    return;
+  }
   if (device() != Device::cpu) { // fill on the host, copy once: fill is for setup, not for steps
     Tensor host = empty(shape_, dtype_);
     host.fill(value);

@@ -217,7 +217,7 @@ TEST_CASE("cuda ops: cuBLASLt's GELU epilogue against the exact GELU (informatio
   const double err = relative_error(gpu.fetch(y).to_vector(), cpu.value(y).to_vector());
   unsetenv("PILLARS_CUBLASLT_GELU");
   MESSAGE("CUBLASLT_EPILOGUE_GELU_AUX_BIAS vs the exact GELU on the CPU: relative error ", err,
-          err <= 1e-5 ? " (exact: it may become linear_act's default)" : " (not the exact GELU: keep the BIAS epilogue)");
+          std::string(err <= 1e-5 ? " (exact: it may become linear_act's default)" : " (not the exact GELU: keep the BIAS epilogue)"));
 }
 
 TEST_CASE("cuda ops: softmax, layer norm, cross-entropy, embedding, dropout, masked_fill match the CPU") {

@@ -450,7 +450,15 @@ TEST_CASE("decode on CUDA: the cache and beam ops equal their CPU kernels bit fo
     ex.run();
     return std::vector<Tensor>{ex.fetch(written), ex.fetch(c.scores), ex.fetch(c.index)};
   };
-  const auto cpu = run(Device::cpu), gpu = run(Device::cuda);
+  const auto cpu = run(Device::cpu), gpu = run(Device::cuda), gpu_again = run(Device::cuda);
+  auto values = [](const Tensor& t) {
+    std::string s;
+    for (int64_t i = 0; i < t.numel(); ++i)
+      s += t.dtype() == DType::i32 ? str_cat(" ", t.data<int32_t>()[i]) : str_cat(" ", t.data<float>()[i]);
+    return s;
+  };
+  INFO("scores: CPU", values(cpu[1]), " | GPU", values(gpu[1]), " | GPU again", values(gpu_again[1]));
+  INFO("index: CPU", values(cpu[2]), " | GPU", values(gpu[2]), " | GPU again", values(gpu_again[2]));
   // Rows 0..2 up to their filled slots plus the written slot are defined; compare those.
   const int32_t filled_v[3] = {2, 3, 1}, pos_v[3] = {2, 0, 1};
   for (int r = 0; r < 3; ++r)
@@ -459,4 +467,6 @@ TEST_CASE("decode on CUDA: the cache and beam ops equal their CPU kernels bit fo
         for (int w = 0; w < 4; ++w) CHECK(cpu[0].data<float>()[(r * 3 + t) * 4 + w] == gpu[0].data<float>()[(r * 3 + t) * 4 + w]);
   CHECK(std::memcmp(cpu[1].raw(), gpu[1].raw(), cpu[1].nbytes()) == 0);
   CHECK(std::memcmp(cpu[2].raw(), gpu[2].raw(), cpu[2].nbytes()) == 0);
+  CHECK(std::memcmp(gpu[1].raw(), gpu_again[1].raw(), gpu[1].nbytes()) == 0); // and the GPU repeats itself
+  CHECK(std::memcmp(gpu[2].raw(), gpu_again[2].raw(), gpu[2].nbytes()) == 0);
 }

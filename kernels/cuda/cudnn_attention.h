@@ -15,7 +15,9 @@
 // What it refuses, with a message naming train.attention_backend "cudnn": attention dropout
 // (cuDNN's Philox stream is not ours, so the masks could never match the CPU's), the
 // probabilities output (GHT's feature map A: the fused kernel never forms it), head dimensions
-// other than 32, 64, 128, and causal attention with Tq > Tk.
+// other than 32, 64, 128, causal attention with Tq > Tk, and causal attention with key padding and
+// Tq < Tk (cuDNN's results differed from ours there on an H200, cuDNN 9.14; the cause is not
+// established — perhaps the diagonal aligned to each row's key length rather than to Tk).
 //
 // Plain C++ (no CUDA or cuDNN types). In a build without cuDNN (PILLARS_NO_CUDNN, or cuDNN not
 // found) engine/device_nocudnn.cpp defines these functions: cudnn_available() is false and the
