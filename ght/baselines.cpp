@@ -248,7 +248,7 @@ ValueId ImportanceGateExtension::head_gate(Graph& g, const AttentionSite& site, 
 }
 
 HeadImportance head_importance(const TransformerConfig& cfg, const ParamStore& params, const TaskFactory& make_task,
-                               const ImportanceSettings& s) {
+                               const ImportanceSettings& s, dist::Communicator& comm) {
   ParamStore gated = params; // shallow: the model's tensors are shared, the gates are added to the copy only
   std::map<std::string, std::string> module_of; // gate parameter → module
   HeadImportance result;
@@ -267,7 +267,8 @@ HeadImportance head_importance(const TransformerConfig& cfg, const ParamStore& p
     PILLARS_CHECK(task != nullptr, "head_importance: the task factory returned no task");
     std::vector<train::Batch> batches = task->epoch(s.seed, 1);
     if (s.batches > 0 && static_cast<int64_t>(batches.size()) > s.batches) batches.resize(static_cast<size_t>(s.batches));
-    for (const train::Batch& batch : batches) {
+    for (size_t j = static_cast<size_t>(comm.rank()); j < batches.size(); j += static_cast<size_t>(comm.size())) {
+      const train::Batch& batch = batches[j];
       int64_t tokens = 0;
       task->train(batch, s.seed, tokens); // forward + backward: ∂L_b/∂ξ in the slots
       for (const optim::ParamSlot& slot : task->steps().slots()) {
@@ -280,6 +281,11 @@ HeadImportance head_importance(const TransformerConfig& cfg, const ParamStore& p
       ++result.batches;
       result.tokens += tokens;
     }
+  }
+  if (comm.size() > 1) { // every rank holds the same modules, in the map's order: add the ranks' sums
+    for (auto& [module, I] : result.raw) comm.all_reduce_sum(I.data(), static_cast<int64_t>(I.size()));
+    comm.all_reduce_sum(&result.batches, 1);
+    comm.all_reduce_sum(&result.tokens, 1);
   }
 
   for (const auto& [module, I] : result.raw) { // Î_h = I_h / ‖I_module‖₂

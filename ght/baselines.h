@@ -86,6 +86,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/dist/communicator.h"
 #include "engine/params.h"
 #include "ght/feature_maps.h"
 #include "ght/prune.h"
@@ -258,8 +259,12 @@ struct HeadImportance {
 
 // `params` is not modified: the gates live in a shallow copy (the model's tensors are shared, not
 // duplicated; nothing writes them — no optimiser step is taken).
+// In a data-parallel job (`comm` of several ranks) rank r takes batches r, r + N, r + 2N, … of the
+// same fixed order, and the ranks add their sums I_h (double; batches and tokens exactly), so every
+// rank returns the scores of one process over all the batches, to the rounding of a sum in another
+// order (~1e-16 relative: only an exact tie between two heads could be broken differently).
 HeadImportance head_importance(const TransformerConfig& cfg, const ParamStore& params, const TaskFactory& make_task,
-                               const ImportanceSettings& s = {});
+                               const ImportanceSettings& s = {}, dist::Communicator& comm = dist::single_process());
 
 // ---- 5. Selection --------------------------------------------------------------------------------
 

@@ -4,8 +4,9 @@
 # updates, since they train the same batches with the same dropout seeds and only add the gradients
 # in another order. Run on CI's two cores (oversubscribed: 3 ranks on 2 cores). Covered: a language
 # model and translation; 2 and 3 ranks; ZeRO-1 on and off; small buckets (many sums in flight during
-# the backward) and the sums after the backward (parallel.overlap false); GCT on; V2S voting and
-# head removal in a job; a checkpoint resumed on another world size; SIGTERM; kill -9 of a rank.
+# the backward) and the sums after the backward (parallel.overlap false); GCT on; V2S voting, the
+# importance baseline and head removal in a job; a checkpoint resumed on another world size;
+# SIGTERM; kill -9 of a rank.
 #
 # Tolerance. Two ranks with u = 1 add two partial gradients, which is the one process's sum in the
 # same rounding (a + b = b + a exactly): those cases are checked bit for bit, parameters and optimiser
@@ -121,6 +122,23 @@ assert pa == pb, (pa, pb)
 print("V2S: 2 ranks voted as one process on", a["batches"], "batches and kept the same heads")
 PY
 compare "$W/v2s1/pruned" "$W/v2s2/pruned" 1 "V2S then fine-tuning of the pruned model, 2 ranks vs 1 process × 2" 5
+# The importance baseline (Michel et al.) in a job: rank r sums |∂L/∂ξ_h| over batches r, r + 2, …
+# and the ranks add their sums, so importance.json and the heads kept are one process's.
+IMP="--set prune.method=importance --set prune.trigger=epoch --set prune.epoch=0 --set prune.vote_batches=6 --set prune.finetune_updates=5 --set prune.heads=2"
+"$P" train "$EXP" --out "$W/imp1" $LM $IMP --set train.update_freq=2 || fail "one process (importance)"
+mpirun -np 2 "$P" train "$EXP" --out "$W/imp2" $LM $IMP --set train.update_freq=1 || fail "2 ranks (importance)"
+python3 - "$W/imp1" "$W/imp2" <<'PY' || fail "importance: 2 ranks' scores differ from one process's"
+import json, sys
+a, b = (json.load(open(d + "/importance.json")) for d in sys.argv[1:])
+assert a["batches"] == b["batches"] == 6, (a["batches"], b["batches"])
+assert a["normalized"].keys() == b["normalized"].keys()
+for m in a["normalized"]:
+    assert all(abs(s - t) <= 1e-12 for s, t in zip(a["normalized"][m], b["normalized"][m], strict=True)), m
+pa, pb = (json.load(open(d + "/prune.json"))["modules"] for d in sys.argv[1:])
+assert pa == pb, (pa, pb)
+print("importance: 2 ranks scored the heads as one process on", a["batches"], "batches and kept the same heads")
+PY
+compare "$W/imp1/pruned" "$W/imp2/pruned" 1 "importance pruning then fine-tuning, 2 ranks vs 1 process × 2" 5
 # A checkpoint does not depend on the world size: 2 ranks under ZeRO-1 train 10 updates (the
 # optimiser state gathered from both into checkpoint_last), then one process (update_freq 2: the
 # same batches per update) resumes to 20 and ends where the 1-process run did, bit for bit; so

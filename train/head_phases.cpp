@@ -110,8 +110,9 @@ void copy_if_exists(const fs::path& from, const fs::path& to) {
 }
 
 // The heads to keep, by prune.method. In a data-parallel job every rank decides the same heads: the
-// ranks vote on shares of the batches and sum the tallies (ght/voting.h); gates read the parameters,
-// which are the same everywhere. Rank 0 alone writes votes.json.
+// ranks vote (or sum importance) on shares of the batches and sum the tallies (ght/voting.h,
+// ght/baselines.h); gates read the parameters, which are the same everywhere. Rank 0 alone writes
+// votes.json or importance.json.
 ght::HeadSelection choose_heads(const Experiment& e, const TransformerConfig& cfg, ParamStore& params,
                                 const TaskHooks& hooks, const std::string& run_dir, bool quiet, dist::Communicator& comm) {
   const int keep = static_cast<int>(e.prune.heads > 0 ? e.prune.heads : e.heads.groups);
@@ -130,17 +131,14 @@ ght::HeadSelection choose_heads(const Experiment& e, const TransformerConfig& cf
       return r.selection();
     }
     case ght::PruneMethod::importance: {
-      if (comm.size() > 1)
-        throw InputError(str_cat("prune.method \"importance\" in a data-parallel job (", comm.describe(),
-                                 "): the importance pass is not shared across ranks yet; prune in one process (pillars prune)"));
       ght::ImportanceSettings s;
       s.batches = e.prune.vote_batches;
       s.seed = static_cast<uint64_t>(e.seed);
       const ght::HeadImportance importance = ght::head_importance(
           cfg, params, [&](ParamStore& p, std::shared_ptr<GraphExtension> ext) { return hooks.make_task(cfg, p, 0.0f, std::move(ext)); },
-          s);
+          s, comm);
       nlohmann::json j = {{"method", "importance"}, {"batches", importance.batches}, {"normalized", importance.normalized}};
-      io::atomic_write_file((fs::path(run_dir) / "importance.json").string(), j.dump(1) + "\n");
+      if (comm.is_root()) io::atomic_write_file((fs::path(run_dir) / "importance.json").string(), j.dump(1) + "\n");
       return ght::top_k_selection(importance.normalized, keep);
     }
     case ght::PruneMethod::gates: return ght::top_k_selection(ght::expected_gates(params, cfg), keep);

@@ -354,11 +354,6 @@ void check_data_parallel(const Experiment& e, dist::Communicator& comm) {
   if (gpu && !nccl_available())
     throw InputError(str_cat("train.device \"cuda\" in ", job, " needs NCCL, which this build of pillars lacks (it comes with "
                              "the CUDA toolkit; configure where libnccl is found), or train on the CPU"));
-  // V2S votes and gates are decided alike on every rank (train/head_phases.cpp); the importance
-  // pass is not shared out yet. Refused before phase 1 rather than after it.
-  if (e.prune.method == ght::PruneMethod::importance)
-    throw InputError(str_cat("prune.method \"importance\" in ", job,
-                             ": the importance pass is not shared across ranks yet; train in one process"));
 }
 
 } // namespace
