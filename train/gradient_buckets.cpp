@@ -62,7 +62,7 @@ void GradientBuckets::lay_out(const std::vector<std::string>& names) {
     Bucket& b = buckets_[bucket_of_[k]];
     slots_.push_back({names[k], value, b.flat.slice0(offset[k], offset[k] + value.numel()).reshape(value.shape())});
     slot_of_[names[k]] = k;
-    if (b.owner == dist::Communicator::kEveryRank || b.owner == comm_.rank()) owned_.push_back(slots_.back());
+    if (owns_bucket(b)) owned_.push_back(slots_.back());
   }
   reported_.assign(n, false);
 }
@@ -130,9 +130,10 @@ std::vector<optim::ParamSlot>& GradientBuckets::finish() {
 bool GradientBuckets::owns(const std::string& param) const {
   const auto it = slot_of_.find(param);
   if (it == slot_of_.end()) return true; // not laid out (no gradient yet): nobody has dropped its state
-  const int owner = buckets_[bucket_of_[it->second]].owner;
-  return owner == dist::Communicator::kEveryRank || owner == comm_.rank();
+  return owns_bucket(buckets_[bucket_of_[it->second]]);
 }
+
+bool GradientBuckets::owns_bucket(const Bucket& b) const { return b.owner == dist::Communicator::kEveryRank || b.owner == comm_.rank(); }
 
 void GradientBuckets::divide(float tokens) {
   for (optim::ParamSlot& s : owned_) optim::divide(device_, s.grad.numel(), s.grad.data<float>(), tokens);
@@ -142,7 +143,7 @@ double GradientBuckets::clip_grad_norm(float max_norm) {
   // ‖g‖² = Σ_slots Σ_elements g², summed over the slots in order, each slot's part by its owner.
   std::vector<double> squares(slots_.size(), 0.0);
   for (size_t k = 0; k < slots_.size(); ++k)
-    if (owns(names_[k])) squares[k] = optim::sum_of_squares(device_, slots_[k].grad.numel(), slots_[k].grad.data<float>());
+    if (owns_bucket(buckets_[bucket_of_[k]])) squares[k] = optim::sum_of_squares(device_, slots_[k].grad.numel(), slots_[k].grad.data<float>());
   if (zero_stage_ == 1) comm_.all_reduce_sum(squares.data(), static_cast<int64_t>(squares.size())); // x + 0 + … = x
   double sum = 0;
   for (const double s : squares) sum += s;

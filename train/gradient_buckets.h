@@ -1,5 +1,7 @@
 // Gradient buckets: how the ranks of a data-parallel job sum their gradients while the backward is
-// still running, and how ZeRO-1 shares out the optimiser between them.
+// still running, and how ZeRO-1 shares out the optimiser between them. One process that
+// accumulates several batches per update (train.update_freq > 1) uses them too, as a job of one
+// rank: the accumulation is the same, and the sum over one rank is the bucket itself.
 //
 // LAYOUT. The gradients are laid out back to front (the last parameter first, since the backward
 // finishes the last layers first) in flat f32 buckets of about parallel.bucket_mb each (PyTorch
@@ -99,6 +101,7 @@ class GradientBuckets final : public GradientObserver {
   };
   void lay_out(const std::vector<std::string>& names);
   void start(Bucket& b);
+  bool owns_bucket(const Bucket& b) const; // this rank keeps its optimiser state (every rank at stage 0)
 
   dist::Communicator& comm_;
   dist::DeviceSums* device_sums_;

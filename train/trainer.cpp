@@ -73,8 +73,11 @@ class Loop {
     planned_updates_ = e.train.max_epochs * updates_per_epoch;
     if (e.train.max_updates > 0) planned_updates_ = std::min(planned_updates_, e.train.max_updates);
     schedule_ = make_schedule(e.optim, planned_updates_);
-    if (comm_.size() > 1) { // data-parallel: gradients summed in buckets during the backward
-      if (e.train.device == Device::cuda) device_sums_ = std::make_unique<dist::DeviceSums>(comm_); // NCCL
+    // Gradients accumulated over several batches (update_freq > 1), or summed over the ranks of a
+    // data-parallel job: in buckets, as the backward makes them (gradient_buckets.h; in one process
+    // the sums over one rank are the buckets themselves).
+    if (comm_.size() > 1 || e.train.update_freq > 1) {
+      if (comm_.size() > 1 && e.train.device == Device::cuda) device_sums_ = std::make_unique<dist::DeviceSums>(comm_); // NCCL
       buckets_ = std::make_unique<GradientBuckets>(comm_, params_, e.parallel.bucket_mb, static_cast<int>(e.parallel.zero_stage),
                                                    e.parallel.overlap, device_sums_.get());
       task_.steps().set_gradient_observer(buckets_.get());
@@ -246,12 +249,11 @@ class Loop {
       }
       loss_sum += static_cast<double>(loss) * static_cast<double>(batch_tokens);
       tokens += batch_tokens;
-      if (!buckets_ && k > 1) accumulate(static_cast<float>(batch_tokens), m == 0);
     }
     const float lr = schedule_->lr(u);
-    if (buckets_) step_data_parallel(loss_sum, tokens, lr);
-    else {
-      std::vector<optim::ParamSlot>& slots = k > 1 ? finish_accumulation(static_cast<float>(tokens)) : task_.steps().slots();
+    if (buckets_) step_from_buckets(loss_sum, tokens, lr);
+    else { // one process, one batch per update: the step's own gradients
+      std::vector<optim::ParamSlot>& slots = task_.steps().slots();
       if (e_.optim.clip_norm > 0) optim::clip_grad_norm(slots, static_cast<float>(e_.optim.clip_norm));
       optimizer_->step(slots, lr);
     }
@@ -265,10 +267,12 @@ class Loop {
     if (o_.after_update && voice_) o_.after_update(state_);
   }
 
-  // The end of a data-parallel update (gradient_buckets.h): wait for the buckets' sums, add up the
-  // ranks' losses and tokens, then step the parameters this rank owns (all of them at ZeRO stage 0)
-  // and, under ZeRO-1, receive the others' from their owners. loss_sum and tokens become the job's.
-  void step_data_parallel(double& loss_sum, int64_t& tokens, float lr) {
+  // The end of an update whose gradients are in buckets (gradient_buckets.h): wait for the buckets'
+  // sums, add up the ranks' losses and tokens, divide by the tokens (the gradient of the mean loss
+  // over all target tokens of the update), then step the parameters this rank owns (all of them at
+  // ZeRO stage 0) and, under ZeRO-1, receive the others' from their owners. loss_sum and tokens
+  // become the job's.
+  void step_from_buckets(double& loss_sum, int64_t& tokens, float lr) {
     buckets_->finish();
     double totals[2] = {loss_sum, static_cast<double>(tokens)};
     comm_.all_reduce_sum(totals, 2);
@@ -283,26 +287,6 @@ class Loop {
         if (!buckets_->owns(name)) optimizer_->forget(name);
       shed_optimizer_state_ = true;
     }
-  }
-
-  // Gradient accumulation for update_freq > 1: acc = Σ_batches tokens · grad, then / Σ tokens, so
-  // the update uses the gradient of the mean loss over all target tokens of the update.
-  void accumulate(float tokens, bool first) {
-    std::vector<optim::ParamSlot>& s = task_.steps().slots();
-    if (acc_.size() != s.size()) {
-      acc_.clear();
-      for (const auto& slot : s)
-        acc_.push_back({slot.name, slot.value, Tensor::empty(slot.value.shape(), DType::f32, slot.value.device())});
-    }
-    for (size_t i = 0; i < s.size(); ++i) {
-      Tensor& a = acc_[i].grad;
-      optim::accumulate_weighted(a.device(), a.numel(), a.data<float>(), s[i].grad.defined() ? s[i].grad.data<float>() : nullptr,
-                                 tokens, first);
-    }
-  }
-  std::vector<optim::ParamSlot>& finish_accumulation(float tokens) {
-    for (auto& slot : acc_) optim::divide(slot.grad.device(), slot.grad.numel(), slot.grad.data<float>(), tokens);
-    return acc_;
   }
 
   // How long the run will take, said once, early: the pace of this session's updates 2..11 (the
@@ -499,9 +483,8 @@ class Loop {
   Clock::time_point timing_start_;
   TrainerState state_;
   TrainerOutcome outcome_;
-  std::vector<optim::ParamSlot> acc_;                 // one process, update_freq > 1: Σ tokens · grad
   std::unique_ptr<dist::DeviceSums> device_sums_;     // a data-parallel job on GPUs: NCCL
-  std::unique_ptr<GradientBuckets> buckets_;          // a data-parallel job: the same, summed over the ranks
+  std::unique_ptr<GradientBuckets> buckets_;          // update_freq > 1 or a job: Σ tokens · grad (over the ranks)
   std::unique_ptr<optim::Optimizer> whole_optimizer_; // ZeRO-1, rank 0: the gathered state to save
   bool shed_optimizer_state_ = false;                 // ZeRO-1: the state of others' parameters dropped
   bool save_due_ = false;                             // agreed_limit: save_every_minutes has come

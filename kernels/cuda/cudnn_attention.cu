@@ -487,7 +487,10 @@ void cudnn_attention_check(const CudnnAttentionArgs& a) {
   PILLARS_CHECK(!a.causal || a.Tq <= a.Tk, who, ": causal attention with more queries than keys (Tq ", a.Tq, " > Tk ", a.Tk,
                 ") is not supported: cuDNN aligns the causal diagonal bottom-right only when Tq <= Tk", instead);
   // Measured on an H200 (cuDNN 9.14): with key padding and Tq < Tk, cuDNN's causal result is not
-  // ours (relative error ~1 in O, lse and the gradients), though each alone matches.
+  // ours (relative error ~1 in O, lse and the gradients), though each alone matches. Not
+  // established why; likely, the fused engine takes our spelled-out diagonal for its own
+  // bottom-right causal mask, which with padding it aligns per batch row (seq_len_kv[b] −
+  // seq_len_q[b], as cudnn-frontend's reference implementation does), not to Tk − Tq.
   PILLARS_CHECK(!a.causal || a.Tq == a.Tk || a.key_lengths == nullptr, who,
                 ": causal attention with key padding and fewer queries than keys (Tq ", a.Tq, " < Tk ", a.Tk,
                 ") is not supported: cuDNN's result differs from ours there", instead);
