@@ -12,7 +12,7 @@
 #include <limits>
 
 #include "base/error.h"
-#include "kernels/cpu/vec_math.h" // PILLARS_SIMD_CLONES
+#include "kernels/cpu/vec_math.h" // PILLARS_PER_ISA
 
 namespace pillars::ght {
 
@@ -76,7 +76,7 @@ ValidRows valid_rows(const Tensor& x, const std::vector<int32_t>& lengths) {
 //   S[r][c] += Σ_n X[n][r] · X[n][c]
 // Each token's row of X is read once for R rows of S, and the inner loop runs along a row of S
 // (independent sums, so it vectorises without reassociating anything).
-PILLARS_SIMD_CLONES void gram_rows(const double* X, int64_t N, int64_t M, int64_t r0, int64_t R, double* S) {
+PILLARS_VEC_INLINE void gram_rows_body(const double* X, int64_t N, int64_t M, int64_t r0, int64_t R, double* S) {
   for (int64_t n = 0; n < N; ++n) {
     const double* x = X + n * M;
     for (int64_t k = 0; k < R; ++k) {
@@ -86,6 +86,9 @@ PILLARS_SIMD_CLONES void gram_rows(const double* X, int64_t N, int64_t M, int64_
     }
   }
 }
+PILLARS_PER_ISA(void, gram_rows,
+                (const double* X, int64_t N, int64_t M, int64_t r0, int64_t R, double* S),
+                (X, N, M, r0, R, S))
 
 // S = XᵀX (M × M, symmetric) for the valid rows X (N × M).
 std::vector<double> cross_gram(const ValidRows& x) {

@@ -5,7 +5,7 @@
 // corrected by −(1 − ε) · scale. The mean over rows is summed in double, in row order.
 //
 // Compiled with -fno-trapping-math (the pragma must precede every include, so that the inlined
-// fast_exp/fast_log get it too): under GCC's default -ftrapping-math the AVX2 and SSE2 clones
+// fast_exp/fast_log get it too): under GCC's default -ftrapping-math the AVX2 and SSE2 versions
 // leave loops over fast_exp scalar, because GCC will not if-convert its range clamps there (an
 // ordered float comparison "may trap"). Pillars never reads floating-point exception flags, so
 // nothing is lost; if the build ever adds -fno-trapping-math globally, this line can go.
@@ -29,7 +29,7 @@ struct RowResult {
   float lse, loss;
 };
 
-PILLARS_SIMD_CLONES RowResult forward_row(const float* x, int32_t target, int64_t V, float smoothing) {
+PILLARS_VEC_INLINE RowResult forward_row_body(const float* x, int32_t target, int64_t V, float smoothing) {
   float m = -std::numeric_limits<float>::infinity();
 #pragma omp simd reduction(max : m)
   for (int64_t v = 0; v < V; ++v) m = x[v] > m ? x[v] : m; // (vectorises at -O2, unlike std::max)
@@ -43,14 +43,21 @@ PILLARS_SIMD_CLONES RowResult forward_row(const float* x, int32_t target, int64_
   const float loss = lse - (1.0f - smoothing) * x[target] - smoothing / static_cast<float>(V) * sum_x;
   return RowResult{lse, loss};
 }
+PILLARS_PER_ISA(RowResult, forward_row,
+                (const float* x, int32_t target, int64_t V, float smoothing),
+                (x, target, V, smoothing))
 
-PILLARS_SIMD_CLONES void backward_row(const float* x, int32_t target, float lse, int64_t V,
-                                      float smoothing, float scale, float* dx) {
+PILLARS_VEC_INLINE void backward_row_body(const float* x, int32_t target, float lse, int64_t V,
+                                          float smoothing, float scale, float* dx) {
   const float uniform = smoothing / static_cast<float>(V);
 #pragma omp simd
   for (int64_t v = 0; v < V; ++v) dx[v] = (fast_exp(x[v] - lse) - uniform) * scale;
   dx[target] -= (1.0f - smoothing) * scale;
 }
+PILLARS_PER_ISA(void, backward_row,
+                (const float* x, int32_t target, float lse, int64_t V, float smoothing, float scale,
+                 float* dx),
+                (x, target, lse, V, smoothing, scale, dx))
 
 } // namespace
 

@@ -9,7 +9,7 @@
 // Work is split over OpenMP threads by rows (or row tiles) when the tensor is large.
 //
 // Compiled with -fno-trapping-math (the pragma must precede every include, so that the inlined
-// fast_exp/fast_log get it too): under GCC's default -ftrapping-math the AVX2 and SSE2 clones
+// fast_exp/fast_log get it too): under GCC's default -ftrapping-math the AVX2 and SSE2 versions
 // leave loops over fast_exp scalar, because GCC will not if-convert its range clamps there (an
 // ordered float comparison "may trap"). Pillars never reads floating-point exception flags, so
 // nothing is lost; if the build ever adds -fno-trapping-math globally, this line can go.
@@ -40,7 +40,7 @@ inline RowStats row_stats(float m, float s) {
 
 // ---- contiguous rows -----------------------------------------------------------------------------
 
-PILLARS_SIMD_CLONES void forward_row(const float* x, float* y, int64_t n, bool log) {
+PILLARS_VEC_INLINE void forward_row_body(const float* x, float* y, int64_t n, bool log) {
   float m = kNegInf;
 #pragma omp simd reduction(max : m)
   for (int64_t l = 0; l < n; ++l) m = x[l] > m ? x[l] : m; // (this form vectorises at -O2; std::max does not)
@@ -60,8 +60,9 @@ PILLARS_SIMD_CLONES void forward_row(const float* x, float* y, int64_t n, bool l
     for (int64_t l = 0; l < n; ++l) y[l] *= st.inv_sum;
   }
 }
+PILLARS_PER_ISA(void, forward_row, (const float* x, float* y, int64_t n, bool log), (x, y, n, log))
 
-PILLARS_SIMD_CLONES void backward_row(const float* y, const float* g, float* dx, int64_t n, bool log) {
+PILLARS_VEC_INLINE void backward_row_body(const float* y, const float* g, float* dx, int64_t n, bool log) {
   float dot = 0.0f; // Σ g (log-softmax) or Σ g·y (softmax)
   if (log) {
 #pragma omp simd reduction(+ : dot)
@@ -75,12 +76,15 @@ PILLARS_SIMD_CLONES void backward_row(const float* y, const float* g, float* dx,
     for (int64_t l = 0; l < n; ++l) dx[l] = y[l] * (g[l] - dot);
   }
 }
+PILLARS_PER_ISA(void, backward_row,
+                (const float* y, const float* g, float* dx, int64_t n, bool log),
+                (y, g, dx, n, log))
 
 // ---- tiles of strided rows -------------------------------------------------------------------------
 // x points at element (o, 0, c0); row j of the tile is x[j], x[j + inner], ..., width ≤ kTile.
 
-PILLARS_SIMD_CLONES void forward_tile(const float* x, float* y, int64_t len, int64_t inner,
-                                      int64_t width, bool log) {
+PILLARS_VEC_INLINE void forward_tile_body(const float* x, float* y, int64_t len, int64_t inner,
+                                          int64_t width, bool log) {
   float m[kTile], s[kTile];
   std::fill(m, m + width, kNegInf);
   std::fill(s, s + width, 0.0f);
@@ -100,9 +104,12 @@ PILLARS_SIMD_CLONES void forward_tile(const float* x, float* y, int64_t len, int
       y[l * inner + j] = log ? v - st[j].log_sum : fast_exp(v) * st[j].inv_sum;
     }
 }
+PILLARS_PER_ISA(void, forward_tile,
+                (const float* x, float* y, int64_t len, int64_t inner, int64_t width, bool log),
+                (x, y, len, inner, width, log))
 
-PILLARS_SIMD_CLONES void backward_tile(const float* y, const float* g, float* dx, int64_t len,
-                                       int64_t inner, int64_t width, bool log) {
+PILLARS_VEC_INLINE void backward_tile_body(const float* y, const float* g, float* dx, int64_t len,
+                                           int64_t inner, int64_t width, bool log) {
   float dot[kTile];
   std::fill(dot, dot + width, 0.0f);
   for (int64_t l = 0; l < len; ++l)
@@ -119,6 +126,10 @@ PILLARS_SIMD_CLONES void backward_tile(const float* y, const float* g, float* dx
       dx[k] = log ? g[k] - fast_exp(yk) * dot[j] : yk * (g[k] - dot[j]);
     }
 }
+PILLARS_PER_ISA(void, backward_tile,
+                (const float* y, const float* g, float* dx, int64_t len, int64_t inner, int64_t width,
+                 bool log),
+                (y, g, dx, len, inner, width, log))
 
 // ---- the drivers: one work item per contiguous row, or per tile of strided rows ------------------
 

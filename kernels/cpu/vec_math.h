@@ -20,28 +20,52 @@
 //   Accuracy: ≤ 2 ulp for normal x > 0; x = 0 → −inf, x < 0 or NaN → NaN, +inf → +inf. Denormal
 //   inputs are treated as 0 (→ −inf) — the kernels only take logs of sums ≥ 1.
 //
-// Vectorisation note: GCC vectorises loops calling these in every clone only under
+// Vectorisation note: GCC vectorises loops calling these in every version only under
 // -fno-trapping-math (with the default -ftrapping-math it refuses to if-convert the range clamps
-// in the AVX2 and SSE2 clones); the kernel files using them say so with a pragma.
+// in the AVX2 and SSE2 versions); the kernel files using them say so with a pragma.
 //
 // ODR note: the functions are `static inline` with always_inline, so each caller compiled for
-// AVX-512 (via PILLARS_SIMD_CLONES) gets its own inlined copy; no out-of-line copy compiled for a
+// AVX-512 (via PILLARS_PER_ISA) gets its own inlined copy; no out-of-line copy compiled for a
 // wider ISA can be picked by the linker for a baseline caller.
 #pragma once
 #include <bit>
 #include <cstdint>
 #include <limits>
 
-// Compile a hot loop three times (AVX-512, AVX2+FMA, baseline SSE2) and pick one at load time
-// from the CPU (GCC function multi-versioning). Used on the per-row functions of the softmax,
-// layer-norm and cross-entropy kernels; the calls are per row, so the dispatch cost is nil.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define PILLARS_SIMD_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define PILLARS_SIMD_CLONES
-#endif
+#include "kernels/cpu/cpu_features.h"
 
 #define PILLARS_VEC_INLINE static inline __attribute__((always_inline))
+
+// PILLARS_PER_ISA(ret, name, (params), (args)): a hot loop compiled three times — AVX-512
+// (x86-64-v4), AVX2 + FMA (x86-64-v3) and baseline SSE2 — with `name` calling the one that
+// active_isa() (kernels/cpu/cpu_features.h) names, from the body `name##_body`, which must be
+// PILLARS_VEC_INLINE so that each version inlines and vectorises it for its own ISA. Used on the
+// per-row functions of the softmax, layer-norm and cross-entropy kernels and on the head metrics'
+// Gram rows; the calls are per row, so the dispatch costs nothing measurable.
+//
+// Why not GCC's target_clones? It picks the version at load time from the CPU alone, so PILLARS_ISA
+// and the tests' force_isa could not reach these loops: the wider vectors sum their reductions in
+// another order, and a run on an AVX-512 machine then differs in the last bits from one on an
+// AVX2 machine even with PILLARS_ISA=avx2 (the first-updates pins, tests/first_updates.py, saw it
+// in the head metrics, small differences of large sums). Now the same ISA gives the same bits on
+// every machine that has it.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define PILLARS_PER_ISA(ret, name, params, args)                                                   \
+  __attribute__((target("arch=x86-64-v4"))) ret name##_avx512 params { return name##_body args; } \
+  __attribute__((target("arch=x86-64-v3"))) ret name##_avx2 params { return name##_body args; }   \
+  ret name##_generic params { return name##_body args; }                                          \
+  ret name params {                                                                               \
+    switch (::pillars::cpu::active_isa()) {                                                       \
+      case ::pillars::cpu::Isa::avx512: return name##_avx512 args;                                \
+      case ::pillars::cpu::Isa::avx2: return name##_avx2 args;                                    \
+      case ::pillars::cpu::Isa::generic: break;                                                   \
+    }                                                                                             \
+    return name##_generic args;                                                                   \
+  }
+#else
+#define PILLARS_PER_ISA(ret, name, params, args) \
+  ret name params { return name##_body args; }
+#endif
 
 namespace pillars::cpu {
 
