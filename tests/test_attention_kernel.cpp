@@ -489,6 +489,70 @@ TEST_CASE("attention kernel: rows that see no key give zeros, lse -inf and zero 
   for (double x : z.dq) CHECK(x == 0.0);
 }
 
+// Fills the padding slots of K and V (token t ≥ key_lengths[b] of batch row b) with NaN, as a
+// recycled buffer may hold there.
+void poison_padding_keys(Problem& pr, const Config& c) {
+  const AttentionParams& p = pr.p;
+  const int64_t HD = c.H * c.D;
+  float* k = c.fused_qkv ? pr.qkv_storage.data() + HD : pr.k_storage.data();
+  float* v = c.fused_qkv ? pr.qkv_storage.data() + 2 * HD : pr.v_storage.data();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (int64_t b = 0; b < c.B; ++b)
+    for (int64_t t = c.key_lengths[b]; t < c.Tk; ++t)
+      for (int64_t h = 0; h < c.H; ++h)
+        for (int64_t d = 0; d < c.D; ++d) {
+          at(k, p.k_batch_stride, p.k_token_stride, c.H, c.D, b, t, h, d) = nan;
+          at(v, p.v_batch_stride, p.v_token_stride, c.H, c.D, b, t, h, d) = nan;
+        }
+}
+
+TEST_CASE("attention kernel: keys past a row's key length are never read") {
+  // With NaN in the padding slots of K and V, every output and gradient must be *exactly* that of
+  // the same problem with finite values there (no kernel may read them: a masked probability of 0
+  // times NaN is still NaN), and dK, dV must be 0 past the length. run() also checks that no
+  // gradient is NaN. The reference and the fused kernels on every SIMD level; self-attention with a
+  // fused QKV buffer, causal and dropout, and cross-attention whose lengths cut a 64-key block.
+  Config self;
+  self.B = 3, self.H = 2, self.Tq = 65, self.Tk = 65, self.D = 32, self.causal = true;
+  self.key_lengths = {65, 20, 1}, self.fused_qkv = true, self.dropout = 0.1f;
+  Config cross;
+  cross.B = 3, cross.H = 2, cross.Tq = 33, cross.Tk = 130, cross.D = 20;
+  cross.key_lengths = {130, 70, 0};
+  struct Kernels {
+    const char* name;
+    Isa isa;
+    ForwardFn forward;
+    BackwardFn backward;
+  };
+  std::vector<Kernels> kernels = {
+      {"reference", available_isas().back(), attention_forward_reference, attention_backward_reference}};
+  for (Isa isa : available_isas()) kernels.push_back({"fused", isa, attention_forward, attention_backward});
+  for (const Config& c : {self, cross})
+    for (const Kernels& k : kernels) {
+      const ScopedIsa scoped(k.isa);
+      const std::string which = std::string(k.name) + " " + attention_isa() + ": " + c.describe();
+      INFO(which);
+      Problem clean(c), poisoned(c);
+      poison_padding_keys(poisoned, c);
+      const Results want = run(clean, c, k.forward, k.backward);
+      const Results got = run(poisoned, c, k.forward, k.backward);
+      CHECK(error(got.o, want.o) == 0.0);
+      CHECK(error(got.lse, want.lse) == 0.0);
+      CHECK(error(got.probs, want.probs) == 0.0);
+      CHECK(error(got.dq, want.dq) == 0.0);
+      CHECK(error(got.dk, want.dk) == 0.0);
+      CHECK(error(got.dv, want.dv) == 0.0);
+      bool padding_gradients_zero = true;
+      for (int64_t b = 0; b < c.B; ++b)
+        for (int64_t t = c.key_lengths[b]; t < c.Tk; ++t)
+          for (int64_t e = 0; e < c.H * c.D; ++e) {
+            const int64_t at_e = (b * c.Tk + t) * c.H * c.D + e;
+            padding_gradients_zero = padding_gradients_zero && got.dk[at_e] == 0.0 && got.dv[at_e] == 0.0;
+          }
+      CHECK(padding_gradients_zero);
+    }
+}
+
 TEST_CASE("attention kernel: dropout drops exactly the Philox elements") {
   // With V = the identity (Tk = D), O's row i is the dropped probability row itself:
   // O[i, j] = P[i, j] · Z[i, j]. So O[i, j] == 0 exactly where philox_uniform says "drop" (P > 0

@@ -590,6 +590,39 @@ TEST_CASE("cuda attention: the backward is deterministic") {
   }
 }
 
+TEST_CASE("cuda attention: keys past a row's key length are never read") {
+  // NaN in the padding slots of K and V (as a recycled buffer may hold) must change nothing: every
+  // output equals the run with finite values there, and none is NaN (a kernel that read a padding
+  // slot would turn its masked probability 0 into 0 · NaN = NaN). Both paths, causal or not; the
+  // lengths cut a key tile in the middle and leave one batch row with no keys.
+  if (no_gpu()) return;
+  for (Precision precision : {Precision::fp32, Precision::bf16})
+    for (bool causal : {false, true}) {
+      Case c;
+      c.B = 3, c.H = 2, c.Tq = 100, c.Tk = 130, c.D = 64;
+      c.causal = causal;
+      c.precision = precision;
+      c.key_lengths = {130, 70, 0};
+      INFO(c.name());
+      const Inputs clean = random_inputs(c, 53);
+      Inputs poisoned = clean;
+      for (int64_t b = 0; b < c.B; ++b)
+        for (int64_t t = c.key_lengths[b]; t < c.Tk; ++t)
+          for (int64_t h = 0; h < c.H; ++h)
+            for (int64_t d = 0; d < c.D; ++d)
+              poisoned.k[at(c, c.Tk, b, t, h, d)] = poisoned.v[at(c, c.Tk, b, t, h, d)] = std::nanf("");
+      const bool probs = precision == Precision::fp32;
+      const Results want = run_gpu(c, clean, probs, true), got = run_gpu(c, poisoned, probs, true);
+      for (const auto* field : {&got.o, &got.probs, &got.dq, &got.dk, &got.dv}) CHECK(non_finite(*field) == 0);
+      CHECK(got.o == want.o);
+      CHECK(got.lse == want.lse);
+      CHECK(got.probs == want.probs);
+      CHECK(got.dq == want.dq);
+      CHECK(got.dk == want.dk);
+      CHECK(got.dv == want.dv);
+    }
+}
+
 #else
 
 TEST_CASE("cuda attention: skipped in a build without CUDA") { MESSAGE("skipped: ", pillars::cuda_unavailable_reason()); }

@@ -42,6 +42,9 @@
 // MASKS are prefixes of the key axis (attention.h): row i sees keys [0, n_i). A key block beyond
 // every row's n_i is skipped (causal: the blocks above the diagonal; padding: the blocks past
 // key_lengths[b]); inside a block, the logits past n_i count as −inf, which the exp2 maps to 0.
+// Key and value rows past key_lengths[b] are never read: the forward's key loop stops before them
+// and the backward packs zeros in their place (their dK and dV are written as zeros), because a
+// masked probability of 0 times a NaN left in a padding slot would still be NaN.
 #include "kernels/cpu/attention.h"
 
 #include <omp.h>
@@ -391,13 +394,15 @@ void backward_key_block(const AttentionParams& p, const TileKernels& tiles, cons
   const auto v = head_rows(V, p.v_batch_stride, p.v_token_stride, p, b, h);
   const bool dropout = p.dropout_p > 0.0f;
   const float* pz = dropout ? t.pz : t.p;
+  // The block's keys that exist; the padding slots past them are packed as zeros, never read.
+  const int64_t real = clamp(attention_key_limit(p, b) - j0, 0, cols);
 
   // K and V of the block, zero-padded, and their transposes (from the packed copies, so the
   // padding comes along and the transpose reads L1).
-  prefetch_rows(k, j0, cols, D);
-  prefetch_rows(v, j0, cols, D);
-  pack_rows(k, j0, cols, cols_pad, D, Dp, t.k);
-  pack_rows(v, j0, cols, cols_pad, D, Dp, t.v);
+  prefetch_rows(k, j0, real, D);
+  prefetch_rows(v, j0, real, D);
+  pack_rows(k, j0, real, cols_pad, D, Dp, t.k);
+  pack_rows(v, j0, real, cols_pad, D, Dp, t.v);
   tiles.transpose(t.k, Dp, cols_pad, Dp, t.kt, kBlockK);
   tiles.transpose(t.v, Dp, cols_pad, Dp, t.vt, kBlockK);
 

@@ -14,7 +14,8 @@
 // Masks. Every mask is a *prefix* of the key axis: query row i of batch b sees keys j < n(b, i),
 // with n(b, i) = min(Tk, key_lengths[b], causal ? i + 1 + Tk − Tq : Tk) (causal is aligned to the
 // bottom-right corner, so Tq == Tk is the usual lower triangle). A row with n = 0 sees nothing:
-// O = 0, lse = −inf, and its gradients are zero. Nothing is ever NaN.
+// O = 0, lse = −inf, and its gradients are zero. Nothing is ever NaN. The key slots past
+// key_lengths[b] are never read (attention_key_limit): they may hold anything, NaN included.
 //
 // Dropout (probability dropout_p) acts on the probabilities after softmax, with the Philox stream of
 // kernels/philox.h: element (b, h, i, j) has flat index ((b·H + h)·Tq + i)·Tk + j and is kept iff
@@ -46,6 +47,15 @@ struct AttentionParams {
 
 // Params for contiguous (B, Tq, H, D) queries/outputs and (B, Tk, H, D) keys/values.
 AttentionParams attention_params_contiguous(int64_t B, int64_t H, int64_t Tq, int64_t Tk, int64_t D);
+
+// The keys of batch row b that exist at all: [0, limit), limit = min(Tk, key_lengths[b]). The slots
+// past it are padding and are never read, by any kernel: whatever they hold (a recycled buffer's
+// NaN) cannot reach an output or a gradient, although 0 · NaN is NaN even where the mask zeroes the
+// probability. dK and dV are zero there.
+inline int64_t attention_key_limit(const AttentionParams& p, int64_t b) {
+  const int64_t n = p.key_lengths ? std::min<int64_t>(p.Tk, p.key_lengths[b]) : p.Tk;
+  return std::max<int64_t>(n, 0);
+}
 
 // The number of keys query row i of batch b may attend: it sees exactly keys [0, n).
 inline int64_t attention_visible_keys(const AttentionParams& p, int64_t b, int64_t i) {

@@ -9,7 +9,12 @@
 //             dQ = scale · dS K,  dK = scale · dSᵀ Q
 // where Z_ij ∈ {0, 1/(1−p)} are the dropout multipliers. The backward recomputes P by a full
 // softmax (it does not use the saved lse or O), so the test also checks the fused path's use of them.
+// Every product runs over the keys of batch row b that exist, [0, attention_key_limit(p, b)): the
+// padding slots past them are never read (a NaN there would survive P = 0 as 0 · NaN), the matrices'
+// columns past them are 0, and so are dK and dV there.
+#include <algorithm>
 #include <cmath>
+#include <initializer_list>
 #include <limits>
 #include <vector>
 
@@ -46,8 +51,8 @@ float* head(float* x, int64_t batch_stride, const AttentionParams& p, int64_t b,
 void softmax_probabilities(const AttentionParams& p, const float* Q, const float* K, Matrix& P,
                            float* lse) {
   for (int64_t b = 0; b < p.B; ++b)
-    for (int64_t h = 0; h < p.H; ++h)
-      sgemm(false, true, p.Tq, p.Tk, p.D, p.scale, head(Q, p.q_batch_stride, p, b, h),
+    for (int64_t h = 0; h < p.H; ++h)  // S (Tq, keys of row b); the columns past them stay unread
+      sgemm(false, true, p.Tq, attention_key_limit(p, b), p.D, p.scale, head(Q, p.q_batch_stride, p, b, h),
             p.q_token_stride, head(K, p.k_batch_stride, p, b, h), p.k_token_stride, 0.0f,
             P.data() + (b * p.H + h) * p.Tq * p.Tk, p.Tk);
 #pragma omp parallel for
@@ -92,8 +97,8 @@ void attention_forward_reference(const AttentionParams& p, const float* Q, const
   if (dropout) apply_dropout(p, P, matrix(2, p));  // (B, H, Tq, Tk): P ∘ Z
   const Matrix& A = dropout ? matrix(2, p) : P;
   for (int64_t b = 0; b < p.B; ++b)
-    for (int64_t h = 0; h < p.H; ++h)  // O = (P∘Z) V
-      sgemm(false, false, p.Tq, p.D, p.Tk, 1.0f, A.data() + (b * p.H + h) * p.Tq * p.Tk, p.Tk,
+    for (int64_t h = 0; h < p.H; ++h)  // O = (P∘Z) V over the keys that exist
+      sgemm(false, false, p.Tq, p.D, attention_key_limit(p, b), 1.0f, A.data() + (b * p.H + h) * p.Tq * p.Tk, p.Tk,
             head(V, p.v_batch_stride, p, b, h), p.v_token_stride, 0.0f,
             head(O, p.o_batch_stride, p, b, h), p.o_token_stride);
 }
@@ -110,33 +115,39 @@ void attention_backward_reference(const AttentionParams& p, const float* Q, cons
   const int64_t TT = p.Tq * p.Tk;
   for (int64_t b = 0; b < p.B; ++b)
     for (int64_t h = 0; h < p.H; ++h) {
-      const int64_t bh = (b * p.H + h) * TT;
+      const int64_t bh = (b * p.H + h) * TT, keys = attention_key_limit(p, b);
       const float* dout = head(dO, p.o_batch_stride, p, b, h);
       // dV = (P∘Z)ᵀ dO
-      sgemm(true, false, p.Tk, p.D, p.Tq, 1.0f, A.data() + bh, p.Tk, dout, p.o_token_stride, 0.0f,
+      sgemm(true, false, keys, p.D, p.Tq, 1.0f, A.data() + bh, p.Tk, dout, p.o_token_stride, 0.0f,
             head(dV, p.v_batch_stride, p, b, h), p.v_token_stride);
       // dP = dO Vᵀ
-      sgemm(false, true, p.Tq, p.Tk, p.D, 1.0f, dout, p.o_token_stride,
+      sgemm(false, true, p.Tq, keys, p.D, 1.0f, dout, p.o_token_stride,
             head(V, p.v_batch_stride, p, b, h), p.v_token_stride, 0.0f, dP.data() + bh, p.Tk);
     }
 #pragma omp parallel for
   for (int64_t row = 0; row < p.B * p.H * p.Tq; ++row) {  // dS = P ∘ (dP∘Z − rowsum(P ∘ dP∘Z))
+    const int64_t keys = attention_key_limit(p, row / (p.H * p.Tq));
     float* g = dP.data() + row * p.Tk;
     const float* prob = P.data() + row * p.Tk;
     if (dropout)
-      for (int64_t j = 0; j < p.Tk; ++j) g[j] *= dropout_multiplier(p, row * p.Tk + j);
+      for (int64_t j = 0; j < keys; ++j) g[j] *= dropout_multiplier(p, row * p.Tk + j);
     float dot = 0.0f;
-    for (int64_t j = 0; j < p.Tk; ++j) dot += prob[j] * g[j];
-    for (int64_t j = 0; j < p.Tk; ++j) g[j] = prob[j] * (g[j] - dot);
+    for (int64_t j = 0; j < keys; ++j) dot += prob[j] * g[j];
+    for (int64_t j = 0; j < keys; ++j) g[j] = prob[j] * (g[j] - dot);
   }
   for (int64_t b = 0; b < p.B; ++b)
     for (int64_t h = 0; h < p.H; ++h) {
+      const int64_t keys = attention_key_limit(p, b);
       const float* dS = dP.data() + (b * p.H + h) * TT;
-      // dQ = scale · dS K,  dK = scale · dSᵀ Q
-      sgemm(false, false, p.Tq, p.D, p.Tk, p.scale, dS, p.Tk, head(K, p.k_batch_stride, p, b, h),
+      // dQ = scale · dS K,  dK = scale · dSᵀ Q  (over the keys that exist; dK is 0 past them)
+      sgemm(false, false, p.Tq, p.D, keys, p.scale, dS, p.Tk, head(K, p.k_batch_stride, p, b, h),
             p.k_token_stride, 0.0f, head(dQ, p.q_batch_stride, p, b, h), p.q_token_stride);
-      sgemm(true, false, p.Tk, p.D, p.Tq, p.scale, dS, p.Tk, head(Q, p.q_batch_stride, p, b, h),
+      sgemm(true, false, keys, p.D, p.Tq, p.scale, dS, p.Tk, head(Q, p.q_batch_stride, p, b, h),
             p.q_token_stride, 0.0f, head(dK, p.k_batch_stride, p, b, h), p.k_token_stride);
+      for (int64_t j = keys; j < p.Tk; ++j)
+        for (float* grad : {head(dK, p.k_batch_stride, p, b, h) + j * p.k_token_stride,
+                            head(dV, p.v_batch_stride, p, b, h) + j * p.v_token_stride})
+          std::fill(grad, grad + p.D, 0.0f);
     }
 }
 

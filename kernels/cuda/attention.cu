@@ -83,15 +83,19 @@ constexpr int backward_q_min_blocks(int DP) { return DP == 128 ? 1 : 2; }
 
 // ---- tile building blocks ------------------------------------------------------------------------
 
-// tile (64 × DS) ← rows [row0, row0 + 64) of head (b, h) of X (B, rows, H, D); rows past the end and columns
-// ≥ D are zero. kRound rounds every value to bf16 (the probabilities of a tensor-core forward).
+// tile (64 × DS) ← rows [row0, row0 + 64) of head (b, h) of X (B, rows, H, D); rows ≥ valid (≤ rows) and
+// columns ≥ D are zero and never read. Keys and values pass valid = the batch row's key limit, so
+// whatever the padding slots hold (a recycled buffer's NaN) cannot reach a product: 0 · NaN is NaN
+// even where the mask zeroes the probability. kRound rounds every value to bf16 (the probabilities
+// of a tensor-core forward).
 template <int DP, bool kRound = false, class T>
-__device__ void load_tile(float* tile, const T* X, const Problem& p, int b, int rows, int h, int row0) {
+__device__ void load_tile(float* tile, const T* X, const Problem& p, int b, int rows, int h, int row0,
+                          int valid) {
   using L = SimtLayout<DP>;
   for (int e = threadIdx.x; e < kTile * DP; e += kThreads) {
     const int r = e / DP, d = e % DP;
     float v = 0.0f;
-    if (row0 + r < rows && d < p.D) v = to_float(X[head_row(p, b, rows, h, row0 + r) + d]);
+    if (row0 + r < valid && d < p.D) v = to_float(X[head_row(p, b, rows, h, row0 + r) + d]);
     if (kRound) v = __bfloat162float(__float2bfloat16_rn(v));
     tile[r * L::DS + d] = v;
   }
@@ -202,12 +206,12 @@ __global__ void __launch_bounds__(kThreads, forward_min_blocks(DP))
 #pragma unroll
     for (int c = 0; c < L::kCols; ++c) acc[r][c] = 0.0f;
   }
-  load_tile<DP>(Qs, Q, p, b, p.Tq, h, i0);
+  load_tile<DP>(Qs, Q, p, b, p.Tq, h, i0, p.Tq);
 
   for (int j0 = 0; j0 < keys; j0 += kTile) {
     __syncthreads(); // the previous tile's readers are done with Ks, Vs, Ps
-    load_tile<DP>(Ks, K, p, b, p.Tk, h, j0);
-    load_tile<DP>(Vs, V, p, b, p.Tk, h, j0);
+    load_tile<DP>(Ks, K, p, b, p.Tk, h, j0, mask.limit);
+    load_tile<DP>(Vs, V, p, b, p.Tk, h, j0, mask.limit);
     __syncthreads();
     float s[4][4] = {};
     tile_dot<DP>(Qs, Ks, ty, tx, s);
@@ -269,8 +273,8 @@ __global__ void __launch_bounds__(kThreads) probs_kernel(Problem p, const T* Q, 
   const RowMask mask = row_mask(p, b);
   float s[4][4] = {};
   if (j0 < mask.visible(min(i0 + kTile, p.Tq) - 1)) { // block-uniform: some key of the tile is visible
-    load_tile<DP, kRound>(Qs, Q, p, b, p.Tq, h, i0);
-    load_tile<DP, kRound>(Ks, K, p, b, p.Tk, h, j0);
+    load_tile<DP, kRound>(Qs, Q, p, b, p.Tq, h, i0, p.Tq);
+    load_tile<DP, kRound>(Ks, K, p, b, p.Tk, h, j0, mask.limit);
     __syncthreads();
     tile_dot<DP>(Qs, Ks, ty, tx, s);
   }
@@ -343,15 +347,15 @@ __global__ void __launch_bounds__(kThreads, backward_kv_min_blocks(DP))
   const RowMask mask = row_mask(p, b);
   const uint64_t seed = p.dropout_p > 0.0f ? dropout_seed(p) : 0;
   float dk[4][L::kCols] = {}, dv[4][L::kCols] = {};
-  load_tile<DP>(Ks, K, p, b, p.Tk, h, j0);
-  load_tile<DP>(Vs, V, p, b, p.Tk, h, j0);
+  load_tile<DP>(Ks, K, p, b, p.Tk, h, j0, mask.limit);
+  load_tile<DP>(Vs, V, p, b, p.Tk, h, j0, mask.limit);
   // No query sees a key ≥ limit; the causal mask hides key j0 from the rows before first_row_seeing.
   const int i_begin = j0 < mask.limit ? first_row_seeing(p, j0) / kTile * kTile : p.Tq;
 
   for (int i0 = i_begin; i0 < p.Tq; i0 += kTile) {
     __syncthreads(); // the previous tile's readers are done with Qs, dOs, Ts
-    load_tile<DP>(Qs, Q, p, b, p.Tq, h, i0);
-    load_tile<DP>(dOs, dO, p, b, p.Tq, h, i0);
+    load_tile<DP>(Qs, Q, p, b, p.Tq, h, i0, p.Tq);
+    load_tile<DP>(dOs, dO, p, b, p.Tq, h, i0, p.Tq);
     __syncthreads();
     float st[4][4] = {}, dpt[4][4] = {}, ds[4][4];
     tile_dot<DP>(Ks, Qs, ty, tx, st);  // Sᵀ / s  (keys × queries)
@@ -413,13 +417,13 @@ __global__ void __launch_bounds__(kThreads, backward_q_min_blocks(DP))
     l2[r] = vis[r] > 0 ? lse2[row] : 0.0f;
     dl[r] = vis[r] > 0 ? delta[row] : 0.0f;
   }
-  load_tile<DP>(Qs, Q, p, b, p.Tq, h, i0);
-  load_tile<DP>(dOs, dO, p, b, p.Tq, h, i0);
+  load_tile<DP>(Qs, Q, p, b, p.Tq, h, i0, p.Tq);
+  load_tile<DP>(dOs, dO, p, b, p.Tq, h, i0, p.Tq);
 
   for (int j0 = 0; j0 < keys; j0 += kTile) {
     __syncthreads();
-    load_tile<DP>(Ks, K, p, b, p.Tk, h, j0);
-    load_tile<DP>(Vs, V, p, b, p.Tk, h, j0);
+    load_tile<DP>(Ks, K, p, b, p.Tk, h, j0, mask.limit);
+    load_tile<DP>(Vs, V, p, b, p.Tk, h, j0, mask.limit);
     __syncthreads();
     float s[4][4] = {}, dp[4][4] = {};
     tile_dot<DP>(Qs, Ks, ty, tx, s);

@@ -152,8 +152,8 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
 
   if (n_tiles > 0) {
     stage_rows<D, C::kBlockQ, C::kThreads>(Qs, Q, q_base, stride, i0, p.Tq);
-    stage_rows<D, C::kBlockK, C::kThreads>(Ks, K, k_base, stride, 0, p.Tk);
-    stage_rows<D, C::kBlockK, C::kThreads>(Vs, V, k_base, stride, 0, p.Tk);
+    stage_rows<D, C::kBlockK, C::kThreads>(Ks, K, k_base, stride, 0, mask.limit);
+    stage_rows<D, C::kBlockK, C::kThreads>(Vs, V, k_base, stride, 0, mask.limit);
     cp_async_commit();
   }
   const uint32_t q_lane = smem_u32(Qs + 16 * MT * warp * LD) + offset_a<RB>(lane);
@@ -174,8 +174,8 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
         for (int mt = 0; mt < MT; ++mt) load_a<KS>(qa[mt], q_lane + 16 * mt * RB);
     if (n + 1 < n_tiles) { // fetch tile n + 1 while computing tile n
       const int buf = (n + 1) & 1, j1 = (n + 1) * C::kBlockK;
-      stage_rows<D, C::kBlockK, C::kThreads>(Ks + buf * C::kBlockK * LD, K, k_base, stride, j1, p.Tk);
-      stage_rows<D, C::kBlockK, C::kThreads>(Vs + buf * C::kBlockK * LD, V, k_base, stride, j1, p.Tk);
+      stage_rows<D, C::kBlockK, C::kThreads>(Ks + buf * C::kBlockK * LD, K, k_base, stride, j1, mask.limit);
+      stage_rows<D, C::kBlockK, C::kThreads>(Vs + buf * C::kBlockK * LD, V, k_base, stride, j1, mask.limit);
       cp_async_commit();
     }
 #pragma unroll
@@ -285,8 +285,8 @@ __global__ void __launch_bounds__(F::kThreads, F::kMinBlocks)
   const uint64_t seed = p.dropout_p > 0.0f ? dropout_seed(p) : 0;
 
   if (n_tiles > 0) {
-    stage_rows<D, F::kBlockK, F::kThreads>(Ks, K, k_base, stride, j0, p.Tk);
-    stage_rows<D, F::kBlockK, F::kThreads>(Vs, V, k_base, stride, j0, p.Tk);
+    stage_rows<D, F::kBlockK, F::kThreads>(Ks, K, k_base, stride, j0, mask.limit);
+    stage_rows<D, F::kBlockK, F::kThreads>(Vs, V, k_base, stride, j0, mask.limit);
     stage_rows<D, F::kBlockQ, F::kThreads>(Qs, Q, q_base, stride, i_begin, p.Tq);
     stage_rows<D, F::kBlockQ, F::kThreads>(dOs, dO, q_base, stride, i_begin, p.Tq);
     cp_async_commit();
@@ -381,8 +381,8 @@ __global__ void __launch_bounds__(F::kThreads, F::kMinBlocks)
   if (n_tiles > 0) {
     stage_rows<D, F::kBlockQ, F::kThreads>(Qs, Q, q_base, stride, i0, p.Tq);
     stage_rows<D, F::kBlockQ, F::kThreads>(dOs, dO, q_base, stride, i0, p.Tq);
-    stage_rows<D, F::kBlockK, F::kThreads>(Ks, K, k_base, stride, 0, p.Tk);
-    stage_rows<D, F::kBlockK, F::kThreads>(Vs, V, k_base, stride, 0, p.Tk);
+    stage_rows<D, F::kBlockK, F::kThreads>(Ks, K, k_base, stride, 0, mask.limit);
+    stage_rows<D, F::kBlockK, F::kThreads>(Vs, V, k_base, stride, 0, mask.limit);
     cp_async_commit();
   }
   const uint32_t q_a = smem_u32(Qs + 16 * warp * LD) + offset_a<RB>(lane);
@@ -396,8 +396,8 @@ __global__ void __launch_bounds__(F::kThreads, F::kMinBlocks)
     __syncthreads();
     if (n + 1 < n_tiles) {
       const int buf = (n + 1) & 1, j1 = (n + 1) * F::kBlockK;
-      stage_rows<D, F::kBlockK, F::kThreads>(Ks + buf * F::kBlockK * LD, K, k_base, stride, j1, p.Tk);
-      stage_rows<D, F::kBlockK, F::kThreads>(Vs + buf * F::kBlockK * LD, V, k_base, stride, j1, p.Tk);
+      stage_rows<D, F::kBlockK, F::kThreads>(Ks + buf * F::kBlockK * LD, K, k_base, stride, j1, mask.limit);
+      stage_rows<D, F::kBlockK, F::kThreads>(Vs + buf * F::kBlockK * LD, V, k_base, stride, j1, mask.limit);
       cp_async_commit();
     }
     const int j0 = n * F::kBlockK;

@@ -87,7 +87,9 @@ struct Row {
 };
 
 // tile (R rows) ← rows [row0, row0 + R) of the head starting at X + base (rows `stride` apart);
-// rows ≥ T are zero; NT threads share the work. bf16: 16-byte cp.async copies; float: loaded,
+// rows ≥ T are zero and never read (keys and values pass T = the batch row's key limit, so a padding
+// slot's NaN cannot reach a product: 0 · NaN is NaN even where the probability is masked to 0);
+// NT threads share the work. bf16: 16-byte cp.async copies; float: loaded,
 // rounded, stored.
 template <int D, int R, int NT>
 __device__ void stage_rows(bf16* tile, const bf16* X, int64_t base, int64_t stride, int row0, int T) {
