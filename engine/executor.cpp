@@ -256,7 +256,7 @@ void Executor::run() {
   }
   if (device_ == Device::cuda) cuda_copy_to_device(device_seed_.raw(), &run_seed_, sizeof run_seed_);
 
-  if (device_ == Device::cuda && capture_) {
+  if (device_ == Device::cuda && capture_ && !after_node_) { // a watched run is queued node by node
     if (cuda_graph_ && bindings_moved()) drop_graph();
     if (cuda_graph_) {
       cuda_graph_launch(cuda_graph_);
@@ -290,9 +290,6 @@ void Executor::run() {
   }
 }
 
-void Executor::set_after_node(std::function<void(size_t node)> f) {
-  PILLARS_CHECK(!f || device_ == Device::cpu, "executor: set_after_node is for CPU executors (a GPU run() returns before its nodes ran)");
-  after_node_ = std::move(f);
-}
+void Executor::set_after_node(std::function<void(size_t node)> f) { after_node_ = std::move(f); }
 
 } // namespace pillars

@@ -72,9 +72,12 @@ class Executor {
   void set_seed(uint64_t seed) { run_seed_ = seed; }
   // GPU only: capture the step as a CUDA graph once bindings repeat (see the header comment).
   void enable_graph_capture(bool on);
-  // CPU only: run() calls f(i) after node i has run, so a caller can act on a value as soon as it
-  // is final (data-parallel training starts summing a gradient while the backward goes on:
-  // train/gradient_buckets.h). An empty f removes it.
+  // run() calls f(i) after node i has run (CPU) or has been queued (GPU: work f queues on the
+  // backend's stream runs after node i's, and may overlap the later nodes on another stream), so a
+  // caller can act on a value as soon as it is final (data-parallel training starts summing a
+  // gradient while the backward goes on: train/gradient_buckets.h). A GPU run with f set is queued
+  // node by node, never captured or replayed as a CUDA graph (f must see every node). An empty f
+  // removes it.
   void set_after_node(std::function<void(size_t node)> f);
   void run();
   const Tensor& value(ValueId v) const { return values_.at(static_cast<size_t>(v)); }

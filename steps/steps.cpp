@@ -106,7 +106,9 @@ void StepCache::watch_gradients(Compiled& c, int64_t target_tokens) {
   observer_->begin(c.param_names, target_tokens);
   Executor& ex = *c.executor;
   next_ready_ = 0;
-  if (ex.device() != Device::cpu) return; // a GPU run() only queues the step: all are reported after it
+  // A GPU run() only queues the step: unless the observer asks for them node by node (giving up the
+  // step's CUDA graph for this run), every gradient is reported after it.
+  if (ex.device() != Device::cpu && !observer_->during_backward_on_gpu()) return;
   ex.set_after_node([this, &c, &ex](size_t node) {
     for (; next_ready_ < c.gradient_ready.size() && c.gradient_ready[next_ready_].first <= node; ++next_ready_) {
       const size_t slot = c.gradient_ready[next_ready_].second;
@@ -120,7 +122,7 @@ void StepCache::watch_gradients(Compiled& c, int64_t target_tokens) {
 // then those of parameters that get none.
 void StepCache::report_remaining_gradients(Compiled& c) {
   Executor& ex = *c.executor;
-  if (ex.device() == Device::cpu) ex.set_after_node(nullptr);
+  ex.set_after_node(nullptr);
   for (; next_ready_ < c.gradient_ready.size(); ++next_ready_) {
     const size_t slot = c.gradient_ready[next_ready_].second;
     observer_->ready(slot, ex.value(c.step.grads[slot]));

@@ -44,7 +44,10 @@ Seq2SeqOptions step_model_options(float label_smoothing, bool train, AttentionBa
 // Told, while a training step's backward runs (CPU), as each parameter's gradient becomes final,
 // so it can be summed over the ranks of a data-parallel job before the backward ends
 // (train/gradient_buckets.h). On the GPU, where run() only queues the step, every gradient is
-// reported once the step is queued (work queued then runs after the step). For one run():
+// reported once the whole step is queued (work queued then runs after the step, and the step keeps
+// its CUDA graph), unless during_backward_on_gpu(): then each one as soon as the node that makes it
+// is queued (the run is queued node by node, without a CUDA graph), so a sum started then on
+// another stream runs beside the rest of the backward. For one run():
 //   begin(names, tokens)  the step's parameters, in the order of slots(), and the batch's target
 //                         tokens (StepInfo::target_tokens: the weight of its mean-loss gradient)
 //   ready(slot, grad)     once per parameter, in the order the backward finishes them; grad is a
@@ -57,6 +60,8 @@ class GradientObserver {
   virtual void begin(const std::vector<std::string>& names, int64_t target_tokens) = 0;
   virtual void ready(size_t slot, const Tensor& grad) = 0;
   virtual void after_node() {}
+  // Asked before each GPU run: report gradients node by node in this one?
+  virtual bool during_backward_on_gpu() const { return false; }
 };
 
 // What both families share: the compiled steps of each batch shape (training and evaluation), on

@@ -7,6 +7,9 @@
 //  * Gradient buckets on the GPU (train/gradient_buckets.h) in one process: the token-weighted sum
 //    of two batches' gradients, accumulated in device buckets and summed by NCCL over one rank,
 //    equals the same buckets on the CPU to 1e-6 relative (the GPU's fp32 step against the CPU's).
+//  * The overlap on the GPU: with parallel.overlap on, the last batch is queued node by node and
+//    each full bucket's sum runs on NCCL's communication stream beside the rest of the backward;
+//    the buckets must hold exactly (bit for bit) what the sums queued after the step give.
 //
 // Without a GPU, or in a build without NCCL, every case prints why it is skipped.
 #include <doctest/doctest.h>
@@ -48,11 +51,12 @@ std::vector<float> host_values(const Tensor& t) {
 }
 
 // The token-weighted sums of two batches' gradients, accumulated in buckets where `params` are.
-std::map<std::string, std::vector<float>> bucket_sums(ParamStore& params, const TransformerConfig& cfg, dist::DeviceSums* sums) {
+std::map<std::string, std::vector<float>> bucket_sums(ParamStore& params, const TransformerConfig& cfg, dist::DeviceSums* sums,
+                                                      bool overlap = true) {
   using pillars::testing::random_sentences;
   const auto src = random_sentences({7, 3, 5, 6, 2, 4}, 32, 1), tgt = random_sentences({4, 6, 2, 5, 7, 3}, 32, 2);
   train::Seq2SeqSteps steps(cfg, params, 0.1f);
-  train::GradientBuckets buckets(dist::single_process(), params, 0.002, 0, true, sums);
+  train::GradientBuckets buckets(dist::single_process(), params, 0.002, 0, overlap, sums);
   steps.set_gradient_observer(&buckets);
   for (int k = 0; k < 2; ++k) {
     train::Batch b;
@@ -105,4 +109,20 @@ TEST_CASE("gradient buckets on the GPU hold the token-weighted sum the CPU's buc
   }
   REQUIRE(norm2 > 0);
   CHECK_MESSAGE(std::sqrt(diff2 / norm2) <= 1e-5, "GPU against CPU: ", std::sqrt(diff2 / norm2), " relative");
+}
+
+TEST_CASE("gradient buckets on the GPU: sums beside the backward hold what sums after it hold") {
+  if (cannot_run()) return;
+  TransformerConfig cfg = transformer_config("tiny");
+  cfg.dropout = cfg.attention_dropout = cfg.activation_dropout = 0;
+  ParamStore params;
+  init_transformer_params(cfg, params, 3);
+  params.to(Device::cuda);
+  dist::DeviceSums sums(dist::single_process());
+  const auto after = bucket_sums(params, cfg, &sums, false), beside = bucket_sums(params, cfg, &sums, true);
+  REQUIRE(after.size() == beside.size());
+  for (const auto& [name, g] : after) {
+    INFO(name);
+    CHECK(beside.at(name) == g);
+  }
 }

@@ -93,8 +93,10 @@ void GradientBuckets::ready(size_t slot, const Tensor& grad) {
 }
 
 void GradientBuckets::start(Bucket& b) {
-  if (device_ == Device::cuda) { // queued on the stream behind the gradients: nothing to wait for
-    if (device_sums_) device_sums_->sum(b.flat.data<float>(), b.flat.numel(), b.owner);
+  if (device_ == Device::cuda) { // queued behind the bucket's gradients: nothing for the host to wait for
+    if (!device_sums_) return;      // one process: the sum over one rank is the bucket
+    if (overlap_) device_sums_->start_sum(b.flat.data<float>(), b.flat.numel(), b.owner); // beside the backward
+    else device_sums_->sum(b.flat.data<float>(), b.flat.numel(), b.owner);
     return;
   }
   b.ticket = comm_.start_sum(b.flat.data<float>(), b.flat.numel(), b.owner);
@@ -122,6 +124,7 @@ std::vector<optim::ParamSlot>& GradientBuckets::finish() {
   }
   for (Bucket& b : buckets_)
     if (b.ticket >= 0) comm_.wait(b.ticket), b.ticket = -1;
+  if (device_ == Device::cuda && device_sums_ && overlap_) device_sums_->join(); // the stream waits, not the host
   in_flight_ = 0;
   wait_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return slots_;

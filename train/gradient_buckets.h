@@ -34,11 +34,15 @@
 // (stage 1) reaches all of them, bit for bit.
 //
 // ON THE GPU (train.device "cuda", one GPU per rank). The buckets live in device memory and the
-// sums are NCCL's (engine/dist/device_sums.h), queued on the backend's stream. The GPU executor
-// queues the whole step (or replays it as one CUDA graph) before it returns, so the gradients are
-// reported after the step is queued; the accumulation and the sums are queued behind it, and the
-// host never waits. They do not yet overlap the backward (that needs the sums on a second stream,
-// started from events inside the step's graph).
+// sums are NCCL's (engine/dist/device_sums.h); the host only queues work and never waits. In the
+// batches that only accumulate, the step runs as it does alone (replayed as one CUDA graph) and its
+// gradients are added in behind it. In the rank's last batch of the update (with parallel.overlap
+// on) the step is queued node by node instead (during_backward_on_gpu), each gradient's
+// accumulation is queued right behind the node that makes it, and a full bucket's sum starts on
+// NCCL's communication stream once the backend's stream gets there, running beside the rest of the
+// backward (kernels/cuda/nccl.h draws the two streams); finish() makes the backend's stream wait
+// for the sums. With parallel.overlap off the sums are queued on the backend's stream after the
+// step.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -69,6 +73,7 @@ class GradientBuckets final : public GradientObserver {
   void begin(const std::vector<std::string>& names, int64_t target_tokens) override;
   void ready(size_t slot, const Tensor& grad) override;
   void after_node() override;
+  bool during_backward_on_gpu() const override { return overlap_ && last_ && device_sums_ != nullptr; }
 
   // Waits for every sum of the update. Returns (name, parameter, Σ_ranks acc) per parameter in the
   // steps' order; with ZeRO-1 only this rank's own parameters (owns()) hold the sum.

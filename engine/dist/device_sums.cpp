@@ -24,6 +24,12 @@ void DeviceSums::sum(float* device_data, int64_t n, int root) {
   nccl_sum(comm_, device_data, n, root == Communicator::kEveryRank ? -1 : root);
 }
 
+void DeviceSums::start_sum(float* device_data, int64_t n, int root) {
+  nccl_sum_beside(comm_, device_data, n, root == Communicator::kEveryRank ? -1 : root);
+}
+
+void DeviceSums::join() { nccl_join(); }
+
 void DeviceSums::broadcast(float* device_data, int64_t n, int root) { nccl_broadcast(comm_, device_data, n, root); }
 
 int local_gpu() {

@@ -25,6 +25,10 @@ class DeviceSums {
   // In place, queued: the sum over the ranks into every rank's buffer (root = kEveryRank) or into
   // rank root's only.
   void sum(float* device_data, int64_t n, int root);
+  // The same sum on the communication stream, beside the work queued after it (kernels/cuda/nccl.h:
+  // nccl_sum_beside); join() queues the wait for every sum started so far.
+  void start_sum(float* device_data, int64_t n, int root);
+  void join();
   // Rank root's n floats into every rank's buffer, queued.
   void broadcast(float* device_data, int64_t n, int root);
 

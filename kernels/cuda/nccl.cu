@@ -18,6 +18,32 @@ void check(ncclResult_t rc, const char* what) {
 
 ncclComm_t as_comm(void* comm) { return static_cast<ncclComm_t>(comm); }
 
+// The communication stream of nccl_sum_beside, and the two events that order it against the
+// backend's stream: `reached` (recorded on the backend's stream, waited for by the communication
+// stream) and `summed` (the other way round). An event may be recorded again as soon as a wait on
+// it is queued: the wait holds on to the record it saw.
+struct CommunicationStream {
+  cudaStream_t stream = nullptr;
+  cudaEvent_t reached = nullptr, summed = nullptr;
+};
+
+CommunicationStream& communication() {
+  static CommunicationStream s = [] {
+    CommunicationStream c;
+    PILLARS_CUDA_CHECK(cudaStreamCreateWithFlags(&c.stream, cudaStreamNonBlocking));
+    PILLARS_CUDA_CHECK(cudaEventCreateWithFlags(&c.reached, cudaEventDisableTiming));
+    PILLARS_CUDA_CHECK(cudaEventCreateWithFlags(&c.summed, cudaEventDisableTiming));
+    return c;
+  }();
+  return s;
+}
+
+void sum_on(cudaStream_t stream, void* comm, float* data, int64_t n, int root) {
+  const size_t count = static_cast<size_t>(n);
+  if (root < 0) check(ncclAllReduce(data, data, count, ncclFloat32, ncclSum, as_comm(comm), stream), "ncclAllReduce");
+  else check(ncclReduce(data, data, count, ncclFloat32, ncclSum, root, as_comm(comm), stream), "ncclReduce");
+}
+
 } // namespace
 
 bool nccl_available() { return true; }
@@ -41,10 +67,19 @@ void nccl_destroy(void* comm) {
   if (comm) ncclCommDestroy(as_comm(comm));
 }
 
-void nccl_sum(void* comm, float* data, int64_t n, int root) {
-  const size_t count = static_cast<size_t>(n);
-  if (root < 0) check(ncclAllReduce(data, data, count, ncclFloat32, ncclSum, as_comm(comm), cuda::stream()), "ncclAllReduce");
-  else check(ncclReduce(data, data, count, ncclFloat32, ncclSum, root, as_comm(comm), cuda::stream()), "ncclReduce");
+void nccl_sum(void* comm, float* data, int64_t n, int root) { sum_on(cuda::stream(), comm, data, n, root); }
+
+void nccl_sum_beside(void* comm, float* data, int64_t n, int root) {
+  const CommunicationStream& c = communication();
+  PILLARS_CUDA_CHECK(cudaEventRecord(c.reached, cuda::stream()));
+  PILLARS_CUDA_CHECK(cudaStreamWaitEvent(c.stream, c.reached, 0));
+  sum_on(c.stream, comm, data, n, root);
+}
+
+void nccl_join() {
+  const CommunicationStream& c = communication();
+  PILLARS_CUDA_CHECK(cudaEventRecord(c.summed, c.stream));
+  PILLARS_CUDA_CHECK(cudaStreamWaitEvent(cuda::stream(), c.summed, 0));
 }
 
 void nccl_broadcast(void* comm, float* data, int64_t n, int root) {

@@ -28,4 +28,17 @@ void nccl_sum(void* comm, float* data, int64_t n, int root);
 // Rank root's n floats, into every rank's buffer (ncclBroadcast), queued.
 void nccl_broadcast(void* comm, float* data, int64_t n, int root);
 
+// The overlap of a data-parallel step: nccl_sum_beside queues the same sum on the communication
+// stream (NCCL's own, beside the backend's), to start once the backend's stream has reached this
+// point; the backward queued after it on the backend's stream runs meanwhile:
+//
+//   backend's stream:  … grads of bucket 0 ─●─ backward of the earlier layers … ───────●─ optimiser
+//                                           │ (event)                               (event)│
+//   communication:                          └─ sum of bucket 0 ─ sum of bucket 1 … ─────┘
+//
+// nccl_join makes the backend's stream wait for every sum started so far (before anything reads
+// or rewrites the buckets). Both only queue: the host never waits.
+void nccl_sum_beside(void* comm, float* data, int64_t n, int root);
+void nccl_join();
+
 } // namespace pillars
