@@ -18,6 +18,8 @@ void cuda_use_device(int) { no_cuda(); }
 void* cuda_malloc_or_throw(size_t) { no_cuda(); }
 void cuda_free(void*) {}
 std::string cuda_memory_summary() { return "no CUDA"; }
+size_t cuda_peak_memory_bytes() { return 0; }
+void cuda_reset_peak_memory() {}
 void cuda_copy_to_device(void*, const void*, size_t) { no_cuda(); }
 void cuda_copy_to_host(void*, const void*, size_t) { no_cuda(); }
 void cuda_copy_on_device(void*, const void*, size_t) { no_cuda(); }

@@ -58,6 +58,9 @@ std::string cuda_memory_summary() {
                  s.device_mallocs, " cudaMalloc calls, ", s.cache_hits, " cache hits");
 }
 
+size_t cuda_peak_memory_bytes() { return cuda::allocator_stats().peak_in_use; }
+void cuda_reset_peak_memory() { cuda::reset_peak_in_use(); }
+
 void cuda_copy_to_device(void* dst, const void* src, size_t bytes) {
   if (bytes == 0) return;
   // From pageable memory the copy is staged: it returns once `src` has been read.

@@ -28,6 +28,10 @@ std::string cuda_device_name(int device); // e.g. "NVIDIA H100 80GB HBM3"
 void* cuda_malloc_or_throw(size_t bytes);
 void cuda_free(void* p);
 std::string cuda_memory_summary(); // "in use 1.2 GB, cached 0.3 GB, peak 2.0 GB, 14 cudaMalloc calls"
+// The most bytes of device tensors alive at once since the last reset (cuBLAS's and cuDNN's own
+// workspaces are not counted); a reset starts the peak from what is alive now.
+size_t cuda_peak_memory_bytes();
+void cuda_reset_peak_memory();
 
 void cuda_copy_to_device(void* dst, const void* src, size_t bytes); // returns once src may be reused
 void cuda_copy_to_host(void* dst, const void* src, size_t bytes);   // waits for the stream

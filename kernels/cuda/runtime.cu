@@ -162,6 +162,10 @@ AllocatorStats allocator_stats() {
   std::lock_guard<std::mutex> lock(allocator().mutex);
   return allocator().stats;
 }
+void reset_peak_in_use() {
+  std::lock_guard<std::mutex> lock(allocator().mutex);
+  allocator().stats.peak_in_use = allocator().stats.in_use;
+}
 void release_cached_blocks() {
   std::lock_guard<std::mutex> lock(allocator().mutex);
   allocator().release_locked();

@@ -52,6 +52,7 @@ struct AllocatorStats {
   uint64_t device_mallocs = 0, cache_hits = 0;
 };
 AllocatorStats allocator_stats();
+void reset_peak_in_use(); // peak_in_use ← in_use: a measurement's peak starts from here
 void release_cached_blocks(); // return every cached block to the driver
 
 // ---- precision (kernels/cuda/device.h says what fp32 and bf16 mean) ------------------------------

@@ -223,14 +223,21 @@ int bench_cuda_softmax(int repeats) {
 // smoothing 0.1), B = 128 pairs of 64 + 64 tokens (8,192 target tokens), Adam. Ours: one CUDA
 // executor, the step captured as a CUDA graph, Adam on the device; timed in fp32 and in bf16
 // mode. PyTorch: tools/bench/torch_step.py on the GPU with the same shapes, bf16 autocast (fp32
-// master weights), nn.Transformer layers (which call scaled_dot_product_attention).
+// master weights), nn.Transformer layers (which call scaled_dot_product_attention), eager and
+// through torch.compile, in the same run. Memory: the peak of device tensors alive at once, ours
+// from our caching allocator (parameters, Adam state, the arena) and PyTorch's from
+// torch.cuda.max_memory_allocated (the same things in its allocator); neither counts cuBLAS's or
+// cuDNN's private workspaces.
 namespace {
 
 constexpr int64_t kStepBatch = 128, kStepLen = 64;
 
-// Median milliseconds of one training step (forward, backward, Adam) of ours in `precision`.
-double our_step_ms(Precision precision, int repeats, float& first_loss) {
+// Median milliseconds of one training step (forward, backward, Adam) of ours in `precision`;
+// peak_mb: the most device memory our tensors held at once, from the parameters on.
+double our_step_ms(Precision precision, int repeats, float& first_loss, double& peak_mb) {
   cuda_set_precision(precision);
+  cuda_synchronize();
+  cuda_reset_peak_memory();
   const TransformerConfig cfg = transformer_config("base");
   ParamStore params;
   init_transformer_params(cfg, params, 1);
@@ -264,6 +271,7 @@ double our_step_ms(Precision precision, int repeats, float& first_loss) {
   first_loss = ex.fetch(m.loss).to_vector()[0];
   const double ms = cuda_median_ms(repeats, step);
   PILLARS_CHECK(ex.replaying_graph(), "bench step: the step was not captured as a CUDA graph");
+  peak_mb = static_cast<double>(cuda_peak_memory_bytes()) / (1 << 20);
   return ms;
 }
 
@@ -274,20 +282,30 @@ int bench_cuda_step(int repeats) {
   const double tokens = static_cast<double>(kStepBatch * kStepLen);
   std::printf("training step on %s: base transformer 6+6, d 512, 8 heads, FFN 2048, vocab 10000, %lld target tokens, Adam\n",
               cuda_device_name(0).c_str(), static_cast<long long>(kStepBatch * kStepLen));
+  double ours_bf16 = 0;
   for (const Precision precision : {Precision::fp32, Precision::bf16}) {
     float loss = 0;
-    const double ms = our_step_ms(precision, repeats, loss);
-    std::printf("  pillars %-4s  %9.0f target tokens/s  (%.2f ms/step, first loss %.3f)\n", enum_name(precision), tokens / (ms * 1e-3), ms,
-                loss);
+    double peak_mb = 0;
+    const double ms = our_step_ms(precision, repeats, loss, peak_mb);
+    if (precision == Precision::bf16) ours_bf16 = tokens / (ms * 1e-3);
+    std::printf("  pillars %-4s          %9.0f target tokens/s  (%.2f ms/step, peak %.0f MB, first loss %.3f)\n",
+                enum_name(precision), tokens / (ms * 1e-3), ms, peak_mb, loss);
   }
   cuda_set_precision(Precision::fp32);
-  const nlohmann::json torch = run_python("torch_step.py", str_cat("--device cuda --bf16 --config base --repeats ", repeats, " --batch ",
-                                                                   kStepBatch, " --src-len ", kStepLen, " --tgt-len ", kStepLen));
-  if (torch.contains("tokens_per_s"))
-    std::printf("  pytorch bf16  %9.0f target tokens/s  (%.2f ms/step, first loss %.3f; autocast, SDPA)\n",
-                torch["tokens_per_s"].get<double>(), 1e3 * torch["median_s"].get<double>(), torch["first_loss"].get<double>());
-  else
-    std::printf("  pytorch: unavailable (python3 with CUDA torch not found)\n");
+  for (const bool compiled : {false, true}) {
+    const nlohmann::json torch =
+        run_python("torch_step.py", str_cat("--device cuda --bf16 --config base --repeats ", repeats, " --batch ", kStepBatch,
+                                            " --src-len ", kStepLen, " --tgt-len ", kStepLen, compiled ? " --compile" : ""));
+    const char* label = compiled ? "pytorch bf16 compile" : "pytorch bf16 eager  ";
+    if (!torch.contains("tokens_per_s")) {
+      std::printf("  %s: unavailable (python3 with CUDA torch%s not found)\n", label, compiled ? " 2 (torch.compile)" : "");
+      continue;
+    }
+    const double theirs = torch["tokens_per_s"].get<double>();
+    std::printf("  %s  %9.0f target tokens/s  (%.2f ms/step, peak %.0f MB, first loss %.3f; autocast, SDPA)  pillars bf16 %.2fx\n",
+                label, theirs, 1e3 * torch["median_s"].get<double>(), torch.value("peak_device_mb", 0.0),
+                torch["first_loss"].get<double>(), ours_bf16 / theirs);
+  }
   return 0;
 }
 

@@ -5,8 +5,10 @@ Model: post-norm transformer, 3+3 layers, d 256, 8 heads, FFN 1024, ReLU, dropou
 10,000 (--config bench; --config base: 6+6 layers, d 512, FFN 2048, dropout 0.3), sinusoidal
 positions, decoder input/output embeddings shared, label-smoothed (0.1) cross-entropy, Adam (0.9,
 0.98). --device cuda runs on the GPU (timed with CUDA events); --bf16 adds autocast to bf16 (fp32
-master weights; nn.Transformer's attention is scaled_dot_product_attention). Prints one JSON
-line: median seconds per step, target tokens/s, peak RSS (MB) of this process, and the first
+master weights; nn.Transformer's attention is scaled_dot_product_attention); --compile runs the
+model through torch.compile (PyTorch 2; default mode, its first steps compile and are not timed).
+Prints one JSON line: median seconds per step, target tokens/s, peak RSS (MB) of this process,
+on the GPU the peak of torch.cuda.max_memory_allocated (MB) over the timed steps, and the first
 step's loss.
 """
 import argparse
@@ -62,7 +64,10 @@ def main():
     ap.add_argument("--config", choices=["bench", "base"], default="bench")
     ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     ap.add_argument("--bf16", action="store_true")
+    ap.add_argument("--compile", action="store_true")
     args = ap.parse_args()
+    if args.compile and not hasattr(torch, "compile"):
+        raise SystemExit("--compile needs PyTorch 2 (this is %s)" % torch.__version__)
     torch.set_num_threads(args.threads)
     torch.manual_seed(1)
     vocab = 10000
@@ -72,6 +77,7 @@ def main():
     else:
         model = Seq2Seq(vocab, 256, 8, 1024, 3, 0.1).to(dev)
     opt = torch.optim.Adam(model.parameters(), lr=5e-4, betas=(0.9, 0.98), eps=1e-8)
+    forward = torch.compile(model) if args.compile else model
     src = torch.randint(4, vocab, (args.batch, args.src_len), device=dev)
     prev = torch.randint(4, vocab, (args.batch, args.tgt_len), device=dev)
     target = torch.randint(4, vocab, (args.batch * args.tgt_len,), device=dev)
@@ -79,15 +85,18 @@ def main():
     def step():
         opt.zero_grad(set_to_none=True)
         with torch.autocast(device_type=args.device, dtype=torch.bfloat16, enabled=args.bf16):
-            logits = model(src, prev).reshape(-1, vocab)
+            logits = forward(src, prev).reshape(-1, vocab)
         loss = F.cross_entropy(logits.float(), target, label_smoothing=0.1)
         loss.backward()
         opt.step()
         return loss
 
-    first_loss = step().item()  # warm-up
-    for _ in range(2 if args.device == "cuda" else 0):
+    first_loss = step().item()  # warm-up (with --compile: the compilation)
+    for _ in range((4 if args.compile else 2) if args.device == "cuda" else 0):
         step()
+    if args.device == "cuda":
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
     times = []
     for _ in range(args.repeats):
         if args.device == "cuda":
@@ -103,12 +112,15 @@ def main():
             times.append(time.perf_counter() - t0)
     times.sort()
     median = times[len(times) // 2]
-    print(json.dumps({
+    result = {
         "median_s": median,
         "tokens_per_s": args.batch * args.tgt_len / median,
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
         "first_loss": first_loss,
-    }))
+    }
+    if args.device == "cuda":
+        result["peak_device_mb"] = torch.cuda.max_memory_allocated() / 2**20
+    print(json.dumps(result))
 
 
 if __name__ == "__main__":
