@@ -14,11 +14,17 @@
 //   Both read x once and write y once — the memory traffic of a copy — with 16-byte loads when
 //   len % 4 == 0 and the pointers are 16-byte aligned. The reductions are shuffles inside a warp
 //   (plus one exchange through shared memory for a block); statistics are fp32.
-//   * len > 8192: a block of 512 threads per row. Pass 1 keeps a running (max, sum) per thread —
-//     when a new element x exceeds the running max m, the sum is rescaled: s ← s·exp(m − x) — and
-//     the block combines them: M = max of the threads' m, S = Σ s·exp(m − M). Pass 2 re-reads
-//     the row and writes y. The grid is capped so that the rows in flight fit in half the L2
-//     cache (but at least one block per SM): pass 2 then reads from L2, not from memory.
+//   * len > 8192, while the row fits in shared memory (227 KB a block on Hopper: 56k floats
+//     forward; y and dy together, 28k, backward): a block of 512 threads per row, each thread
+//     parking the elements it reads in shared memory as it goes. Pass 1 keeps a running (max, sum)
+//     per thread — when a new element x exceeds the running max m, the sum is rescaled:
+//     s ← s·exp(m − x) — and the block combines them: M = max of the threads' m,
+//     S = Σ s·exp(m − M). Pass 2 reads the parked copy and writes y: again one read and one write
+//     of memory. Every thread reads back only the slots it wrote itself, so the parking needs no
+//     barrier; shared memory is here just a larger register file.
+//   * longer rows: the same two passes, the second re-reading the row from memory. The grid is
+//     capped so that the rows in flight fit in half the L2 cache (but at least one block per SM):
+//     pass 2 then reads from L2, when it does, not from memory.
 // Algorithm, inner > 1 (a row is strided by `inner`): one thread per (outer, inner) column,
 // neighbouring threads on neighbouring columns, so every step along the axis is a coalesced
 // read; pass 1 online (max, sum), pass 2 writes. (Few columns along a very long axis leave most
@@ -45,7 +51,7 @@ namespace {
 
 constexpr float kNegInf = -INFINITY;
 constexpr int64_t kMaxRegisterRow = 8192; // floats: longer rows take the two-pass kernel
-constexpr int kLongRowThreads = 512;
+constexpr int kLongRowThreads = 512;  // the shared-memory and the two-pass kernels
 constexpr int kColumnThreads = 256;
 
 // ---- rows held in registers ----------------------------------------------------------------------
@@ -259,6 +265,70 @@ __global__ void __launch_bounds__(kLongRowThreads)
   }
 }
 
+// ---- long rows parked in shared memory ---------------------------------------------------------------
+
+// The dynamic shared memory a parking kernel may have on this device: the most a block may ask for
+// (above 48 KB it must be asked for), less 1 KB for the kernels' own static scratch.
+size_t shared_bytes_per_block() { return device_properties().sharedMemPerBlockOptin - 1024; }
+
+// Calls f(i, x[i]) for the elements thread t owns (as for_each_owned: units t, t + kThreads, ...)
+// and parks each unit in `park` at its index. The same ownership reads them back in pass 2.
+template <int kThreads, bool kVec4, class F>
+__device__ void read_and_park(const float* __restrict__ x, float* __restrict__ park, int64_t n, F f) {
+  for_each_owned<kThreads, kVec4>(x, n, threadIdx.x, [&](int64_t i, float v) {
+    park[i] = v;
+    f(i, v);
+  });
+}
+
+template <bool kVec4>
+__global__ void __launch_bounds__(kLongRowThreads)
+    forward_shared_rows_kernel(int64_t rows, int64_t len, const float* __restrict__ x, float* __restrict__ y, bool log) {
+  extern __shared__ float4 park4[]; // (len) floats: this block's row
+  float* park = reinterpret_cast<float*>(park4);
+  __shared__ float scratch[32];
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    float m = kNegInf, s = 0.0f;
+    read_and_park<kLongRowThreads, kVec4>(x + row * len, park, len, [&](int64_t, float v) { online_add(m, s, v); });
+    const RowStats st = block_row_stats<kLongRowThreads>(m, s, scratch);
+    if (log) map_owned<kLongRowThreads, kVec4>(park, y + row * len, len, [&](float v) { return v - st.shift - st.log_sum; });
+    else map_owned<kLongRowThreads, kVec4>(park, y + row * len, len, [&](float v) { return expf(v - st.shift) * st.inv_sum; });
+  }
+}
+
+template <bool kVec4>
+__global__ void __launch_bounds__(kLongRowThreads)
+    backward_shared_rows_kernel(int64_t rows, int64_t len, const float* __restrict__ y, const float* __restrict__ dy,
+                                float* __restrict__ dx, bool log) {
+  extern __shared__ float4 park4[]; // (2, len) floats: this block's y, then its dy
+  float* park_y = reinterpret_cast<float*>(park4);
+  float* park_g = park_y + len;     // (len % 4 == 0 with kVec4: stays 16-byte aligned)
+  __shared__ float scratch[32];
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    const float *yr = y + row * len, *gr = dy + row * len;
+    float dot = 0.0f; // Σ g (log-softmax) or Σ g·y (softmax)
+    read_and_park<kLongRowThreads, kVec4>(yr, park_y, len, [](int64_t, float) {});
+    read_and_park<kLongRowThreads, kVec4>(gr, park_g, len, [&](int64_t i, float g) { dot += log ? g : g * park_y[i]; });
+    dot = team_reduce<kLongRowThreads>(dot, Sum{}, scratch);
+    if (log) map_owned<kLongRowThreads, kVec4>(park_y, park_g, dx + row * len, len, [&](float yi, float g) { return g - expf(yi) * dot; });
+    else map_owned<kLongRowThreads, kVec4>(park_y, park_g, dx + row * len, len, [&](float yi, float g) { return yi * (g - dot); });
+  }
+}
+
+// Launches a shared-memory kernel with `bytes` of dynamic shared memory, having raised its limit to
+// the device's maximum the first time.
+template <auto Kernel, class... Args> void launch_parked(int64_t rows, size_t bytes, const char* name, Args... args) {
+  static const bool configured = [] {
+    PILLARS_CUDA_CHECK(cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                            static_cast<int>(shared_bytes_per_block())));
+    return true;
+  }();
+  (void)configured;
+  const unsigned grid = static_cast<unsigned>(std::min<int64_t>(rows, INT_MAX));
+  Kernel<<<grid, kLongRowThreads, bytes, stream()>>>(args...);
+  PILLARS_CUDA_LAUNCHED(name);
+}
+
 // ---- strided rows (inner > 1): a thread per column -----------------------------------------------
 
 __global__ void __launch_bounds__(kColumnThreads)
@@ -315,6 +385,12 @@ void softmax_forward(int64_t outer, int64_t len, int64_t inner, const float* x, 
     else forward_in_registers<false>(outer, static_cast<int>(len), x, y, log);
     return;
   }
+  const size_t parked = static_cast<size_t>(len) * sizeof(float);
+  if (parked <= shared_bytes_per_block()) {
+    if (vec4) launch_parked<forward_shared_rows_kernel<true>>(outer, parked, "softmax forward_shared_rows_kernel", outer, len, x, y, log);
+    else launch_parked<forward_shared_rows_kernel<false>>(outer, parked, "softmax forward_shared_rows_kernel", outer, len, x, y, log);
+    return;
+  }
   const unsigned grid = long_row_grid(outer, len * static_cast<int64_t>(sizeof(float)));
   if (vec4) forward_long_rows_kernel<true><<<grid, kLongRowThreads, 0, stream()>>>(outer, len, x, y, log);
   else forward_long_rows_kernel<false><<<grid, kLongRowThreads, 0, stream()>>>(outer, len, x, y, log);
@@ -334,6 +410,12 @@ void softmax_backward(int64_t outer, int64_t len, int64_t inner, const float* y,
   if (len <= kMaxRegisterRow) {
     if (vec4) backward_in_registers<true>(outer, static_cast<int>(len), y, dy, dx, log);
     else backward_in_registers<false>(outer, static_cast<int>(len), y, dy, dx, log);
+    return;
+  }
+  const size_t parked = 2 * static_cast<size_t>(len) * sizeof(float); // y and dy
+  if (parked <= shared_bytes_per_block()) {
+    if (vec4) launch_parked<backward_shared_rows_kernel<true>>(outer, parked, "softmax backward_shared_rows_kernel", outer, len, y, dy, dx, log);
+    else launch_parked<backward_shared_rows_kernel<false>>(outer, parked, "softmax backward_shared_rows_kernel", outer, len, y, dy, dx, log);
     return;
   }
   const unsigned grid = long_row_grid(outer, 2 * len * static_cast<int64_t>(sizeof(float))); // y and dy
