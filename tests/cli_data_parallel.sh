@@ -162,8 +162,7 @@ PY
 start=$(date +%s)
 mpirun -np 2 "$P" train "$EXP" --out "$W/lm1" $LM > "$W/refused.txt" 2>&1 &
 job=$!
-for _ in $(seq 600); do kill -0 $job 2>/dev/null || break; sleep 0.1; done
-kill -0 $job 2>/dev/null && { kill -9 $job; fail "a job whose rank 0 refused the run directory still runs after 60 s"; }
+ends_within $job 60 || { kill -9 $job; fail "a job whose rank 0 refused the run directory still runs after 60 s"; }
 wait $job; rc=$?
 [ $rc -eq 2 ] || { cat "$W/refused.txt"; fail "a job whose rank 0 refused the run directory exited $rc, not 2"; }
 grep -q "rank 0 of 2: .*already holds a run" "$W/refused.txt" || { cat "$W/refused.txt"; fail "the refusal does not name rank 0 and the reason"; }
@@ -171,13 +170,9 @@ echo "an error on rank 0 ended the job in $(( $(date +%s) - start )) s with exit
 # SIGTERM to the job (mpirun passes it to every rank): all stop at the same update, rank 0 saves.
 mpirun -np 2 "$P" train "$EXP" --out "$W/term" $LM --set train.update_freq=1 --set train.max_updates=100000 >/dev/null 2>&1 &
 job=$!
-for _ in $(seq 3000); do
-  [ -f "$W/term/log.jsonl" ] && grep -qE '"update":3[,}]' "$W/term/log.jsonl" && break
-  sleep 0.1
-done
+wait_for_update "$W/term/log.jsonl" 3
 kill -TERM $job
-for _ in $(seq 600); do kill -0 $job 2>/dev/null || break; sleep 0.1; done
-kill -0 $job 2>/dev/null && { kill -9 $job; fail "the job still runs 60 s after SIGTERM"; }
+ends_within $job 60 || { kill -9 $job; fail "the job still runs 60 s after SIGTERM"; }
 wait $job; rc=$?
 [ $rc -ne 0 ] || fail "the job stopped by SIGTERM exited 0"
 python3 - "$W/term" <<'PY' || fail "after SIGTERM: checkpoint_last or the log disagree"
@@ -200,8 +195,7 @@ done
 victim=$(pgrep -P $job -f "$W/kill" | tail -1)
 [ -n "$victim" ] || fail "no rank process of the job found"
 kill -9 "$victim"
-for _ in $(seq 600); do kill -0 $job 2>/dev/null || break; sleep 0.1; done
-kill -0 $job 2>/dev/null && { kill -9 $job; pkill -9 -f "$W/kill"; fail "the job still runs 60 s after one rank was killed"; }
+ends_within $job 60 || { kill -9 $job; pkill -9 -f "$W/kill"; fail "the job still runs 60 s after one rank was killed"; }
 wait $job; rc=$?
 [ $rc -ne 0 ] || fail "a job with a killed rank exited 0"
 saved=$(python3 -c "import json; print(json.load(open('$W/kill/checkpoint_last.json'))['state']['updates'])")

@@ -21,17 +21,6 @@ train_in_background() { # OUT
   "$P" train "$EXP" --out "$1" $FLAGS --set train.max_updates=100000 >/dev/null 2>&1 &
   bg=$!
 }
-wait_for_update() { # wait_for_update LOG N: until the log has a train line at update >= N (300 s at most)
-  for _ in $(seq 3000); do
-    [ -f "$1" ] && python3 - "$1" "$2" <<'PY' && return 0
-import json, sys
-ups = [json.loads(l).get("update", 0) for l in open(sys.argv[1]) if '"type":"train"' in l]
-sys.exit(0 if ups and max(ups) >= int(sys.argv[2]) else 1)
-PY
-    sleep 0.1
-  done
-  fail "no update $2 in $1 within 300 s"
-}
 losses() { python3 -c "
 import json, sys
 print(' '.join('%d:%.9g' % (d['update'], d['loss']) for d in map(json.loads, open(sys.argv[1])) if d['type'] == 'train'))" "$1"; }
@@ -48,8 +37,7 @@ echo "$out" | grep -q "$W/a is in use by another run (process $pid" || fail "the
 
 # SIGTERM: exit 143 within 60 s (an update and a save; sanitized builds are slow), checkpoint_last at the last logged update, the stop logged.
 kill -TERM $pid
-for _ in $(seq 600); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
-kill -0 $pid 2>/dev/null && { kill -9 $pid; fail "still running 60 s after SIGTERM"; }
+ends_within $pid 60 || { kill -9 $pid; fail "still running 60 s after SIGTERM"; }
 wait $pid; rc=$?
 [ $rc -eq 143 ] || fail "SIGTERM gave exit $rc, not 143"
 python3 - "$W/a" <<'PY' || fail "checkpoint_last or the log disagree with the last update"
