@@ -231,100 +231,70 @@ __device__ float sum_owned(const float* __restrict__ a, const float* __restrict_
   return acc;
 }
 
-template <bool kVec4>
-__global__ void __launch_bounds__(kLongRowThreads)
-    forward_long_rows_kernel(int64_t rows, int64_t len, const float* __restrict__ x, float* __restrict__ y, bool log) {
-  __shared__ float scratch[32];
-  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
-    const float* xr = x + row * len;
-    float m = kNegInf, s = 0.0f;
-    for_each_owned<kLongRowThreads, kVec4>(xr, len, threadIdx.x, [&](int64_t, float v) { online_add(m, s, v); });
-    const RowStats st = block_row_stats<kLongRowThreads>(m, s, scratch);
-    if (log) map_owned<kLongRowThreads, kVec4>(xr, y + row * len, len, [&](float v) { return v - st.shift - st.log_sum; });
-    else map_owned<kLongRowThreads, kVec4>(xr, y + row * len, len, [&](float v) { return expf(v - st.shift) * st.inv_sum; });
-  }
-}
-
-template <bool kVec4>
-__global__ void __launch_bounds__(kLongRowThreads)
-    backward_long_rows_kernel(int64_t rows, int64_t len, const float* __restrict__ y, const float* __restrict__ dy,
-                              float* __restrict__ dx, bool log) {
-  __shared__ float scratch[32];
-  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
-    const float *yr = y + row * len, *gr = dy + row * len;
-    float* dxr = dx + row * len;
-    if (log) {
-      const float sum_g = team_reduce<kLongRowThreads>(
-          sum_owned<kLongRowThreads, kVec4>(yr, gr, len, [](float, float g) { return g; }), Sum{}, scratch);
-      map_owned<kLongRowThreads, kVec4>(yr, gr, dxr, len, [&](float yi, float g) { return g - expf(yi) * sum_g; });
-    } else {
-      const float dot = team_reduce<kLongRowThreads>(
-          sum_owned<kLongRowThreads, kVec4>(yr, gr, len, [](float yi, float g) { return g * yi; }), Sum{}, scratch);
-      map_owned<kLongRowThreads, kVec4>(yr, gr, dxr, len, [&](float yi, float g) { return yi * (g - dot); });
-    }
-  }
-}
-
-// ---- long rows parked in shared memory ---------------------------------------------------------------
-
 // The dynamic shared memory a parking kernel may have on this device: the most a block may ask for
 // (above 48 KB it must be asked for), less 1 KB for the kernels' own static scratch.
 size_t shared_bytes_per_block() { return device_properties().sharedMemPerBlockOptin - 1024; }
 
-// Calls f(i, x[i]) for the elements thread t owns (as for_each_owned: units t, t + kThreads, ...)
-// and parks each unit in `park` at its index. The same ownership reads them back in pass 2.
-template <int kThreads, bool kVec4, class F>
-__device__ void read_and_park(const float* __restrict__ x, float* __restrict__ park, int64_t n, F f) {
-  for_each_owned<kThreads, kVec4>(x, n, threadIdx.x, [&](int64_t i, float v) {
-    park[i] = v;
-    f(i, v);
-  });
-}
-
-template <bool kVec4>
+// kParked: the first pass parks the row in shared memory and the second reads it from there (one
+// read of memory); otherwise the second pass reads the row again. Each thread parks and reads back
+// the same elements (for_each_owned's and map_owned's ownership agree), so parking needs no barrier.
+template <bool kVec4, bool kParked>
 __global__ void __launch_bounds__(kLongRowThreads)
-    forward_shared_rows_kernel(int64_t rows, int64_t len, const float* __restrict__ x, float* __restrict__ y, bool log) {
-  extern __shared__ float4 park4[]; // (len) floats: this block's row
+    forward_long_rows_kernel(int64_t rows, int64_t len, const float* __restrict__ x, float* __restrict__ y, bool log) {
+  extern __shared__ float4 park4[]; // kParked: (len) floats, this block's row
   float* park = reinterpret_cast<float*>(park4);
   __shared__ float scratch[32];
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    const float* xr = x + row * len;
     float m = kNegInf, s = 0.0f;
-    read_and_park<kLongRowThreads, kVec4>(x + row * len, park, len, [&](int64_t, float v) { online_add(m, s, v); });
+    for_each_owned<kLongRowThreads, kVec4>(xr, len, threadIdx.x, [&](int64_t i, float v) {
+      if constexpr (kParked) park[i] = v;
+      online_add(m, s, v);
+    });
     const RowStats st = block_row_stats<kLongRowThreads>(m, s, scratch);
-    if (log) map_owned<kLongRowThreads, kVec4>(park, y + row * len, len, [&](float v) { return v - st.shift - st.log_sum; });
-    else map_owned<kLongRowThreads, kVec4>(park, y + row * len, len, [&](float v) { return expf(v - st.shift) * st.inv_sum; });
+    const float* again = kParked ? park : xr; // what the second pass reads
+    if (log) map_owned<kLongRowThreads, kVec4>(again, y + row * len, len, [&](float v) { return v - st.shift - st.log_sum; });
+    else map_owned<kLongRowThreads, kVec4>(again, y + row * len, len, [&](float v) { return expf(v - st.shift) * st.inv_sum; });
   }
 }
 
-template <bool kVec4>
+template <bool kVec4, bool kParked>
 __global__ void __launch_bounds__(kLongRowThreads)
-    backward_shared_rows_kernel(int64_t rows, int64_t len, const float* __restrict__ y, const float* __restrict__ dy,
-                                float* __restrict__ dx, bool log) {
-  extern __shared__ float4 park4[]; // (2, len) floats: this block's y, then its dy
+    backward_long_rows_kernel(int64_t rows, int64_t len, const float* __restrict__ y, const float* __restrict__ dy,
+                              float* __restrict__ dx, bool log) {
+  extern __shared__ float4 park4[]; // kParked: (2, len) floats, this block's y then its dy
   float* park_y = reinterpret_cast<float*>(park4);
   float* park_g = park_y + len;     // (len % 4 == 0 with kVec4: stays 16-byte aligned)
   __shared__ float scratch[32];
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
-    const float *yr = y + row * len, *gr = dy + row * len;
+    const float *ya = y + row * len, *ga = dy + row * len; // what the second pass reads
     float dot = 0.0f; // Σ g (log-softmax) or Σ g·y (softmax)
-    read_and_park<kLongRowThreads, kVec4>(yr, park_y, len, [](int64_t, float) {});
-    read_and_park<kLongRowThreads, kVec4>(gr, park_g, len, [&](int64_t i, float g) { dot += log ? g : g * park_y[i]; });
+    if constexpr (kParked) {
+      for_each_owned<kLongRowThreads, kVec4>(ya, len, threadIdx.x, [&](int64_t i, float yi) { park_y[i] = yi; });
+      for_each_owned<kLongRowThreads, kVec4>(ga, len, threadIdx.x, [&](int64_t i, float g) {
+        park_g[i] = g;
+        dot += log ? g : g * park_y[i];
+      });
+      ya = park_y, ga = park_g;
+    } else {
+      dot = sum_owned<kLongRowThreads, kVec4>(ya, ga, len, [log](float yi, float g) { return log ? g : g * yi; });
+    }
     dot = team_reduce<kLongRowThreads>(dot, Sum{}, scratch);
-    if (log) map_owned<kLongRowThreads, kVec4>(park_y, park_g, dx + row * len, len, [&](float yi, float g) { return g - expf(yi) * dot; });
-    else map_owned<kLongRowThreads, kVec4>(park_y, park_g, dx + row * len, len, [&](float yi, float g) { return yi * (g - dot); });
+    float* dxr = dx + row * len;
+    if (log) map_owned<kLongRowThreads, kVec4>(ya, ga, dxr, len, [&](float yi, float g) { return g - expf(yi) * dot; });
+    else map_owned<kLongRowThreads, kVec4>(ya, ga, dxr, len, [&](float yi, float g) { return yi * (g - dot); });
   }
 }
 
-// Launches a shared-memory kernel with `bytes` of dynamic shared memory, having raised its limit to
-// the device's maximum the first time.
-template <auto Kernel, class... Args> void launch_parked(int64_t rows, size_t bytes, const char* name, Args... args) {
+// Launches a long-row kernel on `grid` blocks with `bytes` of dynamic shared memory (0 for the
+// two-pass kernels), having raised its limit to the device's maximum the first time.
+template <auto Kernel, class... Args> void launch_long(unsigned grid, size_t bytes, const char* name, Args... args) {
   static const bool configured = [] {
     PILLARS_CUDA_CHECK(cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                             static_cast<int>(shared_bytes_per_block())));
     return true;
   }();
   (void)configured;
-  const unsigned grid = static_cast<unsigned>(std::min<int64_t>(rows, INT_MAX));
   Kernel<<<grid, kLongRowThreads, bytes, stream()>>>(args...);
   PILLARS_CUDA_LAUNCHED(name);
 }
@@ -386,15 +356,16 @@ void softmax_forward(int64_t outer, int64_t len, int64_t inner, const float* x, 
     return;
   }
   const size_t parked = static_cast<size_t>(len) * sizeof(float);
-  if (parked <= shared_bytes_per_block()) {
-    if (vec4) launch_parked<forward_shared_rows_kernel<true>>(outer, parked, "softmax forward_shared_rows_kernel", outer, len, x, y, log);
-    else launch_parked<forward_shared_rows_kernel<false>>(outer, parked, "softmax forward_shared_rows_kernel", outer, len, x, y, log);
+  const char* name = "softmax forward_long_rows_kernel";
+  if (parked <= shared_bytes_per_block()) { // one block per row, the row parked in shared memory
+    const unsigned grid = static_cast<unsigned>(std::min<int64_t>(outer, INT_MAX));
+    if (vec4) launch_long<forward_long_rows_kernel<true, true>>(grid, parked, name, outer, len, x, y, log);
+    else launch_long<forward_long_rows_kernel<false, true>>(grid, parked, name, outer, len, x, y, log);
     return;
   }
   const unsigned grid = long_row_grid(outer, len * static_cast<int64_t>(sizeof(float)));
-  if (vec4) forward_long_rows_kernel<true><<<grid, kLongRowThreads, 0, stream()>>>(outer, len, x, y, log);
-  else forward_long_rows_kernel<false><<<grid, kLongRowThreads, 0, stream()>>>(outer, len, x, y, log);
-  PILLARS_CUDA_LAUNCHED("softmax forward_long_rows_kernel");
+  if (vec4) launch_long<forward_long_rows_kernel<true, false>>(grid, 0, name, outer, len, x, y, log);
+  else launch_long<forward_long_rows_kernel<false, false>>(grid, 0, name, outer, len, x, y, log);
 }
 
 void softmax_backward(int64_t outer, int64_t len, int64_t inner, const float* y, const float* dy, float* dx,
@@ -413,15 +384,16 @@ void softmax_backward(int64_t outer, int64_t len, int64_t inner, const float* y,
     return;
   }
   const size_t parked = 2 * static_cast<size_t>(len) * sizeof(float); // y and dy
+  const char* name = "softmax backward_long_rows_kernel";
   if (parked <= shared_bytes_per_block()) {
-    if (vec4) launch_parked<backward_shared_rows_kernel<true>>(outer, parked, "softmax backward_shared_rows_kernel", outer, len, y, dy, dx, log);
-    else launch_parked<backward_shared_rows_kernel<false>>(outer, parked, "softmax backward_shared_rows_kernel", outer, len, y, dy, dx, log);
+    const unsigned grid = static_cast<unsigned>(std::min<int64_t>(outer, INT_MAX));
+    if (vec4) launch_long<backward_long_rows_kernel<true, true>>(grid, parked, name, outer, len, y, dy, dx, log);
+    else launch_long<backward_long_rows_kernel<false, true>>(grid, parked, name, outer, len, y, dy, dx, log);
     return;
   }
   const unsigned grid = long_row_grid(outer, 2 * len * static_cast<int64_t>(sizeof(float))); // y and dy
-  if (vec4) backward_long_rows_kernel<true><<<grid, kLongRowThreads, 0, stream()>>>(outer, len, y, dy, dx, log);
-  else backward_long_rows_kernel<false><<<grid, kLongRowThreads, 0, stream()>>>(outer, len, y, dy, dx, log);
-  PILLARS_CUDA_LAUNCHED("softmax backward_long_rows_kernel");
+  if (vec4) launch_long<backward_long_rows_kernel<true, false>>(grid, 0, name, outer, len, y, dy, dx, log);
+  else launch_long<backward_long_rows_kernel<false, false>>(grid, 0, name, outer, len, y, dy, dx, log);
 }
 
 } // namespace pillars::cuda
