@@ -6,9 +6,10 @@
 //   S = scale · Q Kᵀ (+ masks),  P = softmax(S) (a fully masked row gives P = 0, lse = −inf),
 //   O = dropout(P) V,  lse_i = log Σ_j exp(S_ij)
 // Masks: key j is hidden from query i when j ≥ key_lengths[b], or, if causal, when
-// j > i + Tk − Tq (diagonal aligned to the bottom-right corner). Hidden keys must still hold
-// finite K and V: the kernels read whole 64-key tiles and multiply a hidden key's value by P = 0,
-// and 0 · NaN is NaN (the decoder zeroes its caches for this: decode/step_decoder.cpp).
+// j > i + Tk − Tq (diagonal aligned to the bottom-right corner). The slots at or past
+// key_lengths[b] are never read (a tile stops at the key limit, the rest staged as zeros), so they
+// may hold anything, NaN included: 0 · NaN would be NaN even under P = 0. Keys hidden only by the
+// causal mask are read with their tile and multiplied by P = 0: they are real keys, finite.
 // Dropout: element (b, h, i, j) of P is kept when
 // philox_uniform(seed, rng_offset, ((b·H + h)·Tq + i)·Tk + j) ≥ p (kernels/philox.h), the stream the
 // CPU kernels use, so CPU and GPU draw the same masks.
