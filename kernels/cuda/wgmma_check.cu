@@ -1,0 +1,96 @@
+// See wgmma_check.h.
+#include "kernels/cuda/wgmma_check.h"
+
+#include <cuda_runtime.h>
+
+#include "base/error.h"
+#include "kernels/cuda/runtime.h"
+#include "kernels/cuda/wgmma.cuh"
+
+namespace pillars::cuda {
+namespace {
+
+constexpr int kWarpgroup = 128;
+constexpr int kTile = 64; // rows of A, columns of D
+
+// D = A B (see the header) by one warpgroup; *ran = 1 once it ran the wgmma code (sm_90a builds).
+// K is a template parameter: a loop of a run-time length around wgmma makes ptxas serialise the
+// products (its warning C7520).
+template <int K>
+__global__ void __launch_bounds__(kWarpgroup) tile_product_kernel(const uint16_t* a, const uint16_t* bt, float* d, int* ran) {
+#ifdef PILLARS_WGMMA
+  extern __shared__ uint4 smem_u4[];
+  uint8_t* As = reinterpret_cast<uint8_t*>(smem_u4); // (64, K) K-major core matrices
+  uint8_t* Bs = As + kTile * K * 2;                   // (64, K) likewise: Bᵀ
+  for (int e = threadIdx.x; e < kTile * K; e += kWarpgroup) {
+    const int r = e / K, k = e % K;
+    *reinterpret_cast<uint16_t*>(As + wgmma::kmajor_offset(r, k, K)) = a[e];
+    *reinterpret_cast<uint16_t*>(Bs + wgmma::kmajor_offset(r, k, K)) = bt[e];
+  }
+  wgmma::fence_shared_to_async();
+  __syncthreads();
+  float acc[32];
+#pragma unroll
+  for (float& x : acc) x = 0.0f;
+  wgmma::fence();
+  const uint32_t lbo = wgmma::kmajor_lbo(), sbo = wgmma::kmajor_sbo(K);
+#pragma unroll
+  for (int step = 0; step < K / 16; ++step) { // 16 columns = two core matrices along K
+    const uint32_t along_k = static_cast<uint32_t>(step) * 2 * lbo;
+    wgmma::mma_m64n64k16(acc, wgmma::descriptor(wgmma::shared_address(As) + along_k, lbo, sbo),
+                         wgmma::descriptor(wgmma::shared_address(Bs) + along_k, lbo, sbo), step > 0);
+  }
+  wgmma::commit();
+  wgmma::wait<0>();
+  const int t = threadIdx.x;
+#pragma unroll
+  for (int r = 0; r < 32; ++r) d[wgmma::accumulator_row(t, r) * kTile + wgmma::accumulator_col(t, r)] = acc[r];
+  if (t == 0) *ran = 1;
+#endif
+}
+
+// Launches tile_product_kernel<K> for the K asked for (16, 32, ..., 256).
+template <int K = 16> void launch_tile_product(int k, const uint16_t* a, const uint16_t* bt, float* d, int* ran) {
+  if constexpr (K <= 256) {
+    if (k != K) return launch_tile_product<K + 16>(k, a, bt, d, ran);
+    const int smem = 2 * kTile * K * 2; // A and Bᵀ, bf16
+    PILLARS_CUDA_CHECK(cudaFuncSetAttribute(tile_product_kernel<K>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    tile_product_kernel<K><<<1, kWarpgroup, smem, stream()>>>(a, bt, d, ran);
+    PILLARS_CUDA_LAUNCHED("wgmma tile_product_kernel");
+  }
+}
+
+} // namespace
+
+std::string wgmma_unavailable_reason() {
+  if (cuda_device_count() == 0) return cuda_unavailable_reason();
+  const cudaDeviceProp& prop = device_properties();
+  if (prop.major != 9)
+    return str_cat("wgmma needs compute capability 9.0 (Hopper); this GPU is ", prop.major, ".", prop.minor);
+  return "";
+}
+
+std::vector<float> wgmma_tile_product(const std::vector<uint16_t>& a, const std::vector<uint16_t>& bt, int K) {
+  PILLARS_CHECK(K > 0 && K % 16 == 0 && K <= 256, "wgmma_tile_product: K = ", K, " (a multiple of 16, at most 256)");
+  PILLARS_CHECK(a.size() == size_t{kTile} * K && bt.size() == size_t{kTile} * K, "wgmma_tile_product: A and Bᵀ must be (64, K)");
+  const std::string why = wgmma_unavailable_reason();
+  PILLARS_CHECK(why.empty(), "wgmma_tile_product: ", why);
+  const size_t operand_bytes = size_t{kTile} * K * 2, d_bytes = size_t{kTile} * kTile * 4;
+  void *da = device_alloc(operand_bytes), *dbt = device_alloc(operand_bytes), *dd = device_alloc(d_bytes),
+       *dran = device_alloc(sizeof(int));
+  cuda_copy_to_device(da, a.data(), operand_bytes);
+  cuda_copy_to_device(dbt, bt.data(), operand_bytes);
+  cuda_zero(dran, sizeof(int));
+  launch_tile_product(K, static_cast<const uint16_t*>(da), static_cast<const uint16_t*>(dbt), static_cast<float*>(dd),
+                      static_cast<int*>(dran));
+  std::vector<float> d(size_t{kTile} * kTile);
+  int ran = 0;
+  cuda_copy_to_host(d.data(), dd, d_bytes);
+  cuda_copy_to_host(&ran, dran, sizeof(int));
+  for (void* p : {da, dbt, dd, dran}) device_free(p);
+  PILLARS_CHECK(ran == 1, "wgmma_tile_product: this build has no sm_90a code (configure with PILLARS_CUDA_ARCHITECTURES "
+                          "including 90a)");
+  return d;
+}
+
+} // namespace pillars::cuda
