@@ -19,7 +19,8 @@
 // DISPATCH. Precision::bf16 runs the tensor-core kernels (forward and backward, dropout and probs
 // included) when D ∈ {32, 64, 128}, the scale is positive and every tensor is 16-byte aligned
 // (tensor_core_supports); anything else, and Precision::fp32, runs the fp32 path below, which takes
-// any D ≤ 128 (larger D throws). Measured on an H100 (B 4, H 16, T 4096 — 2048 for fp32 —, D 64,
+// any D ≤ 128 (larger D throws). On a Hopper GPU with the Hopper forward switched on
+// (set_hopper_attention, attention_hopper.cu) a bf16 forward with D = 64 and no dropout runs there. Measured on an H100 (B 4, H 16, T 4096 — 2048 for fp32 —, D 64,
 // no dropout): tensor cores with bf16 tensors 282 TFLOP/s forward, 94 backward (counted as 2.5
 // forwards); with float tensors 106 and 62 (their staging is synchronous); fp32 path 23 and 19.
 //
@@ -48,6 +49,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 
 #include "base/error.h"
 #include "kernels/cuda/attention.h"
@@ -534,10 +536,15 @@ void attention_forward(const AttentionArgs& a, const T* Q, const T* K, const T* 
   if (p.B == 0 || p.H == 0 || p.Tq == 0) return;
   const void* tensors[] = {Q, K, V, O};
   const bool tensor_cores = a.precision == Precision::bf16 && tensor_core_supports(p, tensors, 4);
-  if (tensor_cores)
-    tensor_core_forward(p, Q, K, V, O, lse);
-  else
-    PILLARS_ATTENTION_BY_BUCKET(p.D, (simt_forward<DP>(p, Q, K, V, O, lse)));
+  bool on_hopper = false; // the Hopper forward (bf16 tensors only) took the problem
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    on_hopper = tensor_cores && hopper_supports(p, tensors, 4);
+    if (on_hopper) hopper_forward(p, Q, K, V, O, lse);
+  }
+  if (!on_hopper) {
+    if (tensor_cores) tensor_core_forward(p, Q, K, V, O, lse);
+    else PILLARS_ATTENTION_BY_BUCKET(p.D, (simt_forward<DP>(p, Q, K, V, O, lse)));
+  }
   if (probs == nullptr) return;
   if (tensor_cores)
     PILLARS_ATTENTION_BY_BUCKET(p.D, (launch_probs<DP, true>(p, Q, K, lse, probs)));

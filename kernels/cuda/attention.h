@@ -53,4 +53,11 @@ void attention_backward(const AttentionArgs& a, const T* Q, const T* K, const T*
                         const T* dO, T* dQ, T* dK, T* dV, void* workspace);
 size_t attention_backward_workspace(const AttentionArgs& a);
 
+// The Hopper forward (kernels/cuda/attention_hopper.cu: wgmma; bf16 tensors, D = 64, no dropout,
+// Precision::bf16). Off by default until a GPU has measured it: PILLARS_HOPPER_ATTENTION=1 in the
+// environment, or set_hopper_attention(true), turns it on wherever it applies.
+void set_hopper_attention(bool on);
+bool hopper_attention_available(); // this GPU is a Hopper (9.x) and this build has its sm_90a code
+int64_t hopper_attention_launches(); // forwards it has run in this process (the tests check it ran)
+
 } // namespace pillars::cuda

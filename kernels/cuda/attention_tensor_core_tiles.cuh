@@ -260,5 +260,38 @@ __device__ __forceinline__ void mask_tile(float (&s)[NT][4], int j0, int t, cons
       if (j0 + 8 * nt + 2 * t + (e & 1) >= vis[e >> 1]) s[nt][e] = -kInf;
 }
 
+// The online-softmax step for one tile of raw logits s (16 rows × 8·NT keys, −∞ where masked): the
+// running max m (log2 units) and this thread's part of the running sum l are updated, Õ rescaled,
+// and s replaced by P = 2^(c·s − m′).
+template <int NT, int NO>
+__device__ __forceinline__ void online_softmax(float (&s)[NT][4], float (&m)[2], float (&l)[2], float (&o)[NO][4],
+                                               float c) {
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    float mx = -kInf;
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt) mx = fmaxf(mx, fmaxf(s[nt][2 * r], s[nt][2 * r + 1]));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1)); // the 4 threads of a row: lanes 4g..4g+3
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+    const float m_new = fmaxf(m[r], mx * c);              // c > 0: max(c·s) = c·max(s)
+    const float m_use = m_new == -kInf ? 0.0f : m_new;    // nothing visible yet: P = 0, α = 0, no NaN
+    const float alpha = fast_exp2(m[r] - m_use);
+    m[r] = m_new;
+    l[r] *= alpha;
+#pragma unroll
+    for (int nt = 0; nt < NO; ++nt) {
+      o[nt][2 * r] *= alpha;
+      o[nt][2 * r + 1] *= alpha;
+    }
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+      for (int e = 2 * r; e < 2 * r + 2; ++e) {
+        s[nt][e] = fast_exp2(fmaf(s[nt][e], c, -m_use));
+        l[r] += s[nt][e];
+      }
+  }
+}
+
 } // namespace
 } // namespace pillars::cuda::attention_detail

@@ -1,5 +1,6 @@
 // Hopper's warpgroup MMA (wgmma, sm_90a) as inline PTX: the fences, the commit/wait of the
-// asynchronous groups, and the m64n64k16 bf16 product with both operands in shared memory. The
+// asynchronous groups, and the m64n64k16 bf16 product with B in shared memory and A in shared
+// memory or in registers. The
 // layout and the descriptors are kernels/cuda/wgmma_layout.h; kernels/cuda/wgmma_check.cu runs one
 // tile product through them on the GPU (tests/test_cuda_wgmma.cpp).
 //
@@ -7,7 +8,9 @@
 //   1. write the operands into shared memory; fence_shared_to_async() (wgmma reads shared memory
 //      through the "async proxy", which must see the threads' ordinary stores); a barrier;
 //   2. fence() before the first wgmma that touches the accumulator registers;
-//   3. mma_m64n64k16(...) per k-step (scale-d false on the first: D = A B, then D += A B);
+//   3. mma_m64n64k16(...) per k-step (scale-d false on the first: D = A B, then D += A B), or
+//      mma_m64n64k16_rs with A from registers; a fence() again before a product whose accumulator
+//      or A registers ordinary code has touched since the last one;
 //   4. commit(), then wait<0>() before reading the accumulators.
 // Everything here compiles only for sm_90a (__CUDA_ARCH_FEAT_SM90_ALL); callers guard with
 // PILLARS_WGMMA.
@@ -38,9 +41,14 @@ template <int N> __device__ __forceinline__ void wait() {
   asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
 }
 
-// D (64 × 64, fp32, 32 registers a thread: wgmma_layout.h) = A (64 × 16) · B (16 × 64) [+ D when
-// accumulate], A and Bᵀ K-major bf16 tiles in shared memory named by their descriptors.
-__device__ __forceinline__ void mma_m64n64k16(float (&d)[32], uint64_t a, uint64_t b, bool accumulate) {
+// The accumulator of an m64n64 product: 32 floats a thread, d[nt][e] being register 4·nt + e of
+// wgmma_layout.h's map — element for element the C fragments of eight m16n8 mma.sync products of
+// the thread's warp (16 rows × 8 columns each), so the warp-level softmax code applies unchanged.
+using Accumulator = float[8][4];
+
+// D (64 × 64) = A (64 × 16) · B (16 × 64) [+ D when accumulate]; A and Bᵀ K-major bf16 tiles in
+// shared memory, named by their descriptors.
+__device__ __forceinline__ void mma_m64n64k16(Accumulator& d, uint64_t a, uint64_t b, bool accumulate) {
   asm volatile(
       "{\n"
       ".reg .pred p;\n"
@@ -49,17 +57,45 @@ __device__ __forceinline__ void mma_m64n64k16(float (&d)[32], uint64_t a, uint64
       "{%0, %1, %2, %3, %4, %5, %6, %7, "
       " %8, %9, %10, %11, %12, %13, %14, %15, "
       " %16, %17, %18, %19, %20, %21, %22, %23, "
-      " %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, 0, 0;\n"
+      " %24, %25, %26, %27, %28, %29, %30, %31}, "
+      "%32, %33, p, 1, 1, 0, 0;\n"
       "}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]),
-        "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
-        "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]),
-        "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
-        "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]),
+        "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]),
+        "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]),
+        "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]),
+        "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]),
+        "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]),
+        "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]),
+        "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3])
       : "l"(a), "l"(b), "r"(static_cast<int>(accumulate)));
+}
+
+// The same with A from registers: this warp's 16 rows × 16 columns as the A fragment of an m16n8k16
+// mma.sync (a[0] rows g, columns 2t, 2t+1; a[1] rows g+8; a[2], a[3] columns + 8), which is what
+// attention_detail::to_a makes of a row of accumulators — P goes from S to the next product
+// without leaving the registers.
+__device__ __forceinline__ void mma_m64n64k16_rs(Accumulator& d, const uint32_t (&a)[4], uint64_t b, bool accumulate) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %37, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, "
+      " %8, %9, %10, %11, %12, %13, %14, %15, "
+      " %16, %17, %18, %19, %20, %21, %22, %23, "
+      " %24, %25, %26, %27, %28, %29, %30, %31}, "
+      "{%32, %33, %34, %35}, %36, p, 1, 1, 0;\n"
+      "}\n"
+      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]),
+        "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]),
+        "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]),
+        "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]),
+        "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]),
+        "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]),
+        "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]),
+        "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(static_cast<int>(accumulate)));
 }
 
 #endif // PILLARS_WGMMA

@@ -29,9 +29,7 @@ __global__ void __launch_bounds__(kWarpgroup) tile_product_kernel(const uint16_t
   }
   wgmma::fence_shared_to_async();
   __syncthreads();
-  float acc[32];
-#pragma unroll
-  for (float& x : acc) x = 0.0f;
+  wgmma::Accumulator acc = {};
   wgmma::fence();
   const uint32_t lbo = wgmma::kmajor_lbo(), sbo = wgmma::kmajor_sbo(K);
 #pragma unroll
@@ -44,7 +42,7 @@ __global__ void __launch_bounds__(kWarpgroup) tile_product_kernel(const uint16_t
   wgmma::wait<0>();
   const int t = threadIdx.x;
 #pragma unroll
-  for (int r = 0; r < 32; ++r) d[wgmma::accumulator_row(t, r) * kTile + wgmma::accumulator_col(t, r)] = acc[r];
+  for (int r = 0; r < 32; ++r) d[wgmma::accumulator_row(t, r) * kTile + wgmma::accumulator_col(t, r)] = acc[r / 4][r % 4];
   if (t == 0) *ran = 1;
 #endif
 }

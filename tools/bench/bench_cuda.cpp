@@ -122,9 +122,12 @@ int bench_cuda_attention(int repeats) {
   else
     std::printf("(cuDNN (graph API) columns skipped: %s)\n", cuda::cudnn_unavailable_reason().c_str());
 
+  // hopper: our wgmma forward (attention_hopper.cu, switched on for this column only; D = 64);
   // cudnn-api: cuDNN through our graph-API backend, in process; torch-cudnn: PyTorch's cuDNN SDPA backend.
-  std::printf("%6s %4s %7s | %9s %9s %11s %9s | %9s %9s %11s %9s\n", "seq", "hd", "causal", "fwd ours", "cudnn-api",
-              "torch-cudnn", "torch-fa", "f+b ours", "cudnn-api", "torch-cudnn", "torch-fa");
+  const bool hopper = cuda::hopper_attention_available();
+  if (!hopper) std::printf("(hopper column skipped: needs a GPU of compute capability 9.x and sm_90a code in this build)\n");
+  std::printf("%6s %4s %7s | %9s %7s %9s %11s %9s | %9s %9s %11s %9s\n", "seq", "hd", "causal", "fwd ours", "hopper",
+              "cudnn-api", "torch-cudnn", "torch-fa", "f+b ours", "cudnn-api", "torch-cudnn", "torch-fa");
   std::mt19937 rng(1);
   for (const auto& s : shapes) {
     const int64_t n = s.B * s.T * s.H * s.D;
@@ -146,6 +149,14 @@ int bench_cuda_attention(int repeats) {
     const double fwd_ms = cuda_median_ms(repeats, forward), train_ms = cuda_median_ms(repeats, training);
     const double flops = attention_flops(s);
     auto tflops = [](double f, double ms) { return f / (ms * 1e-3) / 1e12; };
+    std::string hopper_fwd = "-";
+    if (hopper && s.D == 64) {
+      cuda::set_hopper_attention(true);
+      const int64_t before = cuda::hopper_attention_launches();
+      const double ms = cuda_median_ms(repeats, forward);
+      cuda::set_hopper_attention(false);
+      if (cuda::hopper_attention_launches() > before) hopper_fwd = str_cat(static_cast<int>(tflops(flops, ms) + 0.5));
+    }
     // cuDNN's fused attention through our graph-API backend, on the same bf16 tensors.
     std::string cudnn_fwd = "-", cudnn_train = "-";
     if (cudnn) {
@@ -172,8 +183,8 @@ int bench_cuda_attention(int repeats) {
       const double ms = torch[backend][key][pass].get<double>();
       return str_cat(static_cast<int>(tflops(f, ms) + 0.5));
     };
-    std::printf("%6lld %4lld %7s | %9.0f %9s %11s %9s | %9.0f %9s %11s %9s\n", static_cast<long long>(s.T), static_cast<long long>(s.D),
-                s.causal ? "yes" : "no", tflops(flops, fwd_ms), cudnn_fwd.c_str(), ref("cudnn", "fwd", flops).c_str(),
+    std::printf("%6lld %4lld %7s | %9.0f %7s %9s %11s %9s | %9.0f %9s %11s %9s\n", static_cast<long long>(s.T),
+                static_cast<long long>(s.D), s.causal ? "yes" : "no", tflops(flops, fwd_ms), hopper_fwd.c_str(), cudnn_fwd.c_str(), ref("cudnn", "fwd", flops).c_str(),
                 ref("flash", "fwd", flops).c_str(), tflops(3.5 * flops, train_ms), cudnn_train.c_str(),
                 ref("cudnn", "fwd_bwd", 3.5 * flops).c_str(), ref("flash", "fwd_bwd", 3.5 * flops).c_str());
   }

@@ -1,0 +1,231 @@
+// The attention forward on Hopper's warpgroup MMA (wgmma, sm_90a): bf16 Q, K, V, O, head dim 64,
+// no dropout. A first step towards FlashAttention-3's design, off by default until a GPU has
+// measured it (kernels/cuda/attention.h: set_hopper_attention, PILLARS_HOPPER_ATTENTION=1); where it
+// does not apply, the mma.sync kernels of attention_tensor_core.cu run, as they do on every GPU
+// before Hopper. The math, the masks and the outputs are those of attention_tensor_core.cu's
+// forward (FlashAttention-2's online softmax in base 2, lse = ln 2 · (m + log2 l)).
+//
+// THE BLOCK. 128 queries of one (batch, head), two warpgroups of 128 threads, each owning 64 of the
+// queries; the two share every key and value tile. Per 64-key tile, each warpgroup runs
+//
+//     S (64 × 64, fp32) = Q_wg Kᵀ       4 × wgmma m64n64k16, Q and K from shared memory
+//     mask, online softmax on S          per warp, on its 16 rows (as the mma.sync kernel does)
+//     Õ (64 × 64) += bf16(P) V           4 × wgmma m64n64k16, P from registers, Vᵀ from shared memory
+//
+// THE PIPELINE (two buffers for K and Vᵀ; everything below is one thread block):
+//
+//   tile n:   wait K[n], Vᵀ[n] ─ barrier ─┬─ cp.async K[n+1] → buffer (n+1) mod 2   (in flight)
+//                                         ├─ load V[n+1] rows into registers       (in flight)
+//                                         ├─ S = Q Kᵀ[n] ─ softmax ─ Õ += P V[n]   (tensor cores)
+//                                         └─ scatter V[n+1] transposed → Vᵀ buffer (n+1) mod 2
+//
+// so the copies of tile n + 1 run under the products of tile n. What FlashAttention-3 adds and this
+// kernel does not have yet: operands loaded by TMA with mbarriers, a producer warpgroup that only
+// copies (warp specialisation, setmaxnreg), swizzled shared memory, and the softmax of one tile
+// overlapped with the products of the next (ping-pong between the warpgroups). Those are what
+// would take it from mma.sync's ~60 % of cuDNN to parity.
+//
+// SHARED MEMORY: every tile is K-major in wgmma's no-swizzle core-matrix layout
+// (kernels/cuda/wgmma_layout.h). Q (128 × 64) and K (64 keys × 64) are K-major as they lie in
+// memory, so 16-byte chunks go straight in with cp.async. O += P V needs V as Bᵀ, (64 dims × 64
+// keys) with the keys contiguous: V is transposed on its way in (through registers). Slots at or
+// past the key limit are staged as zeros and never read from memory (attention.h).
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+
+#include "kernels/cuda/attention_internal.h"
+#include "kernels/cuda/attention_tensor_core_tiles.cuh"
+#include "kernels/cuda/wgmma.cuh"
+
+namespace pillars::cuda {
+namespace attention_detail {
+namespace {
+
+constexpr int kD = 64;                           // head dimension
+constexpr int kWarpgroups = 2;                   // each owns 64 queries
+constexpr int kThreads = 128 * kWarpgroups;
+constexpr int kBlockQ = 64 * kWarpgroups;        // queries per block
+constexpr int kTileBytes = 64 * kD * 2;          // one (64 × 64) bf16 tile
+constexpr size_t kSmem = size_t(kWarpgroups + 4) * kTileBytes; // Q, 2 × K, 2 × Vᵀ: 48 KB
+
+std::atomic<int64_t> g_launches{0};
+
+#ifdef PILLARS_WGMMA
+
+constexpr int kBlockK = 64;     // keys per tile
+constexpr int kChunks = kD / 8; // 16-byte chunks in a row of 64 bf16
+
+// Rows [row0, row0 + rows) of a (·, 64) head into a K-major tile (64 columns), 16 bytes at a time by
+// cp.async; rows ≥ valid are zero.
+__device__ __forceinline__ void stage_kmajor(uint8_t* tile, const bf16* X, int64_t base, int64_t stride, int row0,
+                                             int rows, int valid) {
+  for (int c = threadIdx.x; c < rows * kChunks; c += kThreads) {
+    const int r = c / kChunks, k8 = c % kChunks;
+    uint8_t* dst = tile + wgmma::kmajor_offset(r, 8 * k8, kD);
+    if (row0 + r < valid) cp_async_16(smem_u32(dst), X + base + int64_t{row0 + r} * stride + 8 * k8);
+    else *reinterpret_cast<uint4*>(dst) = make_uint4(0, 0, 0, 0);
+  }
+}
+
+// The value tile's chunks this thread moves: keys [j0, j0 + 64), 16 bytes (8 dimensions) each.
+constexpr int kValueChunksPerThread = kBlockK * kChunks / kThreads; // 2
+
+__device__ __forceinline__ void load_values(uint4 (&v)[kValueChunksPerThread], const bf16* V, int64_t base,
+                                            int64_t stride, int j0, int valid) {
+#pragma unroll
+  for (int q = 0; q < kValueChunksPerThread; ++q) {
+    const int c = threadIdx.x + q * kThreads, j = c / kChunks, k8 = c % kChunks;
+    v[q] = j0 + j < valid ? *reinterpret_cast<const uint4*>(V + base + int64_t{j0 + j} * stride + 8 * k8)
+                          : make_uint4(0, 0, 0, 0);
+  }
+}
+
+// The chunks into Vᵀ (64 dimensions × 64 keys, K-major: keys contiguous): dimension d of key j at
+// row d, column j.
+__device__ __forceinline__ void store_values_transposed(uint8_t* vt, const uint4 (&v)[kValueChunksPerThread]) {
+#pragma unroll
+  for (int q = 0; q < kValueChunksPerThread; ++q) {
+    const int c = threadIdx.x + q * kThreads, j = c / kChunks, k8 = c % kChunks;
+    bf16 x[8];
+    memcpy(x, &v[q], sizeof x);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) *reinterpret_cast<bf16*>(vt + wgmma::kmajor_offset(8 * k8 + i, j, kBlockK)) = x[i];
+  }
+}
+
+// The descriptor of k-step `step` (16 columns) of a K-major tile with 64 columns at `tile`.
+__device__ __forceinline__ uint64_t step_descriptor(const uint8_t* tile, int step) {
+  return wgmma::descriptor(smem_u32(tile) + static_cast<uint32_t>(step) * 2 * wgmma::kmajor_lbo(), wgmma::kmajor_lbo(),
+                           wgmma::kmajor_sbo(64));
+}
+
+#endif // PILLARS_WGMMA
+
+// O = softmax(S) V and lse for 128 queries (grid: b·H + h, query block reversed: longest first).
+__global__ void __launch_bounds__(kThreads, 1)
+    hopper_forward_kernel(Problem p, const bf16* Q, const bf16* K, const bf16* V, bf16* O, float* lse) {
+#ifdef PILLARS_WGMMA
+  extern __shared__ uint4 smem_u4[];
+  uint8_t* Qs = reinterpret_cast<uint8_t*>(smem_u4); // (128 queries × 64): warpgroup wg's 64 at wg · kTileBytes
+  uint8_t* Ks = Qs + kWarpgroups * kTileBytes;       // 2 buffers of (64 keys × 64)
+  uint8_t* Vts = Ks + 2 * kTileBytes;                // 2 buffers of (64 dims × 64 keys): Vᵀ
+  const int wg = threadIdx.x / 128, warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const int bh = blockIdx.x, b = bh / p.H, h = bh % p.H;
+  const int i0 = (gridDim.y - 1 - blockIdx.y) * kBlockQ;
+  const int64_t stride = int64_t{p.H} * kD;
+  const int64_t q_base = head_row(p, b, p.Tq, h, 0), k_base = head_row(p, b, p.Tk, h, 0);
+  const RowMask mask = row_mask(p, b);
+  const int n_tiles = (mask.visible(min(i0 + kBlockQ, p.Tq) - 1) + kBlockK - 1) / kBlockK;
+  // Warp w holds rows i0 + 16w + g and + 8 (the accumulator map: warpgroup wg's warps 4wg .. 4wg + 3).
+  const WarpRows<1> w = warp_rows<1>(mask, i0 + 16 * warp, g, p.Tq);
+  // The keys any row of this warpgroup sees: a tile from there on is skipped by all its 4 warps
+  // together (wgmma is a warpgroup instruction: its warps must agree).
+  const int wg_first = i0 + 64 * wg;
+  const int wg_keys = wg_first < p.Tq ? mask.visible(min(wg_first + 63, p.Tq - 1)) : 0;
+
+  wgmma::Accumulator o = {};
+  float m[2] = {-kInf, -kInf}, l[2] = {0.0f, 0.0f};
+  uint4 values[kValueChunksPerThread];
+  if (n_tiles > 0) {
+    stage_kmajor(Qs, Q, q_base, stride, i0, kBlockQ, p.Tq);
+    stage_kmajor(Ks, K, k_base, stride, 0, kBlockK, mask.limit);
+    cp_async_commit();
+    load_values(values, V, k_base, stride, 0, mask.limit);
+    store_values_transposed(Vts, values);
+  }
+  for (int n = 0; n < n_tiles; ++n) {
+    const int buf = n & 1, j0 = n * kBlockK;
+    cp_async_wait_all();
+    wgmma::fence_shared_to_async(); // this thread's stores (cp.async and plain) → wgmma's reads
+    __syncthreads();                // tile n is complete; every warpgroup is done with tile n − 1
+    const bool more = n + 1 < n_tiles;
+    if (more) { // tile n + 1: K by cp.async, V into registers, both in flight during the products
+      stage_kmajor(Ks + (buf ^ 1) * kTileBytes, K, k_base, stride, j0 + kBlockK, kBlockK, mask.limit);
+      cp_async_commit();
+      load_values(values, V, k_base, stride, j0 + kBlockK, mask.limit);
+    }
+    if (j0 < wg_keys) {
+      wgmma::Accumulator s = {};
+      wgmma::fence();
+#pragma unroll
+      for (int step = 0; step < kD / 16; ++step) // S = Q Kᵀ (unscaled)
+        wgmma::mma_m64n64k16(s, step_descriptor(Qs + wg * kTileBytes, step), step_descriptor(Ks + buf * kTileBytes, step),
+                             step > 0);
+      wgmma::commit();
+      wgmma::wait<0>();
+      if (j0 + kBlockK > w.full) mask_tile(s, j0, t, w.vis[0]);
+      online_softmax(s, m, l, o, p.scale_log2);
+      uint32_t pa[kBlockK / 16][4];
+      to_a<kBlockK / 16>(s, pa);
+      wgmma::fence(); // Õ was rescaled and P written by ordinary code
+#pragma unroll
+      for (int step = 0; step < kBlockK / 16; ++step) // Õ += P V
+        wgmma::mma_m64n64k16_rs(o, pa[step], step_descriptor(Vts + buf * kTileBytes, step), true);
+      wgmma::commit();
+      wgmma::wait<0>();
+    }
+    if (more) store_values_transposed(Vts + (buf ^ 1) * kTileBytes, values);
+  }
+
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    float sum = l[r];
+    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+    const int i = w.row(0, r);
+    if (i >= p.Tq) continue;
+    const float inv = sum > 0.0f ? 1.0f / sum : 0.0f; // a row that sees nothing: O = 0
+    bf16* out = O + q_base + i * stride + 2 * t;
+#pragma unroll
+    for (int nt = 0; nt < kD / 8; ++nt) store_pair(out + 8 * nt, o[nt][2 * r] * inv, o[nt][2 * r + 1] * inv);
+    if (t == 0) lse[int64_t{bh} * p.Tq + i] = sum > 0.0f ? (m[r] + log2f(sum)) * kLn2 : -kInf;
+  }
+#endif // PILLARS_WGMMA
+}
+
+bool env_enabled() {
+  const char* v = std::getenv("PILLARS_HOPPER_ATTENTION");
+  return v != nullptr && std::strcmp(v, "1") == 0;
+}
+
+std::atomic<bool> g_enabled{env_enabled()};
+
+} // namespace
+
+bool hopper_supports(const Problem& p, const void* const* tensors, int count) {
+  if (!g_enabled.load(std::memory_order_relaxed) || p.D != kD || p.dropout_p > 0.0f) return false;
+  return tensor_core_supports(p, tensors, count) && hopper_attention_available();
+}
+
+void hopper_forward(const Problem& p, const bf16* Q, const bf16* K, const bf16* V, bf16* O, float* lse) {
+  const dim3 grid(static_cast<unsigned>(p.B * p.H), static_cast<unsigned>((p.Tq + kBlockQ - 1) / kBlockQ));
+  launch<hopper_forward_kernel>(grid, kThreads, kSmem, "attention hopper_forward_kernel", p, Q, K, V, O, lse);
+  g_launches.fetch_add(1, std::memory_order_relaxed);
+}
+
+} // namespace attention_detail
+
+void set_hopper_attention(bool on) { attention_detail::g_enabled.store(on, std::memory_order_relaxed); }
+
+bool hopper_attention_available() {
+  static const bool available = [] {
+    if (cuda_device_count() == 0 || device_properties().major != 9) return false;
+    // The cubin this GPU runs must be the sm_90a one: a build without it would run an empty kernel.
+    cudaFuncAttributes attributes{};
+    if (cudaFuncGetAttributes(&attributes, attention_detail::hopper_forward_kernel) != cudaSuccess) {
+      cudaGetLastError();
+      return false;
+    }
+    return attributes.binaryVersion >= 90;
+  }();
+  return available;
+}
+
+int64_t hopper_attention_launches() { return attention_detail::g_launches.load(std::memory_order_relaxed); }
+
+} // namespace pillars::cuda
