@@ -74,8 +74,10 @@ void GradientBuckets::begin(const std::vector<std::string>& names, int64_t targe
                 "training; pruning is not supported in a data-parallel job)");
   weight_ = static_cast<float>(target_tokens);
   std::fill(reported_.begin(), reported_.end(), false);
-  if (last_)
+  if (last_) {
     for (Bucket& b : buckets_) b.waiting = b.slots.size(), b.ticket = -1;
+    next_start_ = 0;
+  }
 }
 
 void GradientBuckets::ready(size_t slot, const Tensor& grad) {
@@ -89,7 +91,11 @@ void GradientBuckets::ready(size_t slot, const Tensor& grad) {
                              counted_ ? weight_ : 0.0f, first_);
   if (!last_) return;
   Bucket& b = buckets_[bucket_of_[slot]];
-  if (--b.waiting == 0 && overlap_) start(b);
+  if (--b.waiting == 0 && overlap_) start_ready();
+}
+
+void GradientBuckets::start_ready() {
+  while (next_start_ < buckets_.size() && buckets_[next_start_].waiting == 0) start(buckets_[next_start_++]);
 }
 
 void GradientBuckets::start(Bucket& b) {
@@ -116,12 +122,10 @@ void GradientBuckets::after_node() {
 
 std::vector<optim::ParamSlot>& GradientBuckets::finish() {
   const auto t0 = std::chrono::steady_clock::now();
-  for (size_t b = 0; b < buckets_.size(); ++b) {
-    Bucket& bucket = buckets_[b];
+  for (const Bucket& bucket : buckets_)
     if (bucket.waiting != 0)
       throw Error(str_cat("data-parallel training: the gradient of ", names_[bucket.slots[0]], " never arrived"));
-    if (!overlap_) start(bucket);
-  }
+  start_ready(); // every bucket not started yet (all of them without overlap), in order
   for (Bucket& b : buckets_)
     if (b.ticket >= 0) comm_.wait(b.ticket), b.ticket = -1;
   if (device_ == Device::cuda && device_sums_ && overlap_) device_sums_->join(); // the stream waits, not the host

@@ -19,7 +19,9 @@
 //
 // SUMS DURING THE BACKWARD. In the rank's last batch of the update, a bucket whose every gradient
 // is in starts its sum over the ranks at once (MPI_Iallreduce), and the backward goes on computing
-// the earlier layers' gradients. After every node, MPI gets a chance to move the messages along
+// the earlier layers' gradients. Sums start in bucket order — a bucket waits for the ones before
+// it — because MPI and NCCL both need every rank to start its collectives in the same order, and
+// ranks that train batches of other shapes run other compiled graphs. After every node, MPI gets a chance to move the messages along
 // (Communicator::test). finish() waits for the sums still in flight. With parallel.overlap off,
 // every bucket is summed after the backward (the baseline `pillars bench step` compares with).
 //
@@ -106,6 +108,7 @@ class GradientBuckets final : public GradientObserver {
   };
   void lay_out(const std::vector<std::string>& names);
   void start(Bucket& b);
+  void start_ready(); // starts the complete buckets from next_start_ on, in order, up to the first incomplete one
   bool owns_bucket(const Bucket& b) const; // this rank keeps its optimiser state (every rank at stage 0)
 
   dist::Communicator& comm_;
@@ -124,6 +127,7 @@ class GradientBuckets final : public GradientObserver {
   bool first_ = true, last_ = true, counted_ = true;
   float weight_ = 0;                                 // this batch's target tokens
   size_t in_flight_ = 0;                             // buckets started and not yet seen done
+  size_t next_start_ = 0;                            // the next bucket to start, in bucket order
   double wait_seconds_ = 0;
 };
 

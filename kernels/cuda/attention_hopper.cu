@@ -151,6 +151,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
     if (j0 < wg_keys) {
       wgmma::Accumulator s = {};
+      wgmma::fence_operand(s);
       wgmma::fence();
 #pragma unroll
       for (int step = 0; step < kD / 16; ++step) // S = Q Kᵀ (unscaled)
@@ -158,16 +159,20 @@ __global__ void __launch_bounds__(kThreads, 1)
                              step > 0);
       wgmma::commit();
       wgmma::wait<0>();
+      wgmma::fence_operand(s);
       if (j0 + kBlockK > w.full) mask_tile(s, j0, t, w.vis[0]);
       online_softmax(s, m, l, o, p.scale_log2);
       uint32_t pa[kBlockK / 16][4];
       to_a<kBlockK / 16>(s, pa);
+      wgmma::fence_operand(o);
+      wgmma::fence_operand(pa);
       wgmma::fence(); // Õ was rescaled and P written by ordinary code
 #pragma unroll
       for (int step = 0; step < kBlockK / 16; ++step) // Õ += P V
         wgmma::mma_m64n64k16_rs(o, pa[step], step_descriptor(Vts + buf * kTileBytes, step), true);
       wgmma::commit();
       wgmma::wait<0>();
+      wgmma::fence_operand(o);
     }
     if (more) store_values_transposed(Vts + (buf ^ 1) * kTileBytes, values);
   }
@@ -185,7 +190,17 @@ __global__ void __launch_bounds__(kThreads, 1)
     for (int nt = 0; nt < kD / 8; ++nt) store_pair(out + 8 * nt, o[nt][2 * r] * inv, o[nt][2 * r + 1] * inv);
     if (t == 0) lse[int64_t{bh} * p.Tq + i] = sum > 0.0f ? (m[r] + log2f(sum)) * kLn2 : -kInf;
   }
+#else
+  __trap(); // compiled without sm_90a's wgmma: hopper_attention_available() keeps dispatch away
 #endif // PILLARS_WGMMA
+}
+
+// Writes 1 to *ran where the code running is the sm_90a build (an sm_90 or sm_80 cubin, or PTX
+// compiled for this GPU by the driver, would run the kernel above without wgmma).
+__global__ void hopper_probe_kernel(int* ran) {
+#ifdef PILLARS_WGMMA
+  *ran = 1;
+#endif
 }
 
 bool env_enabled() {
@@ -215,13 +230,15 @@ void set_hopper_attention(bool on) { attention_detail::g_enabled.store(on, std::
 bool hopper_attention_available() {
   static const bool available = [] {
     if (cuda_device_count() == 0 || device_properties().major != 9) return false;
-    // The cubin this GPU runs must be the sm_90a one: a build without it would run an empty kernel.
-    cudaFuncAttributes attributes{};
-    if (cudaFuncGetAttributes(&attributes, attention_detail::hopper_forward_kernel) != cudaSuccess) {
-      cudaGetLastError();
-      return false;
-    }
-    return attributes.binaryVersion >= 90;
+    // The code this GPU runs must be the sm_90a build: ask a probe compiled like the kernel.
+    int* ran = static_cast<int*>(device_alloc(sizeof(int)));
+    cuda_zero(ran, sizeof(int));
+    attention_detail::hopper_probe_kernel<<<1, 1, 0, stream()>>>(ran);
+    PILLARS_CUDA_LAUNCHED("attention hopper_probe_kernel");
+    int flag = 0;
+    cuda_copy_to_host(&flag, ran, sizeof(int));
+    device_free(ran);
+    return flag == 1;
   }();
   return available;
 }

@@ -12,10 +12,15 @@
 //      mma_m64n64k16_rs with A from registers; a fence() again before a product whose accumulator
 //      or A registers ordinary code has touched since the last one;
 //   4. commit(), then wait<0>() before reading the accumulators.
+// The asm statements of fence() and wait() name no registers, so the compiler would be free to move
+// ordinary reads and writes of the accumulators (or of A's registers) across them; fence_operand()
+// pins a register array in place (an empty asm that "reads and writes" it): call it on every
+// register array of the products right before fence() and right after wait().
 // Everything here compiles only for sm_90a (__CUDA_ARCH_FEAT_SM90_ALL); callers guard with
 // PILLARS_WGMMA.
 #pragma once
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/cuda/wgmma_layout.h"
 
@@ -39,6 +44,21 @@ __device__ __forceinline__ void commit() { asm volatile("wgmma.commit_group.sync
 // Waits until at most N committed groups are still running.
 template <int N> __device__ __forceinline__ void wait() {
   asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+
+// An empty asm that reads and writes every register of x: ordinary code on x cannot move across it.
+template <class T, int N>
+__device__ __forceinline__ void fence_operand(T (&x)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) {
+    if constexpr (sizeof(T) == 4 && std::is_floating_point_v<T>) asm volatile("" : "+f"(x[i])::"memory");
+    else asm volatile("" : "+r"(x[i])::"memory");
+  }
+}
+template <class T, int M, int N>
+__device__ __forceinline__ void fence_operand(T (&x)[M][N]) {
+#pragma unroll
+  for (int i = 0; i < M; ++i) fence_operand(x[i]);
 }
 
 // The accumulator of an m64n64 product: 32 floats a thread, d[nt][e] being register 4·nt + e of

@@ -30,6 +30,7 @@ __global__ void __launch_bounds__(kWarpgroup) tile_product_kernel(const uint16_t
   wgmma::fence_shared_to_async();
   __syncthreads();
   wgmma::Accumulator acc = {};
+  wgmma::fence_operand(acc);
   wgmma::fence();
   const uint32_t lbo = wgmma::kmajor_lbo(), sbo = wgmma::kmajor_sbo(K);
 #pragma unroll
@@ -40,6 +41,7 @@ __global__ void __launch_bounds__(kWarpgroup) tile_product_kernel(const uint16_t
   }
   wgmma::commit();
   wgmma::wait<0>();
+  wgmma::fence_operand(acc);
   const int t = threadIdx.x;
 #pragma unroll
   for (int r = 0; r < 32; ++r) d[wgmma::accumulator_row(t, r) * kTile + wgmma::accumulator_col(t, r)] = acc[r / 4][r % 4];
