@@ -117,4 +117,42 @@ void Graph::mark_output(ValueId v) {
   outputs_.push_back(v);
 }
 
+void Graph::redirect_input(int node, size_t slot, ValueId v) {
+  PILLARS_CHECK(node >= 0 && node < static_cast<int>(nodes_.size()), "graph: redirect_input of node ", node, " of ",
+                nodes_.size());
+  Node& n = nodes_[static_cast<size_t>(node)];
+  PILLARS_CHECK(slot < n.inputs.size(), "graph: ", n.op->name, " has no input ", slot);
+  PILLARS_CHECK(v >= 0 && v < num_values(), "graph: redirect_input to undefined value ", v);
+  const ValueInfo& old = value(n.inputs[slot]);
+  const ValueInfo& now = value(v);
+  PILLARS_CHECK(now.shape == old.shape && now.dtype == old.dtype, "graph: ", n.op->name, " input ", slot, " is ",
+                dtype_name(old.dtype), shape_str(old.shape), "; cannot read ", dtype_name(now.dtype), shape_str(now.shape));
+  PILLARS_CHECK(now.producer < node, "graph: ", n.op->name, " (node ", node, ") cannot read value ", v,
+                ", made later by node ", now.producer);
+  n.inputs[slot] = v;
+}
+
+std::vector<int> Graph::reorder(const std::vector<int>& order) {
+  const size_t nn = nodes_.size();
+  PILLARS_CHECK(order.size() == nn, "graph: reorder of ", nn, " nodes given ", order.size());
+  std::vector<int> new_index(nn, -1);
+  for (size_t k = 0; k < nn; ++k) {
+    const int old = order[k];
+    PILLARS_CHECK(old >= 0 && static_cast<size_t>(old) < nn && new_index[static_cast<size_t>(old)] < 0,
+                  "graph: reorder is not a permutation (node ", old, " at ", k, ")");
+    new_index[static_cast<size_t>(old)] = static_cast<int>(k);
+  }
+  for (size_t k = 0; k < nn; ++k)
+    for (ValueId v : nodes_[static_cast<size_t>(order[k])].inputs) {
+      const int producer = new_index[static_cast<size_t>(value(v).producer)];
+      PILLARS_CHECK(producer < static_cast<int>(k), "graph: reorder puts ", nodes_[static_cast<size_t>(order[k])].op->name,
+                    " (node ", order[k], ") before the producer of its input ", v);
+    }
+  std::vector<Node> nodes(nn);
+  for (size_t k = 0; k < nn; ++k) nodes[k] = std::move(nodes_[static_cast<size_t>(order[k])]);
+  nodes_ = std::move(nodes);
+  for (ValueInfo& info : values_) info.producer = new_index[static_cast<size_t>(info.producer)];
+  return new_index;
+}
+
 } // namespace pillars

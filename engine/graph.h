@@ -1,10 +1,12 @@
 // The graph IR.
 //
-// A Graph is an append-only list of nodes in topological order. Each node applies one op to input
+// A Graph is a list of nodes in topological order, grown by appending. Each node applies one op to input
 // *values* and produces one or more output values; a value is an int (ValueId) naming a tensor of a
 // known shape and dtype. Models *emit* graphs through the builder functions of engine/ops/*.h;
-// nothing is computed until an Executor runs the graph. Passes (autodiff, plan_memory, and later
-// HUDS/GCT/V2S) read a graph and append to it or annotate it.
+// nothing is computed until an Executor runs the graph, node by node in this order. Passes
+// (autodiff, plan_memory, the method's passes) read a graph and append to it or annotate it; a
+// rewrite builds a new graph, or, where values must keep their numbers, edits this one with
+// redirect_input and reorder (checked: the order stays topological).
 //
 //   Graph g;
 //   ValueId x = g.input("tokens", {B, T}, DType::i32);   // fed by the caller each run
@@ -128,6 +130,17 @@ class Graph {
   // Values the caller wants to read after a run (loss, logits, gradients): plan_memory keeps them alive.
   void mark_output(ValueId v);
   const std::vector<ValueId>& outputs() const { return outputs_; }
+
+  // Two checked edits, for a rewrite that must keep every value's number because earlier passes
+  // hold them (engine/passes/saved_activations.h runs after the method's passes and autodiff):
+  //
+  // Node `node` reads `v` instead of its input `slot`. `v` must have that input's shape and dtype
+  // (so the op's shape rule still holds) and be produced before the node.
+  void redirect_input(int node, size_t slot, ValueId v);
+  // Puts the nodes in the order `order` (a permutation of the node indices: order[k] is the old
+  // index of the node that runs k-th). Every node must still come after the producers of its
+  // inputs. Values keep their numbers; returns old node index → new.
+  std::vector<int> reorder(const std::vector<int>& order);
 
  private:
   ValueId leaf(Node n, const Shape& shape, DType dtype);

@@ -5,7 +5,7 @@
 // one reading and rewriting a StepGraph:
 //
 //   StepGraph s = StepGraph::of(build_seq2seq_training_graph(...), /*train=*/true, Device::cpu);
-//   run_passes(step_passes(fuse_linear, extension.get()), s);    // fuse, GCT, ..., autodiff, plan
+//   run_passes(step_passes(train, settings, extension.get()), s); // fuse, GCT, ..., autodiff, plan
 //   Executor ex(s.graph, s.device, arena, s.memory);
 //
 // Every pass has the one entry point `void(StepGraph&)`. Most passes only append nodes (the GHT
@@ -36,6 +36,7 @@ struct StepGraph {
   std::vector<AttentionSite> attention; // every attention module (models/transformer.h)
   std::vector<ValueId> params, grads;   // autodiff: each parameter leaf and its gradient
                                         // (kNoValue where the objective does not depend on it)
+  int first_backward_node = -1;         // autodiff: the first node of the backward (-1: none yet)
   MemoryPlan memory;                    // plan_memory: where every value lives in the arena
   // Per node: the index (in the pass list) of the pass that added it; kByModel for the model's.
   std::vector<int> added_by;
@@ -61,6 +62,12 @@ struct StepGraph {
   void replace_graph(Graph g, const std::vector<ValueId>& value_map, const std::vector<int>& node_map);
   // The same when the pass has already built the new graph in `graph` from `old`.
   void renumber(const Graph& old, const std::vector<ValueId>& value_map, const std::vector<int>& node_map);
+};
+
+// The settings that turn the optional passes on.
+struct PassSettings {
+  bool fuse_linear = false;             // train.fuse_linear_activation
+  bool bf16_saved_activations = false;  // train.saved_activations = bf16
 };
 
 struct Pass {

@@ -9,6 +9,7 @@
 #include "engine/passes/autodiff.h"
 #include "engine/passes/fuse_linear.h"
 #include "engine/passes/plan_memory.h"
+#include "engine/passes/saved_activations.h"
 #include "steps/head_gates.h"
 
 namespace pillars::train {
@@ -43,6 +44,10 @@ constexpr std::array kPasses = {
     PassInfo{"autodiff", "training steps",
              "appends the backward graph: the gradient of the objective with respect to every "
              "parameter (engine/passes/autodiff.h)"},
+    PassInfo{"saved_activations", "train.saved_activations = bf16; training steps",
+             "casts every activation the backward reads to bf16 right after the forward computes it, "
+             "and back to f32 right before each backward node that reads it: half the bytes live from "
+             "the forward to the backward (engine/passes/saved_activations.h)"},
     PassInfo{"plan_memory", "every step",
              "adds no node: gives every computed value its offset in one arena, reusing the bytes of "
              "dead values (engine/passes/plan_memory.h)"},
@@ -63,7 +68,20 @@ void fuse_linear_pass(StepGraph& s) {
 void autodiff_pass(StepGraph& s) {
   if (s.objective != s.loss) s.graph.mark_output(s.objective); // the caller may read the total
   s.params = s.graph.params();
+  s.first_backward_node = static_cast<int>(s.graph.nodes().size());
   s.grads = autodiff(s.graph, s.objective, s.params);
+}
+
+// Edits the graph in place, so the values the method's passes recorded keep their numbers; the
+// node indices the step records move.
+void saved_activations_pass(StepGraph& s) {
+  PILLARS_CHECK(s.first_backward_node >= 0, "saved_activations runs after autodiff");
+  const Graph before = s.graph;
+  const SavedActivations r = store_saved_activations_bf16(s.graph, s.first_backward_node);
+  std::vector<ValueId> same(static_cast<size_t>(before.num_values()));
+  for (size_t v = 0; v < same.size(); ++v) same[v] = static_cast<ValueId>(v);
+  s.renumber(before, same, r.node_map);
+  s.first_backward_node = r.first_backward_node;
 }
 
 void plan_memory_pass(StepGraph& s) { s.memory = plan_memory(s.graph, s.device); }
@@ -73,7 +91,7 @@ void plan_memory_pass(StepGraph& s) { s.memory = plan_memory(s.graph, s.device);
 std::span<const PassInfo> pass_list() { return kPasses; }
 std::span<const PassInfo> model_pass_list() { return kModelPasses; }
 
-PassList step_passes(bool train, bool fuse_linear, GraphExtension* extension) {
+PassList step_passes(bool train, const PassSettings& settings, GraphExtension* extension) {
   std::vector<GraphExtension*> parts;
   if (extension)
     for (GraphExtension* p : extension->parts())
@@ -92,9 +110,11 @@ PassList step_passes(bool train, bool fuse_linear, GraphExtension* extension) {
           if (p->gates_heads()) gating.push_back(p);
       if (!gating.empty()) list.push_back({info.name, [gating](StepGraph& s) { gate_heads(s, gating); }});
     } else if (std::strcmp(info.name, "fuse_linear_activation") == 0) {
-      if (fuse_linear) list.push_back({info.name, fuse_linear_pass});
+      if (settings.fuse_linear) list.push_back({info.name, fuse_linear_pass});
     } else if (std::strcmp(info.name, "autodiff") == 0) {
       if (train) list.push_back({info.name, autodiff_pass});
+    } else if (std::strcmp(info.name, "saved_activations") == 0) {
+      if (train && settings.bf16_saved_activations) list.push_back({info.name, saved_activations_pass});
     } else if (std::strcmp(info.name, "probe") == 0) {
       std::vector<GraphExtension*> watchers;
       if (extension)

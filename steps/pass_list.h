@@ -26,6 +26,6 @@ std::span<const PassInfo> model_pass_list();
 // the entries of pass_list() that apply. The method's passes (head gates, GCT, the baselines'
 // losses, the V2S vote) come from the parts of `extension` (may be null) that name them
 // (GraphExtension::pass_name) or gate heads; a part whose name is not in the list is an error.
-PassList step_passes(bool train, bool fuse_linear, GraphExtension* extension);
+PassList step_passes(bool train, const PassSettings& settings, GraphExtension* extension);
 
 } // namespace pillars::train

@@ -51,7 +51,7 @@ StepCache::Compiled& StepCache::get(const std::vector<int64_t>& key, bool train,
     StepGraph& s = c->step;
     s = build();
     s.device = arena_->device;
-    run_passes(step_passes(train, fuse_linear, extension_.get()), s);
+    run_passes(step_passes(train, passes, extension_.get()), s);
     c->executor = std::make_unique<Executor>(s.graph, s.device, arena_, s.memory);
     if (s.device == Device::cuda) c->executor->enable_graph_capture(true);
     c->executor->bind_params(params_);

@@ -96,7 +96,7 @@ class StepCache {
   size_t size() const { return train_.size() + eval_.size(); }
 
   AttentionBackend attention_backend = AttentionBackend::pillars;
-  bool fuse_linear = false;
+  PassSettings passes; // which optional passes run (fuse_linear_activation, saved_activations)
 
  private:
   Compiled& compile(StepGraph step);
@@ -123,7 +123,9 @@ class ModelSteps {
   void set_progress(int64_t update, double progress) { update_ = update, progress_ = progress; }
   void set_attention_backend(AttentionBackend b) { cache_.attention_backend = b, cache_.clear(); }
   // Rewrite each linear → relu/gelu into one linear_act node (engine/passes/fuse_linear.h).
-  void set_fuse_linear_activation(bool on) { cache_.fuse_linear = on, cache_.clear(); }
+  void set_fuse_linear_activation(bool on) { cache_.passes.fuse_linear = on, cache_.clear(); }
+  // Keep the activations the backward reads in bf16 (engine/passes/saved_activations.h), or fp32.
+  void set_bf16_saved_activations(bool on) { cache_.passes.bf16_saved_activations = on, cache_.clear(); }
   // See GradientObserver; the observer must outlive the training steps it watches.
   void set_gradient_observer(GradientObserver* o) { cache_.set_gradient_observer(o); }
 

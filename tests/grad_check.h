@@ -67,6 +67,18 @@ struct GradCheckOptions {
   int64_t max_elements = 0;         // > 0: check at most this many (evenly spaced) elements per input
 };
 
+// max_i |a_i − b_i| / max_i |b_i|: how far `a` is from the reference `b`, relative to b's
+// largest element (not per element: a small element's noise is measured against the tensor's scale).
+inline double max_relative_difference(const std::vector<float>& a, const std::vector<float>& b) {
+  REQUIRE(a.size() == b.size());
+  double diff = 0, scale = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    diff = std::max(diff, std::fabs(static_cast<double>(a[i]) - b[i]));
+    scale = std::max(scale, std::fabs(static_cast<double>(b[i])));
+  }
+  return diff / std::max(scale, 1e-30);
+}
+
 inline Tensor random_tensor(const Shape& shape, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> u(lo, hi);

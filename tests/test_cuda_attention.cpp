@@ -479,10 +479,7 @@ TEST_CASE("cuda attention: the Hopper (wgmma) forward is as accurate as naive bf
     MESSAGE("skipped: the Hopper forward needs a GPU of compute capability 9.x and a build with sm_90a code");
     return;
   }
-  struct On { // off again however the case ends
-    On() { cuda::set_hopper_attention(true); }
-    ~On() { cuda::set_hopper_attention(false); }
-  } on;
+  const cuda::ScopedHopperAttention on(true); // back as it was however the case ends
   const int64_t before = cuda::hopper_attention_launches();
   uint32_t seed = 700;
   const int64_t lengths[][2] = {{1, 1}, {17, 17}, {64, 64}, {100, 100}, {257, 257}, {17, 100}, {100, 17}, {130, 300}};

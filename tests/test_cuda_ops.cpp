@@ -26,6 +26,7 @@
 #include "base/error.h"
 #include "engine/executor.h"
 #include "engine/ops.h"
+#include "engine/ops/cast.h"
 #include "ght/ops.h"
 #include "engine/passes/autodiff.h"
 #include "kernels/cuda/device.h"
@@ -140,6 +141,10 @@ TEST_CASE("cuda ops: elementwise, broadcasting and activations match the CPU") {
   check_op("broadcast_to", exact, [](Case& c) { return ops::broadcast_to(c.g, c.input({3, 1, 5}), {2, 3, 4, 5}); });
   check_op("sum_to rows", 1e-5, [](Case& c) { return ops::sum_to(c.g, c.input({300, 70}), {70}); });
   check_op("sum_to general", 1e-5, [](Case& c) { return ops::sum_to(c.g, c.input({6, 5, 7}), {6, 1, 7}); });
+  // Rounding to nearest even on both sides: bit for bit (bound 0), over more than one grid.
+  check_op("cast to bf16 and back", 0.0, [](Case& c) {
+    return ops::cast(c.g, ops::cast(c.g, c.input({1000003}, true, -300.0f, 300.0f), DType::bf16), DType::f32);
+  });
 }
 
 TEST_CASE("cuda ops: reductions and shape ops match the CPU") {

@@ -33,22 +33,13 @@ using pillars::testing::check_gradients;
 using pillars::testing::evaluate;
 using pillars::testing::gradients_of;
 using pillars::testing::GradCheckOptions;
+using pillars::testing::max_relative_difference;
 using pillars::testing::random_tensor;
 
 namespace {
 
 constexpr double kSameBound = 1e-6; // relative to the tensor's largest magnitude (see the top comment)
 
-// max |a − b| / max(max |b|, tiny), and a CHECK against the bound.
-double relative_max_diff(const std::vector<float>& a, const std::vector<float>& b) {
-  REQUIRE(a.size() == b.size());
-  double diff = 0, scale = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    diff = std::max(diff, std::fabs(static_cast<double>(a[i]) - b[i]));
-    scale = std::max(scale, std::fabs(static_cast<double>(b[i])));
-  }
-  return diff / std::max(scale, 1e-30);
-}
 
 int count_op(const Graph& g, const char* name) {
   int n = 0;
@@ -132,7 +123,7 @@ TEST_CASE("linear_act: gradients match central finite differences and the unfuse
     const auto unfused = gradients_of([act](Graph& g, const std::vector<ValueId>& v) { return unfused_builder(g, v, act); }, {x, w, b}, R, {0, 1, 2});
     for (size_t k = 0; k < 3; ++k) {
       CAPTURE(k);
-      CHECK(relative_max_diff(fused[k], unfused[k]) <= kSameBound);
+      CHECK(max_relative_difference(fused[k], unfused[k]) <= kSameBound);
     }
   }
   // A reader of pre gets its gradient added to the activation's.
@@ -227,11 +218,11 @@ TEST_CASE("fuse_linear_activation: fuses single-use linear → relu/gelu chains 
   const Run a = run_small(unfused, net.x, net.loss, net.kept_output, net.params);
   const Run b = run_small(fused, f.value(net.x), f.value(net.loss), f.value(net.kept_output), net.params);
   CHECK(b.loss == doctest::Approx(a.loss).epsilon(kSameBound));
-  CHECK(relative_max_diff(b.kept, a.kept) <= kSameBound);
+  CHECK(max_relative_difference(b.kept, a.kept) <= kSameBound);
   REQUIRE(a.grads.size() == b.grads.size());
   for (size_t k = 0; k < a.grads.size(); ++k) {
     CAPTURE(k);
-    CHECK(relative_max_diff(b.grads[k], a.grads[k]) <= kSameBound);
+    CHECK(max_relative_difference(b.grads[k], a.grads[k]) <= kSameBound);
   }
 }
 
@@ -265,7 +256,7 @@ void compare(const ModelRun& fused, const ModelRun& unfused) {
   for (const auto& [name, g] : unfused.grads) {
     CAPTURE(name);
     REQUIRE(fused.grads.count(name) == 1);
-    const double d = relative_max_diff(fused.grads.at(name), g);
+    const double d = max_relative_difference(fused.grads.at(name), g);
     worst = std::max(worst, d);
     CHECK(d <= kSameBound);
   }

@@ -13,9 +13,11 @@
 #include "engine/ops.h"
 #include "ght/prune.h"
 #include "steps/head_gates.h"
+#include "tests/grad_check.h"
 #include "train/checkpoint.h"
 
 using namespace pillars;
+using pillars::testing::max_relative_difference;
 namespace fs = std::filesystem;
 
 namespace {
@@ -86,15 +88,6 @@ std::vector<float> logits(const TransformerConfig& cfg, ParamStore& params, cons
   return std::vector<float>(l.data<float>(), l.data<float>() + l.numel());
 }
 
-double max_relative_difference(const std::vector<float>& a, const std::vector<float>& b) {
-  REQUIRE(a.size() == b.size());
-  double scale = 0, diff = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    scale = std::max(scale, std::abs(static_cast<double>(b[i])));
-    diff = std::max(diff, std::abs(static_cast<double>(a[i]) - b[i]));
-  }
-  return diff / scale;
-}
 
 } // namespace
 

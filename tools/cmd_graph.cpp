@@ -38,7 +38,7 @@ struct Options {
   std::string after;
   std::string decode; // "", "encoder" or "step"
   int64_t beam = 5;
-  bool passes = false, eval = false, vote = false, fuse_linear = false, added_only = false;
+  bool passes = false, eval = false, vote = false, fuse_linear = false, bf16_saved = false, added_only = false;
   int64_t batch = 2, src_len = 5, tgt_len = 4;
 };
 
@@ -91,7 +91,7 @@ int print_step(const Options& opt) {
   TransformerConfig cfg;
   ParamStore params; // receives the method's own parameters (GCT classifiers, gate logits)
   std::shared_ptr<train::GraphExtension> method;
-  bool fuse_linear = opt.fuse_linear;
+  train::PassSettings settings{.fuse_linear = opt.fuse_linear, .bf16_saved_activations = opt.bf16_saved};
   AttentionBackend backend = AttentionBackend::pillars;
   float label_smoothing = 0.1f;
   if (!opt.experiment.empty()) {
@@ -107,7 +107,8 @@ int print_step(const Options& opt) {
     } else {
       method = ght::head_extension(e.heads, e.prune, static_cast<uint64_t>(e.seed), cfg, params, /*finetune=*/false);
     }
-    fuse_linear = fuse_linear || e.train.fuse_linear_activation;
+    settings.fuse_linear = settings.fuse_linear || e.train.fuse_linear_activation;
+    settings.bf16_saved_activations = settings.bf16_saved_activations || e.train.saved_activations == Precision::bf16;
     backend = e.train.attention_backend;
     label_smoothing = static_cast<float>(e.train.label_smoothing);
   } else {
@@ -119,7 +120,7 @@ int print_step(const Options& opt) {
                            ? train::StepGraph::of(build_lm_training_graph(cfg, opt.batch, opt.tgt_len, o), train, Device::cpu)
                            : train::StepGraph::of(build_seq2seq_training_graph(cfg, opt.batch, opt.src_len, opt.tgt_len, o),
                                                   train, Device::cpu);
-  const train::PassList passes = train::step_passes(train, fuse_linear, method.get());
+  const train::PassList passes = train::step_passes(train, settings, method.get());
   std::cout << "# " << (opt.vote ? "V2S vote" : train ? "training" : "evaluation") << " step, B " << opt.batch;
   if (!cfg.decoder_only) std::cout << ", source " << opt.src_len;
   std::cout << ", target " << opt.tgt_len << "; its passes: model";
@@ -173,6 +174,9 @@ Command add_graph_command(CLI::App& app) {
   cmd->add_flag("--eval", opt->eval, "the evaluation step (no dropout, no backward) instead of the training step");
   cmd->add_flag("--vote", opt->vote, "the V2S vote's forward-only step of the experiment (its pass: v2s_vote)");
   cmd->add_flag("--fuse-linear", opt->fuse_linear, "run fuse_linear_activation (as train.fuse_linear_activation does)");
+  cmd->add_flag("--bf16-saved-activations", opt->bf16_saved,
+                "run saved_activations (as train.saved_activations = bf16 does); values under 1024 elements stay "
+                "f32, so give a batch that is not tiny (e.g. --batch 8 --tgt-len 32)");
   cmd->add_flag("--added-only", opt->added_only, "print only the nodes the pass added");
   cmd->add_option("--decode", opt->decode, "print a decoding graph instead of a training step: encoder | step "
                                            "(--batch sentences, --beam, --src-len, --tgt-len cache slots)")

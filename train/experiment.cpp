@@ -200,6 +200,12 @@ const std::vector<Entry>& entries() {
                        "(engine/passes/fuse_linear.h); on the GPU a cuBLASLt GEMM with a bias epilogue. The same function.")
                .def(false),
            &E::train, &T::fuse_linear_activation),
+        in(F::enumeration("train.saved_activations", enum_names<Precision>(),
+                          "How the activations the backward reads are kept from the forward to the backward: fp32, or bf16 "
+                          "(half the bytes; the backward sees them rounded to bf16, the forward and the loss are unchanged; "
+                          "engine/passes/saved_activations.h). On the CPU and the GPU.")
+               .def("fp32"),
+           &E::train, &T::saved_activations),
 
         section(F::section("parallel", "Data-parallel training, when mpirun or srun starts several processes (docs/SCALING.md); "
                                        "one process ignores it.")),

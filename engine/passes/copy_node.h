@@ -1,5 +1,5 @@
 // Copying a node into another graph: what a rewriting pass does with every node it keeps
-// (engine/passes/fuse_linear.h, the head-gates pass of steps/). Graphs are append-only, so a pass
+// (engine/passes/fuse_linear.h, the head-gates pass of steps/). A graph cannot drop nodes, so a pass
 // that changes a graph builds a new one node by node.
 #pragma once
 #include <vector>

@@ -10,7 +10,7 @@
 // and W is 2-D. Everything else is copied unchanged, in order.
 //
 // Run it on the forward graph, BEFORE autodiff: the backward then comes from linear_act's vjp.
-// Graphs are append-only, so the pass builds a new graph: leaves keep their names (inputs and
+// A graph cannot drop nodes, so the pass builds a new graph: leaves keep their names (inputs and
 // parameters bind as before), constants are copied, marked outputs stay marked. Value and node
 // numbers change; the result maps old ones to new ones so a caller can find its values again
 // (StepGraph::replace_graph, steps/pass.h, does this for a step and its attention sites).

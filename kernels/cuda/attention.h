@@ -55,8 +55,19 @@ size_t attention_backward_workspace(const AttentionArgs& a);
 
 // The Hopper forward (kernels/cuda/attention_hopper.cu: wgmma; bf16 tensors, D = 64, no dropout,
 // Precision::bf16). Off by default until a GPU has measured it: PILLARS_HOPPER_ATTENTION=1 in the
-// environment, or set_hopper_attention(true), turns it on wherever it applies.
-void set_hopper_attention(bool on);
+// environment, or set_hopper_attention(true), turns it on wherever it applies; it returns whether
+// it was on before. ScopedHopperAttention turns it on or off for a scope (a test, a bench column).
+bool set_hopper_attention(bool on);
+class ScopedHopperAttention {
+ public:
+  explicit ScopedHopperAttention(bool on) : before_(set_hopper_attention(on)) {}
+  ~ScopedHopperAttention() { set_hopper_attention(before_); }
+  ScopedHopperAttention(const ScopedHopperAttention&) = delete;
+  ScopedHopperAttention& operator=(const ScopedHopperAttention&) = delete;
+
+ private:
+  bool before_;
+};
 bool hopper_attention_available(); // this GPU is a Hopper (9.x) and this build has its sm_90a code
 int64_t hopper_attention_launches(); // forwards it has run in this process (the tests check it ran)
 

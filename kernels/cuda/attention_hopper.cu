@@ -225,7 +225,7 @@ void hopper_forward(const Problem& p, const bf16* Q, const bf16* K, const bf16* 
 
 } // namespace attention_detail
 
-void set_hopper_attention(bool on) { attention_detail::g_enabled.store(on, std::memory_order_relaxed); }
+bool set_hopper_attention(bool on) { return attention_detail::g_enabled.exchange(on, std::memory_order_relaxed); }
 
 bool hopper_attention_available() {
   static const bool available = [] {

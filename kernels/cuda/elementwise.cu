@@ -14,6 +14,8 @@
 // The API is elementwise.h; engine/ops/cuda/elementwise.cu adapts the ops to it.
 #include "kernels/cuda/elementwise.h"
 
+#include <cuda_bf16.h>
+
 #include <algorithm>
 
 #include "kernels/cuda/runtime.h"
@@ -301,6 +303,29 @@ void broadcast_to(const float* x, std::span<const int64_t> x_dims, float* y, std
   fill_strides(x_dims, y_dims, bc.a_stride);
   broadcast_kernel<<<grid_for(n), kThreads, 0, stream()>>>(x, y, n, bc);
   PILLARS_CUDA_LAUNCHED("broadcast_to");
+}
+
+namespace {
+
+__global__ void f32_to_bf16_kernel(const float* x, __nv_bfloat16* y, int64_t n) {
+  PILLARS_FOR_EACH(i, n) y[i] = __float2bfloat16_rn(x[i]);
+}
+__global__ void bf16_to_f32_kernel(const __nv_bfloat16* x, float* y, int64_t n) {
+  PILLARS_FOR_EACH(i, n) y[i] = __bfloat162float(x[i]);
+}
+
+} // namespace
+
+void f32_to_bf16(const float* x, uint16_t* y, int64_t n) {
+  if (n == 0) return;
+  f32_to_bf16_kernel<<<grid_for(n), kThreads, 0, stream()>>>(x, reinterpret_cast<__nv_bfloat16*>(y), n);
+  PILLARS_CUDA_LAUNCHED("f32_to_bf16");
+}
+
+void bf16_to_f32(const uint16_t* x, float* y, int64_t n) {
+  if (n == 0) return;
+  bf16_to_f32_kernel<<<grid_for(n), kThreads, 0, stream()>>>(reinterpret_cast<const __nv_bfloat16*>(x), y, n);
+  PILLARS_CUDA_LAUNCHED("bf16_to_f32");
 }
 
 } // namespace pillars::cuda

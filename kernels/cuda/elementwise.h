@@ -9,6 +9,8 @@
 //   fill                 y (n)
 //   sum_to               x (x_dims) → y (y_dims), y_dims broadcasts to x_dims
 //   broadcast_to         x (x_dims) → y (y_dims), x_dims broadcasts to y_dims
+//   f32_to_bf16          x (n) f32 → y (n) bf16 (the bits, as uint16_t), nearest, ties to even
+//   bf16_to_f32          x (n) bf16 → y (n) f32, exact
 //
 // The general broadcast paths take ranks ≤ 8 (more throws). All but broadcast_to and sum_to may
 // run in place (out may be a, y may be x): element i is read before element i is written.
@@ -36,5 +38,9 @@ void fill(float* y, int64_t n, float value);
 void sum_to(const float* x, std::span<const int64_t> x_dims, float* y, std::span<const int64_t> y_dims);
 // y = x broadcast to y_dims.
 void broadcast_to(const float* x, std::span<const int64_t> x_dims, float* y, std::span<const int64_t> y_dims);
+// The casts (engine/ops/cast.h), bit for bit as the CPU's (kernels/cpu/convert.h) except a NaN's
+// payload (both stay NaN).
+void f32_to_bf16(const float* x, uint16_t* y, int64_t n);
+void bf16_to_f32(const uint16_t* x, float* y, int64_t n);
 
 } // namespace pillars::cuda

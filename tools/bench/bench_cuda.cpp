@@ -29,6 +29,7 @@
 #include "engine/executor.h"
 #include "engine/optim/adam.h"
 #include "engine/passes/autodiff.h"
+#include "engine/passes/saved_activations.h"
 #include "engine/tensor.h"
 #include "models/transformer.h"
 #include "tools/bench/measure.h"
@@ -125,6 +126,7 @@ int bench_cuda_attention(int repeats) {
   // hopper: our wgmma forward (attention_hopper.cu, switched on for this column only; D = 64);
   // cudnn-api: cuDNN through our graph-API backend, in process; torch-cudnn: PyTorch's cuDNN SDPA backend.
   const bool hopper = cuda::hopper_attention_available();
+  const cuda::ScopedHopperAttention mma_sync_only(false); // the other columns, whatever PILLARS_HOPPER_ATTENTION says
   if (!hopper) std::printf("(hopper column skipped: needs a GPU of compute capability 9.x and sm_90a code in this build)\n");
   std::printf("%6s %4s %7s | %9s %7s %9s %11s %9s | %9s %9s %11s %9s\n", "seq", "hd", "causal", "fwd ours", "hopper",
               "cudnn-api", "torch-cudnn", "torch-fa", "f+b ours", "cudnn-api", "torch-cudnn", "torch-fa");
@@ -151,10 +153,9 @@ int bench_cuda_attention(int repeats) {
     auto tflops = [](double f, double ms) { return f / (ms * 1e-3) / 1e12; };
     std::string hopper_fwd = "-";
     if (hopper && s.D == 64) {
-      cuda::set_hopper_attention(true);
+      const cuda::ScopedHopperAttention on(true);
       const int64_t before = cuda::hopper_attention_launches();
       const double ms = cuda_median_ms(repeats, forward);
-      cuda::set_hopper_attention(false);
       if (cuda::hopper_attention_launches() > before) hopper_fwd = str_cat(static_cast<int>(tflops(flops, ms) + 0.5));
     }
     // cuDNN's fused attention through our graph-API backend, on the same bf16 tensors.
@@ -245,7 +246,7 @@ constexpr int64_t kStepBatch = 128, kStepLen = 64;
 
 // Median milliseconds of one training step (forward, backward, Adam) of ours in `precision`;
 // peak_mb: the most device memory our tensors held at once, from the parameters on.
-double our_step_ms(Precision precision, int repeats, float& first_loss, double& peak_mb) {
+double our_step_ms(Precision precision, bool bf16_saved, int repeats, float& first_loss, double& peak_mb) {
   cuda_set_precision(precision);
   cuda_synchronize();
   cuda_reset_peak_memory();
@@ -255,8 +256,10 @@ double our_step_ms(Precision precision, int repeats, float& first_loss, double& 
   params.to(Device::cuda);
   Seq2SeqGraph m = build_seq2seq_training_graph(cfg, kStepBatch, kStepLen, kStepLen, 0.1f, 1234, true);
   const std::vector<ValueId> leaves = m.graph.params();
+  const int first_backward = static_cast<int>(m.graph.nodes().size());
   const std::vector<ValueId> grads = autodiff(m.graph, m.loss, leaves);
   m.graph.mark_output(m.loss);
+  if (bf16_saved) store_saved_activations_bf16(m.graph, first_backward);
   Executor ex(m.graph, Device::cuda);
   ex.enable_graph_capture(true);
   ex.bind_params(params);
@@ -294,13 +297,15 @@ int bench_cuda_step(int repeats) {
   std::printf("training step on %s: base transformer 6+6, d 512, 8 heads, FFN 2048, vocab 10000, %lld target tokens, Adam\n",
               cuda_device_name(0).c_str(), static_cast<long long>(kStepBatch * kStepLen));
   double ours_bf16 = 0;
-  for (const Precision precision : {Precision::fp32, Precision::bf16}) {
+  // fp32; bf16 products; bf16 products with the saved activations in bf16 (train.saved_activations).
+  for (const auto& [precision, bf16_saved] : {std::pair{Precision::fp32, false}, std::pair{Precision::bf16, false},
+                                             std::pair{Precision::bf16, true}}) {
     float loss = 0;
     double peak_mb = 0;
-    const double ms = our_step_ms(precision, repeats, loss, peak_mb);
-    if (precision == Precision::bf16) ours_bf16 = tokens / (ms * 1e-3);
-    std::printf("  pillars %-4s          %9.0f target tokens/s  (%.2f ms/step, peak %.0f MB, first loss %.3f)\n",
-                enum_name(precision), tokens / (ms * 1e-3), ms, peak_mb, loss);
+    const double ms = our_step_ms(precision, bf16_saved, repeats, loss, peak_mb);
+    if (precision == Precision::bf16 && !bf16_saved) ours_bf16 = tokens / (ms * 1e-3);
+    std::printf("  pillars %-4s%-10s %9.0f target tokens/s  (%.2f ms/step, peak %.0f MB, first loss %.3f)\n",
+                enum_name(precision), bf16_saved ? " saved16" : "", tokens / (ms * 1e-3), ms, peak_mb, loss);
   }
   cuda_set_precision(Precision::fp32);
   for (const bool compiled : {false, true}) {

@@ -7,7 +7,7 @@
 //
 // One adapter file per op family, engine/ops/cuda/<family>.cu, over the kernels' header
 // kernels/cuda/<family>.h (the shapes) and source kernels/cuda/<family>.cu (the algorithm):
-// elementwise, reduce, shape, matmul, linear_act, softmax, layernorm, cross_entropy, embedding,
+// elementwise, cast, reduce, shape, matmul, linear_act, softmax, layernorm, cross_entropy, embedding,
 // dropout, attention (which also dispatches to kernels/cuda/cudnn_attention.h, the cuDNN
 // reference backend), attention_mask, head_gram, decoding. Ops absent here run on the CPU
 // through the executor's host fallback (see Executor).
@@ -68,6 +68,8 @@ size_t op_cross_entropy_backward_workspace(const Graph& g, const Node& n);
 // embedding.cu
 void op_embedding(const KernelContext& c);
 void op_embedding_backward(const KernelContext& c);
+// cast.cu (f32 ↔ bf16)
+void op_cast(const KernelContext& c);
 // dropout.cu
 void op_dropout(const KernelContext& c);
 void op_masked_fill(const KernelContext& c);

@@ -1,0 +1,19 @@
+// Conversions between fp32 and bf16, the storage type of activations kept for the backward in
+// bf16 (engine/ops/cast.h, engine/passes/saved_activations.h).
+//
+// bf16 is the upper half of an IEEE fp32: 1 sign bit, 8 exponent bits (fp32's range), 7 mantissa
+// bits (about 2–3 decimal digits). Narrowing rounds to nearest, ties to even, by adding 0x7fff
+// plus the lowest kept bit to the fp32 pattern before dropping the low 16 bits; a NaN stays a
+// (quiet) NaN, ±inf stay ±inf. Widening appends 16 zero bits, so it is exact.
+// These loops give the same bits as engine/tensor.h's scalar f32_to_bf16 / bf16_to_f32.
+#pragma once
+#include <cstdint>
+
+namespace pillars::cpu {
+
+// y[i] = bf16(x[i]), n elements.
+void f32_to_bf16(const float* x, uint16_t* y, int64_t n);
+// y[i] = float(x[i]), n elements.
+void bf16_to_f32(const uint16_t* x, float* y, int64_t n);
+
+} // namespace pillars::cpu
