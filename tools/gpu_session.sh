@@ -1,0 +1,61 @@
+#!/bin/sh
+# The one command of a short session on a GPU machine: unpack the bundle that tools/gpu_bundle.sh
+# made elsewhere, run first the GPU test cases that have never run on a GPU, then every GPU check
+# and benchmark (tools/gpu_check.sh), then a short end-to-end training run on the GPU. Every log
+# lands in OUT_DIR; the summary lines are printed as they come. Meant to finish in about 9 minutes.
+#
+# Usage: tools/gpu_session.sh BUNDLE_DIR OUT_DIR
+#   FIRST='cuda wgmma*,...'   the never-run cases to run first (default: the list below)
+#   BENCHES, SANITIZER_SECONDS  passed to tools/gpu_check.sh (defaults: all three benches, 150 s)
+#   E2E=0                      skip the end-to-end run
+set -u
+BUNDLE=$1
+OUT=${2:-gpu-out}
+mkdir -p "$OUT"
+start=$(date +%s)
+elapsed() { echo $(($(date +%s) - start)); }
+
+# The cases written without a GPU that no GPU has run yet (keep this list with the code: a case
+# leaves it once a GPU session has seen it pass).
+FIRST=${FIRST:-'cuda wgmma*,cuda attention: keys past*,cuda attention: the Hopper*,gradient buckets on the GPU*,cuda ops: softmax*,cuda ops: elementwise*,cuda: the tiny transformer*'}
+
+BIN=$OUT/bin
+mkdir -p "$BIN"
+for b in pillars pillars_tests; do xz -dc "$BUNDLE/bin/$b.xz" >"$BIN/$b" && chmod +x "$BIN/$b"; done
+
+# Libraries: the bundle's own, then wherever this machine keeps CUDA's (the toolkit, or the
+# nvidia-* Python wheels next to PyTorch).
+LIBS=$(cd "$BUNDLE/lib" && pwd)
+for d in /usr/local/cuda/lib64 /usr/local/cuda/lib /usr/local/cuda/targets/x86_64-linux/lib; do
+  [ -d "$d" ] && LIBS="$LIBS:$d"
+done
+for d in $(python3 -c 'import glob, os, nvidia; print(" ".join(glob.glob(os.path.join(list(nvidia.__path__)[0], "*", "lib"))))' 2>/dev/null); do
+  LIBS="$LIBS:$d"
+done
+export LD_LIBRARY_PATH="$LIBS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+missing=$(ldd "$BIN/pillars_tests" "$BIN/pillars" | grep "not found" | sort -u)
+if [ -n "$missing" ]; then
+  echo "gpu_session: libraries not found:"
+  echo "$missing"
+  exit 1
+fi
+[ -d "$BUNDLE/data" ] && export PILLARS_DATA=$(cd "$BUNDLE/data" && pwd)
+cat "$BUNDLE/MANIFEST" 2>/dev/null
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+
+echo "== never run on a GPU before ($(elapsed) s)"
+timeout 180 "$BIN/pillars_tests" -tc="$FIRST" >"$OUT/first.log" 2>&1
+echo "first: exit $? ($(grep -E '^\[doctest\] (test cases|assertions)' "$OUT/first.log" | tr '\n' ' '))"
+grep -E "ERROR|FAILED|skipped|MESSAGE" "$OUT/first.log" | sort | uniq -c | sort -rn | head -40
+
+echo "== tools/gpu_check.sh ($(elapsed) s)"
+SANITIZER_SECONDS=${SANITIZER_SECONDS:-150} sh tools/gpu_check.sh "$BIN" "$OUT/check"
+
+if [ "${E2E:-1}" != 0 ] && [ -n "${PILLARS_DATA:-}" ]; then
+  echo "== end to end: experiments/ght/ght.json (GCT, V2S, GHT-PS) on the GPU, bf16, saved activations in bf16 ($(elapsed) s)"
+  timeout 180 "$BIN/pillars" train experiments/ght/ght.json --out "$OUT/e2e" --set train.device=cuda \
+    --set train.precision=bf16 --set train.saved_activations=bf16 >"$OUT/e2e.log" 2>&1
+  echo "e2e: exit $?"
+  tail -5 "$OUT/e2e.log"
+fi
+echo "gpu_session: done in $(elapsed) s; logs in $OUT"
