@@ -45,9 +45,10 @@ constexpr std::array kPasses = {
              "appends the backward graph: the gradient of the objective with respect to every "
              "parameter (engine/passes/autodiff.h)"},
     PassInfo{"saved_activations", "train.saved_activations = bf16; training steps",
-             "casts every activation the backward reads to bf16 right after the forward computes it, "
-             "and back to f32 right before each backward node that reads it: half the bytes live from "
-             "the forward to the backward (engine/passes/saved_activations.h)"},
+             "casts the activations the backward reads to bf16 right after the forward computes them, "
+             "and back to f32 right before each node that reads them again (the backward's, and the "
+             "layer norms, attention and cross-entropy whose statistics the backward reads): half the "
+             "bytes live from the forward to the backward (engine/passes/saved_activations.h)"},
     PassInfo{"plan_memory", "every step",
              "adds no node: gives every computed value its offset in one arena, reusing the bytes of "
              "dead values (engine/passes/plan_memory.h)"},

@@ -16,8 +16,8 @@
 // to another device drops the compiled graphs.
 //
 // set_attention_backend chooses how the attention modules compute (models/transformer.h
-// AttentionBackend) and set_fuse_linear_activation whether the fusion pass runs; both drop the
-// compiled graphs.
+// AttentionBackend), set_fuse_linear_activation whether the fusion pass runs and
+// set_bf16_saved_activations whether saved_activations does; each drops the compiled graphs.
 //
 // The two model families differ in what a batch is and which graph the model builds; compiling,
 // running and reading back are the same code (StepCache below).

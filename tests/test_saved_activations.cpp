@@ -7,13 +7,17 @@
 //     would break the graph;
 //   - the pass on y = relu(x Wᵀ), L = Σ y²: the loss is bit for bit the fp32 graph's, and dW is
 //     the float64 value of 2·(bf16(y) ⊙ [bf16(y) > 0])ᵀ x — the fp32 formula with y rounded;
-//   - the tiny transformer through the step's pass list: the loss is unchanged, every gradient is
-//     within bf16 rounding of the fp32 one (and some differ: the casts do act), the logits stay
-//     f32 (they do not wait between forward and backward), the arena shrinks;
+//   - layer norm of an activation: the pass's loss and gradients are bit for bit those of the
+//     fp32 graph with the activation explicitly rounded before the layer norm — the statistics
+//     (mean, rstd) describe the very values the backward reads;
+//   - the tiny transformer through the step's pass list: loss and gradients within bf16 rounding of
+//     fp32 (and changed: the casts do act); the nodes that make statistics read rounded copies, the
+//     logits and attention's outputs stay f32; the arena shrinks;
 //   - GCT training on Multi30k (the method's passes record value numbers before this pass runs):
-//     the first update's loss is the fp32 run's exactly, and the next ones stay close.
+//     20 updates follow the fp32 run's losses within bf16 rounding.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -59,6 +63,17 @@ uint16_t narrow_one(uint32_t bits) {
   return y;
 }
 
+
+// ‖a − b‖₂ / ‖b‖₂
+double norm_relative_difference(const std::vector<float>& a, const std::vector<float>& b) {
+  REQUIRE(a.size() == b.size());
+  double diff = 0, norm = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    diff += (static_cast<double>(a[i]) - b[i]) * (static_cast<double>(a[i]) - b[i]);
+    norm += static_cast<double>(b[i]) * b[i];
+  }
+  return std::sqrt(diff / std::max(norm, 1e-300));
+}
 
 int count_casts(const Graph& g, DType to) {
   int n = 0;
@@ -212,14 +227,16 @@ TEST_CASE("saved_activations: y = relu(x Wᵀ), L = Σ y² — the loss is uncha
   CHECK(r.f32_bytes == static_cast<size_t>(rows * out) * 4);
   CHECK(count_casts(g, DType::bf16) == 1);
   CHECK(count_casts(g, DType::f32) == r.widened);
-  // The widenings are all in the backward, each right before a node that reads it.
+  // The widenings are all in the backward, each in the run of casts right before the node that
+  // reads it.
   for (int i = 0; i < static_cast<int>(g.nodes().size()); ++i) {
     const Node& n = g.node(i);
     if (n.op != &ops::kCast || g.dtype(n.outputs[0]) != DType::f32) continue;
     CHECK(i >= r.first_backward_node);
-    bool read_next = false;
-    for (ValueId v : g.node(i + 1).inputs) read_next = read_next || v == n.outputs[0];
-    CHECK((read_next || g.node(i + 1).op == &ops::kCast));
+    int next = i + 1;
+    while (g.node(next).op == &ops::kCast && g.dtype(g.node(next).outputs[0]) == DType::f32) ++next;
+    const std::vector<ValueId>& in = g.node(next).inputs;
+    CHECK(std::find(in.begin(), in.end(), n.outputs[0]) != in.end());
   }
   // No backward node reads y itself any more.
   for (size_t i = static_cast<size_t>(r.first_backward_node); i < g.nodes().size(); ++i)
@@ -272,46 +289,130 @@ TEST_CASE("saved_activations: y = relu(x Wᵀ), L = Σ y² — the loss is uncha
   CHECK(from_fp32 < 4e-3);
 }
 
-TEST_CASE("saved_activations: the tiny transformer's step — same loss, gradients within bf16 rounding, a smaller arena") {
+TEST_CASE("saved_activations: layer norm of an activation is the fp32 graph with that activation rounded first") {
+  // h = x Wᵀ (an activation: 64 × 48 = 3,072 elements), y = layer_norm(h), L = Σ y ∘ R. The pass
+  // stores h; the layer norm reads it rounded in the forward and in the backward. The reference
+  // graph rounds h in f32 arithmetic that autodiff sees through: hr = h + δ with the input
+  // δ = bf16(h) − h (exact: h and bf16(h) are within a factor 2 of each other, so the difference
+  // and the sum are exact), whose gradient reaches h unchanged, as the pass treats its casts.
+  const int64_t rows = 64, d = 48;
+  ParamStore store;
+  store.add("w", {d, d}).copy_from(random_tensor({d, d}, 4, -0.3f, 0.3f));
+  store.add("gamma", {d}).copy_from(random_tensor({d}, 5, 0.5f, 1.5f));
+  store.add("beta", {d}).copy_from(random_tensor({d}, 6));
+  const Tensor x = random_tensor({rows, d}, 3), weights = random_tensor({rows, d}, 9);
+  struct Built {
+    Graph g;
+    ValueId h = kNoValue, loss = kNoValue;
+    std::vector<ValueId> grads;
+    int first_backward = 0;
+  };
+  const auto build = [&](Built& b, bool reference) {
+    b.h = ops::matmul(b.g, b.g.input("x", {rows, d}), b.g.param("w", {d, d}), false, true);
+    const ValueId hr = reference ? ops::add(b.g, b.h, b.g.input("delta", {rows, d})) : b.h;
+    const ValueId y = ops::layer_norm(b.g, hr, b.g.param("gamma", {d}), b.g.param("beta", {d}));
+    b.loss = ops::sum_all(b.g, ops::mul(b.g, y, b.g.constant(weights)));
+    b.g.mark_output(b.loss);
+    if (reference) b.g.mark_output(b.h);
+    b.first_backward = static_cast<int>(b.g.nodes().size());
+    b.grads = autodiff(b.g, b.loss, b.g.params());
+  };
+  Built pass, reference;
+  build(pass, false);
+  build(reference, true);
+  const SavedActivations r = store_saved_activations_bf16(pass.g, pass.first_backward, 1);
+  CHECK(r.stored == 1);              // h
+  CHECK(r.rounded_in_forward == 1);  // for the layer norm's forward
+  CHECK(r.widened == 1);             // for its backward
+
+  const auto run = [&](const Built& b, const Tensor& delta) {
+    Executor ex(b.g);
+    ex.bind("x", x);
+    if (delta.defined()) ex.bind("delta", delta);
+    ex.bind_params(store);
+    ex.run();
+    std::vector<std::vector<float>> out{ex.value(b.loss).to_vector()};
+    for (ValueId v : b.grads) out.push_back(ex.value(v).to_vector());
+    if (delta.defined()) out.push_back(ex.value(b.h).to_vector());
+    return out;
+  };
+  const std::vector<float> h = run(reference, Tensor::zeros({rows, d})).back();
+  Tensor delta = Tensor::empty({rows, d});
+  for (size_t i = 0; i < h.size(); ++i) delta.data<float>()[i] = bf16_to_f32(f32_to_bf16(h[i])) - h[i];
+  const auto a = run(pass, Tensor()), b = run(reference, delta);
+  REQUIRE(a.size() == 4);
+  for (size_t k = 0; k < a.size(); ++k) {
+    CAPTURE(k); // the loss, then dW, dgamma, dbeta
+    CHECK(a[k] == b[k]);
+  }
+}
+
+TEST_CASE("saved_activations: the tiny transformer's step — loss and gradients within bf16 rounding, statistics made from what the backward reads, a smaller arena") {
   TransformerConfig cfg = transformer_config("tiny");
   ParamStore store;
   init_transformer_params(cfg, store, 7);
   const auto step = [&](bool bf16) { return tiny_step(cfg, store, bf16, Device::cpu); };
   const Step plain = step(false), halved = step(true);
-  CHECK(halved.loss == plain.loss);
+  CHECK(std::fabs(halved.loss - plain.loss) <= 1e-4 * plain.loss); // layer norms and attention read bf16 inputs
+  CHECK(halved.loss != plain.loss);
   CHECK(count_casts(plain.s.graph, DType::bf16) == 0);
-  const int stored = count_casts(halved.s.graph, DType::bf16);
+  const Graph& g = halved.s.graph;
+  const int stored = count_casts(g, DType::bf16);
   CHECK(stored > 10 * (cfg.enc_layers + cfg.dec_layers));
-  // The logits do not wait (the loss reads them last, its gradient first): they stay f32.
-  for (const Node& n : halved.s.graph.nodes())
-    if (n.op == &ops::kCast) CHECK(n.inputs[0] != halved.s.logits);
+  // Stored: the values some cast narrows. The nodes that make statistics (layer norm, attention)
+  // never read a stored value itself, only its rounded copy; the logits do not wait (the loss
+  // reads them last, its gradient first) and attention's outputs go into the backward beside the
+  // log-sum-exp of the scores: both stay f32.
+  std::vector<bool> is_stored(static_cast<size_t>(g.num_values()), false);
+  for (const Node& n : g.nodes())
+    if (n.op == &ops::kCast && g.dtype(n.outputs[0]) == DType::bf16) is_stored[static_cast<size_t>(n.inputs[0])] = true;
+  int rounded_readers = 0;
+  for (int i = 0; i < halved.s.first_backward_node; ++i) {
+    const Node& n = g.node(i);
+    const std::string op = n.op->name;
+    if (op != "layer_norm" && op != "attention") continue;
+    for (ValueId v : n.inputs) {
+      CHECK(!is_stored[static_cast<size_t>(v)]);
+      rounded_readers += g.producer(v).op == &ops::kCast;
+    }
+  }
+  CHECK(rounded_readers >= 3 * (cfg.enc_layers + cfg.dec_layers)); // Q, K, V of every self-attention at least
+  CHECK(!is_stored[static_cast<size_t>(halved.s.logits)]);
+  for (const AttentionSite& site : halved.s.attention) CHECK(!is_stored[static_cast<size_t>(site.out)]);
   REQUIRE(halved.grads.size() == plain.grads.size());
   double worst = 0;
   int changed = 0;
-  for (const auto& [name, g] : plain.grads) {
+  std::vector<float> all_halved, all_plain; // every gradient but the key biases', end to end
+  for (const auto& [name, grad] : plain.grads) {
     CAPTURE(name);
     // The key projection's bias adds the same q·b_k to every score of a query, which softmax
     // ignores: its exact gradient is 0, and both runs hold rounding noise there (below 1e-4).
     if (name.ends_with("k_proj.bias")) {
-      for (const std::vector<float>* run : {&g, &halved.grads.at(name)})
+      for (const std::vector<float>* run : {&grad, &halved.grads.at(name)})
         for (float e : *run) CHECK(std::fabs(e) < 1e-4f);
       continue;
     }
-    const double d = max_relative_difference(halved.grads.at(name), g);
+    const double d = norm_relative_difference(halved.grads.at(name), grad);
     worst = std::max(worst, d);
     changed += d > 0;
-    CHECK(d < 3e-2); // 8-bit mantissas on the activations, through a few layers of backward
+    // 8-bit mantissas on the activations the layer norms, the attention and the backward read;
+    // a rounded input can also flip a ReLU near 0. Measured: up to 4.4 % per tensor, 1.3 % overall.
+    CHECK(d < 6e-2);
+    all_halved.insert(all_halved.end(), halved.grads.at(name).begin(), halved.grads.at(name).end());
+    all_plain.insert(all_plain.end(), grad.begin(), grad.end());
   }
+  const double overall = norm_relative_difference(all_halved, all_plain);
+  CHECK(overall < 2e-2);
   CHECK(changed > static_cast<int>(plain.grads.size()) / 2);
   const double arena_ratio = static_cast<double>(halved.s.memory.arena_bytes) / plain.s.memory.arena_bytes;
   MESSAGE(stored, " activations kept in bf16; arena ", plain.s.memory.arena_bytes, " → ", halved.s.memory.arena_bytes,
-          " bytes (", arena_ratio, "×); largest relative gradient difference ", worst);
-  CHECK(arena_ratio < 0.85);
+          " bytes (", arena_ratio, "×); loss ", plain.loss, " → ", halved.loss, "; ‖Δ grad‖/‖grad‖ largest ", worst, ", over all ", overall);
+  CHECK(arena_ratio < 0.8);
   // The attention sites still point at attention nodes (the pass moved them).
-  for (const AttentionSite& site : halved.s.attention) CHECK(std::string(halved.s.graph.node(site.node).op->name) == "attention");
+  for (const AttentionSite& site : halved.s.attention) CHECK(std::string(g.node(site.node).op->name) == "attention");
 }
 
-TEST_CASE("saved_activations: GCT training on Multi30k — the first loss is the fp32 run's, the next ones stay close") {
+TEST_CASE("saved_activations: GCT training on Multi30k follows the fp32 run's losses within bf16 rounding") {
   if (!testing::have_dataset("multi30k-de-en")) {
     MESSAGE("skipped: PILLARS_DATA does not hold multi30k-de-en");
     return;
@@ -341,12 +442,11 @@ TEST_CASE("saved_activations: GCT training on Multi30k — the first loss is the
   const std::vector<double> fp32 = losses("fp32"), bf16 = losses("bf16");
   REQUIRE(fp32.size() == 20);
   REQUIRE(bf16.size() == 20);
-  CHECK(bf16[0] == fp32[0]);
   double worst = 0;
   for (size_t i = 0; i < fp32.size(); ++i) worst = std::max(worst, std::fabs(bf16[i] - fp32[i]) / fp32[i]);
   MESSAGE("GCT, 20 updates: last loss fp32 ", fp32.back(), ", bf16 saved activations ", bf16.back(),
           "; largest relative difference ", worst);
-  CHECK(worst < 1e-2);
+  CHECK(worst < 1e-3);
   CHECK(bf16 != fp32);
 }
 

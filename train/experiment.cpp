@@ -202,7 +202,8 @@ const std::vector<Entry>& entries() {
            &E::train, &T::fuse_linear_activation),
         in(F::enumeration("train.saved_activations", enum_names<Precision>(),
                           "How the activations the backward reads are kept from the forward to the backward: fp32, or bf16 "
-                          "(half the bytes; the backward sees them rounded to bf16, the forward and the loss are unchanged; "
+                          "(half the bytes; the backward sees them rounded to bf16, and so do the layer norms, attention and "
+                          "cross-entropy that make statistics of them in the forward, so the loss moves by bf16 rounding; "
                           "engine/passes/saved_activations.h). On the CPU and the GPU.")
                .def("fp32"),
            &E::train, &T::saved_activations),

@@ -29,18 +29,13 @@ void cast_cpu(const KernelContext& c) {
   else cpu::bf16_to_f32(x.data<uint16_t>(), y.data<float>(), n);
 }
 
-std::vector<ValueId> cast_vjp(Graph& g, const Node& n, const std::vector<ValueId>& go, const std::vector<bool>& needs) {
-  if (!needs[0]) return {kNoValue};
-  return {cast(g, go[0], g.dtype(n.inputs[0]))};
-}
-
 std::string print_cast(const Node& n) { return str_cat(" to=", dtype_name(params_of<CastParams>(n).to)); }
 
 NodeFlops cast_flops(const Graph&, const Node&) { return {}; } // moves bytes, computes nothing
 
 } // namespace
 
-const OpDef kCast{.name = "cast", .infer = infer_cast, .cpu = cast_cpu, .cuda = PILLARS_CUDA_KERNEL(cast), .vjp = cast_vjp, .print = print_cast, .flops = cast_flops};
+const OpDef kCast{.name = "cast", .infer = infer_cast, .cpu = cast_cpu, .cuda = PILLARS_CUDA_KERNEL(cast), .print = print_cast, .flops = cast_flops};
 
 ValueId cast(Graph& g, ValueId x, DType to) { return g.add1(kCast, {x}, CastParams{.to = to}); }
 

@@ -4,10 +4,11 @@
 //   y = cast(x, f32)    exact (a bf16 is the upper half of an f32)
 //
 // Models do not use it: the saved_activations pass (engine/passes/saved_activations.h) puts a
-// cast to bf16 behind every activation the backward reads, and a cast back to f32 in front of the
-// backward nodes that read it, so what lives from the forward to the backward takes half the bytes.
-// The gradient of a cast is the gradient cast back (rounding is treated as the identity, as
-// mixed-precision training does).
+// cast to bf16 behind the activations the backward reads, and a cast back to f32 in front of the
+// nodes that read them again, so what lives from the forward to the backward takes half the bytes.
+// A cast has no gradient rule: autodiff follows f32 values only (a bf16 value stops it, as an
+// integer does), and the pass adds its casts after autodiff, whose backward already treats the
+// rounding as the identity.
 #pragma once
 #include "engine/graph.h"
 #include "engine/tensor.h"

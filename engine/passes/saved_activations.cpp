@@ -2,11 +2,11 @@
 //
 // Four steps: find the saved activations (forward values with a backward reader), append their
 // casts, move every appended cast to where it belongs in the order (the narrowing right after the
-// producer, each widening right before its reader), then point the backward readers at the
-// widened copies.
+// producer, each widening right before its reader), then point the readers at the widened copies.
 #include "engine/passes/saved_activations.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "base/error.h"
 #include "engine/op.h"
@@ -27,10 +27,18 @@ ValueId root_of(const Graph& g, ValueId v) {
 
 size_t value_bytes(const Graph& g, ValueId v) { return static_cast<size_t>(numel(g.shape(v))) * dtype_size(g.dtype(v)); }
 
+// A statistic: an output after a node's first with fewer elements than the node's first input — a
+// per-row summary of it (layer norm's mean and rstd, attention's and cross-entropy's log-sum-exp).
+bool is_statistic(const Graph& g, ValueId v) {
+  const ValueInfo& info = g.value(v);
+  const Node& producer = g.node(info.producer);
+  return info.output_index > 0 && !producer.inputs.empty() && numel(info.shape) < numel(g.shape(producer.inputs[0]));
+}
+
 bool worth_storing(const Graph& g, ValueId v, int first_backward_node, const std::vector<bool>& is_output,
                    int64_t min_elements) {
   const ValueInfo& info = g.value(v);
-  if (info.producer >= first_backward_node || info.output_index != 0) return false; // backward, or a statistic
+  if (info.producer >= first_backward_node || is_statistic(g, v)) return false;
   const Node& producer = g.node(info.producer);
   if (is_leaf(producer) || producer.op == &ops::kCast) return false;
   if (info.dtype != DType::f32 || numel(info.shape) < min_elements || is_output[static_cast<size_t>(v)]) return false;
@@ -46,13 +54,33 @@ SavedActivations store_saved_activations_bf16(Graph& g, int first_backward_node,
   std::vector<bool> is_output(static_cast<size_t>(g.num_values()), false);
   for (ValueId v : g.outputs()) is_output[static_cast<size_t>(v)] = true;
 
-  // 1. The backward readers of every storable forward value, in node order.
-  std::vector<std::vector<int>> readers(static_cast<size_t>(g.num_values()));
-  for (int j = first_backward_node; j < nn; ++j)
-    for (ValueId v : g.node(j).inputs) {
-      std::vector<int>& r = readers[static_cast<size_t>(v)];
-      if ((r.empty() || r.back() != j) && worth_storing(g, v, first_backward_node, is_output, min_elements)) r.push_back(j);
+  // 1. For every storable forward value v: the backward nodes that read it, and the forward nodes
+  //    that made from it a statistic one of those backward nodes reads (they will read v rounded
+  //    too, so the statistic describes the values the backward sees). A value a backward node reads
+  //    beside a statistic made from something else (attention's O beside the lse of its scores)
+  //    stays f32: the backward's algebra assumes the two agree exactly (D = rowsum(dO ∘ O) = Σ P dP).
+  std::vector<std::vector<int>> readers(static_cast<size_t>(g.num_values())), makers(readers.size());
+  std::vector<bool> unstorable(readers.size(), false);
+  const auto add_once = [](std::vector<int>& list, int node) {
+    if (std::find(list.begin(), list.end(), node) == list.end()) list.push_back(node);
+  };
+  for (int j = first_backward_node; j < nn; ++j) {
+    const Node& n = g.node(j);
+    std::vector<int> statistic_makers; // forward nodes whose statistics node j reads
+    for (ValueId s : n.inputs)
+      if (g.value(s).producer < first_backward_node && is_statistic(g, s)) add_once(statistic_makers, g.value(s).producer);
+    for (ValueId v : n.inputs) {
+      if (!worth_storing(g, v, first_backward_node, is_output, min_elements)) continue;
+      add_once(readers[static_cast<size_t>(v)], j);
+      for (int maker : statistic_makers) {
+        const std::vector<ValueId>& made_from = g.node(maker).inputs;
+        if (std::find(made_from.begin(), made_from.end(), v) != made_from.end()) add_once(makers[static_cast<size_t>(v)], maker);
+        else unstorable[static_cast<size_t>(v)] = true;
+      }
     }
+  }
+  for (ValueId v = 0; v < g.num_values(); ++v)
+    if (unstorable[static_cast<size_t>(v)]) readers[static_cast<size_t>(v)].clear();
   // ... that wait long enough: from its last forward reader to its first backward reader, the
   // nodes that run meanwhile write at least as many bytes as it holds. (The logits do not wait:
   // the loss reads them last in the forward and its gradient first in the backward, so their bf16
@@ -81,7 +109,7 @@ SavedActivations store_saved_activations_bf16(Graph& g, int first_backward_node,
   SavedActivations result;
   std::vector<std::vector<int>> after(static_cast<size_t>(nn)), before(static_cast<size_t>(nn));
   struct Redirect {
-    int node;          // a backward reader (old index)
+    int node;          // a backward reader or a statistic's maker (old index)
     ValueId from, to;  // v, and the f32 copy it reads instead
   };
   std::vector<Redirect> redirects;
@@ -91,11 +119,13 @@ SavedActivations store_saved_activations_bf16(Graph& g, int first_backward_node,
     if (r.empty()) continue;
     const ValueId v16 = ops::cast(g, v, DType::bf16);
     after[static_cast<size_t>(g.value(v).producer)].push_back(g.value(v16).producer);
-    for (int j : r) {
-      const ValueId v32 = ops::cast(g, v16, DType::f32);
-      before[static_cast<size_t>(j)].push_back(g.value(v32).producer);
-      redirects.push_back({j, v, v32});
-    }
+    for (const std::vector<int>* nodes : {&std::as_const(makers[static_cast<size_t>(v)]), &r})
+      for (int j : *nodes) {
+        const ValueId v32 = ops::cast(g, v16, DType::f32);
+        before[static_cast<size_t>(j)].push_back(g.value(v32).producer);
+        redirects.push_back({j, v, v32});
+        ++(j < first_backward_node ? result.rounded_in_forward : result.widened);
+      }
     ++result.stored;
     result.f32_bytes += value_bytes(g, v);
   }
@@ -113,14 +143,14 @@ SavedActivations store_saved_activations_bf16(Graph& g, int first_backward_node,
   const std::vector<int> moved = g.reorder(order);
   result.node_map.assign(moved.begin(), moved.begin() + nn);
 
-  // 4. The backward readers read the widened copies, which now run right before them.
+  // 4. The backward readers and the statistics' makers read the widened copies, which now run
+  //    right before them.
   for (const Redirect& r : redirects) {
     const int j = moved[static_cast<size_t>(r.node)];
     const std::vector<ValueId> inputs = g.node(j).inputs; // a copy: redirect_input edits them
     for (size_t slot = 0; slot < inputs.size(); ++slot)
       if (inputs[slot] == r.from) g.redirect_input(j, slot, r.to);
   }
-  result.widened = static_cast<int>(redirects.size());
   return result;
 }
 
