@@ -13,8 +13,10 @@
 //   - the tiny transformer through the step's pass list: loss and gradients within bf16 rounding of
 //     fp32 (and changed: the casts do act); the nodes that make statistics read rounded copies, the
 //     logits and attention's outputs stay f32; the arena shrinks;
-//   - GCT training on Multi30k (the method's passes record value numbers before this pass runs):
-//     20 updates follow the fp32 run's losses within bf16 rounding.
+//   - a backward node reading a stored value in both slots reads the one rounded copy in both;
+//   - GCT training on Multi30k (the method's passes record value numbers before this pass runs),
+//     on the feature maps V and A (the attention probabilities): 20 updates follow the fp32 run's
+//     losses within bf16 rounding.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -289,6 +291,46 @@ TEST_CASE("saved_activations: y = relu(x Wᵀ), L = Σ y² — the loss is uncha
   CHECK(from_fp32 < 4e-3);
 }
 
+TEST_CASE("saved_activations: a backward node that reads a stored value in two slots reads the rounded copy in both") {
+  // A hand-made step: forward y = relu(x Wᵀ) and f = exp(x) (which runs while y waits), backward
+  // z = y ∘ y, one node reading y twice. The pass is told where the backward starts.
+  const int64_t rows = 64, in = 32, out = 24;
+  Graph g;
+  const ValueId x = g.input("x", {rows, in});
+  const ValueId y = ops::relu(g, ops::matmul(g, x, g.param("w", {out, in}), false, true));
+  const ValueId f = ops::exp(g, x);
+  const int first_backward = static_cast<int>(g.nodes().size());
+  const ValueId z = ops::mul(g, y, y);
+  g.mark_output(z);
+  g.mark_output(f);
+  const SavedActivations r = store_saved_activations_bf16(g, first_backward, 1);
+  CHECK(r.stored == 1);
+  CHECK(r.widened == 1); // one copy for the node, read in both slots
+  const Node& product = g.producer(z);
+  CHECK(product.inputs[0] == product.inputs[1]);
+  CHECK(product.inputs[0] != y);
+
+  ParamStore store;
+  store.add("w", {out, in}).copy_from(random_tensor({out, in}, 4));
+  const Tensor tx = random_tensor({rows, in}, 3);
+  Executor ex(g);
+  ex.bind("x", tx);
+  ex.bind_params(store);
+  ex.run();
+  Graph fwd;
+  const ValueId fy = ops::relu(fwd, ops::matmul(fwd, fwd.input("x", {rows, in}), fwd.param("w", {out, in}), false, true));
+  fwd.mark_output(fy);
+  Executor fe(fwd);
+  fe.bind("x", tx);
+  fe.bind_params(store);
+  fe.run();
+  const std::vector<float> yv = fe.value(fy).to_vector(), zv = ex.value(z).to_vector();
+  for (size_t i = 0; i < yv.size(); ++i) {
+    const float y16 = bf16_to_f32(f32_to_bf16(yv[i]));
+    CHECK(zv[i] == y16 * y16);
+  }
+}
+
 TEST_CASE("saved_activations: layer norm of an activation is the fp32 graph with that activation rounded first") {
   // h = x Wᵀ (an activation: 64 × 48 = 3,072 elements), y = layer_norm(h), L = Σ y ∘ R. The pass
   // stores h; the layer norm reads it rounded in the forward and in the backward. The reference
@@ -418,7 +460,7 @@ TEST_CASE("saved_activations: GCT training on Multi30k follows the fp32 run's lo
     return;
   }
   testing::ScratchDir tmp("pillars_saved_activations_", /*own_cache=*/true);
-  const auto losses = [&](const char* storage) {
+  const auto losses = [&](const std::string& storage, const std::string& feature_map) {
     nlohmann::json j = {
         {"task", "translation"},
         {"seed", 3},
@@ -427,27 +469,32 @@ TEST_CASE("saved_activations: GCT training on Multi30k follows the fp32 run's lo
         {"model", {{"config", "small"}, {"d_model", 64}, {"heads", 4}, {"ffn", 128}, {"enc_layers", 2}, {"dec_layers", 2}}},
         {"optim", {{"lr", 2e-3}, {"warmup_updates", 50}}},
         {"train", {{"max_updates", 20}, {"valid_bleu", false}, {"log_every", 1}, {"keep_best", 1}, {"saved_activations", storage}}},
-        {"heads", {{"regularizer", "gct"}, {"feature_map", "V"}, {"groups", 2}}}};
+        {"heads", {{"regularizer", "gct"}, {"feature_map", feature_map}, {"groups", 2}}}};
+    const std::string name = storage + "_" + feature_map;
     train::SessionOptions so;
-    so.run_dir = (tmp.path / storage).string(), so.quiet = true, so.evaluate = false;
-    train::run_experiment(parse_experiment(j, std::string("saved_activations_") + storage + ".json"), so);
+    so.run_dir = (tmp.path / name).string(), so.quiet = true, so.evaluate = false;
+    train::run_experiment(parse_experiment(j, "saved_activations_" + name + ".json"), so);
     std::vector<double> out;
-    std::ifstream log(tmp.path / storage / "log.jsonl");
+    std::ifstream log(tmp.path / name / "log.jsonl");
     for (std::string line; std::getline(log, line);) {
       const nlohmann::json l = nlohmann::json::parse(line);
       if (l.value("type", "") == "train") out.push_back(l.at("loss").get<double>());
     }
     return out;
   };
-  const std::vector<double> fp32 = losses("fp32"), bf16 = losses("bf16");
-  REQUIRE(fp32.size() == 20);
-  REQUIRE(bf16.size() == 20);
-  double worst = 0;
-  for (size_t i = 0; i < fp32.size(); ++i) worst = std::max(worst, std::fabs(bf16[i] - fp32[i]) / fp32[i]);
-  MESSAGE("GCT, 20 updates: last loss fp32 ", fp32.back(), ", bf16 saved activations ", bf16.back(),
-          "; largest relative difference ", worst);
-  CHECK(worst < 1e-3);
-  CHECK(bf16 != fp32);
+  // V: the values; A: the attention probabilities, a large second output of attention, stored too.
+  for (const std::string& feature_map : {std::string("V"), std::string("A")}) {
+    CAPTURE(feature_map);
+    const std::vector<double> fp32 = losses("fp32", feature_map), bf16 = losses("bf16", feature_map);
+    REQUIRE(fp32.size() == 20);
+    REQUIRE(bf16.size() == 20);
+    double worst = 0;
+    for (size_t i = 0; i < fp32.size(); ++i) worst = std::max(worst, std::fabs(bf16[i] - fp32[i]) / fp32[i]);
+    MESSAGE("GCT on ", feature_map, ", 20 updates: last loss fp32 ", fp32.back(), ", bf16 saved activations ", bf16.back(),
+            "; largest relative difference ", worst);
+    CHECK(worst < 1e-3);
+    CHECK(bf16 != fp32);
+  }
 }
 
 TEST_CASE("cuda: the tiny transformer's step with bf16 saved activations follows the CPU's") {
