@@ -9,7 +9,7 @@
 //   Executor ex(s.graph, s.device, arena, s.memory);
 //
 // Every pass has the one entry point `void(StepGraph&)`. Most passes only append nodes (the GHT
-// losses, autodiff); a pass that rewrites the graph (fuse_linear_activation) builds a new one and
+// losses, autodiff); a pass that rewrites the graph (fuse_linear_activation, fuse_linear_cross_entropy) builds a new one and
 // hands it over with replace_graph(), which moves every value the StepGraph records; a pass that
 // runs after others recorded value numbers (saved_activations) edits the graph in place
 // (Graph::reorder, redirect_input), and renumber() moves the node indices the step records.
@@ -69,6 +69,7 @@ struct StepGraph {
 // The settings that turn the optional passes on.
 struct PassSettings {
   bool fuse_linear = false;             // train.fuse_linear_activation
+  bool fuse_cross_entropy = false;      // train.fuse_linear_cross_entropy
   bool bf16_saved_activations = false;  // train.saved_activations = bf16
 };
 

@@ -8,6 +8,7 @@
 #include "base/error.h"
 #include "engine/passes/autodiff.h"
 #include "engine/passes/fuse_linear.h"
+#include "engine/passes/fuse_linear_cross_entropy.h"
 #include "engine/passes/plan_memory.h"
 #include "engine/passes/saved_activations.h"
 #include "steps/head_gates.h"
@@ -24,6 +25,11 @@ constexpr std::array kPasses = {
     PassInfo{"fuse_linear_activation", "train.fuse_linear_activation",
              "replaces each linear → ReLU/GELU chain (matmul, add, activation) by one linear_act node "
              "(engine/passes/fuse_linear.h)"},
+    PassInfo{"fuse_linear_cross_entropy", "train.fuse_linear_cross_entropy; training steps",
+             "replaces the language-model head and its loss (matmul → cross_entropy) by one "
+             "linear_cross_entropy node, which sweeps the rows in blocks and makes the gradients of "
+             "the head's input and weight as it goes: the (N, V) logits are never stored "
+             "(engine/passes/fuse_linear_cross_entropy.h)"},
     PassInfo{"gct", "heads.regularizer = gct; training steps",
              "per attention module m: the Gram matrix G_m of the heads' feature maps (head_gram), the "
              "HUDS groups of the heads (huds_cluster: K-means on G_m, every batch) and the GCT loss "
@@ -62,7 +68,14 @@ constexpr std::array kModelPasses = {
 };
 
 void fuse_linear_pass(StepGraph& s) {
-  FusedGraph f = fuse_linear_activation(s.graph);
+  RewrittenGraph f = fuse_linear_activation(s.graph);
+  s.replace_graph(std::move(f.graph), f.value_map, f.node_map);
+}
+
+// The logits are gone from the new graph: the step records none.
+void fuse_linear_cross_entropy_pass(StepGraph& s) {
+  RewrittenGraph f = fuse_linear_cross_entropy(s.graph, linear_cross_entropy_block_bytes(s.device));
+  if (s.logits != kNoValue && f.value(s.logits) == kNoValue) s.logits = kNoValue;
   s.replace_graph(std::move(f.graph), f.value_map, f.node_map);
 }
 
@@ -112,6 +125,8 @@ PassList step_passes(bool train, const PassSettings& settings, GraphExtension* e
       if (!gating.empty()) list.push_back({info.name, [gating](StepGraph& s) { gate_heads(s, gating); }});
     } else if (std::strcmp(info.name, "fuse_linear_activation") == 0) {
       if (settings.fuse_linear) list.push_back({info.name, fuse_linear_pass});
+    } else if (std::strcmp(info.name, "fuse_linear_cross_entropy") == 0) {
+      if (train && settings.fuse_cross_entropy) list.push_back({info.name, fuse_linear_cross_entropy_pass});
     } else if (std::strcmp(info.name, "autodiff") == 0) {
       if (train) list.push_back({info.name, autodiff_pass});
     } else if (std::strcmp(info.name, "saved_activations") == 0) {

@@ -17,7 +17,8 @@
 //
 // set_attention_backend chooses how the attention modules compute (models/transformer.h
 // AttentionBackend), set_fuse_linear_activation whether the fusion pass runs and
-// set_bf16_saved_activations whether saved_activations does; each drops the compiled graphs.
+// set_fuse_linear_cross_entropy whether the LM head fuses with its loss and
+// set_bf16_saved_activations whether saved_activations runs; each drops the compiled graphs.
 //
 // The two model families differ in what a batch is and which graph the model builds; compiling,
 // running and reading back are the same code (StepCache below).
@@ -96,7 +97,7 @@ class StepCache {
   size_t size() const { return train_.size() + eval_.size(); }
 
   AttentionBackend attention_backend = AttentionBackend::pillars;
-  PassSettings passes; // which optional passes run (fuse_linear_activation, saved_activations)
+  PassSettings passes; // which optional passes run (the two fusions, saved_activations)
 
  private:
   Compiled& compile(StepGraph step);
@@ -124,6 +125,8 @@ class ModelSteps {
   void set_attention_backend(AttentionBackend b) { cache_.attention_backend = b, cache_.clear(); }
   // Rewrite each linear → relu/gelu into one linear_act node (engine/passes/fuse_linear.h).
   void set_fuse_linear_activation(bool on) { cache_.passes.fuse_linear = on, cache_.clear(); }
+  // Fuse the LM head with its cross-entropy in training steps (engine/passes/fuse_linear_cross_entropy.h).
+  void set_fuse_linear_cross_entropy(bool on) { cache_.passes.fuse_cross_entropy = on, cache_.clear(); }
   // Keep the activations the backward reads in bf16 (engine/passes/saved_activations.h), or fp32.
   void set_bf16_saved_activations(bool on) { cache_.passes.bf16_saved_activations = on, cache_.clear(); }
   // See GradientObserver; the observer must outlive the training steps it watches.

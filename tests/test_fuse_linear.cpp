@@ -189,7 +189,7 @@ Run run_small(Graph& g, ValueId x, ValueId loss, ValueId kept, const std::map<st
 TEST_CASE("fuse_linear_activation: fuses single-use linear → relu/gelu chains only, outputs and gradients unchanged") {
   SmallNet net;
   const Graph& g = net.g;
-  FusedGraph f = fuse_linear_activation(g);
+  RewrittenGraph f = fuse_linear_activation(g);
   CHECK(f.fused == 2);
   CHECK(count_op(f.graph, "linear_act") == 2);
   CHECK(count_op(f.graph, "matmul") == count_op(g, "matmul") - 2);
@@ -266,7 +266,7 @@ void compare(const ModelRun& fused, const ModelRun& unfused) {
 
 // The pass on a step's graph, as the pass list runs it; returns the chains fused.
 int fuse(train::StepGraph& s) {
-  FusedGraph f = fuse_linear_activation(s.graph);
+  RewrittenGraph f = fuse_linear_activation(s.graph);
   const int fused = f.fused;
   s.replace_graph(std::move(f.graph), f.value_map, f.node_map);
   return fused;

@@ -38,7 +38,8 @@ struct Options {
   std::string after;
   std::string decode; // "", "encoder" or "step"
   int64_t beam = 5;
-  bool passes = false, eval = false, vote = false, fuse_linear = false, bf16_saved = false, added_only = false;
+  bool passes = false, eval = false, vote = false, fuse_linear = false, fuse_cross_entropy = false, bf16_saved = false,
+       added_only = false;
   int64_t batch = 2, src_len = 5, tgt_len = 4;
 };
 
@@ -91,7 +92,8 @@ int print_step(const Options& opt) {
   TransformerConfig cfg;
   ParamStore params; // receives the method's own parameters (GCT classifiers, gate logits)
   std::shared_ptr<train::GraphExtension> method;
-  train::PassSettings settings{.fuse_linear = opt.fuse_linear, .bf16_saved_activations = opt.bf16_saved};
+  train::PassSettings settings{
+      .fuse_linear = opt.fuse_linear, .fuse_cross_entropy = opt.fuse_cross_entropy, .bf16_saved_activations = opt.bf16_saved};
   AttentionBackend backend = AttentionBackend::pillars;
   float label_smoothing = 0.1f;
   if (!opt.experiment.empty()) {
@@ -108,6 +110,7 @@ int print_step(const Options& opt) {
       method = ght::head_extension(e.heads, e.prune, static_cast<uint64_t>(e.seed), cfg, params, /*finetune=*/false);
     }
     settings.fuse_linear = settings.fuse_linear || e.train.fuse_linear_activation;
+    settings.fuse_cross_entropy = settings.fuse_cross_entropy || e.train.fuse_linear_cross_entropy;
     settings.bf16_saved_activations = settings.bf16_saved_activations || e.train.saved_activations == Precision::bf16;
     backend = e.train.attention_backend;
     label_smoothing = static_cast<float>(e.train.label_smoothing);
@@ -174,6 +177,8 @@ Command add_graph_command(CLI::App& app) {
   cmd->add_flag("--eval", opt->eval, "the evaluation step (no dropout, no backward) instead of the training step");
   cmd->add_flag("--vote", opt->vote, "the V2S vote's forward-only step of the experiment (its pass: v2s_vote)");
   cmd->add_flag("--fuse-linear", opt->fuse_linear, "run fuse_linear_activation (as train.fuse_linear_activation does)");
+  cmd->add_flag("--fuse-cross-entropy", opt->fuse_cross_entropy,
+                "run fuse_linear_cross_entropy (as train.fuse_linear_cross_entropy does; training steps)");
   cmd->add_flag("--bf16-saved-activations", opt->bf16_saved,
                 "run saved_activations (as train.saved_activations = bf16 does); values under 1024 elements stay "
                 "f32, so give a batch that is not tiny (e.g. --batch 8 --tgt-len 32)");

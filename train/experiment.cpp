@@ -200,6 +200,12 @@ const std::vector<Entry>& entries() {
                        "(engine/passes/fuse_linear.h); on the GPU a cuBLASLt GEMM with a bias epilogue. The same function.")
                .def(false),
            &E::train, &T::fuse_linear_activation),
+        in(F::boolean("train.fuse_linear_cross_entropy",
+                       "Fuse the language-model head with its cross-entropy into one linear_cross_entropy node in training "
+                       "steps (engine/passes/fuse_linear_cross_entropy.h): the rows are swept in blocks and the (N, V) logits, "
+                       "a step's largest buffer, are never stored. The same function and the same products.")
+               .def(false),
+           &E::train, &T::fuse_linear_cross_entropy),
         in(F::enumeration("train.saved_activations", enum_names<Precision>(),
                           "How the activations the backward reads are kept from the forward to the backward: fp32, or bf16 "
                           "(half the bytes; the backward sees them rounded to bf16, and so do the layer norms, attention and "

@@ -120,6 +120,7 @@ struct TrainSettings {
   Precision precision{};               // cuda only
   AttentionBackend attention_backend{}; // cudnn: cuda only
   bool fuse_linear_activation{};
+  bool fuse_linear_cross_entropy{};
   Precision saved_activations{};        // bf16: the saved_activations pass (engine/passes/saved_activations.h)
   bool operator==(const TrainSettings&) const = default;
 };

@@ -49,7 +49,10 @@ MemoryEstimate estimate_memory(const Experiment& e, const TransformerConfig& c) 
   const double tokens = static_cast<double>(e.data.max_tokens);
   const double layers = static_cast<double>(c.enc_layers + c.dec_layers);
   const double longest = static_cast<double>(lm ? e.data.block_size : std::max(e.data.max_source_len, e.data.max_target_len));
-  const double per_token = layers * (6.0 * static_cast<double>(c.d_model) + 2.0 * static_cast<double>(c.ffn)) + 2.0 * static_cast<double>(c.vocab);
+  // The logits and their gradient; with the head fused with its loss a training step keeps
+  // neither, but an evaluation step still makes the logits.
+  const double head = (e.train.fuse_linear_cross_entropy ? 1.0 : 2.0) * static_cast<double>(c.vocab);
+  const double per_token = layers * (6.0 * static_cast<double>(c.d_model) + 2.0 * static_cast<double>(c.ffn)) + head;
   double step = tokens * per_token;
   const bool probabilities = e.train.attention_backend == AttentionBackend::naive ||
                              (e.heads.feature_map == ght::FeatureMap::A &&

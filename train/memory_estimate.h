@@ -12,7 +12,9 @@
 //                 per token and layer  6·d + 2·ffn   (sub-layer inputs and outputs, Q K V, the
 //                                                     FFN's hidden layer before and after its
 //                                                     activation)
-//                 per token            2·V           (the logits and their gradient)
+//                 per token            2·V           (the logits and their gradient; V with
+//                                                     train.fuse_linear_cross_entropy, which
+//                                                     leaves only the evaluation step's logits)
 //               plus, where the attention probabilities are materialised (the naive backend, or a
 //               head method on the A feature map), 2·H·T per token and attention module (P and its
 //               gradient), with T the longest sequence.

@@ -293,7 +293,8 @@ bool may_change_on_resume(const std::string& path) {
                                   "/train/max_minutes", "/train/patience", "/train/log_every", "/train/save_every_minutes",
                                   "/train/update_freq", // with the world size, it shares out each update's batches
                                   "/train/valid_max_sentences", "/train/device",
-                                  "/train/attention_backend", "/train/fuse_linear_activation", "/eval",
+                                  "/train/attention_backend", "/train/fuse_linear_activation",
+                                  "/train/fuse_linear_cross_entropy", "/eval",
                                   "/parallel"}; // how the ranks talk: the same updates either way
   for (const char* a : allowed)
     if (path == a || path.rfind(std::string(a) + "/", 0) == 0) return true;

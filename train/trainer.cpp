@@ -541,6 +541,7 @@ TrainerOutcome train_model(const Experiment& e, const TransformerConfig& cfg, Pa
   ParamsOnDevice on_device(e, params);
   task.steps().set_attention_backend(e.train.attention_backend);
   task.steps().set_fuse_linear_activation(e.train.fuse_linear_activation);
+  task.steps().set_fuse_linear_cross_entropy(e.train.fuse_linear_cross_entropy);
   task.steps().set_bf16_saved_activations(e.train.saved_activations == Precision::bf16);
   Loop loop(e, cfg, params, task, options);
   return loop.run();

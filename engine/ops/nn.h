@@ -55,6 +55,9 @@ struct CrossEntropyParams {
   int64_t ignore_index = -100; // rows with this target count neither in the loss nor in the mean
 };
 
+// The op itself, for passes that match nodes (engine/passes/fuse_linear_cross_entropy.cpp).
+extern const OpDef kCrossEntropy;
+
 // ---- builders ----
 
 // softmax / log-softmax along `axis` (default last), statistics in f32. A row that is entirely

@@ -85,10 +85,10 @@ std::vector<ValueId> vjp(Graph& g, const Node& n, const std::vector<ValueId>& dy
   return {g.add1(kCrossEntropyBackward, {n.inputs[0], n.inputs[1], n.outputs[1], dy[0]}, n.params), kNoValue};
 }
 
+} // namespace
+
 const OpDef kCrossEntropy{
     .name = "cross_entropy", .infer = infer_forward, .cpu = cpu_forward, .cuda = PILLARS_CUDA_KERNEL(cross_entropy), .vjp = vjp, .workspace = workspace_forward, .cuda_workspace = PILLARS_CUDA_WORKSPACE(cross_entropy), .print = print_params};
-
-} // namespace
 
 ValueId cross_entropy(Graph& g, ValueId logits, ValueId targets, float smoothing, int64_t ignore_index) {
   return g.add(kCrossEntropy, {logits, targets}, CrossEntropyParams{.smoothing = smoothing, .ignore_index = ignore_index})[0];

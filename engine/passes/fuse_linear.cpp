@@ -2,8 +2,8 @@
 //
 // Two sweeps: the first counts each value's readers and marks the chains to fuse (keyed by the
 // activation node, whose position in the order is where every input of the chain already exists);
-// the second copies the graph node by node, dropping the chains' matmul and add and emitting
-// linear_act in place of the activation.
+// the second (rewrite_graph, copy_node.h) copies the graph node by node, dropping the chains'
+// matmul and add and emitting linear_act in place of the activation.
 #include "engine/passes/fuse_linear.h"
 
 #include <map>
@@ -59,7 +59,7 @@ bool match(const Graph& g, int i, const std::vector<int>& readers, const std::ve
 
 } // namespace
 
-FusedGraph fuse_linear_activation(const Graph& g) {
+RewrittenGraph fuse_linear_activation(const Graph& g) {
   const int num_nodes = static_cast<int>(g.nodes().size());
   std::vector<int> readers(static_cast<size_t>(g.num_values()), 0);
   std::vector<bool> is_output(static_cast<size_t>(g.num_values()), false);
@@ -76,34 +76,15 @@ FusedGraph fuse_linear_activation(const Graph& g) {
     dropped[static_cast<size_t>(c.matmul_node)] = dropped[static_cast<size_t>(c.add_node)] = true;
   }
 
-  FusedGraph r;
-  Graph& out = r.graph;
-  r.value_map.assign(static_cast<size_t>(g.num_values()), kNoValue);
-  r.node_map.assign(static_cast<size_t>(num_nodes), -1);
-  const auto map = [&](ValueId v) {
-    const ValueId m = r.value_map[static_cast<size_t>(v)];
-    PILLARS_CHECK(m != kNoValue, "fuse_linear_activation: value ", v, " is read after its chain was fused");
-    return m;
-  };
-  for (int i = 0; i < num_nodes; ++i) {
-    if (dropped[static_cast<size_t>(i)]) continue;
-    const Node& n = g.node(i);
-    std::vector<ValueId> outs;
-    if (const auto it = chains.find(i); it != chains.end()) {
-      const Chain& c = it->second;
-      const ops::LinearAct la = ops::linear_act(out, map(c.x), map(c.w), map(c.b), c.act);
-      outs = {la.y}; // the activation's one output; pre is new
-      ++r.fused;
-    } else {
-      std::vector<ValueId> in;
-      for (ValueId v : n.inputs) in.push_back(map(v));
-      outs = copy_node(g, n, out, std::move(in));
-    }
-    r.node_map[static_cast<size_t>(i)] = static_cast<int>(out.nodes().size()) - 1;
-    for (size_t k = 0; k < n.outputs.size(); ++k) r.value_map[static_cast<size_t>(n.outputs[k])] = outs.at(k);
-  }
-  for (ValueId v : g.outputs()) out.mark_output(map(v));
-  return r;
+  return rewrite_graph(
+      g, dropped,
+      [&](int i, Graph& out, const std::function<ValueId(ValueId)>& map) -> std::optional<std::vector<ValueId>> {
+        const auto it = chains.find(i);
+        if (it == chains.end()) return std::nullopt;
+        const Chain& c = it->second;
+        return std::vector<ValueId>{ops::linear_act(out, map(c.x), map(c.w), map(c.b), c.act).y}; // pre is new
+      },
+      "fuse_linear_activation");
 }
 
 } // namespace pillars

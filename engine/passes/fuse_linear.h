@@ -15,22 +15,13 @@
 // numbers change; the result maps old ones to new ones so a caller can find its values again
 // (StepGraph::replace_graph, steps/pass.h, does this for a step and its attention sites).
 #pragma once
-#include <vector>
-
 #include "engine/graph.h"
+#include "engine/passes/copy_node.h"
 
 namespace pillars {
 
-struct FusedGraph {
-  Graph graph;
-  std::vector<ValueId> value_map; // old value → new value (kNoValue: the m and z of a fused chain)
-  std::vector<int> node_map;      // old node index → new index (-1: a fused matmul or add;
-                                  // the activation's node maps to its linear_act)
-  int fused = 0;                  // chains rewritten
-
-  ValueId value(ValueId old) const { return old == kNoValue ? kNoValue : value_map.at(static_cast<size_t>(old)); }
-};
-
-FusedGraph fuse_linear_activation(const Graph& g);
+// The new graph; in its maps the m and z of a fused chain are gone (kNoValue), its matmul and add
+// nodes map to -1 and its activation's node to the linear_act; `fused` counts the chains.
+RewrittenGraph fuse_linear_activation(const Graph& g);
 
 } // namespace pillars

@@ -73,9 +73,8 @@ int64_t cross_entropy_valid_rows(const CrossEntropyParams& p, const int32_t* tar
   return valid;
 }
 
-float cross_entropy_forward(const CrossEntropyParams& p, const float* logits, const int32_t* targets,
-                            float* lse, float* row_loss) {
-  const int64_t valid = cross_entropy_valid_rows(p, targets); // throws before any thread starts
+void cross_entropy_rows_forward(const CrossEntropyParams& p, const float* logits, const int32_t* targets,
+                                float* lse, float* row_loss) {
 #pragma omp parallel for schedule(static) if (p.N * p.V >= kParallelGrain)
   for (int64_t n = 0; n < p.N; ++n) {
     if (ignored(p, targets[n])) {
@@ -86,15 +85,19 @@ float cross_entropy_forward(const CrossEntropyParams& p, const float* logits, co
     lse[n] = r.lse;
     row_loss[n] = r.loss;
   }
+}
+
+float cross_entropy_forward(const CrossEntropyParams& p, const float* logits, const int32_t* targets,
+                            float* lse, float* row_loss) {
+  const int64_t valid = cross_entropy_valid_rows(p, targets); // throws before any thread starts
+  cross_entropy_rows_forward(p, logits, targets, lse, row_loss);
   double total = 0.0;
   for (int64_t n = 0; n < p.N; ++n) total += row_loss[n];
   return valid == 0 ? 0.0f : static_cast<float>(total / static_cast<double>(valid));
 }
 
-void cross_entropy_backward(const CrossEntropyParams& p, const float* logits, const int32_t* targets,
-                            const float* lse, float grad, float* dlogits) {
-  const int64_t valid = cross_entropy_valid_rows(p, targets);
-  const float scale = valid == 0 ? 0.0f : grad / static_cast<float>(valid);
+void cross_entropy_rows_backward(const CrossEntropyParams& p, const float* logits, const int32_t* targets,
+                                 const float* lse, float scale, float* dlogits) {
 #pragma omp parallel for schedule(static) if (p.N * p.V >= kParallelGrain)
   for (int64_t n = 0; n < p.N; ++n) {
     float* dx = dlogits + n * p.V;
@@ -103,6 +106,12 @@ void cross_entropy_backward(const CrossEntropyParams& p, const float* logits, co
     else
       backward_row(logits + n * p.V, targets[n], lse[n], p.V, p.smoothing, scale, dx);
   }
+}
+
+void cross_entropy_backward(const CrossEntropyParams& p, const float* logits, const int32_t* targets,
+                            const float* lse, float grad, float* dlogits) {
+  const int64_t valid = cross_entropy_valid_rows(p, targets);
+  cross_entropy_rows_backward(p, logits, targets, lse, valid == 0 ? 0.0f : grad / static_cast<float>(valid), dlogits);
 }
 
 } // namespace pillars::cpu

@@ -129,14 +129,15 @@ __global__ void __launch_bounds__(kCountThreads)
   if (threadIdx.x == 0) *loss = valid == 0 ? 0.0f : static_cast<float>(total / static_cast<double>(valid));
 }
 
-// One block: *scale = dL / n_valid (0 when no row is valid), as the CPU rounds it.
+// One block: *scale = dL / n_valid (0 when no row is valid; dL = 1 when dL is nullptr), as the CPU
+// rounds it.
 __global__ void __launch_bounds__(kCountThreads)
     gradient_scale_kernel(RowParams p, const int32_t* targets, const float* dL, float* scale) {
   __shared__ long long count_scratch[32];
   long long valid = 0;
   for (int64_t n = threadIdx.x; n < p.N; n += kCountThreads) valid += valid_target(targets[n], p) ? 1 : 0;
   valid = block_sum_to_thread0(valid, count_scratch);
-  if (threadIdx.x == 0) *scale = valid == 0 ? 0.0f : *dL / static_cast<float>(valid);
+  if (threadIdx.x == 0) *scale = valid == 0 ? 0.0f : (dL ? *dL : 1.0f) / static_cast<float>(valid);
 }
 
 // dlogits may be logits' own buffer: each thread reads its elements (for_each_owned loads them)
@@ -186,28 +187,31 @@ template <class F> void with_row_team(int64_t V, bool vec4, F&& f) {
 
 } // namespace
 
-void cross_entropy_forward(const CrossEntropyParams& p, const float* logits, const int32_t* targets, float* loss,
-                           float* lse, float* row_loss) {
-  PILLARS_CHECK(p.N == 0 || row_loss, "cross_entropy: the CUDA kernel needs its workspace");
-  if (p.N > 0) {
-    with_row_team(p.V, p.V % 4 == 0 && aligned16(logits), [&](auto team, auto vec4) {
-      constexpr int kTeam = decltype(team)::value;
-      constexpr int kTeamsPerBlock = kTeam <= 32 ? 128 / kTeam : 1;
-      forward_rows_kernel<kTeam, decltype(vec4)::value><<<grid_for(p.N, kTeamsPerBlock), kTeam * kTeamsPerBlock, 0,
-                                                          stream()>>>(p, logits, targets, lse, row_loss);
-      PILLARS_CUDA_LAUNCHED("cross_entropy forward_rows_kernel");
-    });
-  }
+void cross_entropy_rows_forward(const CrossEntropyParams& p, const float* logits, const int32_t* targets, float* lse,
+                                float* row_loss) {
+  if (p.N == 0) return;
+  with_row_team(p.V, p.V % 4 == 0 && aligned16(logits), [&](auto team, auto vec4) {
+    constexpr int kTeam = decltype(team)::value;
+    constexpr int kTeamsPerBlock = kTeam <= 32 ? 128 / kTeam : 1;
+    forward_rows_kernel<kTeam, decltype(vec4)::value><<<grid_for(p.N, kTeamsPerBlock), kTeam * kTeamsPerBlock, 0,
+                                                        stream()>>>(p, logits, targets, lse, row_loss);
+    PILLARS_CUDA_LAUNCHED("cross_entropy forward_rows_kernel");
+  });
+}
+
+void cross_entropy_mean_loss(const CrossEntropyParams& p, const float* row_loss, const int32_t* targets, float* loss) {
   mean_loss_kernel<<<1, kCountThreads, 0, stream()>>>(p, row_loss, targets, loss);
   PILLARS_CUDA_LAUNCHED("cross_entropy mean_loss_kernel");
 }
 
-void cross_entropy_backward(const CrossEntropyParams& p, const float* logits, const int32_t* targets, const float* lse,
-                            const float* dL, float* dlogits, float* scale) {
-  if (p.N == 0) return;
-  PILLARS_CHECK(scale, "cross_entropy_backward: the CUDA kernel needs its workspace");
+void cross_entropy_scale(const CrossEntropyParams& p, const int32_t* targets, const float* dL, float* scale) {
   gradient_scale_kernel<<<1, kCountThreads, 0, stream()>>>(p, targets, dL, scale);
   PILLARS_CUDA_LAUNCHED("cross_entropy gradient_scale_kernel");
+}
+
+void cross_entropy_rows_backward(const CrossEntropyParams& p, const float* logits, const int32_t* targets,
+                                 const float* lse, const float* scale, float* dlogits) {
+  if (p.N == 0) return;
   with_row_team(p.V, p.V % 4 == 0 && aligned16(logits) && aligned16(dlogits), [&](auto team, auto vec4) {
     constexpr int kTeam = decltype(team)::value;
     constexpr int kTeamsPerBlock = kTeam <= 32 ? 128 / kTeam : 1;
@@ -215,6 +219,21 @@ void cross_entropy_backward(const CrossEntropyParams& p, const float* logits, co
                                                          stream()>>>(p, logits, targets, lse, scale, dlogits);
     PILLARS_CUDA_LAUNCHED("cross_entropy backward_rows_kernel");
   });
+}
+
+void cross_entropy_forward(const CrossEntropyParams& p, const float* logits, const int32_t* targets, float* loss,
+                           float* lse, float* row_loss) {
+  PILLARS_CHECK(p.N == 0 || row_loss, "cross_entropy: the CUDA kernel needs its workspace");
+  cross_entropy_rows_forward(p, logits, targets, lse, row_loss);
+  cross_entropy_mean_loss(p, row_loss, targets, loss);
+}
+
+void cross_entropy_backward(const CrossEntropyParams& p, const float* logits, const int32_t* targets, const float* lse,
+                            const float* dL, float* dlogits, float* scale) {
+  if (p.N == 0) return;
+  PILLARS_CHECK(scale, "cross_entropy_backward: the CUDA kernel needs its workspace");
+  cross_entropy_scale(p, targets, dL, scale);
+  cross_entropy_rows_backward(p, logits, targets, lse, scale, dlogits);
 }
 
 } // namespace pillars::cuda

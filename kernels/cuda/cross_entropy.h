@@ -24,4 +24,18 @@ void cross_entropy_forward(const CrossEntropyParams& p, const float* logits, con
 void cross_entropy_backward(const CrossEntropyParams& p, const float* logits, const int32_t* targets, const float* lse,
                             const float* dL, float* dlogits, float* scale);
 
+// The steps of the two functions above, for a caller that sees the rows a block at a time
+// (engine/ops/cuda/linear_cross_entropy.cu). p.N is the block's rows for the two row steps and
+// all the rows for the other two.
+//   rows_forward   lse and row_loss of each row (0 on rows that are not valid)
+//   mean_loss      *loss = Σ row_loss / n_valid
+//   scale          *scale = dL / n_valid, with dL = 1 when dL is nullptr
+//   rows_backward  dlogits = (softmax − q)·*scale on valid rows, 0 on the others (may be logits)
+void cross_entropy_rows_forward(const CrossEntropyParams& p, const float* logits, const int32_t* targets, float* lse,
+                                float* row_loss);
+void cross_entropy_mean_loss(const CrossEntropyParams& p, const float* row_loss, const int32_t* targets, float* loss);
+void cross_entropy_scale(const CrossEntropyParams& p, const int32_t* targets, const float* dL, float* scale);
+void cross_entropy_rows_backward(const CrossEntropyParams& p, const float* logits, const int32_t* targets,
+                                 const float* lse, const float* scale, float* dlogits);
+
 } // namespace pillars::cuda

@@ -23,10 +23,9 @@ cublasComputeType_t compute_type() {
   return precision() == Precision::fp32 ? CUBLAS_COMPUTE_32F_PEDANTIC : CUBLAS_COMPUTE_32F_FAST_16BF;
 }
 
-// Row-major C (batch × M × N) = α op(A) op(B); lda/ldb are the row-major leading dimensions.
+// Row-major C (batch × M × N) = α op(A) op(B) + β C; lda/ldb are the row-major leading dimensions.
 void gemm_row_major(bool ta, bool tb, int64_t batch, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
-                    int64_t stride_a, const float* B, int64_t ldb, int64_t stride_b, float* C, int64_t stride_c) {
-  const float beta = 0.0f;
+                    int64_t stride_a, const float* B, int64_t ldb, int64_t stride_b, float beta, float* C, int64_t stride_c) {
   PILLARS_CHECK(M <= INT32_MAX && N <= INT32_MAX && K <= INT32_MAX && batch <= INT32_MAX, "matmul: extents too large for cuBLAS");
   PILLARS_CUDA_CHECK(cublasGemmStridedBatchedEx(cublas(), tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N,
                                                 static_cast<int>(N), static_cast<int>(M), static_cast<int>(K), &alpha, B, CUDA_R_32F,
@@ -46,10 +45,17 @@ void matmul(bool ta, bool tb, int64_t batch, int64_t M, int64_t N, int64_t K, bo
   }
   const int64_t lda = ta ? M : K, ldb = tb ? K : N;
   if (b_shared && !ta) { // every batch's rows at once: one large GEMM
-    gemm_row_major(false, tb, 1, batch * M, N, K, alpha, A, lda, 0, B, ldb, 0, C, 0);
+    gemm_row_major(false, tb, 1, batch * M, N, K, alpha, A, lda, 0, B, ldb, 0, 0.0f, C, 0);
     return;
   }
-  gemm_row_major(ta, tb, batch, M, N, K, alpha, A, lda, M * K, B, ldb, b_shared ? 0 : K * N, C, M * N);
+  gemm_row_major(ta, tb, batch, M, N, K, alpha, A, lda, M * K, B, ldb, b_shared ? 0 : K * N, 0.0f, C, M * N);
+}
+
+void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A, const float* B, float beta,
+          float* C) {
+  if (M == 0 || N == 0) return;
+  PILLARS_CHECK(K > 0, "gemm: K = 0 is not supported (use matmul for an empty sum)");
+  gemm_row_major(ta, tb, 1, M, N, K, alpha, A, ta ? M : K, 0, B, tb ? K : N, 0, beta, C, 0);
 }
 
 } // namespace pillars::cuda

@@ -17,4 +17,9 @@ namespace pillars::cuda {
 void matmul(bool trans_a, bool trans_b, int64_t batch, int64_t M, int64_t N, int64_t K, bool b_shared, float alpha,
             const float* A, const float* B, float* C);
 
+// One 2-D product that may add to C: C (M, N) = alpha · op(A) · op(B) + beta · C (beta = 0: C is
+// only written). K must be positive.
+void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A, const float* B,
+          float beta, float* C);
+
 } // namespace pillars::cuda

@@ -28,10 +28,9 @@
 #include "base/error.h"
 #include "engine/executor.h"
 #include "engine/optim/adam.h"
-#include "engine/passes/autodiff.h"
-#include "engine/passes/saved_activations.h"
 #include "engine/tensor.h"
 #include "models/transformer.h"
+#include "steps/pass_list.h"
 #include "tools/bench/measure.h"
 #include "kernels/cuda/device.h"
 
@@ -244,9 +243,10 @@ namespace {
 
 constexpr int64_t kStepBatch = 128, kStepLen = 64;
 
-// Median milliseconds of one training step (forward, backward, Adam) of ours in `precision`;
+// Median milliseconds of one training step (forward, backward, Adam) of ours in `precision`,
+// through the step's pass list with the optional passes `passes` (steps/pass.h);
 // peak_mb: the most device memory our tensors held at once, from the parameters on.
-double our_step_ms(Precision precision, bool bf16_saved, int repeats, float& first_loss, double& peak_mb) {
+double our_step_ms(Precision precision, const train::PassSettings& passes, int repeats, float& first_loss, double& peak_mb) {
   cuda_set_precision(precision);
   cuda_synchronize();
   cuda_reset_peak_memory();
@@ -254,13 +254,12 @@ double our_step_ms(Precision precision, bool bf16_saved, int repeats, float& fir
   ParamStore params;
   init_transformer_params(cfg, params, 1);
   params.to(Device::cuda);
-  Seq2SeqGraph m = build_seq2seq_training_graph(cfg, kStepBatch, kStepLen, kStepLen, 0.1f, 1234, true);
-  const std::vector<ValueId> leaves = m.graph.params();
-  const int first_backward = static_cast<int>(m.graph.nodes().size());
-  const std::vector<ValueId> grads = autodiff(m.graph, m.loss, leaves);
-  m.graph.mark_output(m.loss);
-  if (bf16_saved) store_saved_activations_bf16(m.graph, first_backward);
-  Executor ex(m.graph, Device::cuda);
+  train::StepGraph m = train::StepGraph::of(
+      build_seq2seq_training_graph(cfg, kStepBatch, kStepLen, kStepLen, 0.1f, 1234, true), /*train=*/true, Device::cuda);
+  train::run_passes(train::step_passes(/*train=*/true, passes, nullptr), m);
+  const std::vector<ValueId>& leaves = m.params;
+  const std::vector<ValueId>& grads = m.grads;
+  Executor ex(m.graph, Device::cuda, nullptr, m.memory);
   ex.enable_graph_capture(true);
   ex.bind_params(params);
   ex.bind("src_tokens", random_token_ids({kStepBatch, kStepLen}, cfg.vocab, 1));
@@ -297,15 +296,26 @@ int bench_cuda_step(int repeats) {
   std::printf("training step on %s: base transformer 6+6, d 512, 8 heads, FFN 2048, vocab 10000, %lld target tokens, Adam\n",
               cuda_device_name(0).c_str(), static_cast<long long>(kStepBatch * kStepLen));
   double ours_bf16 = 0;
-  // fp32; bf16 products; bf16 products with the saved activations in bf16 (train.saved_activations).
-  for (const auto& [precision, bf16_saved] : {std::pair{Precision::fp32, false}, std::pair{Precision::bf16, false},
-                                             std::pair{Precision::bf16, true}}) {
+  // fp32; bf16 products; then bf16 products with the saved activations in bf16
+  // (train.saved_activations), with the LM head fused with its loss (train.fuse_linear_cross_entropy),
+  // and with both.
+  struct Row {
+    Precision precision;
+    train::PassSettings passes;
+    const char* label;
+  };
+  const Row rows[] = {{Precision::fp32, {}, ""},
+                      {Precision::bf16, {}, ""},
+                      {Precision::bf16, {.bf16_saved_activations = true}, " saved16"},
+                      {Precision::bf16, {.fuse_cross_entropy = true}, " fused-ce"},
+                      {Precision::bf16, {.fuse_cross_entropy = true, .bf16_saved_activations = true}, " saved16+fused-ce"}};
+  for (const Row& row : rows) {
     float loss = 0;
     double peak_mb = 0;
-    const double ms = our_step_ms(precision, bf16_saved, repeats, loss, peak_mb);
-    if (precision == Precision::bf16 && !bf16_saved) ours_bf16 = tokens / (ms * 1e-3);
-    std::printf("  pillars %-4s%-10s %9.0f target tokens/s  (%.2f ms/step, peak %.0f MB, first loss %.3f)\n",
-                enum_name(precision), bf16_saved ? " saved16" : "", tokens / (ms * 1e-3), ms, peak_mb, loss);
+    const double ms = our_step_ms(row.precision, row.passes, repeats, loss, peak_mb);
+    if (row.precision == Precision::bf16 && *row.label == '\0') ours_bf16 = tokens / (ms * 1e-3);
+    std::printf("  pillars %-4s%-17s %9.0f target tokens/s  (%.2f ms/step, peak %.0f MB, first loss %.3f)\n",
+                enum_name(row.precision), row.label, tokens / (ms * 1e-3), ms, peak_mb, loss);
   }
   cuda_set_precision(Precision::fp32);
   for (const bool compiled : {false, true}) {

@@ -5,9 +5,12 @@
 // padding; config "bench" (3+3 layers, d 256, 8 heads, FFN 1024, vocab 10,000, dropout 0.1,
 // label smoothing 0.1); Adam (0.9, 0.98), lr 5e-4. PyTorch runs tools/bench/torch_step.py (the
 // same model written with torch.nn) in a child process; each side reports its own peak RSS.
-// Ours runs twice in the same process: as trained by default, then with the activations the
-// backward reads kept in bf16 (train.saved_activations, engine/passes/saved_activations.h), whose
-// gain is the activation arena (the peak RSS, a process-wide maximum, is the first run's).
+// Ours runs four times in the same process, through the step's pass list (steps/pass_list.h): as
+// trained by default; with the activations the backward reads kept in bf16
+// (train.saved_activations, engine/passes/saved_activations.h); with the LM head fused with its
+// loss (train.fuse_linear_cross_entropy, engine/passes/fuse_linear_cross_entropy.h); with both.
+// The gain of the last three is the activation arena (the peak RSS, a process-wide maximum, is
+// the first run's).
 #include "tools/bench/bench_step.h"
 
 #include <omp.h>
@@ -23,9 +26,8 @@
 
 #include "engine/executor.h"
 #include "engine/optim/adam.h"
-#include "engine/passes/autodiff.h"
-#include "engine/passes/saved_activations.h"
 #include "models/transformer.h"
+#include "steps/pass_list.h"
 #include "tools/bench/measure.h"
 
 #ifndef PILLARS_SOURCE_DIR
@@ -49,18 +51,17 @@ struct StepResult {
   float first_loss = 0;
 };
 
-// bf16_saved: the activations the backward reads are kept in bf16 (engine/passes/saved_activations.h).
-StepResult run_ours(int repeats, bool bf16_saved) {
+// passes: the optional passes the step runs (steps/pass.h).
+StepResult run_ours(int repeats, const train::PassSettings& passes) {
   TransformerConfig cfg = transformer_config("bench");
   ParamStore params;
   init_transformer_params(cfg, params, 1);
-  Seq2SeqGraph m = build_seq2seq_training_graph(cfg, kBatch, kSrcLen, kTgtLen, 0.1f, 1234, true);
-  const std::vector<ValueId> leaves = m.graph.params();
-  const int first_backward = static_cast<int>(m.graph.nodes().size());
-  const std::vector<ValueId> grads = autodiff(m.graph, m.loss, leaves);
-  m.graph.mark_output(m.loss);
-  if (bf16_saved) store_saved_activations_bf16(m.graph, first_backward);
-  Executor ex(m.graph);
+  train::StepGraph m = train::StepGraph::of(build_seq2seq_training_graph(cfg, kBatch, kSrcLen, kTgtLen, 0.1f, 1234, true),
+                                            /*train=*/true, Device::cpu);
+  train::run_passes(train::step_passes(/*train=*/true, passes, nullptr), m);
+  const std::vector<ValueId>& leaves = m.params;
+  const std::vector<ValueId>& grads = m.grads;
+  Executor ex(m.graph, Device::cpu, nullptr, m.memory);
   ex.bind_params(params);
   ex.bind("src_tokens", random_token_ids({kBatch, kSrcLen}, cfg.vocab, 1));
   Tensor src_lengths = Tensor::empty({kBatch}, DType::i32);
@@ -85,7 +86,7 @@ StepResult run_ours(int repeats, bool bf16_saved) {
   r.median_s = median_seconds(repeats, step);
   r.tokens_per_s = static_cast<double>(kBatch * kTgtLen) / r.median_s;
   r.peak_rss_mb = peak_rss_mb();
-  r.arena_mb = static_cast<double>(ex.plan().arena_bytes) / (1 << 20);
+  r.arena_mb = static_cast<double>(ex.plan().arena_bytes + ex.plan().workspace_bytes) / (1 << 20); // + the largest scratch
   return r;
 }
 
@@ -123,14 +124,20 @@ int bench_step(int threads, int repeats) {
   omp_set_num_threads(threads);
   std::printf("training step: encoder-decoder 3+3, d 256, 8 heads, FFN 1024, vocab 10000, %lld target tokens, Adam, %d threads\n",
               static_cast<long long>(kBatch * kTgtLen), threads);
-  const StepResult ours = run_ours(repeats, false);
-  std::printf("  pillars  %8.1f target tokens/s  (%.3f s/step, peak RSS %.0f MB, activation arena %.0f MB, loss %.3f)\n",
+  const StepResult ours = run_ours(repeats, {});
+  std::printf("  pillars  %8.1f target tokens/s  (%.3f s/step, peak RSS %.0f MB, activation arena + scratch %.0f MB, loss %.3f)\n",
               ours.tokens_per_s, ours.median_s, ours.peak_rss_mb, ours.arena_mb, ours.first_loss);
-  // Second, so the peak RSS above is the fp32 step's alone (the process's peak only grows).
-  const StepResult saved16 = run_ours(repeats, true);
-  std::printf("  pillars, activations saved in bf16  %8.1f target tokens/s  (%.3f s/step, activation arena %.0f MB = %.2fx, "
-              "loss %.3f)\n",
-              saved16.tokens_per_s, saved16.median_s, saved16.arena_mb, saved16.arena_mb / ours.arena_mb, saved16.first_loss);
+  // Then the variants, so the peak RSS above is the default step's alone (the process's peak only grows).
+  const std::pair<const char*, train::PassSettings> variants[] = {
+      {"activations saved in bf16", {.bf16_saved_activations = true}},
+      {"LM head fused with its loss", {.fuse_cross_entropy = true}},
+      {"both", {.fuse_cross_entropy = true, .bf16_saved_activations = true}}};
+  for (const auto& [what, passes] : variants) {
+    const StepResult v = run_ours(repeats, passes);
+    std::printf("  pillars, %-28s %8.1f target tokens/s = %.2fx  (%.3f s/step, arena + scratch %.0f MB = %.2fx, loss %.3f)\n",
+                what, v.tokens_per_s, v.tokens_per_s / ours.tokens_per_s, v.median_s, v.arena_mb, v.arena_mb / ours.arena_mb,
+                v.first_loss);
+  }
   StepResult torch;
   if (run_torch(threads, repeats, torch)) {
     std::printf("  pytorch  %8.1f target tokens/s  (%.3f s/step, peak RSS %.0f MB, loss %.3f)\n", torch.tokens_per_s, torch.median_s,

@@ -7,7 +7,8 @@
 //
 // One adapter file per op family, engine/ops/cuda/<family>.cu, over the kernels' header
 // kernels/cuda/<family>.h (the shapes) and source kernels/cuda/<family>.cu (the algorithm):
-// elementwise, cast, reduce, shape, matmul, linear_act, softmax, layernorm, cross_entropy, embedding,
+// elementwise, cast, reduce, shape, matmul, linear_act, softmax, layernorm, cross_entropy,
+// linear_cross_entropy, embedding,
 // dropout, attention (which also dispatches to kernels/cuda/cudnn_attention.h, the cuDNN
 // reference backend), attention_mask, head_gram, decoding. Ops absent here run on the CPU
 // through the executor's host fallback (see Executor).
@@ -65,6 +66,10 @@ void op_cross_entropy(const KernelContext& c);
 void op_cross_entropy_backward(const KernelContext& c);
 size_t op_cross_entropy_workspace(const Graph& g, const Node& n);          // device scratch bytes
 size_t op_cross_entropy_backward_workspace(const Graph& g, const Node& n);
+
+// linear_cross_entropy.cu
+void op_linear_cross_entropy(const KernelContext& c);
+size_t op_linear_cross_entropy_workspace(const Graph& g, const Node& n); // block logits, lse, row losses, scale
 // embedding.cu
 void op_embedding(const KernelContext& c);
 void op_embedding_backward(const KernelContext& c);
