@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "datasets/registry.h"
 
 namespace pillars::testing {
@@ -73,6 +75,17 @@ inline std::string pillars_binary() {
 inline std::string read_file(const std::filesystem::path& p) {
   std::ifstream in(p);
   return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// The losses of a run's training log lines (run_dir/log.jsonl, lines of "type": "train"), in order.
+inline std::vector<double> train_losses(const std::filesystem::path& run_dir) {
+  std::vector<double> out;
+  std::ifstream log(run_dir / "log.jsonl");
+  for (std::string line; std::getline(log, line);) {
+    const nlohmann::json l = nlohmann::json::parse(line);
+    if (l.value("type", "") == "train") out.push_back(l.at("loss").get<double>());
+  }
+  return out;
 }
 
 // Writes `bytes` to the file `p` (replacing it), making its folder first.

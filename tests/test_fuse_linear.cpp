@@ -27,9 +27,11 @@
 #include "engine/passes/fuse_linear.h"
 #include "steps/pass.h"
 #include "tests/grad_check.h"
+#include "tests/tiny_step.h"
 
 using namespace pillars;
 using pillars::testing::check_gradients;
+using pillars::testing::count_op;
 using pillars::testing::evaluate;
 using pillars::testing::gradients_of;
 using pillars::testing::GradCheckOptions;
@@ -40,12 +42,6 @@ namespace {
 
 constexpr double kSameBound = 1e-6; // relative to the tensor's largest magnitude (see the top comment)
 
-
-int count_op(const Graph& g, const char* name) {
-  int n = 0;
-  for (const Node& node : g.nodes()) n += std::string(node.op->name) == name;
-  return n;
-}
 
 ValueId fused_builder(Graph& g, const std::vector<ValueId>& in, ops::Activation act) {
   return ops::linear_act(g, in[0], in[1], in[2], act).y;

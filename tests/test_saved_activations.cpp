@@ -38,6 +38,7 @@
 #include "steps/pass_list.h"
 #include "tests/grad_check.h"
 #include "tests/test_env.h"
+#include "tests/tiny_step.h"
 #include "train/session.h"
 
 using namespace pillars;
@@ -83,39 +84,9 @@ int count_casts(const Graph& g, DType to) {
   return n;
 }
 
-// One training step of the tiny transformer (8 sentence pairs, 24 source and 20 target tokens)
-// through the step's pass list, with or without saved_activations, on `device`.
-struct Step {
-  train::StepGraph s;
-  float loss = 0;
-  std::map<std::string, std::vector<float>> grads;
-};
-
-Step tiny_step(const TransformerConfig& cfg, const ParamStore& store, bool bf16, Device device) {
-  Seq2SeqOptions o;
-  o.label_smoothing = 0.1f;
-  o.dropout_seed = 99;
-  const int64_t batch = 8, src = 24, tgt = 20;
-  Step r;
-  r.s = train::StepGraph::of(build_seq2seq_training_graph(cfg, batch, src, tgt, o), true, device);
-  train::run_passes(train::step_passes(true, {.bf16_saved_activations = bf16}, nullptr), r.s);
-  Executor ex(r.s.graph, device, nullptr, r.s.memory);
-  ParamStore params = store.on(device);
-  ex.bind_params(params);
-  std::vector<int32_t> src_tokens, prev, target, src_len(batch, static_cast<int32_t>(src));
-  for (int64_t i = 0; i < batch * src; ++i) src_tokens.push_back(static_cast<int32_t>(4 + (i * 7) % 28));
-  for (int64_t i = 0; i < batch * tgt; ++i) prev.push_back(static_cast<int32_t>(4 + (i * 5) % 28));
-  for (int64_t i = 0; i < batch * tgt; ++i) target.push_back(static_cast<int32_t>(4 + (i * 5 + 5) % 28));
-  ex.bind("src_tokens", Tensor::from_i32({batch, src}, src_tokens));
-  ex.bind("src_lengths", Tensor::from_i32({batch}, src_len));
-  ex.bind("prev_output_tokens", Tensor::from_i32({batch, tgt}, prev));
-  ex.bind("target", Tensor::from_i32({batch * tgt}, target));
-  ex.set_seed(17);
-  ex.run();
-  r.loss = ex.fetch(r.s.loss).to_vector()[0];
-  for (size_t i = 0; i < r.s.params.size(); ++i)
-    if (r.s.grads[i] != kNoValue) r.grads[r.s.graph.producer(r.s.params[i]).name] = ex.fetch(r.s.grads[i]).to_vector();
-  return r;
+// One training step of the tiny transformer (tests/tiny_step.h), with or without saved_activations.
+testing::TinyStep step_of(const TransformerConfig& cfg, const ParamStore& store, bool bf16, Device device) {
+  return testing::tiny_step(cfg, store, {.passes = {.bf16_saved_activations = bf16}, .device = device});
 }
 
 } // namespace
@@ -393,8 +364,8 @@ TEST_CASE("saved_activations: the tiny transformer's step — loss and gradients
   TransformerConfig cfg = transformer_config("tiny");
   ParamStore store;
   init_transformer_params(cfg, store, 7);
-  const auto step = [&](bool bf16) { return tiny_step(cfg, store, bf16, Device::cpu); };
-  const Step plain = step(false), halved = step(true);
+  const auto step = [&](bool bf16) { return step_of(cfg, store, bf16, Device::cpu); };
+  const testing::TinyStep plain = step(false), halved = step(true);
   CHECK(std::fabs(halved.loss - plain.loss) <= 1e-4 * plain.loss); // layer norms and attention read bf16 inputs
   CHECK(halved.loss != plain.loss);
   CHECK(count_casts(plain.s.graph, DType::bf16) == 0);
@@ -474,13 +445,7 @@ TEST_CASE("saved_activations: GCT training on Multi30k follows the fp32 run's lo
     train::SessionOptions so;
     so.run_dir = (tmp.path / name).string(), so.quiet = true, so.evaluate = false;
     train::run_experiment(parse_experiment(j, "saved_activations_" + name + ".json"), so);
-    std::vector<double> out;
-    std::ifstream log(tmp.path / name / "log.jsonl");
-    for (std::string line; std::getline(log, line);) {
-      const nlohmann::json l = nlohmann::json::parse(line);
-      if (l.value("type", "") == "train") out.push_back(l.at("loss").get<double>());
-    }
-    return out;
+    return testing::train_losses(tmp.path / name);
   };
   // V: the values; A: the attention probabilities, a large second output of attention, stored too.
   for (const std::string& feature_map : {std::string("V"), std::string("A")}) {
@@ -506,7 +471,7 @@ TEST_CASE("cuda: the tiny transformer's step with bf16 saved activations follows
   TransformerConfig cfg = transformer_config("tiny");
   ParamStore store;
   init_transformer_params(cfg, store, 7);
-  const Step cpu = tiny_step(cfg, store, true, Device::cpu), gpu = tiny_step(cfg, store, true, Device::cuda);
+  const testing::TinyStep cpu = step_of(cfg, store, true, Device::cpu), gpu = step_of(cfg, store, true, Device::cuda);
   CHECK(gpu.loss == doctest::Approx(cpu.loss).epsilon(1e-5));
   for (const auto& [name, g] : cpu.grads) {
     if (name.ends_with("k_proj.bias")) continue; // exactly 0 in theory: noise on both sides (above)

@@ -13,6 +13,16 @@ std::vector<ValueId> copy_node(const Graph& from, const Node& n, Graph& to, std:
   return to.add(*n.op, std::move(inputs), n.params); // the same parameters object, shared
 }
 
+ValueUses value_uses(const Graph& g) {
+  ValueUses u;
+  u.readers.assign(static_cast<size_t>(g.num_values()), 0);
+  u.is_output.assign(static_cast<size_t>(g.num_values()), false);
+  for (const Node& n : g.nodes())
+    for (ValueId v : n.inputs) ++u.readers[static_cast<size_t>(v)];
+  for (ValueId v : g.outputs()) u.is_output[static_cast<size_t>(v)] = true;
+  return u;
+}
+
 RewrittenGraph rewrite_graph(const Graph& g, const std::vector<bool>& dropped, const NodeReplacement& replace,
                              const char* pass) {
   const int num_nodes = static_cast<int>(g.nodes().size());

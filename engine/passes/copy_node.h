@@ -15,6 +15,18 @@ namespace pillars {
 // parameters and read `inputs`, values of `to`.
 std::vector<ValueId> copy_node(const Graph& from, const Node& n, Graph& to, std::vector<ValueId> inputs);
 
+// How a fusing pass sees each value of g: the nodes reading it, and whether it is a graph output.
+struct ValueUses {
+  std::vector<int> readers;    // per value: how many node inputs read it
+  std::vector<bool> is_output; // per value: marked as a graph output
+
+  // Read by exactly one node and not an output: a fusion may swallow it.
+  bool single_use(ValueId v) const { return readers[static_cast<size_t>(v)] == 1 && !is_output[static_cast<size_t>(v)]; }
+  // Read by no node and not an output: a fused node need not produce it.
+  bool unused(ValueId v) const { return readers[static_cast<size_t>(v)] == 0 && !is_output[static_cast<size_t>(v)]; }
+};
+ValueUses value_uses(const Graph& g);
+
 // A graph rebuilt by a fusing pass (engine/passes/fuse_linear.h, fuse_linear_cross_entropy.h), and
 // where every old value and node went, so a caller can find its values again
 // (StepGraph::replace_graph, steps/pass.h).

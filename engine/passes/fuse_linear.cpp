@@ -25,24 +25,19 @@ struct Chain {
   int matmul_node, add_node;
 };
 
-// The value is read by exactly one node and is not a graph output.
-bool single_use(const std::vector<int>& readers, const std::vector<bool>& is_output, ValueId v) {
-  return readers[static_cast<size_t>(v)] == 1 && !is_output[static_cast<size_t>(v)];
-}
-
 // If node `i` is the activation of a fusable linear → activation chain, returns it.
-bool match(const Graph& g, int i, const std::vector<int>& readers, const std::vector<bool>& is_output, Chain& c) {
+bool match(const Graph& g, int i, const ValueUses& uses, Chain& c) {
   const Node& act = g.node(i);
   if (act.op != &ops::kRelu && act.op != &ops::kGelu) return false;
   const ValueId z = act.inputs[0];
-  if (!single_use(readers, is_output, z)) return false;
+  if (!uses.single_use(z)) return false;
   const int add_node = g.value(z).producer;
   const Node& add = g.node(add_node);
   if (add.op != &ops::kAdd) return false;
   // add(m, b) as ops::linear emits it; add(b, m) is the same sum.
   for (int side = 0; side < 2; ++side) {
     const ValueId m = add.inputs[static_cast<size_t>(side)], b = add.inputs[static_cast<size_t>(1 - side)];
-    if (!single_use(readers, is_output, m)) continue;
+    if (!uses.single_use(m)) continue;
     const int mm_node = g.value(m).producer;
     const Node& mm = g.node(mm_node);
     if (mm.op != &ops::kMatmul) continue;
@@ -61,17 +56,13 @@ bool match(const Graph& g, int i, const std::vector<int>& readers, const std::ve
 
 RewrittenGraph fuse_linear_activation(const Graph& g) {
   const int num_nodes = static_cast<int>(g.nodes().size());
-  std::vector<int> readers(static_cast<size_t>(g.num_values()), 0);
-  std::vector<bool> is_output(static_cast<size_t>(g.num_values()), false);
-  for (const Node& n : g.nodes())
-    for (ValueId v : n.inputs) ++readers[static_cast<size_t>(v)];
-  for (ValueId v : g.outputs()) is_output[static_cast<size_t>(v)] = true;
+  const ValueUses uses = value_uses(g);
 
   std::map<int, Chain> chains; // activation node → chain
   std::vector<bool> dropped(static_cast<size_t>(num_nodes), false);
   for (int i = 0; i < num_nodes; ++i) {
     Chain c;
-    if (!match(g, i, readers, is_output, c)) continue;
+    if (!match(g, i, uses, c)) continue;
     chains.emplace(i, c);
     dropped[static_cast<size_t>(c.matmul_node)] = dropped[static_cast<size_t>(c.add_node)] = true;
   }

@@ -23,13 +23,11 @@ struct Pair {
   int matmul_node;
 };
 
-bool match(const Graph& g, int i, const std::vector<int>& readers, const std::vector<bool>& is_output, Pair& p) {
+bool match(const Graph& g, int i, const ValueUses& uses, Pair& p) {
   const Node& ce = g.node(i);
   if (ce.op != &ops::kCrossEntropy) return false;
   const ValueId x = ce.inputs[0], lse = ce.outputs[1];
-  for (ValueId v : {x, lse})
-    if (is_output[static_cast<size_t>(v)]) return false;
-  if (readers[static_cast<size_t>(x)] != 1 || readers[static_cast<size_t>(lse)] != 0) return false;
+  if (!uses.single_use(x) || !uses.unused(lse)) return false;
   const int mm_node = g.value(x).producer;
   const Node& mm = g.node(mm_node);
   if (mm.op != &ops::kMatmul) return false;
@@ -49,17 +47,13 @@ int64_t linear_cross_entropy_block_bytes(Device device) {
 
 RewrittenGraph fuse_linear_cross_entropy(const Graph& g, int64_t block_bytes) {
   const int num_nodes = static_cast<int>(g.nodes().size());
-  std::vector<int> readers(static_cast<size_t>(g.num_values()), 0);
-  std::vector<bool> is_output(static_cast<size_t>(g.num_values()), false);
-  for (const Node& n : g.nodes())
-    for (ValueId v : n.inputs) ++readers[static_cast<size_t>(v)];
-  for (ValueId v : g.outputs()) is_output[static_cast<size_t>(v)] = true;
+  const ValueUses uses = value_uses(g);
 
   std::map<int, Pair> pairs; // cross_entropy node → its head
   std::vector<bool> dropped(static_cast<size_t>(num_nodes), false);
   for (int i = 0; i < num_nodes; ++i) {
     Pair p;
-    if (!match(g, i, readers, is_output, p)) continue;
+    if (!match(g, i, uses, p)) continue;
     pairs.emplace(i, p);
     dropped[static_cast<size_t>(p.matmul_node)] = true;
   }
