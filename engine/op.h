@@ -81,6 +81,10 @@ struct OpDef {
   // (its first rows, when output 0 has fewer). The memory planner aliases the two as it does a
   // view; unlike a view, the kernel runs. Never differentiated.
   bool updates_input0 = false;
+  // True when the outputs after the first are gradients the node made in its forward (the fused
+  // loss of engine/ops/linear_cross_entropy.h: ∂L/∂h and ∂L/∂W). They are not activations:
+  // saved_activations (engine/passes/saved_activations.h) never keeps them in bf16.
+  bool makes_gradients = false;
 };
 
 // The `cuda` slot of an OpDef: PILLARS_CUDA_KERNEL(add) names cuda::op_add (engine/ops/cuda/ops.h)

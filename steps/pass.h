@@ -31,7 +31,8 @@ struct StepGraph {
   Graph graph;
   bool train = false;              // a training step (dropout, autodiff) or an evaluation step
   Device device = Device::cpu;     // where it will run (plan_memory sizes that device's scratch)
-  ValueId logits = kNoValue;       // (rows, V): the model's scores of the next token
+  ValueId logits = kNoValue;       // (rows, V): the model's scores of the next token (kNoValue
+                                   // after fuse_linear_cross_entropy: the step never makes them)
   ValueId loss = kNoValue;         // scalar: the model's task loss (what the log reports)
   ValueId objective = kNoValue;    // scalar: what autodiff differentiates, the loss plus the
                                    // terms of the method's passes (GCT, disagreement, L0)
@@ -70,6 +71,7 @@ struct StepGraph {
 struct PassSettings {
   bool fuse_linear = false;             // train.fuse_linear_activation
   bool fuse_cross_entropy = false;      // train.fuse_linear_cross_entropy
+  int64_t cross_entropy_block_bytes = 0; // its block of logits; 0: kLinearCrossEntropyBlockBytes (tests set it)
   bool bf16_saved_activations = false;  // train.saved_activations = bf16
 };
 

@@ -18,10 +18,8 @@ namespace pillars::train {
 namespace {
 
 constexpr std::array kPasses = {
-    PassInfo{"head_gates", "heads.drophead > 0 or heads.gates = hard_concrete (and Michel et al.'s importance)",
-             "per attention module the gates ξ (H) of the method's parts (DropHead's mask input, the "
-             "Hard-Concrete gate, an importance gate) and ξ_h·O_h in front of out_proj "
-             "(steps/head_gates.h)"},
+    // The two fusions come first: they build new graphs, which renumbers values, and the passes
+    // after them (the head gates' extensions, GCT, the vote) record value numbers they bind or read.
     PassInfo{"fuse_linear_activation", "train.fuse_linear_activation",
              "replaces each linear → ReLU/GELU chain (matmul, add, activation) by one linear_act node "
              "(engine/passes/fuse_linear.h)"},
@@ -30,6 +28,10 @@ constexpr std::array kPasses = {
              "linear_cross_entropy node, which sweeps the rows in blocks and makes the gradients of "
              "the head's input and weight as it goes: the (N, V) logits are never stored "
              "(engine/passes/fuse_linear_cross_entropy.h)"},
+    PassInfo{"head_gates", "heads.drophead > 0 or heads.gates = hard_concrete (and Michel et al.'s importance)",
+             "per attention module the gates ξ (H) of the method's parts (DropHead's mask input, the "
+             "Hard-Concrete gate, an importance gate) and ξ_h·O_h in front of out_proj "
+             "(steps/head_gates.h)"},
     PassInfo{"gct", "heads.regularizer = gct; training steps",
              "per attention module m: the Gram matrix G_m of the heads' feature maps (head_gram), the "
              "HUDS groups of the heads (huds_cluster: K-means on G_m, every batch) and the GCT loss "
@@ -73,8 +75,8 @@ void fuse_linear_pass(StepGraph& s) {
 }
 
 // The logits are gone from the new graph: the step records none.
-void fuse_linear_cross_entropy_pass(StepGraph& s) {
-  RewrittenGraph f = fuse_linear_cross_entropy(s.graph, linear_cross_entropy_block_bytes(s.device));
+void fuse_linear_cross_entropy_pass(StepGraph& s, int64_t block_bytes) {
+  RewrittenGraph f = fuse_linear_cross_entropy(s.graph, block_bytes > 0 ? block_bytes : kLinearCrossEntropyBlockBytes);
   if (s.logits != kNoValue && f.value(s.logits) == kNoValue) s.logits = kNoValue;
   s.replace_graph(std::move(f.graph), f.value_map, f.node_map);
 }
@@ -126,7 +128,10 @@ PassList step_passes(bool train, const PassSettings& settings, GraphExtension* e
     } else if (std::strcmp(info.name, "fuse_linear_activation") == 0) {
       if (settings.fuse_linear) list.push_back({info.name, fuse_linear_pass});
     } else if (std::strcmp(info.name, "fuse_linear_cross_entropy") == 0) {
-      if (train && settings.fuse_cross_entropy) list.push_back({info.name, fuse_linear_cross_entropy_pass});
+      if (train && settings.fuse_cross_entropy)
+        list.push_back({info.name, [bytes = settings.cross_entropy_block_bytes](StepGraph& s) {
+                          fuse_linear_cross_entropy_pass(s, bytes);
+                        }});
     } else if (std::strcmp(info.name, "autodiff") == 0) {
       if (train) list.push_back({info.name, autodiff_pass});
     } else if (std::strcmp(info.name, "saved_activations") == 0) {

@@ -21,6 +21,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <functional>
 #include <map>
 
 #include "base/error.h"
@@ -39,6 +40,9 @@
 #include "tests/tiny_step.h"
 #include "train/memory_estimate.h"
 #include "train/setup.h"
+#include "ght/method.h"
+#include "steps/steps.h"
+#include "engine/ops/cast.h"
 #include "train/session.h"
 
 using namespace pillars;
@@ -214,7 +218,7 @@ void compare_steps(const testing::TinyStep& fused, const testing::TinyStep& plai
 
 } // namespace
 
-TEST_CASE("fuse_linear_cross_entropy: the tiny transformer's step — logits gone, loss and gradients unchanged, a smaller arena") {
+TEST_CASE("fuse_linear_cross_entropy: the tiny transformer's step — logits gone, loss and gradients unchanged, less memory") {
   for (const bool decoder_only : {false, true}) {
     CAPTURE(decoder_only);
     TransformerConfig cfg = transformer_config("tiny");
@@ -222,9 +226,14 @@ TEST_CASE("fuse_linear_cross_entropy: the tiny transformer's step — logits gon
     if (decoder_only) cfg.decoder_only = true, cfg.enc_layers = 0;
     ParamStore store;
     init_transformer_params(cfg, store, 7);
+    // Blocks of 48 rows: the step's 160 rows take 4 blocks, the last one short.
+    const train::PassSettings blocked{.fuse_cross_entropy = true, .cross_entropy_block_bytes = 48 * 500 * 4};
     const testing::TinyStep plain = tiny_step(cfg, store, {.pad_every = 9}),
-                            fused = tiny_step(cfg, store, {.passes = kFused, .pad_every = 9});
-    CHECK(count_op(fused.s.graph, "linear_cross_entropy") == 1);
+                            fused = tiny_step(cfg, store, {.passes = blocked, .pad_every = 9}),
+                            one_block = tiny_step(cfg, store, {.passes = kFused, .pad_every = 9});
+    REQUIRE(count_op(fused.s.graph, "linear_cross_entropy") == 1);
+    for (const Node& n : fused.s.graph.nodes())
+      if (std::string(n.op->name) == "linear_cross_entropy") CHECK(params_of<ops::LinearCrossEntropyParams>(n).block_rows == 48);
     CHECK(count_op(fused.s.graph, "cross_entropy") == 0);
     CHECK(count_op(fused.s.graph, "cross_entropy_backward") == 0);
     CHECK(count_op(fused.s.graph, "matmul") == count_op(plain.s.graph, "matmul") - 3); // the head's product and its two gradients
@@ -233,13 +242,73 @@ TEST_CASE("fuse_linear_cross_entropy: the tiny transformer's step — logits gon
       for (ValueId v : n.outputs) CHECK(fused.s.graph.shape(v) != Shape{8 * 20, cfg.vocab}); // no (N, V) value at all
     CHECK(count_flops(fused.s.graph).matmul == doctest::Approx(count_flops(plain.s.graph).matmul));
     compare_steps(fused, plain, kSameBound);
-    CHECK(fused.s.memory.arena_bytes < plain.s.memory.arena_bytes);
+    compare_steps(one_block, plain, kSameBound);
+    // Memory: the arena and the largest scratch together (the block of logits is scratch).
+    const auto bytes = [](const testing::TinyStep& t) { return t.s.memory.arena_bytes + t.s.memory.workspace_bytes; };
+    MESSAGE("arena + scratch: unfused ", bytes(plain), ", blocks of 48 rows ", bytes(fused), ", one block ", bytes(one_block));
+    CHECK(bytes(fused) < bytes(plain));
     // Training steps only: an evaluation step's pass list has no fusion.
     bool listed = false;
-    for (const train::Pass& p : train::step_passes(false, {.fuse_cross_entropy = true}, nullptr))
-      listed = listed || p.name == "fuse_linear_cross_entropy";
+    for (const train::Pass& p : train::step_passes(false, kFused, nullptr)) listed = listed || p.name == "fuse_linear_cross_entropy";
     CHECK(!listed);
   }
+}
+
+TEST_CASE("fuse_linear_cross_entropy: fuses only a plain head whose logits and lse nothing else reads") {
+  // h (6, 8), W (20, 8), t (6): logits = matmul(h, W) trans_b, then cross_entropy, and a variant.
+  const auto fused_count = [](const std::function<void(Graph&, ValueId h, ValueId W, ValueId t)>& build) {
+    Graph g;
+    const ValueId h = g.input("h", {6, 8}), W = g.param("W", {20, 8}), t = g.input("t", {6}, DType::i32);
+    build(g, h, W, t);
+    return fuse_linear_cross_entropy(g).fused;
+  };
+  CHECK(fused_count([](Graph& g, ValueId h, ValueId W, ValueId t) {
+          g.mark_output(ops::cross_entropy(g, ops::matmul(g, h, W, false, true), t, 0.1f, 1));
+        }) == 1);
+  CHECK(fused_count([](Graph& g, ValueId h, ValueId W, ValueId t) { // the logits read again
+          const ValueId x = ops::matmul(g, h, W, false, true);
+          g.mark_output(ops::add(g, ops::cross_entropy(g, x, t), ops::sum_all(g, x)));
+        }) == 0);
+  CHECK(fused_count([](Graph& g, ValueId h, ValueId W, ValueId t) { // the lse read
+          const ValueId loss = ops::cross_entropy(g, ops::matmul(g, h, W, false, true), t);
+          g.mark_output(ops::add(g, loss, ops::sum_all(g, g.producer(loss).outputs[1])));
+        }) == 0);
+  CHECK(fused_count([](Graph& g, ValueId h, ValueId W, ValueId t) { // a scaled product (as a vjp emits them)
+          g.mark_output(ops::cross_entropy(g, g.add1(ops::kMatmul, {h, W}, ops::MatmulParams{.trans_b = true, .alpha = 0.5f}), t));
+        }) == 0);
+  CHECK(fused_count([](Graph& g, ValueId, ValueId W, ValueId t) { // op(A) = Aᵀ
+          const ValueId hT = g.input("hT", {8, 6});
+          g.mark_output(ops::cross_entropy(g, ops::matmul(g, hT, W, true, true), t));
+        }) == 0);
+}
+
+TEST_CASE("fuse_linear_cross_entropy with GCT and bf16 saved activations: the fused node's gradients stay f32") {
+  // GCT's nodes come after the head in the forward and their backward before the head's, so the
+  // fused node's outputs wait long enough to look like activations worth storing; they are
+  // gradients, and OpDef::makes_gradients keeps them f32.
+  nlohmann::json j = {{"task", "translation"},
+                      {"data", {{"dataset", "multi30k-de-en"}, {"source", "de"}, {"target", "en"}}},
+                      {"model", {{"config", "small"}}},
+                      {"heads", {{"regularizer", "gct"}, {"feature_map", "V"}, {"groups", 2}}}};
+  const Experiment e = parse_experiment(j, "gct.json");
+  const TransformerConfig cfg = train::model_config(e, 1000);
+  ParamStore params;
+  const auto method = ght::head_extension(e.heads, e.prune, 1, cfg, params, /*finetune=*/false);
+  const Seq2SeqOptions o = train::step_model_options(0.1f, true, AttentionBackend::pillars, method.get());
+  train::StepGraph s = train::StepGraph::of(build_seq2seq_training_graph(cfg, 64, 32, 32, o), true, Device::cpu);
+  train::run_passes(train::step_passes(true, {.fuse_cross_entropy = true, .bf16_saved_activations = true}, method.get()), s);
+  const Graph& g = s.graph;
+  std::vector<ValueId> made;
+  int casts = 0;
+  for (const Node& n : g.nodes())
+    if (n.op == &ops::kLinearCrossEntropy) made = {n.outputs[1], n.outputs[2]};
+  REQUIRE(made.size() == 2);
+  for (const Node& n : g.nodes()) {
+    if (n.op != &ops::kCast) continue;
+    ++casts;
+    for (ValueId v : made) CHECK(n.inputs[0] != v);
+  }
+  CHECK(casts > 0); // the pass did store activations
 }
 
 TEST_CASE("fuse_linear_cross_entropy: leaves the head alone when the logits are a graph output") {
@@ -253,7 +322,7 @@ TEST_CASE("fuse_linear_cross_entropy: leaves the head alone when the logits are 
   // Applied directly: nothing matches.
   Seq2SeqGraph m = build_seq2seq_training_graph(cfg, 2, 5, 4, Seq2SeqOptions{});
   m.graph.mark_output(m.logits);
-  CHECK(fuse_linear_cross_entropy(m.graph, linear_cross_entropy_block_bytes(Device::cpu)).fused == 0);
+  CHECK(fuse_linear_cross_entropy(m.graph).fused == 0);
 }
 
 TEST_CASE("fuse_linear_cross_entropy: GCT training on Multi30k gives the unfused run's losses") {
@@ -294,25 +363,37 @@ TEST_CASE("cuda: linear_cross_entropy and the fused tiny step follow the CPU") {
     return;
   }
   cuda_set_precision(Precision::fp32);
-  const int64_t N = 300, d = 48, V = 1000;
-  const Tensor h = random_tensor({N, d}, 7), W = random_tensor({V, d}, 8);
-  const Tensor t = Tensor::from_i32({N}, targets_with_ignored(N, V));
-  for (const int64_t block_rows : {int64_t{64}, N}) {
-    CAPTURE(block_rows);
-    const OpRun cpu = run_op(h, W, t, 0.1f, true, block_rows, 2.0f), gpu = run_op(h, W, t, 0.1f, true, block_rows, 2.0f, Device::cuda);
-    CHECK(gpu.loss == doctest::Approx(cpu.loss).epsilon(kSameBound));
-    CHECK(max_relative_difference(gpu.dh, cpu.dh) <= kSameBound);
-    CHECK(max_relative_difference(gpu.dW, cpu.dW) <= kSameBound);
+  // V = 1000: warp teams, 16-byte loads; V = 1999: block teams, scalar loads (V % 4 ≠ 0).
+  for (const int64_t V : {int64_t{1000}, int64_t{1999}}) {
+    const int64_t N = 300, d = 48;
+    const Tensor h = random_tensor({N, d}, 7), W = random_tensor({V, d}, 8);
+    const Tensor t = Tensor::from_i32({N}, targets_with_ignored(N, V));
+    for (const int64_t block_rows : {int64_t{64}, N}) {
+      CAPTURE(V);
+      CAPTURE(block_rows);
+      const OpRun cpu = run_op(h, W, t, 0.1f, true, block_rows, 2.0f), gpu = run_op(h, W, t, 0.1f, true, block_rows, 2.0f, Device::cuda);
+      CHECK(gpu.loss == doctest::Approx(cpu.loss).epsilon(kSameBound));
+      CHECK(max_relative_difference(gpu.dh, cpu.dh) <= kSameBound);
+      CHECK(max_relative_difference(gpu.dW, cpu.dW) <= kSameBound);
+    }
   }
+  // No valid row: loss 0 and zero gradients.
+  const OpRun none = run_op(random_tensor({3, 4}, 5), random_tensor({6, 4}, 6), Tensor::from_i32({3}, {kIgnore, kIgnore, kIgnore}),
+                            0.1f, true, 2, 1.0f, Device::cuda);
+  CHECK(none.loss == 0.0f);
+  for (float x : none.dh) CHECK(x == 0.0f);
+  for (float x : none.dW) CHECK(x == 0.0f);
+  // The tiny step in blocks of 48 rows, captured as a CUDA graph and replayed.
   TransformerConfig cfg = transformer_config("tiny");
   cfg.vocab = 500;
   ParamStore store;
   init_transformer_params(cfg, store, 7);
-  compare_steps(tiny_step(cfg, store, {.passes = kFused, .device = Device::cuda, .pad_every = 9}),
-                tiny_step(cfg, store, {.passes = kFused, .pad_every = 9}), kSameBound);
+  const train::PassSettings blocked{.fuse_cross_entropy = true, .cross_entropy_block_bytes = 48 * 500 * 4};
+  const testing::TinyStep gpu = tiny_step(cfg, store, {.passes = blocked, .device = Device::cuda, .pad_every = 9, .runs = 3});
+  compare_steps(gpu, tiny_step(cfg, store, {.passes = blocked, .pad_every = 9}), kSameBound);
 }
 
-TEST_CASE("memory estimate: with the head fused, a training step no longer counts the logits' gradient") {
+TEST_CASE("memory estimate: with the head fused, a training step counts a block of logits instead of their gradient") {
   nlohmann::json j = {{"task", "translation"},
                       {"data", {{"dataset", "multi30k-de-en"}, {"source", "de"}, {"target", "en"}, {"max_tokens", 4096}}},
                       {"model", {{"config", "small"}}}};
@@ -321,5 +402,6 @@ TEST_CASE("memory estimate: with the head fused, a training step no longer count
   const Experiment fused = parse_experiment(j, "fused.json");
   const TransformerConfig cfg = train::model_config(plain, 10000);
   const double saved = train::estimate_memory(plain, cfg).step_bytes - train::estimate_memory(fused, cfg).step_bytes;
-  CHECK(saved == doctest::Approx(4.0 * 4096 * 10000)); // one float per token and class
+  // One float per token and class, less the fused head's scratch (a block of 32 MiB of logits).
+  CHECK(saved == doctest::Approx(4.0 * 4096 * 10000 - static_cast<double>(kLinearCrossEntropyBlockBytes)));
 }

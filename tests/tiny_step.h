@@ -32,6 +32,7 @@ struct TinyStepOptions {
   Device device = Device::cpu;
   bool mark_logits = false;    // mark the logits a graph output before the passes run
   int64_t pad_every = 0;       // > 0: every pad_every-th target is the pad id (an ignored row)
+  int runs = 1;                // > 1 on a GPU: capture the step as a CUDA graph and replay it
 };
 
 inline TinyStep tiny_step(const TransformerConfig& cfg, const ParamStore& store, const TinyStepOptions& opt) {
@@ -62,8 +63,12 @@ inline TinyStep tiny_step(const TransformerConfig& cfg, const ParamStore& store,
     ex.bind("prev_output_tokens", Tensor::from_i32({batch, tgt}, prev));
   }
   ex.bind("target", Tensor::from_i32({batch * tgt}, target));
-  ex.set_seed(17);
-  ex.run();
+  if (opt.runs > 1 && opt.device == Device::cuda) ex.enable_graph_capture(true);
+  for (int run = 0; run < opt.runs; ++run) { // the same seed each time: the same step
+    ex.set_seed(17);
+    ex.run();
+  }
+  if (opt.runs > 1 && opt.device == Device::cuda) CHECK(ex.replaying_graph());
   r.loss = ex.fetch(r.s.loss).to_vector()[0];
   for (size_t i = 0; i < r.s.params.size(); ++i)
     if (r.s.grads[i] != kNoValue) r.grads[r.s.graph.producer(r.s.params[i]).name] = ex.fetch(r.s.grads[i]).to_vector();

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "base/error.h"
+#include "engine/passes/fuse_linear_cross_entropy.h"
 
 namespace pillars::train {
 
@@ -54,6 +55,8 @@ MemoryEstimate estimate_memory(const Experiment& e, const TransformerConfig& c) 
   const double head = (e.train.fuse_linear_cross_entropy ? 1.0 : 2.0) * static_cast<double>(c.vocab);
   const double per_token = layers * (6.0 * static_cast<double>(c.d_model) + 2.0 * static_cast<double>(c.ffn)) + head;
   double step = tokens * per_token;
+  if (e.train.fuse_linear_cross_entropy) // the fused head's scratch: one block of logits
+    step += std::min(tokens * static_cast<double>(c.vocab), static_cast<double>(kLinearCrossEntropyBlockBytes) / 4.0);
   const bool probabilities = e.train.attention_backend == AttentionBackend::naive ||
                              (e.heads.feature_map == ght::FeatureMap::A &&
                               (e.heads.regularizer != ght::Regularizer::none || e.prune.method == ght::PruneMethod::v2s));

@@ -14,7 +14,8 @@
 //                                                     activation)
 //                 per token            2·V           (the logits and their gradient; V with
 //                                                     train.fuse_linear_cross_entropy, which
-//                                                     leaves only the evaluation step's logits)
+//                                                     leaves only the evaluation step's logits,
+//                                                     plus its scratch: one block of logits)
 //               plus, where the attention probabilities are materialised (the naive backend, or a
 //               head method on the A feature map), 2·H·T per token and attention module (P and its
 //               gradient), with T the longest sequence.

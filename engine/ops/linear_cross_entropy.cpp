@@ -11,7 +11,7 @@
 // (or a recomputation of them: a fourth product). Computing dx while a block's logits are still
 // in the scratch costs the same three products and keeps only dh° and dW° — (N + V)·d floats
 // instead of N·V — between the forward and the backward. On the `bench` model that is 14 MB
-// instead of 164 MB. The op only makes sense in a training step, which is where the pass puts it.
+// instead of 160 MB. The op only makes sense in a training step, which is where the pass puts it.
 //
 // Kernels: kernels/cpu/linear_cross_entropy.h; CUDA: engine/ops/cuda/linear_cross_entropy.cu.
 #include "engine/ops/linear_cross_entropy.h"
@@ -32,9 +32,9 @@ std::vector<OutputSpec> infer(const Graph& g, const Node& n) {
   const Shape &h = g.shape(n.inputs[0]), &w = g.shape(n.inputs[1]), &t = g.shape(n.inputs[2]);
   PILLARS_CHECK(g.dtype(n.inputs[2]) == DType::i32, "linear_cross_entropy: targets must be i32, got ",
                 dtype_name(g.dtype(n.inputs[2])));
-  PILLARS_CHECK(h.size() == 2 && w.size() == 2 && h[1] == w[1] && w[0] > 0 && t == Shape{h[0]},
+  PILLARS_CHECK(h.size() == 2 && w.size() == 2 && h[1] == w[1] && h[1] > 0 && w[0] > 0 && t == Shape{h[0]},
                 "linear_cross_entropy: h ", shape_str(h), ", W ", shape_str(w), " and targets ", shape_str(t),
-                " do not match (want h (N, d), W (V, d), targets (N))");
+                " do not match (want h (N, d), W (V, d), targets (N), with d > 0 and V > 0)");
   const LinearCrossEntropyParams& p = params_of<LinearCrossEntropyParams>(n);
   PILLARS_CHECK(p.smoothing >= 0.0f && p.smoothing <= 1.0f, "linear_cross_entropy: label smoothing ", p.smoothing,
                 " is not in [0, 1]");
@@ -78,8 +78,9 @@ std::string print_params(const Node& n) {
   return str_cat(" smoothing=", p.smoothing, " ignore_index=", p.ignore_index, " block_rows=", p.block_rows);
 }
 
-// The three products (x = h Wᵀ, dx W, dxᵀ h: 2·N·V·d each) under "matmul"; the softmax rows, forward
-// and backward, one FLOP per logit each under "other" (as cross_entropy and its backward count).
+// The three products (x = h Wᵀ, dx W, dxᵀ h: 2·N·V·d each) under "matmul"; under "other" what
+// cross_entropy (its N + 1 outputs) and its backward (N·V) count, so a graph counts the same
+// before and after the fusion.
 NodeFlops flops(const Graph& g, const Node& n) {
   const double N = static_cast<double>(g.shape(n.inputs[0])[0]), d = static_cast<double>(g.shape(n.inputs[0])[1]),
                V = static_cast<double>(g.shape(n.inputs[1])[0]);
@@ -96,7 +97,8 @@ const OpDef kLinearCrossEntropy{.name = "linear_cross_entropy",
                                 .workspace = workspace,
                                 .cuda_workspace = PILLARS_CUDA_WORKSPACE(linear_cross_entropy),
                                 .print = print_params,
-                                .flops = flops};
+                                .flops = flops,
+                                .makes_gradients = true};
 
 LinearCrossEntropy linear_cross_entropy(Graph& g, ValueId h, ValueId W, ValueId targets, float smoothing,
                                         int64_t ignore_index, int64_t block_rows) {

@@ -35,15 +35,12 @@ bool match(const Graph& g, int i, const ValueUses& uses, Pair& p) {
   if (mp.trans_a || !mp.trans_b || mp.alpha != 1.0f) return false;
   const ValueId h = mm.inputs[0], W = mm.inputs[1];
   if (g.shape(h).size() != 2 || g.shape(W).size() != 2 || g.shape(ce.inputs[1]).size() != 1) return false;
+  if (g.dtype(h) != DType::f32 || g.dtype(W) != DType::f32 || g.shape(h)[1] == 0) return false;
   p = {h, W, ce.inputs[1], mm_node};
   return true;
 }
 
 } // namespace
-
-int64_t linear_cross_entropy_block_bytes(Device device) {
-  return device == Device::cpu ? int64_t{32} << 20 : int64_t{256} << 20;
-}
 
 RewrittenGraph fuse_linear_cross_entropy(const Graph& g, int64_t block_bytes) {
   const int num_nodes = static_cast<int>(g.nodes().size());

@@ -23,15 +23,17 @@
 
 namespace pillars {
 
+// The default block: 32 MiB of logits. The size trades the scratch (which stays allocated, and must
+// be well below the N·V floats of the logits for the fusion to save memory) against the passes over
+// dW (each block adds its share into all of dW, V·d floats). On the CPU, with the `bench` model
+// (V = 10,000, 4,000 rows), 8, 16 and 32 MiB blocks were all within the run-to-run noise of the
+// unfused step's speed (±5 %), 2 MiB was 5 % slower, 32 MiB the fastest of them (`pillars bench
+// step`). On a GPU it gives blocks of 838 rows at V = 10,000 (products of 838 × 10,000 × 512 for
+// `base`); not yet measured there.
+constexpr int64_t kLinearCrossEntropyBlockBytes = int64_t{32} << 20;
+
 // block_bytes: the scratch for one block of logits; block_rows = block_bytes / (4·V), at least 1
 // and at most N.
-RewrittenGraph fuse_linear_cross_entropy(const Graph& g, int64_t block_bytes);
-
-// The default block_bytes per device. CPU: 32 MiB. The block size trades the scratch against the
-// passes over dW (each block adds its share into all of dW, V·d floats): on the `bench` model
-// (V = 10,000, 4,000 rows) 8, 16 and 32 MiB blocks were all within the run-to-run noise of the
-// unfused step's speed (±5 %), 2 MiB was 5 % slower, and 32 MiB the fastest of them
-// (`pillars bench step`). GPU: 256 MiB, large enough that each block's products fill the device.
-int64_t linear_cross_entropy_block_bytes(Device device);
+RewrittenGraph fuse_linear_cross_entropy(const Graph& g, int64_t block_bytes = kLinearCrossEntropyBlockBytes);
 
 } // namespace pillars

@@ -28,11 +28,13 @@ ValueId root_of(const Graph& g, ValueId v) {
 size_t value_bytes(const Graph& g, ValueId v) { return static_cast<size_t>(numel(g.shape(v))) * dtype_size(g.dtype(v)); }
 
 // A statistic: an output after a node's first with fewer elements than the node's first input — a
-// per-row summary of it (layer norm's mean and rstd, attention's and cross-entropy's log-sum-exp).
+// per-row summary of it (layer norm's mean and rstd, attention's and cross-entropy's log-sum-exp) —
+// unless the op makes gradients (OpDef::makes_gradients: a fused loss's ∂L/∂W is no summary of h).
 bool is_statistic(const Graph& g, ValueId v) {
   const ValueInfo& info = g.value(v);
   const Node& producer = g.node(info.producer);
-  return info.output_index > 0 && !producer.inputs.empty() && numel(info.shape) < numel(g.shape(producer.inputs[0]));
+  return info.output_index > 0 && !producer.inputs.empty() && !producer.op->makes_gradients &&
+         numel(info.shape) < numel(g.shape(producer.inputs[0]));
 }
 
 bool worth_storing(const Graph& g, ValueId v, int first_backward_node, const std::vector<bool>& is_output,
@@ -41,6 +43,7 @@ bool worth_storing(const Graph& g, ValueId v, int first_backward_node, const std
   if (info.producer >= first_backward_node || is_statistic(g, v)) return false;
   const Node& producer = g.node(info.producer);
   if (is_leaf(producer) || producer.op == &ops::kCast) return false;
+  if (producer.op->makes_gradients && info.output_index > 0) return false; // a gradient, not an activation
   if (info.dtype != DType::f32 || numel(info.shape) < min_elements || is_output[static_cast<size_t>(v)]) return false;
   return !is_leaf(g.producer(root_of(g, v))); // a view of a leaf lives outside the arena anyway
 }

@@ -25,6 +25,8 @@
 //   - parameters (the master weights), inputs and other leaves, and graph outputs (they live to
 //     the end anyway);
 //   - the statistics themselves;
+//   - gradients a forward node made (OpDef::makes_gradients: the fused LM head and loss of
+//     engine/ops/linear_cross_entropy.h returns ∂L/∂h and ∂L/∂W, which the backward reads);
 //   - a value the backward reads beside a statistic made from something else (attention's output
 //     O beside the log-sum-exp of its scores: the backward uses rowsum(dO ∘ O) = Σ P·dP, which
 //     holds only for the exact O);
