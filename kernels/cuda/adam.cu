@@ -39,11 +39,6 @@ namespace {
 
 constexpr int kThreads = 256;
 
-unsigned grid_for(int64_t items, int64_t per_block) {
-  const int64_t blocks = (items + per_block - 1) / per_block;
-  return static_cast<unsigned>(std::min<int64_t>(blocks, INT_MAX));
-}
-
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
 // ---- the per-element updates (the CPU kernel's operations, in its order) -------------------------
@@ -142,8 +137,8 @@ template <bool kVec4> __global__ void __launch_bounds__(kThreads) scale_kernel(i
 // Launches kernel<kVec4> over n elements: kVec4 when every pointer is 16-byte aligned.
 template <class Launch> void launch_elementwise(int64_t n, bool aligned, Launch launch) {
   if (n <= 0) return;
-  if (aligned) launch(std::true_type{}, grid_for(work_items<true>(n), kThreads));
-  else launch(std::false_type{}, grid_for(work_items<false>(n), kThreads));
+  if (aligned) launch(std::true_type{}, blocks_for(work_items<true>(n), kThreads));
+  else launch(std::false_type{}, blocks_for(work_items<false>(n), kThreads));
 }
 
 // ---- sum of squares -------------------------------------------------------------------------------

@@ -167,11 +167,6 @@ __global__ void __launch_bounds__(kTeam <= 32 ? 128 : kTeam)
 
 // ---- launching -------------------------------------------------------------------------------------
 
-unsigned grid_for(int64_t items, int64_t per_block) {
-  const int64_t blocks = (items + per_block - 1) / per_block;
-  return static_cast<unsigned>(blocks < INT_MAX ? blocks : INT_MAX);
-}
-
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
 // Calls f(team, vec4) as integral constants: the team size for rows of V classes.
@@ -193,7 +188,7 @@ void cross_entropy_rows_forward(const CrossEntropyParams& p, const float* logits
   with_row_team(p.V, p.V % 4 == 0 && aligned16(logits), [&](auto team, auto vec4) {
     constexpr int kTeam = decltype(team)::value;
     constexpr int kTeamsPerBlock = kTeam <= 32 ? 128 / kTeam : 1;
-    forward_rows_kernel<kTeam, decltype(vec4)::value><<<grid_for(p.N, kTeamsPerBlock), kTeam * kTeamsPerBlock, 0,
+    forward_rows_kernel<kTeam, decltype(vec4)::value><<<blocks_for(p.N, kTeamsPerBlock), kTeam * kTeamsPerBlock, 0,
                                                         stream()>>>(p, logits, targets, lse, row_loss);
     PILLARS_CUDA_LAUNCHED("cross_entropy forward_rows_kernel");
   });
@@ -215,7 +210,7 @@ void cross_entropy_rows_backward(const CrossEntropyParams& p, const float* logit
   with_row_team(p.V, p.V % 4 == 0 && aligned16(logits) && aligned16(dlogits), [&](auto team, auto vec4) {
     constexpr int kTeam = decltype(team)::value;
     constexpr int kTeamsPerBlock = kTeam <= 32 ? 128 / kTeam : 1;
-    backward_rows_kernel<kTeam, decltype(vec4)::value><<<grid_for(p.N, kTeamsPerBlock), kTeam * kTeamsPerBlock, 0,
+    backward_rows_kernel<kTeam, decltype(vec4)::value><<<blocks_for(p.N, kTeamsPerBlock), kTeam * kTeamsPerBlock, 0,
                                                          stream()>>>(p, logits, targets, lse, scale, dlogits);
     PILLARS_CUDA_LAUNCHED("cross_entropy backward_rows_kernel");
   });

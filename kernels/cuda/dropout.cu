@@ -37,11 +37,6 @@ namespace {
 
 constexpr int kThreads = 256;
 
-unsigned grid_for(int64_t items, int64_t per_block) {
-  const int64_t blocks = (items + per_block - 1) / per_block;
-  return static_cast<unsigned>(blocks < INT_MAX ? blocks : INT_MAX);
-}
-
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
 // ---- dropout -------------------------------------------------------------------------------------
@@ -166,9 +161,9 @@ void dropout(const DropoutArgs& a, const float* x, float* y) {
   if (a.n == 0) return;
   const int64_t calls = (static_cast<int64_t>(a.offset & 3) + a.n + 3) / 4;
   if (a.offset % 4 == 0 && aligned16(x) && aligned16(y))
-    dropout_kernel<true><<<grid_for(calls, kThreads), kThreads, 0, stream()>>>(a, x, y);
+    dropout_kernel<true><<<blocks_for(calls, kThreads), kThreads, 0, stream()>>>(a, x, y);
   else
-    dropout_kernel<false><<<grid_for(calls, kThreads), kThreads, 0, stream()>>>(a, x, y);
+    dropout_kernel<false><<<blocks_for(calls, kThreads), kThreads, 0, stream()>>>(a, x, y);
   PILLARS_CUDA_LAUNCHED("dropout_kernel");
 }
 
@@ -180,9 +175,9 @@ void masked_fill(const float* xp, std::span<const int64_t> x_dims, const int32_t
                 "masked_fill: tensors of 2^31 elements or more are not supported by the CUDA kernel");
   const BroadcastView v = broadcast_view(x_dims, mask_dims);
   if (v.inner_extent % 4 == 0 && aligned16(xp) && aligned16(yp))
-    masked_fill_kernel<true><<<grid_for(n / 4, kThreads), kThreads, 0, stream()>>>(v, xp, mp, yp, uint32_t(n), value);
+    masked_fill_kernel<true><<<blocks_for(n / 4, kThreads), kThreads, 0, stream()>>>(v, xp, mp, yp, uint32_t(n), value);
   else
-    masked_fill_kernel<false><<<grid_for(n, kThreads), kThreads, 0, stream()>>>(v, xp, mp, yp, uint32_t(n), value);
+    masked_fill_kernel<false><<<blocks_for(n, kThreads), kThreads, 0, stream()>>>(v, xp, mp, yp, uint32_t(n), value);
   PILLARS_CUDA_LAUNCHED("masked_fill_kernel");
 }
 

@@ -81,18 +81,13 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-unsigned grid_for(int64_t items, int64_t per_block) {
-  const int64_t blocks = (items + per_block - 1) / per_block;
-  return static_cast<unsigned>(blocks < INT_MAX ? blocks : INT_MAX);
-}
-
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
 } // namespace
 
 void embedding_forward(const float* src, const int32_t* ids, float* out, int64_t n, int64_t V, int64_t D) {
   if (n == 0 || D == 0) return;
-  const unsigned grid = grid_for(n, kWarpsPerBlock);
+  const unsigned grid = blocks_for(n, kWarpsPerBlock);
   if (D % 4 == 0 && aligned16(src) && aligned16(out))
     gather_kernel<true><<<grid, kThreads, 0, stream()>>>(src, ids, out, n, V, D);
   else
@@ -103,7 +98,7 @@ void embedding_forward(const float* src, const int32_t* ids, float* out, int64_t
 void embedding_backward(const float* src, const int32_t* ids, float* dst, int64_t n, int64_t V, int64_t D) {
   PILLARS_CUDA_CHECK(cudaMemsetAsync(dst, 0, static_cast<size_t>(V * D) * sizeof(float), stream()));
   if (n == 0 || D == 0) return;
-  const unsigned grid = grid_for(n, kWarpsPerBlock);
+  const unsigned grid = blocks_for(n, kWarpsPerBlock);
   if (D % 4 == 0 && aligned16(src) && aligned16(dst))
     scatter_add_kernel<true><<<grid, kThreads, 0, stream()>>>(src, ids, dst, n, V, D);
   else

@@ -269,11 +269,6 @@ __global__ void __launch_bounds__(kSumColumns* kSumSlices)
 
 // ---- launching -------------------------------------------------------------------------------------
 
-unsigned grid_for(int64_t items, int64_t per_block) {
-  const int64_t blocks = (items + per_block - 1) / per_block;
-  return static_cast<unsigned>(blocks < INT_MAX ? blocks : INT_MAX);
-}
-
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
 // Teams of the backward grid when the parameter gradients are wanted (see the constants above),
@@ -304,7 +299,7 @@ using ForwardArgs = LayerNormForwardArgs;
 template <bool kVec4> void forward_in_registers(const ForwardArgs& a) {
   with_register_layout<kVec4>(a.D, [&](auto layout) {
     using L = decltype(layout);
-    forward_rows_kernel<L><<<grid_for(a.N, L::kTeamsPerBlock), L::kBlock, 0, stream()>>>(
+    forward_rows_kernel<L><<<blocks_for(a.N, L::kTeamsPerBlock), L::kBlock, 0, stream()>>>(
         a.N, static_cast<int>(a.D), a.x, a.gamma, a.beta, a.y, a.mean, a.rstd, a.eps);
     PILLARS_CUDA_LAUNCHED("layer_norm forward_rows_kernel");
   });
@@ -317,7 +312,7 @@ void layer_norm_forward(const LayerNormForwardArgs& a) {
   const bool vec4 = a.D % 4 == 0 && aligned16(a.x) && aligned16(a.y) && (!a.gamma || aligned16(a.gamma)) &&
                     (!a.beta || aligned16(a.beta));
   if (a.D > kMaxRegisterRow) {
-    forward_generic_kernel<<<grid_for(a.N, 1), kGenericThreads, 0, stream()>>>(a.N, a.D, a.x, a.gamma, a.beta, a.y,
+    forward_generic_kernel<<<blocks_for(a.N, 1), kGenericThreads, 0, stream()>>>(a.N, a.D, a.x, a.gamma, a.beta, a.y,
                                                                                a.mean, a.rstd, a.eps);
     PILLARS_CUDA_LAUNCHED("layer_norm forward_generic_kernel");
   } else if (vec4) {
@@ -345,7 +340,7 @@ template <bool kVec4> void backward_in_registers(const BackwardArgs& a) {
       backward_rows_kernel<L, true><<<static_cast<unsigned>(teams / L::kTeamsPerBlock), L::kBlock, 0, stream()>>>(
           a.N, D, a.x, a.gamma, a.mean, a.rstd, a.dy, a.dx, a.partials);
     } else {
-      backward_rows_kernel<L, false><<<grid_for(a.N, L::kTeamsPerBlock), L::kBlock, 0, stream()>>>(
+      backward_rows_kernel<L, false><<<blocks_for(a.N, L::kTeamsPerBlock), L::kBlock, 0, stream()>>>(
           a.N, D, a.x, a.gamma, a.mean, a.rstd, a.dy, a.dx, nullptr);
     }
     PILLARS_CUDA_LAUNCHED("layer_norm backward_rows_kernel");
@@ -358,7 +353,7 @@ void layer_norm_backward(const LayerNormBackwardArgs& a) {
   const bool vec4 = backward_vec4(a);
   if (a.N <= 0 && !a.dgamma) return;
   if (a.D > kMaxRegisterRow) {
-    const unsigned blocks = a.dgamma ? static_cast<unsigned>(partial_teams(a.N, a.D, vec4)) : grid_for(a.N, 1);
+    const unsigned blocks = a.dgamma ? static_cast<unsigned>(partial_teams(a.N, a.D, vec4)) : blocks_for(a.N, 1);
     backward_generic_kernel<<<blocks, kGenericThreads, 0, stream()>>>(a.N, a.D, a.x, a.gamma, a.mean, a.rstd, a.dy,
                                                                       a.dx, a.dgamma ? a.partials : nullptr);
     PILLARS_CUDA_LAUNCHED("layer_norm backward_generic_kernel");
@@ -369,7 +364,7 @@ void layer_norm_backward(const LayerNormBackwardArgs& a) {
   }
   if (!a.dgamma) return;
   const int64_t P = partial_teams(a.N, a.D, vec4);
-  sum_partials_kernel<<<dim3(grid_for(a.D, kSumColumns), 2), dim3(kSumColumns, kSumSlices), 0, stream()>>>(
+  sum_partials_kernel<<<dim3(blocks_for(a.D, kSumColumns), 2), dim3(kSumColumns, kSumSlices), 0, stream()>>>(
       a.partials, P, a.D, a.dgamma, a.dbeta);
   PILLARS_CUDA_LAUNCHED("layer_norm sum_partials_kernel");
 }

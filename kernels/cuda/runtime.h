@@ -35,8 +35,12 @@ cublasHandle_t cublas();         // bound to stream()
 cublasLtHandle_t cublas_lt();
 const cudaDeviceProp& device_properties(); // of the current device, read once
 
-// Blocks of `threads` threads covering n items.
-inline unsigned blocks_for(int64_t n, int threads) { return static_cast<unsigned>((n + threads - 1) / threads); }
+// Blocks of `per_block` items (threads, rows, teams) covering n items, at most INT_MAX (the largest
+// grid.x): a kernel launched with this grid loops over what a capped grid leaves.
+inline unsigned blocks_for(int64_t n, int64_t per_block) {
+  const int64_t blocks = (n + per_block - 1) / per_block;
+  return static_cast<unsigned>(blocks < INT32_MAX ? blocks : INT32_MAX);
+}
 
 // ---- the caching allocator ------------------------------------------------------------------------
 // cudaMalloc/cudaFree synchronise the device and cost tens of microseconds; a training step that

@@ -128,11 +128,6 @@ template <bool kVec4, int kTeam = 1, int kUnits = 1, class F> void with_register
   static_assert(RowLayout<256, kMaxUnits, kVec4>::kCapacity == kMaxRegisterRow);
 }
 
-unsigned grid_for(int64_t items, int64_t per_block) {
-  const int64_t blocks = (items + per_block - 1) / per_block;
-  return static_cast<unsigned>(blocks < INT_MAX ? blocks : INT_MAX);
-}
-
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
 // Blocks for the two-pass kernels over `rows` rows of which each block streams `bytes_per_row`
@@ -147,7 +142,7 @@ unsigned long_row_grid(int64_t rows, int64_t bytes_per_row) {
 template <bool kVec4> void forward_in_registers(int64_t rows, int len, const float* x, float* y, bool log) {
   with_register_layout<kVec4>(len, [&](auto layout) {
     using L = decltype(layout);
-    forward_rows_kernel<L><<<grid_for(rows, L::kTeamsPerBlock), L::kBlock, 0, stream()>>>(rows, len, x, y, log);
+    forward_rows_kernel<L><<<blocks_for(rows, L::kTeamsPerBlock), L::kBlock, 0, stream()>>>(rows, len, x, y, log);
     PILLARS_CUDA_LAUNCHED("softmax forward_rows_kernel");
   });
 }
@@ -156,7 +151,7 @@ template <bool kVec4>
 void backward_in_registers(int64_t rows, int len, const float* y, const float* dy, float* dx, bool log) {
   with_register_layout<kVec4>(len, [&](auto layout) {
     using L = decltype(layout);
-    backward_rows_kernel<L><<<grid_for(rows, L::kTeamsPerBlock), L::kBlock, 0, stream()>>>(rows, len, y, dy, dx, log);
+    backward_rows_kernel<L><<<blocks_for(rows, L::kTeamsPerBlock), L::kBlock, 0, stream()>>>(rows, len, y, dy, dx, log);
     PILLARS_CUDA_LAUNCHED("softmax backward_rows_kernel");
   });
 }
@@ -344,7 +339,7 @@ __global__ void __launch_bounds__(kColumnThreads) backward_columns_kernel(int64_
 void softmax_forward(int64_t outer, int64_t len, int64_t inner, const float* x, float* y, bool log) {
   if (outer <= 0 || len <= 0 || inner <= 0) return;
   if (inner > 1) {
-    forward_columns_kernel<<<grid_for(outer * inner, kColumnThreads), kColumnThreads, 0, stream()>>>(outer, len, inner,
+    forward_columns_kernel<<<blocks_for(outer * inner, kColumnThreads), kColumnThreads, 0, stream()>>>(outer, len, inner,
                                                                                                   x, y, log);
     PILLARS_CUDA_LAUNCHED("softmax forward_columns_kernel");
     return;
@@ -372,7 +367,7 @@ void softmax_backward(int64_t outer, int64_t len, int64_t inner, const float* y,
                       bool log) {
   if (outer <= 0 || len <= 0 || inner <= 0) return;
   if (inner > 1) {
-    backward_columns_kernel<<<grid_for(outer * inner, kColumnThreads), kColumnThreads, 0, stream()>>>(
+    backward_columns_kernel<<<blocks_for(outer * inner, kColumnThreads), kColumnThreads, 0, stream()>>>(
         outer, len, inner, y, dy, dx, log);
     PILLARS_CUDA_LAUNCHED("softmax backward_columns_kernel");
     return;
