@@ -9,10 +9,11 @@
 //   Executor ex(s.graph, s.device, arena, s.memory);
 //
 // Every pass has the one entry point `void(StepGraph&)`. Most passes only append nodes (the GHT
-// losses, autodiff); a pass that rewrites the graph (fuse_linear_activation, fuse_linear_cross_entropy) builds a new one and
-// hands it over with replace_graph(), which moves every value the StepGraph records; a pass that
-// runs after others recorded value numbers (saved_activations) edits the graph in place
-// (Graph::reorder, redirect_input), and renumber() moves the node indices the step records.
+// losses, autodiff); a pass that rewrites the graph (the two fusions, which run first) builds a
+// new one and hands it over with replace_graph(), which moves every value the StepGraph records
+// (but not those an extension recorded: hence first); a pass that runs after others recorded
+// value numbers (saved_activations) edits the graph in place (Graph::reorder, redirect_input),
+// and renumber() moves the node indices the step records.
 // `pillars graph EXP.json --after PASS` prints the graph after any pass and marks the nodes that
 // pass added (StepGraph::added_by).
 #pragma once
