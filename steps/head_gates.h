@@ -7,8 +7,8 @@
 //                                                         Michel et al.'s importance gates
 //   out_proj reads   ξ_h · O_h             (B, Tq, H, Dh)  instead of O_h
 //
-// The pass copies the graph node by node (engine/passes/copy_node.h; it runs first, before any
-// pass records value numbers): right after the node that makes O, it appends the parts' gate nodes
+// The pass copies the graph node by node (engine/passes/copy_node.h; it runs right after the two
+// fusions, before any pass records value numbers): right after the node that makes O, it appends the parts' gate nodes
 // and the product, and every later reader of O reads the gated value instead. The site's `out`
 // stays the ungated O (the GHT feature map) and its `gate` becomes ξ.
 #pragma once

@@ -341,8 +341,9 @@ TEST_CASE("fusions before the head gates: DropHead and Hard-Concrete gates train
     return;
   }
   testing::ScratchDir tmp("pillars_fused_gates_", /*own_cache=*/true);
-  // The gates' extensions bind their inputs by value number: a fusion that renumbered values after
-  // the head gates pass ran made the bind fail ("value %75 is not an input or parameter").
+  // DropHead's extension binds its mask inputs by value number: when a fusion still ran after the
+  // head gates pass and renumbered values, the bind failed ("value %75 is not an input or
+  // parameter"). The Hard-Concrete gates find their noise by name; they are here for coverage.
   const auto losses = [&](const nlohmann::json& heads, bool fuse) {
     nlohmann::json j = {
         {"task", "translation"},

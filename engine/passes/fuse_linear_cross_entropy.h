@@ -9,7 +9,7 @@
 // rows in blocks of `block_rows` and makes the gradients of h and W as it goes. The pair is fused
 // only when x has no other reader and is not a graph output, lse has no reader and is not an
 // output (before autodiff nothing reads it), and the matmul is plain (no trans_a, alpha 1) with
-// a 2-D h and W. The loss keeps its meaning, so L's readers read the new L.
+// a 2-D f32 h and W and a hidden size d > 0. The loss keeps its meaning, so L's readers read the new L.
 //
 // Run it on a training step's forward graph, BEFORE autodiff (the backward is the op's vjp: it
 // scales dh° and dW°). Never on an evaluation step: the node computes gradients. Like

@@ -28,7 +28,6 @@
 
 #include <cuda_runtime.h>
 
-#include <climits>
 #include <cmath>
 #include <cstdint>
 #include <type_traits>

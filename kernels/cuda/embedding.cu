@@ -21,7 +21,6 @@
 
 #include <cuda_runtime.h>
 
-#include <climits>
 #include <cstdint>
 
 #include "kernels/cuda/runtime.h"

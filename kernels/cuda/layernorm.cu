@@ -30,7 +30,6 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <climits>
 #include <cmath>
 #include <cstdint>
 

@@ -35,8 +35,9 @@ cublasHandle_t cublas();         // bound to stream()
 cublasLtHandle_t cublas_lt();
 const cudaDeviceProp& device_properties(); // of the current device, read once
 
-// Blocks of `per_block` items (threads, rows, teams) covering n items, at most INT_MAX (the largest
-// grid.x): a kernel launched with this grid loops over what a capped grid leaves.
+// Blocks of `per_block` items (threads, rows, teams) covering n items, at most INT32_MAX (the
+// largest grid.x). A kernel with a grid-stride loop covers what a capped grid leaves; one that
+// indexes by blockIdx alone needs n below INT32_MAX * per_block (5e11 items at 256 a block).
 inline unsigned blocks_for(int64_t n, int64_t per_block) {
   const int64_t blocks = (n + per_block - 1) / per_block;
   return static_cast<unsigned>(blocks < INT32_MAX ? blocks : INT32_MAX);
