@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "engine/graph.h"
+#include "engine/passes/fuse_linear_cross_entropy.h"
 #include "engine/passes/plan_memory.h"
 #include "models/transformer.h"
 
@@ -72,7 +73,7 @@ struct StepGraph {
 struct PassSettings {
   bool fuse_linear = false;             // train.fuse_linear_activation
   bool fuse_cross_entropy = false;      // train.fuse_linear_cross_entropy
-  int64_t cross_entropy_block_bytes = 0; // its block of logits; 0: kLinearCrossEntropyBlockBytes (tests set it)
+  int64_t cross_entropy_block_bytes = kLinearCrossEntropyBlockBytes; // its block of logits (tests shrink it)
   bool bf16_saved_activations = false;  // train.saved_activations = bf16
 };
 

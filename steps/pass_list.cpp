@@ -76,7 +76,7 @@ void fuse_linear_pass(StepGraph& s) {
 
 // The logits are gone from the new graph: the step records none.
 void fuse_linear_cross_entropy_pass(StepGraph& s, int64_t block_bytes) {
-  RewrittenGraph f = fuse_linear_cross_entropy(s.graph, block_bytes > 0 ? block_bytes : kLinearCrossEntropyBlockBytes);
+  RewrittenGraph f = fuse_linear_cross_entropy(s.graph, block_bytes);
   if (s.logits != kNoValue && f.value(s.logits) == kNoValue) s.logits = kNoValue;
   s.replace_graph(std::move(f.graph), f.value_map, f.node_map);
 }

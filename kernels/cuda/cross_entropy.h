@@ -19,6 +19,13 @@ struct CrossEntropyParams {
   float one_minus_smoothing, uniform; // 1 − ε and ε/V, rounded as the CPU kernel rounds them
 };
 
+// The parameters of N rows of V classes with label smoothing ε (the one place that rounds 1 − ε
+// and ε/V).
+inline CrossEntropyParams cross_entropy_params(int64_t N, int64_t V, float smoothing, int64_t ignore_index) {
+  return {.N = N, .V = V, .ignore_index = ignore_index, .one_minus_smoothing = 1.0f - smoothing,
+          .uniform = smoothing / static_cast<float>(V)};
+}
+
 void cross_entropy_forward(const CrossEntropyParams& p, const float* logits, const int32_t* targets, float* loss,
                            float* lse, float* row_loss);
 void cross_entropy_backward(const CrossEntropyParams& p, const float* logits, const int32_t* targets, const float* lse,

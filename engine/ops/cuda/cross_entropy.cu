@@ -12,13 +12,8 @@ namespace {
 CrossEntropyParams kernel_params(const KernelContext& c) {
   const ops::CrossEntropyParams& op = params_of<ops::CrossEntropyParams>(c.node);
   const Tensor& logits = c.in[0];
-  CrossEntropyParams p;
-  p.V = logits.dim(-1);
-  p.N = logits.numel() / p.V;
-  p.ignore_index = op.ignore_index;
-  p.one_minus_smoothing = 1.0f - op.smoothing;
-  p.uniform = op.smoothing / static_cast<float>(p.V);
-  return p;
+  const int64_t V = logits.dim(-1);
+  return cross_entropy_params(logits.numel() / V, V, op.smoothing, op.ignore_index);
 }
 
 } // namespace

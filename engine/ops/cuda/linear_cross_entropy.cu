@@ -57,8 +57,7 @@ void op_linear_cross_entropy(const KernelContext& c) {
   float* row_loss = lse + e.C;                      // (N)
   float* scale = row_loss + e.N;                    // (1)
 
-  CrossEntropyParams all{.N = e.N, .V = e.V, .ignore_index = op.ignore_index, .one_minus_smoothing = 1.0f - op.smoothing,
-                         .uniform = op.smoothing / static_cast<float>(e.V)};
+  const CrossEntropyParams all = cross_entropy_params(e.N, e.V, op.smoothing, op.ignore_index);
   if (e.N == 0) PILLARS_CUDA_CHECK(cudaMemsetAsync(dW, 0, static_cast<size_t>(e.V * e.d) * sizeof(float), stream()));
   cross_entropy_scale(all, targets, nullptr, scale);
   for (int64_t r = 0; r < e.N; r += e.C) {
