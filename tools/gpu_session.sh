@@ -5,7 +5,8 @@
 # lands in OUT_DIR; the summary lines are printed as they come. Meant to finish in about 9 minutes.
 #
 # Usage: tools/gpu_session.sh BUNDLE_DIR OUT_DIR
-#   FIRST='cuda wgmma*,...'   the never-run cases to run first (default: the list below)
+#   FIRST='cuda wgmma*,...'   the never-run cases to run first (default: the list below), one
+#                              process per pattern, FIRST_SECONDS each (default 60)
 #   BENCHES, SANITIZER_SECONDS  passed to tools/gpu_check.sh (defaults: all three benches, 150 s)
 #   E2E=0                      skip the end-to-end run
 set -u
@@ -43,10 +44,23 @@ fi
 cat "$BUNDLE/MANIFEST" 2>/dev/null
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 
+# Each pattern runs in a process of its own, under its own time limit: a kernel that faults leaves
+# the CUDA context unusable for the rest of its process, and one that hangs would eat the session,
+# so neither may hide the cases after it. first-N.log holds pattern N's output.
 echo "== never run on a GPU before ($(elapsed) s)"
-timeout 180 "$BIN/pillars_tests" -tc="$FIRST" >"$OUT/first.log" 2>&1
-echo "first: exit $? ($(grep -E '^\[doctest\] (test cases|assertions)' "$OUT/first.log" | tr '\n' ' '))"
-grep -E "ERROR|FAILED|skipped|MESSAGE" "$OUT/first.log" | sort | uniq -c | sort -rn | head -40
+n=0
+old_ifs=$IFS
+IFS=','
+for pattern in $FIRST; do
+  IFS=$old_ifs
+  n=$((n + 1))
+  timeout "${FIRST_SECONDS:-60}" "$BIN/pillars_tests" -tc="$pattern" >"$OUT/first-$n.log" 2>&1
+  status=$?
+  [ $status -eq 124 ] && status="124 (stopped after ${FIRST_SECONDS:-60} s)"
+  echo "first $n '$pattern': exit $status ($(grep -E '^\[doctest\] (test cases|assertions)' "$OUT/first-$n.log" | tr '\n' ' '))"
+  grep -E "ERROR|FAILED|skipped|MESSAGE" "$OUT/first-$n.log" | sort | uniq -c | sort -rn | head -12
+done
+IFS=$old_ifs
 
 echo "== tools/gpu_check.sh ($(elapsed) s)"
 SANITIZER_SECONDS=${SANITIZER_SECONDS:-150} sh tools/gpu_check.sh "$BIN" "$OUT/check"
