@@ -18,6 +18,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <random>
 #include <string>
@@ -147,6 +148,38 @@ TEST_CASE("cuda ops: elementwise, broadcasting and activations match the CPU") {
   });
 }
 
+TEST_CASE("cuda ops: cast gives the CPU's bf16 bits for every kind of float, NaN and infinities included") {
+  if (no_gpu()) return;
+  // check_op's relative error skips non-finite values, so this compares bits: ties both ways, a
+  // carry into the exponent, overflow, ±0, subnormals, ±infinity and NaNs with payloads (the CPU
+  // keeps a NaN's sign and payload and sets the quiet bit), then 2^20 random patterns.
+  std::vector<uint32_t> bits = {0x3F800000u, 0x3F808000u, 0x3F818000u, 0x3F808001u, 0x3F807FFFu, 0x3FFFFFFFu,
+                                0x7F7FFFFFu, 0x7F800000u, 0xFF800000u, 0x80000000u, 0x00000001u, 0x807FFFFFu,
+                                0x7FC00000u, 0x7F800001u, 0xFFFFFFFFu, 0xFFC00000u, 0x7FBFFFFFu};
+  std::mt19937 rng(5);
+  while (bits.size() < (1u << 20)) bits.push_back(static_cast<uint32_t>(rng()));
+  const int64_t n = static_cast<int64_t>(bits.size());
+  Tensor x = Tensor::empty({n});
+  std::memcpy(x.data<float>(), bits.data(), bits.size() * sizeof(uint32_t));
+  Graph g;
+  const ValueId in = g.input("x", {n});
+  const ValueId narrow = ops::cast(g, in, DType::bf16);
+  g.mark_output(narrow);
+  Executor cpu(g), gpu(g, Device::cuda);
+  cpu.bind("x", x);
+  gpu.bind("x", x);
+  cpu.run();
+  gpu.run();
+  const Tensor want = cpu.value(narrow), got = gpu.fetch(narrow);
+  int64_t mismatched = 0, first = -1;
+  for (int64_t i = 0; i < n; ++i)
+    if (got.data<uint16_t>()[i] != want.data<uint16_t>()[i] && mismatched++ == 0) first = i;
+  if (first >= 0)
+    MESSAGE("first mismatch: f32 bits ", bits[static_cast<size_t>(first)], " gave ", got.data<uint16_t>()[first], " on the GPU, ",
+            want.data<uint16_t>()[first], " on the CPU");
+  CHECK(mismatched == 0);
+}
+
 TEST_CASE("cuda ops: reductions and shape ops match the CPU") {
   if (no_gpu()) return;
   cuda_set_precision(Precision::fp32);
@@ -230,7 +263,9 @@ TEST_CASE("cuda ops: softmax, layer norm, cross-entropy, embedding, dropout, mas
   cuda_set_precision(Precision::fp32);
   // Every kernel of kernels/cuda/softmax.cu: rows in registers (≤ 8192), parked in shared memory
   // (20000, 9999 without 16-byte units, 40000 forward only), and two passes (40000 backward, 70000).
-  for (int64_t len : {1, 7, 32, 100, 1000, 5000, 9999, 20000, 40000, 70000}) {
+  // Without 16-byte units (a length not a multiple of 4) too: one warp with several floats per lane
+  // (999), the 256-thread register layout (5001), and two passes (70001).
+  for (int64_t len : {1, 7, 32, 100, 999, 1000, 5000, 5001, 9999, 20000, 40000, 70000, 70001}) {
     check_op(str_cat("softmax len ", len), 1e-5, [&](Case& c) { return ops::softmax(c.g, c.input({3, len}), -1); });
     check_op(str_cat("log_softmax len ", len), 1e-5, [&](Case& c) { return ops::log_softmax(c.g, c.input({3, len}), -1); });
   }
@@ -250,6 +285,17 @@ TEST_CASE("cuda ops: softmax, layer norm, cross-entropy, embedding, dropout, mas
       }()), eps, 1);
     });
   }
+  // The other team sizes of the cross-entropy row kernels: 16-byte units (V a multiple of 4), 256
+  // threads a row (V > 1024) and 512 (V > 16384); and a batch whose every target is ignored (loss 0,
+  // gradient 0: the CPU's answer).
+  for (const Shape& shape : {Shape{5, 4096}, Shape{3, 2001}, Shape{3, 20001}}) {
+    check_op(str_cat("cross_entropy V ", shape[1]), 1e-5, [&](Case& c) {
+      return ops::cross_entropy(c.g, c.input(shape), c.ints({shape[0]}, 0, static_cast<int>(shape[1]) - 1), 0.1f, 0);
+    });
+  }
+  check_op("cross_entropy all ignored", 1e-6, [](Case& c) {
+    return ops::cross_entropy(c.g, c.input({4, 50}), c.ints_from({4}, {3, 3, 3, 3}), 0.1f, 3);
+  });
   check_op("embedding", 1e-5, [](Case& c) { return ops::embedding(c.g, c.input({50, 24}), c.ints({6, 9}, 0, 49)); });
   check_op("dropout", 1e-6, [](Case& c) { return ops::dropout(c.g, c.input({5, 333}), 0.3f, 77, 12); });
   check_op("masked_fill", 1e-6, [](Case& c) {

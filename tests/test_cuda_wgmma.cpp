@@ -4,9 +4,10 @@
 //    own offset inside the tile's bytes, in 128-byte core matrices of 8 rows of 16 bytes; the
 //    descriptor holds its fields where the PTX ISA's "Matrix Descriptor Format" puts them; the
 //    accumulator mapping covers the 64 × N output once over the warpgroup's 128 threads.
-//  * On a Hopper GPU: one 64 × 64 tile product through wgmma (K = 16, 64, 256) equals the float64
-//    product of the same bf16 operands to fp32 accumulation rounding. A wrong layout or descriptor
-//    reading gives errors of the size of the values themselves, not ~1e-6.
+//  * On a Hopper GPU: one 64 × 64 tile product through wgmma (K = 16, 64, 256; A from shared memory,
+//    then from registers, the form attention's P takes) equals the float64 product of the same bf16
+//    operands to fp32 accumulation rounding. A wrong layout, descriptor reading or A fragment gives
+//    errors of the size of the values themselves, not ~1e-6.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -70,29 +71,30 @@ TEST_CASE("cuda wgmma: a 64 x 64 tile product equals the float64 product of its 
   }
   std::mt19937 rng(7);
   std::normal_distribution<float> normal(0.0f, 1.0f);
-  for (int K : {16, 64, 256}) {
-    INFO("K = " << K);
-    std::vector<uint16_t> a(64 * K), bt(64 * K);
-    for (auto& x : a) x = f32_to_bf16(normal(rng));
-    for (auto& x : bt) x = f32_to_bf16(normal(rng));
-    const std::vector<float> d = cuda::wgmma_tile_product(a, bt, K);
-    // Products of bf16 values are exact in fp32; only the fp32 sums round: |error| ≤ ~K · 2^-24 ·
-    // Σ|a·b|. Bound: 1e-5 of Σ|a·b| per element (a wrong layout is off by O(Σ|a·b|)).
-    int wrong = 0;
-    double worst = 0;
-    for (int i = 0; i < 64; ++i)
-      for (int j = 0; j < 64; ++j) {
-        double exact = 0, magnitude = 0;
-        for (int k = 0; k < K; ++k) {
-          const double p = double(bf16_to_f32(a[i * K + k])) * double(bf16_to_f32(bt[j * K + k]));
-          exact += p, magnitude += std::abs(p);
+  for (const bool a_in_registers : {false, true})
+    for (int K : {16, 64, 256}) {
+      INFO("K = " << K << (a_in_registers ? ", A from registers" : ", A from shared memory"));
+      std::vector<uint16_t> a(64 * K), bt(64 * K);
+      for (auto& x : a) x = f32_to_bf16(normal(rng));
+      for (auto& x : bt) x = f32_to_bf16(normal(rng));
+      const std::vector<float> d = cuda::wgmma_tile_product(a, bt, K, a_in_registers);
+      // Products of bf16 values are exact in fp32; only the fp32 sums round: |error| ≤ ~K · 2^-24 ·
+      // Σ|a·b|. Bound: 1e-5 of Σ|a·b| per element (a wrong layout is off by O(Σ|a·b|)).
+      int wrong = 0;
+      double worst = 0;
+      for (int i = 0; i < 64; ++i)
+        for (int j = 0; j < 64; ++j) {
+          double exact = 0, magnitude = 0;
+          for (int k = 0; k < K; ++k) {
+            const double p = double(bf16_to_f32(a[i * K + k])) * double(bf16_to_f32(bt[j * K + k]));
+            exact += p, magnitude += std::abs(p);
+          }
+          const double err = std::abs(double(d[i * 64 + j]) - exact) / magnitude;
+          worst = std::max(worst, err);
+          wrong += err > 1e-5;
         }
-        const double err = std::abs(double(d[i * 64 + j]) - exact) / magnitude;
-        worst = std::max(worst, err);
-        wrong += err > 1e-5;
-      }
-    CHECK_MESSAGE(wrong == 0, wrong, " of 4096 elements off; worst ", worst, " of Σ|a·b|");
-  }
+      CHECK_MESSAGE(wrong == 0, wrong, " of 4096 elements off; worst ", worst, " of Σ|a·b|");
+    }
 }
 
 #endif // PILLARS_HAVE_CUDA

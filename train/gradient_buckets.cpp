@@ -163,7 +163,9 @@ double GradientBuckets::clip_grad_norm(float max_norm) {
 }
 
 void GradientBuckets::share_parameters() {
-  if (zero_stage_ != 1) return;
+  // One rank owns every bucket and stepped every parameter: nothing to send (and a one-process GPU
+  // run with update_freq > 1 has no device_sums_ to broadcast with).
+  if (zero_stage_ != 1 || comm_.size() == 1) return;
   for (Bucket& b : buckets_) {
     const bool mine = b.owner == comm_.rank();
     if (mine) // the bucket's accumulator space now carries the new values

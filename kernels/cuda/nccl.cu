@@ -4,6 +4,7 @@
 #include <nccl.h>
 
 #include <cstring>
+#include <exception>
 
 #include "kernels/cuda/runtime.h"
 
@@ -64,7 +65,15 @@ void* nccl_init(const char id[kNcclIdBytes], int rank, int size) {
 }
 
 void nccl_destroy(void* comm) {
-  if (comm) ncclCommDestroy(as_comm(comm));
+  if (!comm) return;
+  // While an exception unwinds (an error on this rank alone: a non-finite loss, a failed save on
+  // rank 0), the communicator is left to the process's end: ncclCommDestroy waits for NCCL's
+  // streams and meets the node's other ranks at a barrier (commDestroySync in NCCL's init.cc), which
+  // ranks still training never reach, so this rank would hang before tools/run_job.cpp's catch
+  // could print the error and end the job with MPI_Abort. (ncclCommAbort may wait for the other
+  // ranks too.) A stop agreed by every rank leaks it as well; the process ends right after.
+  if (std::uncaught_exceptions() > 0) return;
+  ncclCommDestroy(as_comm(comm));
 }
 
 void nccl_sum(void* comm, float* data, int64_t n, int root) { sum_on(cuda::stream(), comm, data, n, root); }

@@ -13,10 +13,24 @@ namespace {
 constexpr int kWarpgroup = 128;
 constexpr int kTile = 64; // rows of A, columns of D
 
+#ifdef PILLARS_WGMMA
+// This thread's A fragment for k-step `step` of mma_m64n64k16_rs, read from the row-major (64, K)
+// A in global memory: warp w holds rows 16w .. 16w + 15; lane l's group g = l / 4 and pair q = l % 4
+// give a[0] = A[16w + g][16·step + 2q, +1], a[1] the same columns of row 16w + g + 8, a[2] and
+// a[3] those rows at columns + 8; each register holds two bf16, the lower column in the low half.
+__device__ void a_fragment(const uint16_t* a, int K, int step, uint32_t (&frag)[4]) {
+  const int t = threadIdx.x, row = 16 * (t / 32) + (t % 32) / 4, col = 16 * step + 2 * (t % 4);
+  const auto pair = [&](int r, int c) { return uint32_t{a[r * K + c]} | uint32_t{a[r * K + c + 1]} << 16; };
+  frag[0] = pair(row, col), frag[1] = pair(row + 8, col), frag[2] = pair(row, col + 8), frag[3] = pair(row + 8, col + 8);
+}
+#endif
+
 // D = A B (see the header) by one warpgroup; *ran = 1 once it ran the wgmma code (sm_90a builds).
+// A_IN_REGISTERS: A reaches wgmma as register fragments (mma_m64n64k16_rs, as attention's P does)
+// instead of from shared memory.
 // K is a template parameter: a loop of a run-time length around wgmma makes ptxas serialise the
 // products (its warning C7520).
-template <int K>
+template <int K, bool A_IN_REGISTERS>
 __global__ void __launch_bounds__(kWarpgroup) tile_product_kernel(const uint16_t* a, const uint16_t* bt, float* d, int* ran) {
 #ifdef PILLARS_WGMMA
   extern __shared__ uint4 smem_u4[];
@@ -30,14 +44,19 @@ __global__ void __launch_bounds__(kWarpgroup) tile_product_kernel(const uint16_t
   wgmma::fence_shared_to_async();
   __syncthreads();
   wgmma::Accumulator acc = {};
+  uint32_t fragments[K / 16][4];
+  if constexpr (A_IN_REGISTERS)
+    for (int step = 0; step < K / 16; ++step) a_fragment(a, K, step, fragments[step]);
   wgmma::fence_operand(acc);
+  if constexpr (A_IN_REGISTERS) wgmma::fence_operand(fragments);
   wgmma::fence();
   const uint32_t lbo = wgmma::kmajor_lbo(), sbo = wgmma::kmajor_sbo(K);
 #pragma unroll
   for (int step = 0; step < K / 16; ++step) { // 16 columns = two core matrices along K
     const uint32_t along_k = static_cast<uint32_t>(step) * 2 * lbo;
-    wgmma::mma_m64n64k16(acc, wgmma::descriptor(wgmma::shared_address(As) + along_k, lbo, sbo),
-                         wgmma::descriptor(wgmma::shared_address(Bs) + along_k, lbo, sbo), step > 0);
+    const uint64_t b_desc = wgmma::descriptor(wgmma::shared_address(Bs) + along_k, lbo, sbo);
+    if constexpr (A_IN_REGISTERS) wgmma::mma_m64n64k16_rs(acc, fragments[step], b_desc, step > 0);
+    else wgmma::mma_m64n64k16(acc, wgmma::descriptor(wgmma::shared_address(As) + along_k, lbo, sbo), b_desc, step > 0);
   }
   wgmma::commit();
   wgmma::wait<0>();
@@ -49,13 +68,15 @@ __global__ void __launch_bounds__(kWarpgroup) tile_product_kernel(const uint16_t
 #endif
 }
 
-// Launches tile_product_kernel<K> for the K asked for (16, 32, ..., 256).
-template <int K = 16> void launch_tile_product(int k, const uint16_t* a, const uint16_t* bt, float* d, int* ran) {
+// Launches tile_product_kernel<K, ...> for the K asked for (16, 32, ..., 256).
+template <int K = 16>
+void launch_tile_product(int k, bool a_in_registers, const uint16_t* a, const uint16_t* bt, float* d, int* ran) {
   if constexpr (K <= 256) {
-    if (k != K) return launch_tile_product<K + 16>(k, a, bt, d, ran);
+    if (k != K) return launch_tile_product<K + 16>(k, a_in_registers, a, bt, d, ran);
     const int smem = 2 * kTile * K * 2; // A and Bᵀ, bf16
-    PILLARS_CUDA_CHECK(cudaFuncSetAttribute(tile_product_kernel<K>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-    tile_product_kernel<K><<<1, kWarpgroup, smem, stream()>>>(a, bt, d, ran);
+    const auto kernel = a_in_registers ? tile_product_kernel<K, true> : tile_product_kernel<K, false>;
+    PILLARS_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    kernel<<<1, kWarpgroup, smem, stream()>>>(a, bt, d, ran);
     PILLARS_CUDA_LAUNCHED("wgmma tile_product_kernel");
   }
 }
@@ -70,7 +91,7 @@ std::string wgmma_unavailable_reason() {
   return "";
 }
 
-std::vector<float> wgmma_tile_product(const std::vector<uint16_t>& a, const std::vector<uint16_t>& bt, int K) {
+std::vector<float> wgmma_tile_product(const std::vector<uint16_t>& a, const std::vector<uint16_t>& bt, int K, bool a_in_registers) {
   PILLARS_CHECK(K > 0 && K % 16 == 0 && K <= 256, "wgmma_tile_product: K = ", K, " (a multiple of 16, at most 256)");
   PILLARS_CHECK(a.size() == size_t{kTile} * K && bt.size() == size_t{kTile} * K, "wgmma_tile_product: A and Bᵀ must be (64, K)");
   const std::string why = wgmma_unavailable_reason();
@@ -81,7 +102,7 @@ std::vector<float> wgmma_tile_product(const std::vector<uint16_t>& a, const std:
   cuda_copy_to_device(da, a.data(), operand_bytes);
   cuda_copy_to_device(dbt, bt.data(), operand_bytes);
   cuda_zero(dran, sizeof(int));
-  launch_tile_product(K, static_cast<const uint16_t*>(da), static_cast<const uint16_t*>(dbt), static_cast<float*>(dd),
+  launch_tile_product(K, a_in_registers, static_cast<const uint16_t*>(da), static_cast<const uint16_t*>(dbt), static_cast<float*>(dd),
                       static_cast<int*>(dran));
   std::vector<float> d(size_t{kTile} * kTile);
   int ran = 0;

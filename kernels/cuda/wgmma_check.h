@@ -17,7 +17,9 @@ std::string wgmma_unavailable_reason();
 
 // D (64 × 64, row-major) = A · B for A (64 × K) and Bᵀ (64 × K), both row-major bf16 bit patterns;
 // K a multiple of 16, at most 256. One warpgroup, both operands K-major in shared memory, no
-// swizzle, K/16 chained m64n64k16 products.
-std::vector<float> wgmma_tile_product(const std::vector<uint16_t>& a, const std::vector<uint16_t>& bt, int K);
+// swizzle, K/16 chained m64n64k16 products. With a_in_registers, A goes to wgmma as each warp's
+// register fragments instead (mma_m64n64k16_rs, the form attention's P takes).
+std::vector<float> wgmma_tile_product(const std::vector<uint16_t>& a, const std::vector<uint16_t>& bt, int K,
+                                      bool a_in_registers = false);
 
 } // namespace pillars::cuda
