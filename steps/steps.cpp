@@ -182,4 +182,10 @@ double LmSteps::eval(int64_t B, int64_t T, const std::vector<int32_t>& tokens, c
   return static_cast<double>(mean) * static_cast<double>(n);
 }
 
+std::vector<std::string> ModelSteps::training_passes() const {
+  std::vector<std::string> names;
+  for (const Pass& p : step_passes(/*train=*/true, cache_.passes, cache_.extension())) names.push_back(p.name);
+  return names;
+}
+
 } // namespace pillars::train

@@ -131,6 +131,8 @@ class ModelSteps {
   void set_bf16_saved_activations(bool on) { cache_.passes.bf16_saved_activations = on, cache_.clear(); }
   // See GradientObserver; the observer must outlive the training steps it watches.
   void set_gradient_observer(GradientObserver* o) { cache_.set_gradient_observer(o); }
+  // The names of the passes a training step runs, in order (the run log's start record lists them).
+  std::vector<std::string> training_passes() const;
 
  protected:
   // Keeps references to cfg and params (they must outlive this object).

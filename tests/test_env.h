@@ -88,6 +88,16 @@ inline std::vector<double> train_losses(const std::filesystem::path& run_dir) {
   return out;
 }
 
+// The passes a run's training step ran, in order: the first start record of its log.jsonl.
+inline std::vector<std::string> train_passes(const std::filesystem::path& run_dir) {
+  std::ifstream log(run_dir / "log.jsonl");
+  for (std::string line; std::getline(log, line);) {
+    const nlohmann::json l = nlohmann::json::parse(line);
+    if (l.value("type", "") == "start") return l.at("passes").get<std::vector<std::string>>();
+  }
+  return {};
+}
+
 // Writes `bytes` to the file `p` (replacing it), making its folder first.
 inline void write_file(const std::filesystem::path& p, const std::string& bytes) {
   std::filesystem::create_directories(p.parent_path());

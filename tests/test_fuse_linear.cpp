@@ -366,6 +366,12 @@ TEST_CASE("fusions before the head gates: DropHead and Hard-Concrete gates train
     const std::vector<double> plain = losses(heads, false), fused = losses(heads, true);
     REQUIRE(plain.size() == 5);
     REQUIRE(fused.size() == 5);
+    // The trainer ran both fusions, before the head gates (the log's start record).
+    const std::vector<std::string> passes =
+        testing::train_passes(tmp.path / (std::string(heads.contains("drophead") ? "drophead" : "gates") + "_fused"));
+    REQUIRE(passes.size() >= 3);
+    CHECK(std::vector<std::string>(passes.begin(), passes.begin() + 3) ==
+          std::vector<std::string>{"fuse_linear_activation", "fuse_linear_cross_entropy", "head_gates"});
     // One block of the fused head holds a batch here, and linear_act is bit for bit the unfused
     // chain: the same losses (see the top comment's bound).
     for (size_t i = 0; i < plain.size(); ++i) CHECK(fused[i] == doctest::Approx(plain[i]).epsilon(kSameBound));

@@ -19,6 +19,7 @@
 // rounding of a different summation order: we require 1e-5 of the tensor's largest magnitude.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <functional>
@@ -356,6 +357,14 @@ TEST_CASE("fuse_linear_cross_entropy: GCT training on Multi30k gives the unfused
   const std::vector<double> plain = losses(false), fused = losses(true);
   REQUIRE(plain.size() == 20);
   REQUIRE(fused.size() == 20);
+  // The trainer ran the pass (the log's start record), so the equality below is the fusion's.
+  const auto has_fusion = [&](const std::string& name) {
+    const std::vector<std::string> passes = testing::train_passes(tmp.path / name);
+    CHECK(std::find(passes.begin(), passes.end(), "gct") != passes.end());
+    return std::find(passes.begin(), passes.end(), "fuse_linear_cross_entropy") != passes.end();
+  };
+  CHECK(has_fusion("fused"));
+  CHECK_FALSE(has_fusion("plain"));
   double worst = 0;
   for (size_t i = 0; i < plain.size(); ++i) worst = std::max(worst, std::fabs(fused[i] - plain[i]) / plain[i]);
   MESSAGE("GCT, 20 updates: last loss unfused ", plain.back(), ", fused ", fused.back(), "; largest relative difference ", worst);

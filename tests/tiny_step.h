@@ -28,7 +28,7 @@ struct TinyStep {
 };
 
 struct TinyStepOptions {
-  train::PassSettings passes;  // the optional passes to run
+  train::PassSettings passes{}; // the optional passes to run
   Device device = Device::cpu;
   bool mark_logits = false;    // mark the logits a graph output before the passes run
   int64_t pad_every = 0;       // > 0: every pad_every-th target is the pad id (an ignored row)

@@ -99,7 +99,7 @@ class Loop {
     if (e_.train.patience > 0 && state_.bad_validations >= e_.train.patience) stop("patience");
     log_.write({{"type", "start"}, {"resume", o_.resume}, {"epoch", state_.epoch}, {"update", state_.updates},
                 {"batches_per_epoch", batches_per_epoch_}, {"planned_updates", planned_updates_},
-                {"parameters", params_.numel()}});
+                {"parameters", params_.numel()}, {"passes", task_.steps().training_passes()}});
     while (!state_.finished) {
       if (state_.epoch > e_.train.max_epochs) { stop("max_epochs"); break; }
       train_epoch();
