@@ -18,7 +18,7 @@ elapsed() { echo $(($(date +%s) - start)); }
 
 # The cases written without a GPU that no GPU has run yet (keep this list with the code: a case
 # leaves it once a GPU session has seen it pass).
-FIRST=${FIRST:-'cuda wgmma*,cuda attention: keys past*,cuda attention: the Hopper*,gradient buckets on the GPU*,cuda ops: softmax*,cuda ops: elementwise*,cuda: the tiny transformer*,cuda: linear_cross_entropy*'}
+FIRST=${FIRST:-'cuda wgmma*,cuda attention: keys past*,cuda attention: the Hopper*,gradient buckets on the GPU*,cuda ops: softmax*,cuda ops: elementwise*,cuda ops: cast*,cuda: the tiny transformer*,cuda: linear_cross_entropy*'}
 
 BIN=$OUT/bin
 mkdir -p "$BIN"
