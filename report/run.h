@@ -1,7 +1,7 @@
 // Reading one run directory for `pillars report`: everything the report shows, gathered into a
 // struct, with every optional input allowed to be missing or unreadable.
 //
-// Files read (formats in docs/ARCHITECTURE.md and train/session.h; unknown fields and line types
+// Files read (formats in train/session.h and the code that writes them; unknown fields and line types
 // are ignored):
 //   log.jsonl           required: "train" and "valid" lines (curves); an optional "phase" field on
 //                       any line marks where a training phase begins ("gct", "finetune", ...)
