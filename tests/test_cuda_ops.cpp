@@ -17,6 +17,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -170,13 +171,17 @@ TEST_CASE("cuda ops: cast gives the CPU's bf16 bits for every kind of float, NaN
   gpu.bind("x", x);
   cpu.run();
   gpu.run();
+  CHECK(gpu.host_fallback_ops().empty()); // else the CPU would be compared with itself
   const Tensor want = cpu.value(narrow), got = gpu.fetch(narrow);
   int64_t mismatched = 0, first = -1;
   for (int64_t i = 0; i < n; ++i)
     if (got.data<uint16_t>()[i] != want.data<uint16_t>()[i] && mismatched++ == 0) first = i;
-  if (first >= 0)
-    MESSAGE("first mismatch: f32 bits ", bits[static_cast<size_t>(first)], " gave ", got.data<uint16_t>()[first], " on the GPU, ",
-            want.data<uint16_t>()[first], " on the CPU");
+  if (first >= 0) {
+    char line[96];
+    std::snprintf(line, sizeof line, "first mismatch: f32 0x%08x gave 0x%04x on the GPU, 0x%04x on the CPU", bits[static_cast<size_t>(first)],
+                  unsigned{got.data<uint16_t>()[first]}, unsigned{want.data<uint16_t>()[first]});
+    MESSAGE(std::string(line));
+  }
   CHECK(mismatched == 0);
 }
 

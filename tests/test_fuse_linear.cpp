@@ -366,7 +366,7 @@ TEST_CASE("fusions before the head gates: DropHead and Hard-Concrete gates train
     const std::vector<double> plain = losses(heads, false), fused = losses(heads, true);
     REQUIRE(plain.size() == 5);
     REQUIRE(fused.size() == 5);
-    // The trainer ran both fusions, before the head gates (the log's start record).
+    // The trainer scheduled both fusions, before the head gates (the log's start record).
     const std::vector<std::string> passes =
         testing::train_passes(tmp.path / (std::string(heads.contains("drophead") ? "drophead" : "gates") + "_fused"));
     REQUIRE(passes.size() >= 3);

@@ -6,7 +6,8 @@
 #
 # Usage: tools/gpu_session.sh BUNDLE_DIR OUT_DIR
 #   FIRST='cuda wgmma*,...'   the never-run cases to run first (default: the list below), one
-#                              process per pattern, FIRST_SECONDS each (default 60)
+#                              process per pattern, FIRST_SECONDS each (default 60), FIRST_BUDGET
+#                              in all (default 200)
 #   BENCHES, SANITIZER_SECONDS  passed to tools/gpu_check.sh (defaults: all three benches, 150 s)
 #   E2E=0                      skip the end-to-end run
 set -u
@@ -46,21 +47,33 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 
 # Each pattern runs in a process of its own, under its own time limit: a kernel that faults leaves
 # the CUDA context unusable for the rest of its process, and one that hangs would eat the session,
-# so neither may hide the cases after it. first-N.log holds pattern N's output.
+# so neither may hide the cases after it. Together they get FIRST_BUDGET seconds (each at most
+# FIRST_SECONDS of what is left), so the checks and benchmarks after them keep their time.
+# first-N.log holds pattern N's output.
 echo "== never run on a GPU before ($(elapsed) s)"
+first_end=$(($(date +%s) + ${FIRST_BUDGET:-200}))
 n=0
+set -f # the patterns hold '*': no file-name expansion
 old_ifs=$IFS
 IFS=','
 for pattern in $FIRST; do
   IFS=$old_ifs
   n=$((n + 1))
-  timeout "${FIRST_SECONDS:-60}" "$BIN/pillars_tests" -tc="$pattern" >"$OUT/first-$n.log" 2>&1
+  left=$((first_end - $(date +%s)))
+  limit=${FIRST_SECONDS:-60}
+  [ $left -lt $limit ] && limit=$left
+  if [ $limit -le 0 ]; then
+    echo "first $n '$pattern': not run (FIRST_BUDGET spent)"
+    continue
+  fi
+  timeout -k 10 "$limit" "$BIN/pillars_tests" -tc="$pattern" >"$OUT/first-$n.log" 2>&1
   status=$?
-  [ $status -eq 124 ] && status="124 (stopped after ${FIRST_SECONDS:-60} s)"
+  [ $status -eq 124 ] && status="124 (stopped after $limit s)"
   echo "first $n '$pattern': exit $status ($(grep -E '^\[doctest\] (test cases|assertions)' "$OUT/first-$n.log" | tr '\n' ' '))"
   grep -E "ERROR|FAILED|skipped|MESSAGE" "$OUT/first-$n.log" | sort | uniq -c | sort -rn | head -12
 done
 IFS=$old_ifs
+set +f
 
 echo "== tools/gpu_check.sh ($(elapsed) s)"
 SANITIZER_SECONDS=${SANITIZER_SECONDS:-150} sh tools/gpu_check.sh "$BIN" "$OUT/check"

@@ -66,13 +66,14 @@ void* nccl_init(const char id[kNcclIdBytes], int rank, int size) {
 
 void nccl_destroy(void* comm) {
   if (!comm) return;
-  // While an exception unwinds (an error on this rank alone: a non-finite loss, a failed save on
-  // rank 0), the communicator is left to the process's end: ncclCommDestroy waits for NCCL's
-  // streams and meets the node's other ranks at a barrier (commDestroySync in NCCL's init.cc), which
-  // ranks still training never reach, so this rank would hang before tools/run_job.cpp's catch
-  // could print the error and end the job with MPI_Abort. (ncclCommAbort may wait for the other
-  // ranks too.) A stop agreed by every rank leaks it as well; the process ends right after.
-  if (std::uncaught_exceptions() > 0) return;
+  // While an exception unwinds on one rank alone (a non-finite loss, a failed save on rank 0), a
+  // communicator of several ranks is left to the process's end: ncclCommDestroy synchronises NCCL's
+  // streams and, depending on the NCCL version, meets the node's other ranks, which are still
+  // training; this rank could then block before tools/run_job.cpp's catch prints the error and ends
+  // the job with MPI_Abort. (ncclCommAbort is reported to wait for the other ranks too.) A
+  // one-rank communicator has no one to wait for and is destroyed as usual.
+  int ranks = 1;
+  if (std::uncaught_exceptions() > 0 && ncclCommCount(as_comm(comm), &ranks) == ncclSuccess && ranks > 1) return;
   ncclCommDestroy(as_comm(comm));
 }
 

@@ -45,8 +45,10 @@ __global__ void __launch_bounds__(kWarpgroup) tile_product_kernel(const uint16_t
   __syncthreads();
   wgmma::Accumulator acc = {};
   uint32_t fragments[K / 16][4];
-  if constexpr (A_IN_REGISTERS)
+  if constexpr (A_IN_REGISTERS) {
+#pragma unroll // fragments stays in registers only if every index is known at compile time
     for (int step = 0; step < K / 16; ++step) a_fragment(a, K, step, fragments[step]);
+  }
   wgmma::fence_operand(acc);
   if constexpr (A_IN_REGISTERS) wgmma::fence_operand(fragments);
   wgmma::fence();
