@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "base/error.h"
+#include "kernels/bf16_bits.h"
 #include "kernels/cuda/device.h"
 
 namespace pillars {
@@ -46,9 +47,7 @@ std::string shape_str(const Shape& s) {
 uint16_t f32_to_bf16(float x) {
   uint32_t bits;
   std::memcpy(&bits, &x, 4);
-  if ((bits & 0x7f800000u) == 0x7f800000u && (bits & 0x007fffffu)) return uint16_t((bits >> 16) | 0x40); // quiet NaN
-  const uint32_t rounding = 0x7fffu + ((bits >> 16) & 1u); // round to nearest, ties to even
-  return static_cast<uint16_t>((bits + rounding) >> 16);
+  return bf16_bits_of_f32_bits(bits);
 }
 
 float bf16_to_f32(uint16_t x) {

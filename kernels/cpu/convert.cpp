@@ -5,25 +5,16 @@
 #include <cstring>
 
 #include "base/parallel.h"
+#include "kernels/bf16_bits.h"
 
 namespace pillars::cpu {
-
-namespace {
-
-inline uint16_t narrow(uint32_t bits) {
-  const bool nan = (bits & 0x7fffffffu) > 0x7f800000u;
-  const uint32_t rounded = (bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16; // nearest, ties to even
-  return static_cast<uint16_t>(nan ? (bits >> 16) | 0x40u : rounded);    // NaN: keep it quiet
-}
-
-} // namespace
 
 void f32_to_bf16(const float* x, uint16_t* y, int64_t n) {
 #pragma omp parallel for simd schedule(static) if (n > kParallelGrain)
   for (int64_t i = 0; i < n; ++i) {
     uint32_t bits;
     std::memcpy(&bits, &x[i], 4);
-    y[i] = narrow(bits);
+    y[i] = bf16_bits_of_f32_bits(bits);
   }
 }
 

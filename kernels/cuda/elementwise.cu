@@ -18,6 +18,7 @@
 
 #include <algorithm>
 
+#include "kernels/bf16_bits.h"
 #include "kernels/cuda/runtime.h"
 #include "kernels/dims.h"
 
@@ -307,17 +308,11 @@ void broadcast_to(const float* x, std::span<const int64_t> x_dims, float* y, std
 
 namespace {
 
-// The CPU's rounding on the bit pattern (kernels/cpu/convert.cpp, engine/tensor.cpp), not
-// __float2bfloat16_rn: the same for numbers (nearest, ties to even, subnormals kept, overflow to
-// ±inf), but a NaN there comes out as a canonical NaN (cuda_bf16.hpp's own pre-sm_80 path returns
-// 0x7fff; the PTX spec leaves cvt.rn.bf16.f32's NaN bits open), while the CPU keeps the NaN's sign
-// and payload and sets the quiet bit. This gives the CPU's bits for every input.
+// The CPU's rounding, on the bit pattern (kernels/bf16_bits.h), not __float2bfloat16_rn: that gives
+// the same bits for numbers, but its NaN bits are not the CPU's (cuda_bf16.hpp's own pre-sm_80 path
+// returns 0x7fff; the PTX spec leaves cvt.rn.bf16.f32's open).
 __global__ void f32_to_bf16_kernel(const float* x, uint16_t* y, int64_t n) {
-  PILLARS_FOR_EACH(i, n) {
-    const uint32_t bits = __float_as_uint(x[i]);
-    const bool nan = (bits & 0x7fffffffu) > 0x7f800000u;
-    y[i] = static_cast<uint16_t>(nan ? (bits >> 16) | 0x40u : (bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
-  }
+  PILLARS_FOR_EACH(i, n) y[i] = bf16_bits_of_f32_bits(__float_as_uint(x[i]));
 }
 __global__ void bf16_to_f32_kernel(const __nv_bfloat16* x, float* y, int64_t n) {
   PILLARS_FOR_EACH(i, n) y[i] = __bfloat162float(x[i]);
