@@ -66,14 +66,14 @@ Command add_eval_command(CLI::App& app) {
   };
   auto opt = std::make_shared<Options>();
   cmd->add_option("run", opt->target, "run directory or checkpoint file (.safetensors in a run directory)")->required();
-  cmd->add_option("--split", opt->split, "dataset split (default: the experiment's test split)");
-  cmd->add_option("--checkpoint", opt->checkpoint, "which checkpoint of a run directory")
+  cmd->add_option("--split", opt->split, "dataset split (default: the run's test split)");
+  cmd->add_option("--checkpoint", opt->checkpoint, "which checkpoint of a run directory (default: the run's eval.checkpoint)")
       ->check(CLI::IsMember({"best", "last", "average"}));
-  cmd->add_option("--beam", opt->beam, "beam size (default: the experiment's eval.beam)")->check(CLI::Range(int64_t{1}, decode::kMaxBeam));
-  cmd->add_option("--lenpen", opt->lenpen, "length penalty")->check(CLI::NonNegativeNumber);
-  cmd->add_option("--max-len-a", opt->max_len_a, "max target length = a * source length + b")->check(CLI::Range(0.0, 1000.0));
-  cmd->add_option("--max-len-b", opt->max_len_b, "see --max-len-a")->check(CLI::Range(int64_t{0}, limits::kMaxOutputLength));
-  cmd->add_option("--batch", opt->batch, "sentences per decoding batch")->check(CLI::Range(int64_t{1}, limits::kMaxSentences));
+  cmd->add_option("--beam", opt->beam, "beam size, 1 = greedy (default: the run's eval.beam)")->check(CLI::Range(int64_t{1}, decode::kMaxBeam));
+  cmd->add_option("--lenpen", opt->lenpen, "length penalty: score / length^lenpen (default: eval.lenpen)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--max-len-a", opt->max_len_a, "max target length = a * source length + b (default: eval.max_len_a)")->check(CLI::Range(0.0, 1000.0));
+  cmd->add_option("--max-len-b", opt->max_len_b, "see --max-len-a (default: eval.max_len_b)")->check(CLI::Range(int64_t{0}, limits::kMaxOutputLength));
+  cmd->add_option("--batch", opt->batch, "sentences per decoding batch (default: eval.batch_sentences)")->check(CLI::Range(int64_t{1}, limits::kMaxSentences));
   cmd->add_option("--threads", opt->threads, "CPU threads (0 = all cores)")->check(threads_range());
   cmd->add_option("--device", opt->device, "where to decode: cpu | cuda")->check(CLI::IsMember(enum_names<Device>()));
   cmd->add_flag("--shuffle-sources", opt->shuffle_sources,

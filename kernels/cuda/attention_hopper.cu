@@ -41,6 +41,7 @@
 #include "kernels/cuda/attention_internal.h"
 #include "kernels/cuda/attention_tensor_core_tiles.cuh"
 #include "kernels/cuda/wgmma.cuh"
+#include "kernels/cuda/wgmma_check.h"
 
 namespace pillars::cuda {
 namespace attention_detail {
@@ -195,14 +196,6 @@ __global__ void __launch_bounds__(kThreads, 1)
 #endif // PILLARS_WGMMA
 }
 
-// Writes 1 to *ran where the code running is the sm_90a build (an sm_90 or sm_80 cubin, or PTX
-// compiled for this GPU by the driver, would run the kernel above without wgmma).
-__global__ void hopper_probe_kernel(int* ran) {
-#ifdef PILLARS_WGMMA
-  *ran = 1;
-#endif
-}
-
 bool env_enabled() {
   const char* v = std::getenv("PILLARS_HOPPER_ATTENTION");
   return v != nullptr && std::strcmp(v, "1") == 0;
@@ -227,21 +220,7 @@ void hopper_forward(const Problem& p, const bf16* Q, const bf16* K, const bf16* 
 
 bool set_hopper_attention(bool on) { return attention_detail::g_enabled.exchange(on, std::memory_order_relaxed); }
 
-bool hopper_attention_available() {
-  static const bool available = [] {
-    if (cuda_device_count() == 0 || device_properties().major != 9) return false;
-    // The code this GPU runs must be the sm_90a build: ask a probe compiled like the kernel.
-    int* ran = static_cast<int*>(device_alloc(sizeof(int)));
-    cuda_zero(ran, sizeof(int));
-    attention_detail::hopper_probe_kernel<<<1, 1, 0, stream()>>>(ran);
-    PILLARS_CUDA_LAUNCHED("attention hopper_probe_kernel");
-    int flag = 0;
-    cuda_copy_to_host(&flag, ran, sizeof(int));
-    device_free(ran);
-    return flag == 1;
-  }();
-  return available;
-}
+bool hopper_attention_available() { return wgmma_unavailable_reason().empty(); }
 
 int64_t hopper_attention_launches() { return attention_detail::g_launches.load(std::memory_order_relaxed); }
 

@@ -83,14 +83,40 @@ void launch_tile_product(int k, bool a_in_registers, const uint16_t* a, const ui
   }
 }
 
+// Writes 1 to *ran where the code this GPU runs is the sm_90a build. On a Hopper, a build without
+// 90a still runs (an sm_90 or sm_80 cubin, or PTX compiled by the driver), but without wgmma.
+__global__ void sm90a_probe_kernel(int* ran) {
+#ifdef PILLARS_WGMMA
+  *ran = 1;
+#endif
+}
+
+// Launches the probe once and reads its flag.
+bool runs_sm90a_code() {
+  int* ran = static_cast<int*>(device_alloc(sizeof(int)));
+  cuda_zero(ran, sizeof(int));
+  sm90a_probe_kernel<<<1, 1, 0, stream()>>>(ran);
+  PILLARS_CUDA_LAUNCHED("wgmma sm90a_probe_kernel");
+  int flag = 0;
+  cuda_copy_to_host(&flag, ran, sizeof(int));
+  device_free(ran);
+  return flag == 1;
+}
+
 } // namespace
 
 std::string wgmma_unavailable_reason() {
-  if (cuda_device_count() == 0) return cuda_unavailable_reason();
-  const cudaDeviceProp& prop = device_properties();
-  if (prop.major != 9)
-    return str_cat("wgmma needs compute capability 9.0 (Hopper); this GPU is ", prop.major, ".", prop.minor);
-  return "";
+  static const std::string why = []() -> std::string {
+    if (cuda_device_count() == 0) return cuda_unavailable_reason();
+    const cudaDeviceProp& prop = device_properties();
+    if (prop.major != 9)
+      return str_cat("wgmma needs compute capability 9.0 (Hopper); this GPU is ", prop.major, ".", prop.minor);
+    if (!runs_sm90a_code())
+      return "this build has no sm_90a code (configure with PILLARS_CUDA_ARCHITECTURES including 90a, e.g. "
+             "-DPILLARS_CUDA_ARCHITECTURES=90a)";
+    return "";
+  }();
+  return why;
 }
 
 std::vector<float> wgmma_tile_product(const std::vector<uint16_t>& a, const std::vector<uint16_t>& bt, int K, bool a_in_registers) {

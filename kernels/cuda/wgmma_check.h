@@ -11,8 +11,8 @@
 
 namespace pillars::cuda {
 
-// "" when this build has sm_90a code and the current GPU runs it (compute capability 9.0), else why
-// not.
+// "" when the current GPU is a Hopper (compute capability 9.x) and runs this build's sm_90a code
+// (a probe kernel compiled like the wgmma kernels says so), else why not. Asked once per process.
 std::string wgmma_unavailable_reason();
 
 // D (64 × 64, row-major) = A · B for A (64 × K) and Bᵀ (64 × K), both row-major bf16 bit patterns;
