@@ -51,7 +51,7 @@ void gate_heads(StepGraph& s, const std::vector<GraphExtension*>& parts) {
     }
   }
   for (ValueId v : old.outputs()) g.mark_output(value_map[static_cast<size_t>(v)]);
-  s.renumber(old, value_map, node_map);
+  s.renumber(StepGraph::ops_of(old), value_map, node_map);
   for (size_t m = 0; m < gates.size(); ++m) s.attention[m].gate = gates[m];
 }
 

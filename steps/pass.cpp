@@ -17,12 +17,20 @@ void remap(ValueId& v, const std::vector<ValueId>& value_map) {
 } // namespace
 
 void StepGraph::replace_graph(Graph g, const std::vector<ValueId>& value_map, const std::vector<int>& node_map) {
-  const Graph old = std::move(graph);
+  const std::vector<const OpDef*> old_ops = ops_of(graph);
   graph = std::move(g);
-  renumber(old, value_map, node_map);
+  renumber(old_ops, value_map, node_map);
 }
 
-void StepGraph::renumber(const Graph& old, const std::vector<ValueId>& value_map, const std::vector<int>& node_map) {
+std::vector<const OpDef*> StepGraph::ops_of(const Graph& g) {
+  std::vector<const OpDef*> ops;
+  ops.reserve(g.nodes().size());
+  for (const Node& n : g.nodes()) ops.push_back(n.op);
+  return ops;
+}
+
+void StepGraph::renumber(const std::vector<const OpDef*>& old_ops, const std::vector<ValueId>& value_map,
+                         const std::vector<int>& node_map) {
   for (ValueId* v : {&logits, &loss, &objective}) remap(*v, value_map);
   for (std::vector<ValueId>* list : {&params, &grads})
     for (ValueId& v : *list) remap(v, value_map);
@@ -36,7 +44,7 @@ void StepGraph::renumber(const Graph& old, const std::vector<ValueId>& value_map
   std::vector<int> origin(graph.nodes().size(), kNew);
   for (size_t i = 0; i < node_map.size(); ++i) {
     const int now = node_map[i];
-    if (now >= 0 && i < added_by.size() && graph.node(now).op == old.node(static_cast<int>(i)).op)
+    if (now >= 0 && i < added_by.size() && graph.node(now).op == old_ops.at(i))
       origin[static_cast<size_t>(now)] = added_by[i];
   }
   added_by = std::move(origin);

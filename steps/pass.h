@@ -65,8 +65,11 @@ struct StepGraph {
   // For a pass that builds a new graph: `value_map` and `node_map` send old values and nodes to new
   // ones (kNoValue / -1: gone). Every recorded value moves; throws if one of them is gone.
   void replace_graph(Graph g, const std::vector<ValueId>& value_map, const std::vector<int>& node_map);
-  // The same when the pass has already built the new graph in `graph` from `old`.
-  void renumber(const Graph& old, const std::vector<ValueId>& value_map, const std::vector<int>& node_map);
+  // The same when the pass has already built the new graph in `graph`; `old_ops` is the op of each
+  // node before the pass (ops_of(old)), all renumber reads of the old graph.
+  void renumber(const std::vector<const OpDef*>& old_ops, const std::vector<ValueId>& value_map,
+                const std::vector<int>& node_map);
+  static std::vector<const OpDef*> ops_of(const Graph& g);
 };
 
 // The settings that turn the optional passes on.

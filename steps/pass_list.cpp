@@ -92,11 +92,11 @@ void autodiff_pass(StepGraph& s) {
 // node indices the step records move.
 void saved_activations_pass(StepGraph& s) {
   PILLARS_CHECK(s.first_backward_node >= 0, "saved_activations runs after autodiff");
-  const Graph before = s.graph;
-  const SavedActivations r = store_saved_activations_bf16(s.graph, s.first_backward_node);
-  std::vector<ValueId> same(static_cast<size_t>(before.num_values()));
+  const std::vector<const OpDef*> ops_before = StepGraph::ops_of(s.graph);
+  std::vector<ValueId> same(static_cast<size_t>(s.graph.num_values())); // values keep their numbers
   for (size_t v = 0; v < same.size(); ++v) same[v] = static_cast<ValueId>(v);
-  s.renumber(before, same, r.node_map);
+  const SavedActivations r = store_saved_activations_bf16(s.graph, s.first_backward_node);
+  s.renumber(ops_before, same, r.node_map);
   s.first_backward_node = r.first_backward_node;
 }
 
