@@ -66,11 +66,11 @@ Command add_eval_command(CLI::App& app) {
   };
   auto opt = std::make_shared<Options>();
   cmd->add_option("run", opt->target, "run directory or checkpoint file (.safetensors in a run directory)")->required();
-  cmd->add_option("--split", opt->split, "dataset split (default: the run's test split)");
-  cmd->add_option("--checkpoint", opt->checkpoint, "which checkpoint of a run directory (default: the run's eval.checkpoint)")
+  cmd->add_option("--split", opt->split, "dataset split (default: the run's eval.split, else its test split)");
+  cmd->add_option("--checkpoint", opt->checkpoint, "which checkpoint of a run directory (default: the run's eval.checkpoint; last where that file is missing)")
       ->check(CLI::IsMember({"best", "last", "average"}));
   cmd->add_option("--beam", opt->beam, "beam size, 1 = greedy (default: the run's eval.beam)")->check(CLI::Range(int64_t{1}, decode::kMaxBeam));
-  cmd->add_option("--lenpen", opt->lenpen, "length penalty: score / length^lenpen (default: eval.lenpen)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--lenpen", opt->lenpen, "length penalty: log-probability / length^lenpen (default: eval.lenpen)")->check(CLI::NonNegativeNumber);
   cmd->add_option("--max-len-a", opt->max_len_a, "max target length = a * source length + b (default: eval.max_len_a)")->check(CLI::Range(0.0, 1000.0));
   cmd->add_option("--max-len-b", opt->max_len_b, "see --max-len-a (default: eval.max_len_b)")->check(CLI::Range(int64_t{0}, limits::kMaxOutputLength));
   cmd->add_option("--batch", opt->batch, "sentences per decoding batch (default: eval.batch_sentences)")->check(CLI::Range(int64_t{1}, limits::kMaxSentences));

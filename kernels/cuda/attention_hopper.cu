@@ -218,9 +218,17 @@ void hopper_forward(const Problem& p, const bf16* Q, const bf16* K, const bf16* 
 
 } // namespace attention_detail
 
-bool set_hopper_attention(bool on) { return attention_detail::g_enabled.exchange(on, std::memory_order_relaxed); }
+bool set_hopper_attention(bool on) {
+  // Probe now, not at the first dispatch, which may come inside a CUDA-graph capture (where the
+  // probe's synchronising copy is not allowed).
+  if (on) hopper_attention_available();
+  return attention_detail::g_enabled.exchange(on, std::memory_order_relaxed);
+}
 
-bool hopper_attention_available() { return wgmma_unavailable_reason().empty(); }
+bool hopper_attention_available() {
+  static const bool available = wgmma_unavailable_reason().empty(); // asked once: a probe launch
+  return available;
+}
 
 int64_t hopper_attention_launches() { return attention_detail::g_launches.load(std::memory_order_relaxed); }
 
