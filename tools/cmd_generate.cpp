@@ -57,7 +57,7 @@ Command add_generate_command(CLI::App& app) {
   cmd->add_option("--temperature", opt->temperature, "divide the log-probabilities by this before sampling: > 0 (default 1)");
   cmd->add_option("--top-k", opt->top_k, "sample among the k most likely tokens only: >= 0 (0 = all, the default; 1 = greedy)");
   cmd->add_option("--top-p", opt->top_p, "sample among the most likely tokens that make up this much probability: in (0, 1] (default 1)");
-  cmd->add_option("--max-tokens", opt->max_tokens, "generate at most this many tokens: 1 to 1048576 (default 100)");
+  cmd->add_option("--max-tokens", opt->max_tokens, str_cat("generate at most this many tokens: 1 to ", kMaxTokensLimit, " (default 100)"));
   cmd->add_option("--seed", opt->seed, "seed of the sampling (the same seed gives the same text; default 1)")
       ->check(CLI::NonNegativeNumber); // (a u64 would take "-1" as 2^64 - 1)
   cmd->add_option("--device", opt->device, "where to generate: cpu | cuda (default cpu)")->check(CLI::IsMember(enum_names<Device>()));

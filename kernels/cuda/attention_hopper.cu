@@ -225,10 +225,7 @@ bool set_hopper_attention(bool on) {
   return attention_detail::g_enabled.exchange(on, std::memory_order_relaxed);
 }
 
-bool hopper_attention_available() {
-  static const bool available = wgmma_unavailable_reason().empty(); // asked once: a probe launch
-  return available;
-}
+bool hopper_attention_available() { return wgmma_unavailable_reason().empty(); } // probed once, then cached
 
 int64_t hopper_attention_launches() { return attention_detail::g_launches.load(std::memory_order_relaxed); }
 

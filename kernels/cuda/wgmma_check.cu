@@ -105,7 +105,7 @@ bool runs_sm90a_code() {
 
 } // namespace
 
-std::string wgmma_unavailable_reason() {
+const std::string& wgmma_unavailable_reason() {
   static const std::string why = []() -> std::string {
     if (cuda_device_count() == 0) return cuda_unavailable_reason();
     const cudaDeviceProp& prop = device_properties();

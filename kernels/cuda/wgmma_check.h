@@ -13,7 +13,7 @@ namespace pillars::cuda {
 
 // "" when the current GPU is a Hopper (compute capability 9.x) and runs this build's sm_90a code
 // (a probe kernel compiled like the wgmma kernels says so), else why not. Asked once per process.
-std::string wgmma_unavailable_reason();
+const std::string& wgmma_unavailable_reason();
 
 // D (64 × 64, row-major) = A · B for A (64 × K) and Bᵀ (64 × K), both row-major bf16 bit patterns;
 // K a multiple of 16, at most 256. One warpgroup, both operands K-major in shared memory, no
