@@ -32,6 +32,9 @@
 #include "ght/ops.h"
 #include "engine/passes/autodiff.h"
 #include "kernels/cuda/device.h"
+#ifdef PILLARS_HAVE_CUDA
+#include "kernels/cuda/softmax.h"
+#endif
 
 using namespace pillars;
 
@@ -41,6 +44,22 @@ bool no_gpu() {
   if (cuda_device_count() > 0) return false;
   MESSAGE("skipped: ", cuda_unavailable_reason());
   return true;
+}
+
+// kernels/cuda/softmax.h's cluster switch (a build without CUDA has neither kernels nor switch).
+bool softmax_clusters_available() {
+#ifdef PILLARS_HAVE_CUDA
+  return cuda::softmax_clusters_available();
+#else
+  return false;
+#endif
+}
+bool set_softmax_clusters([[maybe_unused]] bool on) {
+#ifdef PILLARS_HAVE_CUDA
+  return cuda::set_softmax_clusters(on);
+#else
+  return false;
+#endif
 }
 
 // A case under construction: the graph, the host values of its leaves, and which f32 leaves
@@ -269,10 +288,24 @@ TEST_CASE("cuda ops: softmax, layer norm, cross-entropy, embedding, dropout, mas
   // Every kernel of kernels/cuda/softmax.cu: rows in registers (≤ 8192), parked in shared memory
   // (20000, 9999 without 16-byte units, 40000 forward only), and two passes (40000 backward, 70000).
   // Without 16-byte units (a length not a multiple of 4) too: one warp with several floats per lane
-  // (999), the 256-thread register layout (5001), and two passes (70001).
-  for (int64_t len : {1, 7, 32, 100, 999, 1000, 5000, 5001, 9999, 20000, 40000, 70000, 70001}) {
-    check_op(str_cat("softmax len ", len), 1e-5, [&](Case& c) { return ops::softmax(c.g, c.input({3, len}), -1); });
-    check_op(str_cat("log_softmax len ", len), 1e-5, [&](Case& c) { return ops::log_softmax(c.g, c.input({3, len}), -1); });
+  // (999), the 256-thread register layout (5001), and two passes (70001). On Hopper, rows of 8k–64k
+  // go to the cluster kernels (9999, 20000, 40000; 8200 with a last slice of 4 floats), so those
+  // lengths run twice there, with the clusters and without; 300 rows of 20000 make each cluster
+  // walk several rows (both halves of the double-buffered exchange).
+  const bool clusters = softmax_clusters_available();
+  MESSAGE(std::string(clusters ? "softmax: this GPU runs the cluster kernels too" : "softmax: no cluster kernels on this GPU"));
+  for (const bool use_clusters : {false, true}) {
+    if (use_clusters && !clusters) continue;
+    const bool before = set_softmax_clusters(use_clusters);
+    for (int64_t len : {1, 7, 32, 100, 999, 1000, 5000, 5001, 8200, 9999, 20000, 40000, 70000, 70001}) {
+      if (use_clusters && (len <= 8192 || len > 65536)) continue;
+      CAPTURE(use_clusters);
+      check_op(str_cat("softmax len ", len), 1e-5, [&](Case& c) { return ops::softmax(c.g, c.input({3, len}), -1); });
+      check_op(str_cat("log_softmax len ", len), 1e-5, [&](Case& c) { return ops::log_softmax(c.g, c.input({3, len}), -1); });
+    }
+    check_op("softmax 300 rows of 20000", 1e-5, [&](Case& c) { return ops::softmax(c.g, c.input({300, 20000}), -1); });
+    check_op("log_softmax 300 rows of 20000", 1e-5, [&](Case& c) { return ops::log_softmax(c.g, c.input({300, 20000}), -1); });
+    set_softmax_clusters(before);
   }
   check_op("softmax middle axis", 1e-5, [](Case& c) { return ops::softmax(c.g, c.input({3, 17, 5}), 1); });
   for (int64_t D : {8, 64, 512, 1000, 2048}) {

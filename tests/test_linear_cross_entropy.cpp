@@ -209,12 +209,21 @@ void compare_steps(const testing::TinyStep& fused, const testing::TinyStep& plai
   double worst = 0;
   for (const auto& [name, g] : plain.grads) {
     CAPTURE(name);
+    // The key projection's bias adds the same q·b_k to every score of a query, which softmax
+    // ignores: its exact gradient is 0, and both runs hold rounding noise there, which need not
+    // agree between devices (the H200 saw relative differences of 1.3–2.0 on the GPU). Only its
+    // size is checked.
+    if (name.ends_with("k_proj.bias")) {
+      for (const std::vector<float>* run : {&g, &fused.grads.at(name)})
+        for (float e : *run) CHECK(std::fabs(e) < 1e-4f);
+      continue;
+    }
     const double d = max_relative_difference(fused.grads.at(name), g);
     worst = std::max(worst, d);
     CHECK(d <= bound);
   }
   MESSAGE("loss ", plain.loss, " vs ", fused.loss, "; largest relative gradient difference over ", plain.grads.size(),
-          " parameters: ", worst, "; arena ", plain.s.memory.arena_bytes, " → ", fused.s.memory.arena_bytes, " bytes");
+          " parameters (the key biases aside): ", worst, "; arena ", plain.s.memory.arena_bytes, " → ", fused.s.memory.arena_bytes, " bytes");
 }
 
 } // namespace

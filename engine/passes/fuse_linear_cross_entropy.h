@@ -29,7 +29,8 @@ namespace pillars {
 // (V = 10,000, 4,000 rows), 8, 16 and 32 MiB blocks were all within the run-to-run noise of the
 // unfused step's speed (±5 %), 2 MiB was 5 % slower, 32 MiB the fastest of them (`pillars bench
 // step`). On a GPU it gives blocks of 838 rows at V = 10,000 (products of 838 × 10,000 × 512 for
-// `base`); not yet measured there.
+// `base`); on an H200 the fused bf16 step was 4 % slower than the unfused one, its peak memory
+// 0.89× (docs/PERFORMANCE.md, 2026-11-27); other block sizes not tried there.
 constexpr int64_t kLinearCrossEntropyBlockBytes = int64_t{32} << 20;
 
 // block_bytes: the scratch for one block of logits; block_rows = block_bytes / (4·V), at least 1

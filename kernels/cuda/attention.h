@@ -54,7 +54,8 @@ void attention_backward(const AttentionArgs& a, const T* Q, const T* K, const T*
 size_t attention_backward_workspace(const AttentionArgs& a);
 
 // The Hopper forward (kernels/cuda/attention_hopper.cu: wgmma; bf16 tensors, D = 64, no dropout,
-// Precision::bf16). Off by default until a GPU has measured it: PILLARS_HOPPER_ATTENTION=1 in the
+// Precision::bf16). Off by default: on an H200 it ran at about half the mma.sync kernel's speed
+// (attention_hopper.cu's top comment). PILLARS_HOPPER_ATTENTION=1 in the
 // environment, or set_hopper_attention(true), turns it on wherever it applies; it returns whether
 // it was on before. ScopedHopperAttention turns it on or off for a scope (a test, a bench column).
 bool set_hopper_attention(bool on);

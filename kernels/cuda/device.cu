@@ -59,7 +59,10 @@ std::string cuda_memory_summary() {
 }
 
 size_t cuda_peak_memory_bytes() { return cuda::allocator_stats().peak_in_use; }
-void cuda_reset_peak_memory() { cuda::reset_peak_in_use(); }
+void cuda_reset_peak_memory() {
+  cuda::release_cached_blocks();
+  cuda::reset_peak_in_use();
+}
 
 void cuda_copy_to_device(void* dst, const void* src, size_t bytes) {
   if (bytes == 0) return;

@@ -29,7 +29,10 @@ void* cuda_malloc_or_throw(size_t bytes);
 void cuda_free(void* p);
 std::string cuda_memory_summary(); // "in use 1.2 GB, cached 0.3 GB, peak 2.0 GB, 14 cudaMalloc calls"
 // The most bytes of device tensors alive at once since the last reset (cuBLAS's and cuDNN's own
-// workspaces are not counted); a reset starts the peak from what is alive now.
+// workspaces are not counted); a reset starts the peak from what is alive now. A reset also
+// returns the allocator's cached blocks to the driver: a cached block may serve a request up to
+// half its size and counts whole, so a measurement after a larger one would see the larger one's
+// blocks (the H200's first `bench step` run showed every row at the fp32 row's peak).
 size_t cuda_peak_memory_bytes();
 void cuda_reset_peak_memory();
 

@@ -14,7 +14,16 @@
 //   Both read x once and write y once — the memory traffic of a copy — with 16-byte loads when
 //   len % 4 == 0 and the pointers are 16-byte aligned. The reductions are shuffles inside a warp
 //   (plus one exchange through shared memory for a block); statistics are fp32.
-//   * len > 8192, while the row fits in shared memory (227 KB a block on Hopper: 56k floats
+//   * 8192 < len ≤ 65536 on Hopper (thread-block clusters): the row is split over a cluster of
+//     c = ⌈len / 8192⌉ ≤ 8 blocks of 256 threads, block r keeping the slice [r·chunk, (r+1)·chunk)
+//     in registers as above. Each block reduces its slice to a pair (m_r, s_r), with
+//     s_r = Σ exp(x − m_r) over the slice; the pairs meet in distributed shared memory (a block
+//     reads its partners' shared memory directly, after one cluster barrier), and every block
+//     combines them in rank order: M = max_r m_r, S = Σ_r s_r·exp(m_r − M). Again one read and one
+//     write of memory, and one barrier per row. On an H200 (docs/PERFORMANCE.md, 2026-11-27) the
+//     clusters reach 88 % of copy bandwidth at 16k and 82 % at 32k, where the shared-memory kernel
+//     below gave 86 % and 57 % (a 128 KB row leaves room for one block per SM).
+//   * len > 8192 elsewhere, while the row fits in shared memory (227 KB a block on Hopper: 56k floats
 //     forward; y and dy together, 28k, backward): a block of 512 threads per row, each thread
 //     parking the elements it reads in shared memory as it goes. Pass 1 keeps a running (max, sum)
 //     per thread — when a new element x exceeds the running max m, the sum is rescaled:
@@ -36,12 +45,14 @@
 // The API is softmax.h; engine/ops/cuda/softmax.cu adapts the ops to it.
 #include "kernels/cuda/softmax.h"
 
+#include <cooperative_groups.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <climits>
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/cuda/rows.cuh"
 #include "kernels/cuda/runtime.h"
@@ -294,6 +305,169 @@ template <auto Kernel, class... Args> void launch_long(unsigned grid, size_t byt
   PILLARS_CUDA_LAUNCHED(name);
 }
 
+// ---- rows split over a thread-block cluster (Hopper) ---------------------------------------------
+
+constexpr int kMaxClusterBlocks = 8; // the portable cluster size
+using SliceLayout4 = RowLayout<256, 8, true>;   // a block's slice: 256 threads × 32 floats
+using SliceLayout1 = RowLayout<256, 32, false>;
+static_assert(SliceLayout4::kCapacity == kMaxRegisterRow && SliceLayout1::kCapacity == kMaxRegisterRow);
+
+// The slice of a row that block `rank` of a cluster keeps: [begin, begin + n), n ≤ chunk (the last
+// block's may be shorter, or empty).
+struct Slice {
+  int64_t begin;
+  int n;
+};
+__device__ Slice slice_of(int64_t len, int chunk, int rank) {
+  const int64_t begin = int64_t{rank} * chunk, left = len - begin;
+  return Slice{begin, left <= 0 ? 0 : left < chunk ? static_cast<int>(left) : chunk};
+}
+
+// Each cluster walks the rows rank by rank: row = cluster index, + number of clusters, ... . The
+// blocks publish one float2 per row in shared memory, double-buffered by the row's parity: a block
+// may write row k+1's value while a partner still reads row k's, and it cannot reach row k+2's
+// write before every partner has passed row k+1's barrier, i.e. has finished reading row k's.
+// Softmax: (m_r, s_r) as in the file comment. Backward: (Σ over the slice, unused).
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define PILLARS_SOFTMAX_CLUSTERS 1
+#endif
+
+template <bool kVec4>
+__global__ void __launch_bounds__(256)
+    forward_cluster_rows_kernel(int64_t rows, int64_t len, int chunk, const float* __restrict__ x, float* __restrict__ y,
+                                bool log) {
+#ifdef PILLARS_SOFTMAX_CLUSTERS
+  using L = std::conditional_t<kVec4, SliceLayout4, SliceLayout1>;
+  namespace cg = cooperative_groups;
+  __shared__ float scratch[32];
+  __shared__ float2 published[2]; // this block's (m_r, s_r), by row parity
+  const cg::cluster_group cluster = cg::this_cluster();
+  const int rank = static_cast<int>(cluster.block_rank()), blocks = static_cast<int>(cluster.num_blocks());
+  const Slice slice = slice_of(len, chunk, rank);
+  const int64_t clusters = gridDim.x / blocks;
+  int parity = 0;
+  for (int64_t row = blockIdx.x / blocks; row < rows; row += clusters, parity ^= 1) {
+    float v[L::kPerThread];
+    load_share<L>(x + row * len + slice.begin, slice.n, threadIdx.x, v, kNegInf);
+    float m = kNegInf;
+#pragma unroll
+    for (int j = 0; j < L::kPerThread; ++j) m = fmaxf(m, v[j]);
+    m = team_reduce<256>(m, Max{}, scratch);
+    const float shift = m == kNegInf ? 0.0f : m;
+    float s = 0.0f;
+#pragma unroll
+    for (int j = 0; j < L::kPerThread; ++j) {
+      const float e = expf(v[j] - shift);
+      s += e;
+      if (!log) v[j] = e; // softmax keeps exp(x − m_r); log-softmax keeps x
+    }
+    s = team_reduce<256>(s, Sum{}, scratch);
+    if (threadIdx.x == 0) published[parity] = make_float2(m, s);
+    cluster.sync();
+    // Every thread combines the cluster's pairs in rank order (the same bits in every block),
+    // online: a larger m_r rescales the sum so far, S ← S·exp(M − m_r).
+    float M = kNegInf, S = 0.0f;
+    for (int r = 0; r < blocks; ++r) {
+      const float2 pair = *cluster.map_shared_rank(&published[parity], r);
+      if (pair.x == kNegInf) continue; // an all −inf (or empty) slice: s_r = 0
+      if (pair.x > M) {
+        S *= expf(M - pair.x); // (M = −inf: S is 0 and exp gives 0)
+        M = pair.x;
+      }
+      S += pair.y * expf(pair.x - M);
+    }
+    const float row_shift = M == kNegInf ? 0.0f : M;
+    if (log) {
+      const float log_sum = S > 0.0f ? logf(S) : 0.0f;
+#pragma unroll
+      for (int j = 0; j < L::kPerThread; ++j) v[j] = v[j] - row_shift - log_sum;
+    } else {
+      // y = exp(x − m_r) · exp(m_r − M) / S
+      const float scale = S > 0.0f && m != kNegInf ? expf(m - row_shift) / S : 0.0f;
+#pragma unroll
+      for (int j = 0; j < L::kPerThread; ++j) v[j] *= scale;
+    }
+    store_share<L>(y + row * len + slice.begin, slice.n, threadIdx.x, v);
+  }
+  cluster.sync(); // no block may leave while a partner can still read its shared memory
+#endif
+}
+
+template <bool kVec4>
+__global__ void __launch_bounds__(256)
+    backward_cluster_rows_kernel(int64_t rows, int64_t len, int chunk, const float* __restrict__ y,
+                                 const float* __restrict__ dy, float* __restrict__ dx, bool log) {
+#ifdef PILLARS_SOFTMAX_CLUSTERS
+  using L = std::conditional_t<kVec4, SliceLayout4, SliceLayout1>;
+  namespace cg = cooperative_groups;
+  __shared__ float scratch[32];
+  __shared__ float published[2]; // this block's part of the dot product, by row parity
+  const cg::cluster_group cluster = cg::this_cluster();
+  const int rank = static_cast<int>(cluster.block_rank()), blocks = static_cast<int>(cluster.num_blocks());
+  const Slice slice = slice_of(len, chunk, rank);
+  const int64_t clusters = gridDim.x / blocks;
+  int parity = 0;
+  for (int64_t row = blockIdx.x / blocks; row < rows; row += clusters, parity ^= 1) {
+    float yv[L::kPerThread], g[L::kPerThread];
+    load_share<L>(y + row * len + slice.begin, slice.n, threadIdx.x, yv, 0.0f); // padding 0: adds nothing
+    load_share<L>(dy + row * len + slice.begin, slice.n, threadIdx.x, g, 0.0f);
+    float dot = 0.0f; // Σ g (log-softmax) or Σ g·y (softmax) over the slice
+#pragma unroll
+    for (int j = 0; j < L::kPerThread; ++j) dot += log ? g[j] : g[j] * yv[j];
+    dot = team_reduce<256>(dot, Sum{}, scratch);
+    if (threadIdx.x == 0) published[parity] = dot;
+    cluster.sync();
+    float total = 0.0f; // over the whole row, in rank order
+    for (int r = 0; r < blocks; ++r) total += *cluster.map_shared_rank(&published[parity], r);
+#pragma unroll
+    for (int j = 0; j < L::kPerThread; ++j) g[j] = log ? g[j] - expf(yv[j]) * total : yv[j] * (g[j] - total);
+    store_share<L>(dx + row * len + slice.begin, slice.n, threadIdx.x, g);
+  }
+  cluster.sync();
+#endif
+}
+
+bool g_use_clusters = true;
+
+// Whether this device and this build can run the cluster kernels: a Hopper GPU (or newer), and
+// sm_90 code in the binary (a build for 80 alone has only the empty kernel bodies).
+bool clusters_available() {
+  static const bool available = [] {
+    if (device_properties().major < 9) return false;
+    cudaFuncAttributes attributes{};
+    return cudaFuncGetAttributes(&attributes, forward_cluster_rows_kernel<true>) == cudaSuccess &&
+           attributes.binaryVersion >= 90;
+  }();
+  return available;
+}
+
+// Launches a cluster kernel over `rows` rows of `len` floats (kMaxRegisterRow < len ≤
+// kMaxClusterBlocks · kMaxRegisterRow): clusters of ⌈len / 8192⌉ blocks, each block a slice of
+// `chunk` floats (a multiple of 4, so every slice stays 16-byte aligned), as many clusters as keep
+// about four blocks on every SM (each cluster then walks several rows).
+template <auto Kernel, class... Args> void launch_clusters(int64_t rows, int64_t len, const char* name, Args... args) {
+  const int blocks = static_cast<int>((len + kMaxRegisterRow - 1) / kMaxRegisterRow);
+  const int chunk = static_cast<int>(((len + blocks - 1) / blocks + 3) / 4 * 4);
+  const int64_t clusters = std::min<int64_t>(rows, std::max<int64_t>(1, 4 * device_properties().multiProcessorCount / blocks));
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(static_cast<unsigned>(clusters * blocks));
+  config.blockDim = dim3(256);
+  config.stream = stream();
+  cudaLaunchAttribute attribute{};
+  attribute.id = cudaLaunchAttributeClusterDimension;
+  attribute.val.clusterDim.x = static_cast<unsigned>(blocks);
+  attribute.val.clusterDim.y = 1;
+  attribute.val.clusterDim.z = 1;
+  config.attrs = &attribute;
+  config.numAttrs = 1;
+  PILLARS_CUDA_CHECK(cudaLaunchKernelEx(&config, Kernel, rows, len, chunk, args...));
+  PILLARS_CUDA_LAUNCHED(name);
+}
+
+bool use_clusters(int64_t len) {
+  return g_use_clusters && len > kMaxRegisterRow && len <= kMaxClusterBlocks * kMaxRegisterRow && clusters_available();
+}
+
 // ---- strided rows (inner > 1): a thread per column -----------------------------------------------
 
 __global__ void __launch_bounds__(kColumnThreads)
@@ -336,6 +510,14 @@ __global__ void __launch_bounds__(kColumnThreads) backward_columns_kernel(int64_
 
 } // namespace
 
+bool set_softmax_clusters(bool on) {
+  const bool before = g_use_clusters;
+  g_use_clusters = on;
+  return before;
+}
+
+bool softmax_clusters_available() { return clusters_available(); }
+
 void softmax_forward(int64_t outer, int64_t len, int64_t inner, const float* x, float* y, bool log) {
   if (outer <= 0 || len <= 0 || inner <= 0) return;
   if (inner > 1) {
@@ -348,6 +530,12 @@ void softmax_forward(int64_t outer, int64_t len, int64_t inner, const float* x, 
   if (len <= kMaxRegisterRow) {
     if (vec4) forward_in_registers<true>(outer, static_cast<int>(len), x, y, log);
     else forward_in_registers<false>(outer, static_cast<int>(len), x, y, log);
+    return;
+  }
+  if (use_clusters(len)) {
+    const char* name = "softmax forward_cluster_rows_kernel";
+    if (vec4) launch_clusters<forward_cluster_rows_kernel<true>>(outer, len, name, x, y, log);
+    else launch_clusters<forward_cluster_rows_kernel<false>>(outer, len, name, x, y, log);
     return;
   }
   const size_t parked = static_cast<size_t>(len) * sizeof(float);
@@ -376,6 +564,12 @@ void softmax_backward(int64_t outer, int64_t len, int64_t inner, const float* y,
   if (len <= kMaxRegisterRow) {
     if (vec4) backward_in_registers<true>(outer, static_cast<int>(len), y, dy, dx, log);
     else backward_in_registers<false>(outer, static_cast<int>(len), y, dy, dx, log);
+    return;
+  }
+  if (use_clusters(len)) {
+    const char* name = "softmax backward_cluster_rows_kernel";
+    if (vec4) launch_clusters<backward_cluster_rows_kernel<true>>(outer, len, name, y, dy, dx, log);
+    else launch_clusters<backward_cluster_rows_kernel<false>>(outer, len, name, y, dy, dx, log);
     return;
   }
   const size_t parked = 2 * static_cast<size_t>(len) * sizeof(float); // y and dy
