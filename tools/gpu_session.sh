@@ -1,15 +1,19 @@
 #!/bin/sh
 # The one command of a short session on a GPU machine: unpack the bundle that tools/gpu_bundle.sh
 # made elsewhere, run first the GPU test cases that have never run on a GPU, then every GPU check
-# and benchmark (tools/gpu_check.sh), then a short end-to-end training run on the GPU. Every log
+# and benchmark (tools/gpu_check.sh), then short end-to-end training runs on the GPU. Every log
 # lands in OUT_DIR; the summary lines are printed as they come. Meant to finish in about 9 minutes.
+# At the end OUT_DIR/logs.tar.gz holds every log and run record (no checkpoints): one file to
+# bring back from a machine that returns few files. The binaries are unpacked into a temporary
+# folder, not into OUT_DIR.
 #
 # Usage: tools/gpu_session.sh BUNDLE_DIR OUT_DIR
 #   FIRST='cuda wgmma*,...'   the never-run cases to run first (default: the list below), one
 #                              process per pattern, FIRST_SECONDS each (default 60), FIRST_BUDGET
 #                              in all (default 200)
 #   BENCHES, SANITIZER_SECONDS  passed to tools/gpu_check.sh (defaults: all three benches, 150 s)
-#   E2E=0                      skip the end-to-end run; E2E_SECONDS its time limit (default 180)
+#   E2E=0                      skip the end-to-end runs; E2E_EXPERIMENTS which (default GHT, Michel,
+#                              Voita), E2E_SETTINGS their --set flags, E2E_SECONDS each one's limit (120)
 set -u
 BUNDLE=$1
 OUT=${2:-gpu-out}
@@ -21,8 +25,8 @@ elapsed() { echo $(($(date +%s) - start)); }
 # leaves it once a GPU session has seen it pass). Empty since 2026-11-27: every GPU case has run.
 FIRST=${FIRST:-}
 
-BIN=$OUT/bin
-mkdir -p "$BIN"
+BIN=$(mktemp -d)
+trap 'rm -rf "$BIN"' EXIT
 for b in pillars pillars_tests; do xz -dc "$BUNDLE/bin/$b.xz" >"$BIN/$b" && chmod +x "$BIN/$b"; done
 
 # Libraries: the bundle's own, then wherever this machine keeps CUDA's (the toolkit, or the
@@ -78,11 +82,20 @@ set +f
 echo "== tools/gpu_check.sh ($(elapsed) s)"
 SANITIZER_SECONDS=${SANITIZER_SECONDS:-150} sh tools/gpu_check.sh "$BIN" "$OUT/check"
 
+# End to end on the GPU, each experiment under E2E_SECONDS: GHT (GCT, V2S, GHT-PS), then the two
+# pruning baselines (Michel et al.'s importance, Voita et al.'s gates), in E2E_SETTINGS (default
+# bf16 with bf16 saved activations). Each run's log is e2e-NAME.log, its directory e2e-NAME/.
 if [ "${E2E:-1}" != 0 ] && [ -n "${PILLARS_DATA:-}" ]; then
-  echo "== end to end: experiments/ght/ght.json (GCT, V2S, GHT-PS) on the GPU, bf16, saved activations in bf16 ($(elapsed) s)"
-  timeout "${E2E_SECONDS:-180}" "$BIN/pillars" train experiments/ght/ght.json --out "$OUT/e2e" --set train.device=cuda \
-    --set train.precision=bf16 --set train.saved_activations=bf16 >"$OUT/e2e.log" 2>&1
-  echo "e2e: exit $?"
-  tail -5 "$OUT/e2e.log"
+  settings=${E2E_SETTINGS:---set train.precision=bf16 --set train.saved_activations=bf16}
+  for exp in ${E2E_EXPERIMENTS:-experiments/ght/ght.json experiments/ght/michel.json experiments/ght/voita.json}; do
+    name=$(basename "$exp" .json)
+    echo "== end to end: $exp on the GPU, $settings ($(elapsed) s)"
+    # shellcheck disable=SC2086 # settings is a list of arguments
+    timeout "${E2E_SECONDS:-120}" "$BIN/pillars" train "$exp" --out "$OUT/e2e-$name" --set train.device=cuda $settings \
+      >"$OUT/e2e-$name.log" 2>&1
+    echo "e2e $name: exit $?"
+    grep -E "^(stopped|prune|test BLEU)" "$OUT/e2e-$name.log" || tail -3 "$OUT/e2e-$name.log"
+  done
 fi
-echo "gpu_session: done in $(elapsed) s; logs in $OUT"
+(cd "$OUT" && find . \( -name '*.log' -o -name '*.json' -o -name '*.jsonl' -o -name '*.txt' \) -print | tar czf logs.tar.gz -T -)
+echo "gpu_session: done in $(elapsed) s; logs in $OUT (all of them in $OUT/logs.tar.gz)"

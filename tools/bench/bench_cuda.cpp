@@ -9,9 +9,10 @@
 // by tools/bench/torch_sdpa.py on the same shapes in the same process tree. FLOPs by
 // FlashAttention's convention: forward 4·B·H·T²·D (halved when causal), forward+backward 3.5× that.
 //
-// Softmax: rows of 1k … 32k floats, 2^28 bytes per tensor; GB/s counts one read and one write,
-// next to a device-to-device copy of the same bytes (the bandwidth ceiling), cudnnSoftmaxForward
-// on the same rows (in process, kernels/cuda/cudnn_softmax.h), and PyTorch's softmax.
+// Softmax: rows of 1k … 128k floats, 2^28 bytes per tensor, forward and backward; GB/s counts every
+// byte moved (forward: one read, one write; backward: two reads, one write), next to a
+// device-to-device copy (the bandwidth ceiling), cudnnSoftmaxForward/Backward on the same rows (in
+// process, kernels/cuda/cudnn_softmax.h), and PyTorch's forward softmax.
 // The cuDNN columns print "-" with the reason when cuDNN is unavailable.
 #include "tools/bench/bench_cuda.h"
 
@@ -194,37 +195,49 @@ int bench_cuda_attention(int repeats) {
 int bench_cuda_softmax(int repeats) {
   PILLARS_CHECK(cuda_device_count() > 0, "bench --device cuda: ", cuda_unavailable_reason());
   const int64_t total = int64_t{1} << 26; // floats per tensor: 256 MiB, far beyond L2
-  std::printf("softmax on %s: fp32 rows, %lld floats per tensor; GB/s counts one read + one write\n", cuda_device_name(0).c_str(),
-              static_cast<long long>(total));
+  std::printf("softmax on %s: fp32 rows, %lld floats per tensor; GB/s counts every byte read and written (forward: x, y; "
+              "backward: y, dy, dx)\n",
+              cuda_device_name(0).c_str(), static_cast<long long>(total));
   std::mt19937 rng(2);
-  DeviceBuffer x(total * 4), y(total * 4);
+  DeviceBuffer x(total * 4), y(total * 4), dy(total * 4), dx(total * 4);
   fill_random_f32(x, total, rng);
+  fill_random_f32(dy, total, rng);
   const double copy_ms = cuda_median_ms(repeats, [&] { cuda_copy_on_device(y.p, x.p, total * 4); });
-  const double bytes = 2.0 * static_cast<double>(total) * 4;
-  std::printf("device-to-device copy: %.0f GB/s (the ceiling)\n", bytes / (copy_ms * 1e-3) / 1e9);
+  const double bytes = 2.0 * static_cast<double>(total) * 4, copy_gbs = bytes / (copy_ms * 1e-3) / 1e9;
+  std::printf("device-to-device copy: %.0f GB/s (the ceiling)\n", copy_gbs);
   std::string spec;
-  const std::vector<int64_t> lens{1024, 2048, 4096, 8192, 16384, 32768};
+  // Up to 32k: registers and, on Hopper, clusters; 65,536 the longest row a cluster takes; 131,072
+  // the two-pass kernels.
+  const std::vector<int64_t> lens{1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072};
   for (int64_t len : lens) spec += str_cat(len, ";");
   const nlohmann::json torch =
       run_python("torch_softmax.py", str_cat("--repeats ", repeats, " --total ", total, " --lens '", spec, "'"));
   const bool cudnn = cuda::cudnn_available();
   if (cudnn)
-    std::printf("cuDNN column: cudnnSoftmaxForward (ACCURATE, INSTANCE), cuDNN %s, in this process\n", cuda::cudnn_version_string().c_str());
+    std::printf("cuDNN columns: cudnnSoftmaxForward/Backward (ACCURATE, INSTANCE), cuDNN %s, in this process; torch: forward only\n",
+                cuda::cudnn_version_string().c_str());
   else
-    std::printf("(cuDNN column skipped: %s)\n", cuda::cudnn_unavailable_reason().c_str());
-  std::printf("%7s | %9s %6s | %9s %9s\n", "len", "ours GB/s", "% copy", "cuDNN", "torch");
+    std::printf("(cuDNN columns skipped: %s)\n", cuda::cudnn_unavailable_reason().c_str());
+  std::printf("%7s | %9s %6s %9s %9s | %9s %6s %9s\n", "len", "fwd GB/s", "% copy", "cuDNN", "torch", "bwd GB/s", "% copy", "cuDNN");
+  const auto gbs = [](double moved, double ms) { return moved / (ms * 1e-3) / 1e9; };
   for (int64_t len : lens) {
-    const double ms = cuda_median_ms(repeats, [&] { cuda::softmax_forward(total / len, len, 1, x.as<float>(), y.as<float>(), false); });
-    const double gbs = bytes / (ms * 1e-3) / 1e9;
+    const int64_t rows = total / len;
+    const double fwd = gbs(bytes, cuda_median_ms(repeats, [&] { cuda::softmax_forward(rows, len, 1, x.as<float>(), y.as<float>(), false); }));
+    const double bwd = gbs(1.5 * bytes, cuda_median_ms(repeats, [&] {
+      cuda::softmax_backward(rows, len, 1, y.as<float>(), dy.as<float>(), dx.as<float>(), false);
+    }));
     const std::string key = std::to_string(len);
-    const std::string theirs = torch.contains(key) ? str_cat(static_cast<int>(bytes / (torch[key].get<double>() * 1e-3) / 1e9)) : "-";
-    std::string cudnn_gbs = "-";
+    const std::string theirs = torch.contains(key) ? str_cat(static_cast<int>(gbs(bytes, torch[key].get<double>()))) : "-";
+    std::string cudnn_fwd = "-", cudnn_bwd = "-";
     if (cudnn) {
-      const double cms = cuda_median_ms(repeats, [&] { cuda::cudnn_softmax_forward(total / len, len, x.as<float>(), y.as<float>()); });
-      cudnn_gbs = str_cat(static_cast<int>(bytes / (cms * 1e-3) / 1e9));
+      cudnn_fwd = str_cat(static_cast<int>(
+          gbs(bytes, cuda_median_ms(repeats, [&] { cuda::cudnn_softmax_forward(rows, len, x.as<float>(), y.as<float>()); }))));
+      cudnn_bwd = str_cat(static_cast<int>(gbs(1.5 * bytes, cuda_median_ms(repeats, [&] {
+        cuda::cudnn_softmax_backward(rows, len, y.as<float>(), dy.as<float>(), dx.as<float>());
+      }))));
     }
-    std::printf("%7lld | %9.0f %5.0f%% | %9s %9s\n", static_cast<long long>(len), gbs, 100.0 * copy_ms / ms, cudnn_gbs.c_str(),
-                theirs.c_str());
+    std::printf("%7lld | %9.0f %5.0f%% %9s %9s | %9.0f %5.0f%% %9s\n", static_cast<long long>(len), fwd, 100.0 * fwd / copy_gbs,
+                cudnn_fwd.c_str(), theirs.c_str(), bwd, 100.0 * bwd / copy_gbs, cudnn_bwd.c_str());
   }
   return 0;
 }
