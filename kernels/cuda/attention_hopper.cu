@@ -1,8 +1,8 @@
 // The attention forward on Hopper's warpgroup MMA (wgmma, sm_90a): bf16 Q, K, V, O, head dim 64,
-// no dropout. A first step towards FlashAttention-3's design. Measured on an H200 (2026-11-27,
-// docs/PERFORMANCE.md): as accurate as naive bf16 attention, but 121–151 TFLOP/s forward against
-// the mma.sync kernel's 227–288 (0.52–0.56×), so it stays off by default
-// (kernels/cuda/attention.h: set_hopper_attention, PILLARS_HOPPER_ATTENTION=1); where it
+// no dropout. A first step towards FlashAttention-3's design. Its first version, measured on an
+// H200 (2026-11-27, docs/PERFORMANCE.md), was as accurate as naive bf16 attention but reached
+// 121–151 TFLOP/s forward against the mma.sync kernel's 227–288 (0.52–0.56×), so it stays off by
+// default (kernels/cuda/attention.h: set_hopper_attention, PILLARS_HOPPER_ATTENTION=1); where it
 // does not apply, the mma.sync kernels of attention_tensor_core.cu run, as they do on every GPU
 // before Hopper. The math, the masks and the outputs are those of attention_tensor_core.cu's
 // forward (FlashAttention-2's online softmax in base 2, lse = ln 2 · (m + log2 l)).
@@ -14,24 +14,27 @@
 //     mask, online softmax on S          per warp, on its 16 rows (as the mma.sync kernel does)
 //     Õ (64 × 64) += bf16(P) V           4 × wgmma m64n64k16, P from registers, Vᵀ from shared memory
 //
-// THE PIPELINE (two buffers for K and Vᵀ; everything below is one thread block):
+// THE PIPELINE (two buffers for K and Vᵀ, one for V as it arrives; everything is one thread block):
 //
-//   tile n:   wait K[n], Vᵀ[n] ─ barrier ─┬─ cp.async K[n+1] → buffer (n+1) mod 2   (in flight)
-//                                         ├─ load V[n+1] rows into registers       (in flight)
-//                                         ├─ S = Q Kᵀ[n] ─ softmax ─ Õ += P V[n]   (tensor cores)
-//                                         └─ scatter V[n+1] transposed → Vᵀ buffer (n+1) mod 2
+//   tile n:   barrier ─┬─ cp.async K[n+1] → K buffer (n+1) mod 2, V[n+1] → V      (in flight)
+//                      ├─ S = Q Kᵀ[n] ─ softmax ─ Õ += P Vᵀ[n]                  (tensor cores)
+//                      └─ wait for the copies ─ barrier ─ V → Vᵀ buffer (n+1) mod 2 (ldmatrix.trans)
 //
 // so the copies of tile n + 1 run under the products of tile n. What FlashAttention-3 adds and this
 // kernel does not have yet: operands loaded by TMA with mbarriers, a producer warpgroup that only
-// copies (warp specialisation, setmaxnreg), swizzled shared memory, and the softmax of one tile
-// overlapped with the products of the next (ping-pong between the warpgroups). Those
-// are what it needs: on the H200 it reached 0.31× cuDNN at 4k keys, the mma.sync kernel 0.59×.
+// copies (warp specialisation, setmaxnreg), swizzled shared memory, wgmma reading V directly
+// through its transpose bit, and the softmax of one tile overlapped with the products of the next
+// (ping-pong between the warpgroups). Those are what it needs: on the H200 (2026-11-27) the
+// first version, which transposed V by scattering single values from registers, reached 0.31×
+// cuDNN at 4k keys, the mma.sync kernel 0.59×. The version here (conflict-free staging, V
+// transposed by ldmatrix) has not run on a GPU yet.
 //
 // SHARED MEMORY: every tile is K-major in wgmma's no-swizzle core-matrix layout
-// (kernels/cuda/wgmma_layout.h). Q (128 × 64) and K (64 keys × 64) are K-major as they lie in
-// memory, so 16-byte chunks go straight in with cp.async. O += P V needs V as Bᵀ, (64 dims × 64
-// keys) with the keys contiguous: V is transposed on its way in (through registers). Slots at or
-// past the key limit are staged as zeros and never read from memory (attention.h).
+// (kernels/cuda/wgmma_layout.h). Q (128 × 64), K (64 keys × 64) and V (64 keys × 64) are K-major as
+// they lie in memory, so 16-byte chunks go straight in with cp.async. O += P V needs V as Bᵀ,
+// (64 dims × 64 keys) with the keys contiguous: each V tile is transposed inside shared memory
+// (transpose_values). Slots at or past the key limit are staged as zeros and never read from
+// memory (attention.h).
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -54,7 +57,7 @@ constexpr int kWarpgroups = 2;                   // each owns 64 queries
 constexpr int kThreads = 128 * kWarpgroups;
 constexpr int kBlockQ = 64 * kWarpgroups;        // queries per block
 constexpr int kTileBytes = 64 * kD * 2;          // one (64 × 64) bf16 tile
-constexpr size_t kSmem = size_t(kWarpgroups + 4) * kTileBytes; // Q, 2 × K, 2 × Vᵀ: 48 KB
+constexpr size_t kSmem = size_t(kWarpgroups + 5) * kTileBytes; // Q, 2 × K, V, 2 × Vᵀ: 56 KB
 
 std::atomic<int64_t> g_launches{0};
 
@@ -64,42 +67,42 @@ constexpr int kBlockK = 64;     // keys per tile
 constexpr int kChunks = kD / 8; // 16-byte chunks in a row of 64 bf16
 
 // Rows [row0, row0 + rows) of a (·, 64) head into a K-major tile (64 columns), 16 bytes at a time by
-// cp.async; rows ≥ valid are zero.
+// cp.async; rows ≥ valid are zero. Chunk c is row 8·(c / 64) + c mod 8, columns 8·((c / 8) mod 8)
+// onwards: the 8 threads of each quarter-warp (one shared-memory wavefront of 16-byte writes) take
+// 8 different rows of one core-matrix column, i.e. the 8 different 16-byte slots of a core matrix,
+// so no two collide on a bank; a warp still reads 64 contiguous bytes of each of 8 rows (whole
+// 32-byte sectors). (Row-major chunk order put a quarter-warp's 8 chunks 128 bytes apart: one bank
+// group, 8-way conflicts.)
 __device__ __forceinline__ void stage_kmajor(uint8_t* tile, const bf16* X, int64_t base, int64_t stride, int row0,
                                              int rows, int valid) {
   for (int c = threadIdx.x; c < rows * kChunks; c += kThreads) {
-    const int r = c / kChunks, k8 = c % kChunks;
+    const int r = 8 * (c / 64) + c % 8, k8 = (c / 8) % 8;
     uint8_t* dst = tile + wgmma::kmajor_offset(r, 8 * k8, kD);
     if (row0 + r < valid) cp_async_16(smem_u32(dst), X + base + int64_t{row0 + r} * stride + 8 * k8);
     else *reinterpret_cast<uint4*>(dst) = make_uint4(0, 0, 0, 0);
   }
 }
 
-// The value tile's chunks this thread moves: keys [j0, j0 + 64), 16 bytes (8 dimensions) each.
-constexpr int kValueChunksPerThread = kBlockK * kChunks / kThreads; // 2
-
-__device__ __forceinline__ void load_values(uint4 (&v)[kValueChunksPerThread], const bf16* V, int64_t base,
-                                            int64_t stride, int j0, int valid) {
+// Vᵀ (64 dimensions × 64 keys, K-major: keys contiguous) from the value tile V (64 keys × 64
+// dimensions, K-major as staged), through ldmatrix.trans: warp w transposes the 8 core matrices of
+// keys 8w .. 8w + 7, four per ldmatrix.x4. Lane l gives the address of row l mod 8 of matrix l / 8
+// and receives, of each matrix, dimension l / 4 of keys 2·(l mod 4) and + 1, which is 4 bytes at
+// byte 4·l of the transposed core matrix: every store of a warp fills one core matrix, 128
+// contiguous bytes, without bank conflicts. (This replaced scattering single bf16 values from
+// registers, 8-way bank conflicts on every store, which the H200 measured at half the speed of the
+// mma.sync kernel.)
+__device__ __forceinline__ void transpose_values(uint8_t* vt, const uint8_t* v) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
 #pragma unroll
-  for (int q = 0; q < kValueChunksPerThread; ++q) {
-    const int c = threadIdx.x + q * kThreads, j = c / kChunks, k8 = c % kChunks;
-    v[q] = j0 + j < valid ? *reinterpret_cast<const uint4*>(V + base + int64_t{j0 + j} * stride + 8 * k8)
-                          : make_uint4(0, 0, 0, 0);
+  for (int q = 0; q < 2; ++q) { // dimension blocks 4q .. 4q + 3
+    uint32_t r[4];
+    ldsm_x4_trans(smem_u32(v + wgmma::kmajor_offset(8 * warp + lane % 8, 8 * (4 * q + lane / 8), kD)), r);
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+      *reinterpret_cast<uint32_t*>(vt + wgmma::kmajor_offset(8 * (4 * q + i) + lane / 4, 8 * warp + 2 * (lane % 4), kBlockK)) = r[i];
   }
 }
-
-// The chunks into Vᵀ (64 dimensions × 64 keys, K-major: keys contiguous): dimension d of key j at
-// row d, column j.
-__device__ __forceinline__ void store_values_transposed(uint8_t* vt, const uint4 (&v)[kValueChunksPerThread]) {
-#pragma unroll
-  for (int q = 0; q < kValueChunksPerThread; ++q) {
-    const int c = threadIdx.x + q * kThreads, j = c / kChunks, k8 = c % kChunks;
-    bf16 x[8];
-    memcpy(x, &v[q], sizeof x);
-#pragma unroll
-    for (int i = 0; i < 8; ++i) *reinterpret_cast<bf16*>(vt + wgmma::kmajor_offset(8 * k8 + i, j, kBlockK)) = x[i];
-  }
-}
+static_assert(kThreads / 32 == kBlockK / 8, "one warp per 8 keys of the value tile");
 
 // The descriptor of k-step `step` (16 columns) of a K-major tile with 64 columns at `tile`.
 __device__ __forceinline__ uint64_t step_descriptor(const uint8_t* tile, int step) {
@@ -117,6 +120,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   uint8_t* Qs = reinterpret_cast<uint8_t*>(smem_u4); // (128 queries × 64): warpgroup wg's 64 at wg · kTileBytes
   uint8_t* Ks = Qs + kWarpgroups * kTileBytes;       // 2 buffers of (64 keys × 64)
   uint8_t* Vts = Ks + 2 * kTileBytes;                // 2 buffers of (64 dims × 64 keys): Vᵀ
+  uint8_t* Vs = Vts + 2 * kTileBytes;                // (64 keys × 64 dims): V as staged, before transposing
   const int wg = threadIdx.x / 128, warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const int bh = blockIdx.x, b = bh / p.H, h = bh % p.H;
   const int i0 = (gridDim.y - 1 - blockIdx.y) * kBlockQ;
@@ -133,13 +137,14 @@ __global__ void __launch_bounds__(kThreads, 1)
 
   wgmma::Accumulator o = {};
   float m[2] = {-kInf, -kInf}, l[2] = {0.0f, 0.0f};
-  uint4 values[kValueChunksPerThread];
   if (n_tiles > 0) {
     stage_kmajor(Qs, Q, q_base, stride, i0, kBlockQ, p.Tq);
     stage_kmajor(Ks, K, k_base, stride, 0, kBlockK, mask.limit);
+    stage_kmajor(Vs, V, k_base, stride, 0, kBlockK, mask.limit);
     cp_async_commit();
-    load_values(values, V, k_base, stride, 0, mask.limit);
-    store_values_transposed(Vts, values);
+    cp_async_wait_all();
+    __syncthreads(); // V complete: other threads' copies are read below
+    transpose_values(Vts, Vs);
   }
   for (int n = 0; n < n_tiles; ++n) {
     const int buf = n & 1, j0 = n * kBlockK;
@@ -147,10 +152,10 @@ __global__ void __launch_bounds__(kThreads, 1)
     wgmma::fence_shared_to_async(); // this thread's stores (cp.async and plain) → wgmma's reads
     __syncthreads();                // tile n is complete; every warpgroup is done with tile n − 1
     const bool more = n + 1 < n_tiles;
-    if (more) { // tile n + 1: K by cp.async, V into registers, both in flight during the products
+    if (more) { // tile n + 1: K and V by cp.async, in flight during the products
       stage_kmajor(Ks + (buf ^ 1) * kTileBytes, K, k_base, stride, j0 + kBlockK, kBlockK, mask.limit);
+      stage_kmajor(Vs, V, k_base, stride, j0 + kBlockK, kBlockK, mask.limit);
       cp_async_commit();
-      load_values(values, V, k_base, stride, j0 + kBlockK, mask.limit);
     }
     if (j0 < wg_keys) {
       wgmma::Accumulator s = {};
@@ -177,7 +182,11 @@ __global__ void __launch_bounds__(kThreads, 1)
       wgmma::wait<0>();
       wgmma::fence_operand(o);
     }
-    if (more) store_values_transposed(Vts + (buf ^ 1) * kTileBytes, values);
+    if (more) { // Vᵀ of tile n + 1 (its buffer held tile n − 1, which every warpgroup is done with)
+      cp_async_wait_all();
+      __syncthreads(); // V of tile n + 1 complete, from every thread's copies
+      transpose_values(Vts + (buf ^ 1) * kTileBytes, Vs);
+    }
   }
 
 #pragma unroll
