@@ -288,8 +288,9 @@ TEST_CASE("cuda ops: softmax, layer norm, cross-entropy, embedding, dropout, mas
   // Every kernel of kernels/cuda/softmax.cu: rows in registers (≤ 8192), parked in shared memory
   // (20000, 9999 without 16-byte units, 40000 forward only), and two passes (40000 backward, 70000).
   // Without 16-byte units (a length not a multiple of 4) too: one warp with several floats per lane
-  // (999), the 256-thread register layout (5001), and two passes (70001). On Hopper, rows of 8k–64k
-  // go to the cluster kernels (9999, 20000, 40000; 8200 with a last slice of 4 floats), so those
+  // (999), the 256-thread register layout (5001), and two passes (70001). On Hopper, rows of 8k–128k
+  // go to the cluster kernels (9999, 20000, 40000, and 70000 and 70001 in clusters of 9 blocks where
+  // the GPU can schedule them; 8200 with a last slice of 4 floats), so those
   // lengths run twice there, with the clusters and without; 300 rows of 20000 make each cluster
   // walk several rows (both halves of the double-buffered exchange).
   const bool clusters = softmax_clusters_available();
@@ -298,7 +299,7 @@ TEST_CASE("cuda ops: softmax, layer norm, cross-entropy, embedding, dropout, mas
     if (use_clusters && !clusters) continue;
     const bool before = set_softmax_clusters(use_clusters);
     for (int64_t len : {1, 7, 32, 100, 999, 1000, 5000, 5001, 8200, 9999, 20000, 40000, 70000, 70001}) {
-      if (use_clusters && (len <= 8192 || len > 65536)) continue;
+      if (use_clusters && (len <= 8192 || len > 131072)) continue;
       CAPTURE(use_clusters);
       check_op(str_cat("softmax len ", len), 1e-5, [&](Case& c) { return ops::softmax(c.g, c.input({3, len}), -1); });
       check_op(str_cat("log_softmax len ", len), 1e-5, [&](Case& c) { return ops::log_softmax(c.g, c.input({3, len}), -1); });

@@ -98,8 +98,10 @@ __device__ __forceinline__ void transpose_values(uint8_t* vt, const uint8_t* v) 
     uint32_t r[4];
     ldsm_x4_trans(smem_u32(v + wgmma::kmajor_offset(8 * warp + lane % 8, 8 * (4 * q + lane / 8), kD)), r);
 #pragma unroll
-    for (int i = 0; i < 4; ++i)
-      *reinterpret_cast<uint32_t*>(vt + wgmma::kmajor_offset(8 * (4 * q + i) + lane / 4, 8 * warp + 2 * (lane % 4), kBlockK)) = r[i];
+    for (int i = 0; i < 4; ++i) {
+      const int d = 8 * (4 * q + i) + lane / 4, j = 8 * warp + 2 * (lane % 4); // dimension, first of two keys
+      *reinterpret_cast<uint32_t*>(vt + wgmma::kmajor_offset(d, j, kBlockK)) = r[i];
+    }
   }
 }
 static_assert(kThreads / 32 == kBlockK / 8, "one warp per 8 keys of the value tile");

@@ -14,8 +14,9 @@
 //   Both read x once and write y once — the memory traffic of a copy — with 16-byte loads when
 //   len % 4 == 0 and the pointers are 16-byte aligned. The reductions are shuffles inside a warp
 //   (plus one exchange through shared memory for a block); statistics are fp32.
-//   * 8192 < len ≤ 65536 on Hopper (thread-block clusters): the row is split over a cluster of
-//     c = ⌈len / 8192⌉ ≤ 8 blocks of 256 threads, block r keeping the slice [r·chunk, (r+1)·chunk)
+//   * 8192 < len ≤ 131072 on Hopper (thread-block clusters): the row is split over a cluster of
+//     c = ⌈len / 8192⌉ ≤ 16 blocks of 256 threads (more than 8 only where the GPU can schedule
+//     such a cluster), block r keeping the slice [r·chunk, (r+1)·chunk)
 //     in registers as above. Each block reduces its slice to a pair (m_r, s_r), with
 //     s_r = Σ exp(x − m_r) over the slice; the pairs meet in distributed shared memory (a block
 //     reads its partners' shared memory directly, after one cluster barrier), and every block
@@ -23,8 +24,9 @@
 //     write of memory, and one barrier per row. On an H200 (docs/PERFORMANCE.md, 2026-11-27) the
 //     clusters reach 88 % of copy bandwidth at 16k and 82 % at 32k, where the shared-memory kernel
 //     below gave 86 % and 57 % (a 128 KB row leaves room for one block per SM).
-//   * len > 8192 elsewhere, while the row fits in shared memory (227 KB a block on Hopper: 56k floats
-//     forward; y and dy together, 28k, backward): a block of 512 threads per row, each thread
+//   * len > 8192 elsewhere (GPUs before Hopper, longer rows, a cluster the GPU cannot schedule),
+//     while the row fits in shared memory (227 KB a block on Hopper: 56k floats forward; y and dy
+//     together, 28k, backward): a block of 512 threads per row, each thread
 //     parking the elements it reads in shared memory as it goes. Pass 1 keeps a running (max, sum)
 //     per thread — when a new element x exceeds the running max m, the sum is rescaled:
 //     s ← s·exp(m − x) — and the block combines them: M = max of the threads' m,
@@ -307,7 +309,8 @@ template <auto Kernel, class... Args> void launch_long(unsigned grid, size_t byt
 
 // ---- rows split over a thread-block cluster (Hopper) ---------------------------------------------
 
-constexpr int kMaxClusterBlocks = 8; // the portable cluster size
+constexpr int kPortableClusterBlocks = 8; // every Hopper GPU schedules clusters this large
+constexpr int kMaxClusterBlocks = 16;     // larger clusters must be allowed per kernel, and may not fit
 using SliceLayout4 = RowLayout<256, 8, true>;   // a block's slice: 256 threads × 32 floats
 using SliceLayout1 = RowLayout<256, 32, false>;
 static_assert(SliceLayout4::kCapacity == kMaxRegisterRow && SliceLayout1::kCapacity == kMaxRegisterRow);
@@ -318,16 +321,16 @@ struct Slice {
   int64_t begin;
   int n;
 };
-__device__ Slice slice_of(int64_t len, int chunk, int rank) {
+__device__ inline Slice slice_of(int64_t len, int chunk, int rank) {
   const int64_t begin = int64_t{rank} * chunk, left = len - begin;
   return Slice{begin, left <= 0 ? 0 : left < chunk ? static_cast<int>(left) : chunk};
 }
 
 // Each cluster walks the rows rank by rank: row = cluster index, + number of clusters, ... . The
-// blocks publish one float2 per row in shared memory, double-buffered by the row's parity: a block
+// blocks publish one value per row in shared memory, double-buffered by the row's parity: a block
 // may write row k+1's value while a partner still reads row k's, and it cannot reach row k+2's
 // write before every partner has passed row k+1's barrier, i.e. has finished reading row k's.
-// Softmax: (m_r, s_r) as in the file comment. Backward: (Σ over the slice, unused).
+// Forward: the pair (m_r, s_r) of the file comment. Backward: the slice's part of the dot product.
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 #define PILLARS_SOFTMAX_CLUSTERS 1
 #endif
@@ -444,11 +447,15 @@ bool clusters_available() {
 // Launches a cluster kernel over `rows` rows of `len` floats (kMaxRegisterRow < len ≤
 // kMaxClusterBlocks · kMaxRegisterRow): clusters of ⌈len / 8192⌉ blocks, each block a slice of
 // `chunk` floats (a multiple of 4, so every slice stays 16-byte aligned), as many clusters as keep
-// about four blocks on every SM (each cluster then walks several rows).
-template <auto Kernel, class... Args> void launch_clusters(int64_t rows, int64_t len, const char* name, Args... args) {
+// about four blocks on every SM (each cluster then walks several rows). Clusters of more than 8
+// blocks are "non-portable": the kernel must allow them, and the GPU may not be able to schedule
+// one (CUDA's occupancy query says); then nothing is launched and the answer is false, and the
+// caller runs the kernels every GPU has.
+template <auto Kernel, class... Args> bool launch_clusters(int64_t rows, int64_t len, const char* name, Args... args) {
   const int blocks = static_cast<int>((len + kMaxRegisterRow - 1) / kMaxRegisterRow);
   const int chunk = static_cast<int>(((len + blocks - 1) / blocks + 3) / 4 * 4);
-  const int64_t clusters = std::min<int64_t>(rows, std::max<int64_t>(1, 4 * device_properties().multiProcessorCount / blocks));
+  const int64_t clusters =
+      std::min<int64_t>(rows, std::max<int64_t>(1, 4 * device_properties().multiProcessorCount / blocks));
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(static_cast<unsigned>(clusters * blocks));
   config.blockDim = dim3(256);
@@ -460,8 +467,21 @@ template <auto Kernel, class... Args> void launch_clusters(int64_t rows, int64_t
   attribute.val.clusterDim.z = 1;
   config.attrs = &attribute;
   config.numAttrs = 1;
+  if (blocks > kPortableClusterBlocks) {
+    // Per cluster size: 0 not asked yet, 1 schedulable, −1 not (asked once per kernel and size).
+    static signed char schedulable[kMaxClusterBlocks + 1] = {};
+    if (schedulable[blocks] == 0) {
+      int active = 0;
+      const bool ok = cudaFuncSetAttribute(Kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) == cudaSuccess &&
+                      cudaOccupancyMaxActiveClusters(&active, Kernel, &config) == cudaSuccess && active > 0;
+      if (!ok) cudaGetLastError(); // clear the error: not being able to is an answer, not a failure
+      schedulable[blocks] = ok ? 1 : -1;
+    }
+    if (schedulable[blocks] < 0) return false;
+  }
   PILLARS_CUDA_CHECK(cudaLaunchKernelEx(&config, Kernel, rows, len, chunk, args...));
   PILLARS_CUDA_LAUNCHED(name);
+  return true;
 }
 
 bool use_clusters(int64_t len) {
@@ -534,9 +554,9 @@ void softmax_forward(int64_t outer, int64_t len, int64_t inner, const float* x, 
   }
   if (use_clusters(len)) {
     const char* name = "softmax forward_cluster_rows_kernel";
-    if (vec4) launch_clusters<forward_cluster_rows_kernel<true>>(outer, len, name, x, y, log);
-    else launch_clusters<forward_cluster_rows_kernel<false>>(outer, len, name, x, y, log);
-    return;
+    if (vec4 ? launch_clusters<forward_cluster_rows_kernel<true>>(outer, len, name, x, y, log)
+             : launch_clusters<forward_cluster_rows_kernel<false>>(outer, len, name, x, y, log))
+      return;
   }
   const size_t parked = static_cast<size_t>(len) * sizeof(float);
   const char* name = "softmax forward_long_rows_kernel";
@@ -568,9 +588,9 @@ void softmax_backward(int64_t outer, int64_t len, int64_t inner, const float* y,
   }
   if (use_clusters(len)) {
     const char* name = "softmax backward_cluster_rows_kernel";
-    if (vec4) launch_clusters<backward_cluster_rows_kernel<true>>(outer, len, name, y, dy, dx, log);
-    else launch_clusters<backward_cluster_rows_kernel<false>>(outer, len, name, y, dy, dx, log);
-    return;
+    if (vec4 ? launch_clusters<backward_cluster_rows_kernel<true>>(outer, len, name, y, dy, dx, log)
+             : launch_clusters<backward_cluster_rows_kernel<false>>(outer, len, name, y, dy, dx, log))
+      return;
   }
   const size_t parked = 2 * static_cast<size_t>(len) * sizeof(float); // y and dy
   const char* name = "softmax backward_long_rows_kernel";

@@ -22,7 +22,7 @@ void softmax_forward(int64_t outer, int64_t len, int64_t inner, const float* x, 
 void softmax_backward(int64_t outer, int64_t len, int64_t inner, const float* y, const float* dy, float* dx,
                       bool log);
 
-// Rows of 8k–64k floats run on thread-block clusters where the GPU has them (Hopper, with sm_90 code
+// Rows of 8k–128k floats run on thread-block clusters where the GPU has them (Hopper, with sm_90 code
 // in this build); set_softmax_clusters(false) sends them to the kernels every GPU runs (so that a
 // test on Hopper covers both). Returns the setting before.
 bool set_softmax_clusters(bool on);
