@@ -315,6 +315,13 @@ using SliceLayout4 = RowLayout<256, 8, true>;   // a block's slice: 256 threads 
 using SliceLayout1 = RowLayout<256, 32, false>;
 static_assert(SliceLayout4::kCapacity == kMaxRegisterRow && SliceLayout1::kCapacity == kMaxRegisterRow);
 
+// The cluster kernels' bodies are compiled for sm_90 and later only (a build for 80 has empty ones,
+// never launched: clusters_available()).
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define PILLARS_SOFTMAX_CLUSTERS 1
+#endif
+
+#ifdef PILLARS_SOFTMAX_CLUSTERS
 // The slice of a row that block `rank` of a cluster keeps: [begin, begin + n), n ≤ chunk (the last
 // block's may be shorter, or empty).
 struct Slice {
@@ -325,15 +332,13 @@ __device__ inline Slice slice_of(int64_t len, int chunk, int rank) {
   const int64_t begin = int64_t{rank} * chunk, left = len - begin;
   return Slice{begin, left <= 0 ? 0 : left < chunk ? static_cast<int>(left) : chunk};
 }
+#endif
 
 // Each cluster walks the rows rank by rank: row = cluster index, + number of clusters, ... . The
 // blocks publish one value per row in shared memory, double-buffered by the row's parity: a block
 // may write row k+1's value while a partner still reads row k's, and it cannot reach row k+2's
 // write before every partner has passed row k+1's barrier, i.e. has finished reading row k's.
 // Forward: the pair (m_r, s_r) of the file comment. Backward: the slice's part of the dot product.
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-#define PILLARS_SOFTMAX_CLUSTERS 1
-#endif
 
 template <bool kVec4>
 __global__ void __launch_bounds__(256)
