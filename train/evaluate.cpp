@@ -3,10 +3,10 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
 #include <numeric>
 
 #include "base/error.h"
+#include "base/progress.h"
 #include "metrics/bleu.h"
 #include "metrics/fairseq_bleu.h"
 #include "text/bpe.h"
@@ -35,6 +35,7 @@ Translations translate_corpus(const TransformerConfig& cfg, const ParamStore& pa
   constexpr int64_t kMaxRows = 2048;
   batch_sentences = std::max<int64_t>(1, std::min(batch_sentences, kMaxRows / std::max<int64_t>(search.beam, 1)));
   const auto t0 = std::chrono::steady_clock::now();
+  ProgressLine line(progress ? stderr : nullptr, "decoded", "sentences");
   for (size_t at = 0; at < order.size(); at += static_cast<size_t>(batch_sentences)) {
     const size_t end = std::min(order.size(), at + static_cast<size_t>(batch_sentences));
     std::vector<std::vector<int32_t>> batch;
@@ -44,10 +45,10 @@ Translations translate_corpus(const TransformerConfig& cfg, const ParamStore& pa
       t.ids[order[j]] = hyps[j - at].front().tokens;
       t.generated_tokens += static_cast<int64_t>(t.ids[order[j]].size());
     }
-    if (progress) std::fprintf(stderr, "\rdecoded %zu/%zu sentences", end, order.size());
+    line.update(static_cast<int64_t>(end), static_cast<int64_t>(order.size()));
   }
   t.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (progress) std::fprintf(stderr, " (%.1f sentences/s)\n", t.sentences_per_second());
+  line.finish(static_cast<int64_t>(order.size()), t.seconds);
   for (size_t i = 0; i < sources.size(); ++i) t.text[i] = pipeline.decode_target(t.ids[i]);
   return t;
 }

@@ -25,7 +25,8 @@ struct Translations {
 };
 
 // batch_sentences is capped so that a batch has at most 2048 decoder rows (sentences × beam).
-// progress: print "decoded n/N sentences" lines to stderr. Sources longer than max_source_len
+// progress: print "decoded n/N sentences" to stderr (rewritten in place on a terminal; elsewhere a
+// line every 30 seconds and one at the end). Sources longer than max_source_len
 // tokens keep their first max_source_len − 1 tokens and their eos (as in training).
 Translations translate_corpus(const TransformerConfig& cfg, const ParamStore& params, const TextPipeline& pipeline,
                               const std::vector<std::string>& sources, const decode::SearchOptions& search,
