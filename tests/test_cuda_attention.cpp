@@ -472,8 +472,8 @@ TEST_CASE("cuda attention: the bf16 tensor-core path is as accurate as naive bf1
 
 TEST_CASE("cuda attention: the Hopper (wgmma) forward is as accurate as naive bf16 attention") {
   // The same rule as the tensor-core path (check_bf16), with the Hopper forward switched on: every
-  // forward of this case must run there (bf16 tensors, D = 64, no dropout); the backward is the
-  // tensor-core one, fed the Hopper forward's O and lse.
+  // forward of this case must run there (bf16 tensors, D = 64 and 128, no dropout); the backward is
+  // the tensor-core one, fed the Hopper forward's O and lse.
   if (no_gpu()) return;
   if (!cuda::hopper_attention_available()) {
     MESSAGE("skipped: the Hopper forward needs a GPU of compute capability 9.x and a build with sm_90a code");
@@ -483,18 +483,19 @@ TEST_CASE("cuda attention: the Hopper (wgmma) forward is as accurate as naive bf
   const int64_t before = cuda::hopper_attention_launches();
   uint32_t seed = 700;
   const int64_t lengths[][2] = {{1, 1}, {17, 17}, {64, 64}, {100, 100}, {257, 257}, {17, 100}, {100, 17}, {130, 300}};
-  for (const auto& tt : lengths)
-    for (int variant = 0; variant < 4; ++variant) {
-      Case c;
-      c.Tq = tt[0], c.Tk = tt[1], c.D = 64;
-      c.precision = Precision::bf16;
-      c.bf16_io = true;
-      c.causal = variant & 1;
-      c.B = 3, c.H = 2;
-      if (variant & 2) c.key_lengths = padded_lengths(c.B, c.Tk);
-      check_bf16(c, seed++);
-    }
-  CHECK(cuda::hopper_attention_launches() - before == 32); // one forward per case, all on Hopper
+  for (const int64_t D : {64, 128})
+    for (const auto& tt : lengths)
+      for (int variant = 0; variant < 4; ++variant) {
+        Case c;
+        c.Tq = tt[0], c.Tk = tt[1], c.D = D;
+        c.precision = Precision::bf16;
+        c.bf16_io = true;
+        c.causal = variant & 1;
+        c.B = 3, c.H = 2;
+        if (variant & 2) c.key_lengths = padded_lengths(c.B, c.Tk);
+        check_bf16(c, seed++);
+      }
+  CHECK(cuda::hopper_attention_launches() - before == 64); // one forward per case, all on Hopper
 }
 
 TEST_CASE("cuda attention: the tensor-core path with dropout keeps the same masks") {

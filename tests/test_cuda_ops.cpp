@@ -16,6 +16,7 @@
 // On a machine without a GPU every case prints why it is skipped.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -59,6 +60,13 @@ bool set_softmax_clusters([[maybe_unused]] bool on) {
   return cuda::set_softmax_clusters(on);
 #else
   return false;
+#endif
+}
+int64_t softmax_cluster_launches() {
+#ifdef PILLARS_HAVE_CUDA
+  return cuda::softmax_cluster_launches();
+#else
+  return 0;
 #endif
 }
 
@@ -289,23 +297,36 @@ TEST_CASE("cuda ops: softmax, layer norm, cross-entropy, embedding, dropout, mas
   // (20000, 9999 without 16-byte units, 40000 forward only), and two passes (40000 backward, 70000).
   // Without 16-byte units (a length not a multiple of 4) too: one warp with several floats per lane
   // (999), the 256-thread register layout (5001), and two passes (70001). On Hopper, rows of 8k–128k
-  // go to the cluster kernels (9999, 20000, 40000, and 70000 and 70001 in clusters of 9 blocks where
-  // the GPU can schedule them; 8200 with a last slice of 4 floats), so those
-  // lengths run twice there, with the clusters and without; 300 rows of 20000 make each cluster
-  // walk several rows (both halves of the double-buffered exchange).
+  // go to the cluster kernels (8200: two slices of 4100; 9999; 20000; 40000; 70000 and 70001 in
+  // clusters of 9 blocks where the GPU can schedule them), so those lengths run twice there, with
+  // the clusters and without, and the cluster launches are counted; 300 rows of 20000 make each
+  // cluster walk several rows (both halves of the double-buffered exchange); rows of −inf make
+  // whole slices and whole rows that see nothing.
   const bool clusters = softmax_clusters_available();
   MESSAGE(std::string(clusters ? "softmax: this GPU runs the cluster kernels too" : "softmax: no cluster kernels on this GPU"));
   for (const bool use_clusters : {false, true}) {
     if (use_clusters && !clusters) continue;
+    CAPTURE(use_clusters);
     const bool before = set_softmax_clusters(use_clusters);
     for (int64_t len : {1, 7, 32, 100, 999, 1000, 5000, 5001, 8200, 9999, 20000, 40000, 70000, 70001}) {
       if (use_clusters && (len <= 8192 || len > 131072)) continue;
-      CAPTURE(use_clusters);
+      const int64_t launched = softmax_cluster_launches();
       check_op(str_cat("softmax len ", len), 1e-5, [&](Case& c) { return ops::softmax(c.g, c.input({3, len}), -1); });
       check_op(str_cat("log_softmax len ", len), 1e-5, [&](Case& c) { return ops::log_softmax(c.g, c.input({3, len}), -1); });
+      if (!use_clusters) CHECK(softmax_cluster_launches() == launched);
+      else if (len <= 65536) CHECK(softmax_cluster_launches() > launched); // clusters of ≤ 8 blocks always fit
+      else MESSAGE("softmax len ", len, ": ", softmax_cluster_launches() > launched ? "clusters of 9 blocks" : "no 9-block clusters here");
     }
     check_op("softmax 300 rows of 20000", 1e-5, [&](Case& c) { return ops::softmax(c.g, c.input({300, 20000}), -1); });
     check_op("log_softmax 300 rows of 20000", 1e-5, [&](Case& c) { return ops::log_softmax(c.g, c.input({300, 20000}), -1); });
+    // Row 0: its first 6700 elements −inf (the whole first slice of three); row 1: all −inf.
+    check_op("softmax rows of 20000 with -inf slices", 1e-5, [&](Case& c) {
+      const ValueId x = c.input({3, 20000});
+      float* v = c.leaves.back().second.data<float>();
+      std::fill(v, v + 6700, -INFINITY);
+      std::fill(v + 20000, v + 40000, -INFINITY);
+      return ops::softmax(c.g, x, -1);
+    });
     set_softmax_clusters(before);
   }
   check_op("softmax middle axis", 1e-5, [](Case& c) { return ops::softmax(c.g, c.input({3, 17, 5}), 1); });

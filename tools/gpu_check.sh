@@ -25,7 +25,7 @@ GPU_TESTS='cuda*,cudnn*,NCCL*,gradient buckets on the GPU*,decode on CUDA*,golde
 # the op tests never got their turn within the time limit (the H200, 2026-11-27).
 MEMCHECK_TESTS='cuda attention*,cuda optim*,cuda executor*,cudnn*,decode on CUDA: the cache*,cuda wgmma*'
 MEMCHECK_OPS_TESTS='cuda ops*'
-RACECHECK_TESTS='cuda ops: softmax*,cuda ops: fused attention*,cuda ops: elementwise*,cuda ops: GHT*,cuda ops: linear_act*,decode on CUDA: the cache*,cuda optim: gradient accumulation*,cuda executor: a tiny*'
+RACECHECK_TESTS='cuda attention: the Hopper*,cuda ops: softmax*,cuda ops: fused attention*,cuda ops: elementwise*,cuda ops: GHT*,cuda ops: linear_act*,decode on CUDA: the cache*,cuda optim: gradient accumulation*,cuda executor: a tiny*'
 SANITIZER_SECONDS=${SANITIZER_SECONDS:-240}
 
 "$BIN/pillars_tests" -tc="$GPU_TESTS" >"$OUT/tests.log" 2>&1 &

@@ -2,7 +2,8 @@
 # The one command of a short session on a GPU machine: unpack the bundle that tools/gpu_bundle.sh
 # made elsewhere, run first the GPU test cases that have never run on a GPU, then every GPU check
 # and benchmark (tools/gpu_check.sh), then short end-to-end training runs on the GPU. Every log
-# lands in OUT_DIR; the summary lines are printed as they come. Meant to finish in about 9 minutes.
+# lands in OUT_DIR; the summary lines are printed as they come. Meant to finish in about 9 minutes
+# (under a hard limit, shorten it with E2E=0, fewer BENCHES or a smaller SANITIZER_SECONDS).
 # At the end OUT_DIR/logs.tar.gz holds every log and run record (no checkpoints): one file to
 # bring back from a machine that returns few files. The binaries are unpacked into a temporary
 # folder, not into OUT_DIR.
@@ -24,10 +25,18 @@ elapsed() { echo $(($(date +%s) - start)); }
 # The cases written without a GPU that no GPU has run yet (keep this list with the code: a case
 # leaves it once a GPU session has seen it pass). Since 2026-11-27: the Hopper forward's new V
 # staging (transposed by ldmatrix in shared memory).
-FIRST=${FIRST:-'cuda attention: the Hopper*,cuda attention: keys past*'}
+FIRST=${FIRST-'cuda attention: the Hopper*,cuda attention: keys past*'}
 
 BIN=$(mktemp -d)
 trap 'rm -rf "$BIN"' EXIT
+trap 'exit 143' TERM # (so that the EXIT trap runs when the session is stopped)
+trap 'exit 130' INT
+# Every log and run record so far into OUT/logs.tar.gz, after each phase: a session stopped by a
+# time limit still leaves the archive of what it did.
+pack() {
+  (cd "$OUT" && find . \( -name '*.log' -o -name '*.json' -o -name '*.jsonl' -o -name '*.txt' \) -print |
+    tar czf logs.tar.gz.part -T - && mv logs.tar.gz.part logs.tar.gz)
+}
 for b in pillars pillars_tests; do xz -dc "$BUNDLE/bin/$b.xz" >"$BIN/$b" && chmod +x "$BIN/$b"; done
 
 # Libraries: the bundle's own, then wherever this machine keeps CUDA's (the toolkit, or the
@@ -80,15 +89,17 @@ done
 IFS=$old_ifs
 set +f
 
+pack
 echo "== tools/gpu_check.sh ($(elapsed) s)"
 SANITIZER_SECONDS=${SANITIZER_SECONDS:-150} sh tools/gpu_check.sh "$BIN" "$OUT/check"
+pack
 
 # End to end on the GPU, each experiment under E2E_SECONDS: GHT (GCT, V2S, GHT-PS), then the two
 # pruning baselines (Michel et al.'s importance, Voita et al.'s gates), in E2E_SETTINGS (default
 # bf16 with bf16 saved activations). Each run's log is e2e-NAME.log, its directory e2e-NAME/.
 if [ "${E2E:-1}" != 0 ] && [ -n "${PILLARS_DATA:-}" ]; then
-  settings=${E2E_SETTINGS:---set train.precision=bf16 --set train.saved_activations=bf16}
-  for exp in ${E2E_EXPERIMENTS:-experiments/ght/ght.json experiments/ght/michel.json experiments/ght/voita.json}; do
+  settings=${E2E_SETTINGS---set train.precision=bf16 --set train.saved_activations=bf16}
+  for exp in ${E2E_EXPERIMENTS-experiments/ght/ght.json experiments/ght/michel.json experiments/ght/voita.json}; do
     name=$(basename "$exp" .json)
     echo "== end to end: $exp on the GPU, $settings ($(elapsed) s)"
     # shellcheck disable=SC2086 # settings is a list of arguments
@@ -96,7 +107,8 @@ if [ "${E2E:-1}" != 0 ] && [ -n "${PILLARS_DATA:-}" ]; then
       >"$OUT/e2e-$name.log" 2>&1
     echo "e2e $name: exit $?"
     grep -E "^(stopped|prune|test BLEU)" "$OUT/e2e-$name.log" || tail -3 "$OUT/e2e-$name.log"
+    pack
   done
 fi
-(cd "$OUT" && find . \( -name '*.log' -o -name '*.json' -o -name '*.jsonl' -o -name '*.txt' \) -print | tar czf logs.tar.gz -T -)
+pack
 echo "gpu_session: done in $(elapsed) s; logs in $OUT (all of them in $OUT/logs.tar.gz)"

@@ -53,7 +53,7 @@ void attention_backward(const AttentionArgs& a, const T* Q, const T* K, const T*
                         const T* dO, T* dQ, T* dK, T* dV, void* workspace);
 size_t attention_backward_workspace(const AttentionArgs& a);
 
-// The Hopper forward (kernels/cuda/attention_hopper.cu: wgmma; bf16 tensors, D = 64, no dropout,
+// The Hopper forward (kernels/cuda/attention_hopper.cu: wgmma; bf16 tensors, D ∈ {64, 128}, no dropout,
 // Precision::bf16). Off by default: on an H200 it ran at about half the mma.sync kernel's speed
 // (attention_hopper.cu's top comment). PILLARS_HOPPER_ATTENTION=1 in the
 // environment, or set_hopper_attention(true), turns it on wherever it applies; it returns whether

@@ -1,4 +1,4 @@
-// The attention forward on Hopper's warpgroup MMA (wgmma, sm_90a): bf16 Q, K, V, O, head dim 64,
+// The attention forward on Hopper's warpgroup MMA (wgmma, sm_90a): bf16 Q, K, V, O, head dim 64 or 128,
 // no dropout. A first step towards FlashAttention-3's design. Its first version, measured on an
 // H200 (2026-11-27, docs/PERFORMANCE.md), was as accurate as naive bf16 attention but reached
 // 121–151 TFLOP/s forward against the mma.sync kernel's 227–288 (0.52–0.56×), so it stays off by
@@ -10,9 +10,10 @@
 // THE BLOCK. 128 queries of one (batch, head), two warpgroups of 128 threads, each owning 64 of the
 // queries; the two share every key and value tile. Per 64-key tile, each warpgroup runs
 //
-//     S (64 × 64, fp32) = Q_wg Kᵀ       4 × wgmma m64n64k16, Q and K from shared memory
+//     S (64 × 64, fp32) = Q_wg Kᵀ       D/16 × wgmma m64n64k16, Q and K from shared memory
 //     mask, online softmax on S          per warp, on its 16 rows (as the mma.sync kernel does)
-//     Õ (64 × 64) += bf16(P) V           4 × wgmma m64n64k16, P from registers, Vᵀ from shared memory
+//     Õ (64 × D) += bf16(P) V            4 × D/64 × wgmma m64n64k16, P from registers, Vᵀ from shared
+//                                        memory (D = 128: two accumulators, one per 64 dimensions)
 //
 // THE PIPELINE (two buffers for K and Vᵀ, one for V as it arrives; everything is one thread block):
 //
@@ -52,51 +53,53 @@ namespace pillars::cuda {
 namespace attention_detail {
 namespace {
 
-constexpr int kD = 64;                           // head dimension
 constexpr int kWarpgroups = 2;                   // each owns 64 queries
 constexpr int kThreads = 128 * kWarpgroups;
 constexpr int kBlockQ = 64 * kWarpgroups;        // queries per block
-constexpr int kTileBytes = 64 * kD * 2;          // one (64 × 64) bf16 tile
-constexpr size_t kSmem = size_t(kWarpgroups + 5) * kTileBytes; // Q, 2 × K, V, 2 × Vᵀ: 56 KB
+// One tile of 64 rows (queries, keys, or Vᵀ's dimensions in blocks of 64) × D bf16.
+template <int D> constexpr int kTileBytes = 64 * D * 2;
+// Q (2 tiles), 2 × K, V, 2 × Vᵀ: 7 tiles, 56 KB at D = 64 and 112 KB at D = 128.
+template <int D> constexpr size_t kSmem = size_t(kWarpgroups + 5) * kTileBytes<D>;
 
 std::atomic<int64_t> g_launches{0};
 
 #ifdef PILLARS_WGMMA
 
-constexpr int kBlockK = 64;     // keys per tile
-constexpr int kChunks = kD / 8; // 16-byte chunks in a row of 64 bf16
+constexpr int kBlockK = 64; // keys per tile
 
-// Rows [row0, row0 + rows) of a (·, 64) head into a K-major tile (64 columns), 16 bytes at a time by
-// cp.async; rows ≥ valid are zero. Chunk c is row 8·(c / 64) + c mod 8, columns 8·((c / 8) mod 8)
-// onwards: the 8 threads of each quarter-warp (one shared-memory wavefront of 16-byte writes) take
+// Rows [row0, row0 + rows) of a (·, D) head into a K-major tile (D columns), 16 bytes at a time by
+// cp.async; rows ≥ valid are zero. With C = D / 8 chunks a row, chunk c is row 8·(c / 8C) + c mod 8,
+// columns 8·((c / 8) mod C) onwards: the 8 threads of each quarter-warp (one shared-memory wavefront of 16-byte writes) take
 // 8 different rows of one core-matrix column, i.e. the 8 different 16-byte slots of a core matrix,
 // so no two collide on a bank; a warp still reads 64 contiguous bytes of each of 8 rows (whole
 // 32-byte sectors). (Row-major chunk order put a quarter-warp's 8 chunks 128 bytes apart: one bank
 // group, 8-way conflicts.)
+template <int D>
 __device__ __forceinline__ void stage_kmajor(uint8_t* tile, const bf16* X, int64_t base, int64_t stride, int row0,
                                              int rows, int valid) {
+  constexpr int kChunks = D / 8;
   for (int c = threadIdx.x; c < rows * kChunks; c += kThreads) {
-    const int r = 8 * (c / 64) + c % 8, k8 = (c / 8) % 8;
-    uint8_t* dst = tile + wgmma::kmajor_offset(r, 8 * k8, kD);
+    const int r = 8 * (c / (8 * kChunks)) + c % 8, k8 = (c / 8) % kChunks;
+    uint8_t* dst = tile + wgmma::kmajor_offset(r, 8 * k8, D);
     if (row0 + r < valid) cp_async_16(smem_u32(dst), X + base + int64_t{row0 + r} * stride + 8 * k8);
     else *reinterpret_cast<uint4*>(dst) = make_uint4(0, 0, 0, 0);
   }
 }
 
-// Vᵀ (64 dimensions × 64 keys, K-major: keys contiguous) from the value tile V (64 keys × 64
-// dimensions, K-major as staged), through ldmatrix.trans: warp w transposes the 8 core matrices of
-// keys 8w .. 8w + 7, four per ldmatrix.x4. Lane l gives the address of row l mod 8 of matrix l / 8
+// Vᵀ (D dimensions × 64 keys, K-major: keys contiguous) from the value tile V (64 keys × D
+// dimensions, K-major as staged), through ldmatrix.trans: warp w transposes the D / 8 core matrices
+// of keys 8w .. 8w + 7, four per ldmatrix.x4. Lane l gives the address of row l mod 8 of matrix l / 8
 // and receives, of each matrix, dimension l / 4 of keys 2·(l mod 4) and + 1, which is 4 bytes at
 // byte 4·l of the transposed core matrix: every store of a warp fills one core matrix, 128
 // contiguous bytes, without bank conflicts. (This replaced scattering single bf16 values from
 // registers, 8-way bank conflicts on every store, which the H200 measured at half the speed of the
 // mma.sync kernel.)
-__device__ __forceinline__ void transpose_values(uint8_t* vt, const uint8_t* v) {
+template <int D> __device__ __forceinline__ void transpose_values(uint8_t* vt, const uint8_t* v) {
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
 #pragma unroll
-  for (int q = 0; q < 2; ++q) { // dimension blocks 4q .. 4q + 3
+  for (int q = 0; q < D / 32; ++q) { // dimension blocks 4q .. 4q + 3
     uint32_t r[4];
-    ldsm_x4_trans(smem_u32(v + wgmma::kmajor_offset(8 * warp + lane % 8, 8 * (4 * q + lane / 8), kD)), r);
+    ldsm_x4_trans(smem_u32(v + wgmma::kmajor_offset(8 * warp + lane % 8, 8 * (4 * q + lane / 8), D)), r);
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
       const int d = 8 * (4 * q + i) + lane / 4, j = 8 * warp + 2 * (lane % 4); // dimension, first of two keys
@@ -106,27 +109,39 @@ __device__ __forceinline__ void transpose_values(uint8_t* vt, const uint8_t* v) 
 }
 static_assert(kThreads / 32 == kBlockK / 8, "one warp per 8 keys of the value tile");
 
-// The descriptor of k-step `step` (16 columns) of a K-major tile with 64 columns at `tile`.
-__device__ __forceinline__ uint64_t step_descriptor(const uint8_t* tile, int step) {
+// The descriptor of k-step `step` (16 columns) of a K-major tile with `columns` columns at `tile`.
+template <int columns> __device__ __forceinline__ uint64_t step_descriptor(const uint8_t* tile, int step) {
   return wgmma::descriptor(smem_u32(tile) + static_cast<uint32_t>(step) * 2 * wgmma::kmajor_lbo(), wgmma::kmajor_lbo(),
-                           wgmma::kmajor_sbo(64));
+                           wgmma::kmajor_sbo(columns));
+}
+
+// Columns 64·half .. 64·half + 63 of Õ (D / 8 column blocks of 8) as one m64n64 accumulator: the
+// column blocks 8·half .. 8·half + 7, which lie side by side in memory.
+template <int N> __device__ __forceinline__ wgmma::Accumulator& accumulator(float (&o)[N][4], int half) {
+  static_assert(N % 8 == 0);
+  return *reinterpret_cast<wgmma::Accumulator*>(&o[8 * half]);
 }
 
 #endif // PILLARS_WGMMA
 
-// O = softmax(S) V and lse for 128 queries (grid: b·H + h, query block reversed: longest first).
+// O = softmax(S) V and lse for 128 queries (grid: b·H + h, query block reversed: longest first), head
+// dimension D ∈ {64, 128}. Õ is D / 64 accumulators of 64 columns: O += P V runs as D / 64 products
+// per k-step, one per block of 64 dimensions of Vᵀ.
+template <int D>
 __global__ void __launch_bounds__(kThreads, 1)
     hopper_forward_kernel(Problem p, const bf16* Q, const bf16* K, const bf16* V, bf16* O, float* lse) {
 #ifdef PILLARS_WGMMA
+  static_assert(D == 64 || D == 128, "head dimensions 64 and 128");
+  constexpr int kTile = kTileBytes<D>, kHalves = D / 64;
   extern __shared__ uint4 smem_u4[];
-  uint8_t* Qs = reinterpret_cast<uint8_t*>(smem_u4); // (128 queries × 64): warpgroup wg's 64 at wg · kTileBytes
-  uint8_t* Ks = Qs + kWarpgroups * kTileBytes;       // 2 buffers of (64 keys × 64)
-  uint8_t* Vts = Ks + 2 * kTileBytes;                // 2 buffers of (64 dims × 64 keys): Vᵀ
-  uint8_t* Vs = Vts + 2 * kTileBytes;                // (64 keys × 64 dims): V as staged, before transposing
+  uint8_t* Qs = reinterpret_cast<uint8_t*>(smem_u4); // (128 queries × D): warpgroup wg's 64 at wg · kTile
+  uint8_t* Ks = Qs + kWarpgroups * kTile;            // 2 buffers of (64 keys × D)
+  uint8_t* Vts = Ks + 2 * kTile;                     // 2 buffers of (D dims × 64 keys): Vᵀ
+  uint8_t* Vs = Vts + 2 * kTile;                     // (64 keys × D dims): V as staged, before transposing
   const int wg = threadIdx.x / 128, warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const int bh = blockIdx.x, b = bh / p.H, h = bh % p.H;
   const int i0 = (gridDim.y - 1 - blockIdx.y) * kBlockQ;
-  const int64_t stride = int64_t{p.H} * kD;
+  const int64_t stride = int64_t{p.H} * D;
   const int64_t q_base = head_row(p, b, p.Tq, h, 0), k_base = head_row(p, b, p.Tk, h, 0);
   const RowMask mask = row_mask(p, b);
   const int n_tiles = (mask.visible(min(i0 + kBlockQ, p.Tq) - 1) + kBlockK - 1) / kBlockK;
@@ -137,16 +152,16 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int wg_first = i0 + 64 * wg;
   const int wg_keys = wg_first < p.Tq ? mask.visible(min(wg_first + 63, p.Tq - 1)) : 0;
 
-  wgmma::Accumulator o = {};
+  float o[D / 8][4] = {}; // Õ, in the accumulator map (kHalves accumulators side by side)
   float m[2] = {-kInf, -kInf}, l[2] = {0.0f, 0.0f};
   if (n_tiles > 0) {
-    stage_kmajor(Qs, Q, q_base, stride, i0, kBlockQ, p.Tq);
-    stage_kmajor(Ks, K, k_base, stride, 0, kBlockK, mask.limit);
-    stage_kmajor(Vs, V, k_base, stride, 0, kBlockK, mask.limit);
+    stage_kmajor<D>(Qs, Q, q_base, stride, i0, kBlockQ, p.Tq);
+    stage_kmajor<D>(Ks, K, k_base, stride, 0, kBlockK, mask.limit);
+    stage_kmajor<D>(Vs, V, k_base, stride, 0, kBlockK, mask.limit);
     cp_async_commit();
     cp_async_wait_all();
     __syncthreads(); // V complete: other threads' copies are read below
-    transpose_values(Vts, Vs);
+    transpose_values<D>(Vts, Vs);
   }
   for (int n = 0; n < n_tiles; ++n) {
     const int buf = n & 1, j0 = n * kBlockK;
@@ -155,8 +170,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     __syncthreads();                // tile n is complete; every warpgroup is done with tile n − 1
     const bool more = n + 1 < n_tiles;
     if (more) { // tile n + 1: K and V by cp.async, in flight during the products
-      stage_kmajor(Ks + (buf ^ 1) * kTileBytes, K, k_base, stride, j0 + kBlockK, kBlockK, mask.limit);
-      stage_kmajor(Vs, V, k_base, stride, j0 + kBlockK, kBlockK, mask.limit);
+      stage_kmajor<D>(Ks + (buf ^ 1) * kTile, K, k_base, stride, j0 + kBlockK, kBlockK, mask.limit);
+      stage_kmajor<D>(Vs, V, k_base, stride, j0 + kBlockK, kBlockK, mask.limit);
       cp_async_commit();
     }
     if (j0 < wg_keys) {
@@ -164,8 +179,8 @@ __global__ void __launch_bounds__(kThreads, 1)
       wgmma::fence_operand(s);
       wgmma::fence();
 #pragma unroll
-      for (int step = 0; step < kD / 16; ++step) // S = Q Kᵀ (unscaled)
-        wgmma::mma_m64n64k16(s, step_descriptor(Qs + wg * kTileBytes, step), step_descriptor(Ks + buf * kTileBytes, step),
+      for (int step = 0; step < D / 16; ++step) // S = Q Kᵀ (unscaled)
+        wgmma::mma_m64n64k16(s, step_descriptor<D>(Qs + wg * kTile, step), step_descriptor<D>(Ks + buf * kTile, step),
                              step > 0);
       wgmma::commit();
       wgmma::wait<0>();
@@ -179,7 +194,10 @@ __global__ void __launch_bounds__(kThreads, 1)
       wgmma::fence(); // Õ was rescaled and P written by ordinary code
 #pragma unroll
       for (int step = 0; step < kBlockK / 16; ++step) // Õ += P V
-        wgmma::mma_m64n64k16_rs(o, pa[step], step_descriptor(Vts + buf * kTileBytes, step), true);
+#pragma unroll
+        for (int half = 0; half < kHalves; ++half) // dimensions 64·half .. 64·half + 63: Vᵀ rows
+          wgmma::mma_m64n64k16_rs(accumulator(o, half), pa[step],
+                                  step_descriptor<kBlockK>(Vts + buf * kTile + half * kTileBytes<64>, step), true);
       wgmma::commit();
       wgmma::wait<0>();
       wgmma::fence_operand(o);
@@ -187,7 +205,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (more) { // Vᵀ of tile n + 1 (its buffer held tile n − 1, which every warpgroup is done with)
       cp_async_wait_all();
       __syncthreads(); // V of tile n + 1 complete, from every thread's copies
-      transpose_values(Vts + (buf ^ 1) * kTileBytes, Vs);
+      transpose_values<D>(Vts + (buf ^ 1) * kTile, Vs);
     }
   }
 
@@ -201,7 +219,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     const float inv = sum > 0.0f ? 1.0f / sum : 0.0f; // a row that sees nothing: O = 0
     bf16* out = O + q_base + i * stride + 2 * t;
 #pragma unroll
-    for (int nt = 0; nt < kD / 8; ++nt) store_pair(out + 8 * nt, o[nt][2 * r] * inv, o[nt][2 * r + 1] * inv);
+    for (int nt = 0; nt < D / 8; ++nt) store_pair(out + 8 * nt, o[nt][2 * r] * inv, o[nt][2 * r + 1] * inv);
     if (t == 0) lse[int64_t{bh} * p.Tq + i] = sum > 0.0f ? (m[r] + log2f(sum)) * kLn2 : -kInf;
   }
 #else
@@ -219,13 +237,14 @@ std::atomic<bool> g_enabled{env_enabled()};
 } // namespace
 
 bool hopper_supports(const Problem& p, const void* const* tensors, int count) {
-  if (!g_enabled.load(std::memory_order_relaxed) || p.D != kD || p.dropout_p > 0.0f) return false;
+  if (!g_enabled.load(std::memory_order_relaxed) || (p.D != 64 && p.D != 128) || p.dropout_p > 0.0f) return false;
   return tensor_core_supports(p, tensors, count) && hopper_attention_available();
 }
 
 void hopper_forward(const Problem& p, const bf16* Q, const bf16* K, const bf16* V, bf16* O, float* lse) {
   const dim3 grid(static_cast<unsigned>(p.B * p.H), static_cast<unsigned>((p.Tq + kBlockQ - 1) / kBlockQ));
-  launch<hopper_forward_kernel>(grid, kThreads, kSmem, "attention hopper_forward_kernel", p, Q, K, V, O, lse);
+  if (p.D == 64) launch<hopper_forward_kernel<64>>(grid, kThreads, kSmem<64>, "attention hopper_forward_kernel<64>", p, Q, K, V, O, lse);
+  else launch<hopper_forward_kernel<128>>(grid, kThreads, kSmem<128>, "attention hopper_forward_kernel<128>", p, Q, K, V, O, lse);
   g_launches.fetch_add(1, std::memory_order_relaxed);
 }
 

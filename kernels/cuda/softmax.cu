@@ -377,7 +377,7 @@ __global__ void __launch_bounds__(256)
     float M = kNegInf, S = 0.0f;
     for (int r = 0; r < blocks; ++r) {
       const float2 pair = *cluster.map_shared_rank(&published[parity], r);
-      if (pair.x == kNegInf) continue; // an all −inf (or empty) slice: s_r = 0
+      if (pair.y == 0.0f) continue; // an all −inf (or empty) slice; a NaN sum is kept, so NaN spreads
       if (pair.x > M) {
         S *= expf(M - pair.x); // (M = −inf: S is 0 and exp gives 0)
         M = pair.x;
@@ -436,15 +436,22 @@ __global__ void __launch_bounds__(256)
 }
 
 bool g_use_clusters = true;
+int64_t g_cluster_launches = 0; // (the backend's one stream thread launches)
 
-// Whether this device and this build can run the cluster kernels: a Hopper GPU (or newer), and
-// sm_90 code in the binary (a build for 80 alone has only the empty kernel bodies).
+// Whether this device and this build can run the cluster kernels: a Hopper GPU (or newer) running
+// code compiled for sm_90 or later. The PTX version is what tells: code the driver compiles at run
+// time from compute_80 PTX (a build for 80 only on a Hopper GPU, or a build for 80 and 90a on a
+// later GPU, where sm_90a code cannot load) reports the GPU's binary version but has the empty
+// bodies of the sm_80 pass.
 bool clusters_available() {
   static const bool available = [] {
     if (device_properties().major < 9) return false;
     cudaFuncAttributes attributes{};
-    return cudaFuncGetAttributes(&attributes, forward_cluster_rows_kernel<true>) == cudaSuccess &&
-           attributes.binaryVersion >= 90;
+    if (cudaFuncGetAttributes(&attributes, forward_cluster_rows_kernel<true>) != cudaSuccess) {
+      cudaGetLastError(); // not an error of anything launched later
+      return false;
+    }
+    return attributes.ptxVersion >= 90 && attributes.binaryVersion >= 90;
   }();
   return available;
 }
@@ -477,15 +484,16 @@ template <auto Kernel, class... Args> bool launch_clusters(int64_t rows, int64_t
     static signed char schedulable[kMaxClusterBlocks + 1] = {};
     if (schedulable[blocks] == 0) {
       int active = 0;
-      const bool ok = cudaFuncSetAttribute(Kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) == cudaSuccess &&
-                      cudaOccupancyMaxActiveClusters(&active, Kernel, &config) == cudaSuccess && active > 0;
-      if (!ok) cudaGetLastError(); // clear the error: not being able to is an answer, not a failure
-      schedulable[blocks] = ok ? 1 : -1;
+      const bool asked = cudaFuncSetAttribute(Kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) == cudaSuccess &&
+                         cudaOccupancyMaxActiveClusters(&active, Kernel, &config) == cudaSuccess;
+      if (!asked) cudaGetLastError(); // a refusal is an answer here, not an error of a later launch
+      schedulable[blocks] = asked && active > 0 ? 1 : -1;
     }
     if (schedulable[blocks] < 0) return false;
   }
   PILLARS_CUDA_CHECK(cudaLaunchKernelEx(&config, Kernel, rows, len, chunk, args...));
   PILLARS_CUDA_LAUNCHED(name);
+  ++g_cluster_launches;
   return true;
 }
 
@@ -542,6 +550,8 @@ bool set_softmax_clusters(bool on) {
 }
 
 bool softmax_clusters_available() { return clusters_available(); }
+
+int64_t softmax_cluster_launches() { return g_cluster_launches; }
 
 void softmax_forward(int64_t outer, int64_t len, int64_t inner, const float* x, float* y, bool log) {
   if (outer <= 0 || len <= 0 || inner <= 0) return;

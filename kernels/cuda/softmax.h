@@ -27,5 +27,6 @@ void softmax_backward(int64_t outer, int64_t len, int64_t inner, const float* y,
 // test on Hopper covers both). Returns the setting before.
 bool set_softmax_clusters(bool on);
 bool softmax_clusters_available();
+int64_t softmax_cluster_launches(); // how many cluster kernels this process has launched
 
 } // namespace pillars::cuda

@@ -9,7 +9,7 @@
 // by tools/bench/torch_sdpa.py on the same shapes in the same process tree. FLOPs by
 // FlashAttention's convention: forward 4·B·H·T²·D (halved when causal), forward+backward 3.5× that.
 //
-// Softmax: rows of 1k … 128k floats, 2^28 bytes per tensor, forward and backward; GB/s counts every
+// Softmax: rows of 1k … 256k floats, 2^28 bytes per tensor, forward and backward; GB/s counts every
 // byte moved (forward: one read, one write; backward: two reads, one write), next to a
 // device-to-device copy (the bandwidth ceiling), cudnnSoftmaxForward/Backward on the same rows (in
 // process, kernels/cuda/cudnn_softmax.h), and PyTorch's forward softmax.
@@ -123,7 +123,7 @@ int bench_cuda_attention(int repeats) {
   else
     std::printf("(cuDNN (graph API) columns skipped: %s)\n", cuda::cudnn_unavailable_reason().c_str());
 
-  // hopper: our wgmma forward (attention_hopper.cu, switched on for this column only; D = 64);
+  // hopper: our wgmma forward (attention_hopper.cu, switched on for this column only; D = 64, 128);
   // cudnn-api: cuDNN through our graph-API backend, in process; torch-cudnn: PyTorch's cuDNN SDPA backend.
   const bool hopper = cuda::hopper_attention_available();
   const cuda::ScopedHopperAttention mma_sync_only(false); // the other columns, whatever PILLARS_HOPPER_ATTENTION says
@@ -152,7 +152,7 @@ int bench_cuda_attention(int repeats) {
     const double flops = attention_flops(s);
     auto tflops = [](double f, double ms) { return f / (ms * 1e-3) / 1e12; };
     std::string hopper_fwd = "-";
-    if (hopper && s.D == 64) {
+    if (hopper && (s.D == 64 || s.D == 128)) {
       const cuda::ScopedHopperAttention on(true);
       const int64_t before = cuda::hopper_attention_launches();
       const double ms = cuda_median_ms(repeats, forward);
@@ -206,9 +206,9 @@ int bench_cuda_softmax(int repeats) {
   const double bytes = 2.0 * static_cast<double>(total) * 4, copy_gbs = bytes / (copy_ms * 1e-3) / 1e9;
   std::printf("device-to-device copy: %.0f GB/s (the ceiling)\n", copy_gbs);
   std::string spec;
-  // Up to 32k: registers and, on Hopper, clusters; 65,536 the longest row a cluster takes; 131,072
-  // the two-pass kernels.
-  const std::vector<int64_t> lens{1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072};
+  // Up to 8k: registers; on Hopper 16k–64k on clusters of up to 8 blocks, 128k on clusters of 16
+  // where the GPU can schedule them; 256k the two-pass kernels (everywhere).
+  const std::vector<int64_t> lens{1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072, 262144};
   for (int64_t len : lens) spec += str_cat(len, ";");
   const nlohmann::json torch =
       run_python("torch_softmax.py", str_cat("--repeats ", repeats, " --total ", total, " --lens '", spec, "'"));
