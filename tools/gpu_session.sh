@@ -15,6 +15,10 @@
 #   BENCHES, SANITIZER_SECONDS  passed to tools/gpu_check.sh (defaults: all three benches, 150 s)
 #   E2E=0                      skip the end-to-end runs; E2E_EXPERIMENTS which (default GHT, Michel,
 #                              Voita), E2E_SETTINGS their --set flags, E2E_SECONDS each one's limit (120)
+#   RESULTS=1                  then docs/RESULTS.md's Multi30k comparison on the GPU (vanilla, GHT,
+#                              GHT-PS, Lite1, Michel et al., seeds 1-3, fp32 as recorded: about
+#                              35 s a run), summarised by tools/results_table.py; RESULTS_SYSTEMS
+#                              and RESULTS_SEEDS choose fewer
 set -u
 BUNDLE=$1
 OUT=${2:-gpu-out}
@@ -109,6 +113,19 @@ if [ "${E2E:-1}" != 0 ] && [ -n "${PILLARS_DATA:-}" ]; then
     grep -E "^(stopped|prune|test BLEU)" "$OUT/e2e-$name.log" || tail -3 "$OUT/e2e-$name.log"
     pack
   done
+fi
+if [ "${RESULTS:-0}" = 1 ] && [ -n "${PILLARS_DATA:-}" ]; then
+  echo "== docs/RESULTS.md's Multi30k comparison on the GPU ($(elapsed) s)"
+  mkdir -p "$OUT/results"
+  for x in ${RESULTS_SYSTEMS:-vanilla ght-full ght lite1 michel}; do
+    for seed in ${RESULTS_SEEDS:-1 2 3}; do
+      "$BIN/pillars" train "experiments/ght/$x.json" --set seed="$seed" --set train.device=cuda \
+        --out "$OUT/results/$x-s$seed" >"$OUT/results/$x-s$seed.log" 2>&1
+      echo "results $x-s$seed: exit $? ($(elapsed) s)"
+      pack
+    done
+  done
+  python3 tools/results_table.py "$OUT/results" | tee "$OUT/results/table.txt"
 fi
 pack
 echo "gpu_session: done in $(elapsed) s; logs in $OUT (all of them in $OUT/logs.tar.gz)"
