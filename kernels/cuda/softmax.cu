@@ -332,6 +332,18 @@ __device__ inline Slice slice_of(int64_t len, int chunk, int rank) {
   const int64_t begin = int64_t{rank} * chunk, left = len - begin;
   return Slice{begin, left <= 0 ? 0 : left < chunk ? static_cast<int>(left) : chunk};
 }
+
+// Where a block of a cluster kernel stands: its rank among its cluster's `blocks`, its slice of
+// every row, and the rows its cluster walks (first_row, then every row_step-th).
+struct ClusterPlace {
+  int rank, blocks;
+  Slice slice;
+  int64_t first_row, row_step;
+};
+__device__ inline ClusterPlace cluster_place(const cooperative_groups::cluster_group& cluster, int64_t len, int chunk) {
+  const int rank = static_cast<int>(cluster.block_rank()), blocks = static_cast<int>(cluster.num_blocks());
+  return ClusterPlace{rank, blocks, slice_of(len, chunk, rank), blockIdx.x / blocks, gridDim.x / blocks};
+}
 #endif
 
 // Each cluster walks the rows rank by rank: row = cluster index, + number of clusters, ... . The
@@ -350,11 +362,10 @@ __global__ void __launch_bounds__(256)
   __shared__ float scratch[32];
   __shared__ float2 published[2]; // this block's (m_r, s_r), by row parity
   const cg::cluster_group cluster = cg::this_cluster();
-  const int rank = static_cast<int>(cluster.block_rank()), blocks = static_cast<int>(cluster.num_blocks());
-  const Slice slice = slice_of(len, chunk, rank);
-  const int64_t clusters = gridDim.x / blocks;
+  const ClusterPlace at = cluster_place(cluster, len, chunk);
+  const Slice slice = at.slice;
   int parity = 0;
-  for (int64_t row = blockIdx.x / blocks; row < rows; row += clusters, parity ^= 1) {
+  for (int64_t row = at.first_row; row < rows; row += at.row_step, parity ^= 1) {
     float v[L::kPerThread];
     load_share<L>(x + row * len + slice.begin, slice.n, threadIdx.x, v, kNegInf);
     float m = kNegInf;
@@ -375,7 +386,7 @@ __global__ void __launch_bounds__(256)
     // Every thread combines the cluster's pairs in rank order (the same bits in every block),
     // online: a larger m_r rescales the sum so far, S ← S·exp(M − m_r).
     float M = kNegInf, S = 0.0f;
-    for (int r = 0; r < blocks; ++r) {
+    for (int r = 0; r < at.blocks; ++r) {
       const float2 pair = *cluster.map_shared_rank(&published[parity], r);
       if (pair.y == 0.0f) continue; // an all −inf (or empty) slice; a NaN sum is kept, so NaN spreads
       if (pair.x > M) {
@@ -411,11 +422,10 @@ __global__ void __launch_bounds__(256)
   __shared__ float scratch[32];
   __shared__ float published[2]; // this block's part of the dot product, by row parity
   const cg::cluster_group cluster = cg::this_cluster();
-  const int rank = static_cast<int>(cluster.block_rank()), blocks = static_cast<int>(cluster.num_blocks());
-  const Slice slice = slice_of(len, chunk, rank);
-  const int64_t clusters = gridDim.x / blocks;
+  const ClusterPlace at = cluster_place(cluster, len, chunk);
+  const Slice slice = at.slice;
   int parity = 0;
-  for (int64_t row = blockIdx.x / blocks; row < rows; row += clusters, parity ^= 1) {
+  for (int64_t row = at.first_row; row < rows; row += at.row_step, parity ^= 1) {
     float yv[L::kPerThread], g[L::kPerThread];
     load_share<L>(y + row * len + slice.begin, slice.n, threadIdx.x, yv, 0.0f); // padding 0: adds nothing
     load_share<L>(dy + row * len + slice.begin, slice.n, threadIdx.x, g, 0.0f);
@@ -426,7 +436,7 @@ __global__ void __launch_bounds__(256)
     if (threadIdx.x == 0) published[parity] = dot;
     cluster.sync();
     float total = 0.0f; // over the whole row, in rank order
-    for (int r = 0; r < blocks; ++r) total += *cluster.map_shared_rank(&published[parity], r);
+    for (int r = 0; r < at.blocks; ++r) total += *cluster.map_shared_rank(&published[parity], r);
 #pragma unroll
     for (int j = 0; j < L::kPerThread; ++j) g[j] = log ? g[j] - expf(yv[j]) * total : yv[j] * (g[j] - total);
     store_share<L>(dx + row * len + slice.begin, slice.n, threadIdx.x, g);
