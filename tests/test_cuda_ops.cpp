@@ -33,9 +33,7 @@
 #include "ght/ops.h"
 #include "engine/passes/autodiff.h"
 #include "kernels/cuda/device.h"
-#ifdef PILLARS_HAVE_CUDA
-#include "kernels/cuda/softmax.h"
-#endif
+#include "kernels/cuda/softmax.h" // (a build without CUDA has only its inline parts: softmax_cluster_split)
 
 using namespace pillars;
 
@@ -288,6 +286,24 @@ TEST_CASE("cuda ops: cuBLASLt's GELU epilogue against the exact GELU (informatio
   unsetenv("PILLARS_CUBLASLT_GELU");
   MESSAGE("CUBLASLT_EPILOGUE_GELU_AUX_BIAS vs the exact GELU on the CPU: relative error ", err,
           std::string(err <= 1e-5 ? " (exact: it may become linear_act's default)" : " (not the exact GELU: keep the BIAS epilogue)"));
+}
+
+TEST_CASE("cuda ops: a row split over a cluster is covered exactly, in aligned slices a block can hold") {
+  // Runs everywhere: the arithmetic of kernels/cuda/softmax.h that the cluster kernels rely on.
+  for (int64_t len = 8193; len <= 16 * 8192; ++len) {
+    const cuda::ClusterSplit split = cuda::softmax_cluster_split(len);
+    const bool ok = split.blocks == (len + 8191) / 8192 && split.blocks <= 16 && split.chunk % 4 == 0 &&
+                    split.chunk <= 8192 && int64_t{split.blocks} * split.chunk >= len && // every element has a block
+                    int64_t{split.blocks - 1} * split.chunk < len;                       // and every block an element
+    if (!ok) {
+      CAPTURE(len);
+      CAPTURE(split.blocks);
+      CAPTURE(split.chunk);
+      FAIL("bad split");
+    }
+  }
+  CHECK(cuda::softmax_cluster_split(8200).chunk == 4100);
+  CHECK(cuda::softmax_cluster_split(20000).chunk == 6668);
 }
 
 TEST_CASE("cuda ops: softmax, layer norm, cross-entropy, embedding, dropout, masked_fill match the CPU") {

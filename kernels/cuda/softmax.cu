@@ -474,8 +474,8 @@ bool clusters_available() {
 // one (CUDA's occupancy query says); then nothing is launched and the answer is false, and the
 // caller runs the kernels every GPU has.
 template <auto Kernel, class... Args> bool launch_clusters(int64_t rows, int64_t len, const char* name, Args... args) {
-  const int blocks = static_cast<int>((len + kMaxRegisterRow - 1) / kMaxRegisterRow);
-  const int chunk = static_cast<int>(((len + blocks - 1) / blocks + 3) / 4 * 4);
+  static_assert(kMaxRegisterRow == 8192, "softmax_cluster_split (softmax.h) slices rows for 8192-float blocks");
+  const auto [blocks, chunk] = softmax_cluster_split(len);
   const int64_t clusters =
       std::min<int64_t>(rows, std::max<int64_t>(1, 4 * device_properties().multiProcessorCount / blocks));
   cudaLaunchConfig_t config{};

@@ -22,6 +22,17 @@ void softmax_forward(int64_t outer, int64_t len, int64_t inner, const float* x, 
 void softmax_backward(int64_t outer, int64_t len, int64_t inner, const float* y, const float* dy, float* dx,
                       bool log);
 
+// How a row of len floats (8192 < len ≤ 16 · 8192) is split over a thread-block cluster: `blocks`
+// slices of `chunk` floats, block r taking [r·chunk, min(len, (r+1)·chunk)). chunk is a multiple of
+// 4 (every slice starts 16-byte aligned) and at most 8192 (what a block holds in registers).
+struct ClusterSplit {
+  int blocks, chunk;
+};
+constexpr ClusterSplit softmax_cluster_split(int64_t len) {
+  const int64_t blocks = (len + 8191) / 8192;
+  return ClusterSplit{static_cast<int>(blocks), static_cast<int>(((len + blocks - 1) / blocks + 3) / 4 * 4)};
+}
+
 // Rows of 8k–128k floats run on thread-block clusters where the GPU has them (Hopper, with sm_90 code
 // in this build); set_softmax_clusters(false) sends them to the kernels every GPU runs (so that a
 // test on Hopper covers both). Returns the setting before.
