@@ -31,9 +31,9 @@
 // transposed by ldmatrix) has not run on a GPU yet.
 //
 // SHARED MEMORY: every tile is K-major in wgmma's no-swizzle core-matrix layout
-// (kernels/cuda/wgmma_layout.h). Q (128 × 64), K (64 keys × 64) and V (64 keys × 64) are K-major as
+// (kernels/cuda/wgmma_layout.h). Q (128 × D), K (64 keys × D) and V (64 keys × D) are K-major as
 // they lie in memory, so 16-byte chunks go straight in with cp.async. O += P V needs V as Bᵀ,
-// (64 dims × 64 keys) with the keys contiguous: each V tile is transposed inside shared memory
+// (D dims × 64 keys) with the keys contiguous: each V tile is transposed inside shared memory
 // (transpose_values). Slots at or past the key limit are staged as zeros and never read from
 // memory (attention.h).
 #include <cuda_bf16.h>
@@ -69,8 +69,8 @@ constexpr int kBlockK = 64; // keys per tile
 
 // Rows [row0, row0 + rows) of a (·, D) head into a K-major tile (D columns), 16 bytes at a time by
 // cp.async; rows ≥ valid are zero. With C = D / 8 chunks a row, chunk c is row 8·(c / 8C) + c mod 8,
-// columns 8·((c / 8) mod C) onwards: the 8 threads of each quarter-warp (one shared-memory wavefront of 16-byte writes) take
-// 8 different rows of one core-matrix column, i.e. the 8 different 16-byte slots of a core matrix,
+// columns 8·((c / 8) mod C) onwards: the 8 threads of each quarter-warp (one shared-memory
+// wavefront of 16-byte writes) take 8 different rows of one core-matrix column, i.e. the 8 different 16-byte slots of a core matrix,
 // so no two collide on a bank; a warp still reads 64 contiguous bytes of each of 8 rows (whole
 // 32-byte sectors). (Row-major chunk order put a quarter-warp's 8 chunks 128 bytes apart: one bank
 // group, 8-way conflicts.)

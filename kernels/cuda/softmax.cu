@@ -333,16 +333,17 @@ __device__ inline Slice slice_of(int64_t len, int chunk, int rank) {
   return Slice{begin, left <= 0 ? 0 : left < chunk ? static_cast<int>(left) : chunk};
 }
 
-// Where a block of a cluster kernel stands: its rank among its cluster's `blocks`, its slice of
+// Where a block of a cluster kernel stands: its cluster's number of `blocks`, its own slice of
 // every row, and the rows its cluster walks (first_row, then every row_step-th).
 struct ClusterPlace {
-  int rank, blocks;
+  int blocks;
   Slice slice;
   int64_t first_row, row_step;
 };
 __device__ inline ClusterPlace cluster_place(const cooperative_groups::cluster_group& cluster, int64_t len, int chunk) {
-  const int rank = static_cast<int>(cluster.block_rank()), blocks = static_cast<int>(cluster.num_blocks());
-  return ClusterPlace{rank, blocks, slice_of(len, chunk, rank), blockIdx.x / blocks, gridDim.x / blocks};
+  const int blocks = static_cast<int>(cluster.num_blocks());
+  return ClusterPlace{blocks, slice_of(len, chunk, static_cast<int>(cluster.block_rank())), blockIdx.x / blocks,
+                      gridDim.x / blocks};
 }
 #endif
 
@@ -363,11 +364,10 @@ __global__ void __launch_bounds__(256)
   __shared__ float2 published[2]; // this block's (m_r, s_r), by row parity
   const cg::cluster_group cluster = cg::this_cluster();
   const ClusterPlace at = cluster_place(cluster, len, chunk);
-  const Slice slice = at.slice;
   int parity = 0;
   for (int64_t row = at.first_row; row < rows; row += at.row_step, parity ^= 1) {
     float v[L::kPerThread];
-    load_share<L>(x + row * len + slice.begin, slice.n, threadIdx.x, v, kNegInf);
+    load_share<L>(x + row * len + at.slice.begin, at.slice.n, threadIdx.x, v, kNegInf);
     float m = kNegInf;
 #pragma unroll
     for (int j = 0; j < L::kPerThread; ++j) m = fmaxf(m, v[j]);
@@ -406,7 +406,7 @@ __global__ void __launch_bounds__(256)
 #pragma unroll
       for (int j = 0; j < L::kPerThread; ++j) v[j] *= scale;
     }
-    store_share<L>(y + row * len + slice.begin, slice.n, threadIdx.x, v);
+    store_share<L>(y + row * len + at.slice.begin, at.slice.n, threadIdx.x, v);
   }
   cluster.sync(); // no block may leave while a partner can still read its shared memory
 #endif
@@ -423,12 +423,11 @@ __global__ void __launch_bounds__(256)
   __shared__ float published[2]; // this block's part of the dot product, by row parity
   const cg::cluster_group cluster = cg::this_cluster();
   const ClusterPlace at = cluster_place(cluster, len, chunk);
-  const Slice slice = at.slice;
   int parity = 0;
   for (int64_t row = at.first_row; row < rows; row += at.row_step, parity ^= 1) {
     float yv[L::kPerThread], g[L::kPerThread];
-    load_share<L>(y + row * len + slice.begin, slice.n, threadIdx.x, yv, 0.0f); // padding 0: adds nothing
-    load_share<L>(dy + row * len + slice.begin, slice.n, threadIdx.x, g, 0.0f);
+    load_share<L>(y + row * len + at.slice.begin, at.slice.n, threadIdx.x, yv, 0.0f); // padding 0: adds nothing
+    load_share<L>(dy + row * len + at.slice.begin, at.slice.n, threadIdx.x, g, 0.0f);
     float dot = 0.0f; // Σ g (log-softmax) or Σ g·y (softmax) over the slice
 #pragma unroll
     for (int j = 0; j < L::kPerThread; ++j) dot += log ? g[j] : g[j] * yv[j];
@@ -439,7 +438,7 @@ __global__ void __launch_bounds__(256)
     for (int r = 0; r < at.blocks; ++r) total += *cluster.map_shared_rank(&published[parity], r);
 #pragma unroll
     for (int j = 0; j < L::kPerThread; ++j) g[j] = log ? g[j] - expf(yv[j]) * total : yv[j] * (g[j] - total);
-    store_share<L>(dx + row * len + slice.begin, slice.n, threadIdx.x, g);
+    store_share<L>(dx + row * len + at.slice.begin, at.slice.n, threadIdx.x, g);
   }
   cluster.sync();
 #endif
