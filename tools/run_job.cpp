@@ -4,6 +4,7 @@
 #include <omp.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 
 #include "base/error.h"
@@ -13,6 +14,21 @@
 #include "kernels/cuda/device.h"
 
 namespace pillars::cli {
+namespace {
+
+// Open MPI's mpirun (4.1) meets a SIGTERM or SIGINT by sending the ranks SIGCONT, then SIGTERM
+// odls_base_sigkill_timeout seconds later, then SIGKILL as long after that: 1 s by default, too
+// soon for the ranks to end their update and rank 0 to save. SIGUSR1 it passes on at once, and
+// nothing more. (Slurm's scancel sends every task SIGTERM and gives it KillWait, 30 s by default.)
+// mpirun exports its MCA settings to the ranks, so a rank can see whether the time-out was set.
+const char* graceful_stop_warning() {
+  if (!std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("OMPI_MCA_odls_base_sigkill_timeout")) return nullptr;
+  return "Open MPI's mpirun gives the ranks 1 s between the SIGTERM it passes on and SIGKILL "
+         "(odls_base_sigkill_timeout), too little for an update to end and be saved; to stop this job gracefully "
+         "send mpirun SIGUSR1";
+}
+
+} // namespace
 
 nlohmann::json run_in_job(const Experiment& e, train::SessionOptions so) {
   dist::Communicator& world = dist::world();
@@ -22,6 +38,8 @@ nlohmann::json run_in_job(const Experiment& e, train::SessionOptions so) {
   if (world.size() > 1 && world.is_root() && !so.quiet)
     std::fprintf(stderr, "data-parallel: %s, %d thread%s each\n", world.describe().c_str(), omp_get_max_threads(),
                  omp_get_max_threads() == 1 ? "" : "s");
+  if (world.size() > 1 && world.is_root())
+    if (const char* why = graceful_stop_warning()) std::fprintf(stderr, "note: %s\n", why); // not a progress line: even --quiet
   install_stop_handlers();
   try {
     return train::run_experiment(e, so);

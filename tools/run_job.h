@@ -12,7 +12,8 @@ namespace pillars::cli {
 // otherwise one process, and MPI never touched. Installs the stop handlers first (SIGTERM, SIGINT,
 // SIGUSR1: finish the update, save, exit 128 + signal). In a job, an error on one rank ends the
 // whole job (it would otherwise leave the others waiting in their next collective), with the exit
-// status the error has in one process: 2 for bad input, 1 otherwise.
+// status the error has in one process: 2 for bad input, 1 otherwise. Under Open MPI's mpirun, rank 0
+// notes how to stop the job gracefully unless mpirun was given the time to let it (run_job.cpp).
 nlohmann::json run_in_job(const Experiment& e, train::SessionOptions so);
 
 } // namespace pillars::cli

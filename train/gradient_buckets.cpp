@@ -70,8 +70,8 @@ void GradientBuckets::lay_out(const std::vector<std::string>& names) {
 void GradientBuckets::begin(const std::vector<std::string>& names, int64_t target_tokens) {
   if (buckets_.empty()) lay_out(names);
   else if (names != names_)
-    throw Error("data-parallel training: a training step has other parameters than the first (the model changed during "
-                "training; pruning is not supported in a data-parallel job)");
+    throw Error("data-parallel training: a training step has other parameters than the buckets were laid out for (a "
+                "model that changes, as pruning does, needs GradientBuckets of its own)");
   weight_ = static_cast<float>(target_tokens);
   std::fill(reported_.begin(), reported_.end(), false);
   if (last_) {

@@ -171,6 +171,10 @@ class Loop {
     log_.write({{"type", "end"}, {"reason", state_.stop_reason}, {"update", state_.updates},
                 {"elapsed_seconds", state_.elapsed_seconds}},
                /*durable=*/true);
+    // In a job, every rank leaves only once rank 0 has saved and logged: a launcher ends the whole job
+    // as soon as one rank exits non-zero (Open MPI's mpirun; srun --kill-on-bad-exit), and 128 +
+    // signal is non-zero, so a rank that left first would kill rank 0 in the middle of its save.
+    comm_.barrier();
     const std::string path = (fs::path(o_.run_dir) / "checkpoint_last.safetensors").string();
     throw Stopped(sig, str_cat("stopped by ", signal_name(sig), " after update ", state_.updates, "; ", path,
                                " holds it (resume with --resume)"));

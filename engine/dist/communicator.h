@@ -16,9 +16,9 @@
 // touched: every collective below is then the identity.
 //
 // The transport is MPI's (Open MPI from Debian), never our own: the collectives here are thin,
-// typed wrappers around MPI_Allreduce, MPI_Bcast and MPI_Barrier. A build without MPI
-// (PILLARS_MPI off) still has world(): a single process, and a clear error if a launcher
-// started more than one.
+// typed wrappers around MPI_Allreduce, MPI_Bcast and MPI_Barrier. A build without MPI (configured
+// with -DPILLARS_NO_MPI=ON, or where CMake found none) still has world(): a single process, and a
+// clear error if a launcher started more than one.
 #pragma once
 #include <cstdint>
 #include <string>

@@ -1,5 +1,5 @@
 // MPI's world as a Communicator: each collective is one MPI call on MPI_COMM_WORLD.
-// Compiled only when CMake found MPI (PILLARS_MPI); see communicator.h.
+// Compiled only when CMake found MPI (PILLARS_HAVE_MPI); see communicator.h.
 #include "engine/dist/mpi_world.h"
 
 // Only the C API: Open MPI's deprecated C++ bindings would come along otherwise.
