@@ -193,7 +193,13 @@ stop_job() {
   if [ "$3" = mpirun ]; then kill -"$1" $job; else pkill -"$1" -P $job -f "$W/$2"; fi
   ends_within $job 90 || { kill -9 $job; pkill -9 -f "$W/$2"; fail "the job still runs 90 s after $1 to $3"; }
   wait $job; rc=$?
-  [ $rc -ne 0 ] || fail "the job stopped by $1 exited 0"
+  # Each rank exits 128 + the signal's number, and mpirun with the first rank's status (a SIGTERM
+  # of its own aside: mpirun then ends the job as it does for an error).
+  case "$3:$1" in
+    mpirun:TERM) [ $rc -ne 0 ] || fail "the job stopped by $1 exited 0" ;;
+    *:TERM) [ $rc -eq 143 ] || { cat "$W/$2.txt"; fail "the job stopped by $1 to $3 exited $rc, not 143"; } ;;
+    *:USR1) [ $rc -eq 138 ] || { cat "$W/$2.txt"; fail "the job stopped by $1 to $3 exited $rc, not 138"; } ;;
+  esac
   python3 - "$W/$2" "SIG$1" "$3" <<'PY' || { cat "$W/$2.txt"; fail "after $1 to $3: checkpoint_last or the log disagree"; }
 import json, sys
 d, sig, target = sys.argv[1:]
