@@ -66,7 +66,9 @@ std::atomic<int> g_signal{0};
 
 extern "C" void on_stop_signal(int signal_number) {
   int expected = 0;
-  if (!g_signal.compare_exchange_strong(expected, signal_number)) ::_exit(128 + signal_number); // the second: now
+  if (g_signal.compare_exchange_strong(expected, signal_number)) return; // the first: the loop will stop
+  if (signal_number == SIGINT) ::_exit(128 + SIGINT);                      // Ctrl-C again: now
+  // A repeated SIGTERM or SIGUSR1: the stop under way goes on (run_guard.h).
 }
 
 } // namespace

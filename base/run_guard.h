@@ -4,7 +4,7 @@
 //
 //   io::DirLock lock(run_dir);          // throws InputError naming the folder and the holder's PID
 //   io::remove_stale_temp_files(run_dir);
-//   install_stop_handlers();            // the first signal asks to stop; a second one aborts
+//   install_stop_handlers();            // the first signal asks to stop; a second SIGINT aborts
 //   ... if (stop_signal() != 0) { save checkpoint_last; throw Stopped(stop_signal(), ...); }
 //
 // THE LOCK is flock(2) on "<dir>/.lock", exclusive and non-blocking, with the holder's PID written
@@ -15,9 +15,13 @@
 // THE SIGNALS. The handler only records the signal (an atomic flag); the training loop polls it
 // after every update, saves checkpoint_last atomically, logs the stop and throws Stopped, which
 // the CLI turns into exit code 128 + signal number (143 for SIGTERM, 130 for SIGINT, 138 for
-// SIGUSR1), the shell's convention for "ended by that signal". A second signal while the first is
-// being honoured ends the process at once with the same code (_exit: no save, no cleanup; the
-// last complete checkpoint is still whole, since every save is an atomic rename).
+// SIGUSR1), the shell's convention for "ended by that signal". A SIGINT while the first signal is
+// being honoured (Ctrl-C twice: a person who will not wait) ends the process at once with 130
+// (_exit: no save, no cleanup; the last complete checkpoint is still whole, since every save is an
+// atomic rename). A second SIGTERM or SIGUSR1 changes nothing: programs send those, and one stop
+// may reach a process more than once (a scheduler signals the tasks, and the launcher it also
+// signalled passes the signal on), so a repeat must not cut the save short; a program that means
+// to end the process now sends SIGKILL.
 #pragma once
 #include <string>
 

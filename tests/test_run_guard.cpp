@@ -90,16 +90,20 @@ TEST_CASE("remove_stale_temp_files removes NAME.tmp.PID and NAME.tmp.PID.N and n
     CHECK_MESSAGE(fs::exists(dir.path / kept), kept);
 }
 
-TEST_CASE("stop signals: the first is recorded for the training loop, a second ends the process with 128 + signal") {
+TEST_CASE("stop signals: the first is recorded for the training loop, a repeated SIGTERM or SIGUSR1 changes nothing, "
+          "a SIGINT then ends the process with 130") {
   const int status = in_child([] {
     install_stop_handlers();
     if (stop_signal() != 0) return 1;
     ::raise(SIGUSR1);
     if (stop_signal() != SIGUSR1) return 2; // recorded, and the process goes on
-    ::raise(SIGTERM);                       // the second: _exit(128 + SIGTERM) inside the handler
-    return 3;
+    ::raise(SIGTERM);                       // as a launcher's repeat would: the stop under way goes on
+    ::raise(SIGUSR1);
+    if (stop_signal() != SIGUSR1) return 3;
+    ::raise(SIGINT);                        // Ctrl-C again: _exit(128 + SIGINT) inside the handler
+    return 4;
   });
-  CHECK(status == 128 + SIGTERM);
+  CHECK(status == 128 + SIGINT);
   CHECK(std::string(signal_name(SIGINT)) == "SIGINT");
 }
 

@@ -70,9 +70,9 @@ Command add_bench_command(CLI::App& app) {
             PILLARS_CHECK(b != kBenchmarks.end(), "bench: no benchmark ", opt->what); // CLI11 checked the word
             if (device == Device::cuda) {
               if (!b->cuda) throw InputError(str_cat("bench ", b->name, " --device cuda: not available (attention, softmax and step are)"));
-              if (opt->ranks > 0 || dist::started_by_launcher())
-                throw InputError("bench step --ranks: CPU ranks only; the GPU path (NCCL, one GPU per rank) has no benchmark "
-                                 "yet (docs/SCALING.md)");
+              if (opt->ranks > 0 || (dist::started_by_launcher() && dist::world().size() > 1))
+                throw InputError(str_cat("bench ", b->name, " --device cuda --ranks: ranks run on CPUs only; the GPU path (NCCL, ",
+                                         "one GPU per rank) has no benchmark yet (docs/SCALING.md)"));
               return b->cuda(std::max(opt->repeats, 10));
             }
             if (!b->cpu) throw InputError(str_cat("bench ", b->name, ": only with --device cuda"));

@@ -23,9 +23,9 @@ namespace {
 // mpirun exports its MCA settings to the ranks, so a rank can see whether the time-out was set.
 const char* graceful_stop_warning() {
   if (!std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("OMPI_MCA_odls_base_sigkill_timeout")) return nullptr;
-  return "Open MPI's mpirun gives the ranks 1 s between the SIGTERM it passes on and SIGKILL "
-         "(odls_base_sigkill_timeout), too little for an update to end and be saved; to stop this job gracefully "
-         "send mpirun SIGUSR1";
+  return "Open MPI's mpirun gives the ranks 1 s by default (odls_base_sigkill_timeout) between the SIGTERM it "
+         "passes on and SIGKILL, too little for an update to end and be saved; to stop this job gracefully send "
+         "mpirun SIGUSR1";
 }
 
 } // namespace
@@ -39,7 +39,7 @@ nlohmann::json run_in_job(const Experiment& e, train::SessionOptions so) {
     std::fprintf(stderr, "data-parallel: %s, %d thread%s each\n", world.describe().c_str(), omp_get_max_threads(),
                  omp_get_max_threads() == 1 ? "" : "s");
   if (world.size() > 1 && world.is_root())
-    if (const char* why = graceful_stop_warning()) std::fprintf(stderr, "note: %s\n", why); // not a progress line: even --quiet
+    if (const char* why = graceful_stop_warning()) std::fprintf(stderr, "note: %s\n", why); // even with --quiet
   install_stop_handlers();
   try {
     return train::run_experiment(e, so);

@@ -4,7 +4,8 @@
 #   1. `srun -n 2 --mpi=pmix pillars train …` is one job of 2 ranks: its parameters and optimiser
 #      state equal one process's with update_freq 2, bit for bit;
 #   2. scancel (SIGTERM to every task, then SIGKILL after KillWait) stops both ranks after the same
-#      update, rank 0 saves, and srun exits 143;
+#      update, rank 0 saves, and srun exits 143; so it does in a batch job (sbatch), where scancel
+#      signals the batch script and its srun as well;
 #   3. kill -9 of one rank under `srun --kill-on-bad-exit=1` ends the job within 60 s.
 # Not part of `make test`: it starts Slurm's daemons (munged, slurmctld, slurmd) as root, on Slurm's
 # default ports, and stops them when it ends.
@@ -90,6 +91,21 @@ end = lines[-1]
 saved = json.load(open(sys.argv[1] + "/checkpoint_last.json"))["state"]["updates"]
 assert end["type"] == "end" and end["reason"] == "SIGTERM" and saved == end["update"], (end, saved)
 print(f"2. scancel: both ranks stopped after update {saved}, which rank 0 saved; srun exited 143")
+PY
+grep -q "send mpirun SIGUSR1" "$W/term.txt" && fail "under srun, rank 0 printed the note meant for Open MPI's mpirun"
+sbatch -n 2 -J pillars-batch -o "$W/batch.txt" --wrap "srun --mpi=pmix $P train $EXP --out $W/batch $LM \
+  --set train.update_freq=30 --set train.max_updates=100000" > /dev/null || fail "sbatch"
+for _ in $(seq 1500); do grep -q '"type":"train"' "$W/batch/log.jsonl" 2>/dev/null && break; sleep 0.2; done
+scancel -n pillars-batch
+for _ in $(seq 600); do [ -z "$(squeue -h -n pillars-batch)" ] && break; sleep 0.2; done
+[ "$(grep -c "stopped by SIGTERM after update" "$W/batch.txt")" -eq 2 ] || { cat "$W/batch.txt"; fail "sbatch + scancel"; }
+python3 - "$W/batch" <<'PY' || fail "after scancel of a batch job: checkpoint_last or the log disagree"
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1] + "/log.jsonl")]
+end = lines[-1]
+saved = json.load(open(sys.argv[1] + "/checkpoint_last.json"))["state"]["updates"]
+assert end["type"] == "end" and end["reason"] == "SIGTERM" and saved == end["update"], (end, saved)
+print(f"   scancel of a batch job: both ranks stopped after update {saved}, which rank 0 saved")
 PY
 # 3. kill -9 of one rank, with --kill-on-bad-exit: Slurm ends the other (SIGTERM, then SIGKILL
 #    after KillWait, since the survivor waits in a collective and cannot end its update).

@@ -22,13 +22,16 @@
 // gradients are summed with the rest. The heads' feature maps are never exchanged.
 //
 // The copies of the parameters never diverge: every rank applies the same step to the same values.
-// Against one process, only the order of the sums differs (MPI adds the ranks' partial sums in an
-// order of its own), which moves the parameters by rounding, ~1e-7 relative per update.
+// Against one process with N·u batches an update, only the order of the sums can differ. With
+// u = 1 and two ranks it does not (a + b = b + a): the parameters are the same bit for bit. With
+// u > 1 each rank first adds its own batches, another grouping, and rounding moves the parameters
+// apart a little (tests/cli_data_parallel.sh states the tolerance and why).
 //
 // One voice: rank 0 alone writes the run directory (log.jsonl, checkpoints, evaluation) and
 // prints progress, and it alone validates; what validation decides (best score, patience, stop)
 // reaches the other ranks with the trainer state. A stop (a signal, or max_minutes by rank 0's
-// clock) is agreed by all ranks after every update, so all stop at the same one.
+// clock) is agreed by all ranks before every update, so all stop after the same one, and none
+// leaves before rank 0 has saved.
 #pragma once
 #include <cstdint>
 #include <functional>
