@@ -200,6 +200,8 @@ stop_job() {
     *:TERM) [ $rc -eq 143 ] || { cat "$W/$2.txt"; fail "the job stopped by $1 to $3 exited $rc, not 143"; } ;;
     *:USR1) [ $rc -eq 138 ] || { cat "$W/$2.txt"; fail "the job stopped by $1 to $3 exited $rc, not 138"; } ;;
   esac
+  [ "$(grep -c "stopped by SIG$1 after update" "$W/$2.txt")" -eq 1 ] ||
+    { cat "$W/$2.txt"; fail "after $1 to $3: not one 'stopped by' line (rank 0 alone speaks)"; }
   python3 - "$W/$2" "SIG$1" "$3" <<'PY' || { cat "$W/$2.txt"; fail "after $1 to $3: checkpoint_last and the log disagree"; }
 import json, sys
 d, sig, target = sys.argv[1:]

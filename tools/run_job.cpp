@@ -43,8 +43,11 @@ nlohmann::json run_in_job(const Experiment& e, train::SessionOptions so) {
   install_stop_handlers();
   try {
     return train::run_experiment(e, so);
-  } catch (const Stopped&) {
-    throw; // every rank stopped at the same update (a stop is agreed), and each exits normally
+  } catch (const Stopped& stop) {
+    // Every rank stopped after the same update (a stop is agreed), and each exits with 128 + signal;
+    // rank 0 alone says where the checkpoint is.
+    if (world.is_root()) throw;
+    throw Stopped(stop.signal, "");
   } catch (const std::exception& err) {
     if (world.size() == 1) throw;
     const bool input = dynamic_cast<const InputError*>(&err) != nullptr;
