@@ -76,6 +76,18 @@ a, b = (tensors(d) for d in sys.argv[1:])
 assert a.keys() == b.keys() and all(a[k] == b[k] for k in a), "not bit-identical"
 print(f"1. srun -n 2: {len(a)} tensors (parameters and optimiser state) bit-identical to one process x 2")
 PY
+# stopped_by_sigterm RUN WHAT TAIL: the log of RUN ends with a SIGTERM stop at the update its
+# checkpoint_last holds.
+stopped_by_sigterm() {
+  python3 - "$1" "$2" "$3" <<'PY' || fail "$2: checkpoint_last or the log disagree"
+import json, sys
+run, what, tail = sys.argv[1:]
+end = [json.loads(l) for l in open(run + "/log.jsonl")][-1]
+saved = json.load(open(run + "/checkpoint_last.json"))["state"]["updates"]
+assert end["type"] == "end" and end["reason"] == "SIGTERM" and saved == end["update"], (end, saved)
+print(f"{what}: both ranks stopped after update {saved}, which rank 0 saved{tail}")
+PY
+}
 # 2. scancel: SIGTERM to every task.
 srun -n 2 --mpi=pmix -J pillars-term "$P" train "$EXP" --out "$W/term" $LM --set train.update_freq=30 \
   --set train.max_updates=100000 > "$W/term.txt" 2>&1 &
@@ -84,14 +96,7 @@ for _ in $(seq 1500); do grep -q '"type":"train"' "$W/term/log.jsonl" 2>/dev/nul
 scancel -n pillars-term
 wait $job; rc=$?
 [ $rc -eq 143 ] || { cat "$W/term.txt"; fail "srun exited $rc after scancel, not 143"; }
-python3 - "$W/term" <<'PY' || fail "after scancel: checkpoint_last or the log disagree"
-import json, sys
-lines = [json.loads(l) for l in open(sys.argv[1] + "/log.jsonl")]
-end = lines[-1]
-saved = json.load(open(sys.argv[1] + "/checkpoint_last.json"))["state"]["updates"]
-assert end["type"] == "end" and end["reason"] == "SIGTERM" and saved == end["update"], (end, saved)
-print(f"2. scancel: both ranks stopped after update {saved}, which rank 0 saved; srun exited 143")
-PY
+stopped_by_sigterm "$W/term" "2. scancel" "; srun exited 143"
 grep -q "send mpirun SIGUSR1" "$W/term.txt" && fail "under srun, rank 0 printed the note meant for Open MPI's mpirun"
 sbatch -n 2 -J pillars-batch -o "$W/batch.txt" --wrap "srun --mpi=pmix $P train $EXP --out $W/batch $LM \
   --set train.update_freq=30 --set train.max_updates=100000" > /dev/null || fail "sbatch"
@@ -100,14 +105,7 @@ scancel -n pillars-batch
 for _ in $(seq 600); do [ -z "$(squeue -h -n pillars-batch)" ] && break; sleep 0.2; done
 [ "$(grep -c "stopped by SIGTERM after update" "$W/batch.txt")" -eq 1 ] ||
   { cat "$W/batch.txt"; fail "sbatch + scancel: not one 'stopped by' line (rank 0's)"; }
-python3 - "$W/batch" <<'PY' || fail "after scancel of a batch job: checkpoint_last or the log disagree"
-import json, sys
-lines = [json.loads(l) for l in open(sys.argv[1] + "/log.jsonl")]
-end = lines[-1]
-saved = json.load(open(sys.argv[1] + "/checkpoint_last.json"))["state"]["updates"]
-assert end["type"] == "end" and end["reason"] == "SIGTERM" and saved == end["update"], (end, saved)
-print(f"   scancel of a batch job: both ranks stopped after update {saved}, which rank 0 saved")
-PY
+stopped_by_sigterm "$W/batch" "   scancel of a batch job" ""
 # 3. kill -9 of one rank, with --kill-on-bad-exit: Slurm ends the other (SIGTERM, then SIGKILL
 #    after KillWait, since the survivor waits in a collective and cannot end its update).
 srun -n 2 --mpi=pmix --kill-on-bad-exit=1 "$P" train "$EXP" --out "$W/kill" $LM --set train.update_freq=2 \
