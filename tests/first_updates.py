@@ -66,6 +66,8 @@ DATA_OVERRIDES = {
 
 # Written by the run but not what it computed: wall-clock times and speeds.
 TIMING_KEYS = {"seconds", "elapsed_seconds", "tokens_per_s", "sentences_per_s", "minutes"}
+# Where it ran (the log's start lines): CPU model, commit and the like differ between machines.
+MACHINE_KEYS = {"machine"}
 
 
 def overrides(experiment):
@@ -93,7 +95,7 @@ def overrides(experiment):
 def strip(value, run_dir):
     """The run's outputs without timings, the run directory's path replaced by RUN, floats rounded."""
     if isinstance(value, dict):
-        return {k: strip(v, run_dir) for k, v in value.items() if k not in TIMING_KEYS}
+        return {k: strip(v, run_dir) for k, v in value.items() if k not in TIMING_KEYS | MACHINE_KEYS}
     if isinstance(value, list):
         return [strip(v, run_dir) for v in value]
     if isinstance(value, str):

@@ -24,9 +24,11 @@ ALLOWED = {
     "ght": {"base", "kernels", "engine", "models", "steps"},
     "decode": {"base", "kernels", "engine", "text", "models"},
     "train": {"base", "kernels", "engine", "text", "metrics", "datasets", "models", "steps", "ght", "decode"},
-    "report": {"base", "kernels", "engine", "text", "metrics", "datasets", "models", "steps", "ght", "decode", "train"},
+    "study": {"base", "kernels", "engine", "text", "metrics", "datasets", "models", "steps", "ght", "decode", "train"},
+    "report": {"base", "kernels", "engine", "text", "metrics", "datasets", "models", "steps", "ght", "decode", "train",
+               "study"},
     "tools": {"base", "kernels", "engine", "text", "metrics", "datasets", "models", "steps", "ght", "decode", "train",
-              "report"},
+              "study", "report"},
 }
 SOURCES = (".h", ".cpp", ".cu", ".cuh")
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"/]+)/')

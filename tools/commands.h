@@ -42,5 +42,6 @@ Command add_generate_command(CLI::App& app);
 Command add_metrics_command(CLI::App& app);
 Command add_prune_command(CLI::App& app);
 Command add_report_command(CLI::App& app);
+Command add_study_command(CLI::App& app);
 
 } // namespace pillars::cli

@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
       pillars::cli::add_graph_command(app),
       pillars::cli::add_schema_command(app),
       pillars::cli::add_report_command(app),
+      pillars::cli::add_study_command(app),
   };
 
   // A mistyped command: CLI11 would only say that a subcommand is required.

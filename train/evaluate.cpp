@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "base/error.h"
+#include "decode/step_decoder.h"
 #include "base/progress.h"
 #include "metrics/bleu.h"
 #include "metrics/fairseq_bleu.h"
@@ -76,6 +77,45 @@ BleuReport score_bleu(const Translations& t, const std::vector<std::vector<std::
   b.tokenized = scorer.score();
   b.tokenized_line = scorer.result_string();
   return b;
+}
+
+std::vector<SentenceNll> sentence_nll(const TransformerConfig& cfg, const ParamStore& params,
+                                      const std::vector<std::vector<int32_t>>& src, const std::vector<std::vector<int32_t>>& tgt,
+                                      int64_t batch_sentences) {
+  PILLARS_CHECK(src.size() == tgt.size() && batch_sentences >= 1, "sentence_nll: ", src.size(), " sources for ", tgt.size(), " targets");
+  std::vector<SentenceNll> out(src.size());
+  decode::StepDecoder decoder(cfg, params, params.device());
+  const int64_t V = cfg.vocab;
+  for (size_t at = 0; at < src.size(); at += static_cast<size_t>(batch_sentences)) {
+    const size_t end = std::min(src.size(), at + static_cast<size_t>(batch_sentences));
+    const std::vector<std::vector<int32_t>> sources(src.begin() + static_cast<std::ptrdiff_t>(at), src.begin() + static_cast<std::ptrdiff_t>(end));
+    size_t longest = 0;
+    for (size_t i = at; i < end; ++i) longest = std::max(longest, tgt[i].size());
+    decoder.start(sources, /*rows_per_sentence=*/1, static_cast<int64_t>(longest) + 1);
+    const size_t N = end - at;
+    decode::StepDecoder::Step step;
+    for (size_t r = 0; r < N; ++r) step.row_origin.push_back(static_cast<int32_t>(r)), step.sentence_origin.push_back(static_cast<int32_t>(r));
+    step.tokens.resize(N);
+    for (size_t t = 0; t < longest; ++t) {
+      // Row r is fed y_{t−1} (eos at t = 0) and scored on y_t; rows past their end are fed eos
+      // and not scored.
+      for (size_t r = 0; r < N; ++r) {
+        const std::vector<int32_t>& y = tgt[at + r];
+        step.tokens[r] = t == 0 || t > y.size() ? step.eos : y[t - 1];
+      }
+      step.positions.assign(N, static_cast<int32_t>(t));
+      decoder.step(step);
+      const Tensor lp = decoder.log_probs(); // (N, V)
+      const float* p = lp.data<float>();
+      for (size_t r = 0; r < N; ++r) {
+        const std::vector<int32_t>& y = tgt[at + r];
+        if (t >= y.size()) continue;
+        out[at + r].nll -= static_cast<double>(p[static_cast<int64_t>(r) * V + y[t]]);
+        ++out[at + r].tokens;
+      }
+    }
+  }
+  return out;
 }
 
 } // namespace pillars::train

@@ -42,4 +42,17 @@ struct BleuReport {
 BleuReport score_bleu(const Translations& t, const std::vector<std::vector<std::string>>& refs, const TextPipeline& pipeline,
                       bool lowercase);
 
+// The teacher-forced loss of each sentence: nll = −Σ_t log p(y_t | y_<t, x) in nats over its
+// target tokens (eos included), as the test loss counts them, so Σ nll / Σ tokens is the split's
+// loss. The decoder is fed eos (the start symbol) and then the target's own tokens, one step at a
+// time with cached keys and values, in batches of `batch_sentences`. What a paired bootstrap of
+// the loss resamples (study/table.h).
+struct SentenceNll {
+  double nll = 0;
+  int64_t tokens = 0;
+};
+std::vector<SentenceNll> sentence_nll(const TransformerConfig& cfg, const ParamStore& params,
+                                      const std::vector<std::vector<int32_t>>& src, const std::vector<std::vector<int32_t>>& tgt,
+                                      int64_t batch_sentences);
+
 } // namespace pillars::train

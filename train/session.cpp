@@ -459,6 +459,14 @@ nlohmann::json evaluate_run(const std::string& target, const EvalOptions& option
     result["rougeL"] = 100 * r.mean.rougeL.fmeasure;
   }
   write_lines((fs::path(run_dir) / (stem + ".hyp")).string(), t.text);
+  // Each sentence's loss, "nll tokens" per line: what a paired bootstrap of the loss resamples.
+  std::vector<std::string> nll_lines;
+  for (const SentenceNll& s : sentence_nll(ck.config, on_device, pairs.src, pairs.tgt, batch_sentences)) {
+    char line[64];
+    std::snprintf(line, sizeof line, "%.17g %lld", s.nll, static_cast<long long>(s.tokens));
+    nll_lines.push_back(line);
+  }
+  write_lines((fs::path(run_dir) / (stem + ".nll")).string(), nll_lines);
   io::atomic_write_file((fs::path(run_dir) / (stem + ".json")).string(), result.dump(2) + "\n");
   if (!options.quiet) {
     std::fprintf(stderr, "eval %s on %s%s: loss %.4f, ppl %.2f, %.1f sentences/s (beam %lld)\n", fs::path(checkpoint).filename().c_str(),

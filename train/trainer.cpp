@@ -1,11 +1,15 @@
 // The training loop; see trainer.h.
 #include "train/trainer.h"
 
+#include "base/build_info.h"
 #include "base/log_file.h"
 #include "base/run_guard.h"
 
 #include "base/splitmix64.h"
+#include "kernels/cpu/cpu_features.h"
 #include "kernels/cuda/device.h"
+
+#include <omp.h>
 
 #include <algorithm>
 #include <chrono>
@@ -99,7 +103,7 @@ class Loop {
     if (e_.train.patience > 0 && state_.bad_validations >= e_.train.patience) stop("patience");
     log_.write({{"type", "start"}, {"resume", o_.resume}, {"epoch", state_.epoch}, {"update", state_.updates},
                 {"batches_per_epoch", batches_per_epoch_}, {"planned_updates", planned_updates_},
-                {"parameters", params_.numel()}, {"passes", task_.steps().training_passes()}});
+                {"parameters", params_.numel()}, {"passes", task_.steps().training_passes()}, {"machine", machine_record()}});
     while (!state_.finished) {
       if (state_.epoch > e_.train.max_epochs) { stop("max_epochs"); break; }
       train_epoch();
@@ -128,6 +132,16 @@ class Loop {
 
  private:
   bool quiet() const { return o_.quiet || !voice_; } // only rank 0 prints
+
+  // Where this stretch of the run computes, and with what arithmetic: a run's numbers depend on
+  // the CPU kernels' instruction set, the thread count, the device and the precision, so a study
+  // pairs only runs that agree on them (study/table.h). Every start line (a resume too) has one.
+  nlohmann::json machine_record() const {
+    return {{"cpu", cpu_model_name()},         {"isa", cpu::isa_name(cpu::active_isa())},
+            {"threads", omp_get_max_threads()}, {"device", enum_name(e_.train.device)},
+            {"precision", enum_name(e_.train.device == Device::cuda ? e_.train.precision : Precision::fp32)},
+            {"ranks", comm_.size()},            {"commit", build_commit()}};
+  }
 
   // The stopping rules every rank must agree on, checked before every update: a stop signal on any
   // rank, and rank 0's clock for max_minutes (the ranks' clocks differ a little). One small

@@ -1,0 +1,39 @@
+// One run of a study on disk: where its files are, and the study's record of what is done.
+//
+//   study_run.json   {"system": "ght", "seed": 2, "trained": true,
+//                     "evaluated": ["test_2016_flickr"], "commands": ["pillars train …", …]}
+//
+// The record is written (atomically) after each step that succeeded, so it never claims a step
+// that did not finish. It is read back as untrusted input: a record that is not what the study
+// wrote (bad JSON, wrong types, another system or seed) is an InputError naming the file.
+#pragma once
+#include <cstdint>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace pillars::study {
+
+struct RunPaths {
+  std::string dir;        // STUDY_DIR/<system>/s<seed>: the run (`pillars train --out`)
+  std::string final_dir;  // dir, or dir/pruned for a system that prunes: the model that is tested
+  std::string record;     // dir/study_run.json
+  std::string log;        // STUDY_DIR/logs/<system>-s<seed>.log
+  std::string system;
+  int64_t seed = 0;
+};
+RunPaths run_paths(const std::string& study_dir, const std::string& system, int64_t seed, bool prunes);
+
+struct RunRecord {
+  bool trained = false;
+  std::set<std::string> evaluated;    // test splits with an eval_<split>.json from the study
+  std::vector<std::string> commands;  // every step that succeeded, as a shell would run it
+};
+// The record, or an empty one when the file does not exist.
+RunRecord read_run_record(const RunPaths& p);
+void write_run_record(const RunPaths& p, const RunRecord& r);
+
+// The last update a run's logs mention (phase 2's log continues phase 1's count), 0 without one.
+int64_t latest_update(const RunPaths& p);
+
+} // namespace pillars::study

@@ -1,0 +1,273 @@
+// See runner.h.
+#include "study/runner.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <cstdio>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "base/atomic_file.h"
+#include "base/input_file.h"
+#include "base/run_guard.h"
+#include "study/run_record.h"
+#include "train/prepare.h"
+
+namespace pillars::study {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+// One (system, seed) of the study and the steps it has left.
+struct Run {
+  const SystemSpec* system = nullptr;
+  int64_t seed = 0;
+  RunPaths paths;
+  RunRecord record;
+  std::deque<std::vector<std::string>> steps; // argv of each step left (argv[0] = the binary)
+  pid_t pid = 0;                               // the running step's process, 0 when none
+  std::string label() const { return str_cat(system->name, " s", seed); }
+};
+
+// What the study is run under, written at its first start and checked at every later one.
+json study_conditions(const StudySpec& s, Device device) {
+  return {{"study", s.name}, {"device", enum_name(device)}, {"precision", enum_name(s.precision)}, {"isa", s.isa}, {"threads", s.threads}};
+}
+
+void check_conditions(const std::string& dir, const json& now) {
+  const std::string path = (fs::path(dir) / "study.json").string();
+  if (!fs::exists(fs::symlink_status(path))) {
+    io::atomic_write_file(path, now.dump(1) + "\n");
+    return;
+  }
+  json before;
+  try {
+    before = json::parse(read_input_file(path, 1 << 20));
+  } catch (const json::exception& err) {
+    throw InputError(str_cat(path, ": invalid JSON: ", err.what()));
+  }
+  for (const auto& [key, value] : now.items())
+    if (!before.contains(key) || before[key] != value)
+      throw InputError(str_cat(path, ": this study's runs were made with ", key, " = ",
+                               before.contains(key) ? before[key].dump() : "(none)", ", now ", value.dump(),
+                               "; one study never mixes them (use another --out folder for the new setting)"));
+}
+
+std::vector<std::string> train_step(const std::string& binary, const StudySpec& s, const Run& r) {
+  std::vector<std::string> argv{binary, "train", r.system->experiment};
+  for (const std::string& o : run_overrides(s, *r.system, r.seed)) argv.insert(argv.end(), {"--set", o});
+  argv.insert(argv.end(), {"--out", r.paths.dir, "--threads", std::to_string(s.threads), "--no-eval"});
+  if (fs::exists(fs::path(r.paths.dir) / "checkpoint_last.safetensors")) argv.push_back("--resume");
+  return argv;
+}
+
+std::vector<std::string> eval_step(const std::string& binary, const StudySpec& s, const Run& r, const std::string& split,
+                                   Device device) {
+  std::vector<std::string> argv{binary, "eval", r.paths.final_dir, "--split", split, "--threads", std::to_string(s.threads)};
+  if (device == Device::cuda) argv.insert(argv.end(), {"--device", "cuda"});
+  return argv;
+}
+
+std::string shell_words(const std::vector<std::string>& argv) {
+  std::string out;
+  for (const std::string& a : argv) {
+    const bool plain = a.find_first_of(" \"'$\\{}[]*?;&|<>()") == std::string::npos && !a.empty();
+    out += (out.empty() ? "" : " ") + (plain ? a : "'" + a + "'");
+  }
+  return out;
+}
+
+// Starts one step with its output appended to the run's log file; returns the child's PID.
+pid_t start_step(const std::vector<std::string>& argv, const std::string& log_path, const StudySpec& s) {
+  const int fd = ::open(log_path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) throw Error(str_cat(log_path, ": cannot open it to append (", std::strerror(errno), ")"));
+  const std::string line = str_cat("\n$ ", shell_words(argv), "\n");
+  (void)!::write(fd, line.data(), line.size());
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(fd);
+    throw Error(str_cat("cannot start a process (", std::strerror(errno), ")"));
+  }
+  if (pid == 0) { // the child: only async-signal-safe calls until exec
+    ::dup2(fd, 1), ::dup2(fd, 2);
+    ::signal(SIGPIPE, SIG_DFL);
+    if (s.isa != "native") ::setenv("PILLARS_ISA", s.isa.c_str(), 1);
+    ::setenv("OMP_WAIT_POLICY", "PASSIVE", 0);
+    std::vector<char*> args;
+    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    ::execv(args[0], args.data());
+    const char msg[] = "pillars study: cannot exec the step\n";
+    (void)!::write(2, msg, sizeof msg - 1);
+    ::_exit(127);
+  }
+  ::close(fd);
+  return pid;
+}
+
+std::string duration_text(double seconds) {
+  if (!(seconds >= 0) || seconds > 1e8) return "?";
+  const int64_t s = static_cast<int64_t>(seconds + 0.5);
+  if (s >= 3600) return str_cat(s / 3600, "h", (s % 3600) / 60 < 10 ? "0" : "", (s % 3600) / 60, "m");
+  if (s >= 60) return str_cat(s / 60, "m", s % 60 < 10 ? "0" : "", s % 60, "s");
+  return str_cat(s, "s");
+}
+
+} // namespace
+
+std::string study_dir_of(const StudySpec& s, const std::string& out) {
+  return out.empty() ? (fs::path("studies") / s.name).string() : out;
+}
+
+int run_study(const StudySpec& s, const RunnerOptions& o) {
+  const std::string dir = study_dir_of(s, o.study_dir);
+  const Device device = o.device.value_or(s.device);
+  if (device != s.device) // the file's device is part of every run's config: --device must agree
+    throw InputError(str_cat("--device ", enum_name(device), ": the study file ", s.path, " says \"device\": \"",
+                             enum_name(s.device), "\" (its runs' configs name it; change the file, with a new --out folder)"));
+  const std::string binary = o.binary.empty() ? fs::read_symlink("/proc/self/exe").string() : o.binary;
+  const int64_t cores = std::max<int64_t>(1, std::thread::hardware_concurrency());
+  const int64_t jobs = o.jobs > 0 ? o.jobs : std::max<int64_t>(1, cores / s.threads);
+
+  // Every run and what it has left to do.
+  std::vector<Run> runs;
+  for (int64_t seed : s.seeds)
+    for (const SystemSpec& sys : s.systems) {
+      Run r;
+      r.system = &sys, r.seed = seed;
+      const Experiment e = run_experiment_config(s, sys, seed);
+      r.paths = run_paths(dir, sys.name, seed, e.prune.method != ght::PruneMethod::none);
+      r.record = read_run_record(r.paths);
+      runs.push_back(std::move(r));
+    }
+  auto splits_of = [&](const Run& r) {
+    return s.test_splits.empty() ? std::vector<std::string>{train::test_split_of(run_experiment_config(s, *r.system, r.seed))} : s.test_splits;
+  };
+  for (Run& r : runs) {
+    if (!r.record.trained) r.steps.push_back(train_step(binary, s, r));
+    for (const std::string& split : splits_of(r))
+      if (!r.record.evaluated.count(split)) r.steps.push_back(eval_step(binary, s, r, split, device));
+  }
+  if (o.dry_run) {
+    for (const Run& r : runs)
+      for (const auto& argv : r.steps) std::printf("%s\n", shell_words(argv).c_str());
+    return 0;
+  }
+
+  fs::create_directories(fs::path(dir) / "logs");
+  io::DirLock lock(dir);
+  check_conditions(dir, study_conditions(s, device));
+  install_stop_handlers();
+  ::signal(SIGPIPE, SIG_IGN); // a closed pipe on our stdout must not kill the study and orphan its runs
+
+  // Progress: updates made against the budget of every run, the rate measured since this start.
+  const int64_t total_updates = static_cast<int64_t>(runs.size()) * s.updates;
+  auto updates_done = [&]() {
+    int64_t done = 0;
+    for (const Run& r : runs) done += r.record.trained ? s.updates : std::min(s.updates, latest_update(r.paths));
+    return done;
+  };
+  const int64_t done_at_start = updates_done();
+  const auto started = Clock::now();
+  auto last_report = Clock::now() - std::chrono::hours(1);
+  int64_t failed = 0;
+  auto report = [&](bool force) {
+    if (o.quiet || (!force && Clock::now() - last_report < std::chrono::seconds(60))) return;
+    last_report = Clock::now();
+    int64_t finished = 0, running = 0;
+    std::string active;
+    for (const Run& r : runs) {
+      if (r.steps.empty() && r.pid == 0) ++finished;
+      if (r.pid) ++running, active += str_cat(active.empty() ? "" : ", ", r.label(), " ", std::min(s.updates, latest_update(r.paths)));
+    }
+    const int64_t done = updates_done();
+    const double seconds = std::chrono::duration<double>(Clock::now() - started).count();
+    const double rate = seconds > 0 ? static_cast<double>(done - done_at_start) / seconds : 0;
+    std::printf("study %s: %lld/%zu runs done, %lld running (%s); %lld/%lld updates; %s\n", s.name.c_str(),
+                static_cast<long long>(finished), runs.size(), static_cast<long long>(running), active.c_str(),
+                static_cast<long long>(done), static_cast<long long>(total_updates),
+                rate > 0 ? str_cat(rate < 10 ? std::to_string(rate).substr(0, 4) : std::to_string(static_cast<int64_t>(rate)),
+                                   " updates/s, ETA ", duration_text(static_cast<double>(total_updates - done) / rate),
+                                   " (training; evaluations come on top)").c_str()
+                         : "rate not measured yet");
+    std::fflush(stdout);
+  };
+
+  size_t next = 0;
+  int stop = 0;
+  while (true) {
+    if (!stop && (stop = stop_signal()) != 0) {
+      std::printf("study %s: %s; stopping the running runs (each saves its checkpoint)\n", s.name.c_str(), signal_name(stop));
+      std::fflush(stdout);
+      for (const Run& r : runs)
+        if (r.pid) ::kill(r.pid, SIGTERM);
+    }
+    // Start runs while there is room.
+    int64_t running = 0;
+    for (const Run& r : runs) running += r.pid != 0;
+    while (!stop && running < jobs && next < runs.size()) {
+      Run& r = runs[next++];
+      if (r.steps.empty()) continue;
+      r.pid = start_step(r.steps.front(), r.paths.log, s);
+      ++running;
+      if (!o.quiet) std::printf("study %s: started %s (%s); log %s\n", s.name.c_str(), r.label().c_str(), r.steps.front()[1].c_str(), r.paths.log.c_str());
+    }
+    if (running == 0) break;
+    // Reap what ended.
+    int status = 0;
+    const pid_t pid = ::waitpid(-1, &status, WNOHANG);
+    if (pid > 0) {
+      for (Run& r : runs) {
+        if (r.pid != pid) continue;
+        r.pid = 0;
+        const std::string what = r.steps.front()[1];
+        const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        if (code == 0) {
+          if (what == "train") r.record.trained = true;
+          else r.record.evaluated.insert(r.steps.front()[4]);
+          r.record.commands.push_back(shell_words(r.steps.front()));
+          write_run_record(r.paths, r.record);
+          r.steps.pop_front();
+          if (!stop && !r.steps.empty()) { // its next step at once, in the same slot
+            r.pid = start_step(r.steps.front(), r.paths.log, s);
+          } else if (r.steps.empty() && !o.quiet) {
+            std::printf("study %s: %s finished\n", s.name.c_str(), r.label().c_str());
+            report(true);
+          }
+        } else if (!stop) {
+          ++failed;
+          std::fprintf(stderr, "study %s: %s: `%s` failed with exit status %d; its log: %s\n", s.name.c_str(), r.label().c_str(),
+                       what.c_str(), code, r.paths.log.c_str());
+          r.steps.clear();
+        }
+      }
+      continue;
+    }
+    report(false);
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+  if (stop) {
+    std::printf("study %s: stopped by %s; run the same command to continue\n", s.name.c_str(), signal_name(stop));
+    return 128 + stop;
+  }
+  report(true);
+  if (failed) {
+    std::fprintf(stderr, "study %s: %lld run%s failed (see above); the others finished\n", s.name.c_str(), static_cast<long long>(failed),
+                 failed == 1 ? "" : "s");
+    return 1;
+  }
+  if (!o.quiet) std::printf("study %s: every run finished; `pillars study %s --table` compares them\n", s.name.c_str(), s.path.c_str());
+  return 0;
+}
+
+} // namespace pillars::study

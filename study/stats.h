@@ -1,0 +1,73 @@
+// The statistics a study reports: how far apart two systems are, and how sure we can be.
+//
+// Two kinds of pairing, two kinds of test:
+//
+//   across seeds      A seed fixes a run's initial weights and its batch order, so system X and
+//                     the baseline trained with the same seed form a pair. With n seeds the
+//                     differences d_s = X_s − B_s are tested by
+//                       paired_t_test   t = mean(d) / (sd(d) / √n), two-sided, n − 1 degrees of
+//                                       freedom (what scipy.stats.ttest_rel computes), and
+//                       sign_test       how many d_s are > 0 against Binomial(n', ½), ties
+//                                       dropped, two-sided (scipy.stats.binomtest's p-value).
+//   within one seed   The two systems translated the same test sentences, so a sentence is a
+//                     pair. paired_bootstrap resamples the sentences with replacement (the same
+//                     indices for both systems), rescores the corpus each time, and reports the
+//                     real difference, a 95 % interval of the resampled differences and
+//                     sacreBLEU's p-value (Koehn 2004; sacreBLEU's `--paired-bs`).
+//
+// A corpus metric is not a mean of sentence scores (BLEU sums n-gram counts over the corpus
+// before it divides), so the bootstrap works on per-sentence *statistics*: a row of numbers per
+// sentence that add up over any sample of sentences, and a function that scores a sum.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+namespace pillars::study {
+
+// Mean and sample standard deviation (n − 1 in the denominator; 0 when n < 2).
+struct MeanSd {
+  double mean = 0, sd = 0;
+  int64_t n = 0;
+};
+MeanSd mean_sd(const std::vector<double>& x);
+
+// Student's t distribution: P(T ≤ t) with `df` degrees of freedom (df > 0).
+double student_t_cdf(double t, double df);
+// The regularised incomplete beta function I_x(a, b), 0 ≤ x ≤ 1, a, b > 0.
+double incomplete_beta(double x, double a, double b);
+
+struct PairedTest {
+  int64_t n = 0;         // pairs used
+  double mean_diff = 0;  // mean of x − y
+  double statistic = 0;  // t (t-test) or the number of positive differences (sign test)
+  double p = 1;          // two-sided
+};
+// The paired t-test of x against y (x[i] and y[i] are a pair). With n < 2, or all differences
+// equal (sd 0), p is NaN: the test is undefined, and the table says so.
+PairedTest paired_t_test(const std::vector<double>& x, const std::vector<double>& y);
+// The sign test: positive against negative differences, ties (exactly equal) dropped.
+PairedTest sign_test(const std::vector<double>& x, const std::vector<double>& y);
+
+// Per-sentence statistics: rows[i] is sentence i's row; every row has the same width.
+using StatRows = std::vector<std::vector<double>>;
+// Scores the column sums of a sample of rows (e.g. BLEU from summed n-gram counts).
+using CorpusScore = std::function<double(const std::vector<double>& sums)>;
+
+struct BootstrapResult {
+  double system = 0, baseline = 0;  // the scores of the whole test set
+  double diff = 0;                  // system − baseline
+  double low = 0, high = 0;         // 95 % interval of the resampled differences
+  double p = 1;                     // sacreBLEU's p-value for |diff|
+  int64_t samples = 0;
+};
+// The paired bootstrap: `samples` resamples of the n sentence indices, drawn with SplitMix64 from
+// `seed` (index = next() mod n: the script that checks this test draws the same indices), each
+// scored for both systems. The interval is sacreBLEU's: the sorted differences at positions
+// ⌊S/40⌋ and S − ⌊S/40⌋ − 1. The p-value is sacreBLEU's too: with δ_s = |score_sys − score_base|
+// of resample s, centred by their mean, p = (#{δ_s − mean(δ) > |diff|} + 1) / (S + 1); where the
+// two systems score exactly the same (diff = 0), p = 1 (sacreBLEU's rule would give 1/(S + 1)).
+BootstrapResult paired_bootstrap(const StatRows& system, const StatRows& baseline, const CorpusScore& score,
+                                 int64_t samples = 1000, uint64_t seed = 12345);
+
+} // namespace pillars::study
