@@ -1,0 +1,81 @@
+# `pillars study` end to end on tiny Multi30k runs: a study runs every (system, seed), skips what
+# is finished, stops gracefully on SIGTERM and continues where it stopped, keeps one study per
+# folder, refuses to change its device or threads, and its table pairs only runs that match the
+# study file.
+#   sh tests/cli_study.sh BUILD/pillars WORK_DIR
+set -u
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+. "$ROOT/tests/cli_lib.sh" # fail, ends_within, wait_for_update; P and W from the arguments
+P=$(cd "$(dirname "$P")" && pwd)/$(basename "$P")
+if [ -z "${PILLARS_DATA:-}" ] || [ ! -d "$PILLARS_DATA/multi30k-de-en" ]; then
+  echo "skipped: the multi30k-de-en dataset is not in the mirror (PILLARS_DATA=${PILLARS_DATA:-unset})"
+  exit 77
+fi
+cd "$W" || exit 1
+export OMP_WAIT_POLICY=PASSIVE
+
+# study NAME UPDATES [EXTRA_SET]: a study file of two systems and two seeds on a sliver of Multi30k.
+study() {
+  cat > "$1.json" <<JSON
+{
+  "base": "$ROOT/experiments/ght/vanilla.json",
+  "set": {"data.train_fraction": 0.012, "data.max_tokens": 256, "train.valid_max_sentences": 10, "train.log_every": 1,
+          "eval.max_len_a": 0, "eval.max_len_b": 4, "heads.metrics_sentences": 16 ${3:-}},
+  "systems": [{"name": "vanilla"}, {"name": "gct", "set": {"heads.regularizer": "gct", "heads.alpha": 0.7, "heads.beta": 0.5}}],
+  "seeds": [1, 2],
+  "updates": $2,
+  "test_splits": ["test_2016_flickr"]
+}
+JSON
+}
+
+# 1. The plan, then the whole study, then nothing left to do.
+study tiny 6
+[ "$("$P" study tiny.json --dry-run | wc -l)" -eq 8 ] || fail "--dry-run should list 4 trainings and 4 evaluations"
+"$P" study tiny.json --out tiny --jobs 2 > run1.out 2>&1 || { cat run1.out; fail "the study failed"; }
+for r in vanilla/s1 vanilla/s2 gct/s1 gct/s2; do
+  grep -q '"trained": true' "tiny/$r/study_run.json" || fail "$r: not recorded as trained"
+  grep -q 'test_2016_flickr' "tiny/$r/study_run.json" || fail "$r: not recorded as evaluated"
+  [ -s "tiny/$r/eval_test_2016_flickr.nll" ] || fail "$r: no per-sentence losses"
+done
+"$P" study tiny.json --out tiny > run2.out 2>&1 || fail "the finished study's second start failed"
+! grep -q started run2.out || fail "a finished run was started again: $(cat run2.out)"
+"$P" study tiny.json --out tiny --table > table.md || fail "--table failed"
+grep -q '^| gct | 2 |' table.md || fail "the table has no gct row over 2 seeds: $(cat table.md)"
+grep -q 's1 [+-]' table.md || fail "the table has no per-seed bootstrap: $(cat table.md)"
+! grep -q 'Left out' table.md || fail "a run was left out: $(cat table.md)"
+[ -f tiny/table.json ] || fail "no table.json"
+
+# 2. A changed study file: the finished runs no longer match it, and the table says why.
+study tiny 6 ', "optim.lr": 0.002'
+"$P" study tiny.json --out tiny --table > table2.md || fail "--table of a changed study failed"
+grep -q 'Left out: gct s2: its config.json differs.*optim.lr' table2.md || fail "the changed lr was not named: $(cat table2.md)"
+study tiny 6
+sed 's/"updates": 6/"updates": 6, "threads": 2/' tiny.json > threads.json
+"$P" study threads.json --out tiny > threads.out 2>&1; rc=$?
+[ $rc -eq 2 ] && grep -q 'threads' threads.out || fail "a study folder made with 1 thread accepted 2 (exit $rc): $(cat threads.out)"
+"$P" study tiny.json --out tiny --device cuda > dev.out 2>&1; rc=$?
+[ $rc -eq 2 ] || fail "--device cuda against a cpu study: exit $rc, not 2"
+
+# 3. SIGTERM stops the running runs after a save; the same command continues.
+study long 40
+"$P" study long.json --out long --jobs 1 > long1.out 2>&1 &
+pid=$!
+wait_for_update long/vanilla/s1/log.jsonl 2
+"$P" study long.json --out long > second.out 2>&1; rc=$?
+[ $rc -eq 2 ] && grep -q -i 'lock\|running' second.out || fail "a second study on the same folder: exit $rc, $(cat second.out)"
+kill -TERM $pid
+ends_within $pid 120 || fail "the study did not stop within 120 s of SIGTERM"
+wait $pid; rc=$?
+[ $rc -eq 143 ] || fail "the stopped study exited $rc, not 143: $(cat long1.out)"
+grep -q 'stopped by SIGTERM' long1.out || fail "no stop message: $(cat long1.out)"
+[ -f long/vanilla/s1/checkpoint_last.safetensors ] || fail "the stopped run saved no checkpoint"
+"$P" study long.json --out long --jobs 2 > long2.out 2>&1 || { cat long2.out; fail "the continued study failed"; }
+python3 - long/vanilla/s1/log.jsonl <<'PY' || fail "the stopped run did not resume to its budget"
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+starts = [l for l in lines if l["type"] == "start"]
+assert len(starts) == 2 and starts[1]["resume"] and starts[1]["machine"]["threads"] == 1, starts
+assert [l for l in lines if l["type"] == "end"][-1]["update"] == 40
+PY
+echo "cli_study: ok"

@@ -1,0 +1,146 @@
+// study/: the statistics against an independent float64 implementation, and the study file's
+// validation.
+//
+//  * tests/golden/study/stats_golden.json, written by make_stats_golden.py beside it: the paired
+//    t-test (scipy.stats.ttest_rel), the sign test (scipy.stats.binomtest), Student's t CDF and
+//    the incomplete beta function (scipy), and sacreBLEU's paired bootstrap re-implemented in
+//    numpy with BLEU from summed statistics. The bootstrap shares only the resampling indices
+//    (SplitMix64, written out in the script), so every score, interval and p-value is checked.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "metrics/bleu.h"
+#include "study/stats.h"
+#include "study/study_file.h"
+
+using namespace pillars;
+using namespace pillars::study;
+using nlohmann::json;
+
+namespace {
+
+json golden() {
+  std::ifstream f(PILLARS_SOURCE_DIR "/tests/golden/study/stats_golden.json");
+  REQUIRE_MESSAGE(f.good(), "missing tests/golden/study/stats_golden.json");
+  return json::parse(f);
+}
+
+std::vector<double> doubles(const json& j) { return j.get<std::vector<double>>(); }
+
+StatRows rows(const json& j) {
+  StatRows r;
+  for (const json& row : j) r.push_back(row.get<std::vector<double>>());
+  return r;
+}
+
+double bleu_of(const std::vector<double>& s) {
+  metrics::BleuStats st;
+  st.sys_len = static_cast<int64_t>(s[0]), st.ref_len = static_cast<int64_t>(s[1]);
+  for (int k = 0; k < 4; ++k) st.counts.push_back(static_cast<int64_t>(s[2 + k])), st.totals.push_back(static_cast<int64_t>(s[6 + k]));
+  return metrics::compute_bleu(st).score;
+}
+
+} // namespace
+
+TEST_CASE("study: incomplete beta and Student's t CDF match scipy") {
+  const json g = golden();
+  for (const json& c : g["betainc"])
+    CHECK_MESSAGE(incomplete_beta(c["x"], c["a"], c["b"]) == doctest::Approx(c["value"].get<double>()).epsilon(1e-10), c.dump());
+  for (const json& c : g["t_cdf"])
+    CHECK_MESSAGE(student_t_cdf(c["t"], c["df"]) == doctest::Approx(c["cdf"].get<double>()).epsilon(1e-10), c.dump());
+}
+
+TEST_CASE("study: paired t-test and sign test match scipy") {
+  const json g = golden();
+  for (const json& c : g["t_tests"]) {
+    const PairedTest t = paired_t_test(doubles(c["x"]), doubles(c["y"]));
+    CHECK(t.statistic == doctest::Approx(c["t"].get<double>()).epsilon(1e-10));
+    CHECK(t.p == doctest::Approx(c["p"].get<double>()).epsilon(1e-9));
+  }
+  for (const json& c : g["sign_tests"]) {
+    const PairedTest s = sign_test(doubles(c["x"]), doubles(c["y"]));
+    CHECK(s.statistic == c["plus"].get<double>());
+    CHECK(s.n == c["n"].get<int64_t>());
+    CHECK(s.p == doctest::Approx(c["p"].get<double>()).epsilon(1e-12));
+  }
+  // Undefined cases say so instead of inventing a p-value.
+  CHECK(std::isnan(paired_t_test({1.0}, {0.0}).p));
+  CHECK(std::isnan(paired_t_test({1.0, 2.0}, {0.0, 1.0}).p)); // every difference 1: sd 0
+}
+
+TEST_CASE("study: paired bootstrap matches sacreBLEU's procedure") {
+  const json g = golden();
+  for (const json& c : g["bootstrap"]) {
+    const CorpusScore score = c["score"] == "bleu" ? CorpusScore(bleu_of) : CorpusScore([](const std::vector<double>& s) { return s[0] / s[1]; });
+    const BootstrapResult r = paired_bootstrap(rows(c["system"]), rows(c["baseline"]), score, c["samples"], c["seed"]);
+    INFO(c["score"].get<std::string>());
+    CHECK(r.system == doctest::Approx(c["system_score"].get<double>()).epsilon(1e-12));
+    CHECK(r.baseline == doctest::Approx(c["baseline_score"].get<double>()).epsilon(1e-12));
+    CHECK(r.diff == doctest::Approx(c["diff"].get<double>()).epsilon(1e-10));
+    CHECK(r.low == doctest::Approx(c["low"].get<double>()).epsilon(1e-9));
+    CHECK(r.high == doctest::Approx(c["high"].get<double>()).epsilon(1e-9));
+    CHECK(r.p == doctest::Approx(c["p"].get<double>()).epsilon(1e-12));
+  }
+  // Identical systems: no difference, p = 1.
+  const StatRows same = rows(g["bootstrap"][0]["system"]);
+  const BootstrapResult r = paired_bootstrap(same, same, bleu_of, 100, 1);
+  CHECK(r.diff == 0);
+  CHECK(r.p == 1);
+}
+
+TEST_CASE("study: mean and sample standard deviation") {
+  const MeanSd m = mean_sd({31.9, 33.93, 35.87});
+  CHECK(m.mean == doctest::Approx(33.9).epsilon(1e-12));
+  CHECK(m.sd == doctest::Approx(1.9851700179077856).epsilon(1e-12)); // n − 1 in the denominator (Python statistics.stdev)
+  CHECK(mean_sd({}).n == 0);
+  CHECK(mean_sd({2.0}).sd == 0);
+}
+
+TEST_CASE("study: a bad study file is refused naming the field") {
+  auto refuse = [](const std::string& text, const std::string& field) {
+    try {
+      (void)parse_study(text, "s.json", PILLARS_SOURCE_DIR "/experiments/studies");
+      FAIL("accepted: ", text);
+    } catch (const InputError& e) {
+      CHECK_MESSAGE(std::string(e.what()).find(field) != std::string::npos, e.what());
+      CHECK(std::string(e.what()).rfind("s.json", 0) == 0);
+    }
+  };
+  const std::string ok_systems = R"("systems": [{"name": "a"}], "base": "../ght/vanilla.json")";
+  refuse("{", "invalid JSON");
+  refuse("[]", "JSON object");
+  refuse(R"({"seeds": [1], "updates": 10})", "\"systems\"");
+  refuse(R"({)" + ok_systems + R"(, "updates": 10})", "\"seeds\"");
+  refuse(R"({)" + ok_systems + R"(, "seeds": [1, 1], "updates": 10})", "\"seeds[1]\"");
+  refuse(R"({)" + ok_systems + R"(, "seeds": [-1], "updates": 10})", "\"seeds[0]\"");
+  refuse(R"({)" + ok_systems + R"(, "seeds": [1]})", "\"updates\"");
+  refuse(R"({)" + ok_systems + R"(, "seeds": [1], "updates": "10"})", "\"updates\"");
+  refuse(R"({)" + ok_systems + R"(, "seeds": [1], "updates": 10, "baseline": "b"})", "\"baseline\"");
+  refuse(R"({)" + ok_systems + R"(, "seeds": [1], "updates": 10, "budget": 3})", "\"budget\"");
+  refuse(R"({)" + ok_systems + R"(, "seeds": [1], "updates": 10, "isa": "sse9"})", "\"isa\"");
+  refuse(R"({)" + ok_systems + R"(, "seeds": [1], "updates": 10, "device": "tpu"})", "\"device\"");
+  refuse(R"({)" + ok_systems + R"(, "seeds": [1], "updates": 10, "threads": 0})", "\"threads\"");
+  refuse(R"({"systems": [{"name": "a"}, {"name": "a"}], "base": "../ght/vanilla.json", "seeds": [1], "updates": 10})", "\"systems[1].name\"");
+  refuse(R"({"systems": [{"name": "../x"}], "base": "../ght/vanilla.json", "seeds": [1], "updates": 10})", "\"systems[0].name\"");
+  refuse(R"({"systems": [{"name": "a"}], "seeds": [1], "updates": 10})", "\"systems[0].experiment\"");
+  refuse(R"({"systems": [{"name": "a", "set": {"optim.lr": -1}}], "base": "../ght/vanilla.json", "seeds": [1], "updates": 10})",
+         "system \"a\"");
+  refuse(R"({"systems": [{"name": "a", "set": [1]}], "base": "../ght/vanilla.json", "seeds": [1], "updates": 10})", "\"systems[0].set\"");
+  refuse(R"({)" + ok_systems + R"(, "seeds": [1], "updates": 10, "test_splits": ["no_such_split"]})", "no_such_split");
+}
+
+TEST_CASE("study: the project's study files load, and each run's overrides pin the budget") {
+  for (const char* name : {"s1-gct-scale.json"}) {
+    const StudySpec s = load_study(std::string(PILLARS_SOURCE_DIR "/experiments/studies/") + name);
+    REQUIRE(!s.systems.empty());
+    const Experiment e = run_experiment_config(s, s.systems.back(), s.seeds.front());
+    CHECK(e.train.max_updates == s.updates);
+    CHECK(e.train.max_minutes == 0);
+    CHECK(e.train.patience == 0);
+    CHECK(e.seed == s.seeds.front());
+  }
+}
