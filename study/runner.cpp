@@ -63,11 +63,15 @@ void check_conditions(const std::string& dir, const json& now) {
                                "; one study never mixes them (use another --out folder for the new setting)"));
 }
 
-std::vector<std::string> train_step(const std::string& binary, const StudySpec& s, const Run& r) {
-  std::vector<std::string> argv{binary, "train", r.system->experiment};
+// `pillars train`, or `pillars prune --from` the source system's model for a "prune_from" system.
+std::vector<std::string> train_step(const std::string& binary, const StudySpec& s, const Run& r, const std::string& study_dir) {
+  const bool prune = !r.system->prune_from.empty();
+  std::vector<std::string> argv{binary, prune ? "prune" : "train", r.system->experiment};
   for (const std::string& o : run_overrides(s, *r.system, r.seed)) argv.insert(argv.end(), {"--set", o});
+  if (prune)
+    argv.insert(argv.end(), {"--from", (fs::path(study_dir) / r.system->prune_from / str_cat("s", r.seed) / "checkpoint_last.safetensors").string()});
   argv.insert(argv.end(), {"--out", r.paths.dir, "--threads", std::to_string(s.threads), "--no-eval"});
-  if (fs::exists(fs::path(r.paths.dir) / "checkpoint_last.safetensors")) argv.push_back("--resume");
+  if (fs::exists(fs::path(r.paths.dir) / (prune ? "prune.json" : "checkpoint_last.safetensors"))) argv.push_back("--resume");
   return argv;
 }
 
@@ -154,7 +158,7 @@ int run_study(const StudySpec& s, const RunnerOptions& o) {
     return s.test_splits.empty() ? std::vector<std::string>{train::test_split_of(run_experiment_config(s, *r.system, r.seed))} : s.test_splits;
   };
   for (Run& r : runs) {
-    if (!r.record.trained) r.steps.push_back(train_step(binary, s, r));
+    if (!r.record.trained) r.steps.push_back(train_step(binary, s, r, dir));
     for (const std::string& split : splits_of(r))
       if (!r.record.evaluated.count(split)) r.steps.push_back(eval_step(binary, s, r, split, device));
   }
@@ -203,7 +207,6 @@ int run_study(const StudySpec& s, const RunnerOptions& o) {
     std::fflush(stdout);
   };
 
-  size_t next = 0;
   int stop = 0;
   while (true) {
     if (!stop && (stop = stop_signal()) != 0) {
@@ -215,14 +218,29 @@ int run_study(const StudySpec& s, const RunnerOptions& o) {
     // Start runs while there is room.
     int64_t running = 0;
     for (const Run& r : runs) running += r.pid != 0;
-    while (!stop && running < jobs && next < runs.size()) {
-      Run& r = runs[next++];
-      if (r.steps.empty()) continue;
+    // (A "prune_from" run waits until its source run of the same seed has trained.)
+    auto ready = [&](const Run& r) {
+      if (r.pid || r.steps.empty() || r.system->prune_from.empty()) return r.pid == 0 && !r.steps.empty();
+      for (const Run& src : runs)
+        if (src.system->name == r.system->prune_from && src.seed == r.seed) return src.record.trained;
+      return false;
+    };
+    for (Run& r : runs) {
+      if (stop || running >= jobs) break;
+      if (!ready(r)) continue;
       r.pid = start_step(r.steps.front(), r.paths.log, s);
       ++running;
       if (!o.quiet) std::printf("study %s: started %s (%s); log %s\n", s.name.c_str(), r.label().c_str(), r.steps.front()[1].c_str(), r.paths.log.c_str());
     }
-    if (running == 0) break;
+    if (running == 0) {
+      for (const Run& r : runs)
+        if (!r.steps.empty() && !stop) { // waiting on a source that failed
+          ++failed;
+          std::fprintf(stderr, "study %s: %s: not run, its source %s s%lld did not finish\n", s.name.c_str(), r.label().c_str(),
+                       r.system->prune_from.c_str(), static_cast<long long>(r.seed));
+        }
+      break;
+    }
     // Reap what ended.
     int status = 0;
     const pid_t pid = ::waitpid(-1, &status, WNOHANG);
@@ -233,7 +251,7 @@ int run_study(const StudySpec& s, const RunnerOptions& o) {
         const std::string what = r.steps.front()[1];
         const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
         if (code == 0) {
-          if (what == "train") r.record.trained = true;
+          if (what == "train" || what == "prune") r.record.trained = true;
           else r.record.evaluated.insert(r.steps.front()[4]);
           r.record.commands.push_back(shell_words(r.steps.front()));
           write_run_record(r.paths, r.record);

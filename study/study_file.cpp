@@ -134,7 +134,7 @@ StudySpec parse_study(const std::string& text, const std::string& origin, const 
     const json& js = (*systems)[i];
     const std::string field = str_cat("systems[", i, "]");
     if (!js.is_object()) r.fail(field, "must be an object {\"name\", \"experiment\", \"set\"}");
-    r.only_keys(js, field, {"name", "experiment", "set", "description"});
+    r.only_keys(js, field, {"name", "experiment", "set", "description", "prune_from"});
     SystemSpec sys;
     sys.name = r.string(js, "name", field + ".name", "", true);
     if (!valid_name(sys.name)) r.fail(field + ".name", str_cat("must be 1-64 of A-Z a-z 0-9 . _ -, got \"", sys.name, "\""));
@@ -144,6 +144,9 @@ StudySpec parse_study(const std::string& text, const std::string& origin, const 
     sys.experiment = resolve(exp);
     sys.overrides = common;
     for (const std::string& o : r.overrides(js, field + ".set")) sys.overrides.push_back(o);
+    sys.prune_from = r.string(js, "prune_from", field + ".prune_from", "", false);
+    if (!sys.prune_from.empty() && (!names.count(sys.prune_from) || sys.prune_from == sys.name))
+      r.fail(field + ".prune_from", str_cat("must name an earlier system, got \"", sys.prune_from, "\""));
     s.systems.push_back(std::move(sys));
   }
   s.baseline = r.string(doc, "baseline", "baseline", s.systems.front().name, false);
@@ -183,6 +186,8 @@ StudySpec parse_study(const std::string& text, const std::string& origin, const 
   for (const SystemSpec& sys : s.systems) {
     try {
       const Experiment e = run_experiment_config(s, sys, s.seeds.front());
+      if (!sys.prune_from.empty() && e.prune.method == ght::PruneMethod::none)
+        throw InputError(str_cat("\"prune_from\" needs a \"prune.method\" to prune with (it is \"none\")"));
       const data::DatasetSpec& ds = data::find_dataset(e.data.dataset);
       for (const std::string& split : s.test_splits) (void)ds.split(split);
     } catch (const InputError& err) {

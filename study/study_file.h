@@ -7,7 +7,8 @@
 //     "systems": [                               in the order the table prints them
 //       {"name": "vanilla"},                     the base as it is
 //       {"name": "ght", "experiment": "../ght/ght-full.json"},
-//       {"name": "gct-0.2", "set": {"heads.regularizer": "gct", "heads.alpha": 0.2}}
+//       {"name": "gct-0.2", "set": {"heads.regularizer": "gct", "heads.alpha": 0.2}},
+//       {"name": "top-c", "prune_from": "ght", "set": {"prune.keep": "top_c"}}
 //     ],
 //     "baseline": "vanilla",                     every other system is compared with it
 //     "seeds": [1, 2, 3],
@@ -20,6 +21,11 @@
 // "base"), with the study's "set", then the system's "set", then the budget and the seed applied
 // as `pillars train --set` overrides (budget_overrides() lists them). Everything is validated when
 // the file is read, the experiments included: a bad study exits 2 naming the file and the field.
+//
+// A system with "prune_from" trains nothing of its own: it prunes the named system's trained
+// model of the same seed (`pillars prune EXP --from STUDY_DIR/<that>/s<seed>/checkpoint_last…`:
+// for a system that prunes, its first phase's end) with its own `prune` settings, and fine-tunes
+// to the same budget. So several ways of choosing heads start from one shared checkpoint.
 //
 // "threads" and "isa" pin the arithmetic: a run's numbers depend on its thread count and on the
 // CPU kernels' instruction set (kernels/cpu/cpu_features.h), so every run of a study uses the same
@@ -38,6 +44,7 @@ struct SystemSpec {
   std::string name;                  // folder name and table row: [A-Za-z0-9._-]+
   std::string experiment;            // path of its experiment file (resolved against the study file)
   std::vector<std::string> overrides; // "key=json" — the study's "set", then the system's own
+  std::string prune_from;             // "" or an earlier system whose trained model this one prunes
 };
 
 struct StudySpec {
