@@ -140,14 +140,25 @@ int count_charts(const std::string& html) {
 std::string render_report(const std::vector<RunData>& runs, const ReportOptions& options) {
   std::string names;
   for (const RunData& r : runs) names += (names.empty() ? "" : ", ") + r.name;
-  const std::string title = options.title.empty() ? "Pillars report: " + names : options.title;
-  std::string body = "<header><h1>" + html::escape(title) + "</h1>\n<p class=\"meta\">" + std::to_string(runs.size()) +
-                     " run(s): ";
-  for (size_t i = 0; i < runs.size(); ++i) body += (i ? ", " : "") + std::string("<code>") + html::escape(runs[i].dir) + "</code>";
-  body += ". Written by <code>pillars report</code>; Grouped Head Attention (Ni et al., ACL 2023).</p>\n"
-          "<nav><a href=\"#runs\">Runs</a><a href=\"#curves\">Curves</a><a href=\"#head-metrics\">Head metrics</a>"
-          "<a href=\"#similarity\">Head similarity</a><a href=\"#v2s\">Voting and pruning</a></nav></header>\n";
-  body += runs_section(runs) + curves_section(runs) + head_metrics_section(runs) + similarity_section(runs) + v2s_section(runs);
+  const std::string title = !options.title.empty() ? options.title
+                            : options.study.is_null() ? "Pillars report: " + names
+                                                      : "Pillars study: " + options.study.value("study", std::string());
+  std::string body = "<header><h1>" + html::escape(title) + "</h1>\n<p class=\"meta\">";
+  if (!options.study.is_null()) body += "The study's table (<code>pillars study --table</code>). ";
+  if (!runs.empty()) {
+    body += std::to_string(runs.size()) + " run(s): ";
+    for (size_t i = 0; i < runs.size(); ++i) body += (i ? ", " : "") + std::string("<code>") + html::escape(runs[i].dir) + "</code>";
+    body += ". ";
+  }
+  body += "Written by <code>pillars report</code>; Grouped Head Attention (Ni et al., ACL 2023).</p>\n<nav>";
+  if (!options.study.is_null()) body += "<a href=\"#study\">Study</a>";
+  if (!runs.empty())
+    body += "<a href=\"#runs\">Runs</a><a href=\"#curves\">Curves</a><a href=\"#head-metrics\">Head metrics</a>"
+            "<a href=\"#similarity\">Head similarity</a><a href=\"#v2s\">Voting and pruning</a>";
+  body += "</nav></header>\n";
+  if (!options.study.is_null()) body += study_section(options.study);
+  if (!runs.empty())
+    body += runs_section(runs) + curves_section(runs) + head_metrics_section(runs) + similarity_section(runs) + v2s_section(runs);
   body += "<div id=\"render-check\" data-expected=\"" + std::to_string(count_charts(body)) +
           "\" data-ok=\"0\">render check: not run (the page's script did not run)</div>\n";
   return html::page(title, body);

@@ -9,6 +9,8 @@
 //   similarity  per run and module, the HUDS similarity matrix at the first and the last
 //               measurement, heads labelled with their HUDS groups
 //   v2s         per run, the Voting-to-Stay votes and groups, the heads kept, and the pruning summary
+//   study       with --study: a study's comparison with its statistics, the metric against head
+//               compactness (the paper's Fig. 2) and compactness against updates (Fig. 4)
 //
 // Every section says "not available" for what a run does not have (a vanilla run has no votes).
 //
@@ -25,6 +27,7 @@ namespace pillars::report {
 
 struct ReportOptions {
   std::string title; // "" = "Pillars report: <run names>"
+  nlohmann::json study; // a study's table.json (`pillars study --table`), or null: no study section
 };
 
 // The page.

@@ -26,6 +26,9 @@ std::string curves_section(const std::vector<RunData>& runs);
 std::string head_metrics_section(const std::vector<RunData>& runs);
 std::string similarity_section(const std::vector<RunData>& runs);
 
+// study.cpp: a study's comparison (`pillars study --table`'s table.json) with Fig. 2 and Fig. 4.
+std::string study_section(const nlohmann::json& table);
+
 // v2s.cpp: votes, groups and kept heads (votes.json), and the pruning summary (prune.json).
 std::string v2s_section(const std::vector<RunData>& runs);
 

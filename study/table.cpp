@@ -78,6 +78,27 @@ std::vector<json> machine_records(const RunPaths& p) {
   return out;
 }
 
+// The heads' compactness over the first phase (head_metrics.jsonl of the run folder, before any
+// pruning): per measurement, the mean over attention modules of each measure (null when no
+// module has it).
+json head_curve(const RunPaths& p) {
+  json curve = json::array();
+  for (const std::string& line : read_lines(fs::path(p.dir) / "head_metrics.jsonl")) {
+    const json j = json::parse(line, nullptr, false);
+    if (!j.is_object() || !j.contains("modules") || !j["modules"].is_array() || !j.value("update", json()).is_number()) continue;
+    json point = {{"update", j["update"]}};
+    for (const char* key : {"homogenisation", "diversification", "silhouette", "silhouette_ght", "dunn"}) {
+      double sum = 0;
+      int n = 0;
+      for (const json& m : j["modules"])
+        if (m.is_object() && m.contains(key) && m[key].is_number() && std::isfinite(m[key].get<double>())) sum += m[key].get<double>(), ++n;
+      point[key] = n ? json(sum / n) : json();
+    }
+    curve.push_back(point);
+  }
+  return curve;
+}
+
 // The part of a machine record that decides the arithmetic.
 json arithmetic_of(const json& machine) {
   json a;
@@ -304,6 +325,16 @@ json study_table(const StudySpec& s, const std::string& study_dir, int64_t boots
     split_tables.push_back({{"split", sp}, {"metrics", metrics_json}});
   }
   table["splits"] = split_tables;
+  // Each usable run: its evaluations and its heads' compactness over updates (what the report
+  // draws: the metric against compactness, and compactness against updates).
+  json run_list = json::array();
+  for (const RunData& r : runs) {
+    json evals = json::object();
+    for (const auto& [sp, e] : r.eval) evals[sp] = e;
+    run_list.push_back({{"system", r.system->name}, {"seed", r.seed}, {"dir", r.paths.final_dir}, {"eval", evals},
+                        {"heads", head_curve(r.paths)}});
+  }
+  table["runs"] = run_list;
   return table;
 }
 

@@ -45,6 +45,9 @@ grep -q '^| gct | 2 |' table.md || fail "the table has no gct row over 2 seeds: 
 grep -q 's1 [+-]' table.md || fail "the table has no per-seed bootstrap: $(cat table.md)"
 ! grep -q 'Left out' table.md || fail "a run was left out: $(cat table.md)"
 [ -f tiny/table.json ] || fail "no table.json"
+"$P" report --study tiny -o study.html > report.out || fail "report --study failed"
+grep -q '4 charts' report.out || fail "the study page should draw Fig. 2 and Fig. 4 (4 charts): $(cat report.out)"
+grep -q 'Study tiny' study.html || fail "the study page has no study section"
 
 # 2. A changed study file: the finished runs no longer match it, and the table says why.
 study tiny 6 ', "optim.lr": 0.002'
