@@ -8,6 +8,7 @@
 //                    (Silhouette and homogenisation at the last measurement before pruning), one
 //                    dot per run, a colour per system
 //   Fig. 4           homogenisation and diversification against updates, one line per run
+//   validation       the validation metric against updates, one line per run (has it levelled off?)
 #include <cmath>
 
 #include "report/html.h"
@@ -124,6 +125,24 @@ std::string curve_chart(const json& t, const char* key, const std::string& label
   return svg::line_chart(c);
 }
 
+// Validation curves, a line per run: where the "levelled off" rule of the table is judged.
+std::string valid_chart(const json& t) {
+  svg::LineChart c;
+  c.title = "validation against updates";
+  c.x_label = "update";
+  c.y_scale = svg::YScale::linear;
+  for (const json& run : t["runs"]) {
+    svg::Series s{run["system"].get<std::string>() + " s" + std::to_string(run["seed"].get<int64_t>()),
+                  run_colour(system_index(t, run["system"].get<std::string>())), {}, {}};
+    for (const json& p : run["valid"]) {
+      c.y_label = "validation " + p["metric"].get<std::string>();
+      s.x.push_back(p["update"].get<double>()), s.y.push_back(p["value"].get<double>());
+    }
+    c.series.push_back(std::move(s));
+  }
+  return svg::line_chart(c);
+}
+
 } // namespace
 
 std::string study_section(const json& t) {
@@ -133,6 +152,7 @@ std::string study_section(const json& t) {
        html::escape(t.value("baseline", "")) + "; device " + html::escape(t.value("device", "")) + ", isa " + html::escape(t.value("isa", "")) +
        ", " + std::to_string(t.value("threads", int64_t{0})) + " thread(s). Δ = system − baseline.</p>\n";
   s += comparison_tables(t);
+  s += "<h3>Validation during training</h3>\n<div class=\"charts\">" + valid_chart(t) + "</div>\n";
   s += "<h3>The metric against the heads' compactness (the paper's Fig. 2)</h3>\n<div class=\"charts\">" +
        compactness_chart(t, "silhouette", "Silhouette") + compactness_chart(t, "homogenisation", "homogenisation") + "</div>\n";
   s += "<h3>Compactness during training (the paper's Fig. 4)</h3>\n<div class=\"charts\">" + curve_chart(t, "homogenisation", "homogenisation") +

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "base/input_file.h"
@@ -97,6 +98,42 @@ json head_curve(const RunPaths& p) {
     curve.push_back(point);
   }
   return curve;
+}
+
+// The validation curve of a run, phase 1 then phase 2: (update, BLEU, else ROUGE, else loss).
+json valid_curve(const RunPaths& p) {
+  json curve = json::array();
+  for (const fs::path& log : {fs::path(p.dir) / "log.jsonl", fs::path(p.dir) / "pruned" / "log.jsonl"})
+    for (const std::string& line : read_lines(log)) {
+      const json j = json::parse(line, nullptr, false);
+      if (!j.is_object() || j.value("type", "") != "valid" || !j.value("update", json()).is_number()) continue;
+      for (const char* key : {"bleu", "rouge", "loss"})
+        if (j.contains(key) && j[key].is_number()) {
+          curve.push_back({{"update", j["update"]}, {"metric", key}, {"value", j[key]}});
+          break;
+        }
+    }
+  return curve;
+}
+
+// Has validation levelled off? The rule (docs/STUDIES.md): over the last fifth of the budget the
+// best validation score improved by less than 0.5 BLEU / ROUGE points, or the loss by less than
+// 1 %. A pruned run's curve is its first phase and then its fine-tuning, read as one curve (the
+// budget is the total of both). null: too few validations to say.
+json levelled_off(const json& curve, int64_t budget) {
+  if (curve.size() < 3) return json();
+  const std::string metric = curve.back()["metric"].get<std::string>();
+  const bool higher = metric != "loss";
+  const double cut = 0.8 * static_cast<double>(budget);
+  std::optional<double> before, after;
+  auto better = [&](std::optional<double>& best, double v) { best = !best ? v : higher ? std::max(*best, v) : std::min(*best, v); };
+  for (const json& point : curve) {
+    if (point["metric"] != metric) continue;
+    better(point["update"].get<double>() <= cut ? before : after, point["value"].get<double>());
+  }
+  if (!before || !after) return json();
+  const double gain = higher ? *after - *before : (*before - *after) / std::max(1e-12, *before);
+  return gain < (higher ? 0.5 : 0.01);
 }
 
 // The part of a machine record that decides the arithmetic.
@@ -331,8 +368,9 @@ json study_table(const StudySpec& s, const std::string& study_dir, int64_t boots
   for (const RunData& r : runs) {
     json evals = json::object();
     for (const auto& [sp, e] : r.eval) evals[sp] = e;
+    const json valid = valid_curve(r.paths);
     run_list.push_back({{"system", r.system->name}, {"seed", r.seed}, {"dir", r.paths.final_dir}, {"eval", evals},
-                        {"heads", head_curve(r.paths)}});
+                        {"heads", head_curve(r.paths)}, {"valid", valid}, {"levelled_off", levelled_off(valid, s.updates)}});
   }
   table["runs"] = run_list;
   return table;
@@ -394,6 +432,16 @@ std::string table_markdown(const json& t) {
       out += "\n";
     }
   }
+  std::string rising, unknown;
+  for (const auto& r : t["runs"]) {
+    const std::string name = str_cat(r["system"].get<std::string>(), " s", r["seed"].get<int64_t>());
+    if (r["levelled_off"].is_null()) unknown += (unknown.empty() ? "" : ", ") + name;
+    else if (!r["levelled_off"].get<bool>()) rising += (rising.empty() ? "" : ", ") + name;
+  }
+  out += "Convergence (validation's best gained less than 0.5 BLEU/ROUGE, or 1 % of the loss, over the last fifth of the budget): ";
+  out += rising.empty() && unknown.empty() ? "every run levelled off.\n\n"
+                                           : str_cat(rising.empty() ? "" : "still rising: " + rising + ". ",
+                                                     unknown.empty() ? "" : "too few validations to tell: " + unknown + ".", "\n\n");
   if (!t["missing"].empty()) {
     out += "Not finished yet: ";
     std::string list;

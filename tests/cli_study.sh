@@ -46,7 +46,7 @@ grep -q 's1 [+-]' table.md || fail "the table has no per-seed bootstrap: $(cat t
 ! grep -q 'Left out' table.md || fail "a run was left out: $(cat table.md)"
 [ -f tiny/table.json ] || fail "no table.json"
 "$P" report --study tiny -o study.html > report.out || fail "report --study failed"
-grep -q '4 charts' report.out || fail "the study page should draw Fig. 2 and Fig. 4 (4 charts): $(cat report.out)"
+grep -q '5 charts' report.out || fail "the study page should draw validation, Fig. 2 and Fig. 4 (5 charts): $(cat report.out)"
 grep -q 'Study tiny' study.html || fail "the study page has no study section"
 
 # 2. A changed study file: the finished runs no longer match it, and the table says why.
