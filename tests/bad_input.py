@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The bad-input corpus (issue 17, item 8): every case feeds `pillars` one bad input and checks
+"""The bad-input corpus: every case feeds `pillars` one bad input and checks
 what happens, with the real binary.
 
     python3 tests/bad_input.py BINARY WORKDIR [--only SUBSTRING]... [--list] [--reuse] [-v]
