@@ -174,9 +174,10 @@ TEST_CASE("experiment files: the ready files in experiments/ validate and round 
   // The GHT comparison, its baselines and Table 3's ablations (experiments/ght/).
   for (const char* f : {"vanilla.json", "ght.json", "lite1.json", "lite2.json", "disagreement-subspace.json",
                         "disagreement-position.json", "disagreement-output.json", "michel.json", "voita.json", "drophead.json",
-                        "ablation-no-homogenising.json", "ablation-no-diversifying.json", "ablation-v2s-at-start.json",
-                        "ablation-v2s-after-plain.json", "ablation-random-heads.json", "ablation-random-member.json",
-                        "ablation-gc-after-v2s.json", "ptb-ght.json", "samsum-ght.json"})
+                        "ablation-no-homogenising.json", "ablation-no-diversifying.json", "ablation-ps-no-homogenising.json",
+                        "ablation-ps-no-diversifying.json", "ablation-v2s-at-start.json", "ablation-v2s-after-plain.json",
+                        "ablation-random-heads.json", "ablation-random-member.json", "ablation-gc-both-stages.json",
+                        "ptb-ght.json", "samsum-ght.json"})
     CHECK_MESSAGE(names.count(f), "missing ready file experiments/ght/", f);
   const Experiment ght_exp = load_experiment(kReady + "/ght/ght.json", {}, real_context());
   CHECK(ght_exp.heads.regularizer == ght::Regularizer::gct);
