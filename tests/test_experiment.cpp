@@ -180,11 +180,19 @@ TEST_CASE("experiment files: the ready files in experiments/ validate and round 
                         "ptb-ght.json", "samsum-ght.json"})
     CHECK_MESSAGE(names.count(f), "missing ready file experiments/ght/", f);
   const Experiment ght_exp = load_experiment(kReady + "/ght/ght.json", {}, real_context());
+  // GHT-PS with the paper's IWSLT de-en setting for it (Table 7): O, α 0.5, β 0.7; GHT: V, α 0.7, β 0.5.
   CHECK(ght_exp.heads.regularizer == ght::Regularizer::gct);
-  CHECK(ght_exp.heads.alpha == 0.7);
-  CHECK(ght_exp.heads.beta == 0.5);
+  CHECK(ght_exp.heads.feature_map == ght::FeatureMap::O);
+  CHECK(ght_exp.heads.alpha == 0.5);
+  CHECK(ght_exp.heads.beta == 0.7);
   CHECK(ght_exp.prune.method == ght::PruneMethod::v2s);
   CHECK(ght_exp.prune.keep == ght::KeepRule::per_group);
+  const Experiment ght_full = load_experiment(kReady + "/ght/ght-full.json", {}, real_context());
+  CHECK(ght_full.heads.regularizer == ght::Regularizer::gct);
+  CHECK(ght_full.heads.feature_map == ght::FeatureMap::V);
+  CHECK(ght_full.heads.alpha == 0.7);
+  CHECK(ght_full.heads.beta == 0.5);
+  CHECK(ght_full.prune.method == ght::PruneMethod::none);
   const Experiment def = load_experiment(kReady + "/multi30k-de-en.json", {}, real_context());
   CHECK(def.task == Task::translation);
   CHECK(def.data.dataset == "multi30k-de-en");
