@@ -3,7 +3,8 @@
 //      node for its probabilities A and declaring "tgt_lengths" so that decoder-side padding is known;
 //   2. mark each module's q, v, out, probs as graph outputs (the memory plan keeps them to the end);
 //   3. run it once; read each module's tensors and lengths from the executor;
-//   4. per module: xray(), the feature map's Gram → cosines → K-means → Dunn, Silhouette, GCT terms.
+//   4. per module: xray(), the feature map's Gram → cosines → K-means → Dunn, Silhouette (both
+//      conventions), GCT terms.
 #include "ght/head_metrics.h"
 
 #include <algorithm>
@@ -114,6 +115,7 @@ nlohmann::json module_json(const ModuleHeadMetrics& m) {
           {"labels", m.labels},
           {"dunn", number(m.dunn)},
           {"silhouette", number(m.silhouette)},
+          {"silhouette_ght", number(m.silhouette_ght)},
           {"homogenisation", number(m.homogenisation)},
           {"diversification", number(m.diversification)},
           {"pairs",
@@ -179,6 +181,7 @@ ModuleHeadMetrics measure_module(const std::string& module, const ModuleTensors&
   m.labels = kmeans_gram(G, k, C, options.seed).labels;
   m.dunn = dunn_index(G, k, m.labels);
   m.silhouette = silhouette(G, k, m.labels);
+  m.silhouette_ght = silhouette_ght(G, k, m.labels);
   const GroupCosines gc = group_cosines(G, k, m.labels, C);
   m.homogenisation = gc.homogenisation;
   m.diversification = gc.diversification;

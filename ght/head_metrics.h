@@ -4,7 +4,10 @@
 //   * the cosine similarities of the heads' chosen GHT feature map (V | A | O), from its Gram
 //     matrix over the valid positions: cos_ij = G_ij / sqrt(G_ii G_jj);
 //   * HUDS: K-means of the heads from that Gram matrix (ght/kmeans.h, C = groups, the given seed),
-//     and the compactness of the clustering: Dunn index and Silhouette (the paper's Fig. 2);
+//     and the compactness of the clustering: Dunn index and Silhouette (the paper's Fig. 2), the
+//     Silhouette in both conventions of ght/kmeans.h: "silhouette" (standard: a singleton scores
+//     0) and "silhouette_ght" (the authors' Fig. 2 script: a divides by the group size, a
+//     singleton scores 1);
 //   * the two GCT terms of Eq. 4(B) for that clustering (docs/METHOD.md §4):
 //       homogenisation  = (1/k) Σ_i cos(e_i, μ_c(i))            (heads toward their group centre)
 //       diversification = mean over group pairs a < b of cos(μ_a, μ_b)   (0 with one group)
@@ -28,7 +31,8 @@
 //                 "context_nonorth_norm": x, "output_dissimilarity": x,
 //                 "attention_variance": [H values], "attention_variance_mean": x,
 //                 "similarity": [[H × H cosines of the feature map]], "labels": [H ints],
-//                 "dunn": x, "silhouette": x, "homogenisation": x, "diversification": x,
+//                 "dunn": x, "silhouette": x, "silhouette_ght": x,
+//                 "homogenisation": x, "diversification": x,
 //                 "pairs": {"orthogonality": [[H × H]], "orthogonality_norm": [[...]],
 //                           "context_nonorth": [[...]], "context_nonorth_norm": [[...]],
 //                           "output_dissimilarity": [[...]]}}, ...]}
@@ -61,7 +65,7 @@ struct ModuleHeadMetrics {
   XrayMetrics xray;
   std::vector<double> similarity; // (H × H) cosines of the feature map
   std::vector<int> labels;        // (H) HUDS group of each head
-  double dunn = 0, silhouette = 0, homogenisation = 0, diversification = 0;
+  double dunn = 0, silhouette = 0, silhouette_ght = 0, homogenisation = 0, diversification = 0;
 };
 
 struct HeadMetrics {

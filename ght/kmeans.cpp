@@ -313,11 +313,16 @@ double dunn_index(const std::vector<double>& G, int k, const std::vector<int>& l
   return diameter > 0 ? separation / diameter : kInf;
 }
 
-// s(i) = (b − a) / max(a, b), a = mean distance to the other members of i's group, b = the smallest
-// mean distance to the members of another group; s(i) = 0 for a member alone in its group (and
-// where a = b = 0, scikit-learn's nan_to_num). The coefficient is the mean of s(i).
-double silhouette(const std::vector<double>& G, int k, const std::vector<int>& labels) {
-  const int C = check_labels("silhouette", G, k, labels, -1);
+namespace {
+
+// The mean of s(i) = (b − a) / max(a, b) over the k heads, b = the smallest mean distance to the
+// members of another group, a = the distance sum to the other members of i's group divided by
+//   |own| − 1 (standard: the mean over the others; a member alone in its group scores 0), or
+//   |own|     (authors: i itself counted; a member alone has a = 0 and scores 1).
+// s(i) = 0 where a = b = 0 (scikit-learn's nan_to_num; the authors' script would divide by zero).
+// NaN with fewer than two non-empty groups (b is undefined).
+double mean_silhouette(const char* name, const std::vector<double>& G, int k, const std::vector<int>& labels, bool authors) {
+  const int C = check_labels(name, G, k, labels, -1);
   const std::vector<double> d = pairwise_distances(G, k);
   const std::vector<Members> members = members_of(labels, C);
   int nonempty = 0;
@@ -326,13 +331,14 @@ double silhouette(const std::vector<double>& G, int k, const std::vector<int>& l
   double total = 0;
   for (int i = 0; i < k; ++i) {
     const Members& own = members[static_cast<size_t>(labels[static_cast<size_t>(i)])];
-    if (own.size() == 1) continue; // s(i) = 0
+    if (own.size() == 1 && !authors) continue; // s(i) = 0
     const auto distance_sum = [&](const Members& m) {
       double sum = 0;
       for (int j : m) sum += d[static_cast<size_t>(i * k + j)];
       return sum;
     };
-    const double a = distance_sum(own) / static_cast<double>(own.size() - 1); // d(i, i) = 0 is in the sum
+    // d(i, i) = 0 is in the sum either way; only the count differs.
+    const double a = distance_sum(own) / static_cast<double>(authors ? own.size() : own.size() - 1);
     double b = kInf;
     for (const Members& m : members)
       if (!m.empty() && &m != &own) b = std::min(b, distance_sum(m) / static_cast<double>(m.size()));
@@ -340,6 +346,16 @@ double silhouette(const std::vector<double>& G, int k, const std::vector<int>& l
     if (denominator > 0) total += (b - a) / denominator;
   }
   return total / k;
+}
+
+} // namespace
+
+double silhouette(const std::vector<double>& G, int k, const std::vector<int>& labels) {
+  return mean_silhouette("silhouette", G, k, labels, false);
+}
+
+double silhouette_ght(const std::vector<double>& G, int k, const std::vector<int>& labels) {
+  return mean_silhouette("silhouette_ght", G, k, labels, true);
 }
 
 } // namespace pillars::ght

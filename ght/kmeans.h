@@ -56,10 +56,18 @@ std::vector<double> cosine_to_centroids(const std::vector<double>& G, int k, con
 // Compactness of a clustering (the paper's Fig. 2), from G: the Dunn index (smallest distance
 // between members of different groups / largest distance within a group; higher = better
 // separated; +inf when no group has two members apart; NaN with a single group) and the mean
-// Silhouette coefficient in [−1, 1] (Rousseeuw 1987, scikit-learn's silhouette_score with the
-// Euclidean metric; a member alone in its group scores 0; NaN with fewer than two non-empty
-// groups). Labels are any integers >= 0 (groups numbered up to the largest).
+// Silhouette coefficient in [−1, 1], s(i) = (b_i − a_i) / max(a_i, b_i) averaged over the k heads,
+// b_i = the smallest mean Euclidean distance from i to the members of another group, in two
+// conventions that differ in a_i (n = |group of i|, Σ = distances to the other members):
+//   silhouette      a_i = Σ / (n − 1), a member alone in its group scores 0 (Rousseeuw 1987,
+//                   scikit-learn's silhouette_score);
+//   silhouette_ght  a_i = Σ / n, so a member alone has a_i = 0 and scores 1 (the authors' Fig. 2
+//                   script, fairseq/criterions/head_cluster_loss_prune_clustermetric_calculation.py
+//                   in their repository); never below silhouette, head by head.
+// Both are NaN with fewer than two non-empty groups, and s(i) = 0 where a_i = b_i = 0. Labels
+// are any integers >= 0 (groups numbered up to the largest).
 double dunn_index(const std::vector<double>& G, int k, const std::vector<int>& labels);
 double silhouette(const std::vector<double>& G, int k, const std::vector<int>& labels);
+double silhouette_ght(const std::vector<double>& G, int k, const std::vector<int>& labels);
 
 } // namespace pillars::ght

@@ -32,10 +32,22 @@
 //
 // gct_classification_loss: logits z (H, C) f32, labels y i32 (H) → R (scalar)
 //                                                                   GctClassificationParams {α, β}
-//   p_i = softmax(z_i),  lse_i = log Σ_v exp z_iv,  CE_i = lse_i − z_{i, y_i}
-//   O_i = Σ_{v ≠ y_i} log p_iv = Σ_{v ≠ y_i} z_iv − (C − 1)·lse_i
-//   R   = (1/k) Σ_i [ α·CE_i − β/(C−1)·O_i ]                      (the second term is 0 when C = 1)
-//   dz_iv = (dR/k) · [ α·(p_iv − [v = y_i]) − β/(C−1)·([v ≠ y_i] − (C−1)·p_iv) ]
+//   Per head i (row z = z_i, own group y = y_i), with p = softmax(z) and the log-sum-exps
+//     lse = log Σ_u exp z_u,        L_v = log Σ_{u ≠ v} exp z_u      (the softmax without group v)
+//     CE_i       = lse − z_y                                          = −log p_y
+//     log(1−p_v) = L_v − lse              (exact: 1 − p_v = Σ_{u≠v} exp z_u / Σ_u exp z_u; stable
+//                                          as p_v → 1, where 1 − p_v would cancel)
+//     R_i = α·CE_i − b·Σ_{v ≠ y} log(1 − p_v),   b = β/(C−1)   (b = 0 and no such v when C = 1)
+//   R = (1/k) Σ_i R_i. Both terms are ≥ 0 and fall towards 0 as p_y → 1 (p_v → 0 for v ≠ y): the
+//   β term pushes the head away from each other group, bounded (the literal −Σ log p_v is not).
+//   With C = 2, 1 − p_v = p_y and R_i = (α+β)·CE_i.
+//   Gradient. ∂lse/∂z_u = p_u, ∂L_v/∂z_u = [u ≠ v]·q_vu with q_vu = exp(z_u − L_v) = p_u/(1 − p_v)
+//   (the softmax over the groups other than v), so
+//     ∂CE_i/∂z_u        = p_u − [u = y]
+//     ∂log(1−p_v)/∂z_u  = [u ≠ v]·q_vu − p_u
+//     dz_iu = (dR/k)·[ α·(p_u − [u = y]) + b·Σ_{v≠y} (p_u − [u ≠ v]·q_vu) ]
+//           = (dR/k)·[ α·(p_u − [u = y]) + β·p_u − b·Σ_{v ∉ {y, u}} q_vu ]          (C > 1)
+//   (Σ_u dz_iu = 0: Σ_u q_vu over u ≠ v is 1, so the β parts cancel, as a shift of z_i changes nothing.)
 //                                                 → op gct_classification_loss_backward(z, y, dR)
 //
 // mean_pairwise_cosine: G (H, H) f32 → D (scalar)
@@ -47,6 +59,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <vector>
 
 #include "engine/ops/common.h"
 #include "engine/ops/elementwise.h"
@@ -365,11 +379,24 @@ std::vector<OutputSpec> infer_classification(const Graph& g, const Node& n) {
   return {{zs, DType::f32}};
 }
 
-double log_sum_exp(const float* z, int C) {
-  double m = z[0], s = 0;
-  for (int v = 1; v < C; ++v) m = std::max(m, static_cast<double>(z[v]));
-  for (int v = 0; v < C; ++v) s += std::exp(z[v] - m);
+// log Σ_{u ≠ skip} exp z_u over the C logits of one head (skip = −1: all of them), in double.
+// Needs at least one logit left (C ≥ 2 when skip ≥ 0).
+double log_sum_exp(const float* z, int C, int skip = -1) {
+  double m = -std::numeric_limits<double>::infinity(), s = 0;
+  for (int u = 0; u < C; ++u)
+    if (u != skip) m = std::max(m, static_cast<double>(z[u]));
+  for (int u = 0; u < C; ++u)
+    if (u != skip) s += std::exp(z[u] - m);
   return m + std::log(s);
+}
+
+// R_i of one head: α·(lse − z_y) − β/(C−1)·Σ_{v≠y} (L_v − lse)   (formulas at the top of the file).
+double classification_head_loss(const float* z, int C, int y, double alpha, double beta) {
+  const double lse = log_sum_exp(z, C);
+  double log_not = 0; // Σ_{v≠y} log(1 − p_v)
+  for (int v = 0; v < C; ++v)
+    if (v != y) log_not += log_sum_exp(z, C, v) - lse;
+  return alpha * (lse - z[y]) - (C > 1 ? beta / (C - 1) * log_not : 0.0);
 }
 
 void cpu_classification(const KernelContext& c) {
@@ -377,33 +404,32 @@ void cpu_classification(const KernelContext& c) {
   const float* z = c.in[0].data<float>();
   const int32_t* y = read_labels("gct_classification_loss", c.in[1], C);
   const GctClassificationParams& p = params_of<GctClassificationParams>(c.node);
-  const double alpha = p.alpha, beta = p.beta;
   double R = 0;
-  for (int i = 0; i < k; ++i) {
-    const float* zi = z + i * C;
-    const double lse = log_sum_exp(zi, C);
-    double others = -(C - 1) * lse; // O_i
-    for (int v = 0; v < C; ++v)
-      if (v != y[i]) others += zi[v];
-    R += alpha * (lse - zi[y[i]]) - (C > 1 ? beta / (C - 1) * others : 0.0);
-  }
+  for (int i = 0; i < k; ++i) R += classification_head_loss(z + i * C, C, y[i], p.alpha, p.beta);
   c.out[0].data<float>()[0] = static_cast<float>(R / k);
 }
 
+// dz_iu = s·[α·(p_u − [u = y]) + β·p_u − b·Σ_{v∉{y,u}} exp(z_u − L_v)], s = dR/k, b = β/(C−1).
 void cpu_classification_backward(const KernelContext& c) {
   const int k = static_cast<int>(c.in[0].dim(0)), C = static_cast<int>(c.in[0].dim(1));
   const float* z = c.in[0].data<float>();
   const int32_t* y = read_labels("gct_classification_loss_backward", c.in[1], C);
   const GctClassificationParams& p = params_of<GctClassificationParams>(c.node);
-  const double alpha = p.alpha, beta = p.beta;
-  const double s = c.in[2].data<float>()[0] / static_cast<double>(k), b = C > 1 ? beta / (C - 1) : 0.0;
+  const double alpha = p.alpha, beta = C > 1 ? p.beta : 0.0, b = C > 1 ? p.beta / (C - 1) : 0.0;
+  const double s = c.in[2].data<float>()[0] / static_cast<double>(k);
   float* dz = c.out[0].data<float>();
+  std::vector<double> L(static_cast<size_t>(C)); // L_v, the log-sum-exp without v (v ≠ y)
   for (int i = 0; i < k; ++i) {
     const float* zi = z + i * C;
     const double lse = log_sum_exp(zi, C);
-    for (int v = 0; v < C; ++v) {
-      const double p = std::exp(zi[v] - lse), is_label = v == y[i] ? 1.0 : 0.0;
-      dz[i * C + v] = static_cast<float>(s * (alpha * (p - is_label) - b * ((1 - is_label) - (C - 1) * p)));
+    for (int v = 0; v < C; ++v)
+      if (v != y[i]) L[v] = log_sum_exp(zi, C, v);
+    for (int u = 0; u < C; ++u) {
+      const double pu = std::exp(zi[u] - lse);
+      double others = 0; // Σ_{v ∉ {y, u}} q_vu
+      for (int v = 0; v < C; ++v)
+        if (v != y[i] && v != u) others += std::exp(zi[u] - L[v]);
+      dz[i * C + u] = static_cast<float>(s * (alpha * (pu - (u == y[i] ? 1.0 : 0.0)) + beta * pu - b * others));
     }
   }
 }

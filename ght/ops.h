@@ -37,10 +37,10 @@ struct HeadMeanBackwardParams {
   Shape x_shape; // (B, T, H, D), the forward input's shape
 };
 
-// gct_classification_loss and its backward: R = (1/k) Σ_i [α·CE_i − β/(C−1)·O_i].
+// gct_classification_loss and its backward: R = (1/k) Σ_i [α·CE_i − β/(C−1)·Σ_{v≠c(i)} log(1 − p_i(v))].
 struct GctClassificationParams {
   float alpha = 1.0f; // α, the weight of the cross-entropy towards the assigned group
-  float beta = 1.0f;  // β, the weight of the log-probabilities of the other groups
+  float beta = 1.0f;  // β, the weight of −log(1 − p) of the other groups (pushes the head away from them)
 };
 
 // ---- builders ----
@@ -67,11 +67,12 @@ GctTerms gct_metric_loss(Graph& g, ValueId gram, ValueId labels, int groups, flo
 // Eq. 4(A), the classification variant. head_mean: x (B, T, H, D), lengths i32 (B) or kNoValue →
 // (H, D), each head's feature averaged over the valid tokens (differentiable; 0 when no token is
 // valid). A per-module linear classifier maps it to logits (H, C) (the caller builds it with
-// matmul + bias); then, as docs/METHOD.md §4 gives it (α·CE(assigned group) − β/(C−1)·Σ log p(other
-// groups)), averaged over the k = H heads:
-//   R = (1/k) Σ_i [ α · CE(logits_i, c(i)) − β/(C−1) · Σ_{c ≠ c(i)} log p_i(c) ]
-// from logits (H, C) and labels i32 (H) → scalar (p_i = softmax(logits_i); the second term is 0
-// when C = 1).
+// matmul + bias); then, averaged over the k = H heads (docs/METHOD.md §4):
+//   R = (1/k) Σ_i [ −α · log p_i(c(i)) − β/(C−1) · Σ_{v ≠ c(i)} log(1 − p_i(v)) ]
+// from logits (H, C) and labels i32 (H) → scalar (p_i = softmax(logits_i); the second term is
+// absent when C = 1). Both terms fall as the head's own group wins: α pulls it to its group, β
+// pushes it from each other group (bounded below by 0; with C = 2 R = (α+β)·CE). log(1 − p_v) is
+// computed as LSE_{u≠v} z_u − LSE_u z_u. Gradient and its derivation: ght/ops.cpp.
 ValueId head_mean(Graph& g, ValueId x, ValueId lengths = kNoValue);
 ValueId gct_classification_loss(Graph& g, ValueId logits, ValueId labels, float alpha, float beta);
 

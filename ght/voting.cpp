@@ -86,20 +86,37 @@ ValueId VoteExtension::extend(Graph& g, const std::vector<AttentionSite>& sites,
   return loss;
 }
 
+std::vector<int> group_votes(const std::vector<double>& G, int H, const std::vector<int>& labels, int C) {
+  const std::vector<double> dist = distance_to_centroids(G, H, labels, C); // (H, C) ‖e_i − μ_c‖²
+  const std::vector<double> cos = cosine_to_centroids(G, H, labels, C);    // (H, C) cos(e_i, μ_c)
+  // Is head a a better representative of group g than head b, the current choice (b < a)? Distance,
+  // then cosine, then the lower index.
+  const auto better = [&](int a, int b, int g) {
+    const double da = dist[a * C + g], db = dist[b * C + g];
+    if (std::fabs(da - db) > kVoteTieTolerance * std::max(G[a * H + a], G[b * H + b])) return da < db;
+    const double ca = cos[a * C + g], cb = cos[b * C + g];
+    if (std::fabs(ca - cb) > kVoteTieTolerance) return ca > cb;
+    return false; // b has the lower index
+  };
+  std::vector<int> nearest(static_cast<size_t>(C), -1);
+  for (int i = 0; i < H; ++i) {
+    const int g = labels[i];
+    if (nearest[g] < 0 || better(i, nearest[g], g)) nearest[g] = i;
+  }
+  return nearest;
+}
+
 void VoteExtension::tally(ModuleVotes& m, const std::vector<double>& gram, uint64_t seed) const {
   const int H = m.heads, C = std::min(s_.groups, H);
   const Clustering c = kmeans_gram(gram, H, C, seed);
-  const std::vector<double> dist = distance_to_centroids(gram, H, c.labels, C); // (H, C)
-  const std::vector<double> cos = cosine_to_centroids(gram, H, c.labels, C);    // (H, C)
-  std::vector<int> nearest(static_cast<size_t>(C), -1);
+  const std::vector<double> cos = cosine_to_centroids(gram, H, c.labels, C); // (H, C)
   for (int i = 0; i < H; ++i) {
     const int g = c.labels[i];
-    if (nearest[g] < 0 || dist[i * C + g] < dist[nearest[g] * C + g]) nearest[g] = i;
     m.score[i] += cos[i * C + g];
     for (int j = 0; j < H; ++j) m.co_assigned[i * H + j] += c.labels[j] == g;
   }
-  for (int g = 0; g < C; ++g)
-    if (nearest[g] >= 0) ++m.votes[nearest[g]];
+  for (const int nearest : group_votes(gram, H, c.labels, C))
+    if (nearest >= 0) ++m.votes[nearest];
 }
 
 void VoteExtension::after_run(const Executor& ex, const Graph& g, const train::StepInfo& info) {

@@ -4,9 +4,22 @@
 // and module it computes the Gram matrix of the chosen feature map, runs HUDS (K-means, C groups)
 // on it, and gives one vote to the member of each group nearest the group's centroid:
 //
-//   votes_i   += [‖e_i − μ_c(i)‖ = min_{j ∈ c(i)} ‖e_j − μ_c(i)‖]       (ties: the lower index)
+//   votes_i   += [i = group_votes(G, labels)[c(i)]]                     (the nearest member, ties below)
 //   score_i   += cos(e_i, μ_c(i))                                       (footnote 5's continuous score)
 //   M_ij      += [c(i) = c(j)]                                          (co-assignment counts)
+//
+// Ties. The two members of a group of two are always exactly as far from their centroid (μ is their
+// midpoint: ‖e_a − μ‖ = ‖e_b − μ‖ = ‖e_a − e_b‖/2), in every feature map, so the distance cannot
+// choose between them and the rounding of G would. group_votes compares members by
+//   1. the squared distance d_i = ‖e_i − μ_c‖², equal when |d_a − d_b| ≤ kVoteTieTolerance ·
+//      max(G_aa, G_bb) (G is f32: about 1e-7 of the squared norms is all it resolves);
+//   2. then the higher cos(e_i, μ_c), equal within kVoteTieTolerance (for a pair with cosine c
+//      between them, cos_a − cos_b ∝ (‖e_a‖ − ‖e_b‖)(1 − c): the member carrying more of the
+//      group's signal, whose direction the centroid leans to);
+//   3. then the lower head index.
+// Members are scanned in index order, each replacing the current choice only when strictly better
+// by this rule. (The other feature maps were considered: over the same two heads they tie as well,
+// and A would need the attention probabilities materialised in the voting pass.)
 //
 // Decision rules (`KeepRule`), per module:
 //   per_group      the paper's: K-means labels are arbitrary per batch, so the final C groups are
@@ -35,6 +48,14 @@
 namespace pillars::ght {
 
 // KeepRule (per_group, top_c, score, random, random_member): ght/settings.h.
+
+// The relative tolerance of the vote's ties (above): distances relative to the members' squared
+// norms, cosines absolute.
+constexpr double kVoteTieTolerance = 1e-6;
+
+// One batch's vote in one module: for each of the C groups of `labels` (H), the member nearest the
+// group's centroid, ties broken as above (−1 for a group without members). G is (H, H).
+std::vector<int> group_votes(const std::vector<double>& G, int H, const std::vector<int>& labels, int C);
 
 struct VoteSettings {
   FeatureMap feature_map = FeatureMap::V;

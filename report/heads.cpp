@@ -32,7 +32,8 @@ const Metric kMetrics[] = {
     {"output_dissimilarity", "output dissimilarity −mean cos(oᵢ, oⱼ); high = diverse"},
     {"attention_variance_mean", "intra-head attention diversity: variance of the attention weights, mean over heads"},
     {"dunn", "Dunn index of the HUDS clustering: high = compact, well separated groups"},
-    {"silhouette", "Silhouette coefficient of the HUDS clustering (−1 … 1): high = compact, well separated groups"},
+    {"silhouette", "Silhouette coefficient of the HUDS clustering (−1 … 1), standard (a head alone in its group scores 0): high = compact, well separated groups"},
+    {"silhouette_ght", "Silhouette as the paper's Fig. 2 script computes it (a divided by the group size, a head alone scores 1): high = compact, well separated groups"},
     {"homogenisation", "GCT homogenisation term: heads against their group centre (docs/METHOD.md §4)"},
     {"diversification", "GCT diversification term: group centres against each other (docs/METHOD.md §4)"},
 };

@@ -174,16 +174,25 @@ TEST_CASE("experiment files: the ready files in experiments/ validate and round 
   // The GHT comparison, its baselines and Table 3's ablations (experiments/ght/).
   for (const char* f : {"vanilla.json", "ght.json", "lite1.json", "lite2.json", "disagreement-subspace.json",
                         "disagreement-position.json", "disagreement-output.json", "michel.json", "voita.json", "drophead.json",
-                        "ablation-no-homogenising.json", "ablation-no-diversifying.json", "ablation-v2s-at-start.json",
-                        "ablation-v2s-after-plain.json", "ablation-random-heads.json", "ablation-random-member.json",
-                        "ablation-gc-after-v2s.json", "ptb-ght.json", "samsum-ght.json"})
+                        "ablation-no-homogenising.json", "ablation-no-diversifying.json", "ablation-ps-no-homogenising.json",
+                        "ablation-ps-no-diversifying.json", "ablation-v2s-at-start.json", "ablation-v2s-after-plain.json",
+                        "ablation-random-heads.json", "ablation-random-member.json", "ablation-gc-both-stages.json",
+                        "ptb-ght.json", "samsum-ght.json"})
     CHECK_MESSAGE(names.count(f), "missing ready file experiments/ght/", f);
   const Experiment ght_exp = load_experiment(kReady + "/ght/ght.json", {}, real_context());
+  // GHT-PS with the paper's IWSLT de-en setting for it (Table 7): O, α 0.5, β 0.7; GHT: V, α 0.7, β 0.5.
   CHECK(ght_exp.heads.regularizer == ght::Regularizer::gct);
-  CHECK(ght_exp.heads.alpha == 0.7);
-  CHECK(ght_exp.heads.beta == 0.5);
+  CHECK(ght_exp.heads.feature_map == ght::FeatureMap::O);
+  CHECK(ght_exp.heads.alpha == 0.5);
+  CHECK(ght_exp.heads.beta == 0.7);
   CHECK(ght_exp.prune.method == ght::PruneMethod::v2s);
   CHECK(ght_exp.prune.keep == ght::KeepRule::per_group);
+  const Experiment ght_full = load_experiment(kReady + "/ght/ght-full.json", {}, real_context());
+  CHECK(ght_full.heads.regularizer == ght::Regularizer::gct);
+  CHECK(ght_full.heads.feature_map == ght::FeatureMap::V);
+  CHECK(ght_full.heads.alpha == 0.7);
+  CHECK(ght_full.heads.beta == 0.5);
+  CHECK(ght_full.prune.method == ght::PruneMethod::none);
   const Experiment def = load_experiment(kReady + "/multi30k-de-en.json", {}, real_context());
   CHECK(def.task == Task::translation);
   CHECK(def.data.dataset == "multi30k-de-en");

@@ -138,6 +138,29 @@ double silhouette_direct(const Vectors& E, const std::vector<int>& labels) {
   return total / static_cast<double>(E.size());
 }
 
+// The authors' Fig. 2 script, transcribed: for each head, a = (Σ of its distances to the other
+// members of its group) / (the group's size, itself included), b as above, s = (b − a)/max(a, b);
+// a head alone in its group has a = 0 and so s = 1. The mean over all heads.
+double silhouette_ght_direct(const Vectors& E, const std::vector<int>& labels) {
+  const int C = *std::max_element(labels.begin(), labels.end()) + 1;
+  double total = 0;
+  for (size_t i = 0; i < E.size(); ++i) {
+    std::vector<double> sum(static_cast<size_t>(C), 0.0);
+    std::vector<int> size(static_cast<size_t>(C), 0);
+    for (size_t j = 0; j < E.size(); ++j) {
+      if (j != i) sum[static_cast<size_t>(labels[j])] += distance(E[i], E[j]);
+      ++size[static_cast<size_t>(labels[j])];
+    }
+    const int own = labels[i];
+    const double a = sum[static_cast<size_t>(own)] / size[static_cast<size_t>(own)];
+    double b = kInf;
+    for (int c = 0; c < C; ++c)
+      if (c != own && size[static_cast<size_t>(c)] > 0) b = std::min(b, sum[static_cast<size_t>(c)] / size[static_cast<size_t>(c)]);
+    total += (b - a) / std::max(a, b);
+  }
+  return total / static_cast<double>(E.size());
+}
+
 } // namespace
 
 TEST_CASE("ght kmeans: from the Gram matrix equals K-means on the explicit vectors, for many seeds and shapes") {
@@ -333,7 +356,7 @@ TEST_CASE("ght kmeans: distance and cosine to centroids from G equal the direct 
   CHECK(clamped_cosine(2.0, 4.0, 1.0) == 1.0);
 }
 
-TEST_CASE("ght kmeans: Dunn index and Silhouette equal a direct float64 computation") {
+TEST_CASE("ght kmeans: Dunn index and Silhouette, both conventions, equal a direct float64 computation") {
   // By hand, 1-D points 0, 1, 10, 11 in groups {0, 1} and {10, 11}:
   //   Dunn = 9 / 1; s = (10.5 − 1)/10.5 for 0 and 11, (9.5 − 1)/9.5 for 1 and 10.
   const Vectors line{{0.0}, {1.0}, {10.0}, {11.0}};
@@ -341,6 +364,12 @@ TEST_CASE("ght kmeans: Dunn index and Silhouette equal a direct float64 computat
   CHECK(silhouette(gram_of(line), 4, {0, 0, 1, 1}) == doctest::Approx((9.5 / 10.5 + 8.5 / 9.5) / 2).epsilon(1e-12));
   // A singleton scores 0: groups {0}, {1, 10, 11}: s(1) = (1 − 9.5)/9.5, s(10) = (10 − 5)/10, s(11) = (11 − 5.5)/11.
   CHECK(silhouette(gram_of(line), 4, {0, 1, 1, 1}) == doctest::Approx((-8.5 / 9.5 + 5.0 / 10 + 5.5 / 11) / 4).epsilon(1e-12));
+  // The authors' convention divides a by the group's size: groups {0, 1}, {10, 11}: a = 1/2 for
+  // every head; s = (10.5 − 0.5)/10.5 for 0 and 11, (9.5 − 0.5)/9.5 for 1 and 10.
+  CHECK(silhouette_ght(gram_of(line), 4, {0, 0, 1, 1}) == doctest::Approx((10.0 / 10.5 + 9.0 / 9.5) / 2).epsilon(1e-12));
+  // Groups {0}, {1, 10, 11}: the singleton 0 has a = 0 → s = 1; s(1): a = (9 + 10)/3, b = 1 →
+  // (1 − 19/3)/(19/3) = −16/19; s(10): a = (9 + 1)/3, b = 10 → 2/3; s(11): a = (10 + 1)/3, b = 11 → 2/3.
+  CHECK(silhouette_ght(gram_of(line), 4, {0, 1, 1, 1}) == doctest::Approx((1.0 - 16.0 / 19 + 2.0 / 3 + 2.0 / 3) / 4).epsilon(1e-12));
 
   // Random vectors and labellings (with singletons and empty label values).
   std::mt19937 rng(99);
@@ -358,6 +387,8 @@ TEST_CASE("ght kmeans: Dunn index and Silhouette equal a direct float64 computat
       if (std::isinf(dunn)) CHECK(std::isinf(dunn_index(G, k, labels)));
       else CHECK(close(dunn_index(G, k, labels), dunn, 1e-9, 1e-12));
       CHECK(close(silhouette(G, k, labels), sil, 1e-9, 1e-12));
+      CHECK(close(silhouette_ght(G, k, labels), silhouette_ght_direct(E, labels), 1e-9, 1e-12));
+      CHECK(silhouette_ght(G, k, labels) >= silhouette(G, k, labels) - 1e-12); // a smaller a, head by head
       ++checked;
     }
   CHECK(checked > 150);
@@ -368,12 +399,16 @@ TEST_CASE("ght kmeans: Dunn index and Silhouette equal a direct float64 computat
   const Clustering r = kmeans_gram(gram_of(E), 12, 3, 0);
   CHECK(close(dunn_index(gram_of(E), 12, r.labels), dunn_direct(E, r.labels), 1e-9, 1e-12));
   CHECK(close(silhouette(gram_of(E), 12, r.labels), silhouette_direct(E, r.labels), 1e-9, 1e-12));
+  CHECK(close(silhouette_ght(gram_of(E), 12, r.labels), silhouette_ght_direct(E, r.labels), 1e-9, 1e-12));
 
-  // Edge cases: all singletons (Dunn +inf, Silhouette 0), one group (both undefined: NaN).
+  // Edge cases: all singletons (Dunn +inf, Silhouette 0, the authors' 1), one group (all undefined: NaN).
   const Vectors few = random_vectors(5, 3, 8);
   CHECK(dunn_index(gram_of(few), 5, {0, 1, 2, 3, 4}) == kInf);
   CHECK(silhouette(gram_of(few), 5, {0, 1, 2, 3, 4}) == 0.0);
+  CHECK(silhouette_ght(gram_of(few), 5, {0, 1, 2, 3, 4}) == 1.0);
   CHECK(std::isnan(dunn_index(gram_of(few), 5, {0, 0, 0, 0, 0})));
   CHECK(std::isnan(silhouette(gram_of(few), 5, {2, 2, 2, 2, 2})));
+  CHECK(std::isnan(silhouette_ght(gram_of(few), 5, {2, 2, 2, 2, 2})));
   CHECK_THROWS_AS(silhouette(gram_of(few), 5, {0, 1, -1, 0, 1}), Error);
+  CHECK_THROWS_AS(silhouette_ght(gram_of(few), 5, {0, 1, -1, 0, 1}), Error);
 }

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <vector>
 
@@ -308,19 +309,27 @@ TEST_CASE("ght op: head_mean averages the valid tokens only, and its gradient") 
 // ---- gct_classification_loss ---------------------------------------------------------------------
 
 namespace {
-// (1/k) Σ_i [α·CE(z_i, y_i) − β/(C−1)·Σ_{c≠y_i} log p_i(c)] in double (second term 0 when C = 1).
+// (1/k) Σ_i [−α·log p_i(y_i) − β/(C−1)·Σ_{c≠y_i} log(1 − p_i(c))] in double, straight from the
+// definition: p by exponentiating and normalising, log(1 − p) as written (β term 0 when C = 1).
 double classification_reference(const Tensor& z, const std::vector<int32_t>& y, double alpha, double beta) {
   const int64_t k = z.dim(0), C = z.dim(1);
   double R = 0;
   for (int64_t i = 0; i < k; ++i) {
+    std::vector<double> p(static_cast<size_t>(C));
     double sum = 0;
-    for (int64_t c = 0; c < C; ++c) sum += std::exp(double(z.data<float>()[i * C + c]));
-    const auto log_p = [&](int64_t c) { return double(z.data<float>()[i * C + c]) - std::log(sum); };
-    R += alpha * -log_p(y[static_cast<size_t>(i)]);
+    for (int64_t c = 0; c < C; ++c) sum += p[static_cast<size_t>(c)] = std::exp(double(z.data<float>()[i * C + c]));
+    for (double& v : p) v /= sum;
+    const int32_t own = y[static_cast<size_t>(i)];
+    R -= alpha * std::log(p[static_cast<size_t>(own)]);
     for (int64_t c = 0; c < C; ++c)
-      if (c != y[static_cast<size_t>(i)]) R -= beta / static_cast<double>(C - 1) * log_p(c);
+      if (c != own) R -= beta / static_cast<double>(C - 1) * std::log(1.0 - p[static_cast<size_t>(c)]);
   }
   return R / static_cast<double>(k);
+}
+
+// The mean cross-entropy −(1/k) Σ_i log p_i(y_i) in double.
+double cross_entropy_reference(const Tensor& z, const std::vector<int32_t>& y) {
+  return classification_reference(z, y, 1.0, 0.0);
 }
 } // namespace
 
@@ -331,7 +340,11 @@ TEST_CASE("ght op: gct_classification_loss equals a float64 reference, and its g
     std::vector<int32_t> y(7);
     for (int i = 0; i < 7; ++i) y[static_cast<size_t>(i)] = (i * 3 + 1) % C;
     INFO("C ", C);
-    CHECK(close(evaluate(f, {z, i32({7}, y)})[0], classification_reference(z, y, 0.7, 0.5), 1e-5, 1e-6));
+    const double want = classification_reference(z, y, 0.7, 0.5), ce = cross_entropy_reference(z, y);
+    CHECK(close(evaluate(f, {z, i32({7}, y)})[0], want, 1e-5, 1e-6));
+    // C = 2: the only other group's 1 − p is p of the own group, so R = (α+β)·CE. C > 2: not so.
+    if (C == 2) CHECK(want == doctest::Approx(1.2 * ce).epsilon(1e-12));
+    else CHECK(std::fabs(want - 1.2 * ce) > 0.05 * want);
     check_gradients(f, {{7, C}, {7}}, GradCheckOptions{.lo = -2.0f, .hi = 2.0f, .fixed = {{1, i32({7}, y)}}});
   }
   // α only is the mean cross-entropy (ops::cross_entropy); one group: CE = 0 and no other group, R = 0.
@@ -345,6 +358,38 @@ TEST_CASE("ght op: gct_classification_loss equals a float64 reference, and its g
   const std::vector<float> d1 = pillars::testing::gradients_of(f, {z1, i32({5}, {0, 0, 0, 0, 0})}, Tensor::full({}, 1.0f), {0})[0];
   CHECK(std::all_of(d1.begin(), d1.end(), [](float v) { return v == 0.0f; }));
   CHECK_THROWS_WITH_AS(evaluate(f, {z, i32({7}, {0, 4, 1, 1, 2, 0, 3})}), doctest::Contains("labels[1] = 4"), Error);
+}
+
+TEST_CASE("ght op: gct_classification_loss of one head falls as its own group's margin grows") {
+  // One head, own group 0, logits (m, rest...): raising the margin m must lower R at every step,
+  // towards 0 (both terms are −log of a probability that tends to 1). The literal reading of
+  // Eq. 4(A), −β/(C−1)·Σ log p_v, would turn back up once p_own passes α/(α+β).
+  const Builder f = [](Graph& g, const std::vector<ValueId>& in) { return ght::gct_classification_loss(g, in[0], in[1], 0.5f, 0.7f); };
+  for (const std::vector<float>& rest : {std::vector<float>{0.0f}, {0.3f, -0.5f}, {1.0f, 0.0f, -2.0f, 0.5f}}) {
+    const int C = static_cast<int>(rest.size()) + 1;
+    INFO("C ", C);
+    double previous = std::numeric_limits<double>::infinity();
+    for (float m = -4.0f; m <= 12.0f; m += 0.5f) {
+      std::vector<float> logits{m};
+      logits.insert(logits.end(), rest.begin(), rest.end());
+      const Tensor z = Tensor::from({1, C}, logits);
+      const double R = evaluate(f, {z, i32({1}, {0})})[0];
+      INFO("margin ", m);
+      CHECK(close(R, classification_reference(z, {0}, 0.5, 0.7), 1e-5, 1e-6));
+      CHECK(R < previous);
+      CHECK(R > 0.0);
+      previous = R;
+    }
+    CHECK(previous < 1e-3);
+  }
+  // Stable where a probability of another group is 1 up to f32 (log(1 − p_v) from log-sum-exps).
+  const Tensor far = Tensor::from({1, 3}, {0.0f, 60.0f, 0.0f});
+  const double R = evaluate(f, {far, i32({1}, {0})})[0];
+  CHECK(std::isfinite(R));
+  // −log p_0 ≈ 60, −log(1 − p_1) = lse − log(e⁰ + e⁰) ≈ 60 − log 2, −log(1 − p_2) ≈ e⁻⁶⁰.
+  CHECK(R == doctest::Approx(0.5 * 60.0 + 0.7 / 2 * (60.0 - std::log(2.0))).epsilon(1e-5));
+  const std::vector<float> d = pillars::testing::gradients_of(f, {far, i32({1}, {0})}, Tensor::full({}, 1.0f), {0})[0];
+  CHECK(std::all_of(d.begin(), d.end(), [](float v) { return std::isfinite(v); }));
 }
 
 TEST_CASE("ght op: Eq. 4A end to end, head_mean then a linear classifier then the loss, gradients") {

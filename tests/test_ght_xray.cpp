@@ -160,8 +160,9 @@ void check_same_metrics(const HeadMetrics& a, const HeadMetrics& b, double eps) 
     same(x.xray.output_dissimilarity, y.xray.output_dissimilarity, "output_dissimilarity");
     same(x.xray.attention_variance, y.xray.attention_variance, "attention_variance");
     same(x.similarity, y.similarity, "similarity");
-    same({x.silhouette, x.homogenisation, x.diversification}, {y.silhouette, y.homogenisation, y.diversification},
-         "silhouette, homogenisation, diversification");
+    same({x.silhouette, x.silhouette_ght, x.homogenisation, x.diversification},
+         {y.silhouette, y.silhouette_ght, y.homogenisation, y.diversification},
+         "silhouette, silhouette_ght, homogenisation, diversification");
     CHECK(std::isinf(x.dunn) == std::isinf(y.dunn));
     if (!std::isinf(x.dunn)) CHECK(x.dunn == doctest::Approx(y.dunn).epsilon(eps));
   }
@@ -435,7 +436,7 @@ TEST_CASE("head metrics: JSON has exactly the agreed keys, non-finite numbers ar
   const std::set<std::string> module_keys = {
       "module", "heads", "orthogonality", "orthogonality_norm", "context_nonorth", "context_nonorth_norm",
       "output_dissimilarity", "attention_variance", "attention_variance_mean", "similarity", "labels", "dunn",
-      "silhouette", "homogenisation", "diversification", "pairs"};
+      "silhouette", "silhouette_ght", "homogenisation", "diversification", "pairs"};
   const std::set<std::string> pair_keys = {"orthogonality", "orthogonality_norm", "context_nonorth",
                                            "context_nonorth_norm", "output_dissimilarity"};
   for (const json& mod : j["modules"]) {

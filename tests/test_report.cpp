@@ -129,7 +129,7 @@ void write_ght_run(const fs::path& dir, const std::string& module_suffix = "") {
                          {"attention_variance", json::array()}, {"attention_variance_mean", 0.01 * k + 0.002 * g},
                          {"similarity", similarity(labels, 0.2 + 0.7 * g, 0.1 - 0.5 * g)}, {"labels", labels},
                          {"dunn", u == 0 ? json(nullptr) : json(0.5 + g * k)}, {"silhouette", -0.1 + 0.8 * g},
-                         {"homogenisation", 0.3 + 0.6 * g}, {"diversification", 0.2 - 0.5 * g}, {"pairs", json::object()}});
+                         {"silhouette_ght", 0.1 + 0.7 * g}, {"homogenisation", 0.3 + 0.6 * g}, {"diversification", 0.2 - 0.5 * g}, {"pairs", json::object()}});
     }
     metrics += json{{"type", "head_metrics"}, {"update", u}, {"epoch", 1 + u / 100}, {"feature_map", "V"}, {"groups", 2},
                     {"modules", modules}}
@@ -450,9 +450,9 @@ TEST_CASE("report: the GHT fixture fills every section") {
   CHECK(other.notes.back() == "eval_valid.json: not found");
 
   const std::string page = render_report(runs, {"fixture"});
-  // 4 curves (no ROUGE in a translation run); 10 metric charts; 6 modules × 2 heatmaps.
-  CHECK(count_charts(page) == 4 + 10 + 12);
-  CHECK(page.find("data-expected=\"26\"") != std::string::npos);
+  // 4 curves (no ROUGE in a translation run); 11 metric charts; 6 modules × 2 heatmaps.
+  CHECK(count_charts(page) == 4 + 11 + 12);
+  CHECK(page.find("data-expected=\"27\"") != std::string::npos);
   CHECK(page.find("validation ROUGE: not available") != std::string::npos);
   CHECK(page.find("ght: finetune") != std::string::npos); // a phase marker on the shared curves
   CHECK(page.find("log scale") != std::string::npos);     // orthogonality spans decades
@@ -490,8 +490,8 @@ TEST_CASE("report: headless chromium renders every chart without console errors,
   for (const std::string& line : r.console) MESSAGE("console: ", line);
   CHECK(r.console.empty());
   CHECK(render_check(r.dom, "data-ok") == "1");
-  CHECK(render_check(r.dom, "data-charts") == "26");
-  CHECK(render_check(r.dom, "data-rendered") == "26");
+  CHECK(render_check(r.dom, "data-charts") == "27");
+  CHECK(render_check(r.dom, "data-rendered") == "27");
   CHECK(render_check(r.dom, "data-errors") == "0");
 
   const BrowserResult shot = open_in_browser(chromium, page, t.path, "--screenshot=" + shell_quote(png.string()) + " --window-size=1400,3000");
@@ -516,7 +516,7 @@ TEST_CASE("report: headless chromium renders every chart without console errors,
   CHECK(e.console[0].find("Uncaught ReferenceError") != std::string::npos);
   const BrowserResult z = open_in_browser(chromium, empty, t.path);
   CHECK(render_check(z.dom, "data-ok") == "0");
-  CHECK(render_check(z.dom, "data-charts") == "27");
-  CHECK(render_check(z.dom, "data-rendered") == "26");
+  CHECK(render_check(z.dom, "data-charts") == "28");
+  CHECK(render_check(z.dom, "data-rendered") == "27");
   CHECK(z.console.empty());
 }

@@ -103,7 +103,7 @@ Command add_metrics_command(CLI::App& app) {
       "On the first N sentence pairs (a language model: N blocks of data.block_size tokens) of the split, in "
       "evaluation mode, padding left out. Per attention module: orthogonality, context_nonorth (raw and _norm), "
       "output_dissimilarity, attention_variance, the feature map's cosine similarities, HUDS labels, dunn, "
-      "silhouette, homogenisation, diversification; scalars are means over head pairs, and pairs holds the H x H "
+      "silhouette (standard) and silhouette_ght (the authors' Fig. 2 convention), homogenisation, diversification; scalars are means over head pairs, and pairs holds the H x H "
       "matrices. Definitions: ght/xray.h and ght/head_metrics.h.");
   auto opt = std::make_shared<MetricsOptions>();
   cmd->add_option("run", opt->target, "run directory or checkpoint file (.safetensors in a run directory)")->required();

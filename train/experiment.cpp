@@ -307,7 +307,7 @@ const std::vector<Entry>& entries() {
         in(F::integer("prune.vote_batches", "Training batches of the voting (or importance) pass; 0 = the whole training set.").def(0).at_least(0),
            &E::prune, &P::vote_batches),
         in(F::boolean("prune.finetune_regularizer", "Keep heads.regularizer on while fine-tuning the pruned model (the ablation "
-                                                   "\"GC after V2S\").")
+                                                   "\"stage 1 & 2 GC\").")
                .def(false),
            &E::prune, &P::finetune_regularizer),
         in(F::integer("prune.finetune_epochs", "Fine-tuning: at most this many epochs.").def(50).at_least(1), &E::prune, &P::finetune_epochs),
