@@ -411,7 +411,7 @@ TEST_CASE("report: text from the run files is escaped in the page") {
   write_ght_run(t.path / "run", evil);
   write(t.path / "run", "config.json", json{{"name", "<script>alert('name')</script>"}, {"task", evil}}.dump());
   RunData r = load_run((t.path / "run").string(), "", /*model_stats=*/false);
-  const std::string page = render_report({r}, {"<b>title</b>"});
+  const std::string page = render_report({r}, {"<b>title</b>", nullptr});
   CHECK(page.find("<img") == std::string::npos);
   CHECK(page.find("<script>alert") == std::string::npos);
   CHECK(page.find("<b>title") == std::string::npos);
@@ -449,7 +449,7 @@ TEST_CASE("report: the GHT fixture fills every section") {
   CHECK(other.eval.is_null());
   CHECK(other.notes.back() == "eval_valid.json: not found");
 
-  const std::string page = render_report(runs, {"fixture"});
+  const std::string page = render_report(runs, {"fixture", nullptr});
   // 4 curves (no ROUGE in a translation run); 11 metric charts; 6 modules × 2 heatmaps.
   CHECK(count_charts(page) == 4 + 11 + 12);
   CHECK(page.find("data-expected=\"27\"") != std::string::npos);
