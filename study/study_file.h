@@ -70,7 +70,8 @@ StudySpec load_study(const std::string& path);
 StudySpec parse_study(const std::string& text, const std::string& origin, const std::string& dir);
 
 // The `pillars train --set` overrides of one run, in order: the system's, then the budget
-// (train.max_updates = updates, no minute, epoch or patience limit that could end it sooner),
+// (train.max_updates = updates, no minute, epoch or patience limit that could end it sooner, in
+// either phase of a pruning run: fine-tuning continues the schedule until the same total),
 // the device and precision, and the seed.
 std::vector<std::string> run_overrides(const StudySpec& s, const SystemSpec& sys, int64_t seed);
 // The run's resolved experiment, exactly as `pillars train` will resolve it.
