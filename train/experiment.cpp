@@ -316,7 +316,7 @@ const std::vector<Entry>& entries() {
                           "both phases share train.max_updates and train.max_epochs, as a run without pruning does. restart: a fresh "
                           "optimiser at the constant learning rate phase 1 ended with, counted from update 1, with the prune.finetune_* "
                           "limits alone.")
-               .def("restart"),
+               .def("continue"),
            &E::prune, &P::finetune_schedule),
         in(F::integer("prune.finetune_epochs", "Fine-tuning: at most this many epochs (continue: after the epoch phase 1 stopped in, and "
                                                "never past train.max_epochs).")

@@ -10,7 +10,7 @@
 //             log, checkpoints, evaluation) with the regulariser off
 //
 // How phase 2 is scheduled (prune.finetune_schedule):
-//   continue (the authors' code trains on in one fairseq run) — phase 2 carries on phase
+//   continue (default; the authors' code trains on in one fairseq run) — phase 2 carries on phase
 //     1's training: Adam's first and second moments of the kept heads (the rows of W^Q, W^K, W^V
 //     and their biases, the columns of W^out, sliced as the weights are: ght/prune.h) and of every
 //     other parameter, each parameter's step count t (Adam's bias correction 1 − βᵗ) and the
