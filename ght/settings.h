@@ -68,6 +68,17 @@ constexpr auto enum_table(PruneTrigger) {
   return enum_words<PruneTrigger>({{PruneTrigger::epoch, "epoch"}, {PruneTrigger::shift, "shift"}});
 }
 
+// How fine-tuning the pruned model is scheduled (docs/METHOD.md §5, train/head_phases.h):
+// continue = phase 1's optimiser state (the kept heads' slices of Adam's moments), step counts and
+// learning-rate schedule run on, and both phases share the run's budget (train.max_updates,
+// train.max_epochs), as the authors' code does; restart = a fresh optimiser at a constant learning
+// rate (the one phase 1 ended with), with budgets of its own (prune.finetune_*).
+// ("continue" is a C++ keyword, hence the underscore.)
+enum class FinetuneSchedule : uint8_t { continue_, restart };
+constexpr auto enum_table(FinetuneSchedule) {
+  return enum_words<FinetuneSchedule>({{FinetuneSchedule::continue_, "continue"}, {FinetuneSchedule::restart, "restart"}});
+}
+
 // V2S's decision rule (docs/METHOD.md §5).
 enum class KeepRule : uint8_t { per_group, top_c, score, random, random_member };
 constexpr auto enum_table(KeepRule) {
@@ -104,6 +115,7 @@ struct PruneSettings {
   int64_t heads{};              // heads kept per module (0 = heads.groups)
   int64_t vote_batches{};       // training batches voted on (0 = all)
   bool finetune_regularizer{};  // keep the head regulariser on while fine-tuning (an ablation)
+  FinetuneSchedule finetune_schedule{};
   int64_t finetune_epochs{}, finetune_updates{}, finetune_patience{};
   double finetune_minutes{};
   bool operator==(const PruneSettings&) const = default;

@@ -188,6 +188,9 @@ StudySpec parse_study(const std::string& text, const std::string& origin, const 
   for (const SystemSpec& sys : s.systems) {
     try {
       const Experiment e = run_experiment_config(s, sys, s.seeds.front());
+      if (e.prune.method != ght::PruneMethod::none && e.prune.finetune_schedule != ght::FinetuneSchedule::continue_)
+        throw InputError("\"prune.finetune_schedule\" must be \"continue\" in a study: under \"restart\" fine-tuning has a "
+                         "budget of its own, so the system could not make the study's updates");
       if (!sys.prune_from.empty() && e.prune.method == ght::PruneMethod::none)
         throw InputError(str_cat("\"prune_from\" needs a \"prune.method\" to prune with (it is \"none\")"));
       const data::DatasetSpec& ds = data::find_dataset(e.data.dataset);

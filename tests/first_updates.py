@@ -3,8 +3,13 @@
 
 Every file in experiments/ is trained for its first 20 updates by the real `pillars` binary, with
 the same seed, two threads and a small slice of its data in small batches (the table below), then, for the GHT
-experiments, through its prune step (V2S votes, importance or gates on a few batches) and one
-fine-tuning epoch. Everything the run writes that a user reads is collected:
+experiments, through its prune step (V2S votes, importance or gates on a few batches) and 20 more
+updates of fine-tuning: both phases share train.max_updates = 40 and prune.finetune_updates = 20
+holds the second half back for the fine-tuning, which carries on phase 1's optimiser and schedule
+(prune.finetune_schedule "continue", the default). Beside the files, a few variants are pinned
+(NAME@VARIANT: VARIANTS below), e.g. ght/ght.json@restart, the fine-tuning as it was before
+"continue" became the default: a fresh optimiser for one epoch after the 20 updates, whose pins
+were recorded before that change and must not move. Everything the run writes that a user reads is collected:
 
   log.jsonl            every training line (loss, lr, the GCT / regulariser terms) and validation
   head_metrics.jsonl   the head-diversity measurements
@@ -21,7 +26,8 @@ more in head metrics that are small differences of large sums. Numbers must agre
 and paths are left out. A field the golden file lacks is reported, not failed (new output is
 allowed); a field that disappeared or changed fails.
 
-  tests/first_updates.py --record BUILD/pillars [EXPERIMENT ...]   (re)write the golden entries
+  tests/first_updates.py --record BUILD/pillars [EXPERIMENT ...]   (re)write the golden entries (default: all,
+                                                                    variants included)
   tests/first_updates.py --check BUILD/pillars EXPERIMENT           exit 0 same, 1 changed, 77 skip
   tests/first_updates.py --check --sanitized BUILD/pillars EXPERIMENT
 
@@ -64,16 +70,25 @@ DATA_OVERRIDES = {
     "tinyshakespeare": {"data.train_fraction": 0.005, "data.max_tokens": 256, "data.block_size": 64},
 }
 
+# Pinned variants of experiment files, NAME@VARIANT: the file with these settings on top.
+# "restart": fine-tuning as before prune.finetune_schedule "continue" became the default, with the
+# overrides of that time (20 updates, then one epoch of fine-tuning), one file per prune method.
+VARIANTS = {"restart": {"prune.finetune_schedule": "restart"}}
+PINNED_VARIANTS = ["ght/ght.json@restart", "ght/michel.json@restart", "ght/voita.json@restart"]
+
 # Written by the run but not what it computed: wall-clock times and speeds.
 TIMING_KEYS = {"seconds", "elapsed_seconds", "tokens_per_s", "sentences_per_s", "minutes"}
 # Where it ran (the log's start lines): CPU model, commit and the like differ between machines.
 MACHINE_KEYS = {"machine"}
 
 
-def overrides(experiment):
+def overrides(experiment, variant=None):
     data = experiment.get("data", {})
+    # A pruning run under "continue" shares train.max_updates between its phases: UPDATES for phase
+    # 1 (prune.finetune_updates is held back from it), UPDATES for the fine-tuning.
+    shared = experiment.get("prune", {}).get("method", "none") != "none" and variant != "restart"
     sets = {
-        "train.max_updates": UPDATES,
+        "train.max_updates": 2 * UPDATES if shared else UPDATES,
         "train.max_minutes": 0,
         "train.log_every": 1,
         "train.valid_max_sentences": 10,
@@ -82,9 +97,10 @@ def overrides(experiment):
         "prune.vote_batches": 4,
         "prune.finetune_epochs": 1,
         "prune.finetune_minutes": 0,
-        "prune.finetune_updates": 0,
+        "prune.finetune_updates": UPDATES if shared else 0,
         "threads": 2,
         **DATA_OVERRIDES[data["dataset"]],
+        **VARIANTS.get(variant, {}),
     }
     if experiment.get("train", {}).get("device") == "cuda":  # the recipe, pinned on the CPU
         sets["train.device"] = "cpu"
@@ -134,6 +150,9 @@ def collect(run_dir):
 
 
 def run(binary, name):
+    name, _, variant = name.partition("@")
+    if variant and variant not in VARIANTS:
+        raise SystemExit(f"{name}@{variant}: no such variant (VARIANTS: {', '.join(VARIANTS)})")
     path = os.path.join(ROOT, "experiments", name)
     with open(path) as f:
         experiment = json.load(f)
@@ -146,7 +165,7 @@ def run(binary, name):
     try:
         run_dir = os.path.join(tmp, "run")
         cmd = [binary, "train", path, "--out", run_dir, "--no-eval", "--quiet"]
-        for k, v in overrides(experiment).items():
+        for k, v in overrides(experiment, variant or None).items():
             cmd += ["--set", f"{k}={json.dumps(v)}"]
         # CTest runs two of these at once on two cores: idle OpenMP threads must sleep, not spin,
         # or each run steals the other's core (the results do not depend on it).
@@ -204,7 +223,7 @@ def experiments():
     names = []
     for d, _, files in os.walk(os.path.join(ROOT, "experiments")):
         names += [os.path.relpath(os.path.join(d, f), os.path.join(ROOT, "experiments")) for f in files if f.endswith(".json")]
-    return sorted(names)
+    return sorted(names) + PINNED_VARIANTS
 
 
 def main():

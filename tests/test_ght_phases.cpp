@@ -4,11 +4,14 @@
 #include <doctest/doctest.h>
 
 #include <cstdlib>
+#include <cstring>
+#include <map>
 #include <filesystem>
 #include <fstream>
 #include <unistd.h>
 
 #include "datasets/registry.h"
+#include "ght/prune.h"
 #include "ght/voting.h"
 #include "train/checkpoint.h"
 #include "train/prepare.h"
@@ -53,6 +56,45 @@ std::vector<nlohmann::json> read_jsonl(const fs::path& p) {
   return lines;
 }
 
+// The same run budgeted in updates, as the experiment files are: phase 1 is one epoch (58 batches
+// of this slice), then fine-tuning under `schedule` until train.max_updates, without early stopping.
+Experiment budgeted_experiment(int64_t max_updates, const std::string& schedule = "continue") {
+  Experiment e = ght_experiment();
+  e.train.max_updates = max_updates;
+  e.train.log_every = 1;
+  e.heads.metrics = false;
+  e.prune.epoch = 1;
+  e.prune.finetune_epochs = 50;
+  e.prune.finetune_patience = 0;
+  e.prune.finetune_schedule = parse_enum<ght::FinetuneSchedule>(schedule, "prune.finetune_schedule");
+  return e;
+}
+
+SessionOptions quiet_run(const fs::path& dir) {
+  SessionOptions so;
+  so.run_dir = dir.string();
+  so.quiet = true;
+  so.evaluate = false;
+  return so;
+}
+
+// The training lines of a log: update → (loss, lr).
+std::map<int64_t, std::pair<double, float>> train_lines(const fs::path& log) {
+  std::map<int64_t, std::pair<double, float>> out;
+  for (const nlohmann::json& l : read_jsonl(log))
+    if (l["type"] == "train") out[l["update"].get<int64_t>()] = {l["loss"].get<double>(), l["lr"].get<float>()};
+  return out;
+}
+
+bool same_parameters(const LoadedCheckpoint& a, const LoadedCheckpoint& b) {
+  if (a.params.names() != b.params.names()) return false;
+  for (const std::string& name : a.params.names()) {
+    const Tensor& x = a.params.get(name);
+    const Tensor& y = b.params.get(name);
+    if (x.shape() != y.shape() || !std::equal(x.data<float>(), x.data<float>() + x.numel(), y.data<float>())) return false;
+  }
+  return true;
+}
 
 } // namespace
 
@@ -166,4 +208,105 @@ TEST_CASE("ght phases: the vote is deterministic for a seed and counts one vote 
     std::sort(sorted.rbegin(), sorted.rend());
     CHECK(m.votes[static_cast<size_t>(m.kept[0])] + m.votes[static_cast<size_t>(m.kept[1])] == sorted[0] + sorted[1]);
   }
+}
+
+TEST_CASE("ght phases: \"continue\" fine-tunes on phase 1's optimiser and schedule up to train.max_updates, and resumes exactly") {
+  if (!testing::have_dataset("multi30k-de-en")) {
+    MESSAGE("skipped: PILLARS_DATA does not hold multi30k-de-en");
+    return;
+  }
+  testing::ScratchDir tmp("pillars_ght_", /*own_cache=*/true);
+  const int64_t total = 80;
+  const Experiment e = budgeted_experiment(total);
+  const fs::path run = tmp.path / "run";
+  run_experiment(e, quiet_run(run));
+
+  // Phase 1: one epoch, the trigger.
+  const LoadedCheckpoint phase1 = load_checkpoint((run / "checkpoint_last.safetensors").string());
+  const int64_t u1 = phase1.state.updates;
+  REQUIRE(u1 > 0);
+  REQUIRE(u1 < total);
+  CHECK(phase1.state.epoch == 2);
+
+  // checkpoint_pruned carries phase 1's optimiser state, sliced to the kept heads of prune.json.
+  ght::HeadSelection keep;
+  const nlohmann::json prune = read_json(run / "prune.json");
+  for (const auto& m : prune["modules"]) keep[m["module"].get<std::string>()] = m["kept"].get<std::vector<int>>();
+  const LoadedCheckpoint pruned = load_checkpoint((run / "checkpoint_pruned.safetensors").string());
+  const optim::NamedTensors expected = ght::prune_optimizer_state(phase1.config, phase1.optimizer_state, keep);
+  REQUIRE(pruned.optimizer_state.size() == expected.size());
+  for (size_t i = 0; i < expected.size(); ++i) {
+    CAPTURE(expected[i].first);
+    CHECK(pruned.optimizer_state[i].first == expected[i].first);
+    const Tensor& a = pruned.optimizer_state[i].second;
+    const Tensor& b = expected[i].second;
+    REQUIRE(a.shape() == b.shape());
+    CHECK(std::memcmp(a.raw(), b.raw(), a.nbytes()) == 0);
+  }
+  CHECK(pruned.state.updates == u1);
+
+  // Phase 2 counts on from update u1 + 1 at the schedule's learning rate there (no second warm-up),
+  // and the run ends at train.max_updates, the budget of a run without pruning.
+  const auto lines = train_lines(run / "pruned" / "log.jsonl");
+  REQUIRE(!lines.empty());
+  CHECK(lines.begin()->first == u1 + 1);
+  CHECK(lines.rbegin()->first == total);
+  CHECK(static_cast<int64_t>(lines.size()) == total - u1);
+  const auto schedule = make_schedule(e.optim, total);
+  for (const auto& [u, loss_lr] : lines) {
+    CAPTURE(u);
+    CHECK(loss_lr.second == schedule->lr(u));
+  }
+  CHECK(lines.at(u1 + 1).second != lines.at(total).second); // inverse square root: still decaying
+  const LoadedCheckpoint last = load_checkpoint((run / "pruned" / "checkpoint_last.safetensors").string());
+  CHECK(last.state.updates == total);
+  CHECK(last.state.stop_reason == "max_updates");
+  CHECK(read_json(run / "pruned" / "config.json")["train"]["max_updates"] == total);
+
+  // Interrupted in phase 2 (a smaller budget), then resumed to the full one: the same losses and the
+  // same final parameters, bit for bit.
+  const fs::path cut = tmp.path / "cut";
+  run_experiment(budgeted_experiment(u1 + 9), quiet_run(cut));
+  REQUIRE(load_checkpoint((cut / "pruned" / "checkpoint_last.safetensors").string()).state.updates == u1 + 9);
+  SessionOptions resume = quiet_run(cut);
+  resume.resume = true;
+  run_experiment(e, resume);
+  CHECK(train_lines(cut / "pruned" / "log.jsonl") == lines);
+  CHECK(same_parameters(load_checkpoint((cut / "pruned" / "checkpoint_last.safetensors").string()), last));
+
+  // `pillars prune --from` phase 1's checkpoint continues from its optimiser state just so.
+  SessionOptions from = quiet_run(tmp.path / "from");
+  from.prune_from = (run / "checkpoint_last.safetensors").string();
+  run_experiment(e, from);
+  CHECK(train_lines(tmp.path / "from" / "pruned" / "log.jsonl") == lines);
+  CHECK(same_parameters(load_checkpoint((tmp.path / "from" / "pruned" / "checkpoint_last.safetensors").string()), last));
+
+  // A checkpoint without optimiser state (checkpoint_best) falls back to "restart", and says so in
+  // the fine-tuning's config.
+  SessionOptions from_best = quiet_run(tmp.path / "from_best");
+  from_best.prune_from = (run / "checkpoint_best.safetensors").string();
+  Experiment capped = e;
+  capped.prune.finetune_updates = 3;
+  run_experiment(capped, from_best);
+  CHECK(read_json(tmp.path / "from_best" / "pruned" / "config.json")["prune"]["finetune_schedule"] == "restart");
+  CHECK(train_lines(tmp.path / "from_best" / "pruned" / "log.jsonl").begin()->first == 1);
+}
+
+TEST_CASE("ght phases: \"restart\" fine-tunes with a fresh optimiser at phase 1's last learning rate, counted from update 1") {
+  if (!testing::have_dataset("multi30k-de-en")) {
+    MESSAGE("skipped: PILLARS_DATA does not hold multi30k-de-en");
+    return;
+  }
+  testing::ScratchDir tmp("pillars_ght_", /*own_cache=*/true);
+  Experiment e = budgeted_experiment(80, "restart");
+  e.prune.finetune_updates = 10;
+  const fs::path run = tmp.path / "run";
+  run_experiment(e, quiet_run(run));
+  const int64_t u1 = load_checkpoint((run / "checkpoint_last.safetensors").string()).state.updates;
+  CHECK(load_checkpoint((run / "checkpoint_pruned.safetensors").string()).optimizer_state.empty());
+  const auto lines = train_lines(run / "pruned" / "log.jsonl");
+  REQUIRE(lines.size() == 10); // prune.finetune_updates alone: train.max_updates is phase 1's
+  CHECK(lines.begin()->first == 1);
+  const float lr = make_schedule(e.optim, u1)->lr(u1);
+  for (const auto& [u, loss_lr] : lines) CHECK(loss_lr.second == lr);
 }

@@ -11,6 +11,7 @@
 #include "base/error.h"
 #include "engine/executor.h"
 #include "engine/ops.h"
+#include "engine/optim/adam.h"
 #include "ght/prune.h"
 #include "steps/head_gates.h"
 #include "tests/grad_check.h"
@@ -88,6 +89,37 @@ std::vector<float> logits(const TransformerConfig& cfg, ParamStore& params, cons
   return std::vector<float>(l.data<float>(), l.data<float>() + l.numel());
 }
 
+
+// A store of random values with the names and shapes of `like` (a gradient, say).
+ParamStore random_like(const ParamStore& like, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  ParamStore out;
+  for (const std::string& name : like.names()) {
+    Tensor& t = out.add(name, like.get(name).shape());
+    for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = normal(rng);
+  }
+  return out;
+}
+
+// One optimiser step of `params` with the gradients `grads` (same names).
+void step(optim::Optimizer& optimizer, ParamStore& params, const ParamStore& grads, float lr) {
+  std::vector<optim::ParamSlot> slots;
+  for (const std::string& name : params.names()) slots.push_back({name, params.get(name), grads.get(name)});
+  optimizer.step(slots, lr);
+}
+
+// The entry `name` of an optimiser state (fails the test when it is absent).
+const Tensor& entry(const optim::NamedTensors& state, const std::string& name) {
+  for (const auto& [n, t] : state)
+    if (n == name) return t;
+  FAIL("no optimizer state entry ", name);
+  throw std::logic_error("unreachable");
+}
+
+bool same_bits(const Tensor& a, const Tensor& b) {
+  return a.shape() == b.shape() && std::equal(a.data<float>(), a.data<float>() + a.numel(), b.data<float>());
+}
 
 } // namespace
 
@@ -188,4 +220,70 @@ TEST_CASE("ght prune: a pruned checkpoint reloads and evaluates to the same outp
   const std::vector<float> a = logits(ps.cfg, ps.params, b), c = logits(loaded.config, loaded.params, b);
   CHECK(a == c);
   fs::remove_all(dir);
+}
+
+TEST_CASE("ght prune: the optimiser state is sliced like the parameters, and Adam goes on for the kept heads as on the full model") {
+  const TransformerConfig cfg = four_head_config();
+  ParamStore full;
+  init_transformer_params(cfg, full, 3);
+  full.add("head_gate.encoder.layers.0.self_attn", {4}); // a method's own parameter, which pruning drops
+  // AMSGrad: all three of Adam's buffers (m, v, max v).
+  optim::Adam adam(optim::AdamOptions{0.9, 0.98, 1e-8, 1e-4, false, /*amsgrad=*/true});
+  for (uint32_t k = 0; k < 3; ++k) step(adam, full, random_like(full, 10 + k), 1e-3f);
+  const optim::NamedTensors state = adam.state();
+
+  const ght::HeadSelection keep = {{"encoder.layers.0.self_attn", {1, 3}},
+                                   {"decoder.layers.0.self_attn", {0, 2, 3}},
+                                   {"decoder.layers.1.encoder_attn", {2}}};
+  const ght::PrunedModel ps = ght::prune_heads(cfg, full, keep);
+  const optim::NamedTensors sliced = ght::prune_optimizer_state(cfg, state, keep);
+
+  // Every buffer is its parameter's slice: pruning a "model" whose weights are that buffer gives it.
+  for (const char* buffer : {"exp_avg", "exp_avg_sq", "max_exp_avg_sq"}) {
+    ParamStore as_params;
+    for (const init::ParamSpec& spec : transformer_parameters(cfg))
+      as_params.add(spec.name, spec.shape).copy_from(entry(state, spec.name + "." + buffer));
+    const ght::PrunedModel expected = ght::prune_heads(cfg, as_params, keep);
+    for (const std::string& name : ps.params.names()) {
+      CAPTURE(name);
+      CAPTURE(buffer);
+      CHECK(same_bits(entry(sliced, name + "." + buffer), expected.params.get(name)));
+    }
+  }
+  // Spelled out for one module: head 2 of decoder.layers.1.encoder_attn (Dh = 8) is rows 16..23 of
+  // W^K's moments and columns 16..23 of W^out's.
+  const Tensor& m_k = entry(state, "decoder.layers.1.encoder_attn.k_proj.weight.exp_avg");
+  const Tensor& m_k2 = entry(sliced, "decoder.layers.1.encoder_attn.k_proj.weight.exp_avg");
+  REQUIRE(m_k2.shape() == Shape{8, 32});
+  CHECK(std::equal(m_k2.data<float>(), m_k2.data<float>() + 8 * 32, m_k.data<float>() + 16 * 32));
+  const Tensor& v_out = entry(state, "decoder.layers.1.encoder_attn.out_proj.weight.exp_avg_sq");
+  const Tensor& v_out2 = entry(sliced, "decoder.layers.1.encoder_attn.out_proj.weight.exp_avg_sq");
+  REQUIRE(v_out2.shape() == Shape{32, 8});
+  for (int64_t r = 0; r < 32; ++r)
+    CHECK(std::equal(v_out2.data<float>() + r * 8, v_out2.data<float>() + (r + 1) * 8, v_out.data<float>() + r * 32 + 16));
+  // The step counts stay (Adam's bias correction reads them); the dropped parameter's state is gone.
+  CHECK(entry(sliced, "step").data<int64_t>()[0] == 3);
+  CHECK(entry(sliced, "decoder.layers.1.encoder_attn.q_proj.weight.step").data<int64_t>()[0] == 3);
+  for (const auto& [name, t] : sliced) CHECK_MESSAGE(name.rfind("head_gate.", 0) != 0, name);
+  CHECK(sliced.size() == 1 + ps.params.size() * 4); // "step", then per parameter its step and 3 buffers
+
+  // An optimiser loaded with the sliced state takes the step the full one takes, restricted to the
+  // kept heads, bit for bit (Adam is elementwise; the removed heads' gradients just drop out).
+  ParamStore grads = random_like(full, 99);
+  optim::Adam continued(adam.options());
+  continued.load_state(sliced);
+  ght::PrunedModel pruned = ght::prune_heads(cfg, full, keep);
+  ParamStore pruned_grads = ght::prune_heads(cfg, grads, keep).params;
+  step(continued, pruned.params, pruned_grads, 5e-4f);
+  step(adam, full, grads, 5e-4f);
+  const ght::PrunedModel expected = ght::prune_heads(cfg, full, keep);
+  for (const std::string& name : expected.params.names()) {
+    CAPTURE(name);
+    CHECK(same_bits(pruned.params.get(name), expected.params.get(name)));
+  }
+
+  // A state of another model is refused, naming the entry.
+  TransformerConfig other = cfg;
+  other.d_model = 64;
+  CHECK_THROWS_WITH_AS(ght::prune_optimizer_state(other, state, keep), doctest::Contains("optimizer state '"), InputError);
 }

@@ -2,7 +2,10 @@
 // an experiment (its `prune` section: V2S, Michel's importance, Voita's gates) applied to a model
 // already trained, then the fine-tuning of the pruned model and its evaluation
 // (train/head_phases.h). The run directory gets votes.json, prune.json,
-// checkpoint_pruned.safetensors and pruned/ (the fine-tuning run).
+// checkpoint_pruned.safetensors and pruned/ (the fine-tuning run). Under prune.finetune_schedule
+// "continue" the fine-tuning carries on the checkpoint's training: its optimiser state (sliced to
+// the kept heads), update count and learning-rate schedule, until the experiment's train.max_updates;
+// a checkpoint without optimiser state (an averaged one) is fine-tuned as "restart" does, with a note.
 #include <omp.h>
 
 #include <cstdio>

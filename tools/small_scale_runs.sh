@@ -8,9 +8,11 @@
 #
 # vanilla and GHT train for UPDATES updates (train.max_updates); GHT-PS trains with GCT for
 # UPDATES − FINETUNE_UPDATES updates, votes over 150 training batches, removes the heads V2S does not
-# keep and fine-tunes for FINETUNE_UPDATES (prune.finetune_updates). The experiment files' fixed-epoch
-# trigger is moved out of reach (prune.epoch=1000): phase 1 ends at its train.max_updates, and the run
-# goes on to vote, prune and fine-tune as after the trigger. The defaults, 727 and 188, are the PTB
+# keep and fine-tunes for FINETUNE_UPDATES (prune.finetune_updates) on phase 1's optimiser and
+# learning-rate schedule: both phases share train.max_updates = UPDATES, and phase 1 leaves
+# prune.finetune_updates of them to the fine-tuning (prune.finetune_schedule "continue"). The
+# experiment files' fixed-epoch trigger is moved out of reach (prune.epoch=1000): phase 1 ends at
+# UPDATES − FINETUNE_UPDATES, and the run goes on to vote, prune and fine-tune as after the trigger. The defaults, 727 and 188, are the PTB
 # table's (vanilla's updates, and GHT-PS's fine-tuning updates, in the recorded runs, which were
 # budgeted in minutes: 15 and 3.5). TASKS picks the tasks (default "ptb samsum"); SEQUENTIAL=1 runs
 # one at a time with all of them on one machine's quiet cores instead (the development machine's
@@ -41,7 +43,7 @@ start() { if [ "${SEQUENTIAL:-0}" = 1 ]; then "$@"; else "$@" & fi; }
 for task in ${TASKS:-ptb samsum}; do
   start run $task-vanilla  $task-vanilla train.max_updates=$updates
   start run $task-ght-full $task-ght     train.max_updates=$updates prune.method=none
-  start run $task-ght      $task-ght     train.max_updates=$phase1 prune.epoch=1000 prune.vote_batches=150 \
+  start run $task-ght      $task-ght     train.max_updates=$updates prune.epoch=1000 prune.vote_batches=150 \
                                          prune.finetune_updates=$finetune
 done
 wait

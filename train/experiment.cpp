@@ -310,12 +310,29 @@ const std::vector<Entry>& entries() {
                                                    "\"stage 1 & 2 GC\").")
                .def(false),
            &E::prune, &P::finetune_regularizer),
-        in(F::integer("prune.finetune_epochs", "Fine-tuning: at most this many epochs.").def(50).at_least(1), &E::prune, &P::finetune_epochs),
-        in(F::integer("prune.finetune_updates", "Fine-tuning: at most this many updates; 0 = no limit.").def(0).at_least(0), &E::prune,
-           &P::finetune_updates),
+        in(F::enumeration("prune.finetune_schedule", enum_names<ght::FinetuneSchedule>(),
+                          "How the pruned model is fine-tuned. continue (the authors' code): phase 1's optimiser state (Adam's moments "
+                          "of the kept heads), step counts and learning-rate schedule run on, update and epoch numbers count on, and "
+                          "both phases share train.max_updates and train.max_epochs, as a run without pruning does. restart: a fresh "
+                          "optimiser at the constant learning rate phase 1 ended with, counted from update 1, with the prune.finetune_* "
+                          "limits alone.")
+               .def("continue"),
+           &E::prune, &P::finetune_schedule),
+        in(F::integer("prune.finetune_epochs", "Fine-tuning: at most this many epochs (continue: after the epoch phase 1 stopped in, and "
+                                               "never past train.max_epochs).")
+               .def(50)
+               .at_least(1),
+           &E::prune, &P::finetune_epochs),
+        in(F::integer("prune.finetune_updates", "Fine-tuning: at most this many updates; 0 = no limit of its own (continue: until "
+                                                "train.max_updates). Under continue it is also held back from phase 1, which stops "
+                                                "at train.max_updates minus this at the latest, so both phases fit the run's budget.")
+               .def(0)
+               .at_least(0),
+           &E::prune, &P::finetune_updates),
         in(F::integer("prune.finetune_patience", "Fine-tuning: stop after this many validations without improvement; 0 = off.").def(3).at_least(0),
            &E::prune, &P::finetune_patience),
-        in(F::number("prune.finetune_minutes", "Fine-tuning: wall-clock limit; 0 = none.").def(0.0).at_least(0), &E::prune, &P::finetune_minutes),
+        in(F::number("prune.finetune_minutes", "Fine-tuning: wall-clock limit of its own; 0 = none.").def(0.0).at_least(0), &E::prune,
+           &P::finetune_minutes),
     };
   }();
   return table;
@@ -457,6 +474,16 @@ void check_semantics(const Experiment& e, const ValidationContext& ctx) {
     throw FieldError("prune.method", "\"prune.method\" \"gates\" needs \"heads.gates\": \"hard_concrete\" (there are no gates to read)");
   if (e.prune.trigger == ght::PruneTrigger::shift && !e.heads.metrics)
     throw FieldError("prune.trigger", "\"prune.trigger\" \"shift\" measures how the heads' feature maps move on the held-out batch: it needs \"heads.metrics\" true");
+  // Under "continue" both phases share train.max_updates, and phase 1 leaves prune.finetune_updates of
+  // them to fine-tuning: it stops at train.max_updates − prune.finetune_updates at the latest, which
+  // must leave it at least one update (0 would read as "no limit").
+  if (e.prune.method != ght::PruneMethod::none && e.prune.finetune_schedule == ght::FinetuneSchedule::continue_ &&
+      e.train.max_updates > 0 && e.prune.finetune_updates >= e.train.max_updates)
+    throw FieldError("prune.finetune_updates",
+                     str_cat("\"prune.finetune_updates\" (", e.prune.finetune_updates, ") must be less than \"train.max_updates\" (",
+                             e.train.max_updates, "): with \"prune.finetune_schedule\" \"continue\" both phases share train.max_updates, "
+                             "and phase 1 stops at train.max_updates − prune.finetune_updates at the latest (0 = fine-tune until "
+                             "train.max_updates)"));
   if (e.optim.min_lr > e.optim.lr)
     throw FieldError("optim.min_lr", str_cat("\"optim.min_lr\" (", e.optim.min_lr, ") must not exceed \"optim.lr\" (", e.optim.lr, ")"));
   if (e.optim.warmup_init_lr > e.optim.lr)

@@ -101,7 +101,9 @@ void write_lines(const std::string& path, const std::vector<std::string>& lines)
 struct Model {
   TransformerConfig cfg;
   ParamStore params;
-  std::optional<TrainerState> trained; // set when the model is a trained checkpoint (prune_from)
+  // Set when the model is a trained checkpoint (prune_from): where its training stood, with its
+  // optimiser state (empty when the checkpoint has none).
+  std::optional<TrainingStart> trained;
 };
 
 dist::Communicator& communicator(const SessionOptions& options) {
@@ -130,7 +132,7 @@ Model build_model(const Experiment& e, int64_t vocab, const SessionOptions& opti
       throw InputError(str_cat("--from ", options.prune_from, ": the model's vocabulary has ", c.config.vocab,
                                " entries, the experiment's dictionary ", vocab, " (was it trained with this experiment?)"));
     check_model_config(c, options.prune_from, model_config(e, vocab), str_cat("the experiment \"", e.name, "\" (pillars prune --from)"));
-    return {c.config, std::move(c.params), c.state};
+    return {c.config, std::move(c.params), TrainingStart{c.state, std::move(c.optimizer_state)}};
   }
   Model m{model_config(e, vocab), {}, std::nullopt};
   check_memory(e, m.cfg, str_cat("experiment \"", e.name, "\" (vocabulary ", vocab, ")")); // again, now that the vocabulary is known

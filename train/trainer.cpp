@@ -74,9 +74,11 @@ class Loop {
     // One update takes update_freq batches on each rank (data_parallel.h).
     const int64_t batches_per_update = e.train.update_freq * comm_.size();
     const int64_t updates_per_epoch = (batches_per_epoch_ + batches_per_update - 1) / batches_per_update;
-    planned_updates_ = e.train.max_epochs * updates_per_epoch;
-    if (e.train.max_updates > 0) planned_updates_ = std::min(planned_updates_, e.train.max_updates);
-    schedule_ = make_schedule(e.optim, planned_updates_);
+    const auto planned = [updates_per_epoch](const TrainSettings& t) {
+      return t.max_updates > 0 ? std::min(t.max_epochs * updates_per_epoch, t.max_updates) : t.max_epochs * updates_per_epoch;
+    };
+    planned_updates_ = planned(e.train);
+    schedule_ = make_schedule(e.optim, o.schedule_budget ? planned(*o.schedule_budget) : planned_updates_);
     // Gradients accumulated over several batches (update_freq > 1), or summed over the ranks of a
     // data-parallel job: in buckets, as the backward makes them (gradient_buckets.h; in one process
     // the sums over one rank are the buckets themselves).
@@ -95,6 +97,7 @@ class Loop {
 
   TrainerOutcome run() {
     if (o_.resume) restore();
+    else if (o_.start) start_from(*o_.start);
     state_.finished = false, state_.stop_reason.clear();
     session_start_ = Clock::now();
     elapsed_at_start_ = state_.elapsed_seconds;
@@ -217,6 +220,18 @@ class Loop {
       throw InputError(str_cat("--resume: ", path, ": optimiser state: ", err.what()));
     }
     state_ = c.state;
+  }
+
+  // A new session that continues another's training (TrainOptions::start): its position, and its
+  // optimiser state when it has one (moved to the parameters' device at the first update).
+  void start_from(const TrainingStart& start) {
+    state_ = start.state;
+    if (start.optimizer_state.empty()) return;
+    try {
+      optimizer_->load_state(start.optimizer_state);
+    } catch (const InputError& err) {
+      throw InputError(str_cat(o_.run_dir, ": the optimiser state to continue from: ", err.what()));
+    }
   }
 
   void train_epoch() {

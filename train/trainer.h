@@ -45,6 +45,16 @@ struct ValidScores {
 // the named score ("bleu" or "rouge") on the validation set.
 using DecodeScorer = std::function<double(const TransformerConfig&, const ParamStore&)>;
 
+// Where a new session starts when it continues another's training instead of beginning it (it is
+// not a --resume: its run directory may be new): the trainer's position (update count, epoch, batch
+// in the epoch; the rest of the state as the caller sets it) and the optimiser's state (empty: a
+// fresh optimiser). Phase 2 of a pruning run under prune.finetune_schedule "continue" starts from
+// phase 1's end so (train/head_phases.h).
+struct TrainingStart {
+  TrainerState state;
+  optim::NamedTensors optimizer_state;
+};
+
 struct TrainOptions {
   std::string run_dir;
   bool resume = false;
@@ -54,6 +64,12 @@ struct TrainOptions {
   nlohmann::json checkpoint_extra;  // stored in every checkpoint (dictionary, tokenizer, ...)
   std::string phase;                // "" or the phase of a pruning run ("train", "finetune"; train/head_phases.h),
                                     // written into every log line
+  // A session that is not resumed starts here instead of at update 0 with a fresh optimiser.
+  std::optional<TrainingStart> start;
+  // The budget the learning-rate schedule is planned over (cosine and linear reach their end at
+  // its planned number of updates); unset: this session's own e.train. The two phases of a pruning
+  // run under "continue" plan over the whole run's budget, so phase 2 continues phase 1's schedule.
+  std::optional<TrainSettings> schedule_budget;
   // The method's part of every step (GHT's GCT loss, baselines' regularisers and gates): its
   // passes run from the pass list (steps/pass_list.h), its hooks around every run.
   std::shared_ptr<GraphExtension> extension;
