@@ -89,10 +89,14 @@ std::vector<std::string> run_overrides(const StudySpec& s, const SystemSpec& sys
   // The budget: updates alone end the run. A system that prunes fine-tunes until the same total
   // (prune.finetune_updates 0 under the continuing schedule), so every run makes `updates`.
   for (const std::string& o : {str_cat("train.max_updates=", s.updates), std::string("train.max_epochs=1000000"),
-                               std::string("train.max_minutes=0"), std::string("train.patience=0"),
-                               std::string("prune.finetune_updates=0"), std::string("prune.finetune_epochs=1000000"),
-                               std::string("prune.finetune_minutes=0"), std::string("prune.finetune_patience=0")})
+                               std::string("train.max_minutes=0"), std::string("train.patience=0")})
     out.push_back(o);
+  // Fine-tuning's own limits, for a system that prunes (a system that does not keeps its prune
+  // section's defaults, so its config is what a plain run of its experiment has).
+  ValidationContext ctx;
+  if (load_experiment(sys.experiment, sys.overrides, ctx).prune.method != ght::PruneMethod::none)
+    for (const char* o : {"prune.finetune_updates=0", "prune.finetune_epochs=1000000", "prune.finetune_minutes=0", "prune.finetune_patience=0"})
+      out.push_back(o);
   out.push_back(str_cat("train.device=\"", enum_name(s.device), "\""));
   if (s.device == Device::cuda) out.push_back(str_cat("train.precision=\"", enum_name(s.precision), "\""));
   out.push_back(str_cat("seed=", seed));
