@@ -79,6 +79,15 @@ void install_stop_handlers() {
   sigemptyset(&action.sa_mask);
   action.sa_flags = SA_RESTART; // reads and writes in progress carry on; the loop polls the flag
   for (int s : {SIGTERM, SIGINT, SIGUSR1}) ::sigaction(s, &action, nullptr);
+  // SIGHUP too, unless the process was started with it ignored: `nohup pillars train ...` asks
+  // for a run that outlives its terminal, and that wish is kept.
+  struct sigaction hup {};
+  if (::sigaction(SIGHUP, nullptr, &hup) == 0 && hup.sa_handler != SIG_IGN) ::sigaction(SIGHUP, &action, nullptr);
+  // Writes to a pipe whose reader has gone, or past `ulimit -f`, fail with EPIPE / EFBIG instead
+  // of ending the process: the code that writes a run's files reports the failure naming the file,
+  // and what goes to stdout or stderr is dropped (the run goes on; run_guard.h).
+  ::signal(SIGPIPE, SIG_IGN);
+  ::signal(SIGXFSZ, SIG_IGN);
 }
 
 int stop_signal() { return g_signal.load(); }
@@ -88,6 +97,7 @@ const char* signal_name(int signal_number) {
     case SIGTERM: return "SIGTERM";
     case SIGINT: return "SIGINT";
     case SIGUSR1: return "SIGUSR1";
+    case SIGHUP: return "SIGHUP";
     default: return "a signal";
   }
 }

@@ -1,7 +1,8 @@
 // What guards a run directory and its logs, in-process (base/run_guard.h, base/log_file.h): the
 // lock refuses a second writer naming the holder's PID and is not blocked by a lock file left by a
 // dead process; stale temporaries of interrupted saves are removed and nothing else is; the first
-// stop signal is recorded and a second one ends the process with 128 + signal; a log line is
+// stop signal is recorded (SIGHUP among them, unless ignored at start) and a second SIGINT ends
+// the process with 128 + signal, while SIGPIPE and SIGXFSZ are ignored; a log line is
 // appended whole or not at all, a cut tail is repaired on open, and a write that fails (here the
 // file-size limit, EFBIG) throws naming the file and leaves the file as it was.
 //
@@ -14,6 +15,7 @@
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
+#include <cerrno>
 #include <unistd.h>
 
 #include <filesystem>
@@ -105,6 +107,38 @@ TEST_CASE("stop signals: the first is recorded for the training loop, a repeated
   });
   CHECK(status == 128 + SIGINT);
   CHECK(std::string(signal_name(SIGINT)) == "SIGINT");
+}
+
+TEST_CASE("stop signals: SIGHUP stops like SIGTERM and a repeat changes nothing, SIGPIPE and SIGXFSZ are ignored, so the "
+          "write fails with EPIPE") {
+  const int status = in_child([] {
+    install_stop_handlers();
+    ::raise(SIGHUP);
+    if (stop_signal() != SIGHUP) return 1;
+    ::raise(SIGHUP); // the terminal's hangup and the shell's: one stop
+    ::raise(SIGTERM);
+    if (stop_signal() != SIGHUP) return 2;
+    ::raise(SIGPIPE); // ignored: the process lives on
+    ::raise(SIGXFSZ);
+    int fds[2];
+    if (::pipe(fds) != 0) return 3;
+    ::close(fds[0]); // the reader has gone
+    if (::write(fds[1], "x", 1) != -1 || errno != EPIPE) return 4;
+    return std::string(signal_name(SIGHUP)) == "SIGHUP" ? 0 : 5;
+  });
+  CHECK(status == 0);
+}
+
+TEST_CASE("stop signals: a process started with SIGHUP ignored (nohup) keeps ignoring it") {
+  const int status = in_child([] {
+    ::signal(SIGHUP, SIG_IGN);
+    install_stop_handlers();
+    ::raise(SIGHUP);
+    if (stop_signal() != 0) return 1;
+    ::raise(SIGTERM); // the other stop signals still work
+    return stop_signal() == SIGTERM ? 0 : 2;
+  });
+  CHECK(status == 0);
 }
 
 TEST_CASE("LineFile appends whole lines and repairs a cut tail on open") {
