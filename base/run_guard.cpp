@@ -5,12 +5,16 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cctype>
 #include <csignal>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <vector>
+
+#include "base/atomic_file.h"
 
 namespace pillars {
 
@@ -18,7 +22,10 @@ namespace io {
 
 DirLock::DirLock(const std::string& dir) {
   const std::string path = (std::filesystem::path(dir) / ".lock").string();
-  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  // Not through a link: the PID written below would overwrite the file it points at.
+  refuse_symlink(path);
+  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd_ < 0 && errno == ELOOP) refuse_symlink(path);
   if (fd_ < 0) throw InputError(str_cat(dir, ": cannot create its lock file ", path, ": ", std::strerror(errno)));
   if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
     const int err = errno;
@@ -39,6 +46,23 @@ DirLock::DirLock(const std::string& dir) {
 
 DirLock::~DirLock() {
   if (fd_ >= 0) ::close(fd_); // closing releases the flock
+}
+
+void refuse_links_in(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> links;
+  std::error_code ec;
+  for (const fs::directory_entry& entry : fs::directory_iterator(dir, ec))
+    if (entry.is_symlink(ec)) links.push_back(entry.path().string());
+  if (links.empty()) return;
+  std::sort(links.begin(), links.end()); // the same name in the message every time
+  try {
+    refuse_symlink(links.front());
+  } catch (const InputError& err) {
+    throw InputError(str_cat(err.what(), links.size() > 1 ? str_cat(" (", links.size() - 1, " more link", links.size() > 2 ? "s" : "",
+                                                                     " in ", dir, ")")
+                                                          : std::string()));
+  }
 }
 
 int remove_stale_temp_files(const std::string& dir) {

@@ -10,7 +10,8 @@
 // THE LOCK is flock(2) on "<dir>/.lock", exclusive and non-blocking, with the holder's PID written
 // into the file for the message. The kernel releases a flock when its process dies, kill -9
 // included, so a lock file left behind never blocks anyone: only a live holder does. (flock is
-// advisory: it keeps out other `pillars` runs, not a user's `rm`.)
+// advisory: it keeps out other `pillars` runs, not a user's `rm`.) A ".lock" that is a symbolic link
+// is refused (InputError naming it): the PID would be written into the file it points at.
 //
 // THE SIGNALS. The handler only records the signal (an atomic flag); the training loop polls it
 // after every update, saves checkpoint_last atomically, logs the stop and throws Stopped, which
@@ -53,6 +54,12 @@ class DirLock {
  private:
   int fd_ = -1;
 };
+
+// Throws InputError naming a symbolic link directly inside `dir` (the first by name), if there is
+// one. A run folder holds only files pillars wrote, and pillars makes no links; a link there would
+// make a later write go through it or replace it, so a run refuses the folder before it writes
+// anything (the writers refuse links too: base/atomic_file.h, base/log_file.h, DirLock).
+void refuse_links_in(const std::string& dir);
 
 // Removes "<name>.tmp.<pid>[.<n>]" files (io::AtomicFile's temporaries) left in `dir` by a
 // process that died mid-save. Call it with the directory's lock held. Returns how many it removed.
