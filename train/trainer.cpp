@@ -222,9 +222,14 @@ class Loop {
   void restore() {
     const std::string path = (fs::path(o_.run_dir) / "checkpoint_last.safetensors").string();
     if (!fs::exists(path)) throw InputError(str_cat("--resume: ", path, " does not exist (nothing to resume)"));
-    LoadedCheckpoint c = load_checkpoint(path);
+    LoadedCheckpoint c = load_checkpoint(path); // its state's fields each in range (checkpoint.h)
     if (c.optimizer_state.empty())
       throw InputError(str_cat("--resume: ", path, " has no optimiser state (an averaged or pruned model?)"));
+    // The position must lie within an epoch of this experiment (its data cannot change on resume):
+    // the loop would index the epoch's batches from there.
+    if (c.state.batch_in_epoch > batches_per_epoch_)
+      throw InputError(str_cat("--resume: ", path, ": \"pillars.state\" field \"batch_in_epoch\" is ", c.state.batch_in_epoch,
+                               ", but an epoch of this experiment has ", batches_per_epoch_, " batches (a damaged or edited checkpoint)"));
     for (const std::string& name : params_.names()) {
       if (!c.params.contains(name) || c.params.get(name).shape() != params_.get(name).shape())
         throw InputError(str_cat("--resume: ", path, ": parameter \"", name, "\" is missing or has another shape than the "
