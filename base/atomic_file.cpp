@@ -50,8 +50,19 @@ std::string atomic_temp_path(const std::string& path) {
   return str_cat(path, ".tmp.", static_cast<long long>(::getpid()), ".", next.fetch_add(1));
 }
 
+void refuse_symlink(const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return; // absent, or the open that follows says why
+  std::error_code ec;
+  const std::filesystem::path target = std::filesystem::read_symlink(path, ec);
+  throw InputError(str_cat(path, " is a symbolic link", ec ? std::string() : str_cat(" (to ", target.string(), ")"),
+                           "; pillars neither writes through a link nor replaces one: put the file itself there, "
+                           "or remove the link"));
+}
+
 AtomicFile::AtomicFile(std::string path) : path_(std::move(path)), temp_path_(atomic_temp_path(path_)) {
   if (path_.empty()) throw InputError("cannot write a file with an empty path");
+  refuse_symlink(path_);
   fd_ = ::open(temp_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666); // never follows a planted link
   if (fd_ < 0) {
     const int err = errno;
@@ -102,7 +113,13 @@ void AtomicFile::commit() {
     discard();
     throw Error(str_cat(path_, ": close of ", temp_path_, " failed: ", errno_text(err)));
   }
-  // 2. Atomically replace the directory entry.
+  // 2. Atomically replace the directory entry, unless a link was put there meanwhile.
+  try {
+    refuse_symlink(path_);
+  } catch (...) {
+    discard();
+    throw;
+  }
   if (::rename(temp_path_.c_str(), path_.c_str()) != 0) {
     const int err = errno;
     discard();

@@ -15,9 +15,15 @@
 // is fsync'ed before the rename, so after a power loss the entry never points at unwritten blocks;
 // the directory is fsync'ed after it, so the rename itself is durable.
 //
-// Limits: the temporary name includes the process id only, so two threads of one process must not
-// write the same `path` at the same time. If `path` is a symbolic link, the link itself is replaced.
-// The new file gets the default permissions (0666 minus the umask), not those of the old file.
+// Links: a `path` that is a symbolic link (a dangling one included) is refused with InputError
+// naming it, when the AtomicFile is made and again just before the rename: a rename would replace
+// the link, not write through it, but a link in a run folder is someone's doing, and removing it
+// silently is no better than writing through it (refuse_symlink below). The folders above `path`
+// may be links; only its last component is checked.
+//
+// Limits: the temporary name includes the process id and a counter, so two threads of one process
+// may write the same `path` at the same time; the last rename wins. The new file gets the default
+// permissions (0666 minus the umask), not those of the old file.
 //
 // Errors: a path that cannot be created or replaced (missing directory, no permission, `path` is a
 // directory) throws pillars::InputError; a failed write or fsync (disk full, I/O error) throws
@@ -58,5 +64,10 @@ void atomic_write_file(const std::string& path, std::string_view bytes);
 
 // A fresh temporary name for `path`: "<path>.tmp.<pid>.<n>", n counting up within the process.
 std::string atomic_temp_path(const std::string& path);
+
+// Throws InputError "<path> is a symbolic link (to T); ..." when the last component of `path` is a
+// symbolic link, dangling or not. Nothing happens when `path` does not exist. Every writer of a run
+// file calls it (AtomicFile, io::LineFile, io::DirLock), and opens with O_NOFOLLOW where it can.
+void refuse_symlink(const std::string& path);
 
 } // namespace pillars::io

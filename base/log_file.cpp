@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "base/atomic_file.h"
 #include "base/error.h"
 
 namespace pillars::io {
@@ -23,9 +24,11 @@ bool is_runtime_failure(int err) { return err == ENOSPC || err == EDQUOT || err 
 
 LineFile::LineFile(std::string path) : path_(std::move(path)) {
   if (path_.empty()) throw InputError("cannot append to a file with an empty path");
-  fd_ = ::open(path_.c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0666);
+  refuse_symlink(path_); // a clear message; O_NOFOLLOW below holds even if a link appears meanwhile
+  fd_ = ::open(path_.c_str(), O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0666);
   if (fd_ < 0) {
     const int err = errno;
+    if (err == ELOOP) refuse_symlink(path_);
     const std::string message = str_cat(path_, ": cannot open for appending: ", std::strerror(err));
     if (is_runtime_failure(err)) throw Error(message);
     throw InputError(message);

@@ -28,8 +28,11 @@
 // up to the last checkpoint it recorded. A failed fsync throws pillars::Error too (the line stays:
 // it is whole in the page cache, and what reached the disk cannot be told).
 //
+// LINKS. A `path` that is a symbolic link is refused (pillars::InputError naming it), and the file is
+// opened with O_NOFOLLOW: appending through a link would write into whatever file it points at.
+//
 // Errors: a file that cannot be opened throws pillars::InputError (missing folder, no permission,
-// a directory) or pillars::Error (disk full, I/O error: the run fails with exit 1, not 2). A line
+// a directory, a symbolic link) or pillars::Error (disk full, I/O error: the run fails with exit 1, not 2). A line
 // containing '\n' is a programming error (pillars::Error): it would be two lines.
 #pragma once
 #include <cstdint>

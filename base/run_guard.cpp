@@ -5,12 +5,16 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cctype>
 #include <csignal>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <vector>
+
+#include "base/atomic_file.h"
 
 namespace pillars {
 
@@ -18,7 +22,10 @@ namespace io {
 
 DirLock::DirLock(const std::string& dir) {
   const std::string path = (std::filesystem::path(dir) / ".lock").string();
-  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  // Not through a link: the PID written below would overwrite the file it points at.
+  refuse_symlink(path);
+  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd_ < 0 && errno == ELOOP) refuse_symlink(path);
   if (fd_ < 0) throw InputError(str_cat(dir, ": cannot create its lock file ", path, ": ", std::strerror(errno)));
   if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
     const int err = errno;
@@ -39,6 +46,23 @@ DirLock::DirLock(const std::string& dir) {
 
 DirLock::~DirLock() {
   if (fd_ >= 0) ::close(fd_); // closing releases the flock
+}
+
+void refuse_links_in(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> links;
+  std::error_code ec;
+  for (const fs::directory_entry& entry : fs::directory_iterator(dir, ec))
+    if (entry.is_symlink(ec)) links.push_back(entry.path().string());
+  if (links.empty()) return;
+  std::sort(links.begin(), links.end()); // the same name in the message every time
+  try {
+    refuse_symlink(links.front());
+  } catch (const InputError& err) {
+    throw InputError(str_cat(err.what(), links.size() > 1 ? str_cat(" (", links.size() - 1, " more link", links.size() > 2 ? "s" : "",
+                                                                     " in ", dir, ")")
+                                                          : std::string()));
+  }
 }
 
 int remove_stale_temp_files(const std::string& dir) {
@@ -79,6 +103,15 @@ void install_stop_handlers() {
   sigemptyset(&action.sa_mask);
   action.sa_flags = SA_RESTART; // reads and writes in progress carry on; the loop polls the flag
   for (int s : {SIGTERM, SIGINT, SIGUSR1}) ::sigaction(s, &action, nullptr);
+  // SIGHUP too, unless the process was started with it ignored: `nohup pillars train ...` asks
+  // for a run that outlives its terminal, and that wish is kept.
+  struct sigaction hup {};
+  if (::sigaction(SIGHUP, nullptr, &hup) == 0 && hup.sa_handler != SIG_IGN) ::sigaction(SIGHUP, &action, nullptr);
+  // Writes to a pipe whose reader has gone, or past `ulimit -f`, fail with EPIPE / EFBIG instead
+  // of ending the process: the code that writes a run's files reports the failure naming the file,
+  // and what goes to stdout or stderr is dropped (the run goes on; run_guard.h).
+  ::signal(SIGPIPE, SIG_IGN);
+  ::signal(SIGXFSZ, SIG_IGN);
 }
 
 int stop_signal() { return g_signal.load(); }
@@ -88,6 +121,7 @@ const char* signal_name(int signal_number) {
     case SIGTERM: return "SIGTERM";
     case SIGINT: return "SIGINT";
     case SIGUSR1: return "SIGUSR1";
+    case SIGHUP: return "SIGHUP";
     default: return "a signal";
   }
 }

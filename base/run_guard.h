@@ -1,6 +1,6 @@
 // What guards a run directory while `pillars train` (or `prune`, or `--resume`) writes into it:
 // one writer at a time, temporary files of interrupted saves cleared away, and a graceful stop on
-// SIGTERM, SIGINT or SIGUSR1.
+// SIGTERM, SIGINT, SIGUSR1 or SIGHUP.
 //
 //   io::DirLock lock(run_dir);          // throws InputError naming the folder and the holder's PID
 //   io::remove_stale_temp_files(run_dir);
@@ -10,18 +10,31 @@
 // THE LOCK is flock(2) on "<dir>/.lock", exclusive and non-blocking, with the holder's PID written
 // into the file for the message. The kernel releases a flock when its process dies, kill -9
 // included, so a lock file left behind never blocks anyone: only a live holder does. (flock is
-// advisory: it keeps out other `pillars` runs, not a user's `rm`.)
+// advisory: it keeps out other `pillars` runs, not a user's `rm`.) A ".lock" that is a symbolic link
+// is refused (InputError naming it): the PID would be written into the file it points at.
 //
 // THE SIGNALS. The handler only records the signal (an atomic flag); the training loop polls it
 // after every update, saves checkpoint_last atomically, logs the stop and throws Stopped, which
 // the CLI turns into exit code 128 + signal number (143 for SIGTERM, 130 for SIGINT, 138 for
-// SIGUSR1), the shell's convention for "ended by that signal". A SIGINT while the first signal is
-// being honoured (Ctrl-C twice: a person who will not wait) ends the process at once with 130
-// (_exit: no save, no cleanup; the last complete checkpoint is still whole, since every save is an
-// atomic rename). A second SIGTERM or SIGUSR1 changes nothing: programs send those, and one stop
-// may reach a process more than once (a scheduler signals the tasks, and the launcher it also
-// signalled passes the signal on), so a repeat must not cut the save short; a program that means
-// to end the process now sends SIGKILL.
+// SIGUSR1, 129 for SIGHUP), the shell's convention for "ended by that signal". SIGHUP is what a
+// closed terminal or a dropped ssh connection sends: the run saves and stops as for SIGTERM rather
+// than dying mid-update, except in a process started with SIGHUP ignored (`nohup`), which keeps
+// ignoring it. A SIGINT while the first signal is being honoured (Ctrl-C twice: a person who will
+// not wait) ends the process at once with 130 (_exit: no save, no cleanup; the last complete
+// checkpoint is still whole, since every save is an atomic rename). A second SIGTERM, SIGUSR1 or
+// SIGHUP changes nothing: programs send those, and one stop may reach a process more than once (a
+// scheduler signals the tasks, and the launcher it also signalled passes the signal on), so a
+// repeat must not cut the save short; a program that means to end the process now sends SIGKILL.
+//
+// SIGNALS THAT WOULD END A RUN FOR A WRITE install_stop_handlers() ignores, so that the write fails
+// with an error code instead:
+//   SIGPIPE  (a write to a pipe whose reader has gone: `pillars train ... 2>&1 | head`): progress
+//            lines on stdout/stderr are dropped (stdio only marks the stream's error flag) and
+//            training goes on to its end; the trainer appends one "note" line per stream to
+//            log.jsonl when it sees the stream's error flag (train/trainer.cpp).
+//   SIGXFSZ  (a write past the file-size limit, `ulimit -f`): the write fails with EFBIG, and the
+//            run stops with exit 1 naming the file, as for a full disk (an atomic save removes its
+//            temporary file: base/atomic_file.h; a log line is taken back: base/log_file.h).
 #pragma once
 #include <string>
 
@@ -42,6 +55,12 @@ class DirLock {
   int fd_ = -1;
 };
 
+// Throws InputError naming a symbolic link directly inside `dir` (the first by name), if there is
+// one. A run folder holds only files pillars wrote, and pillars makes no links; a link there would
+// make a later write go through it or replace it, so a run refuses the folder before it writes
+// anything (the writers refuse links too: base/atomic_file.h, base/log_file.h, DirLock).
+void refuse_links_in(const std::string& dir);
+
 // Removes "<name>.tmp.<pid>[.<n>]" files (io::AtomicFile's temporaries) left in `dir` by a
 // process that died mid-save. Call it with the directory's lock held. Returns how many it removed.
 int remove_stale_temp_files(const std::string& dir);
@@ -54,8 +73,10 @@ struct Stopped : Error {
   int signal;
 };
 
-void install_stop_handlers(); // SIGTERM, SIGINT, SIGUSR1
-int stop_signal();            // the first signal received since install_stop_handlers(), or 0
+// SIGTERM, SIGINT, SIGUSR1 and SIGHUP (unless ignored at start) record a stop; SIGPIPE and SIGXFSZ
+// are ignored. Calling it again changes nothing.
+void install_stop_handlers();
+int stop_signal(); // the first stop signal received since install_stop_handlers(), or 0
 const char* signal_name(int signal_number); // "SIGTERM", ...
 
 } // namespace pillars

@@ -21,7 +21,7 @@
 // pins PILLARS_ISA (the study's "isa") and OMP_WAIT_POLICY=PASSIVE (idle threads of one run must
 // not spin on the core another run needs).
 //
-// Stopping: SIGTERM, SIGINT or SIGUSR1 to the study is passed to its runs as SIGTERM; each saves
+// Stopping: SIGTERM, SIGINT, SIGUSR1 or SIGHUP to the study is passed to its runs as SIGTERM; each saves
 // its checkpoint_last and exits (base/run_guard.h); the study then exits 128 + signal. Ctrl-C
 // from a terminal reaches the runs directly too (one process group): the same graceful stop.
 #pragma once

@@ -212,6 +212,13 @@ def edit_set_model(st, a):  # change fields of the recorded model config ("pilla
 
 
 @_structural
+def edit_set_state(st, a):  # change fields of the recorded trainer state ("pillars.state")
+    state = json.loads(st.metadata["pillars.state"])
+    state.update(a["set"])
+    st.metadata["pillars.state"] = json.dumps(state)
+
+
+@_structural
 def edit_set_meta(st, a):  # set (or with null, remove) raw metadata strings
     for k, v in a["set"].items():
         if v is None:
@@ -283,7 +290,7 @@ def edit_duplicate_name(st, a):  # the header names a tensor twice (a JSON objec
 CHECKPOINT_EDITS = {
     "truncate": edit_truncate, "flip_data_byte": edit_flip_data_byte,
     "header_byte": edit_header_byte, "header_length": edit_header_length, "append": edit_append,
-    "set_model": edit_set_model, "set_meta": edit_set_meta, "drop_tensor": edit_drop_tensor,
+    "set_model": edit_set_model, "set_state": edit_set_state, "set_meta": edit_set_meta, "drop_tensor": edit_drop_tensor,
     "add_tensor": edit_add_tensor, "dtype": edit_dtype, "set_value": edit_set_value, "reshape": edit_reshape,
     "rename": edit_rename, "strip_optimizer": edit_strip_optimizer, "duplicate_name": edit_duplicate_name,
 }

@@ -1,7 +1,8 @@
 // Checkpoints that check themselves (train/checkpoint.h, engine/io/safetensors.h): a flipped bit
 // in the tensor data, a NaN weight (or optimiser value), a parameter that is not F32, tensors the
 // recorded config does not have, a checkpoint used with another run's dictionary, and one whose
-// recorded model is not the run's are all refused with the file and the tensor or field named.
+// recorded model is not the run's, and a trainer state out of range or with a kept-checkpoint list
+// naming another file are all refused with the file and the tensor or field named.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -222,4 +223,45 @@ TEST_CASE("checkpoints: the recorded model must be the run's model (item 3), dro
   m = message_of([&] { check_model_config(pruned, path, cfg, "RUN/config.json"); });
   CHECK(m.find(module) != std::string::npos);
   CHECK(m.find("module_heads") != std::string::npos);
+}
+
+TEST_CASE("checkpoints: the trainer state is read strictly, each bad field named, and kept names are the run's own") {
+  TrainerState s;
+  s.epoch = 3, s.batch_in_epoch = 7, s.updates = 120, s.elapsed_seconds = 42.5, s.best_valid = -3.25, s.has_best = true;
+  s.bad_validations = 1, s.last_validated_update = 100, s.stop_reason = "SIGTERM";
+  s.kept = {{"checkpoint_e2_u100.safetensors", -3.25}, {"checkpoint_e1_u50.safetensors", -4.0}};
+  const nlohmann::json good = to_json(s);
+  const TrainerState back = trainer_state_from_json(good, "ck.safetensors");
+  CHECK(back.updates == 120);
+  CHECK(back.kept == s.kept);
+
+  // Each bad value: the message names the file and the field.
+  const std::vector<std::pair<std::string, nlohmann::json>> bad = {
+      {"epoch", 0},          {"epoch", 1.5},
+      {"epoch", "2"},        {"batch_in_epoch", -1},
+      {"updates", -1},       {"updates", int64_t{1} << 62},
+      {"updates", 1e30},     {"updates", uint64_t{18446744073709551615ull}},
+      {"bad_validations", -2}, {"last_validated_update", 121},
+      {"elapsed_seconds", -1.0}, {"has_best", 1},
+      {"kept", nlohmann::json::array()},
+  };
+  for (const auto& [key, value] : bad) {
+    nlohmann::json j = good;
+    j[key] = value;
+    CAPTURE(key);
+    CAPTURE(value.dump());
+    CHECK(message_of([&] { (void)trainer_state_from_json(j, "ck.safetensors"); }).find("ck.safetensors: ") == 0);
+    CHECK(message_of([&] { (void)trainer_state_from_json(j, "ck.safetensors"); }).find(key) != std::string::npos);
+  }
+
+  for (const char* name : {"checkpoint_e1_u2.safetensors", "checkpoint_e10_u12345.safetensors"})
+    CHECK_MESSAGE(is_kept_checkpoint_name(name), name);
+  for (const char* name : {"../checkpoint_e1_u2.safetensors", "/tmp/checkpoint_e1_u2.safetensors", "pruned/checkpoint_e1_u2.safetensors",
+                           "dict.txt", "checkpoint_last.safetensors", "checkpoint_best.safetensors", "checkpoint_avg.safetensors",
+                           "checkpoint_e1_u2.json", "checkpoint_e1_u2.safetensors/..", "checkpoint_e_u2.safetensors", ""}) {
+    CHECK_MESSAGE(!is_kept_checkpoint_name(name), name);
+    nlohmann::json j = good;
+    j["kept"] = {{name, 1.0}};
+    CHECK(message_of([&] { (void)trainer_state_from_json(j, "ck.safetensors"); }).find("\"kept\"") != std::string::npos);
+  }
 }

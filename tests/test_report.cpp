@@ -482,6 +482,7 @@ TEST_CASE("report: headless chromium renders every chart without console errors,
   const fs::path out = output_dir();
   const fs::path page = out / "report.html", png = out / "report.png";
   fs::remove(png);
+  fs::remove(page); // an earlier run's: `report -o` replaces a file only with --force
   REQUIRE(shell(shell_quote(binary) + " report " + shell_quote((t.path / "ght").string()) + " " + shell_quote((t.path / "vanilla").string()) +
                 " --title 'GHT fixture' -o " + shell_quote(page.string()) + " >/dev/null") == 0);
 

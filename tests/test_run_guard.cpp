@@ -1,9 +1,11 @@
 // What guards a run directory and its logs, in-process (base/run_guard.h, base/log_file.h): the
 // lock refuses a second writer naming the holder's PID and is not blocked by a lock file left by a
 // dead process; stale temporaries of interrupted saves are removed and nothing else is; the first
-// stop signal is recorded and a second one ends the process with 128 + signal; a log line is
+// stop signal is recorded (SIGHUP among them, unless ignored at start) and a second SIGINT ends
+// the process with 128 + signal, while SIGPIPE and SIGXFSZ are ignored; a log line is
 // appended whole or not at all, a cut tail is repaired on open, and a write that fails (here the
-// file-size limit, EFBIG) throws naming the file and leaves the file as it was.
+// file-size limit, EFBIG) throws naming the file and leaves the file as it was; a run file that is a
+// symbolic link is refused by every writer, its target left as it was.
 //
 // These run in every build, the sanitized one included; tests/cli_run_guard.sh, cli_kill_loop.sh
 // and cli_disk_full.sh check the same behaviour through the real binary (Release build only).
@@ -16,11 +18,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <string>
 
+#include "base/atomic_file.h"
 #include "base/log_file.h"
 #include "base/run_guard.h"
 #include "tests/test_env.h"
@@ -107,6 +111,38 @@ TEST_CASE("stop signals: the first is recorded for the training loop, a repeated
   CHECK(std::string(signal_name(SIGINT)) == "SIGINT");
 }
 
+TEST_CASE("stop signals: SIGHUP stops like SIGTERM and a repeat changes nothing, SIGPIPE and SIGXFSZ are ignored, so the "
+          "write fails with EPIPE") {
+  const int status = in_child([] {
+    install_stop_handlers();
+    ::raise(SIGHUP);
+    if (stop_signal() != SIGHUP) return 1;
+    ::raise(SIGHUP); // the terminal's hangup and the shell's: one stop
+    ::raise(SIGTERM);
+    if (stop_signal() != SIGHUP) return 2;
+    ::raise(SIGPIPE); // ignored: the process lives on
+    ::raise(SIGXFSZ);
+    int fds[2];
+    if (::pipe(fds) != 0) return 3;
+    ::close(fds[0]); // the reader has gone
+    if (::write(fds[1], "x", 1) != -1 || errno != EPIPE) return 4;
+    return std::string(signal_name(SIGHUP)) == "SIGHUP" ? 0 : 5;
+  });
+  CHECK(status == 0);
+}
+
+TEST_CASE("stop signals: a process started with SIGHUP ignored (nohup) keeps ignoring it") {
+  const int status = in_child([] {
+    ::signal(SIGHUP, SIG_IGN);
+    install_stop_handlers();
+    ::raise(SIGHUP);
+    if (stop_signal() != 0) return 1;
+    ::raise(SIGTERM); // the other stop signals still work
+    return stop_signal() == SIGTERM ? 0 : 2;
+  });
+  CHECK(status == 0);
+}
+
 TEST_CASE("LineFile appends whole lines and repairs a cut tail on open") {
   ScratchDir dir("pillars_lines_");
   const fs::path log = dir.path / "log.jsonl";
@@ -144,4 +180,56 @@ TEST_CASE("LineFile: a write that fails throws naming the file and leaves no par
   });
   CHECK(status == 0);
   CHECK(read_file(log) == std::string(40, 'a') + "\n"); // the cut second line was truncated away
+}
+
+// What a link in a run folder must not do: change the file it points at, or vanish unremarked.
+TEST_CASE("a run file that is a symbolic link is refused, naming it, by LineFile, AtomicFile, DirLock and refuse_links_in, "
+          "and the target is left as it was") {
+  ScratchDir dir("pillars_links_");
+  const fs::path target = dir.path / "elsewhere.txt";
+  write_file(target, "precious\n");
+  auto refusal = [](const std::function<void()>& write) {
+    try {
+      write();
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no InputError)");
+  };
+  auto names_link = [&](const std::string& message, const fs::path& link) {
+    return message.find(link.string() + " is a symbolic link (to " + target.string() + ")") != std::string::npos;
+  };
+  const fs::path log = dir.path / "log.jsonl", lock = dir.path / ".lock", ckpt = dir.path / "checkpoint_last.safetensors";
+  for (const fs::path& link : {log, lock, ckpt}) fs::create_symlink(target, link);
+
+  CHECK(names_link(refusal([&] { io::LineFile f(log.string()); }), log));
+  CHECK(names_link(refusal([&] { io::DirLock l(dir.path.string()); }), lock));
+  CHECK(names_link(refusal([&] { io::atomic_write_file(ckpt.string(), "new"); }), ckpt));
+  const std::string first = refusal([&] { io::refuse_links_in(dir.path.string()); });
+  CHECK(names_link(first, lock)); // ".lock" sorts first
+  CHECK(first.find("(2 more links in " + dir.path.string() + ")") != std::string::npos);
+
+  CHECK(read_file(target) == "precious\n");
+  for (const fs::path& link : {log, lock, ckpt}) CHECK(fs::is_symlink(link));
+  CHECK(io::remove_stale_temp_files(dir.path.string()) == 0); // the refused save left no temporary
+
+  // A link put in place while an atomic save was being written: refused at the rename, the temporary removed.
+  const fs::path late = dir.path / "config.json";
+  std::string temp;
+  CHECK(names_link(refusal([&] {
+                     io::AtomicFile f(late.string());
+                     temp = f.temp_path();
+                     f.write("{}");
+                     fs::create_symlink(target, late);
+                     f.commit();
+                   }),
+                   late));
+  CHECK_FALSE(fs::exists(temp));
+  CHECK(read_file(target) == "precious\n");
+
+  // A dangling link: following it would create the file it names.
+  const fs::path planted = dir.path / "planted.jsonl", dangling = dir.path / "head_metrics.jsonl";
+  fs::create_symlink(planted, dangling);
+  CHECK(refusal([&] { io::LineFile f(dangling.string()); }).find(dangling.string() + " is a symbolic link") != std::string::npos);
+  CHECK_FALSE(fs::exists(planted));
 }

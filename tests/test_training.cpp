@@ -178,14 +178,14 @@ TEST_CASE("checkpoints: averaging gives the element-wise mean, and a checkpoint 
   init_transformer_params(cfg, a, 1);
   init_transformer_params(cfg, b, 2);
   TrainerState st;
-  st.epoch = 3, st.updates = 42, st.kept["x"] = 1.5;
+  st.epoch = 3, st.updates = 42, st.kept["checkpoint_e3_u42.safetensors"] = 1.5;
   const std::string pa = (tmp.path / "a.safetensors").string(), pb = (tmp.path / "b.safetensors").string();
   save_checkpoint(pa, cfg, a, nullptr, st);
   save_checkpoint(pb, cfg, b, nullptr, st);
   CHECK(fs::exists(tmp.path / "a.json"));
   const LoadedCheckpoint back = load_checkpoint(pa);
   CHECK(back.state.updates == 42);
-  CHECK(back.state.kept.at("x") == 1.5);
+  CHECK(back.state.kept.at("checkpoint_e3_u42.safetensors") == 1.5);
   CHECK(back.config.d_model == cfg.d_model);
   TransformerConfig avg_cfg;
   const ParamStore avg = average_checkpoints({pa, pb}, &avg_cfg);

@@ -1,5 +1,5 @@
 // `pillars metrics CKPT_OR_RUN_DIR [--split S] [--sentences N] [--feature-map V|A|O] [--groups C]
-// [--seed S] [-o FILE]`: the head-diversity metrics of a checkpoint (ght/head_metrics.h: the four
+// [--seed S] [-o FILE [--force]]`: the head-diversity metrics of a checkpoint (ght/head_metrics.h: the four
 // X-ray metrics, the feature map's similarities, HUDS groups with Dunn index and Silhouette, the GCT
 // terms, per attention module) on a fixed held-out batch, printed as one JSON object.
 //
@@ -40,7 +40,7 @@ struct MetricsOptions {
   int groups = 0;
   int64_t seed = -1;
   int threads = 0;
-  bool pretty = false;
+  bool pretty = false, force = false;
 };
 
 // The first n pairs of a split, encoded as `pillars eval` encodes them (train/prepare.h).
@@ -59,7 +59,7 @@ ght::LmBatch lm_batch(const Experiment& e, const train::TextPipeline& pipeline, 
 }
 
 int run_metrics(const MetricsOptions& opt) {
-  if (!opt.output.empty()) check_output_path(opt.output, "--output"); // before the work, not after it
+  if (!opt.output.empty()) check_output_path(opt.output, "--output", opt.force); // before the work, not after it
   if (opt.threads > 0) omp_set_num_threads(opt.threads);
   const std::string run_dir = train::run_dir_of(opt.target);
   const Experiment e = train::load_run_config(run_dir);
@@ -120,7 +120,9 @@ Command add_metrics_command(CLI::App& app) {
                   "HUDS groups C; a module with fewer heads uses its head count (default: the run's heads.groups)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--seed", opt->seed, "K-means seed (default: the run's seed)")->check(CLI::NonNegativeNumber);
-  cmd->add_option("-o,--output", opt->output, "write the JSON to this file instead of stdout");
+  cmd->add_option("-o,--output", opt->output,
+                  "write the JSON to this file instead of stdout (a new file, not inside a run folder)");
+  cmd->add_flag("--force", opt->force, "let --output replace a file that exists");
   cmd->add_flag("--pretty", opt->pretty, "indent the JSON");
   cmd->add_option("--threads", opt->threads, "CPU threads (0 = all cores)")->check(threads_range());
   return {cmd, [opt]() { return run_metrics(*opt); }};

@@ -1,4 +1,4 @@
-// `pillars report RUN_DIR... [-o report.html] [--title T] [--split S]`: one self-contained HTML
+// `pillars report RUN_DIR... [-o report.html [--force]] [--title T] [--split S]`: one self-contained HTML
 // page about one or several runs (curves, head metrics, HUDS similarity, votes and pruning, a table
 // comparing the runs). See report/report.h for the sections and report/run.h for the files read.
 #include <cstdio>
@@ -27,19 +27,20 @@ Command add_report_command(CLI::App& app) {
   struct Options {
     std::vector<std::string> runs;
     std::string out = "report.html", title, split, study;
-    bool no_model = false;
+    bool no_model = false, force = false;
   };
   auto opt = std::make_shared<Options>();
   cmd->add_option("RUN_DIR", opt->runs, "run directories (as `pillars train` writes them; optional with --study)");
   cmd->add_option("--study", opt->study, "a study folder: draw its comparison (its table.json, from `pillars study --table`)");
-  cmd->add_option("-o,--out", opt->out, "the HTML file to write")->capture_default_str();
+  cmd->add_option("-o,--out", opt->out, "the HTML file to write (a new file, not inside a run folder)")->capture_default_str();
+  cmd->add_flag("--force", opt->force, "let --out replace a file that exists");
   cmd->add_option("--title", opt->title, "the page's title (default: \"Pillars report: <run names>\")");
   cmd->add_option("--split", opt->split,
                   "evaluation to show: eval_<split>.json (default: eval_test.json, else the split config.json names)");
   cmd->add_flag("--no-model", opt->no_model, "do not load checkpoints (no parameter counts or FLOPs from them)");
   return {cmd, [opt]() {
             if (opt->runs.empty() && opt->study.empty()) throw InputError("give run directories, or --study DIR, or both");
-            check_output_path(opt->out, "--out"); // before the runs are read
+            check_output_path(opt->out, "--out", opt->force); // before the runs are read
             nlohmann::json study;
             if (!opt->study.empty()) {
               const std::string path = opt->study + "/table.json";

@@ -51,7 +51,7 @@ int main(int argc, char** argv) {
   try {
     for (const auto& command : commands)
       if (command.app->parsed()) return command.run();
-  } catch (const pillars::Stopped& e) { // SIGTERM, SIGINT or SIGUSR1, honoured after a save
+  } catch (const pillars::Stopped& e) { // SIGTERM, SIGINT, SIGUSR1 or SIGHUP, honoured after a save
     if (*e.what()) std::fprintf(stderr, "pillars: %s\n", e.what()); // empty on the other ranks of a job
     return 128 + e.signal;
   } catch (const pillars::InputError& e) {

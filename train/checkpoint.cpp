@@ -4,10 +4,13 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <limits>
+#include <regex>
 
 #include "base/error.h"
 #include "base/atomic_file.h"
 #include "engine/io/safetensors.h"
+#include "train/limits.h"
 #include "train/setup.h"
 
 namespace pillars::train {
@@ -29,7 +32,40 @@ template <class T> T field(const nlohmann::json& j, const char* key, const std::
   }
 }
 
+// The fields of "pillars.state" are read strictly: a checkpoint is a file anyone may have edited
+// (or another program written), and a --resume trusts its position. An integer must be a JSON
+// integer (a float would be cut silently, 1e30 does not fit an int64) within [lo, hi]; a number
+// must be finite. Every message names the file (origin) and the field.
+std::string state_field(const std::string& origin, const char* key) {
+  return str_cat(origin, ": \"pillars.state\" field \"", key, "\"");
+}
+
+int64_t state_integer(const nlohmann::json& j, const char* key, int64_t lo, int64_t hi, const std::string& origin) {
+  if (!j.contains(key)) throw InputError(str_cat(state_field(origin, key), " is missing"));
+  const nlohmann::json& v = j.at(key);
+  const bool fits = v.is_number_integer() && (!v.is_number_unsigned() || v.get<uint64_t>() <= static_cast<uint64_t>(hi));
+  if (!fits || v.get<int64_t>() < lo || v.get<int64_t>() > hi)
+    throw InputError(str_cat(state_field(origin, key), " is ", v.dump(), "; it must be an integer from ", lo, " to ", hi,
+                             " (a damaged or edited checkpoint)"));
+  return v.get<int64_t>();
+}
+
+double state_number(const nlohmann::json& j, const char* key, double lo, const std::string& origin) {
+  if (!j.contains(key)) throw InputError(str_cat(state_field(origin, key), " is missing"));
+  const nlohmann::json& v = j.at(key);
+  if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < lo)
+    throw InputError(str_cat(state_field(origin, key), " is ", v.dump(), "; it must be a finite number",
+                             lo > -std::numeric_limits<double>::max() ? str_cat(" of at least ", lo) : std::string(),
+                             " (a damaged or edited checkpoint)"));
+  return v.get<double>();
+}
+
 } // namespace
+
+bool is_kept_checkpoint_name(const std::string& name) {
+  static const std::regex kName("checkpoint_e[0-9]{1,15}_u[0-9]{1,15}\\.safetensors");
+  return std::regex_match(name, kName);
+}
 
 nlohmann::json to_json(const TransformerConfig& c) {
   return {{"vocab", c.vocab}, {"d_model", c.d_model}, {"heads", c.heads}, {"ffn", c.ffn}, {"enc_layers", c.enc_layers},
@@ -73,19 +109,39 @@ nlohmann::json to_json(const TrainerState& s) {
 }
 
 TrainerState trainer_state_from_json(const nlohmann::json& j, const std::string& origin) {
+  if (!j.is_object()) throw InputError(str_cat(origin, ": \"pillars.state\" is not a JSON object"));
+  const int64_t most = limits::kMaxUpdates; // far beyond any run; sums of two never overflow
   TrainerState s;
-  s.epoch = field<int64_t>(j, "epoch", origin);
-  s.batch_in_epoch = field<int64_t>(j, "batch_in_epoch", origin);
-  s.updates = field<int64_t>(j, "updates", origin);
-  s.elapsed_seconds = field<double>(j, "elapsed_seconds", origin);
-  s.best_valid = field<double>(j, "best_valid", origin);
+  s.epoch = state_integer(j, "epoch", 1, most, origin);
+  s.batch_in_epoch = state_integer(j, "batch_in_epoch", 0, most, origin); // at most an epoch's batches: checked on --resume
+  s.updates = state_integer(j, "updates", 0, most, origin);
+  s.elapsed_seconds = state_number(j, "elapsed_seconds", 0, origin);
+  s.best_valid = state_number(j, "best_valid", -std::numeric_limits<double>::max(), origin);
   s.has_best = field<bool>(j, "has_best", origin);
-  s.bad_validations = field<int64_t>(j, "bad_validations", origin);
+  s.bad_validations = state_integer(j, "bad_validations", 0, most, origin);
   // (absent in checkpoints written before it was recorded: treated as "none")
-  s.last_validated_update = j.contains("last_validated_update") ? field<int64_t>(j, "last_validated_update", origin) : -1;
+  s.last_validated_update = j.contains("last_validated_update") ? state_integer(j, "last_validated_update", -1, s.updates, origin) : -1;
   s.finished = field<bool>(j, "finished", origin);
   s.stop_reason = field<std::string>(j, "stop_reason", origin);
-  s.kept = field<std::map<std::string, double>>(j, "kept", origin);
+  // The kept checkpoints are files the trainer deletes (when a better one displaces them) and
+  // averages: each must be one of the run's own kept checkpoints by name, so that no edited list
+  // makes it delete or read another file ("../x.safetensors", "/etc/passwd", "dict.txt",
+  // "checkpoint_last.safetensors").
+  if (!j.contains("kept") || !j["kept"].is_object())
+    throw InputError(str_cat(state_field(origin, "kept"), " is ", j.contains("kept") ? j["kept"].dump() : "missing",
+                             "; it must be an object of kept checkpoint names and their scores"));
+  if (static_cast<int64_t>(j["kept"].size()) > limits::kMaxKeepBest)
+    throw InputError(str_cat(state_field(origin, "kept"), " lists ", j["kept"].size(), " checkpoints; at most ",
+                             limits::kMaxKeepBest, " are kept (train.keep_best)"));
+  for (const auto& [name, score] : j["kept"].items()) {
+    if (!is_kept_checkpoint_name(name))
+      throw InputError(str_cat(state_field(origin, "kept"), " names ", nlohmann::json(name).dump(),
+                               ", which is not a kept checkpoint of the run (checkpoint_e<epoch>_u<update>.safetensors, a "
+                               "plain name in the run folder); refusing the list rather than deleting or reading that file"));
+    if (!score.is_number() || !std::isfinite(score.get<double>()))
+      throw InputError(str_cat(state_field(origin, "kept"), ": the score of ", name, " is ", score.dump(), "; it must be a finite number"));
+    s.kept[name] = score.get<double>();
+  }
   return s;
 }
 

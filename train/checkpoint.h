@@ -43,7 +43,15 @@ struct TrainerState {
 nlohmann::json to_json(const TransformerConfig& c);
 TransformerConfig transformer_config_from_json(const nlohmann::json& j, const std::string& origin);
 nlohmann::json to_json(const TrainerState& s);
+// Reads the state strictly (a checkpoint is untrusted input): integers must be JSON integers in
+// range (epoch >= 1; batch_in_epoch, updates, bad_validations >= 0, at most limits::kMaxUpdates;
+// last_validated_update from -1 to updates), numbers finite (elapsed_seconds >= 0), and every name
+// in `kept` a kept checkpoint's (is_kept_checkpoint_name). Throws InputError naming `origin` (the
+// file) and the field otherwise.
 TrainerState trainer_state_from_json(const nlohmann::json& j, const std::string& origin);
+// "checkpoint_e<E>_u<U>.safetensors", the names the trainer gives the best checkpoints it keeps for
+// averaging: a plain file name (no folder, no "..") and none of the run's other files.
+bool is_kept_checkpoint_name(const std::string& name);
 
 // Writes path (.safetensors) and its JSON twin (path with .json). optimizer may be null.
 void save_checkpoint(const std::string& path, const TransformerConfig& cfg, const ParamStore& params,

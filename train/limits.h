@@ -24,6 +24,7 @@ constexpr int64_t kMaxVocabulary = 1 << 24;   // data.bpe_merges, data.vocab_max
 constexpr int64_t kMaxSentences = 1 << 20;    // eval.batch_sentences, heads.metrics_sentences
 constexpr int64_t kMaxUpdateFreq = 1 << 16;   // train.update_freq: batches accumulated per update
 constexpr int64_t kMaxKeepBest = 1000;        // train.keep_best: checkpoint files on disk
+constexpr int64_t kMaxUpdates = int64_t{1} << 48; // a checkpoint's epoch, batch and update counts
 constexpr int64_t kMaxOutputLength = 1 << 20; // eval.max_len_b, and max_len_a × the longest source
 constexpr int64_t kMaxJsonDepth = 64;         // nesting of an experiment file (schema depth is 2)
 constexpr uint64_t kMaxExperimentBytes = 16u << 20; // an experiment file (the ready ones are < 4 KB)

@@ -325,6 +325,9 @@ void open_run_directory(const Experiment& e, const std::string& run_dir, const S
   if (ec || !fs::is_directory(run_dir))
     throw InputError(str_cat("--out ", run_dir, ": cannot make the run directory: ", ec ? ec.message() : "a file of that name exists"));
   lock.emplace(run_dir);
+  // A symbolic link among the run's files is refused before anything is written (base/run_guard.h).
+  for (const fs::path& dir : {fs::path(run_dir), fs::path(run_dir) / "pruned"})
+    if (fs::is_directory(dir)) io::refuse_links_in(dir.string());
   // A run exists when it has a checkpoint (or, pruning a given checkpoint, its prune.json).
   const bool has_run = options.prune_from.empty() ? fs::exists(fs::path(run_dir) / "checkpoint_last.safetensors")
                                                   : fs::exists(fs::path(run_dir) / "prune.json");
@@ -410,6 +413,9 @@ nlohmann::json evaluate_run(const std::string& target, const EvalOptions& option
       throw InputError(str_cat("--split ", split, ": ", err.what()));
     }
   }
+  // The files it writes, a link among them refused now rather than after the evaluation.
+  const std::string stem = "eval_" + split + (options.shuffle_sources ? "_shuffled" : "");
+  for (const char* ext : {".json", ".hyp", ".nll"}) io::refuse_symlink((fs::path(run_dir) / (stem + ext)).string());
   if (e.task == Task::language_modeling) {
     nlohmann::json result = evaluate_lm(e, ck, pipeline, split);
     result["checkpoint"] = checkpoint;
@@ -422,7 +428,6 @@ nlohmann::json evaluate_run(const std::string& target, const EvalOptions& option
   }
   EvalSplit data = read_eval_split(e, split);
   if (options.shuffle_sources && !data.source.empty()) std::rotate(data.source.begin(), data.source.begin() + 1, data.source.end());
-  const std::string stem = "eval_" + split + (options.shuffle_sources ? "_shuffled" : "");
 
   // Teacher-forced loss and perplexity on the split (first reference).
   const EncodedPairs pairs = encode_eval_pairs(e, pipeline, data);

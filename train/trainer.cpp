@@ -16,6 +16,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <utility>
 
 #include "base/error.h"
 #include "engine/optim/clip.h"
@@ -55,11 +56,30 @@ class RunLog {
   }
   void write(nlohmann::json j, bool durable = false) {
     if (!file_) return;
+    note_lost_output();
     if (!phase_.empty()) j["phase"] = phase_;
     file_->append(j.dump(), durable);
   }
 
  private:
+  // Progress lines go to stderr. When its reader has gone (`pillars train ... 2>&1 | head`, a
+  // closed terminal) those writes fail (SIGPIPE is ignored: base/run_guard.h) and stdio marks the
+  // stream's error flag; the run goes on without them, and the log says once per process and
+  // stream from which point on they were dropped, so that a missing tail on a screen is explained.
+  void note_lost_output() {
+    static bool noted[2] = {false, false}; // stdout, stderr: one note each, whatever the phase
+    const std::pair<std::FILE*, const char*> streams[2] = {{stdout, "stdout"}, {stderr, "stderr"}};
+    for (int i = 0; i < 2; ++i) {
+      if (noted[i] || !std::ferror(streams[i].first)) continue;
+      noted[i] = true;
+      nlohmann::json note = {{"type", "note"}, {"stream", streams[i].second},
+                             {"note", str_cat("a write to ", streams[i].second, " failed (its reader has gone: a closed pipe or "
+                                              "terminal); what the run prints there is dropped from here on; its progress is in this log")}};
+      if (!phase_.empty()) note["phase"] = phase_;
+      file_->append(note.dump());
+    }
+  }
+
   std::optional<io::LineFile> file_;
   std::string phase_;
 };
@@ -205,9 +225,14 @@ class Loop {
   void restore() {
     const std::string path = (fs::path(o_.run_dir) / "checkpoint_last.safetensors").string();
     if (!fs::exists(path)) throw InputError(str_cat("--resume: ", path, " does not exist (nothing to resume)"));
-    LoadedCheckpoint c = load_checkpoint(path);
+    LoadedCheckpoint c = load_checkpoint(path); // its state's fields each in range (checkpoint.h)
     if (c.optimizer_state.empty())
       throw InputError(str_cat("--resume: ", path, " has no optimiser state (an averaged or pruned model?)"));
+    // The position must lie within an epoch of this experiment (its data cannot change on resume):
+    // the loop would index the epoch's batches from there.
+    if (c.state.batch_in_epoch > batches_per_epoch_)
+      throw InputError(str_cat("--resume: ", path, ": \"pillars.state\" field \"batch_in_epoch\" is ", c.state.batch_in_epoch,
+                               ", but an epoch of this experiment has ", batches_per_epoch_, " batches (a damaged or edited checkpoint)"));
     for (const std::string& name : params_.names()) {
       if (!c.params.contains(name) || c.params.get(name).shape() != params_.get(name).shape())
         throw InputError(str_cat("--resume: ", path, ": parameter \"", name, "\" is missing or has another shape than the "
