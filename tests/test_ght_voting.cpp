@@ -30,7 +30,7 @@ std::vector<double> gram_of(const Vectors& E, bool f32 = false) {
 
 } // namespace
 
-TEST_CASE("ght voting: a group of two ties on distance; the higher cosine, then the lower index, takes the vote") {
+TEST_CASE("ght voting: a group of two ties on distance, so the higher cosine, then the lower index, takes the vote") {
   // Group 0 = {0, 1}: centroid (10.5, 0), both at squared distance 1.5² + 0.5² = 2.5 from it.
   // cos with the centroid: head 0 9/√81.25 = 0.99846, head 1 12/√144.25 = 0.99913 → head 1.
   // Group 1 = {2, 3}: mirror images, equal norms, so equal cosines too → the lower index, head 2.

@@ -134,7 +134,7 @@ TEST_CASE("study: a bad study file is refused naming the field") {
 }
 
 TEST_CASE("study: the project's study files load, and each run's overrides pin the budget") {
-  for (const char* name : {"s1-gct-scale.json"}) {
+  for (const char* name : {"s1-gct-scale.json", "s2-table1.json", "s3-which-heads.json", "s4-wikitext2.json"}) {
     const StudySpec s = load_study(std::string(PILLARS_SOURCE_DIR "/experiments/studies/") + name);
     REQUIRE(!s.systems.empty());
     const Experiment e = run_experiment_config(s, s.systems.back(), s.seeds.front());
