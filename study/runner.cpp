@@ -36,6 +36,7 @@ struct Run {
   RunRecord record;
   std::deque<std::vector<std::string>> steps; // argv of each step left (argv[0] = the binary)
   pid_t pid = 0;                               // the running step's process, 0 when none
+  std::vector<std::string> splits;             // the test splits it is evaluated on
   std::string label() const { return str_cat(system->name, " s", seed); }
 };
 
@@ -151,15 +152,13 @@ int run_study(const StudySpec& s, const RunnerOptions& o) {
       r.system = &sys, r.seed = seed;
       const Experiment e = run_experiment_config(s, sys, seed);
       r.paths = run_paths(dir, sys.name, seed, e.prune.method != ght::PruneMethod::none);
+      r.splits = s.test_splits.empty() ? std::vector<std::string>{train::test_split_of(e)} : s.test_splits;
       r.record = read_run_record(r.paths);
       runs.push_back(std::move(r));
     }
-  auto splits_of = [&](const Run& r) {
-    return s.test_splits.empty() ? std::vector<std::string>{train::test_split_of(run_experiment_config(s, *r.system, r.seed))} : s.test_splits;
-  };
   for (Run& r : runs) {
     if (!r.record.trained) r.steps.push_back(train_step(binary, s, r, dir));
-    for (const std::string& split : splits_of(r))
+    for (const std::string& split : r.splits)
       if (!r.record.evaluated.count(split)) r.steps.push_back(eval_step(binary, s, r, split, device));
   }
   if (o.dry_run) {
