@@ -69,6 +69,7 @@ Command add_translate_command(CLI::App& app) {
       ->check(CLI::Range(int64_t{1}, limits::kMaxSentences));
   cmd->add_option("--threads", opt->threads, "CPU threads (0 = all cores)")->check(threads_range());
   cmd->add_option("--device", opt->device, "where to decode: cpu | cuda")->check(CLI::IsMember(enum_names<Device>()));
+  add_allow_unchecked_flag(cmd);
   return {cmd, [opt]() {
             if (opt->threads > 0) omp_set_num_threads(opt->threads);
             const Device device = device_flag(opt->device);

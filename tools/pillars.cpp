@@ -1,5 +1,6 @@
 // pillars — the one binary: train, prune, eval, report, bench… (subcommands in tools/cmd_*.cpp).
 #include <algorithm>
+#include <csignal>
 #include <cstdio>
 #include <exception>
 #include <string>
@@ -11,6 +12,10 @@
 #include "train/schema.h"
 
 int main(int argc, char** argv) {
+  // A closed pipe never kills a command (`pillars translate ... | head -1`): writes to it fail
+  // instead, quietly (stdio marks the stream's error flag), and the command ends as it would have.
+  // train and prune note it in log.jsonl (base/run_guard.h).
+  std::signal(SIGPIPE, SIG_IGN);
   CLI::App app{"pillars — a deep-learning engine for Grouped Head Attention (Ni et al., ACL 2023)", "pillars"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("pillars 0.1"));

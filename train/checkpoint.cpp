@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <limits>
 #include <regex>
@@ -60,7 +61,22 @@ double state_number(const nlohmann::json& j, const char* key, double lo, const s
   return v.get<double>();
 }
 
+bool g_allow_unchecked = false;
+
+// A checkpoint whose content its checksum does not vouch for is refused, unless the user said
+// otherwise: without a checksum, a file that was edited or damaged cannot be told from a good one.
+void check_checksum_recorded(const std::string& path, io::ChecksumCoverage coverage) {
+  if (coverage != io::ChecksumCoverage::none) return;
+  if (!g_allow_unchecked)
+    throw InputError(str_cat(path, ": no \"", io::kChecksumKey, "\" in its metadata, so neither its tensors nor its "
+                             "recorded config can be checked (written by another tool, or edited); pass --allow-unchecked "
+                             "to load it anyway"));
+  std::fprintf(stderr, "note: %s has no \"%s\"; loading it unchecked (--allow-unchecked)\n", path.c_str(), io::kChecksumKey);
+}
+
 } // namespace
+
+void allow_unchecked_checkpoints(bool allow) { g_allow_unchecked = allow; }
 
 bool is_kept_checkpoint_name(const std::string& name) {
   static const std::regex kName("checkpoint_e[0-9]{1,15}_u[0-9]{1,15}\\.safetensors");
@@ -165,6 +181,7 @@ void save_checkpoint(const std::string& path, const TransformerConfig& cfg, cons
 
 LoadedCheckpoint load_checkpoint(const std::string& path) {
   io::SafetensorsContents contents = io::load_safetensors(path);
+  check_checksum_recorded(path, contents.checksum);
   auto meta = [&](const char* key) -> nlohmann::json {
     const auto it = contents.metadata.find(key);
     if (it == contents.metadata.end())

@@ -65,11 +65,19 @@ struct LoadedCheckpoint {
   nlohmann::json extra;
 };
 // Throws InputError naming the file for anything missing or malformed, and for a checkpoint that
-// does not check out: tensor data that no longer matches its checksum (engine/io/safetensors.h),
+// does not check out: content that no longer matches its checksum (engine/io/safetensors.h), no
+// checksum at all (unless allow_unchecked_checkpoints(true): a file some other tool wrote or
+// rewrote cannot be told from a damaged one),
 // a parameter the recorded model config does not have or lacks, one of the wrong shape or of
 // another dtype than F32, or a weight or optimiser value that is NaN or infinite (naming the
 // tensor and the element).
 LoadedCheckpoint load_checkpoint(const std::string& path);
+
+// `--allow-unchecked` of every command that loads checkpoints: load one that records no
+// "pillars.checksum" (with a note on stderr) instead of refusing it. Process-wide, because the
+// checkpoints a command reads are loaded deep inside it (a resume, model.init_from, the averaged
+// best ones) and the user's answer is the same for all of them. Off by default.
+void allow_unchecked_checkpoints(bool allow);
 
 // A checkpoint used with a run directory's text pipeline must have been trained with its
 // dictionary: the same size, and (for checkpoints that record it) the same words in the same
