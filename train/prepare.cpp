@@ -75,7 +75,7 @@ struct Encoded {
 // A vocabulary so small (data.vocab_threshold, data.vocab_max) that most of the training text
 // becomes <unk> trains a model of <unk>: refused, naming the field, when more than half of the
 // training tokens (eos aside) are unknown words. (The schema's text of both fields says so.)
-void check_unknown_share(const DataSettings& ds, const std::vector<Side>& sides, const std::vector<std::vector<std::vector<int32_t>>>& ids) {
+void check_unknown_share(const DataSettings& ds, const std::string& experiment, const std::vector<Side>& sides, const std::vector<std::vector<std::vector<int32_t>>>& ids) {
   int64_t tokens = 0, unknown = 0;
   for (size_t i = 0; i < sides.size(); ++i)
     if (sides[i].train)
@@ -85,7 +85,7 @@ void check_unknown_share(const DataSettings& ds, const std::vector<Side>& sides,
   if (tokens == 0 || 2 * unknown <= tokens) return;
   const char* field = ds.vocab_threshold > 0 ? "data.vocab_threshold" : "data.vocab_max";
   const int64_t value = ds.vocab_threshold > 0 ? ds.vocab_threshold : ds.vocab_max;
-  throw schema::FieldError(field, str_cat("\"", field, "\" (", value, ") turns ", unknown, " of the ", tokens, " training tokens (",
+  throw schema::FieldError(field, str_cat("experiment \"", experiment, "\": \"", field, "\" (", value, ") turns ", unknown, " of the ", tokens, " training tokens (",
                                           static_cast<int>(100.0 * static_cast<double>(unknown) / static_cast<double>(tokens)),
                                           " %) into <unk>; at most half may be unknown words: lower it"));
 }
@@ -94,7 +94,8 @@ void check_unknown_share(const DataSettings& ds, const std::vector<Side>& sides,
 // data.tokenizer is "none"), read data.bpe_codes or learn data.bpe_merges merges jointly on the
 // training sides, segment every side, build the dictionary of the training sides, encode. Cached
 // under $PILLARS_CACHE/prepared/<key>, the key hashing every line and every setting involved.
-Encoded encode_sides(const PipelineSettings& ps, const DataSettings& ds, const std::vector<Side>& sides, bool verbose) {
+Encoded encode_sides(const PipelineSettings& ps, const DataSettings& ds, const std::string& experiment, const std::vector<Side>& sides,
+                     bool verbose) {
   const auto t0 = Clock::now();
   std::optional<text::BpeCodes> given_codes;
   if (ds.bpe_codes) given_codes = text::read_bpe_codes(*ds.bpe_codes);
@@ -166,7 +167,7 @@ Encoded encode_sides(const PipelineSettings& ps, const DataSettings& ds, const s
   // refused first, so it is never cached).
   for (size_t i = 0; i < sides.size(); ++i)
     for (const std::string& line : seg[i]) out.ids[i].push_back(out.dict.encode_line(line, true));
-  check_unknown_share(ds, sides, out.ids);
+  check_unknown_share(ds, experiment, sides, out.ids);
   fs::create_directories(dir);
   for (size_t i = 0; i < sides.size(); ++i) text::save_token_cache(side_file(i), h.value(), to_corpus(out.ids[i]));
   if (out.codes) text::write_bpe_codes((dir / "bpe.codes").string(), *out.codes);
@@ -213,7 +214,7 @@ PreparedLm prepare_lm(const Experiment& e, const std::string& run_dir, bool verb
   keep_fraction(sides[0].lines, ds.train_fraction);
   sides[1] = {data::read_field(ds.dataset, valid_split_of(e), "text"), false, false};
   const PipelineSettings ps = pipeline_settings(ds, "en", "en");
-  Encoded enc = encode_sides(ps, ds, sides, verbose);
+  Encoded enc = encode_sides(ps, ds, e.name, sides, verbose);
   PreparedLm p{TextPipeline(ps, enc.codes, enc.dict), {}};
   for (const auto& line : enc.ids[0]) p.data.train.insert(p.data.train.end(), line.begin(), line.end());
   for (const auto& line : enc.ids[1]) p.data.valid.insert(p.data.valid.end(), line.begin(), line.end());
@@ -276,7 +277,7 @@ PreparedSeq2Seq prepare_seq2seq(const Experiment& e, const std::string& run_dir,
   sides[2] = {data::read_field(ds.dataset, valid_split, ds.source), true, false};
   sides[3] = {data::read_field(ds.dataset, valid_split, ds.target), false, false};
   const PipelineSettings ps = pipeline_settings(ds, language_of(ds.source), language_of(ds.target));
-  Encoded enc = encode_sides(ps, ds, sides, verbose);
+  Encoded enc = encode_sides(ps, ds, e.name, sides, verbose);
   auto& ids = enc.ids;
 
   PreparedSeq2Seq p{TextPipeline(ps, enc.codes, enc.dict), {}, std::move(sides[2].lines), std::move(sides[3].lines), 0};

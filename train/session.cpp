@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 
 #include "decode/search.h"
 #include "base/error.h"
@@ -194,8 +195,12 @@ nlohmann::json train_and_evaluate(const Experiment& e, Model& m, const TaskHooks
                           e.train.device);
 }
 
-nlohmann::json run_seq2seq(const Experiment& e, const std::string& run_dir, const SessionOptions& options) {
-  PreparedSeq2Seq p = in_turn(options, [&](bool root) { return prepare_seq2seq(e, root ? run_dir : "", !options.quiet); });
+// Makes, locks and fills the run directory once the data is prepared (run_experiment).
+using OpenRun = std::function<void(const TextPipeline& pipeline)>;
+
+nlohmann::json run_seq2seq(const Experiment& e, const std::string& run_dir, const SessionOptions& options, const OpenRun& open_run) {
+  PreparedSeq2Seq p = in_turn(options, [&](bool) { return prepare_seq2seq(e, "", !options.quiet); });
+  open_run(p.pipeline);
   Model m = build_model(e, static_cast<int64_t>(p.pipeline.dictionary().size()), options);
   TrainOptions to = train_options(e, run_dir, options, p.pipeline);
   if (e.task == Task::translation && e.train.valid_bleu) to.valid_bleu = make_decode_scorer(p, e, false);
@@ -214,8 +219,9 @@ nlohmann::json run_seq2seq(const Experiment& e, const std::string& run_dir, cons
   return train_and_evaluate(e, m, hooks, to, options);
 }
 
-nlohmann::json run_lm(const Experiment& e, const std::string& run_dir, const SessionOptions& options) {
-  PreparedLm p = in_turn(options, [&](bool root) { return prepare_lm(e, root ? run_dir : "", !options.quiet); });
+nlohmann::json run_lm(const Experiment& e, const std::string& run_dir, const SessionOptions& options, const OpenRun& open_run) {
+  PreparedLm p = in_turn(options, [&](bool) { return prepare_lm(e, "", !options.quiet); });
+  open_run(p.pipeline);
   Model m = build_model(e, static_cast<int64_t>(p.pipeline.dictionary().size()), options);
   TaskHooks hooks;
   hooks.make_task = [&](const TransformerConfig& cfg, ParamStore& params, float ls, std::shared_ptr<GraphExtension> ext) {
@@ -378,8 +384,9 @@ void check_resume_config(const Experiment& e, const std::string& run_dir) {
 
 // `--overwrite`: the run folder's whole content moved aside by renaming the folder itself to a new
 // sibling, "<dir>.old-<UTC time>" (with "-2", "-3"... if taken), then an empty folder made in its
-// place. Nothing is deleted, and a rename never writes through a link. The folder is locked for
-// the move, so a run still writing into it is not moved from under its feet. Returns the new name.
+// place. Nothing is deleted, and a rename never writes through a link. A folder with a .lock is
+// locked for the move, so a run still writing into it is not moved from under its feet. Returns
+// the new name.
 std::string move_run_aside(const std::string& run_dir) {
   fs::path dir = fs::absolute(run_dir).lexically_normal();
   if (dir.filename().empty()) dir = dir.parent_path(); // "runs/x/"
@@ -395,36 +402,38 @@ std::string move_run_aside(const std::string& run_dir) {
   for (int n = 2; fs::exists(fs::symlink_status(aside, ec)); ++n)
     aside = dir.parent_path() / str_cat(dir.filename().string(), ".old-", stamp, "-", n);
   {
-    io::DirLock held(dir.string()); // refused (exit 2, naming the holder) while a run writes there
+    // Refused (exit 2, naming the holder) while a run writes there; a folder without a .lock has
+    // no pillars writer, and is not given one on its way out.
+    std::optional<io::DirLock> held;
+    if (fs::exists(fs::symlink_status(dir / ".lock", ec))) held.emplace(dir.string());
     fs::rename(dir, aside, ec);
   }
   if (ec) throw Error(str_cat("--overwrite: cannot move ", run_dir, " aside to ", aside.string(), ": ", ec.message()));
   return aside.string();
 }
 
-// Makes the run directory (or checks the one to resume), takes its lock into `lock` (held until
-// the run and its evaluation end: a second `pillars train` into the same folder is refused, naming
-// the process that holds it), removes temporaries of interrupted saves and writes config.json.
-// A folder that holds any of a run's files is a run: a new run never mixes its files with another's
-// (a stale dict.txt or log.jsonl would be read, appended to or taken for this run's).
-void open_run_directory(const Experiment& e, const std::string& run_dir, const SessionOptions& options,
-                        std::optional<io::DirLock>& lock) {
-  if (options.overwrite && options.resume)
-    throw InputError("--overwrite and --resume contradict each other: --resume continues the run in --out, "
-                     "--overwrite moves it aside to start a new one");
-  if (options.overwrite && !run_files_in(run_dir).empty()) {
-    const std::string aside = move_run_aside(run_dir);
-    if (!options.quiet) std::fprintf(stderr, "--overwrite: moved the earlier content of %s to %s\n", run_dir.c_str(), aside.c_str());
-  }
+// An --out that is a link to nothing: making the folder would fail with a puzzling "File exists".
+void refuse_dangling_link(const std::string& run_dir) {
   std::error_code ec;
   if (fs::is_symlink(run_dir, ec) && !fs::exists(run_dir, ec))
     throw InputError(str_cat("--out ", run_dir, ": a symbolic link to ", fs::read_symlink(run_dir, ec).string(),
                              ", which does not exist; make that folder, or give --out a folder"));
-  fs::create_directories(run_dir, ec);
-  if (ec || !fs::is_directory(run_dir))
-    throw InputError(str_cat("--out ", run_dir, ": cannot make the run directory: ", ec ? ec.message() : "a file of that name exists"));
-  const std::vector<std::string> found = run_files_in(run_dir); // before the lock makes a .lock
-  lock.emplace(run_dir);
+}
+
+// The refusals of a run directory, none of which writes anything: checked before the data is
+// prepared (so a refused run costs nothing and leaves nothing), and again under the lock.
+// `found` is what run_files_in saw before this process made a .lock there.
+// A folder that holds any of a run's files is a run: a new run never mixes its files with another's
+// (a stale dict.txt or log.jsonl would be read, appended to or taken for this run's).
+void refuse_run_directory(const Experiment& e, const std::string& run_dir, const SessionOptions& options,
+                          const std::vector<std::string>& found) {
+  if (options.overwrite && options.resume)
+    throw InputError("--overwrite and --resume contradict each other: --resume continues the run in --out, "
+                     "--overwrite moves it aside to start a new one");
+  refuse_dangling_link(run_dir);
+  std::error_code ec;
+  if (!fs::is_directory(run_dir, ec)) return; // a new folder: nothing in it to refuse
+  if (options.overwrite && !found.empty()) return; // moved aside before anything else
   // A symbolic link among the run's files is refused before anything is written (base/run_guard.h).
   for (const fs::path& dir : {fs::path(run_dir), fs::path(run_dir) / "pruned"})
     if (fs::is_directory(dir)) io::refuse_links_in(dir.string());
@@ -446,6 +455,27 @@ void open_run_directory(const Experiment& e, const std::string& run_dir, const S
                              " does not exist (nothing to resume)"));
   if (options.resume) check_resume_config(e, run_dir);
   if (options.resume) check_run_logs(run_dir);
+}
+
+// Makes the run directory (or checks the one to resume), takes its lock into `lock` (held until
+// the run and its evaluation end: a second `pillars train` into the same folder is refused, naming
+// the process that holds it), removes temporaries of interrupted saves and writes config.json and
+// the text pipeline (pipeline.json, dict.txt, bpe.codes). With --overwrite, a folder holding a
+// run's files is moved aside first (move_run_aside), and the note says where to, even with --quiet.
+void open_run_directory(const Experiment& e, const std::string& run_dir, const SessionOptions& options,
+                        const TextPipeline& pipeline, std::optional<io::DirLock>& lock) {
+  if (options.overwrite && !options.resume && !run_files_in(run_dir).empty()) {
+    const std::string aside = move_run_aside(run_dir);
+    std::fprintf(stderr, "--overwrite: moved the earlier content of %s to %s\n", run_dir.c_str(), aside.c_str());
+  }
+  std::error_code ec;
+  refuse_dangling_link(run_dir);
+  fs::create_directories(run_dir, ec);
+  if (ec || !fs::is_directory(run_dir))
+    throw InputError(str_cat("--out ", run_dir, ": cannot make the run directory: ", ec ? ec.message() : "a file of that name exists"));
+  const std::vector<std::string> found = run_files_in(run_dir); // before the lock makes a .lock
+  lock.emplace(run_dir);
+  refuse_run_directory(e, run_dir, options, found); // again: the folder may have changed while the data was prepared
   // Temporaries of saves that a killed process left behind (we hold the lock: nobody writes them now).
   for (const fs::path& dir : {fs::path(run_dir), fs::path(run_dir) / "pruned"})
     if (fs::is_directory(dir))
@@ -453,6 +483,7 @@ void open_run_directory(const Experiment& e, const std::string& run_dir, const S
         std::fprintf(stderr, "removed %d temporary file%s of an interrupted save from %s\n", n, n == 1 ? "" : "s",
                      dir.c_str());
   io::atomic_write_file((fs::path(run_dir) / "config.json").string(), to_json(e).dump(2) + "\n");
+  pipeline.save(run_dir);
 }
 
 // What a data-parallel job cannot do yet, refused before anything is written.
@@ -487,19 +518,24 @@ nlohmann::json run_experiment(const Experiment& e, const SessionOptions& options
   };
   if (!options.prune_from.empty()) check_start("--from", options.prune_from);
   if (e.model.init_from && !options.resume) check_start("model.init_from", *e.model.init_from);
-  // Rank 0 makes, checks and locks the run directory; the other ranks of a data-parallel job
-  // start once it has (and stop with it when it refuses: the launcher ends the job).
+  // Rank 0 checks the run directory before any work, and makes and locks it once the data is
+  // prepared (a dataset that cannot be read, or a vocabulary refused, leaves no run folder behind);
+  // the other ranks of a data-parallel job start once it has (and stop with it when it refuses:
+  // the launcher ends the job).
   dist::Communicator& comm = communicator(options);
   if (comm.size() > 1) check_data_parallel(e, comm);
+  if (comm.is_root()) refuse_run_directory(e, run_dir, options, run_files_in(run_dir));
   std::optional<io::DirLock> lock;
-  if (comm.is_root()) open_run_directory(e, run_dir, options, lock);
-  comm.barrier();
+  const OpenRun open_run = [&](const TextPipeline& pipeline) {
+    if (comm.is_root()) open_run_directory(e, run_dir, options, pipeline, lock);
+    comm.barrier();
+  };
   SessionOptions here = options;
   here.quiet = options.quiet || !comm.is_root(); // one voice
   switch (e.task) {
     case Task::translation:
-    case Task::summarization: return run_seq2seq(e, run_dir, here);
-    case Task::language_modeling: return run_lm(e, run_dir, here);
+    case Task::summarization: return run_seq2seq(e, run_dir, here, open_run);
+    case Task::language_modeling: return run_lm(e, run_dir, here, open_run);
   }
   throw Error("run_experiment: unknown task");
 }
