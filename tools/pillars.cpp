@@ -14,8 +14,10 @@
 int main(int argc, char** argv) {
   // A closed pipe never kills a command (`pillars translate ... | head -1`): writes to it fail
   // instead, quietly (stdio marks the stream's error flag), and the command ends as it would have.
-  // train and prune note it in log.jsonl (base/run_guard.h).
+  // train and prune note it in log.jsonl (base/run_guard.h). A write past `ulimit -f` fails with
+  // EFBIG, and the command with exit 1 naming the file, instead of being killed by SIGXFSZ.
   std::signal(SIGPIPE, SIG_IGN);
+  std::signal(SIGXFSZ, SIG_IGN);
   CLI::App app{"pillars — a deep-learning engine for Grouped Head Attention (Ni et al., ACL 2023)", "pillars"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("pillars 0.1"));

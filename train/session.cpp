@@ -483,7 +483,10 @@ void open_run_directory(const Experiment& e, const std::string& run_dir, const S
         std::fprintf(stderr, "removed %d temporary file%s of an interrupted save from %s\n", n, n == 1 ? "" : "s",
                      dir.c_str());
   io::atomic_write_file((fs::path(run_dir) / "config.json").string(), to_json(e).dump(2) + "\n");
-  pipeline.save(run_dir);
+  // A resumed run's pipeline is the one it started with (its data settings cannot change on
+  // --resume): its files are written again only if one is missing.
+  const bool has_pipeline = fs::exists(fs::path(run_dir) / "pipeline.json") && fs::exists(fs::path(run_dir) / "dict.txt");
+  if (!options.resume || !has_pipeline) pipeline.save(run_dir);
 }
 
 // What a data-parallel job cannot do yet, refused before anything is written.
