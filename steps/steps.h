@@ -119,7 +119,6 @@ class ModelSteps {
   virtual ~ModelSteps() = default;
   // Every parameter with the gradient of the last training step.
   std::vector<optim::ParamSlot>& slots() { return cache_.slots(); }
-  size_t compiled_shapes() const { return cache_.size(); }
   // Where training is (for extensions whose behaviour follows a schedule).
   void set_progress(int64_t update, double progress) { update_ = update, progress_ = progress; }
   void set_attention_backend(AttentionBackend b) { cache_.attention_backend = b, cache_.clear(); }

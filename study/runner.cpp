@@ -134,12 +134,26 @@ std::string study_dir_of(const StudySpec& s, const std::string& out) {
   return out.empty() ? (fs::path("studies") / s.name).string() : out;
 }
 
+std::optional<Device> recorded_device(const std::string& study_dir) {
+  const std::string path = (fs::path(study_dir) / "study.json").string();
+  if (!fs::exists(fs::symlink_status(path))) return std::nullopt;
+  json j;
+  try {
+    j = json::parse(read_input_file(path, 1 << 20));
+  } catch (const json::exception& err) {
+    throw InputError(str_cat(path, ": invalid JSON: ", err.what()));
+  }
+  if (!j.is_object() || !j.contains("device") || !j["device"].is_string())
+    throw InputError(str_cat(path, ": field \"device\": missing or not a string"));
+  const std::string name = j["device"].get<std::string>();
+  for (Device d : {Device::cpu, Device::cuda})
+    if (name == enum_name(d)) return d;
+  throw InputError(str_cat(path, ": field \"device\": \"", name, "\" is not a device"));
+}
+
 int run_study(const StudySpec& s, const RunnerOptions& o) {
   const std::string dir = study_dir_of(s, o.study_dir);
-  const Device device = o.device.value_or(s.device);
-  if (device != s.device) // the file's device is part of every run's config: --device must agree
-    throw InputError(str_cat("--device ", enum_name(device), ": the study file ", s.path, " says \"device\": \"",
-                             enum_name(s.device), "\" (its runs' configs name it; change the file, with a new --out folder)"));
+  const Device device = s.device;
   const std::string binary = o.binary.empty() ? fs::read_symlink("/proc/self/exe").string() : o.binary;
   const int64_t cores = std::max<int64_t>(1, std::thread::hardware_concurrency());
   const int64_t jobs = o.jobs > 0 ? o.jobs : std::max<int64_t>(1, cores / s.threads);

@@ -16,6 +16,8 @@
 // Without a GPU, or in a build without NCCL, every case prints why it is skipped.
 #include <doctest/doctest.h>
 
+#include "skip.h"
+
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -37,12 +39,9 @@ using namespace pillars;
 namespace {
 
 bool cannot_run() {
-  if (cuda_device_count() == 0) {
-    MESSAGE("skipped: ", cuda_unavailable_reason());
-    return true;
-  }
+  if (pillars::testing::no_gpu()) return true;
   if (!nccl_available()) {
-    MESSAGE("skipped: this build has no NCCL");
+    SKIP_TEST("this build has no NCCL");
     return true;
   }
   return false;

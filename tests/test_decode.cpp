@@ -3,6 +3,8 @@
 // sequences at once: no caches, no gathers) and against exhaustive search.
 #include <doctest/doctest.h>
 
+#include "skip.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -377,10 +379,7 @@ TEST_CASE("decode: the language model graph is causal, position t sees only toke
 // ---- on a GPU ---------------------------------------------------------------------------------
 
 TEST_CASE("decode on CUDA: step-by-step log-probabilities equal the training graph (pre/post-norm, pruned, long sources, compaction)") {
-  if (cuda_device_count() == 0) {
-    MESSAGE("skipped: ", cuda_unavailable_reason());
-    return;
-  }
+  if (pillars::testing::no_gpu()) return;
   for (bool pre : {false, true}) {
     TransformerConfig cfg = transformer_config("tiny");
     cfg.pre_norm = pre;
@@ -392,10 +391,7 @@ TEST_CASE("decode on CUDA: step-by-step log-probabilities equal the training gra
 }
 
 TEST_CASE("decode on CUDA: beam search finds the CPU's hypotheses, with and without compaction") {
-  if (cuda_device_count() == 0) {
-    MESSAGE("skipped: ", cuda_unavailable_reason());
-    return;
-  }
+  if (pillars::testing::no_gpu()) return;
   TransformerConfig cfg = transformer_config("tiny");
   cfg.vocab = 40, cfg.d_model = 32, cfg.heads = 4, cfg.ffn = 64;
   ParamStore params;
@@ -415,10 +411,7 @@ TEST_CASE("decode on CUDA: beam search finds the CPU's hypotheses, with and with
 }
 
 TEST_CASE("decode on CUDA: the cache and beam ops equal their CPU kernels bit for bit") {
-  if (cuda_device_count() == 0) {
-    MESSAGE("skipped: ", cuda_unavailable_reason());
-    return;
-  }
+  if (pillars::testing::no_gpu()) return;
   // One graph: gather a (5, 3, 2, 2) cache into 3 rows (in place), write a slot, rank candidates
   // with ties, NaN, −inf rows and every eos rule.
   Graph g;

@@ -15,6 +15,8 @@
 // we require |fused − unfused| ≤ 1e-6 · max|unfused| per tensor (observed: 0, bit for bit).
 #include <doctest/doctest.h>
 
+#include "skip.h"
+
 #include <cmath>
 #include <map>
 
@@ -337,7 +339,7 @@ TEST_CASE("fuse_linear_activation: a decoder-only tiny language model is unchang
 
 TEST_CASE("fusions before the head gates: DropHead and Hard-Concrete gates train with both fusions, with the unfused losses") {
   if (!testing::have_dataset("multi30k-de-en")) {
-    MESSAGE("skipped: PILLARS_DATA does not hold multi30k-de-en");
+    SKIP_TEST("PILLARS_DATA does not hold multi30k-de-en");
     return;
   }
   testing::ScratchDir tmp("pillars_fused_gates_", /*own_cache=*/true);

@@ -17,6 +17,8 @@
 //     largest reference gradient of the model instead.
 #include <doctest/doctest.h>
 
+#include "skip.h"
+
 #include <algorithm>
 #include <cmath>
 #include <fstream>
@@ -178,10 +180,7 @@ TEST_CASE("golden: transformer 1+1 forward and gradients match float64 PyTorch")
 
 // The same cases on the GPU, in fp32 mode, against the same float64 reference and bounds.
 TEST_CASE("golden: transformer 1+1 on the GPU matches float64 PyTorch") {
-  if (cuda_device_count() == 0) {
-    MESSAGE("skipped: ", cuda_unavailable_reason());
-    return;
-  }
+  if (pillars::testing::no_gpu()) return;
   cuda_set_precision(Precision::fp32);
   const json golden = load_golden();
   for (const json& c : golden.at("cases")) {

@@ -19,6 +19,8 @@
 // rounding of a different summation order: we require 1e-5 of the tensor's largest magnitude.
 #include <doctest/doctest.h>
 
+#include "skip.h"
+
 #include <algorithm>
 #include <cmath>
 #include <fstream>
@@ -342,7 +344,7 @@ TEST_CASE("fuse_linear_cross_entropy: leaves the head alone when the logits are 
 
 TEST_CASE("fuse_linear_cross_entropy: GCT training on Multi30k gives the unfused run's losses") {
   if (!testing::have_dataset("multi30k-de-en")) {
-    MESSAGE("skipped: PILLARS_DATA does not hold multi30k-de-en");
+    SKIP_TEST("PILLARS_DATA does not hold multi30k-de-en");
     return;
   }
   testing::ScratchDir tmp("pillars_linear_ce_", /*own_cache=*/true);
@@ -382,10 +384,7 @@ TEST_CASE("fuse_linear_cross_entropy: GCT training on Multi30k gives the unfused
 }
 
 TEST_CASE("cuda: linear_cross_entropy and the fused tiny step follow the CPU") {
-  if (cuda_device_count() == 0) {
-    MESSAGE("skipped: ", cuda_unavailable_reason());
-    return;
-  }
+  if (pillars::testing::no_gpu()) return;
   cuda_set_precision(Precision::fp32);
   // V = 1000: warp teams, 16-byte loads; V = 1999: block teams, scalar loads (V % 4 ≠ 0).
   for (const int64_t V : {int64_t{1000}, int64_t{1999}}) {

@@ -93,7 +93,6 @@ class GradientBuckets final : public GradientObserver {
   // values to all ranks. Stage 0: nothing (every rank stepped every parameter).
   void share_parameters();
 
-  bool has_layout() const { return !buckets_.empty(); }
   int64_t bucket_count() const { return static_cast<int64_t>(buckets_.size()); }
   int64_t bytes() const;            // of all buckets
   double wait_seconds() const { return wait_seconds_; } // in finish(), over all updates: communication not hidden
