@@ -27,7 +27,8 @@
 #include "engine/ops/common.h"
 #include "engine/ops/elementwise.h"
 #include "engine/ops/matmul.h"
-#include "engine/ops/nn.h"
+#include "engine/ops/dropout.h"
+#include "engine/ops/softmax.h"
 #include "engine/ops/shape.h"
 #include "kernels/cpu/attention.h"
 

@@ -1,4 +1,4 @@
-// Dropout and masked_fill on the GPU (same functions as engine/ops/nn_dropout.cpp).
+// Dropout and masked_fill on the GPU (same functions as engine/ops/dropout.cpp).
 //
 // dropout: x (n) → y (n), any shape flattened. With the Philox stream of kernels/philox.h,
 //   key = the op's seed + run seed,  element i sits at stream position s = rng_offset + i,
