@@ -160,6 +160,7 @@ TEST_CASE("cuda ops: elementwise, broadcasting and activations match the CPU") {
   check_op("sqrt", exact, [](Case& c) { return ops::sqrt(c.g, c.input({513}, true, 0.1f, 4.0f)); });
   check_op("tanh", exact, [](Case& c) { return ops::tanh(c.g, c.input({513})); });
   check_op("relu", exact, [](Case& c) { return ops::relu(c.g, c.input({64, 65})); });
+  check_op("leaky_relu", exact, [](Case& c) { return ops::leaky_relu(c.g, c.input({64, 65}), 0.01f); });
   check_op("gelu", 1e-6, [](Case& c) { return ops::gelu(c.g, c.input({64, 65})); });
   check_op("fill then add", exact, [](Case& c) { return ops::add(c.g, c.input({3, 4}), ops::fill(c.g, {3, 4}, 1.5f)); });
   check_op("broadcast_to", exact, [](Case& c) { return ops::broadcast_to(c.g, c.input({3, 1, 5}), {2, 3, 4, 5}); });
