@@ -10,7 +10,7 @@
 
 #include <doctest/doctest.h>
 
-#include "kernels/cuda/device.h"
+#include "runtime/cuda_device.h"
 
 #define SKIP_TEST(...) MESSAGE("test skipped: ", __VA_ARGS__)
 

@@ -5,7 +5,7 @@
 
 #include <vector>
 
-#include "kernels/cuda/device.h"
+#include "runtime/cuda_device.h"
 
 using namespace pillars;
 

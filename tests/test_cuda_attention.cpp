@@ -30,7 +30,7 @@
 #include <vector>
 
 #include "base/error.h"
-#include "kernels/cuda/device.h"
+#include "runtime/cuda_device.h"
 
 #ifdef PILLARS_HAVE_CUDA // the whole file: the kernels' API needs the CUDA headers
 #include "kernels/cpu/attention.h"

@@ -38,7 +38,7 @@
 #include "engine/passes/autodiff.h"
 #include "kernels/cuda/cudnn_attention.h"
 #include "kernels/cuda/cudnn_softmax.h"
-#include "kernels/cuda/device.h"
+#include "runtime/cuda_device.h"
 #include "tests/grad_check.h"
 
 #ifdef PILLARS_HAVE_CUDA

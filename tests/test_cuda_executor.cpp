@@ -12,7 +12,7 @@
 #include "engine/ops.h"
 #include "engine/passes/autodiff.h"
 #include "ght/ops.h"
-#include "kernels/cuda/device.h"
+#include "runtime/cuda_device.h"
 #include "models/transformer.h"
 
 using namespace pillars;

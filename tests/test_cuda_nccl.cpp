@@ -26,8 +26,8 @@
 
 #include "engine/dist/communicator.h"
 #include "engine/dist/device_sums.h"
-#include "kernels/cuda/device.h"
-#include "kernels/cuda/nccl.h"
+#include "runtime/cuda_device.h"
+#include "runtime/nccl.h"
 #include "models/transformer.h"
 #include "steps/steps.h"
 #include "tests/grad_check.h"

@@ -34,7 +34,7 @@
 #include "engine/ops/cast.h"
 #include "ght/ops.h"
 #include "engine/passes/autodiff.h"
-#include "kernels/cuda/device.h"
+#include "runtime/cuda_device.h"
 #include "kernels/cuda/softmax.h" // (a build without CUDA has only its inline parts: softmax_cluster_split)
 
 using namespace pillars;

@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "kernels/cpu/adam.h"
-#include "kernels/cuda/device.h"
+#include "runtime/cuda_device.h"
 
 #ifdef PILLARS_HAVE_CUDA
 #include "kernels/cuda/adam.h"

@@ -19,7 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "kernels/cuda/device.h"
+#include "runtime/cuda_device.h"
 #include "train/experiment.h"
 #include "train/prepare.h"
 #include "train/setup.h"

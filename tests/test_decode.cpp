@@ -14,7 +14,7 @@
 #include "decode/search.h"
 #include "engine/executor.h"
 #include "engine/ops/decoding.h"
-#include "kernels/cuda/device.h"
+#include "runtime/cuda_device.h"
 #include "models/transformer.h"
 
 using namespace pillars;

@@ -31,7 +31,7 @@
 #include "engine/executor.h"
 #include "engine/params.h"
 #include "engine/passes/autodiff.h"
-#include "kernels/cuda/device.h"
+#include "runtime/cuda_device.h"
 #include "models/init.h"
 #include "models/transformer.h"
 #include "train/checkpoint.h"

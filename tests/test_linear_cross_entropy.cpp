@@ -37,7 +37,7 @@
 #include "engine/passes/flops.h"
 #include "engine/passes/fuse_linear_cross_entropy.h"
 #include "ght/method.h"
-#include "kernels/cuda/device.h"
+#include "runtime/cuda_device.h"
 #include "models/transformer.h"
 #include "steps/pass_list.h"
 #include "steps/steps.h"

@@ -35,7 +35,7 @@
 #include "engine/passes/autodiff.h"
 #include "engine/passes/saved_activations.h"
 #include "kernels/cpu/convert.h"
-#include "kernels/cuda/device.h"
+#include "runtime/cuda_device.h"
 #include "models/transformer.h"
 #include "steps/pass_list.h"
 #include "tests/grad_check.h"

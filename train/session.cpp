@@ -16,7 +16,7 @@
 #include "base/atomic_file.h"
 #include "base/run_guard.h"
 #include "engine/passes/flops.h"
-#include "kernels/cuda/nccl.h"
+#include "runtime/nccl.h"
 #include "datasets/registry.h"
 #include "metrics/bleu.h"
 #include "metrics/perplexity.h"

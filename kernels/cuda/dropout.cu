@@ -28,7 +28,7 @@
 #include <climits>
 #include <cstdint>
 
-#include "kernels/cuda/runtime.h"
+#include "runtime/cuda_runtime.h"
 #include "kernels/dims.h"
 #include "kernels/philox.h"
 

@@ -19,7 +19,7 @@
 #include <algorithm>
 
 #include "kernels/bf16_bits.h"
-#include "kernels/cuda/runtime.h"
+#include "runtime/cuda_runtime.h"
 #include "kernels/dims.h"
 
 namespace pillars::cuda {
