@@ -8,6 +8,7 @@
     fence that closed in the wrong place and turned prose into code;
   - README.md's sections come in the order a user reads them: what Pillars is, set up and run,
     using it, results, performance, development, layout;
+  - README.md and docs/ARCHITECTURE.md repeat no heading (a reader jumps to them by name);
   - no file cites an issue tracker's number: the repository speaks of the project only.
 
 Usage: markdown_structure.py REPO_ROOT. Exit 0 when all hold, 1 naming each failure, 77 (CTest:
@@ -63,6 +64,10 @@ def check_file(path: Path, root: Path) -> list:
     for number, line in enumerate(lines, 1):
         if ISSUE_NUMBER.search(line):
             problems.append(f"{name}:{number}: cites an issue number: {line.strip()!r}")
+    if name in (Path("README.md"), Path("docs/ARCHITECTURE.md")):
+        headings = [tokens[i + 1].content for i, t in enumerate(tokens) if t.type == "heading_open"]
+        for h in sorted({h for h in headings if headings.count(h) > 1}):
+            problems.append(f"{name}: the heading {h!r} appears {headings.count(h)} times")
     if name == Path("README.md"):
         sections = [tokens[i + 1].content for i, t in enumerate(tokens) if t.type == "heading_open" and t.tag == "h2"]
         if sections != README_SECTIONS:
