@@ -170,7 +170,7 @@ TEST_CASE("decode: the language model's steps equal its training graph, pre- and
     ParamStore params;
     init_transformer_params(cfg, params, 6);
     const std::vector<std::vector<int32_t>> seqs = {{2, 5, 6, 7, 8, 9}, {2, 10, 11, 12, 13, 14}};
-    Seq2SeqOptions eval_mode;
+    GraphOptions eval_mode;
     eval_mode.train = false;
     LmGraph m = build_lm_training_graph(cfg, 2, 6, eval_mode);
     m.graph.mark_output(m.logits);
@@ -354,7 +354,7 @@ TEST_CASE("decode: the language model graph is causal, position t sees only toke
   cfg.vocab = 24, cfg.d_model = 16, cfg.heads = 2, cfg.ffn = 32, cfg.dec_layers = 2;
   ParamStore params;
   init_transformer_params(cfg, params, 4);
-  Seq2SeqOptions eval_mode;
+  GraphOptions eval_mode;
   eval_mode.train = false;
   auto logits_of = [&](std::vector<int32_t> tokens) {
     LmGraph m = build_lm_training_graph(cfg, 1, 6, eval_mode);

@@ -300,7 +300,7 @@ TEST_CASE("fuse_linear_activation: the tiny transformer's loss and every gradien
       ex.bind("prev_output_tokens", Tensor::from_i32({3, 5}, {2, 4, 5, 6, 7, 2, 8, 9, 1, 1, 2, 10, 11, 12, 13}));
       ex.bind("target", Tensor::from_i32({15}, {4, 5, 6, 7, 2, 8, 9, 2, 1, 1, 10, 11, 12, 13, 2}));
     };
-    Seq2SeqOptions o;
+    GraphOptions o;
     o.label_smoothing = 0.1f;
     o.dropout_seed = 99;
     o.attention_probs = true; // sites with A too
@@ -328,7 +328,7 @@ TEST_CASE("fuse_linear_activation: a decoder-only tiny language model is unchang
     ex.bind("tokens", Tensor::from_i32({2, 5}, {2, 4, 5, 6, 7, 2, 8, 9, 1, 1}));
     ex.bind("target", Tensor::from_i32({10}, {4, 5, 6, 7, 2, 8, 9, 2, 1, 1}));
   };
-  Seq2SeqOptions o;
+  GraphOptions o;
   o.dropout_seed = 5;
   LmGraph plain = build_lm_training_graph(cfg, 2, 5, o);
   train::StepGraph fused = train::StepGraph::of(build_lm_training_graph(cfg, 2, 5, o), true, Device::cpu);

@@ -331,7 +331,7 @@ TEST_CASE("head metrics: the tiny model's numbers are xray of its own graph tens
   REQUIRE(measured.modules.size() == 6);
 
   // The same graph built and run here; lengths taken from the sentences themselves.
-  Seq2SeqOptions so;
+  GraphOptions so;
   so.train = false, so.attention_probs = true, so.target_lengths = true;
   Seq2SeqGraph g = build_seq2seq_training_graph(model.cfg, batch.B, batch.Ts, batch.Tt, so);
   for (const AttentionSite& s : g.attention)

@@ -393,7 +393,7 @@ TEST_CASE("model: GHT feature-map requests (probabilities, tgt_lengths) change n
   const std::vector<int32_t> src = {4, 5, 6, 7, 8, 9, 1, 1}, prev = {2, 10, 11, 2, 12, 1},
                              target = {10, 11, 2, 12, 2, 1};
   auto run = [&](bool requests) {
-    Seq2SeqOptions o;
+    GraphOptions o;
     o.label_smoothing = 0.1f, o.train = false;
     o.attention_probs = o.target_lengths = requests;
     Seq2SeqGraph m = build_seq2seq_training_graph(cfg, B, Ts, Tt, o);

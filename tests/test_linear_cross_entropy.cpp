@@ -311,7 +311,7 @@ TEST_CASE("fuse_linear_cross_entropy with GCT and bf16 saved activations: the fu
   const TransformerConfig cfg = train::model_config(e, 1000);
   ParamStore params;
   const auto method = ght::head_extension(e.heads, e.prune, 1, cfg, params, /*finetune=*/false);
-  const Seq2SeqOptions o = train::step_model_options(0.1f, true, AttentionBackend::pillars, method.get());
+  const GraphOptions o = train::step_model_options(0.1f, true, AttentionBackend::pillars, method.get());
   train::StepGraph s = train::StepGraph::of(build_seq2seq_training_graph(cfg, 64, 32, 32, o), true, Device::cpu);
   train::run_passes(train::step_passes(true, {.fuse_cross_entropy = true, .bf16_saved_activations = true}, method.get()), s);
   const Graph& g = s.graph;
@@ -337,7 +337,7 @@ TEST_CASE("fuse_linear_cross_entropy: leaves the head alone when the logits are 
   CHECK(count_op(kept.s.graph, "cross_entropy") == 1);
   CHECK(kept.s.logits != kNoValue);
   // Applied directly: nothing matches.
-  Seq2SeqGraph m = build_seq2seq_training_graph(cfg, 2, 5, 4, Seq2SeqOptions{});
+  Seq2SeqGraph m = build_seq2seq_training_graph(cfg, 2, 5, 4, GraphOptions{});
   m.graph.mark_output(m.logits);
   CHECK(fuse_linear_cross_entropy(m.graph).fused == 0);
 }

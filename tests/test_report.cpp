@@ -440,7 +440,7 @@ TEST_CASE("report: the GHT fixture fills every section") {
   REQUIRE(runs[0].model.parameters.has_value());
   CHECK(*runs[0].model.parameters == count_parameters(params, false));
   CHECK(runs[0].model.parameters_source == "checkpoint_best.safetensors");
-  Seq2SeqOptions o;
+  GraphOptions o;
   o.train = false;
   const double flops = count_flops(build_seq2seq_training_graph(fixture_model(), 1, 32, 32, o).graph).total() / 32;
   REQUIRE(runs[0].model.flops_per_token.has_value());

@@ -51,7 +51,7 @@ namespace {
 // one sentence pair of 32 source and 32 target tokens, or one block of 32 tokens.
 double forward_flops_per_token(const TransformerConfig& cfg) {
   if (cfg.decoder_only) {
-    Seq2SeqOptions o;
+    GraphOptions o;
     o.train = false;
     return count_flops(build_lm_training_graph(cfg, 1, 32, o).graph).total() / 32.0;
   }
