@@ -43,6 +43,7 @@ done
 "$P" study tiny.json --out tiny --table > table.md || fail "--table failed"
 grep -q '^| gct | 2 |' table.md || fail "the table has no gct row over 2 seeds: $(cat table.md)"
 grep -q 's1 [+-]' table.md || fail "the table has no per-seed bootstrap: $(cat table.md)"
+sed -n '/^## Heads at the end/,/^Convergence/p' table.md | grep -q '^| gct | 2 | [0-9.-]* ± [0-9.]* | [0-9.-]* ± ' || fail "the table has no compactness of gct over 2 seeds: $(cat table.md)"
 ! grep -q 'Left out' table.md || fail "a run was left out: $(cat table.md)"
 [ -f tiny/table.json ] || fail "no table.json"
 "$P" report --study tiny -o study.html > report.out || fail "report --study failed"
