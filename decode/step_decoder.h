@@ -73,8 +73,6 @@ class StepDecoder {
 
   // Step graphs compiled so far (for tests and benchmarks).
   int64_t compiled_steps() const { return compiled_; }
-  // Turn CUDA-graph capture of steady steps on or off (on by default on a CUDA device).
-  void set_graph_capture(bool on) { capture_ = on; }
 
  private:
   struct Compiled {

@@ -5,7 +5,7 @@
 
 #include "base/error.h"
 #include "engine/op.h"
-#include "kernels/cuda/device.h"
+#include "runtime/cuda_device.h"
 
 namespace pillars {
 

@@ -6,7 +6,7 @@
 
 #include "base/error.h"
 #include "kernels/bf16_bits.h"
-#include "kernels/cuda/device.h"
+#include "runtime/cuda_device.h"
 
 namespace pillars {
 

@@ -50,7 +50,7 @@ struct Storage {
   bool pinned = false; // host memory page-locked by CUDA (allocate_pinned)
   ~Storage();
   static std::shared_ptr<Storage> allocate(size_t bytes, Device device = Device::cpu);
-  // Host memory the GPU can copy to and from asynchronously (kernels/cuda/device.h); CUDA builds only.
+  // Host memory the GPU can copy to and from asynchronously (runtime/cuda_device.h); CUDA builds only.
   static std::shared_ptr<Storage> allocate_pinned(size_t bytes);
   static std::shared_ptr<Storage> wrap(void* data, size_t bytes, Device device = Device::cpu);
 };

@@ -57,7 +57,7 @@ double scalar(const Executor& ex, ValueId v) { return static_cast<double>(ex.fet
 
 // ---- 1. Disagreement regularisation ---------------------------------------------------------------
 
-void DisagreementExtension::configure(Seq2SeqOptions& options, bool train) const {
+void DisagreementExtension::configure(GraphOptions& options, bool train) const {
   if (train) request_feature_map(options, s_.feature_map);
 }
 
@@ -236,7 +236,7 @@ HeadScores expected_gates(const ParamStore& params, const TransformerConfig& cfg
 
 std::string importance_gate_name(const std::string& module) { return "head_gate." + module; }
 
-void ImportanceGateExtension::configure(Seq2SeqOptions& options, bool train) const {
+void ImportanceGateExtension::configure(GraphOptions& options, bool train) const {
   if (!train) return;
   options.train = false; // no dropout: the gradient of the model's own function
   if (!keep_label_smoothing_) options.label_smoothing = 0.0f;

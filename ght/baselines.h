@@ -109,7 +109,7 @@ struct DisagreementSettings {
 class DisagreementExtension : public train::GraphExtension {
  public:
   explicit DisagreementExtension(DisagreementSettings s) : s_(s) {}
-  void configure(Seq2SeqOptions& options, bool train) const override;
+  void configure(GraphOptions& options, bool train) const override;
   const char* pass_name() const override { return "disagreement"; }
   ValueId extend(Graph& g, const std::vector<AttentionSite>& sites, ValueId loss, bool train) override;
   void after_run(const Executor& ex, const Graph& g, const train::StepInfo& info) override;
@@ -232,7 +232,7 @@ std::string importance_gate_name(const std::string& module); // "head_gate.<modu
 class ImportanceGateExtension : public train::GraphExtension {
  public:
   explicit ImportanceGateExtension(bool keep_label_smoothing = false) : keep_label_smoothing_(keep_label_smoothing) {}
-  void configure(Seq2SeqOptions& options, bool train) const override;
+  void configure(GraphOptions& options, bool train) const override;
   bool gates_heads() const override { return true; }
   ValueId head_gate(Graph& g, const AttentionSite& site, size_t module_index, bool train) override;
 

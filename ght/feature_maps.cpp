@@ -6,7 +6,7 @@
 
 namespace pillars::ght {
 
-void request_feature_map(Seq2SeqOptions& options, FeatureMap fm) {
+void request_feature_map(GraphOptions& options, FeatureMap fm) {
   options.target_lengths = true;
   if (fm == FeatureMap::A) options.attention_probs = true;
 }
@@ -16,7 +16,7 @@ HeadFeatures head_features(Graph& g, const AttentionSite& site, FeatureMap fm) {
     case FeatureMap::V: return {site.v, site.key_lengths};
     case FeatureMap::O: return {site.out, site.query_lengths};
     case FeatureMap::A:
-      PILLARS_CHECK(site.probs != kNoValue, site.module, ": feature map A needs Seq2SeqOptions::attention_probs");
+      PILLARS_CHECK(site.probs != kNoValue, site.module, ": feature map A needs GraphOptions::attention_probs");
       return {ops::permute(g, site.probs, {0, 2, 1, 3}), site.query_lengths}; // (B, Tq, H, Tk)
   }
   return {};

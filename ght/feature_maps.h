@@ -18,7 +18,7 @@ namespace pillars::ght {
 
 // The model options a feature map needs: A needs the attention nodes to emit probabilities; all
 // need the decoder's target lengths so decoder-side padding is excluded.
-void request_feature_map(Seq2SeqOptions& options, FeatureMap fm);
+void request_feature_map(GraphOptions& options, FeatureMap fm);
 
 struct HeadFeatures {
   ValueId x = kNoValue;       // (B, T, H, F): the map with heads on axis 2

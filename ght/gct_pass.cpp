@@ -42,7 +42,7 @@ void GctExtension::add_parameters(ParamStore& params, const TransformerConfig& c
   init::init_parameters(specs, params, seed);
 }
 
-void GctExtension::configure(Seq2SeqOptions& options, bool train) const {
+void GctExtension::configure(GraphOptions& options, bool train) const {
   if (train) request_feature_map(options, s_.feature_map);
 }
 

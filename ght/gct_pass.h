@@ -42,7 +42,7 @@ class GctExtension : public train::GraphExtension {
   // training, after the model's own parameters exist.
   void add_parameters(ParamStore& params, const TransformerConfig& cfg, uint64_t seed) const;
 
-  void configure(Seq2SeqOptions& options, bool train) const override;
+  void configure(GraphOptions& options, bool train) const override;
   const char* pass_name() const override { return "gct"; }
   ValueId extend(Graph& g, const std::vector<AttentionSite>& sites, ValueId loss, bool train) override;
   void bind(Executor& ex, const Graph& g, const train::StepInfo& info) override;

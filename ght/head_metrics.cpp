@@ -30,8 +30,8 @@ std::vector<int32_t> row_lengths(const std::vector<int32_t>& ids, int64_t B, int
   return lengths;
 }
 
-Seq2SeqOptions evaluation_options() {
-  Seq2SeqOptions o;
+GraphOptions evaluation_options() {
+  GraphOptions o;
   o.train = false;
   o.attention_probs = true;
   o.target_lengths = true;

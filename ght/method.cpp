@@ -8,7 +8,7 @@
 
 namespace pillars::ght {
 
-void CompositeExtension::configure(Seq2SeqOptions& options, bool train) const {
+void CompositeExtension::configure(GraphOptions& options, bool train) const {
   for (const auto& p : parts_) p->configure(options, train);
 }
 

@@ -19,7 +19,7 @@ class CompositeExtension : public train::GraphExtension {
   void add(std::shared_ptr<train::GraphExtension> part) { parts_.push_back(std::move(part)); }
   bool empty() const { return parts_.empty(); }
   const std::vector<std::shared_ptr<train::GraphExtension>>& parts() const { return parts_; }
-  void configure(Seq2SeqOptions& options, bool train) const override;
+  void configure(GraphOptions& options, bool train) const override;
   // The parts, whose passes the pass list places (steps/pass_list.cpp).
   std::vector<train::GraphExtension*> parts() override;
   void bind(Executor& ex, const Graph& g, const train::StepInfo& info) override;

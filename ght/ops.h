@@ -1,5 +1,5 @@
 // The graph ops of the GHT method (docs/METHOD.md §2–§4, §6), all on the k × k Gram matrix of a
-// module's heads (ops::head_gram, engine/ops/nn.h), so the feature maps are never copied:
+// module's heads (ops::head_gram, engine/ops/head_gram.h), so the feature maps are never copied:
 //
 //   G      = ops::head_gram(g, site.v, lengths);                  // (H, H), differentiable
 //   labels = huds_cluster(g, G, /*groups=*/2, seed);              // i32 (H): K-means, no gradient

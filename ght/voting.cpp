@@ -70,7 +70,7 @@ nlohmann::json VoteResult::to_json() const {
           {"modules", mods}};
 }
 
-void VoteExtension::configure(Seq2SeqOptions& options, bool train) const {
+void VoteExtension::configure(GraphOptions& options, bool train) const {
   if (!train) request_feature_map(options, s_.feature_map);
 }
 

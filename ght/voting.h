@@ -90,7 +90,7 @@ struct VoteResult {
 class VoteExtension : public train::GraphExtension {
  public:
   explicit VoteExtension(VoteSettings s) : s_(s) {}
-  void configure(Seq2SeqOptions& options, bool train) const override;
+  void configure(GraphOptions& options, bool train) const override;
   const char* pass_name() const override { return "v2s_vote"; }
   ValueId extend(Graph& g, const std::vector<AttentionSite>& sites, ValueId loss, bool train) override;
   void after_run(const Executor& ex, const Graph& g, const train::StepInfo& info) override;

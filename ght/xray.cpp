@@ -202,8 +202,10 @@ std::vector<double> attention_variance(const ModuleTensors& t, const Dims& d) {
   return var;
 }
 
-// G_ij = Σ over valid positions and features of x_i · x_j, for x (B, T, H, D).
-std::vector<double> head_gram(const Tensor& x, const std::vector<int32_t>& lengths) {
+// G_ij = Σ over valid positions and features of x_i · x_j, for x (B, T, H, D): the Gram matrix of
+// ops::head_gram (engine/ops/head_gram.h), computed here in float64 from the fetched tensor, as
+// every X-Raying metric is, rather than by the float32 graph op that training differentiates.
+std::vector<double> positions_gram(const Tensor& x, const std::vector<int32_t>& lengths) {
   const ValidRows v = valid_rows(x, lengths);
   const int64_t H = x.dim(2), D = x.dim(3);
   std::vector<double> G(static_cast<size_t>(H * H), 0.0);
@@ -293,8 +295,8 @@ XrayMetrics xray(const ModuleTensors& t) {
 std::vector<double> feature_gram(const ModuleTensors& t, FeatureMap f) {
   const Dims d = check_shapes(t);
   switch (f) {
-    case FeatureMap::V: return head_gram(t.v, t.key_lengths);
-    case FeatureMap::O: return head_gram(t.out, t.query_lengths);
+    case FeatureMap::V: return positions_gram(t.v, t.key_lengths);
+    case FeatureMap::O: return positions_gram(t.out, t.query_lengths);
     case FeatureMap::A: return probs_gram(t, d);
   }
   throw Error("feature_gram: unknown feature map");

@@ -44,7 +44,7 @@ struct StepInputs {
 struct Emitter {
   Graph& g;
   const TransformerConfig& cfg;
-  const Seq2SeqOptions& opt;
+  const GraphOptions& opt;
   std::vector<AttentionSite>& sites;
   StepInputs* step = nullptr; // non-null: emit one decoding step, not a whole sequence
   uint64_t next_rng_offset = 0;

@@ -10,8 +10,8 @@ namespace pillars {
 
 namespace {
 
-Seq2SeqOptions inference() {
-  Seq2SeqOptions o;
+GraphOptions inference() {
+  GraphOptions o;
   o.train = false;
   return o;
 }
@@ -35,7 +35,7 @@ EncoderGraph build_encoder_graph(const TransformerConfig& cfg, int64_t B, int64_
   Graph& g = m.graph;
   m.src_tokens = g.input("src_tokens", {B, Ts}, DType::i32);
   m.src_lengths = g.input("src_lengths", {B}, DType::i32);
-  const Seq2SeqOptions o = inference();
+  const GraphOptions o = inference();
   std::vector<AttentionSite> sites;
   blocks::Emitter e{g, cfg, o, sites};
   const ValueId enc = blocks::encoder(e, m.src_tokens, m.src_lengths); // (B, Ts, d)
@@ -76,7 +76,7 @@ DecoderStepGraph build_decoder_step_graph(const TransformerConfig& cfg, const De
     in.src_lengths = m.src_lengths, in.sentence_origin = m.sentence_origin;
     in.sentences_before = s.sentences_before, in.source_len = s.source_len;
   }
-  const Seq2SeqOptions o = inference();
+  const GraphOptions o = inference();
   std::vector<AttentionSite> sites;
   blocks::Emitter e{g, cfg, o, sites, &in};
   const ValueId y = blocks::decoder(e, m.tokens, kNoValue, m.src_lengths, kNoValue); // (N, 1, d)

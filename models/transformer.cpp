@@ -231,7 +231,7 @@ Tensor sinusoidal_positions(int64_t first, int64_t T, int64_t d) {
 }
 
 Seq2SeqGraph build_seq2seq_training_graph(const TransformerConfig& cfg, int64_t B, int64_t Ts, int64_t Tt,
-                                          const Seq2SeqOptions& options) {
+                                          const GraphOptions& options) {
   cfg.validate();
   PILLARS_CHECK(!cfg.decoder_only, "build_seq2seq_training_graph: the config is decoder-only (use build_lm_training_graph)");
   PILLARS_CHECK(B > 0 && Ts > 0 && Tt > 0, "build_seq2seq_training_graph: bad batch shape B=", B, " Ts=", Ts,
@@ -256,7 +256,7 @@ Seq2SeqGraph build_seq2seq_training_graph(const TransformerConfig& cfg, int64_t 
   return m;
 }
 
-LmGraph build_lm_training_graph(const TransformerConfig& cfg, int64_t B, int64_t T, const Seq2SeqOptions& options) {
+LmGraph build_lm_training_graph(const TransformerConfig& cfg, int64_t B, int64_t T, const GraphOptions& options) {
   cfg.validate();
   PILLARS_CHECK(cfg.decoder_only, "build_lm_training_graph: the config is not decoder-only");
   PILLARS_CHECK(B > 0 && T > 0, "build_lm_training_graph: bad batch shape B=", B, " T=", T);
@@ -279,7 +279,7 @@ LmGraph build_lm_training_graph(const TransformerConfig& cfg, int64_t B, int64_t
 
 Seq2SeqGraph build_seq2seq_training_graph(const TransformerConfig& cfg, int64_t B, int64_t Ts, int64_t Tt,
                                           float label_smoothing, uint64_t dropout_seed, bool train) {
-  Seq2SeqOptions o;
+  GraphOptions o;
   o.label_smoothing = label_smoothing;
   o.dropout_seed = dropout_seed;
   o.train = train;

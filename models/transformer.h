@@ -97,7 +97,7 @@ int64_t count_parameters(const ParamStore& store, bool include_embeddings, bool 
 // from here and appends its own nodes (e.g. ops::head_gram on `v` or `out`, then the GCT loss) to
 // the graph *before* autodiff runs, so the feature maps get their gradients like any other value.
 // V and O cost nothing extra (they are values the forward computes anyway); A exists only when
-// Seq2SeqOptions::attention_probs asked the attention nodes to emit it.
+// GraphOptions::attention_probs asked the attention nodes to emit it.
 struct AttentionSite {
   std::string module;             // "encoder.layers.0.self_attn", "decoder.layers.1.encoder_attn", ...
   int64_t heads = 0, head_dim = 0;
@@ -124,7 +124,9 @@ constexpr auto enum_table(AttentionBackend) {
   return enum_words<AttentionBackend>({{AttentionBackend::pillars, "pillars"}, {AttentionBackend::cudnn, "cudnn"}, {AttentionBackend::naive, "naive"}});
 }
 
-struct Seq2SeqOptions {
+// How a model's graph is built, for the encoder-decoder and the language model alike: the loss,
+// dropout, and what the GHT passes ask the attention modules to expose.
+struct GraphOptions {
   float label_smoothing = 0.0f;
   uint64_t dropout_seed = 0; // every dropout of the graph draws from this Philox stream, at disjoint offsets
   bool train = true;         // false: no dropout ops at all
@@ -149,7 +151,7 @@ struct Seq2SeqGraph {
 };
 
 Seq2SeqGraph build_seq2seq_training_graph(const TransformerConfig& cfg, int64_t B, int64_t Ts, int64_t Tt,
-                                          const Seq2SeqOptions& options);
+                                          const GraphOptions& options);
 Seq2SeqGraph build_seq2seq_training_graph(const TransformerConfig& cfg, int64_t B, int64_t Ts, int64_t Tt,
                                           float label_smoothing, uint64_t dropout_seed, bool train);
 
@@ -164,7 +166,7 @@ struct LmGraph {
   std::vector<AttentionSite> attention;
   int64_t B = 0, T = 0;
 };
-LmGraph build_lm_training_graph(const TransformerConfig& cfg, int64_t B, int64_t T, const Seq2SeqOptions& options);
+LmGraph build_lm_training_graph(const TransformerConfig& cfg, int64_t B, int64_t T, const GraphOptions& options);
 
 // fairseq's SinusoidalPositionalEmbedding rows for positions first, first+1, ..., first+T−1:
 // (T, d) = [sin(p·f_0) … sin(p·f_{h−1}) | cos(p·f_0) … cos(p·f_{h−1})] (+ a zero column if d is

@@ -134,7 +134,7 @@ fs::path eval_path(const fs::path& dir, const std::string& split, const json& co
 
 // Forward FLOPs per target token of a model config (kFlopsMethod).
 double flops_per_token(const TransformerConfig& cfg) {
-  Seq2SeqOptions options;
+  GraphOptions options;
   options.train = false;
   if (cfg.decoder_only)
     return count_flops(build_lm_training_graph(cfg, kFlopsBatch, kFlopsLength, options).graph).total() /

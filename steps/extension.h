@@ -37,7 +37,7 @@ struct StepInfo {
 class GraphExtension {
  public:
   virtual ~GraphExtension() = default;
-  virtual void configure(Seq2SeqOptions& /*options*/, bool /*train*/) const {}
+  virtual void configure(GraphOptions& /*options*/, bool /*train*/) const {}
   // The name of this extension's pass in the one list (steps/pass_list.cpp); nullptr: it adds no
   // nodes, and extend() is never called.
   virtual const char* pass_name() const { return nullptr; }

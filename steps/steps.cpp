@@ -21,8 +21,8 @@ std::vector<int32_t> row_lengths(const std::vector<int32_t>& ids, int64_t B, int
 
 } // namespace
 
-Seq2SeqOptions step_model_options(float label_smoothing, bool train, AttentionBackend backend, const GraphExtension* extension) {
-  Seq2SeqOptions o;
+GraphOptions step_model_options(float label_smoothing, bool train, AttentionBackend backend, const GraphExtension* extension) {
+  GraphOptions o;
   o.label_smoothing = train ? label_smoothing : 0.0f;
   // The dropout seed is a graph attribute (the base of its Philox stream); the executor adds a
   // per-run seed, so one graph serves every step.

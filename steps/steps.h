@@ -40,7 +40,7 @@ namespace pillars::train {
 
 // The model builder's options for a step: dropout and label smoothing only when training, and the
 // extension's requests (feature maps, target lengths, head gates).
-Seq2SeqOptions step_model_options(float label_smoothing, bool train, AttentionBackend backend, const GraphExtension* extension);
+GraphOptions step_model_options(float label_smoothing, bool train, AttentionBackend backend, const GraphExtension* extension);
 
 // Told, while a training step's backward runs (CPU), as each parameter's gradient becomes final,
 // so it can be summed over the ranks of a data-parallel job before the backward ends
@@ -119,7 +119,6 @@ class ModelSteps {
   virtual ~ModelSteps() = default;
   // Every parameter with the gradient of the last training step.
   std::vector<optim::ParamSlot>& slots() { return cache_.slots(); }
-  size_t compiled_shapes() const { return cache_.size(); }
   // Where training is (for extensions whose behaviour follows a schedule).
   void set_progress(int64_t update, double progress) { update_ = update, progress_ = progress; }
   void set_attention_backend(AttentionBackend b) { cache_.attention_backend = b, cache_.clear(); }
@@ -139,7 +138,7 @@ class ModelSteps {
   ModelSteps(const TransformerConfig& cfg, ParamStore& params, float label_smoothing, std::shared_ptr<GraphExtension> extension)
       : cfg_(cfg), label_smoothing_(label_smoothing), cache_(params, std::move(extension)) {}
   // The model builder's options of a training or evaluation step.
-  Seq2SeqOptions options(bool train) const {
+  GraphOptions options(bool train) const {
     return step_model_options(label_smoothing_, train, cache_.attention_backend, cache_.extension());
   }
   // What the extension is told about a run of `target_tokens` tokens.

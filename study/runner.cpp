@@ -46,22 +46,30 @@ json study_conditions(const StudySpec& s, Device device) {
   return {{"study", s.name}, {"device", enum_name(device)}, {"precision", enum_name(s.precision)}, {"isa", s.isa}, {"threads", s.threads}};
 }
 
-void check_conditions(const std::string& dir, const json& now) {
+// STUDY_DIR/study.json, the conditions its runs were made under (nullopt: no study there yet).
+std::optional<json> read_conditions(const std::string& dir) {
   const std::string path = (fs::path(dir) / "study.json").string();
-  if (!fs::exists(fs::symlink_status(path))) {
-    io::atomic_write_file(path, now.dump(1) + "\n");
-    return;
-  }
-  json before;
+  if (!fs::exists(fs::symlink_status(path))) return std::nullopt;
   try {
-    before = json::parse(read_input_file(path, 1 << 20));
+    json j = json::parse(read_input_file(path, 1 << 20));
+    if (!j.is_object()) throw InputError(str_cat(path, ": not a JSON object"));
+    return j;
   } catch (const json::exception& err) {
     throw InputError(str_cat(path, ": invalid JSON: ", err.what()));
   }
+}
+
+void check_conditions(const std::string& dir, const json& now) {
+  const std::string path = (fs::path(dir) / "study.json").string();
+  const std::optional<json> before = read_conditions(dir);
+  if (!before) {
+    io::atomic_write_file(path, now.dump(1) + "\n");
+    return;
+  }
   for (const auto& [key, value] : now.items())
-    if (!before.contains(key) || before[key] != value)
+    if (!before->contains(key) || (*before)[key] != value)
       throw InputError(str_cat(path, ": this study's runs were made with ", key, " = ",
-                               before.contains(key) ? before[key].dump() : "(none)", ", now ", value.dump(),
+                               before->contains(key) ? (*before)[key].dump() : "(none)", ", now ", value.dump(),
                                "; one study never mixes them (use another --out folder for the new setting)"));
 }
 
@@ -139,12 +147,17 @@ std::string study_dir_of(const StudySpec& s, const std::string& out) {
   return out.empty() ? (fs::path("studies") / s.name).string() : out;
 }
 
+std::optional<Device> recorded_device(const std::string& study_dir) {
+  const std::optional<json> j = read_conditions(study_dir);
+  if (!j) return std::nullopt;
+  const std::string field = str_cat((fs::path(study_dir) / "study.json").string(), ": field \"device\"");
+  if (!j->contains("device") || !(*j)["device"].is_string()) throw InputError(field + ": missing or not a string");
+  return parse_enum<Device>((*j)["device"].get<std::string>(), field);
+}
+
 int run_study(const StudySpec& s, const RunnerOptions& o) {
   const std::string dir = study_dir_of(s, o.study_dir);
-  const Device device = o.device.value_or(s.device);
-  if (device != s.device) // the file's device is part of every run's config: --device must agree
-    throw InputError(str_cat("--device ", enum_name(device), ": the study file ", s.path, " says \"device\": \"",
-                             enum_name(s.device), "\" (its runs' configs name it; change the file, with a new --out folder)"));
+  const Device device = s.device;
   const std::string binary = o.binary.empty() ? fs::read_symlink("/proc/self/exe").string() : o.binary;
   const int64_t cores = std::max<int64_t>(1, std::thread::hardware_concurrency());
   const int64_t jobs = o.jobs > 0 ? o.jobs : std::max<int64_t>(1, cores / s.threads);

@@ -35,7 +35,6 @@ namespace pillars::study {
 struct RunnerOptions {
   std::string study_dir;          // "" = studies/<name>
   int64_t jobs = 0;               // runs at once; 0 = max(1, cores / threads)
-  std::optional<Device> device;   // overrides the study file's device
   std::string binary;             // the pillars binary for the steps ("" = this process's own)
   bool dry_run = false;           // print the steps that would run, run nothing
   bool quiet = false;             // no progress lines
@@ -43,6 +42,8 @@ struct RunnerOptions {
 
 // The study folder RunnerOptions names.
 std::string study_dir_of(const StudySpec& s, const std::string& out);
+// The device STUDY_DIR/study.json says its runs were made on (nullopt: no study there yet).
+std::optional<Device> recorded_device(const std::string& study_dir);
 
 // Runs what is left of the study. Returns the exit status: 0 all runs finished and evaluated,
 // 1 a run failed (the others went on), 128 + signal when stopped.

@@ -390,6 +390,31 @@ std::string p_text(const json& p) {
   return v < 0.001 ? "<0.001" : fixed(v, 3);
 }
 
+// The heads at the last measurement of each run's first phase (the mean over attention modules),
+// as mean ± sd over the seeds of each system: what the paper's Fig. 2 and Fig. 4 are about.
+std::string compactness_markdown(const json& t) {
+  const char* measures[] = {"homogenisation", "diversification", "silhouette", "dunn"};
+  std::string rows;
+  for (const auto& system : t["systems"]) {
+    std::string cells;
+    int64_t runs = 0;
+    for (const char* key : measures) {
+      std::vector<double> last;
+      for (const auto& r : t["runs"])
+        if (r["system"] == system && !r["heads"].empty() && r["heads"].back()[key].is_number()) last.push_back(r["heads"].back()[key].get<double>());
+      runs = std::max<int64_t>(runs, static_cast<int64_t>(last.size()));
+      const MeanSd ms = mean_sd(last);
+      cells += " | " + (last.empty() ? std::string("–") : fixed(ms.mean, 3) + (last.size() > 1 ? " ± " + fixed(ms.sd, 3) : ""));
+    }
+    if (runs) rows += str_cat("| ", system.get<std::string>(), " | ", runs, cells, " |\n");
+  }
+  if (rows.empty()) return "";
+  return "## Heads at the end of the first phase (mean over modules; mean ± sd over seeds)\n\n"
+         "Homogenisation is the mean cosine of a head with its group's centre (higher: groups more compact); "
+         "diversification is the mean cosine between group centres (lower: groups further apart).\n\n"
+         "| system | seeds | homogenisation | diversification | Silhouette | Dunn |\n|---|---|---|---|---|---|\n" + rows + "\n";
+}
+
 } // namespace
 
 std::string table_markdown(const json& t) {
@@ -432,6 +457,7 @@ std::string table_markdown(const json& t) {
       out += "\n";
     }
   }
+  out += compactness_markdown(t);
   std::string rising, unknown;
   for (const auto& r : t["runs"]) {
     const std::string name = str_cat(r["system"].get<std::string>(), " s", r["seed"].get<int64_t>());

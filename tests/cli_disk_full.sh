@@ -1,5 +1,5 @@
 #!/bin/sh
-# A full disk, with the real binary, on a small tmpfs (issue 17, items 5 and 9). A filler file
+# A full disk, with the real binary, on a small tmpfs. A filler file
 # leaves a chosen amount of free space, then a fresh run trains into the tmpfs until a write fails:
 #   - with no room for the start-up files (config.json, bpe.codes, dict.txt, ...);
 #   - with room for them and half a checkpoint: the first checkpoint_last save fails;

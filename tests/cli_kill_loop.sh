@@ -1,5 +1,5 @@
 #!/bin/sh
-# Kills at random moments of training and of saving, with the real binary (issue 17, item 9):
+# Kills at random moments of training and of saving, with the real binary:
 #   - kill -9, at least 20 times (KILL_LOOP_KILLS): during start-up (data preparation, checkpoint
 #     loading), at a random moment of training, and while a checkpoint is being saved (the moment a
 #     save's temporary file appears). After each kill: every checkpoint_*.safetensors loads

@@ -43,6 +43,7 @@ done
 "$P" study tiny.json --out tiny --table > table.md || fail "--table failed"
 grep -q '^| gct | 2 |' table.md || fail "the table has no gct row over 2 seeds: $(cat table.md)"
 grep -q 's1 [+-]' table.md || fail "the table has no per-seed bootstrap: $(cat table.md)"
+sed -n '/^## Heads at the end/,/^Convergence/p' table.md | grep -q '^| gct | 2 | [0-9.-]* ± [0-9.]* | [0-9.-]* ± ' || fail "the table has no compactness of gct over 2 seeds: $(cat table.md)"
 ! grep -q 'Left out' table.md || fail "a run was left out: $(cat table.md)"
 [ -f tiny/table.json ] || fail "no table.json"
 "$P" report --study tiny -o study.html > report.out || fail "report --study failed"
@@ -81,4 +82,41 @@ starts = [l for l in lines if l["type"] == "start"]
 assert len(starts) == 2 and starts[1]["resume"] and starts[1]["machine"]["threads"] == 1, starts
 assert [l for l in lines if l["type"] == "end"][-1]["update"] == 40
 PY
+# 4. A system that prunes another's model ("prune_from"): the source trains its first phase and is
+#    pruned by V2S; the other system prunes the same first-phase checkpoint with random heads and
+#    fine-tunes on the same schedule to the same budget. Both are tabulated against the source.
+cat > prune.json <<JSON
+{
+  "base": "$ROOT/experiments/ght/ght.json",
+  "set": {"data.train_fraction": 0.006, "data.max_tokens": 256, "train.valid_max_sentences": 10, "train.log_every": 1,
+          "eval.max_len_a": 0, "eval.max_len_b": 4, "heads.metrics_sentences": 16, "prune.vote_batches": 4,
+          "prune.epoch": 1},
+  "systems": [{"name": "v2s"}, {"name": "random", "prune_from": "v2s", "set": {"prune.keep": "random"}}],
+  "baseline": "v2s",
+  "seeds": [1],
+  "updates": 30,
+  "test_splits": ["test_2016_flickr"]
+}
+JSON
+"$P" study prune.json --out prune --dry-run > prune-plan.out || fail "--dry-run of the pruning study failed"
+grep -q "prune .*--from .*prune/v2s/s1/checkpoint_last.safetensors" prune-plan.out ||
+  fail "the random system does not prune v2s's checkpoint: $(cat prune-plan.out)"
+"$P" study prune.json --out prune --jobs 1 > prune.out 2>&1 || { cat prune.out; fail "the pruning study failed"; }
+python3 - prune <<'PY' || fail "the pruned runs are not what the study asked for"
+import json, sys
+d = sys.argv[1]
+def log(path): return [json.loads(l) for l in open(path)]
+source = log(f"{d}/v2s/s1/log.jsonl")
+first_phase_end = [l for l in source if l["type"] == "end"][0]["update"]
+for system in ("v2s", "random"):
+    run = log(f"{d}/{system}/s1/pruned/log.jsonl")
+    updates = [l["update"] for l in run if l["type"] == "train"]
+    # fine-tuning continues phase 1's count and stops at the study's budget
+    assert updates and updates[0] == first_phase_end + 1 and max(updates) == 30, (system, updates[:3], updates[-3:])
+    record = json.load(open(f"{d}/{system}/s1/study_run.json"))
+    assert record["trained"] and "test_2016_flickr" in json.dumps(record), record
+PY
+"$P" study prune.json --out prune --table > prune-table.md || fail "--table of the pruning study failed"
+grep -q '^| random | 1 |' prune-table.md || fail "the table has no random row: $(cat prune-table.md)"
+
 echo "cli_study: ok"

@@ -49,7 +49,7 @@ StepResult run_step(AttentionBackend backend, uint64_t seed, bool with_a_grams =
   const TransformerConfig cfg = tiny_config();
   ParamStore params;
   init_transformer_params(cfg, params, 11);
-  Seq2SeqOptions o;
+  GraphOptions o;
   o.label_smoothing = 0.1f;
   o.dropout_seed = 3;
   o.attention_backend = backend;
@@ -127,7 +127,7 @@ TEST_CASE("attention backends: cudnn nodes refuse the CPU, and the experiment sa
   ParamStore params;
   const TransformerConfig cfg = tiny_config();
   init_transformer_params(cfg, params, 11);
-  Seq2SeqOptions o;
+  GraphOptions o;
   o.attention_backend = AttentionBackend::cudnn;
   o.train = false;
   Seq2SeqGraph m = build_seq2seq_training_graph(cfg, 3, 6, 5, o);

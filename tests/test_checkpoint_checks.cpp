@@ -227,7 +227,7 @@ TEST_CASE("checkpoints: a NaN in the optimiser state is refused (a resumed run w
   CHECK(msg.find("element 2") != std::string::npos);
 }
 
-TEST_CASE("checkpoints: the recorded model must be the run's model (item 3), dropout and pruning aside") {
+TEST_CASE("checkpoints: the recorded model must be the run's model, dropout and pruning aside") {
   testing::ScratchDir tmp("pillars_ckcheck_");
   const TransformerConfig cfg = transformer_config("tiny");
   ParamStore p;

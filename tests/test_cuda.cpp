@@ -1,17 +1,16 @@
 // The CUDA backend's plumbing. On a machine without a GPU every case prints why it is skipped.
 #include <doctest/doctest.h>
 
+#include "skip.h"
+
 #include <vector>
 
-#include "kernels/cuda/device.h"
+#include "runtime/cuda_device.h"
 
 using namespace pillars;
 
 TEST_CASE("cuda: device memory round trip and a kernel launch") {
-  if (cuda_device_count() == 0) {
-    MESSAGE("skipped: ", cuda_unavailable_reason());
-    return;
-  }
+  if (pillars::testing::no_gpu()) return;
   MESSAGE("running on ", cuda_device_name(0));
   const long n = 1000;
   std::vector<float> x(n), y(n), out(n);

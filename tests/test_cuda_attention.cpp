@@ -17,6 +17,8 @@
 // every element must come back written. Inputs are fresh normal draws, never zeros.
 #include <doctest/doctest.h>
 
+#include "skip.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -28,7 +30,7 @@
 #include <vector>
 
 #include "base/error.h"
-#include "kernels/cuda/device.h"
+#include "runtime/cuda_device.h"
 
 #ifdef PILLARS_HAVE_CUDA // the whole file: the kernels' API needs the CUDA headers
 #include "kernels/cpu/attention.h"
@@ -36,6 +38,7 @@
 #include "kernels/philox.h"
 
 using namespace pillars;
+using pillars::testing::no_gpu;
 using cuda::Precision;
 
 namespace {
@@ -416,12 +419,6 @@ void check_bf16(const Case& c, uint32_t seed) {
   }
 }
 
-bool no_gpu() {
-  if (cuda_device_count() > 0) return false;
-  MESSAGE("skipped: ", cuda_unavailable_reason());
-  return true;
-}
-
 // Key lengths for B batch rows of Tk keys: the first row full, the next well below Tk, a third
 // (when B ≥ 3) with no keys at all.
 std::vector<int32_t> padded_lengths(int64_t B, int64_t Tk) {
@@ -476,7 +473,7 @@ TEST_CASE("cuda attention: the Hopper (wgmma) forward is as accurate as naive bf
   // the tensor-core one, fed the Hopper forward's O and lse.
   if (no_gpu()) return;
   if (!cuda::hopper_attention_available()) {
-    MESSAGE("skipped: the Hopper forward needs a GPU of compute capability 9.x and a build with sm_90a code");
+    SKIP_TEST("the Hopper forward needs a GPU of compute capability 9.x and a build with sm_90a code");
     return;
   }
   const cuda::ScopedHopperAttention on(true); // back as it was however the case ends
@@ -653,6 +650,6 @@ TEST_CASE("cuda attention: keys past a row's key length are never read") {
 
 #else
 
-TEST_CASE("cuda attention: skipped in a build without CUDA") { MESSAGE("skipped: ", pillars::cuda_unavailable_reason()); }
+TEST_CASE("cuda attention: the GPU suite in a build without CUDA") { SKIP_TEST(pillars::cuda_unavailable_reason()); }
 
 #endif // PILLARS_HAVE_CUDA

@@ -21,6 +21,8 @@
 // node on the CPU executor, the refusals of unsupported options) run everywhere.
 #include <doctest/doctest.h>
 
+#include "skip.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -36,7 +38,7 @@
 #include "engine/passes/autodiff.h"
 #include "kernels/cuda/cudnn_attention.h"
 #include "kernels/cuda/cudnn_softmax.h"
-#include "kernels/cuda/device.h"
+#include "runtime/cuda_device.h"
 #include "tests/grad_check.h"
 
 #ifdef PILLARS_HAVE_CUDA
@@ -129,7 +131,7 @@ namespace {
 
 bool no_cudnn() {
   if (cuda::cudnn_available()) return false;
-  MESSAGE("skipped: ", cuda::cudnn_unavailable_reason());
+  SKIP_TEST(cuda::cudnn_unavailable_reason());
   return true;
 }
 
@@ -344,8 +346,8 @@ TEST_CASE("cudnn attention: a cudnn node on the CUDA executor matches the pillar
 
 #else
 
-TEST_CASE("cudnn attention: GPU comparisons skipped in a build without CUDA") {
-  MESSAGE("skipped: ", cuda::cudnn_unavailable_reason());
+TEST_CASE("cudnn attention: the GPU comparisons in a build without CUDA") {
+  SKIP_TEST(cuda::cudnn_unavailable_reason());
 }
 
 #endif // PILLARS_HAVE_CUDA

@@ -3,6 +3,8 @@
 // capture that replays the same step, and a shared device arena. Skipped without a GPU.
 #include <doctest/doctest.h>
 
+#include "skip.h"
+
 #include <cmath>
 
 #include "base/error.h"
@@ -10,18 +12,13 @@
 #include "engine/ops.h"
 #include "engine/passes/autodiff.h"
 #include "ght/ops.h"
-#include "kernels/cuda/device.h"
+#include "runtime/cuda_device.h"
 #include "models/transformer.h"
 
 using namespace pillars;
+using pillars::testing::no_gpu;
 
 namespace {
-
-bool no_gpu() {
-  if (cuda_device_count() > 0) return false;
-  MESSAGE("skipped: ", cuda_unavailable_reason());
-  return true;
-}
 
 struct TinyStep {
   TransformerConfig cfg = transformer_config("tiny");

@@ -16,6 +16,8 @@
 // Without a GPU, or in a build without NCCL, every case prints why it is skipped.
 #include <doctest/doctest.h>
 
+#include "skip.h"
+
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -24,8 +26,8 @@
 
 #include "engine/dist/communicator.h"
 #include "engine/dist/device_sums.h"
-#include "kernels/cuda/device.h"
-#include "kernels/cuda/nccl.h"
+#include "runtime/cuda_device.h"
+#include "runtime/nccl.h"
 #include "models/transformer.h"
 #include "steps/steps.h"
 #include "tests/grad_check.h"
@@ -37,12 +39,9 @@ using namespace pillars;
 namespace {
 
 bool cannot_run() {
-  if (cuda_device_count() == 0) {
-    MESSAGE("skipped: ", cuda_unavailable_reason());
-    return true;
-  }
+  if (pillars::testing::no_gpu()) return true;
   if (!nccl_available()) {
-    MESSAGE("skipped: this build has no NCCL");
+    SKIP_TEST("this build has no NCCL");
     return true;
   }
   return false;

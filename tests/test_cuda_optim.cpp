@@ -13,6 +13,8 @@
 // On a machine without a GPU (or a build without CUDA) every case prints why it is skipped.
 #include <doctest/doctest.h>
 
+#include "skip.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -22,24 +24,14 @@
 #include <vector>
 
 #include "kernels/cpu/adam.h"
-#include "kernels/cuda/device.h"
+#include "runtime/cuda_device.h"
 
 #ifdef PILLARS_HAVE_CUDA
 #include "kernels/cuda/adam.h"
 #endif
 
 using namespace pillars;
-
-namespace {
-
-// Every case needs a GPU; without one it prints why and passes (the CPU-only build included).
-bool no_gpu() {
-  if (cuda_device_count() > 0) return false;
-  MESSAGE("skipped: ", cuda_unavailable_reason());
-  return true;
-}
-
-} // namespace
+using pillars::testing::no_gpu;
 
 #ifdef PILLARS_HAVE_CUDA
 namespace {

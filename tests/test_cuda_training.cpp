@@ -9,6 +9,8 @@
 // grown) and ≤ 2e-2 · loss_cpu over all 100; the test prints the largest deviations seen.
 #include <doctest/doctest.h>
 
+#include "skip.h"
+
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -17,7 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "kernels/cuda/device.h"
+#include "runtime/cuda_device.h"
 #include "train/experiment.h"
 #include "train/prepare.h"
 #include "train/setup.h"
@@ -58,12 +60,9 @@ std::vector<double> train_on(const std::string& device, const fs::path& dir) {
 } // namespace
 
 TEST_CASE("cuda training: 100 fp32 updates on Multi30k follow the CPU run's losses") {
-  if (cuda_device_count() == 0) {
-    MESSAGE("skipped: ", cuda_unavailable_reason());
-    return;
-  }
+  if (pillars::testing::no_gpu()) return;
   if (!testing::have_dataset("multi30k-de-en")) {
-    MESSAGE("skipped: PILLARS_DATA does not hold multi30k-de-en");
+    SKIP_TEST("PILLARS_DATA does not hold multi30k-de-en");
     return;
   }
   testing::ScratchDir tmp("pillars_cuda_training_");

@@ -10,6 +10,8 @@
 //    errors of the size of the values themselves, not ~1e-6.
 #include <doctest/doctest.h>
 
+#include "skip.h"
+
 #include <cmath>
 #include <cstdint>
 #include <random>
@@ -66,7 +68,7 @@ TEST_CASE("cuda wgmma: the K-major layout, the descriptor and the accumulator ma
 TEST_CASE("cuda wgmma: a 64 x 64 tile product equals the float64 product of its bf16 operands") {
   const std::string why = cuda::wgmma_unavailable_reason();
   if (!why.empty()) {
-    MESSAGE("skipped: ", why);
+    SKIP_TEST(why);
     return;
   }
   std::mt19937 rng(7);

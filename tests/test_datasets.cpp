@@ -7,6 +7,8 @@
 // PILLARS_DATA (`.ci/run` sets it); without it they print why they skip.
 #include <doctest/doctest.h>
 
+#include "skip.h"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -127,7 +129,7 @@ bool contains(const std::string& haystack, const std::string& needle) { return h
 
 TEST_CASE("xz round trip and corrupt files") {
   if (find_program("xz").empty()) {
-    MESSAGE("the xz program is not installed: skipping the xz round trip");
+    SKIP_TEST("the xz round trip: the xz program is not installed");
     return;
   }
   TempDir dir;
@@ -290,7 +292,7 @@ TEST_CASE("a checksum mismatch in the mirror is an error, never a fallback") {
 
 TEST_CASE("the download path verifies what curl fetched") {
   if (find_program("curl").empty() || find_program("gzip").empty()) {
-    MESSAGE("curl or gzip is not installed: skipping the download path");
+    SKIP_TEST("the download path: curl or gzip is not installed");
     return;
   }
   // file:// URLs exercise the real code path (curl, gunzip, verify, install) without a network.
@@ -325,7 +327,7 @@ TEST_CASE("the download path verifies what curl fetched") {
 TEST_CASE("mirror files are verified into the cache, stamped, and re-verified when changed") {
   const std::string mirror = real_mirror();
   if (mirror.empty()) {
-    MESSAGE("PILLARS_DATA is not set: skipping the cache tests on the real mirror");
+    SKIP_TEST("the cache tests on the real mirror: PILLARS_DATA is not set");
     return;
   }
   Sandbox box(mirror);
@@ -358,7 +360,7 @@ TEST_CASE("mirror files are verified into the cache, stamped, and re-verified wh
 TEST_CASE("every dataset in the mirror loads with the registry's counts") {
   const std::string mirror = real_mirror();
   if (mirror.empty()) {
-    MESSAGE("PILLARS_DATA is not set: skipping the mirror datasets");
+    SKIP_TEST("the mirror datasets: PILLARS_DATA is not set");
     return;
   }
   Sandbox box(mirror);
@@ -523,7 +525,7 @@ TEST_CASE("data import round trip") {
 TEST_CASE("data import recognises files identical to the registry's") {
   const std::string mirror = real_mirror();
   if (mirror.empty()) {
-    MESSAGE("PILLARS_DATA is not set: skipping import recognition");
+    SKIP_TEST("import recognition: PILLARS_DATA is not set");
     return;
   }
   Sandbox box(mirror);

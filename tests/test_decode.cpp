@@ -3,6 +3,8 @@
 // sequences at once: no caches, no gathers) and against exhaustive search.
 #include <doctest/doctest.h>
 
+#include "skip.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -12,7 +14,7 @@
 #include "decode/search.h"
 #include "engine/executor.h"
 #include "engine/ops/decoding.h"
-#include "kernels/cuda/device.h"
+#include "runtime/cuda_device.h"
 #include "models/transformer.h"
 
 using namespace pillars;
@@ -168,7 +170,7 @@ TEST_CASE("decode: the language model's steps equal its training graph, pre- and
     ParamStore params;
     init_transformer_params(cfg, params, 6);
     const std::vector<std::vector<int32_t>> seqs = {{2, 5, 6, 7, 8, 9}, {2, 10, 11, 12, 13, 14}};
-    Seq2SeqOptions eval_mode;
+    GraphOptions eval_mode;
     eval_mode.train = false;
     LmGraph m = build_lm_training_graph(cfg, 2, 6, eval_mode);
     m.graph.mark_output(m.logits);
@@ -352,7 +354,7 @@ TEST_CASE("decode: the language model graph is causal, position t sees only toke
   cfg.vocab = 24, cfg.d_model = 16, cfg.heads = 2, cfg.ffn = 32, cfg.dec_layers = 2;
   ParamStore params;
   init_transformer_params(cfg, params, 4);
-  Seq2SeqOptions eval_mode;
+  GraphOptions eval_mode;
   eval_mode.train = false;
   auto logits_of = [&](std::vector<int32_t> tokens) {
     LmGraph m = build_lm_training_graph(cfg, 1, 6, eval_mode);
@@ -377,10 +379,7 @@ TEST_CASE("decode: the language model graph is causal, position t sees only toke
 // ---- on a GPU ---------------------------------------------------------------------------------
 
 TEST_CASE("decode on CUDA: step-by-step log-probabilities equal the training graph (pre/post-norm, pruned, long sources, compaction)") {
-  if (cuda_device_count() == 0) {
-    MESSAGE("skipped: ", cuda_unavailable_reason());
-    return;
-  }
+  if (pillars::testing::no_gpu()) return;
   for (bool pre : {false, true}) {
     TransformerConfig cfg = transformer_config("tiny");
     cfg.pre_norm = pre;
@@ -392,10 +391,7 @@ TEST_CASE("decode on CUDA: step-by-step log-probabilities equal the training gra
 }
 
 TEST_CASE("decode on CUDA: beam search finds the CPU's hypotheses, with and without compaction") {
-  if (cuda_device_count() == 0) {
-    MESSAGE("skipped: ", cuda_unavailable_reason());
-    return;
-  }
+  if (pillars::testing::no_gpu()) return;
   TransformerConfig cfg = transformer_config("tiny");
   cfg.vocab = 40, cfg.d_model = 32, cfg.heads = 4, cfg.ffn = 64;
   ParamStore params;
@@ -415,10 +411,7 @@ TEST_CASE("decode on CUDA: beam search finds the CPU's hypotheses, with and with
 }
 
 TEST_CASE("decode on CUDA: the cache and beam ops equal their CPU kernels bit for bit") {
-  if (cuda_device_count() == 0) {
-    MESSAGE("skipped: ", cuda_unavailable_reason());
-    return;
-  }
+  if (pillars::testing::no_gpu()) return;
   // One graph: gather a (5, 3, 2, 2) cache into 3 rows (in place), write a slot, rank candidates
   // with ties, NaN, −inf rows and every eos rule.
   Graph g;

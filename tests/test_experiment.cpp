@@ -5,6 +5,8 @@
 // the same field table.
 #include <doctest/doctest.h>
 
+#include "skip.h"
+
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -120,7 +122,7 @@ TEST_CASE("experiment files: every broken file fails with its expected message")
 TEST_CASE("experiment files: the binary reports each broken file on stderr and exits with 2") {
   const std::string binary = pillars_binary();
   if (binary.empty()) {
-    MESSAGE("skipped: the pillars binary is not built beside pillars_tests");
+    SKIP_TEST("the pillars binary is not built beside pillars_tests");
     return;
   }
   const json expected = read_json(kBroken + "/EXPECTED.json");
@@ -141,7 +143,7 @@ TEST_CASE("experiment files: the binary reports each broken file on stderr and e
 TEST_CASE("schema: the binary prints the schema and the field table and checks a file") {
   const std::string binary = pillars_binary();
   if (binary.empty()) {
-    MESSAGE("skipped: the pillars binary is not built beside pillars_tests");
+    SKIP_TEST("the pillars binary is not built beside pillars_tests");
     return;
   }
   const std::string file = kReady + "/multi30k-de-en.json";

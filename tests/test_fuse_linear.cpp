@@ -15,6 +15,8 @@
 // we require |fused − unfused| ≤ 1e-6 · max|unfused| per tensor (observed: 0, bit for bit).
 #include <doctest/doctest.h>
 
+#include "skip.h"
+
 #include <cmath>
 #include <map>
 
@@ -298,7 +300,7 @@ TEST_CASE("fuse_linear_activation: the tiny transformer's loss and every gradien
       ex.bind("prev_output_tokens", Tensor::from_i32({3, 5}, {2, 4, 5, 6, 7, 2, 8, 9, 1, 1, 2, 10, 11, 12, 13}));
       ex.bind("target", Tensor::from_i32({15}, {4, 5, 6, 7, 2, 8, 9, 2, 1, 1, 10, 11, 12, 13, 2}));
     };
-    Seq2SeqOptions o;
+    GraphOptions o;
     o.label_smoothing = 0.1f;
     o.dropout_seed = 99;
     o.attention_probs = true; // sites with A too
@@ -326,7 +328,7 @@ TEST_CASE("fuse_linear_activation: a decoder-only tiny language model is unchang
     ex.bind("tokens", Tensor::from_i32({2, 5}, {2, 4, 5, 6, 7, 2, 8, 9, 1, 1}));
     ex.bind("target", Tensor::from_i32({10}, {4, 5, 6, 7, 2, 8, 9, 2, 1, 1}));
   };
-  Seq2SeqOptions o;
+  GraphOptions o;
   o.dropout_seed = 5;
   LmGraph plain = build_lm_training_graph(cfg, 2, 5, o);
   train::StepGraph fused = train::StepGraph::of(build_lm_training_graph(cfg, 2, 5, o), true, Device::cpu);
@@ -337,7 +339,7 @@ TEST_CASE("fuse_linear_activation: a decoder-only tiny language model is unchang
 
 TEST_CASE("fusions before the head gates: DropHead and Hard-Concrete gates train with both fusions, with the unfused losses") {
   if (!testing::have_dataset("multi30k-de-en")) {
-    MESSAGE("skipped: PILLARS_DATA does not hold multi30k-de-en");
+    SKIP_TEST("PILLARS_DATA does not hold multi30k-de-en");
     return;
   }
   testing::ScratchDir tmp("pillars_fused_gates_", /*own_cache=*/true);

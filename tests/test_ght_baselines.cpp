@@ -96,7 +96,7 @@ bool is_decoder_self(const std::string& module) {
 class Spy : public train::GraphExtension {
  public:
   explicit Spy(std::shared_ptr<train::GraphExtension> inner = nullptr) : inner_(std::move(inner)) {}
-  void configure(Seq2SeqOptions& o, bool train) const override {
+  void configure(GraphOptions& o, bool train) const override {
     if (inner_) inner_->configure(o, train);
   }
   // The inner extension's passes run from the pass list; the spy's probe runs after them.

@@ -3,6 +3,8 @@
 // run_experiment, and the same prune step standalone (`pillars prune --from`).
 #include <doctest/doctest.h>
 
+#include "skip.h"
+
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -100,7 +102,7 @@ bool same_parameters(const LoadedCheckpoint& a, const LoadedCheckpoint& b) {
 
 TEST_CASE("ght phases: GCT training, V2S and fine-tuning make a GHT and a smaller GHT-PS run, and prune --from agrees") {
   if (!testing::have_dataset("multi30k-de-en")) {
-    MESSAGE("skipped: PILLARS_DATA does not hold multi30k-de-en");
+    SKIP_TEST("PILLARS_DATA does not hold multi30k-de-en");
     return;
   }
   testing::ScratchDir tmp("pillars_ght_", /*own_cache=*/true);
@@ -170,7 +172,7 @@ TEST_CASE("ght phases: GCT training, V2S and fine-tuning make a GHT and a smalle
 
 TEST_CASE("ght phases: the vote is deterministic for a seed and counts one vote per group per batch") {
   if (!testing::have_dataset("multi30k-de-en")) {
-    MESSAGE("skipped: PILLARS_DATA does not hold multi30k-de-en");
+    SKIP_TEST("PILLARS_DATA does not hold multi30k-de-en");
     return;
   }
   testing::ScratchDir tmp("pillars_ght_", /*own_cache=*/true);
@@ -212,7 +214,7 @@ TEST_CASE("ght phases: the vote is deterministic for a seed and counts one vote 
 
 TEST_CASE("ght phases: \"continue\" fine-tunes on phase 1's optimiser and schedule up to train.max_updates, and resumes exactly") {
   if (!testing::have_dataset("multi30k-de-en")) {
-    MESSAGE("skipped: PILLARS_DATA does not hold multi30k-de-en");
+    SKIP_TEST("PILLARS_DATA does not hold multi30k-de-en");
     return;
   }
   testing::ScratchDir tmp("pillars_ght_", /*own_cache=*/true);
@@ -294,7 +296,7 @@ TEST_CASE("ght phases: \"continue\" fine-tunes on phase 1's optimiser and schedu
 
 TEST_CASE("ght phases: \"restart\" fine-tunes with a fresh optimiser at phase 1's last learning rate, counted from update 1") {
   if (!testing::have_dataset("multi30k-de-en")) {
-    MESSAGE("skipped: PILLARS_DATA does not hold multi30k-de-en");
+    SKIP_TEST("PILLARS_DATA does not hold multi30k-de-en");
     return;
   }
   testing::ScratchDir tmp("pillars_ght_", /*own_cache=*/true);

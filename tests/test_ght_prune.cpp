@@ -71,7 +71,7 @@ class ConstantGates : public train::GraphExtension {
 // (through the head_gates pass).
 std::vector<float> logits(const TransformerConfig& cfg, ParamStore& params, const Batch& b,
                           const std::map<std::string, std::vector<float>>& gates = {}) {
-  Seq2SeqOptions o;
+  GraphOptions o;
   o.train = false;
   Seq2SeqGraph m = build_seq2seq_training_graph(cfg, b.B, b.Ts, b.Tt, o);
   m.graph.mark_output(m.logits);

@@ -14,6 +14,8 @@
 //    line the trainer logged into head_metrics.jsonl for the same update.
 #include <doctest/doctest.h>
 
+#include "skip.h"
+
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -329,7 +331,7 @@ TEST_CASE("head metrics: the tiny model's numbers are xray of its own graph tens
   REQUIRE(measured.modules.size() == 6);
 
   // The same graph built and run here; lengths taken from the sentences themselves.
-  Seq2SeqOptions so;
+  GraphOptions so;
   so.train = false, so.attention_probs = true, so.target_lengths = true;
   Seq2SeqGraph g = build_seq2seq_training_graph(model.cfg, batch.B, batch.Ts, batch.Tt, so);
   for (const AttentionSite& s : g.attention)
@@ -484,7 +486,7 @@ TEST_CASE("head metrics: the held-out batch is the first pairs or blocks, and an
 TEST_CASE("metrics command: bad input exits with 2 and a message") {
   const std::string binary = pillars_binary();
   if (binary.empty()) {
-    MESSAGE("skipped: the pillars binary is not built beside pillars_tests");
+    SKIP_TEST("the pillars binary is not built beside pillars_tests");
     return;
   }
   const RunResult missing = run_pillars(binary, {"metrics", "no/such/checkpoint.safetensors"});
@@ -505,7 +507,7 @@ TEST_CASE("metrics command: bad input exits with 2 and a message") {
 TEST_CASE("metrics command: prints the in-process measurement of a trained run's checkpoint, as the trainer logged it") {
   const std::string binary = pillars_binary();
   if (binary.empty() || !testing::have_dataset("multi30k-de-en")) {
-    MESSAGE("skipped: needs the pillars binary and PILLARS_DATA with multi30k-de-en");
+    SKIP_TEST("needs the pillars binary and PILLARS_DATA with multi30k-de-en");
     return;
   }
   testing::ScratchDir dir("pillars_xray_");

@@ -17,6 +17,8 @@
 //     largest reference gradient of the model instead.
 #include <doctest/doctest.h>
 
+#include "skip.h"
+
 #include <algorithm>
 #include <cmath>
 #include <fstream>
@@ -29,7 +31,7 @@
 #include "engine/executor.h"
 #include "engine/params.h"
 #include "engine/passes/autodiff.h"
-#include "kernels/cuda/device.h"
+#include "runtime/cuda_device.h"
 #include "models/init.h"
 #include "models/transformer.h"
 #include "train/checkpoint.h"
@@ -178,10 +180,7 @@ TEST_CASE("golden: transformer 1+1 forward and gradients match float64 PyTorch")
 
 // The same cases on the GPU, in fp32 mode, against the same float64 reference and bounds.
 TEST_CASE("golden: transformer 1+1 on the GPU matches float64 PyTorch") {
-  if (cuda_device_count() == 0) {
-    MESSAGE("skipped: ", cuda_unavailable_reason());
-    return;
-  }
+  if (pillars::testing::no_gpu()) return;
   cuda_set_precision(Precision::fp32);
   const json golden = load_golden();
   for (const json& c : golden.at("cases")) {
@@ -394,7 +393,7 @@ TEST_CASE("model: GHT feature-map requests (probabilities, tgt_lengths) change n
   const std::vector<int32_t> src = {4, 5, 6, 7, 8, 9, 1, 1}, prev = {2, 10, 11, 2, 12, 1},
                              target = {10, 11, 2, 12, 2, 1};
   auto run = [&](bool requests) {
-    Seq2SeqOptions o;
+    GraphOptions o;
     o.label_smoothing = 0.1f, o.train = false;
     o.attention_probs = o.target_lengths = requests;
     Seq2SeqGraph m = build_seq2seq_training_graph(cfg, B, Ts, Tt, o);

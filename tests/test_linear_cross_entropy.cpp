@@ -19,6 +19,8 @@
 // rounding of a different summation order: we require 1e-5 of the tensor's largest magnitude.
 #include <doctest/doctest.h>
 
+#include "skip.h"
+
 #include <algorithm>
 #include <cmath>
 #include <fstream>
@@ -35,7 +37,7 @@
 #include "engine/passes/flops.h"
 #include "engine/passes/fuse_linear_cross_entropy.h"
 #include "ght/method.h"
-#include "kernels/cuda/device.h"
+#include "runtime/cuda_device.h"
 #include "models/transformer.h"
 #include "steps/pass_list.h"
 #include "steps/steps.h"
@@ -309,7 +311,7 @@ TEST_CASE("fuse_linear_cross_entropy with GCT and bf16 saved activations: the fu
   const TransformerConfig cfg = train::model_config(e, 1000);
   ParamStore params;
   const auto method = ght::head_extension(e.heads, e.prune, 1, cfg, params, /*finetune=*/false);
-  const Seq2SeqOptions o = train::step_model_options(0.1f, true, AttentionBackend::pillars, method.get());
+  const GraphOptions o = train::step_model_options(0.1f, true, AttentionBackend::pillars, method.get());
   train::StepGraph s = train::StepGraph::of(build_seq2seq_training_graph(cfg, 64, 32, 32, o), true, Device::cpu);
   train::run_passes(train::step_passes(true, {.fuse_cross_entropy = true, .bf16_saved_activations = true}, method.get()), s);
   const Graph& g = s.graph;
@@ -335,14 +337,14 @@ TEST_CASE("fuse_linear_cross_entropy: leaves the head alone when the logits are 
   CHECK(count_op(kept.s.graph, "cross_entropy") == 1);
   CHECK(kept.s.logits != kNoValue);
   // Applied directly: nothing matches.
-  Seq2SeqGraph m = build_seq2seq_training_graph(cfg, 2, 5, 4, Seq2SeqOptions{});
+  Seq2SeqGraph m = build_seq2seq_training_graph(cfg, 2, 5, 4, GraphOptions{});
   m.graph.mark_output(m.logits);
   CHECK(fuse_linear_cross_entropy(m.graph).fused == 0);
 }
 
 TEST_CASE("fuse_linear_cross_entropy: GCT training on Multi30k gives the unfused run's losses") {
   if (!testing::have_dataset("multi30k-de-en")) {
-    MESSAGE("skipped: PILLARS_DATA does not hold multi30k-de-en");
+    SKIP_TEST("PILLARS_DATA does not hold multi30k-de-en");
     return;
   }
   testing::ScratchDir tmp("pillars_linear_ce_", /*own_cache=*/true);
@@ -382,10 +384,7 @@ TEST_CASE("fuse_linear_cross_entropy: GCT training on Multi30k gives the unfused
 }
 
 TEST_CASE("cuda: linear_cross_entropy and the fused tiny step follow the CPU") {
-  if (cuda_device_count() == 0) {
-    MESSAGE("skipped: ", cuda_unavailable_reason());
-    return;
-  }
+  if (pillars::testing::no_gpu()) return;
   cuda_set_precision(Precision::fp32);
   // V = 1000: warp teams, 16-byte loads; V = 1999: block teams, scalar loads (V % 4 ≠ 0).
   for (const int64_t V : {int64_t{1000}, int64_t{1999}}) {

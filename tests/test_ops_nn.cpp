@@ -1,4 +1,4 @@
-// The ops of engine/ops/nn.h: each against a naive double-precision reference written here, and its
+// The ops of engine/ops/{softmax,layernorm,embedding,dropout,cross_entropy,head_gram}.h: each against a naive double-precision reference written here, and its
 // gradient against finite differences (tests/grad_check.h). Odd sizes throughout, so no kernel
 // gets away with assuming multiples of a vector width.
 #include <doctest/doctest.h>

@@ -395,7 +395,7 @@ TEST_CASE("optim: an update allocates nothing after a parameter's first step") {
   }
   const long allocations = counter.stop();
   if (!counter.active()) {
-    MESSAGE("operator new is replaced elsewhere (or by a sanitizer); allocation check skipped");
+    MESSAGE("not checked here: the allocation count (operator new is replaced elsewhere, or by a sanitizer)");
     return;
   }
   CHECK(allocations == 0);

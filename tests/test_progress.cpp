@@ -2,6 +2,8 @@
 // as whole lines (never with "\r") in a file, the final line with the rate either way.
 #include <doctest/doctest.h>
 
+#include "skip.h"
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -59,7 +61,7 @@ TEST_CASE("progress: on a terminal, the count is rewritten in place") {
   const int master = posix_openpt(O_RDWR | O_NOCTTY);
   if (master < 0 || grantpt(master) != 0 || unlockpt(master) != 0) {
     if (master >= 0) close(master);
-    MESSAGE("skipped: no pseudo-terminal here (posix_openpt)");
+    SKIP_TEST("no pseudo-terminal here (posix_openpt)");
     return;
   }
   std::FILE* terminal = std::fopen(ptsname(master), "w");

@@ -3,6 +3,8 @@
 // errors, every chart drawn, a screenshot kept beside the test binary). The run directories are
 // synthetic fixtures written here, in the formats report/run.h documents.
 #include <doctest/doctest.h>
+
+#include "skip.h"
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -391,7 +393,7 @@ TEST_CASE("report: a missing run directory, or one without log.jsonl, is an inpu
   }
   const std::string binary = pillars_binary();
   if (binary.empty()) {
-    MESSAGE("skipped the binary half: pillars is not built beside pillars_tests");
+    MESSAGE("not checked here: the binary half (pillars is not built beside pillars_tests)");
     return;
   }
   write_vanilla_run(t.path / "ok");
@@ -438,7 +440,7 @@ TEST_CASE("report: the GHT fixture fills every section") {
   REQUIRE(runs[0].model.parameters.has_value());
   CHECK(*runs[0].model.parameters == count_parameters(params, false));
   CHECK(runs[0].model.parameters_source == "checkpoint_best.safetensors");
-  Seq2SeqOptions o;
+  GraphOptions o;
   o.train = false;
   const double flops = count_flops(build_seq2seq_training_graph(fixture_model(), 1, 32, 32, o).graph).total() / 32;
   REQUIRE(runs[0].model.flops_per_token.has_value());
@@ -468,12 +470,12 @@ TEST_CASE("report: the GHT fixture fills every section") {
 TEST_CASE("report: headless chromium renders every chart without console errors, and the check can fail") {
   const std::string chromium = chromium_binary();
   if (chromium.empty()) {
-    MESSAGE("skipped: no chromium on this machine (apt-get install chromium, see tools/install-deps.sh)");
+    SKIP_TEST("no chromium on this machine (apt-get install chromium, see tools/install-deps.sh)");
     return;
   }
   const std::string binary = pillars_binary();
   if (binary.empty()) {
-    MESSAGE("skipped: the pillars binary is not built beside pillars_tests");
+    SKIP_TEST("the pillars binary is not built beside pillars_tests");
     return;
   }
   TempDir t;

@@ -5,6 +5,8 @@
 // tests/golden/read_safetensors.py reads a file written here.
 #include <doctest/doctest.h>
 
+#include "skip.h"
+
 #include <signal.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -255,7 +257,7 @@ TEST_CASE("safetensors: reads the Python-written fixture") {
 TEST_CASE("safetensors: a C++-written file reads back in the independent Python reader") {
   const std::string python = "/usr/bin/python3";
   if (!fs::exists(python)) {
-    MESSAGE("skipped: ", python, " not found, so the Python reader check cannot run");
+    SKIP_TEST(python, " not found, so the Python reader check cannot run");
     return;
   }
   TempDir dir;

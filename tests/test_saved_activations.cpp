@@ -19,6 +19,8 @@
 //     losses within bf16 rounding.
 #include <doctest/doctest.h>
 
+#include "skip.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -33,7 +35,7 @@
 #include "engine/passes/autodiff.h"
 #include "engine/passes/saved_activations.h"
 #include "kernels/cpu/convert.h"
-#include "kernels/cuda/device.h"
+#include "runtime/cuda_device.h"
 #include "models/transformer.h"
 #include "steps/pass_list.h"
 #include "tests/grad_check.h"
@@ -426,7 +428,7 @@ TEST_CASE("saved_activations: the tiny transformer's step — loss and gradients
 
 TEST_CASE("saved_activations: GCT training on Multi30k follows the fp32 run's losses within bf16 rounding") {
   if (!testing::have_dataset("multi30k-de-en")) {
-    MESSAGE("skipped: PILLARS_DATA does not hold multi30k-de-en");
+    SKIP_TEST("PILLARS_DATA does not hold multi30k-de-en");
     return;
   }
   testing::ScratchDir tmp("pillars_saved_activations_", /*own_cache=*/true);
@@ -462,10 +464,7 @@ TEST_CASE("saved_activations: GCT training on Multi30k follows the fp32 run's lo
 }
 
 TEST_CASE("cuda: the tiny transformer's step with bf16 saved activations follows the CPU's") {
-  if (cuda_device_count() == 0) {
-    MESSAGE("skipped: ", cuda_unavailable_reason());
-    return;
-  }
+  if (pillars::testing::no_gpu()) return;
   cuda_set_precision(Precision::fp32);
   TransformerConfig cfg = transformer_config("tiny");
   ParamStore store;

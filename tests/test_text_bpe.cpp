@@ -6,6 +6,8 @@
 // codes for 10,000 merges on Multi30k train (joint de+en) and 20,000 on the IWSLT'14 train sample.
 #include <doctest/doctest.h>
 
+#include "skip.h"
+
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -127,7 +129,7 @@ TEST_CASE("bpe apply: apply_bpe.py semantics") {
 TEST_CASE("bpe apply reproduces fairseq IWSLT14 bpe10k files") {
   auto data = test_text::data_dir();
   if (!data) {
-    MESSAGE("PILLARS_DATA is not set: skipping the IWSLT'14 BPE comparison");
+    SKIP_TEST("the IWSLT'14 BPE comparison: PILLARS_DATA is not set");
     return;
   }
   // PROVENANCE.md: prepare-iwslt14.sh applied the 10k joint codes with apply_bpe.py -c code and
@@ -161,7 +163,7 @@ TEST_CASE("bpe apply reproduces fairseq IWSLT14 bpe10k files") {
 TEST_CASE("bpe learn on Multi30k: golden first 1000 merges and speed") {
   auto data = test_text::data_dir();
   if (!data) {
-    MESSAGE("PILLARS_DATA is not set: skipping BPE learning on Multi30k");
+    SKIP_TEST("BPE learning on Multi30k: PILLARS_DATA is not set");
     return;
   }
   WordCounts counts;

@@ -2,6 +2,8 @@
 // and --resume continues the uninterrupted run exactly.
 #include <doctest/doctest.h>
 
+#include "skip.h"
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -65,11 +67,11 @@ Run train_for(const Experiment& e, const std::string& dir, bool resume) {
 
 TEST_CASE("training: two hundred updates on Multi30k lower the validation loss by more than 2.5 nats") {
   if (testing::sanitized_build()) {
-    MESSAGE("skipped under the sanitizers: a test of learning (tests/test_env.h, sanitized_build)");
+    SKIP_TEST("under the sanitizers: a test of learning (tests/test_env.h, sanitized_build)");
     return;
   }
   if (!testing::have_dataset("multi30k-de-en")) {
-    MESSAGE("skipped: PILLARS_DATA does not hold multi30k-de-en");
+    SKIP_TEST("PILLARS_DATA does not hold multi30k-de-en");
     return;
   }
   testing::ScratchDir tmp("pillars_training_", /*own_cache=*/true);
@@ -83,7 +85,7 @@ TEST_CASE("training: two hundred updates on Multi30k lower the validation loss b
 
 TEST_CASE("training: the same experiment gives identical losses, and resume continues the run exactly") {
   if (!testing::have_dataset("multi30k-de-en")) {
-    MESSAGE("skipped: PILLARS_DATA does not hold multi30k-de-en");
+    SKIP_TEST("PILLARS_DATA does not hold multi30k-de-en");
     return;
   }
   testing::ScratchDir tmp("pillars_training_", /*own_cache=*/true);
@@ -109,7 +111,7 @@ TEST_CASE("training: the same experiment gives identical losses, and resume cont
 
 TEST_CASE("training: --resume refuses a directory without a run") {
   if (!testing::have_dataset("multi30k-de-en")) {
-    MESSAGE("skipped: PILLARS_DATA does not hold multi30k-de-en");
+    SKIP_TEST("PILLARS_DATA does not hold multi30k-de-en");
     return;
   }
   testing::ScratchDir tmp("pillars_training_", /*own_cache=*/true);
@@ -118,11 +120,11 @@ TEST_CASE("training: --resume refuses a directory without a run") {
 
 TEST_CASE("training: a small language model learns Penn Treebank: one hundred updates lower the validation loss by 2 nats") {
   if (testing::sanitized_build()) {
-    MESSAGE("skipped under the sanitizers: a test of learning (tests/test_env.h, sanitized_build)");
+    SKIP_TEST("under the sanitizers: a test of learning (tests/test_env.h, sanitized_build)");
     return;
   }
   if (!std::getenv("PILLARS_DATA")) {
-    MESSAGE("skipped: PILLARS_DATA is not set");
+    SKIP_TEST("PILLARS_DATA is not set");
     return;
   }
   testing::ScratchDir tmp("pillars_training_", /*own_cache=*/true);
@@ -154,7 +156,7 @@ TEST_CASE("training: a small language model learns Penn Treebank: one hundred up
 
 TEST_CASE("training: a diverging run stops with an error naming the update, and keeps its last good checkpoint") {
   if (!testing::have_dataset("multi30k-de-en")) {
-    MESSAGE("skipped: PILLARS_DATA does not hold multi30k-de-en");
+    SKIP_TEST("PILLARS_DATA does not hold multi30k-de-en");
     return;
   }
   testing::ScratchDir tmp("pillars_training_", /*own_cache=*/true);
@@ -200,7 +202,7 @@ TEST_CASE("checkpoints: averaging gives the element-wise mean, and a checkpoint 
 
 TEST_CASE("training: resume refuses a changed experiment, and a finished run resumed with the same limits does nothing") {
   if (!testing::have_dataset("multi30k-de-en")) {
-    MESSAGE("skipped: PILLARS_DATA does not hold multi30k-de-en");
+    SKIP_TEST("PILLARS_DATA does not hold multi30k-de-en");
     return;
   }
   testing::ScratchDir tmp("pillars_training_", /*own_cache=*/true);
@@ -227,7 +229,7 @@ TEST_CASE("training: resume refuses a changed experiment, and a finished run res
 
 TEST_CASE("training: keep_best keeps exactly the best validated checkpoints, and average_best averages them") {
   if (!testing::have_dataset("multi30k-de-en")) {
-    MESSAGE("skipped: PILLARS_DATA does not hold multi30k-de-en");
+    SKIP_TEST("PILLARS_DATA does not hold multi30k-de-en");
     return;
   }
   testing::ScratchDir tmp("pillars_training_", /*own_cache=*/true);
@@ -251,11 +253,11 @@ TEST_CASE("training: keep_best keeps exactly the best validated checkpoints, and
 
 TEST_CASE("eval: --shuffle-sources pairs each target with another source, a model that reads its input loses, files are kept apart") {
   if (testing::sanitized_build()) {
-    MESSAGE("skipped under the sanitizers: a test of learning (tests/test_env.h, sanitized_build)");
+    SKIP_TEST("under the sanitizers: a test of learning (tests/test_env.h, sanitized_build)");
     return;
   }
   if (!testing::have_dataset("multi30k-de-en")) {
-    MESSAGE("skipped: PILLARS_DATA does not hold multi30k-de-en");
+    SKIP_TEST("PILLARS_DATA does not hold multi30k-de-en");
     return;
   }
   testing::ScratchDir tmp("pillars_training_", /*own_cache=*/true);

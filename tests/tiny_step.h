@@ -41,7 +41,7 @@ struct TinyStepOptions {
 };
 
 inline TinyStep tiny_step(const TransformerConfig& cfg, const ParamStore& store, const TinyStepOptions& opt) {
-  Seq2SeqOptions o;
+  GraphOptions o;
   o.label_smoothing = 0.1f;
   o.dropout_seed = 99;
   const int64_t batch = 8, src = 24, tgt = 20;

@@ -80,8 +80,6 @@ class BpeApplier {
   // The units of one word, the separator already appended to all but the last.
   std::vector<std::string> apply_word(const std::string& word);
 
-  size_t cache_size() const { return cache_.size(); }
-
  private:
   const std::vector<std::string>& encode(const std::string& word); // cached; without separators
   std::vector<std::string> isolate_glossaries(const std::string& word) const;

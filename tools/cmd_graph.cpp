@@ -118,7 +118,7 @@ int print_step(const Options& opt) {
     cfg = transformer_config(opt.config.empty() ? "tiny" : opt.config);
   }
   const bool train = !opt.eval && !opt.vote;
-  const Seq2SeqOptions o = train::step_model_options(label_smoothing, train, backend, method.get());
+  const GraphOptions o = train::step_model_options(label_smoothing, train, backend, method.get());
   train::StepGraph s = cfg.decoder_only
                            ? train::StepGraph::of(build_lm_training_graph(cfg, opt.batch, opt.tgt_len, o), train, Device::cpu)
                            : train::StepGraph::of(build_seq2seq_training_graph(cfg, opt.batch, opt.src_len, opt.tgt_len, o),

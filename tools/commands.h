@@ -8,7 +8,7 @@
 #include "base/enum_names.h"
 #include "base/error.h"
 #include "engine/tensor.h"
-#include "kernels/cuda/device.h"
+#include "runtime/cuda_device.h"
 #include "train/limits.h"
 
 namespace pillars::cli {

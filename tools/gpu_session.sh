@@ -15,6 +15,11 @@
 #   BENCHES, SANITIZER_SECONDS  passed to tools/gpu_check.sh (defaults: all three benches, 150 s)
 #   E2E=0                      skip the end-to-end runs; E2E_EXPERIMENTS which (default GHT, Michel,
 #                              Voita), E2E_SETTINGS their --set flags, E2E_SECONDS each one's limit (120)
+#   STUDIES='s2-table1 s3-which-heads'   FIRST of all, these studies of experiments/studies/ on
+#                              the GPU (`pillars study FILE --device cuda`, STUDY_JOBS runs at once,
+#                              default 4), each under STUDY_SECONDS (default 360) and then tabulated;
+#                              OUT/studies/<name>/ keeps each run's records and logs (no checkpoints:
+#                              a study stopped by the limit cannot be continued on another machine)
 #   RESULTS=1                  then docs/RESULTS.md's Multi30k comparison on the GPU (vanilla, GHT,
 #                              GHT-PS, Lite1, Michel et al., seeds 1-3, fp32 as recorded: about
 #                              35 s a run), summarised by tools/results_table.py; RESULTS_SYSTEMS
@@ -38,7 +43,7 @@ trap 'exit 130' INT
 # Every log and run record so far into OUT/logs.tar.gz, after each phase: a session stopped by a
 # time limit still leaves the archive of what it did.
 pack() {
-  (cd "$OUT" && find . \( -name '*.log' -o -name '*.json' -o -name '*.jsonl' -o -name '*.txt' \) -print |
+  (cd "$OUT" && find . \( -name '*.log' -o -name '*.json' -o -name '*.jsonl' -o -name '*.txt' -o -name '*.nll' -o -name '*.md' \) -print |
     tar czf logs.tar.gz.part -T - && mv logs.tar.gz.part logs.tar.gz)
 }
 for b in pillars pillars_tests; do xz -dc "$BUNDLE/bin/$b.xz" >"$BIN/$b" && chmod +x "$BIN/$b"; done
@@ -62,6 +67,22 @@ fi
 [ -d "$BUNDLE/data" ] && export PILLARS_DATA=$(cd "$BUNDLE/data" && pwd)
 cat "$BUNDLE/MANIFEST" 2>/dev/null
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+
+# The research studies first: on a GPU a Multi30k run takes about a minute, where the CPU machine
+# takes hours. A study runs under STUDY_SECONDS; SIGTERM stops its runs after a save, and its
+# table covers the runs that finished (each run's eval_<split>.nll feeds the paired bootstrap).
+if [ -n "${STUDIES:-}" ] && [ -n "${PILLARS_DATA:-}" ]; then
+  mkdir -p "$OUT/studies"
+  for study in $STUDIES; do
+    echo "== study $study on the GPU ($(elapsed) s)"
+    timeout -s TERM -k 60 "${STUDY_SECONDS:-360}" "$BIN/pillars" study "experiments/studies/$study.json" --device cuda \
+      --out "$OUT/studies/$study" --jobs "${STUDY_JOBS:-4}" >"$OUT/studies/$study.log" 2>&1
+    echo "study $study: exit $? ($(elapsed) s); $(grep 'runs done' "$OUT/studies/$study.log" | tail -1)"
+    "$BIN/pillars" study "experiments/studies/$study.json" --out "$OUT/studies/$study" --table \
+      >"$OUT/studies/$study-table.txt" 2>&1 || tail -3 "$OUT/studies/$study-table.txt"
+    pack
+  done
+fi
 
 # Each pattern runs in a process of its own, under its own time limit: a kernel that faults leaves
 # the CUDA context unusable for the rest of its process, and one that hangs would eat the session,

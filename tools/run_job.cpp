@@ -11,7 +11,7 @@
 #include "base/run_guard.h"
 #include "engine/dist/communicator.h"
 #include "engine/dist/device_sums.h"
-#include "kernels/cuda/device.h"
+#include "runtime/cuda_device.h"
 
 namespace pillars::cli {
 namespace {

@@ -30,7 +30,7 @@
 #include "engine/ops/linear_act.h"
 #include "engine/tensor.h"
 #include "ght/settings.h"
-#include "kernels/cuda/device.h"
+#include "runtime/cuda_device.h"
 #include "models/transformer.h"
 #include "train/schema.h"
 

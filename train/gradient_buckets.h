@@ -42,7 +42,7 @@
 // on) the step is queued node by node instead (during_backward_on_gpu), each gradient's
 // accumulation is queued right behind the node that makes it, and a full bucket's sum starts on
 // NCCL's communication stream once the backend's stream gets there, running beside the rest of the
-// backward (kernels/cuda/nccl.h draws the two streams); finish() makes the backend's stream wait
+// backward (runtime/nccl.h draws the two streams); finish() makes the backend's stream wait
 // for the sums. With parallel.overlap off the sums are queued on the backend's stream after the
 // step.
 #pragma once
@@ -93,7 +93,6 @@ class GradientBuckets final : public GradientObserver {
   // values to all ranks. Stage 0: nothing (every rank stepped every parameter).
   void share_parameters();
 
-  bool has_layout() const { return !buckets_.empty(); }
   int64_t bucket_count() const { return static_cast<int64_t>(buckets_.size()); }
   int64_t bytes() const;            // of all buckets
   double wait_seconds() const { return wait_seconds_; } // in finish(), over all updates: communication not hidden

@@ -19,7 +19,7 @@
 #include "base/atomic_file.h"
 #include "base/run_guard.h"
 #include "engine/passes/flops.h"
-#include "kernels/cuda/nccl.h"
+#include "runtime/nccl.h"
 #include "datasets/registry.h"
 #include "metrics/bleu.h"
 #include "metrics/perplexity.h"
@@ -54,7 +54,7 @@ namespace {
 // one sentence pair of 32 source and 32 target tokens, or one block of 32 tokens.
 double forward_flops_per_token(const TransformerConfig& cfg) {
   if (cfg.decoder_only) {
-    Seq2SeqOptions o;
+    GraphOptions o;
     o.train = false;
     return count_flops(build_lm_training_graph(cfg, 1, 32, o).graph).total() / 32.0;
   }

@@ -7,7 +7,7 @@
 
 #include "base/splitmix64.h"
 #include "kernels/cpu/cpu_features.h"
-#include "kernels/cuda/device.h"
+#include "runtime/cuda_device.h"
 
 #include <omp.h>
 

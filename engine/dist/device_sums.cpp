@@ -5,8 +5,8 @@
 #include <string>
 
 #include "base/error.h"
-#include "kernels/cuda/device.h"
-#include "kernels/cuda/nccl.h"
+#include "runtime/cuda_device.h"
+#include "runtime/nccl.h"
 
 namespace pillars::dist {
 

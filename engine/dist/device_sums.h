@@ -1,5 +1,5 @@
 // Sums of buffers that live on the GPU, over the ranks of a data-parallel job whose ranks each train
-// on a GPU of their own (train.device "cuda"): NCCL's collectives (kernels/cuda/nccl.h), queued on
+// on a GPU of their own (train.device "cuda"): NCCL's collectives (runtime/nccl.h), queued on
 // the CUDA backend's stream behind the backward that made the gradients.
 //
 // NCCL needs a bootstrap to find its peers: rank 0 makes a unique id, the job's Communicator (MPI)
@@ -25,7 +25,7 @@ class DeviceSums {
   // In place, queued: the sum over the ranks into every rank's buffer (root = kEveryRank) or into
   // rank root's only.
   void sum(float* device_data, int64_t n, int root);
-  // The same sum on the communication stream, beside the work queued after it (kernels/cuda/nccl.h:
+  // The same sum on the communication stream, beside the work queued after it (runtime/nccl.h:
   // nccl_sum_beside); join() queues the wait for every sum started so far.
   void start_sum(float* device_data, int64_t n, int root);
   void join();

@@ -25,11 +25,13 @@
 #include <limits>
 
 #include "engine/ops/common.h"
+#include "engine/ops/dropout.h"
 #include "engine/ops/elementwise.h"
 #include "engine/ops/matmul.h"
-#include "engine/ops/nn.h"
 #include "engine/ops/shape.h"
+#include "engine/ops/softmax.h"
 #include "kernels/cpu/attention.h"
+#include "kernels/cpu/attention_mask.h"
 
 namespace pillars::ops {
 namespace {
@@ -177,8 +179,7 @@ std::vector<ValueId> vjp(Graph& g, const Node& n, const std::vector<ValueId>& dy
 // ---- the mask of the reference -----------------------------------------------------------------
 
 // attention_mask: [key_lengths (B)] → i32 (B or 1, 1, Tq, Tk), 1 where key j is hidden from query
-// i; AttentionMaskParams. Written from the definition in the header comment, apart from the
-// kernel's own rule, so the reference stays an independent oracle.
+// i; AttentionMaskParams. Kernels: kernels/cpu/attention_mask.h, kernels/cuda/attention_mask.h.
 std::vector<OutputSpec> infer_mask(const Graph& g, const Node& n) {
   const int64_t B = n.inputs.empty() ? 1 : g.shape(n.inputs[0])[0];
   const AttentionMaskParams& p = params_of<AttentionMaskParams>(n);
@@ -187,16 +188,8 @@ std::vector<OutputSpec> infer_mask(const Graph& g, const Node& n) {
 
 void cpu_mask(const KernelContext& c) {
   const AttentionMaskParams& p = params_of<AttentionMaskParams>(c.node);
-  const int64_t Tq = p.Tq, Tk = p.Tk, B = c.out[0].dim(0);
-  const int32_t* lengths = c.in.empty() ? nullptr : c.in[0].data<int32_t>();
-  int32_t* m = c.out[0].data<int32_t>();
-  for (int64_t b = 0; b < B; ++b)
-    for (int64_t i = 0; i < Tq; ++i)
-      for (int64_t j = 0; j < Tk; ++j) {
-        const bool padding = lengths && j >= lengths[b];
-        const bool future = p.causal && j > i + Tk - Tq;
-        m[(b * Tq + i) * Tk + j] = padding || future;
-      }
+  cpu::attention_mask(c.in.empty() ? nullptr : c.in[0].data<int32_t>(), c.out[0].data<int32_t>(), c.out[0].dim(0), p.Tq,
+                      p.Tk, p.causal);
 }
 
 std::string print_mask(const Node& n) {

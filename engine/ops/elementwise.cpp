@@ -13,6 +13,8 @@
 //   tanh                dx = g · (1 − y²)
 //   relu y = max(x, 0)  dx = g · [y > 0]   (= [x > 0]; the output is what the backward keeps)
 //   gelu y = x Φ(x)     dx = g · (Φ(x) + x φ(x))
+//   leaky_relu  y = x (x > 0), slope·x (else)   dx = g (x > 0), slope·g (else)   (the recipe's
+//               worked example, docs/ARCHITECTURE.md "Adding an op": every slot written out)
 #include "engine/ops/elementwise.h"
 
 #include <cmath>
@@ -200,6 +202,35 @@ std::vector<ValueId> broadcast_to_vjp(Graph& g, const Node& n, const std::vector
 }
 const OpDef kBroadcastTo{.name = "broadcast_to", .infer = infer_broadcast_to, .cpu = broadcast_to_cpu, .cuda = PILLARS_CUDA_KERNEL(broadcast_to), .vjp = broadcast_to_vjp, .print = print_target_shape};
 
+// ---- leaky_relu: the "Adding an op" recipe of docs/ARCHITECTURE.md, step by step -------------
+
+// Step 4, the CPU adapters: unpack the node, call the kernel (kernels/cpu/elementwise.h).
+void cpu_leaky_relu(const KernelContext& c) {
+  const LeakyReluParams& p = params_of<LeakyReluParams>(c.node);
+  cpu::leaky_relu(c.in[0].data<float>(), c.out[0].data<float>(), c.out[0].numel(), p.slope);
+}
+// inputs: dy, x (the forward's input)
+void cpu_leaky_relu_backward(const KernelContext& c) {
+  const LeakyReluParams& p = params_of<LeakyReluParams>(c.node);
+  cpu::leaky_relu_backward(c.in[0].data<float>(), c.in[1].data<float>(), c.out[0].data<float>(), c.out[0].numel(), p.slope);
+}
+
+// Step 6, the VJP: a backward op (it reads the input x, so the slope may have any sign).
+std::vector<ValueId> leaky_relu_vjp(Graph& g, const Node& n, const std::vector<ValueId>& go, const std::vector<bool>& needs) {
+  if (!needs[0] || go[0] == kNoValue) return {kNoValue};
+  return {leaky_relu_backward(g, go[0], n.inputs[0], params_of<LeakyReluParams>(n).slope)};
+}
+
+// Step 7, the printer (one FLOP per element is the default, so no `flops` slot).
+std::string print_leaky_relu(const Node& n) { return str_cat(" slope=", params_of<LeakyReluParams>(n).slope); }
+
+// Step 8, the OpDefs: every slot in one place (step 2's shape rules are the shared infer_unary and
+// infer_same_as_first; step 5's CUDA adapters are cuda::op_leaky_relu{,_backward}).
+const OpDef kLeakyRelu{.name = "leaky_relu", .infer = infer_unary, .cpu = cpu_leaky_relu, .cuda = PILLARS_CUDA_KERNEL(leaky_relu),
+                       .vjp = leaky_relu_vjp, .print = print_leaky_relu, .inplace = true};
+const OpDef kLeakyReluBackward{.name = "leaky_relu_backward", .infer = infer_same_as_first, .cpu = cpu_leaky_relu_backward,
+                               .cuda = PILLARS_CUDA_KERNEL(leaky_relu_backward), .print = print_leaky_relu, .inplace = true};
+
 } // namespace
 
 // The ops that engine/passes/fuse_linear.cpp matches (declared in the header).
@@ -222,6 +253,10 @@ ValueId relu(Graph& g, ValueId x) { return g.add1(kRelu, {x}); }
 ValueId gelu(Graph& g, ValueId x) { return g.add1(kGelu, {x}); }
 ValueId relu_backward(Graph& g, ValueId dy, ValueId x) { return g.add1(kReluBackward, {dy, x}); }
 ValueId gelu_backward(Graph& g, ValueId dy, ValueId x) { return g.add1(kGeluBackward, {dy, x}); }
+ValueId leaky_relu(Graph& g, ValueId x, float slope) { return g.add1(kLeakyRelu, {x}, LeakyReluParams{.slope = slope}); }
+ValueId leaky_relu_backward(Graph& g, ValueId dy, ValueId x, float slope) {
+  return g.add1(kLeakyReluBackward, {dy, x}, LeakyReluParams{.slope = slope});
+}
 
 ValueId fill(Graph& g, const Shape& shape, float value) { return g.add1(kFill, {}, FillParams{.shape = shape, .value = value}); }
 ValueId sum_to(Graph& g, ValueId x, const Shape& shape) {

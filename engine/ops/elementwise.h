@@ -24,6 +24,11 @@ struct FillParams {
   float value = 0.0f;  // every element's value
 };
 
+// leaky_relu and leaky_relu_backward: y = x for x > 0, slope·x otherwise.
+struct LeakyReluParams {
+  float slope = 0.01f; // the gradient for x < 0
+};
+
 // sum_to and broadcast_to: the output's shape (the input's shape broadcasts to it, or it to the
 // input's).
 struct TargetShapeParams {
@@ -52,10 +57,12 @@ ValueId sqrt(Graph& g, ValueId x);
 ValueId tanh(Graph& g, ValueId x);
 ValueId relu(Graph& g, ValueId x);
 ValueId gelu(Graph& g, ValueId x);                  // exact: x · Φ(x) = x/2 · (1 + erf(x/√2))
+ValueId leaky_relu(Graph& g, ValueId x, float slope); // x (...) → y (...): x for x > 0, slope·x otherwise
 
 // Backward helpers (also ordinary ops): dy · [y > 0] given relu's output y, dy · gelu'(x).
 ValueId relu_backward(Graph& g, ValueId dy, ValueId y);
 ValueId gelu_backward(Graph& g, ValueId dy, ValueId x);
+ValueId leaky_relu_backward(Graph& g, ValueId dy, ValueId x, float slope); // dy for x > 0, slope·dy otherwise
 
 ValueId fill(Graph& g, const Shape& shape, float value); // a constant-valued f32 tensor
 // Sum x down to `shape` (the inverse of broadcasting): the gradient of a broadcast.

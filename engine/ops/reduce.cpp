@@ -3,14 +3,13 @@
 //   sum   y = Σ_k x[k]            dx = broadcast(g)
 //   mean  y = (1/n) Σ_k x[k]      dx = broadcast(g) / n
 //   max   y = max_k x[k]          dx = g at the first arg-max, 0 elsewhere
+// Kernels: kernels/cpu/reduce.h, kernels/cuda/reduce.h (the same functions).
 #include "engine/ops/reduce.h"
-
-#include <cmath>
-#include <limits>
 
 #include "engine/ops/common.h"
 #include "engine/ops/elementwise.h"
 #include "engine/ops/shape.h"
+#include "kernels/cpu/reduce.h"
 
 namespace pillars::ops {
 
@@ -43,35 +42,16 @@ std::string print_reduce(const Node& n) {
   return str_cat(" axis=", p.axis, p.keepdim ? " keepdim" : "");
 }
 
-// Sum (or mean) in double along n for each (outer, inner) pair: accurate and order-independent.
-void sum_cpu_impl(const KernelContext& c, double factor) {
+// The CPU slots: the tensor viewed as (outer, n, inner) around the axis (kernels/cpu/reduce.h).
+void sum_cpu_impl(const KernelContext& c, bool mean) {
   const AxisSplit sp = split_at(c.in[0].shape(), axis_of(c.node));
-  const float* x = c.in[0].data<float>();
-  float* y = c.out[0].data<float>();
-#pragma omp parallel for schedule(static) if (sp.outer * sp.inner * sp.n > detail::kParallelGrain)
-  for (int64_t o = 0; o < sp.outer; ++o)
-    for (int64_t i = 0; i < sp.inner; ++i) {
-      double acc = 0;
-      for (int64_t k = 0; k < sp.n; ++k) acc += x[(o * sp.n + k) * sp.inner + i];
-      y[o * sp.inner + i] = static_cast<float>(acc * factor);
-    }
+  cpu::reduce_sum(c.in[0].data<float>(), c.out[0].data<float>(), sp.outer, sp.n, sp.inner, mean);
 }
-void sum_cpu(const KernelContext& c) { sum_cpu_impl(c, 1.0); }
-void mean_cpu(const KernelContext& c) {
-  const int64_t n = c.in[0].dim(static_cast<int>(axis_of(c.node)));
-  sum_cpu_impl(c, n ? 1.0 / static_cast<double>(n) : 0.0);
-}
+void sum_cpu(const KernelContext& c) { sum_cpu_impl(c, false); }
+void mean_cpu(const KernelContext& c) { sum_cpu_impl(c, true); }
 void max_cpu(const KernelContext& c) {
   const AxisSplit sp = split_at(c.in[0].shape(), axis_of(c.node));
-  const float* x = c.in[0].data<float>();
-  float* y = c.out[0].data<float>();
-#pragma omp parallel for schedule(static) if (sp.outer * sp.inner * sp.n > detail::kParallelGrain)
-  for (int64_t o = 0; o < sp.outer; ++o)
-    for (int64_t i = 0; i < sp.inner; ++i) {
-      float m = -std::numeric_limits<float>::infinity();
-      for (int64_t k = 0; k < sp.n; ++k) m = std::max(m, x[(o * sp.n + k) * sp.inner + i]);
-      y[o * sp.inner + i] = m;
-    }
+  cpu::reduce_max(c.in[0].data<float>(), c.out[0].data<float>(), sp.outer, sp.n, sp.inner);
 }
 
 // g (reduced shape) → broadcast back over the reduced axis.
@@ -91,21 +71,8 @@ std::vector<ValueId> mean_vjp(Graph& g, const Node& n, const std::vector<ValueId
 std::vector<OutputSpec> infer_max_backward(const Graph& g, const Node& n) { return {{g.shape(n.inputs[0]), DType::f32}}; }
 void max_backward_cpu(const KernelContext& c) {
   const AxisSplit sp = split_at(c.in[0].shape(), axis_of(c.node));
-  const float* x = c.in[0].data<float>();
-  const float* y = c.in[1].data<float>();
-  const float* gy = c.in[2].data<float>();
-  float* dx = c.out[0].data<float>();
-#pragma omp parallel for schedule(static) if (sp.outer * sp.inner * sp.n > detail::kParallelGrain)
-  for (int64_t o = 0; o < sp.outer; ++o)
-    for (int64_t i = 0; i < sp.inner; ++i) {
-      bool routed = false;
-      for (int64_t k = 0; k < sp.n; ++k) {
-        const int64_t at = (o * sp.n + k) * sp.inner + i;
-        const bool is_max = !routed && x[at] == y[o * sp.inner + i];
-        dx[at] = is_max ? gy[o * sp.inner + i] : 0.0f;
-        routed = routed || is_max;
-      }
-    }
+  cpu::max_backward(c.in[0].data<float>(), c.in[1].data<float>(), c.in[2].data<float>(), c.out[0].data<float>(), sp.outer,
+                    sp.n, sp.inner);
 }
 // max_backward carries max's ReduceParams (it reads the axis; keepdim only says how y was shaped).
 const OpDef kMaxBackward{.name = "max_backward", .infer = infer_max_backward, .cpu = max_backward_cpu, .cuda = PILLARS_CUDA_KERNEL(max_backward), .print = print_reduce};

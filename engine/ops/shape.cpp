@@ -5,13 +5,13 @@
 //   slice     y = x[..., begin:end, ...]           dx = pad_slice(g) (zeros elsewhere)
 //   pad_slice y = zeros with x at [begin, end)     dx = slice(g)
 //   concat    y = [x_0 | x_1 | …] along axis      dx_k = slice(g) of x_k's range
+// Kernels: kernels/cpu/shape.h, kernels/cuda/shape.h (the same functions).
 #include "engine/ops/shape.h"
 
-#include <array>
-#include <cstring>
 #include <numeric>
 
 #include "engine/ops/common.h"
+#include "kernels/cpu/shape.h"
 
 namespace pillars::ops {
 
@@ -44,45 +44,9 @@ std::vector<OutputSpec> infer_permute(const Graph& g, const Node& n) {
   return {{out, g.dtype(n.inputs[0])}};
 }
 
-// Copies with element size `es`: for each output row (last axis), gathers from x with the
-// permuted strides; when the last axis stays last the row is one memcpy.
 void permute_cpu(const KernelContext& c) {
-  const Shape& xs = c.in[0].shape();
-  const auto& order = params_of<PermuteParams>(c.node).order;
-  const size_t r = xs.size(), es = dtype_size(c.in[0].dtype());
-  const int64_t total = c.out[0].numel();
-  if (total == 0) return;
-  if (r == 0) { std::memcpy(c.out[0].raw(), c.in[0].raw(), es); return; }
-  constexpr size_t kMaxRank = 8; // fixed arrays: kernels must not allocate inside a step
-  PILLARS_CHECK(r <= kMaxRank, "permute supports rank <= ", kMaxRank);
-  std::array<int64_t, kMaxRank> xstride{}, st{}; // st: stride in x of each output axis
-  xstride[r - 1] = 1;
-  for (size_t i = r - 1; i-- > 0;) xstride[i] = xstride[i + 1] * xs[i + 1];
-  const Shape& os = c.out[0].shape();
-  for (size_t i = 0; i < r; ++i) st[i] = xstride[static_cast<size_t>(order[i])];
-  const int64_t row = os[r - 1], rows = total / row;
-  const char* x = static_cast<const char*>(c.in[0].raw());
-  char* y = static_cast<char*>(c.out[0].raw());
-  const bool contiguous_rows = st[r - 1] == 1;
-#pragma omp parallel for schedule(static) if (total > detail::kParallelGrain)
-  for (int64_t rr = 0; rr < rows; ++rr) {
-    int64_t rem = rr, off = 0;
-    for (size_t ax = r - 1; ax-- > 0;) {
-      off += (rem % os[ax]) * st[ax];
-      rem /= os[ax];
-    }
-    char* dst = y + static_cast<size_t>(rr * row) * es;
-    if (contiguous_rows) {
-      std::memcpy(dst, x + static_cast<size_t>(off) * es, static_cast<size_t>(row) * es);
-    } else if (es == 4) {
-      const float* src = reinterpret_cast<const float*>(x) + off;
-      float* d = reinterpret_cast<float*>(dst);
-      const int64_t s = st[r - 1];
-      for (int64_t k = 0; k < row; ++k) d[k] = src[k * s];
-    } else {
-      for (int64_t k = 0; k < row; ++k) std::memcpy(dst + static_cast<size_t>(k) * es, x + static_cast<size_t>(off + k * st[r - 1]) * es, es);
-    }
-  }
+  cpu::permute(c.in[0].raw(), c.out[0].raw(), c.in[0].shape(), c.out[0].shape(), params_of<PermuteParams>(c.node).order,
+               dtype_size(c.in[0].dtype()));
 }
 std::vector<ValueId> permute_vjp(Graph& g, const Node& n, const std::vector<ValueId>& go, const std::vector<bool>&) {
   const std::vector<int64_t>& order = params_of<PermuteParams>(n).order;
@@ -118,30 +82,15 @@ std::vector<OutputSpec> infer_pad_slice(const Graph& g, const Node& n) {
   return {{s, g.dtype(n.inputs[0])}};
 }
 
-// Copy `x` (outer, xn, inner) into `y` (outer, yn, inner) at offset `at` along the middle axis.
-void copy_block(const char* x, int64_t xn, char* y, int64_t yn, int64_t at, int64_t outer, int64_t inner, size_t es) {
-  const size_t xrow = static_cast<size_t>(xn * inner) * es, yrow = static_cast<size_t>(yn * inner) * es;
-  for (int64_t o = 0; o < outer; ++o) std::memcpy(y + o * yrow + static_cast<size_t>(at * inner) * es, x + o * xrow, xrow);
-}
-// The reverse: y (outer, yn, inner) = x (outer, xn, inner)[at : at + yn].
-void take_block(const char* x, int64_t xn, int64_t at, char* y, int64_t yn, int64_t outer, int64_t inner, size_t es) {
-  const size_t xrow = static_cast<size_t>(xn * inner) * es, yrow = static_cast<size_t>(yn * inner) * es;
-  for (int64_t o = 0; o < outer; ++o) std::memcpy(y + o * yrow, x + o * xrow + static_cast<size_t>(at * inner) * es, yrow);
-}
-
 void slice_cpu(const KernelContext& c) {
   const SliceParams& p = params_of<SliceParams>(c.node);
   const auto sp = detail::split_at(c.in[0].shape(), p.axis);
-  const int64_t begin = p.begin, len = p.end - begin;
-  take_block(static_cast<const char*>(c.in[0].raw()), sp.n, begin, static_cast<char*>(c.out[0].raw()), len, sp.outer, sp.inner,
-             dtype_size(c.in[0].dtype()));
+  cpu::slice(c.in[0].raw(), c.out[0].raw(), sp.outer, sp.n, sp.inner, p.begin, p.end - p.begin, dtype_size(c.in[0].dtype()));
 }
 void pad_slice_cpu(const KernelContext& c) {
   const PadSliceParams& p = params_of<PadSliceParams>(c.node);
   const auto sp = detail::split_at(c.in[0].shape(), p.axis);
-  std::memset(c.out[0].raw(), 0, c.out[0].nbytes());
-  copy_block(static_cast<const char*>(c.in[0].raw()), sp.n, static_cast<char*>(c.out[0].raw()), p.full, p.begin, sp.outer,
-             sp.inner, dtype_size(c.in[0].dtype()));
+  cpu::pad_slice(c.in[0].raw(), c.out[0].raw(), sp.outer, sp.n, sp.inner, p.begin, p.full, dtype_size(c.in[0].dtype()));
 }
 std::vector<ValueId> slice_vjp(Graph& g, const Node& n, const std::vector<ValueId>& go, const std::vector<bool>&) {
   const SliceParams& p = params_of<SliceParams>(n);
@@ -184,8 +133,7 @@ void concat_cpu(const KernelContext& c) {
   int64_t at = 0;
   for (const Tensor& x : c.in) {
     const int64_t xn = x.dim(static_cast<int>(axis));
-    copy_block(static_cast<const char*>(x.raw()), xn, static_cast<char*>(c.out[0].raw()), sp.n, at, sp.outer, sp.inner,
-               dtype_size(x.dtype()));
+    cpu::concat_part(x.raw(), c.out[0].raw(), sp.outer, xn, sp.n, at, sp.inner, dtype_size(x.dtype()));
     at += xn;
   }
 }

@@ -12,7 +12,7 @@
 #include "engine/op.h"
 #include "engine/ops/linear_cross_entropy.h"
 #include "engine/ops/matmul.h"
-#include "engine/ops/nn.h"
+#include "engine/ops/cross_entropy.h"
 
 namespace pillars {
 

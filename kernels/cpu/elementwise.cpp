@@ -149,6 +149,16 @@ void activation_backward(UnaryKind kind, const float* dy, const float* x, float*
   for (int64_t i = 0; i < n; ++i) dx[i] = dy[i] * gelu_grad_f(x[i]);
 }
 
+PILLARS_CLONES void leaky_relu(const float* x, float* y, int64_t n, float slope) {
+#pragma omp parallel for simd schedule(static) if (n > kParallelGrain)
+  for (int64_t i = 0; i < n; ++i) y[i] = x[i] > 0.0f ? x[i] : slope * x[i];
+}
+
+PILLARS_CLONES void leaky_relu_backward(const float* dy, const float* x, float* dx, int64_t n, float slope) {
+#pragma omp parallel for simd schedule(static) if (n > kParallelGrain)
+  for (int64_t i = 0; i < n; ++i) dx[i] = x[i] > 0.0f ? dy[i] : slope * dy[i];
+}
+
 PILLARS_CLONES void bias_activation(UnaryKind kind, float* z, const float* bias, float* y, int64_t rows, int64_t n) {
   PILLARS_CHECK(kind == UnaryKind::relu || kind == UnaryKind::gelu, "bias_activation: relu or gelu only");
   const bool relu = kind == UnaryKind::relu;

@@ -23,6 +23,10 @@ void activation_backward(UnaryKind kind, const float* dy, const float* x, float*
 // y may be z itself (then only the activation's output remains). Each element is read and written
 // once, with the arithmetic of binary_broadcast(add) followed by unary(f): results are identical.
 void bias_activation(UnaryKind kind, float* z, const float* bias, float* y, int64_t rows, int64_t n);
+// leaky ReLU: y = x for x > 0, slope·x otherwise; its gradient dx = dy for x > 0, slope·dy
+// otherwise (x is the op's input). y may be x, dx may be dy.
+void leaky_relu(const float* x, float* y, int64_t n, float slope);
+void leaky_relu_backward(const float* dy, const float* x, float* dx, int64_t n, float slope);
 // out = x summed over the axes where out_shape broadcasts to x_shape.
 void sum_to(const float* x, std::span<const int64_t> x_shape, float* out, std::span<const int64_t> out_shape);
 

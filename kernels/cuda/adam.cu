@@ -31,7 +31,7 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "kernels/cuda/runtime.h"
+#include "runtime/cuda_runtime.h"
 
 namespace pillars::cuda {
 namespace {

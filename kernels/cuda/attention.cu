@@ -54,7 +54,7 @@
 #include "base/error.h"
 #include "kernels/cuda/attention.h"
 #include "kernels/cuda/attention_internal.h"
-#include "kernels/cuda/runtime.h"
+#include "runtime/cuda_runtime.h"
 
 namespace pillars::cuda {
 namespace attention_detail {

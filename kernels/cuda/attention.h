@@ -25,7 +25,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "kernels/cuda/runtime.h"
+#include "runtime/cuda_runtime.h"
 
 namespace pillars::cuda {
 

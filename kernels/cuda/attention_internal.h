@@ -8,7 +8,7 @@
 #include <cstdint>
 
 #include "kernels/cuda/attention.h"
-#include "kernels/cuda/runtime.h"
+#include "runtime/cuda_runtime.h"
 #include "kernels/philox.h"
 
 namespace pillars::cuda::attention_detail {

@@ -9,7 +9,7 @@
 
 #include <cstdint>
 
-#include "kernels/cuda/runtime.h"
+#include "runtime/cuda_runtime.h"
 
 namespace pillars::cuda {
 

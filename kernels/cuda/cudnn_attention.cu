@@ -65,8 +65,8 @@
 
 #include "kernels/cuda/cudnn_graph.cuh"
 #include "kernels/cuda/cudnn_internal.h"
-#include "kernels/cuda/device.h"
-#include "kernels/cuda/runtime.h"
+#include "runtime/cuda_device.h"
+#include "runtime/cuda_runtime.h"
 
 namespace pillars::cuda {
 

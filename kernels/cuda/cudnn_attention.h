@@ -20,7 +20,7 @@
 // established — perhaps the diagonal aligned to each row's key length rather than to Tk).
 //
 // Plain C++ (no CUDA or cuDNN types). In a build without cuDNN (PILLARS_NO_CUDNN, or cuDNN not
-// found) engine/device_nocudnn.cpp defines these functions: cudnn_available() is false and the
+// found) kernels/cuda/cudnn_none.cpp defines these functions: cudnn_available() is false and the
 // entry points throw "this build of pillars has no cuDNN".
 #pragma once
 #include <cstddef>

@@ -7,7 +7,7 @@
 //     forward   y = exp(x − max x) / Σ exp(x − max x)
 //     backward  dx = y ∘ (dy − Σ dy ∘ y)      (from the forward's output y)
 //
-// Queued on cuda::stream(). Plain C++. Without cuDNN in the build (engine/device_nocudnn.cpp)
+// Queued on cuda::stream(). Plain C++. Without cuDNN in the build (kernels/cuda/cudnn_none.cpp)
 // these throw "this build of pillars has no cuDNN"; check cudnn_available() (cudnn_attention.h).
 #pragma once
 #include <cstdint>

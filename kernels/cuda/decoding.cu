@@ -40,7 +40,7 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "kernels/cuda/runtime.h"
+#include "runtime/cuda_runtime.h"
 
 namespace pillars::cuda {
 namespace {

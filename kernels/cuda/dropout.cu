@@ -1,4 +1,4 @@
-// Dropout and masked_fill on the GPU (same functions as engine/ops/nn_dropout.cpp).
+// Dropout and masked_fill on the GPU (same functions as engine/ops/dropout.cpp).
 //
 // dropout: x (n) → y (n), any shape flattened. With the Philox stream of kernels/philox.h,
 //   key = the op's seed + run seed,  element i sits at stream position s = rng_offset + i,
@@ -28,7 +28,7 @@
 #include <climits>
 #include <cstdint>
 
-#include "kernels/cuda/runtime.h"
+#include "runtime/cuda_runtime.h"
 #include "kernels/dims.h"
 #include "kernels/philox.h"
 

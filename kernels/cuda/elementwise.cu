@@ -19,7 +19,7 @@
 #include <algorithm>
 
 #include "kernels/bf16_bits.h"
-#include "kernels/cuda/runtime.h"
+#include "runtime/cuda_runtime.h"
 #include "kernels/dims.h"
 
 namespace pillars::cuda {
@@ -171,6 +171,13 @@ template <Unary K> void activation_backward_impl(const float* dy, const float* x
   PILLARS_CUDA_LAUNCHED(name);
 }
 
+__global__ void leaky_relu_kernel(const float* x, float* y, int64_t n, float slope) {
+  PILLARS_FOR_EACH(i, n) y[i] = x[i] > 0.0f ? x[i] : slope * x[i];
+}
+__global__ void leaky_relu_backward_kernel(const float* dy, const float* x, float* dx, int64_t n, float slope) {
+  PILLARS_FOR_EACH(i, n) dx[i] = x[i] > 0.0f ? dy[i] : slope * dy[i];
+}
+
 __global__ void fill_kernel(float* y, int64_t n, float value) {
   PILLARS_FOR_EACH(i, n) y[i] = value;
 }
@@ -255,6 +262,18 @@ void unary_map(Unary kind, const float* x, float* y, int64_t n, float s, float c
 void activation_backward(Unary kind, const float* dy, const float* x, float* dx, int64_t n, const char* name) {
   if (kind == Unary::relu) activation_backward_impl<Unary::relu>(dy, x, dx, n, name);
   else activation_backward_impl<Unary::gelu>(dy, x, dx, n, name);
+}
+
+void leaky_relu(const float* x, float* y, int64_t n, float slope) {
+  if (n == 0) return;
+  leaky_relu_kernel<<<grid_for(n), kThreads, 0, stream()>>>(x, y, n, slope);
+  PILLARS_CUDA_LAUNCHED("leaky_relu");
+}
+
+void leaky_relu_backward(const float* dy, const float* x, float* dx, int64_t n, float slope) {
+  if (n == 0) return;
+  leaky_relu_backward_kernel<<<grid_for(n), kThreads, 0, stream()>>>(dy, x, dx, n, slope);
+  PILLARS_CUDA_LAUNCHED("leaky_relu_backward");
 }
 
 void fill(float* y, int64_t n, float value) {

@@ -32,6 +32,10 @@ void binary_broadcast(Binary kind, const float* a, std::span<const int64_t> a_di
 void unary_map(Unary kind, const float* x, float* y, int64_t n, float s, float c, const char* name);
 // dx = dy·[x > 0] (relu) | dy·(Φ(x) + x φ(x)) (gelu)
 void activation_backward(Unary kind, const float* dy, const float* x, float* dx, int64_t n, const char* name);
+// leaky ReLU: y = x for x > 0, slope·x otherwise; dx = dy for x > 0, slope·dy otherwise (x the
+// op's input). The same functions as kernels/cpu/elementwise.h.
+void leaky_relu(const float* x, float* y, int64_t n, float slope);
+void leaky_relu_backward(const float* dy, const float* x, float* dx, int64_t n, float slope);
 // y = value
 void fill(float* y, int64_t n, float value);
 // y = x summed over the axes where y_dims broadcasts (deterministic).

@@ -1,5 +1,5 @@
 // The Gram matrix of per-head feature maps on the GPU (GHT's HUDS and GCT input; the same function
-// as head_gram in engine/ops/nn_similarity.cpp).
+// as head_gram in engine/ops/head_gram.cpp).
 //
 // Shapes: x (B, T, H, D) f32 — token t = b·T + s, head h, feature d —, lengths i32 (B) or none,
 // G (H, H), dG (H, H), dx (B, T, H, D). Token t is valid when s < lengths[b] (all, without lengths).
@@ -26,7 +26,7 @@
 
 #include <cstdint>
 
-#include "kernels/cuda/runtime.h"
+#include "runtime/cuda_runtime.h"
 
 namespace pillars::cuda {
 namespace {

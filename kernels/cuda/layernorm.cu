@@ -34,7 +34,7 @@
 #include <cstdint>
 
 #include "kernels/cuda/rows.cuh"
-#include "kernels/cuda/runtime.h"
+#include "runtime/cuda_runtime.h"
 
 namespace pillars::cuda {
 namespace {

@@ -48,7 +48,7 @@
 #include <mutex>
 #include <tuple>
 
-#include "kernels/cuda/runtime.h"
+#include "runtime/cuda_runtime.h"
 
 namespace pillars::cuda {
 namespace {

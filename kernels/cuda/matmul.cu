@@ -14,7 +14,7 @@
 // The API is matmul.h; engine/ops/cuda/matmul.cu adapts the op to it.
 #include "kernels/cuda/matmul.h"
 
-#include "kernels/cuda/runtime.h"
+#include "runtime/cuda_runtime.h"
 
 namespace pillars::cuda {
 namespace {

@@ -9,7 +9,7 @@
 
 #include <cfloat>
 
-#include "kernels/cuda/runtime.h"
+#include "runtime/cuda_runtime.h"
 
 namespace pillars::cuda {
 namespace {

@@ -12,7 +12,7 @@
 
 #include <algorithm>
 
-#include "kernels/cuda/runtime.h"
+#include "runtime/cuda_runtime.h"
 #include "kernels/dims.h"
 
 namespace pillars::cuda {

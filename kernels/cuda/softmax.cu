@@ -57,7 +57,7 @@
 #include <type_traits>
 
 #include "kernels/cuda/rows.cuh"
-#include "kernels/cuda/runtime.h"
+#include "runtime/cuda_runtime.h"
 
 namespace pillars::cuda {
 namespace {

@@ -4,7 +4,7 @@
 #include <cuda_runtime.h>
 
 #include "base/error.h"
-#include "kernels/cuda/runtime.h"
+#include "runtime/cuda_runtime.h"
 #include "kernels/cuda/wgmma.cuh"
 
 namespace pillars::cuda {

@@ -33,7 +33,7 @@
 #include "models/transformer.h"
 #include "steps/pass_list.h"
 #include "tools/bench/measure.h"
-#include "kernels/cuda/device.h"
+#include "runtime/cuda_device.h"
 
 #ifdef PILLARS_HAVE_CUDA
 #include "kernels/cuda/attention.h"

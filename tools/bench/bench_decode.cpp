@@ -20,7 +20,6 @@
 #include "decode/step_decoder.h"
 #include "ght/prune.h"
 #include "models/transformer.h"
-#include "tools/bench/legacy_decode.h"
 #include "tools/bench/measure.h"
 
 namespace pillars::bench {
@@ -94,23 +93,21 @@ Figure measure(int repeats, const Sources& sources, int64_t batch, const std::fu
   return f;
 }
 
-// One model, one workload: old, new without compaction, new. Returns the new decoder's sentences/s.
+// One model, one workload: the step decoder without compaction (finished sentences stay in the
+// batch) and with it. Returns the compacting decoder's sentences/s.
 double compare(const char* model, const char* workload, const TransformerConfig& cfg, const ParamStore& params,
                const Sources& sources, int64_t batch, decode::SearchOptions o, int repeats) {
-  const legacy::IncrementalDecoder old_decoder(cfg, params);
   decode::StepDecoder decoder(cfg, params);
-  const Figure old = measure(repeats, sources, batch, [&](const Sources& s) { return legacy::beam_search(old_decoder, s, o); });
   o.compact = false;
   const Figure plain = measure(repeats, sources, batch, [&](const Sources& s) { return decode::beam_search(decoder, s, o); });
   o.compact = true;
   const Figure now = measure(repeats, sources, batch, [&](const Sources& s) { return decode::beam_search(decoder, s, o); });
   size_t same = 0;
-  for (size_t i = 0; i < sources.size(); ++i) same += old.best[i] == now.best[i];
-  std::printf("  %-7s %-6s  old %7.2f sent/s %8.1f tok/s | new, no compaction %7.2f sent/s %8.1f tok/s | "
-              "new %7.2f sent/s %8.1f tok/s = %.2fx old  (%zu/%zu identical)\n",
-              model, workload, old.sentences_per_second, old.tokens_per_second, plain.sentences_per_second,
-              plain.tokens_per_second, now.sentences_per_second, now.tokens_per_second,
-              now.sentences_per_second / old.sentences_per_second, same, sources.size());
+  for (size_t i = 0; i < sources.size(); ++i) same += plain.best[i] == now.best[i];
+  std::printf("  %-7s %-6s  no compaction %7.2f sent/s %8.1f tok/s | compaction %7.2f sent/s %8.1f tok/s = %.2fx  "
+              "(%zu/%zu best hypotheses identical)\n",
+              model, workload, plain.sentences_per_second, plain.tokens_per_second, now.sentences_per_second,
+              now.tokens_per_second, now.sentences_per_second / plain.sentences_per_second, same, sources.size());
   std::fflush(stdout);
   return now.sentences_per_second;
 }
@@ -133,8 +130,8 @@ int bench_decode(int threads, int repeats) {
   decode::SearchOptions real_o, forced_o;
   real_o.beam = forced_o.beam = 5;
   forced_o.max_len_a = 0, forced_o.max_len_b = 28, forced_o.min_len = 28;
-  std::printf("beam-5 decoding, CPU, %d threads, median of %d: old = the replaced IncrementalDecoder, new = the "
-              "step graphs through the executor (vocabulary %lld, random weights)\n",
+  std::printf("beam-5 decoding through the executor, CPU, %d threads, median of %d, with and without compaction "
+              "(vocabulary %lld, random weights)\n",
               threads, repeats, static_cast<long long>(base.vocab));
   std::printf("  real: %zu Multi30k test_2016 sentences, batches of 64 (eval.batch_sentences); forced: %zu sources, 28 target tokens each\n",
               real.size(), forced.size());

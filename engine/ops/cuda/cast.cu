@@ -3,7 +3,7 @@
 #include "engine/ops/cast.h"
 #include "engine/ops/cuda/ops.h"
 #include "kernels/cuda/elementwise.h"
-#include "kernels/cuda/runtime.h"
+#include "runtime/cuda_runtime.h"
 
 namespace pillars::cuda {
 

@@ -1,9 +1,9 @@
-// The CUDA slots of cross_entropy and cross_entropy_backward (engine/ops/nn_loss.cpp): each
+// The CUDA slots of cross_entropy and cross_entropy_backward (engine/ops/cross_entropy.cpp): each
 // flattens the logits to (N, V), reads smoothing and ignore_index off the node's
 // ops::CrossEntropyParams, and calls
 // kernels/cuda/cross_entropy.h with the executor's workspace as the kernels' scratch.
 #include "engine/ops/cuda/ops.h"
-#include "engine/ops/nn.h"
+#include "engine/ops/cross_entropy.h"
 #include "kernels/cuda/cross_entropy.h"
 
 namespace pillars::cuda {

@@ -1,8 +1,8 @@
-// The CUDA slots of dropout and masked_fill (engine/ops/nn_dropout.cpp): dropout gathers p, the
+// The CUDA slots of dropout and masked_fill (engine/ops/dropout.cpp): dropout gathers p, the
 // seed, the stream offset (its DropoutParams) and the run seed (on the device, for CUDA-graph
 // replays) into the kernel's arguments; both call kernels/cuda/dropout.h.
 #include "engine/ops/cuda/ops.h"
-#include "engine/ops/nn.h"
+#include "engine/ops/dropout.h"
 #include "kernels/cuda/dropout.h"
 
 namespace pillars::cuda {

@@ -46,6 +46,18 @@ void op_gelu(const KernelContext& c) { unary<Unary::gelu>(c); }
 void op_relu_backward(const KernelContext& c) { backward<Unary::relu>(c); }
 void op_gelu_backward(const KernelContext& c) { backward<Unary::gelu>(c); }
 
+// inputs: x; LeakyReluParams slope
+void op_leaky_relu(const KernelContext& c) {
+  const ops::LeakyReluParams& p = params_of<ops::LeakyReluParams>(c.node);
+  leaky_relu(c.in[0].data<float>(), c.out[0].data<float>(), c.out[0].numel(), p.slope);
+}
+
+// inputs: dy, x (the forward's input); LeakyReluParams slope
+void op_leaky_relu_backward(const KernelContext& c) {
+  const ops::LeakyReluParams& p = params_of<ops::LeakyReluParams>(c.node);
+  leaky_relu_backward(c.in[0].data<float>(), c.in[1].data<float>(), c.out[0].data<float>(), c.out[0].numel(), p.slope);
+}
+
 void op_fill(const KernelContext& c) {
   fill(c.out[0].data<float>(), c.out[0].numel(), params_of<ops::FillParams>(c.node).value);
 }

@@ -1,4 +1,4 @@
-// The CUDA slots of embedding and embedding_backward (engine/ops/nn_embedding.cpp): each
+// The CUDA slots of embedding and embedding_backward (engine/ops/embedding.cpp): each
 // flattens the ids to (n) and calls kernels/cuda/embedding.h.
 #include "engine/ops/cuda/ops.h"
 #include "kernels/cuda/embedding.h"

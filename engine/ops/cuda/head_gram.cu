@@ -1,4 +1,4 @@
-// The CUDA slots of head_gram and head_gram_backward (engine/ops/nn_similarity.cpp, GHT's Gram
+// The CUDA slots of head_gram and head_gram_backward (engine/ops/head_gram.cpp, GHT's Gram
 // matrix): each reads (B, T, H, D) off x, finds the optional lengths input, and calls
 // kernels/cuda/head_gram.h; the forward's workspace holds the kernel's per-chunk partial sums.
 #include "engine/ops/cuda/ops.h"

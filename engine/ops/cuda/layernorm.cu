@@ -1,9 +1,9 @@
-// The CUDA slots of layer_norm and layer_norm_backward (engine/ops/nn_layernorm.cpp): each
+// The CUDA slots of layer_norm and layer_norm_backward (engine/ops/layernorm.cpp): each
 // flattens x to (N, D), finds the optional γ / β inputs and gradients from its params struct
-// (engine/ops/nn.h), and calls
+// (engine/ops/layernorm.h), and calls
 // kernels/cuda/layernorm.h; the backward's workspace holds the kernel's partial sums.
 #include "engine/ops/cuda/ops.h"
-#include "engine/ops/nn.h"
+#include "engine/ops/layernorm.h"
 #include "kernels/cuda/layernorm.h"
 
 namespace pillars::cuda {

@@ -23,7 +23,7 @@
 #include "engine/ops/linear_cross_entropy.h"
 #include "kernels/cuda/cross_entropy.h"
 #include "kernels/cuda/matmul.h"
-#include "kernels/cuda/runtime.h"
+#include "runtime/cuda_runtime.h"
 
 namespace pillars::cuda {
 namespace {

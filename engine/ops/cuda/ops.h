@@ -33,6 +33,8 @@ void op_tanh(const KernelContext& c);
 void op_relu(const KernelContext& c);
 void op_gelu(const KernelContext& c);
 void op_relu_backward(const KernelContext& c);
+void op_leaky_relu(const KernelContext& c);
+void op_leaky_relu_backward(const KernelContext& c);
 void op_gelu_backward(const KernelContext& c);
 void op_fill(const KernelContext& c);
 void op_sum_to(const KernelContext& c);

@@ -1,7 +1,7 @@
-// The CUDA slots of softmax, log_softmax and their backward ops (engine/ops/nn_softmax.cpp): each
+// The CUDA slots of softmax, log_softmax and their backward ops (engine/ops/softmax.cpp): each
 // views its tensor as (outer, len, inner) around its SoftmaxParams' axis and calls kernels/cuda/softmax.h.
 #include "engine/ops/cuda/ops.h"
-#include "engine/ops/nn.h"
+#include "engine/ops/softmax.h"
 #include "kernels/cuda/softmax.h"
 
 namespace pillars::cuda {

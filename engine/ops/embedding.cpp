@@ -5,7 +5,7 @@
 // Ids receive no gradient. An id outside [0, V) is reported by the kernel (kernels/cpu/embedding.h)
 // with the id, its position and V.
 #include "engine/ops/common.h"
-#include "engine/ops/nn.h"
+#include "engine/ops/embedding.h"
 #include "kernels/cpu/embedding.h"
 
 namespace pillars::ops {

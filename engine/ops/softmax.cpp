@@ -8,7 +8,7 @@
 // Both backward ops read only y (not x), so x can be freed after the forward. Kernels:
 // kernels/cpu/softmax.h (a row of all −inf gives softmax 0 / log-softmax −inf, never NaN).
 #include "engine/ops/common.h"
-#include "engine/ops/nn.h"
+#include "engine/ops/softmax.h"
 #include "kernels/cpu/softmax.h"
 
 namespace pillars::ops {

@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "base/error.h"
-#include "kernels/cuda/device.h"
-#include "kernels/cuda/runtime.h"
+#include "runtime/cuda_device.h"
+#include "runtime/cuda_runtime.h"
 
 namespace pillars {
 

@@ -1,11 +1,11 @@
 // The CUDA backend as seen from plain C++: device discovery, memory, copies, synchronisation,
 // precision and CUDA graphs. No CUDA types appear here, so any file may include it.
 //
-// Everything here also exists in a CPU-only build (engine/device_nocuda.cpp gives the no-CUDA
+// Everything here also exists in a CPU-only build (runtime/cuda_device_none.cpp gives the no-CUDA
 // answers), so callers never need #ifdefs: they ask cuda_device_count() and skip GPU work when it
 // is 0, printing cuda_unavailable_reason().
 //
-// Ordering: every copy and kernel goes to the backend's one stream (kernels/cuda/runtime.h), in
+// Ordering: every copy and kernel goes to the backend's one stream (runtime/cuda_runtime.h), in
 // issue order. Copies to the host wait for the stream, so a value read back is always final.
 #pragma once
 #include <cstddef>
@@ -24,7 +24,7 @@ void cuda_use_device(int ordinal);
 std::string cuda_unavailable_reason();   // why cuda_device_count() is 0 ("" when it is not)
 std::string cuda_device_name(int device); // e.g. "NVIDIA H100 80GB HBM3"
 
-// Device memory from the caching allocator (kernels/cuda/runtime.h): freed blocks are reused.
+// Device memory from the caching allocator (runtime/cuda_runtime.h): freed blocks are reused.
 void* cuda_malloc_or_throw(size_t bytes);
 void cuda_free(void* p);
 std::string cuda_memory_summary(); // "in use 1.2 GB, cached 0.3 GB, peak 2.0 GB, 14 cudaMalloc calls"

@@ -7,7 +7,7 @@
 // PILLARS_CUDA_LAUNCHED() right after the <<< >>>: a bad configuration throws at once, naming the
 // kernel; an asynchronous fault surfaces at the next synchronising call.
 //
-// This header is for nvcc only (.cu files); C++ code talks to the backend through device.h.
+// This header is for nvcc only (.cu files); C++ code talks to the backend through runtime/cuda_device.h.
 #pragma once
 #include <cublasLt.h>
 #include <cublas_v2.h>
@@ -18,7 +18,7 @@
 #include <cstdint>
 
 #include "base/error.h"
-#include "kernels/cuda/device.h"
+#include "runtime/cuda_device.h"
 
 namespace pillars::cuda {
 
@@ -60,7 +60,7 @@ AllocatorStats allocator_stats();
 void reset_peak_in_use(); // peak_in_use ← in_use: a measurement's peak starts from here
 void release_cached_blocks(); // return every cached block to the driver
 
-// ---- precision (kernels/cuda/device.h says what fp32 and bf16 mean) ------------------------------
+// ---- precision (runtime/cuda_device.h says what fp32 and bf16 mean) ------------------------------
 using pillars::Precision;
 Precision precision();
 void set_precision(Precision p);

@@ -1,12 +1,12 @@
 // NCCL's collectives on the backend's stream; see nccl.h. Compiled only when CMake found NCCL.
-#include "kernels/cuda/nccl.h"
+#include "runtime/nccl.h"
 
 #include <nccl.h>
 
 #include <cstring>
 #include <exception>
 
-#include "kernels/cuda/runtime.h"
+#include "runtime/cuda_runtime.h"
 
 namespace pillars {
 

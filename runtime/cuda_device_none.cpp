@@ -1,9 +1,9 @@
 // The CUDA backend's entry points in a build without CUDA: every query answers "no device", and
-// anything that would touch a GPU throws a clear error. (With CUDA, kernels/cuda/device.cu
+// anything that would touch a GPU throws a clear error. (With CUDA, runtime/cuda_device.cu
 // defines these instead and this file compiles to nothing.)
 #ifndef PILLARS_HAVE_CUDA
 #include "base/error.h"
-#include "kernels/cuda/device.h"
+#include "runtime/cuda_device.h"
 
 namespace pillars {
 

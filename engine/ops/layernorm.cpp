@@ -13,7 +13,7 @@
 //                                   outputs dx, and dγ, dβ (D) when param_grads.
 #include "engine/ops/common.h"
 #include "engine/ops/elementwise.h"
-#include "engine/ops/nn.h"
+#include "engine/ops/layernorm.h"
 #include "engine/ops/reduce.h"
 #include "kernels/cpu/layernorm.h"
 

@@ -7,7 +7,7 @@
 // makes and the others receive by MPI (the bootstrap).
 //
 // Like device.h, these are plain functions on device pointers and sizes, defined by
-// kernels/cuda/nccl.cu when the build found NCCL and by engine/device_nonccl.cpp (each throwing a
+// runtime/nccl.cu when the build found NCCL and by runtime/nccl_none.cpp (each throwing a
 // clear error) when it did not.
 #pragma once
 #include <cstdint>

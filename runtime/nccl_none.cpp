@@ -1,8 +1,8 @@
-// kernels/cuda/nccl.h in a build without NCCL: nccl_available() is false and every collective throws
-// a clear error. (With NCCL, kernels/cuda/nccl.cu defines these and this file compiles to nothing.)
+// runtime/nccl.h in a build without NCCL: nccl_available() is false and every collective throws
+// a clear error. (With NCCL, runtime/nccl.cu defines these and this file compiles to nothing.)
 #ifndef PILLARS_HAVE_NCCL
 #include "base/error.h"
-#include "kernels/cuda/nccl.h"
+#include "runtime/nccl.h"
 
 namespace pillars {
 

@@ -11,7 +11,8 @@
 // Memory: the forward keeps lse (one float per row) as output 1, nothing of size (N, V).
 // Kernels: kernels/cpu/cross_entropy.h (bad targets raise pillars::Error naming row and value).
 #include "engine/ops/common.h"
-#include "engine/ops/nn.h"
+#include "engine/ops/cross_entropy.h"
+#include "engine/ops/softmax.h"
 #include "kernels/cpu/cross_entropy.h"
 
 namespace pillars::ops {

@@ -5,7 +5,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "kernels/cuda/runtime.h"
+#include "runtime/cuda_runtime.h"
 
 namespace pillars::cuda {
 

@@ -1,0 +1,17 @@
+// The mask of the composed ("naive") attention on the CPU: the plain-pointer API under the
+// attention_mask op (adapter: engine/ops/attention.cpp), the same function as
+// kernels/cuda/attention_mask.h.
+//
+//   key_lengths (B) i32 or null → m (B, 1, Tq, Tk) i32: 1 where key j is hidden from query i,
+//   i.e. j ≥ key_lengths[b] (padding) or, if causal, j > i + Tk − Tq; else 0
+//
+// Written from this definition, apart from the fused kernels' own masking rule, so that the
+// composed attention stays an independent oracle.
+#pragma once
+#include <cstdint>
+
+namespace pillars::cpu {
+
+void attention_mask(const int32_t* key_lengths, int32_t* m, int64_t B, int64_t Tq, int64_t Tk, bool causal);
+
+} // namespace pillars::cpu

@@ -1,0 +1,27 @@
+// Dropout and masked_fill on the CPU: the plain-pointer API under the dropout and masked_fill ops
+// (adapters: engine/ops/dropout.cpp), the same functions as kernels/cuda/dropout.h. Contiguous f32
+// arrays, y may alias x:
+//
+//   dropout      x (n) → y (n): y_i = x_i · scale where u_i = philox_uniform(seed, offset, i) ≥ p
+//                (kernels/philox.h), else 0. The seed is the op's plus the run's: a fresh mask per
+//                step, and the same mask on any device and thread count.
+//   masked_fill  x (x_dims) f32, mask (mask_dims) i32 broadcast to x_dims (numpy rules, aligned at
+//                the right) → y (x_dims): y = mask != 0 ? value : x
+#pragma once
+#include <cstdint>
+#include <span>
+
+namespace pillars::cpu {
+
+struct DropoutArgs {
+  int64_t n = 0;
+  float p = 0.0f, scale = 1.0f; // scale = 1 / (1 − p), rounded once by the caller (as on the GPU)
+  uint64_t seed = 0;            // the op's seed + the executor's run seed
+  uint64_t offset = 0;          // where in the Philox stream element 0 draws
+};
+
+void dropout(const DropoutArgs& a, const float* x, float* y);
+void masked_fill(const float* x, std::span<const int64_t> x_dims, const int32_t* mask, std::span<const int64_t> mask_dims,
+                 float* y, float value);
+
+} // namespace pillars::cpu

@@ -1,0 +1,27 @@
+// The Gram matrix of per-head feature maps on the CPU (GHT's HUDS and GCT input): the plain-pointer
+// API under the head_gram ops (adapters: engine/ops/head_gram.cpp), the same functions as
+// kernels/cuda/head_gram.h:
+//
+//   head_gram           x (B, T, H, D) f32, lengths (B) i32 or null → G (H, H) f32;
+//                       workspace: head_gram_workspace(B, T, H) bytes
+//                       G[i, j] = Σ_{b, t < len_b, d} x[b,t,i,d] · x[b,t,j,d]
+//   head_gram_backward  x (B, T, H, D) f32, dG (H, H) f32, lengths (B) i32 or null → dx (B, T, H, D)
+//                       dx[b,t,i,:] = Σ_j (dG + dGᵀ)[i, j] · x[b,t,j,:] on valid tokens, 0 on padding
+//
+// Token t = b·T + s is valid when s < lengths[b] (all tokens without lengths; the caller checks
+// that every length is in [0, T]). The forward sums tokens in fixed chunks of 32 (a partial H × H
+// in double per chunk, in the workspace), then adds the chunks in order: deterministic for any
+// thread count.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+namespace pillars::cpu {
+
+void head_gram(const float* x, const int32_t* lengths, float* G, int64_t B, int64_t T, int64_t H, int64_t D,
+               void* workspace);
+size_t head_gram_workspace(int64_t B, int64_t T, int64_t H);
+void head_gram_backward(const float* x, const float* dG, const int32_t* lengths, float* dx, int64_t B, int64_t T,
+                        int64_t H, int64_t D);
+
+} // namespace pillars::cpu
