@@ -48,6 +48,20 @@ DirLock::~DirLock() {
   if (fd_ >= 0) ::close(fd_); // closing releases the flock
 }
 
+void refuse_if_in_use(const std::string& dir) {
+  const std::string path = (std::filesystem::path(dir) / ".lock").string();
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return; // no lock file (or a link, which refuse_links_in names)
+  // A shared lock cannot be had while a writer holds its exclusive one; it is dropped at once.
+  const bool held = ::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  ::close(fd);
+  if (!held) return;
+  std::string holder;
+  std::ifstream(path) >> holder;
+  throw InputError(str_cat(dir, " is in use by another run (process ", holder.empty() ? "?" : holder, " holds ", path,
+                           "); wait for it, stop it, or choose another --out"));
+}
+
 void refuse_links_in(const std::string& dir) {
   namespace fs = std::filesystem;
   std::vector<std::string> links;

@@ -157,7 +157,8 @@ def seed_log(run, room, cut=b""):
     """A copy of the base run whose log.jsonl is whole JSON lines that fill its one page but `room`
     bytes, then `cut` (a cut line)."""
     os.makedirs(run)
-    for name in ("checkpoint_last.safetensors", "checkpoint_last.json", "config.json", "pipeline.json", "dict.txt", "bpe.codes"):
+    # .lock too: a run folder has one, so taking the lock on --resume needs no new page.
+    for name in ("checkpoint_last.safetensors", "checkpoint_last.json", "config.json", "pipeline.json", "dict.txt", "bpe.codes", ".lock"):
         if os.path.exists(os.path.join(BASE, name)):
             subprocess.run(["cp", os.path.join(BASE, name), run], check=True)
     target = PAGE - room - len(cut)

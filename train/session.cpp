@@ -443,7 +443,7 @@ void refuse_run_directory(const Experiment& e, const std::string& run_dir, const
   if (!options.resume && has_run)
     throw InputError(str_cat(run_dir, " already holds a run (checkpoint_last.safetensors); pass --resume to continue it, "
                              "--overwrite to move it aside, or --out DIR for a new run"));
-  if (!options.resume && !found.empty()) {
+  if (!options.resume && !options.restart_unsaved && !found.empty()) {
     std::string names;
     for (size_t i = 0; i < found.size() && i < 5; ++i) names += (i ? ", " : "") + found[i];
     if (found.size() > 5) names += str_cat(" and ", found.size() - 5, " more");
@@ -453,8 +453,22 @@ void refuse_run_directory(const Experiment& e, const std::string& run_dir, const
   if (options.resume && !has_run)
     throw InputError(str_cat("--resume: ", run_dir, "/", options.prune_from.empty() ? "checkpoint_last.safetensors" : "prune.json",
                              " does not exist (nothing to resume)"));
-  if (options.resume) check_resume_config(e, run_dir);
-  if (options.resume) check_run_logs(run_dir);
+  if (options.resume || (options.restart_unsaved && fs::exists(fs::path(run_dir) / "config.json")))
+    check_resume_config(e, run_dir); // the same experiment, started again
+  if (options.resume || options.restart_unsaved) check_run_logs(run_dir);
+}
+
+// A folder whose run saved nothing yet: none of its files is a checkpoint, an evaluation or a
+// pruning step's record (only start-up files, the lock, log lines, which the restart rewrites or
+// appends to, and temporaries of an interrupted save).
+bool saved_nothing(const std::vector<std::string>& found) {
+  for (const std::string& name : found) {
+    if (name.find(".tmp.") != std::string::npos) continue; // an interrupted save: removed under the lock
+    if (name.rfind("checkpoint_", 0) == 0 || name.rfind("eval_", 0) == 0 || name == "pruned" || name == "prune.json" ||
+        name == "votes.json" || name == "importance.json")
+      return false;
+  }
+  return true;
 }
 
 // Makes the run directory (or checks the one to resume), takes its lock into `lock` (held until
@@ -510,6 +524,10 @@ nlohmann::json run_experiment(const Experiment& e, const SessionOptions& options
   const std::string run_dir = options.run_dir.empty() ? (fs::path("runs") / e.name).string() : options.run_dir;
   if (options.resume && !fs::is_directory(run_dir))
     throw InputError(str_cat("--resume: ", run_dir, " does not exist (nothing to resume)"));
+  SessionOptions opts = options;
+  if (opts.resume && !fs::exists(fs::path(run_dir) / (opts.prune_from.empty() ? "checkpoint_last.safetensors" : "prune.json")) &&
+      saved_nothing(run_files_in(run_dir)))
+    opts.resume = false, opts.restart_unsaved = true;
   // The checkpoints the run will start from are read once before the run directory is made, so a
   // missing or damaged one leaves nothing behind; the message names the option that gave it.
   auto check_start = [](const std::string& what, const std::string& path) {
@@ -520,21 +538,28 @@ nlohmann::json run_experiment(const Experiment& e, const SessionOptions& options
     }
   };
   if (!options.prune_from.empty()) check_start("--from", options.prune_from);
-  if (e.model.init_from && !options.resume) check_start("model.init_from", *e.model.init_from);
+  if (e.model.init_from && !opts.resume) check_start("model.init_from", *e.model.init_from);
   // Rank 0 checks the run directory before any work, and makes and locks it once the data is
   // prepared (a dataset that cannot be read, or a vocabulary refused, leaves no run folder behind);
   // the other ranks of a data-parallel job start once it has (and stop with it when it refuses:
   // the launcher ends the job).
-  dist::Communicator& comm = communicator(options);
+  dist::Communicator& comm = communicator(opts);
   if (comm.size() > 1) check_data_parallel(e, comm);
-  if (comm.is_root()) refuse_run_directory(e, run_dir, options, run_files_in(run_dir));
+  if (opts.restart_unsaved && comm.is_root() && !opts.quiet)
+    std::fprintf(stderr, "--resume: %s holds a run that saved nothing yet; it starts again from update 0\n", run_dir.c_str());
+  if (comm.is_root()) {
+    // A live run's folder: say who holds it, whatever else it holds (under our own lock, later,
+    // DirLock says it).
+    if (fs::is_directory(run_dir)) io::refuse_if_in_use(run_dir);
+    refuse_run_directory(e, run_dir, opts, run_files_in(run_dir));
+  }
   std::optional<io::DirLock> lock;
   const OpenRun open_run = [&](const TextPipeline& pipeline) {
-    if (comm.is_root()) open_run_directory(e, run_dir, options, pipeline, lock);
+    if (comm.is_root()) open_run_directory(e, run_dir, opts, pipeline, lock);
     comm.barrier();
   };
-  SessionOptions here = options;
-  here.quiet = options.quiet || !comm.is_root(); // one voice
+  SessionOptions here = opts;
+  here.quiet = opts.quiet || !comm.is_root(); // one voice
   switch (e.task) {
     case Task::translation:
     case Task::summarization: return run_seq2seq(e, run_dir, here, open_run);

@@ -27,6 +27,9 @@ struct SessionOptions {
   // A run folder that holds any of a run's files (run_files_in) is refused without --resume; with
   // --overwrite its whole content is first moved aside to a new sibling folder (never deleted).
   bool overwrite = false;
+  // Set by run_experiment, not by a flag: --resume of a run that saved nothing (killed before its
+  // first checkpoint: only start-up files and log lines) starts it again from update 0 in place.
+  bool restart_unsaved = false;
   bool quiet = false;
   bool evaluate = true;  // evaluate on the test split after training
   // `pillars prune EXP --from CKPT`: start from this trained checkpoint, skip the first phase and
