@@ -26,7 +26,7 @@ DirLock::DirLock(const std::string& dir) {
   refuse_symlink(path);
   fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd_ < 0 && errno == ELOOP) refuse_symlink(path);
-  if (fd_ < 0) throw InputError(str_cat(dir, ": cannot create its lock file ", path, ": ", std::strerror(errno)));
+  if (fd_ < 0) throw_path_error(errno, str_cat(dir, ": cannot create its lock file ", path, ": ", std::strerror(errno)));
   if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
     const int err = errno;
     std::string holder;

@@ -82,7 +82,7 @@ TEST_CASE("checkpoints: a flipped bit in the tensor data is refused, naming the 
   CHECK(m.find("does not match its checksum") != std::string::npos);
 }
 
-TEST_CASE("checkpoints: one without a checksum is refused unless allowed; an edited trainer state is caught by it") {
+TEST_CASE("checkpoints: one without a checksum is refused unless allowed, and an edited trainer state is caught by it") {
   testing::ScratchDir tmp("pillars_ckcheck_");
   const TransformerConfig cfg = transformer_config("tiny");
   ParamStore p;

@@ -425,7 +425,7 @@ TEST_CASE("safetensors: valid files the writer would not produce are accepted") 
   CHECK(c.tensors[4].tensor.data<float>()[0] == 2.0f);
 }
 
-TEST_CASE("safetensors: the checksum covers the metadata and the tensor names; older data-only checksums still check") {
+TEST_CASE("safetensors: the checksum covers the metadata and the tensor names, and older data-only checksums still check") {
   TempDir dir;
   const std::string path = dir.file("ck.safetensors");
   io::save_safetensors(path, {{"w", f32({2}, {1, 2})}}, {{"pillars.state", "{\"updates\":5}"}});

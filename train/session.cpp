@@ -486,7 +486,7 @@ void open_run_directory(const Experiment& e, const std::string& run_dir, const S
   refuse_dangling_link(run_dir);
   fs::create_directories(run_dir, ec);
   if (ec || !fs::is_directory(run_dir))
-    throw InputError(str_cat("--out ", run_dir, ": cannot make the run directory: ", ec ? ec.message() : "a file of that name exists"));
+    io::throw_path_error(ec.value(), str_cat("--out ", run_dir, ": cannot make the run directory: ", ec ? ec.message() : "a file of that name exists"));
   const std::vector<std::string> found = run_files_in(run_dir); // before the lock makes a .lock
   lock.emplace(run_dir);
   refuse_run_directory(e, run_dir, options, found); // again: the folder may have changed while the data was prepared
