@@ -19,13 +19,6 @@ namespace {
 
 std::string errno_text(int err) { return std::strerror(err); }
 
-// A path that cannot be created or replaced is the user's (exit 2), unless the disk is what failed:
-// full (no blocks or no inodes), over quota, or an I/O error (exit 1, as for a failed write).
-[[noreturn]] void throw_path_error(int err, const std::string& message) {
-  if (err == ENOSPC || err == EDQUOT || err == EIO) throw Error(message);
-  throw InputError(message);
-}
-
 // The directory holding `path` ("." for a bare file name).
 std::string parent_directory(const std::string& path) {
   const std::filesystem::path parent = std::filesystem::path(path).parent_path();
@@ -42,6 +35,13 @@ void fsync_directory(const std::string& dir) {
 }
 
 } // namespace
+
+bool is_storage_failure(int err) { return err == ENOSPC || err == EDQUOT || err == EIO || err == EROFS; }
+
+void throw_path_error(int err, const std::string& message) {
+  if (is_storage_failure(err)) throw Error(message);
+  throw InputError(message);
+}
 
 std::string atomic_temp_path(const std::string& path) {
   // Unique per writer: the process id and a per-process counter, so two threads (or two

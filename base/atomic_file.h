@@ -70,4 +70,12 @@ std::string atomic_temp_path(const std::string& path);
 // file calls it (AtomicFile, io::LineFile, io::DirLock), and opens with O_NOFOLLOW where it can.
 void refuse_symlink(const std::string& path);
 
+// Whether a failed create, write or rename (its errno) is the storage's failure rather than the
+// user's path: a full disk (blocks or inodes), a quota, a read-only file system or an I/O error.
+// Those are exit 1 (a run-time failure); a path that cannot be made (no such folder, a file in the
+// way, no permission) is exit 2 (bad input).
+bool is_storage_failure(int err);
+// Throws Error(message) for a storage failure, InputError(message) otherwise.
+[[noreturn]] void throw_path_error(int err, const std::string& message);
+
 } // namespace pillars::io

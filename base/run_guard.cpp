@@ -26,7 +26,7 @@ DirLock::DirLock(const std::string& dir) {
   refuse_symlink(path);
   fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd_ < 0 && errno == ELOOP) refuse_symlink(path);
-  if (fd_ < 0) throw InputError(str_cat(dir, ": cannot create its lock file ", path, ": ", std::strerror(errno)));
+  if (fd_ < 0) throw_path_error(errno, str_cat(dir, ": cannot create its lock file ", path, ": ", std::strerror(errno)));
   if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
     const int err = errno;
     std::string holder;
@@ -46,6 +46,20 @@ DirLock::DirLock(const std::string& dir) {
 
 DirLock::~DirLock() {
   if (fd_ >= 0) ::close(fd_); // closing releases the flock
+}
+
+void refuse_if_in_use(const std::string& dir) {
+  const std::string path = (std::filesystem::path(dir) / ".lock").string();
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return; // no lock file (or a link, which refuse_links_in names)
+  // A shared lock cannot be had while a writer holds its exclusive one; it is dropped at once.
+  const bool held = ::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  ::close(fd);
+  if (!held) return;
+  std::string holder;
+  std::ifstream(path) >> holder;
+  throw InputError(str_cat(dir, " is in use by another run (process ", holder.empty() ? "?" : holder, " holds ", path,
+                           "); wait for it, stop it, or choose another --out"));
 }
 
 void refuse_links_in(const std::string& dir) {

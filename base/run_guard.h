@@ -55,6 +55,10 @@ class DirLock {
   int fd_ = -1;
 };
 
+// Throws DirLock's "in use by another run (process P ...)" InputError when another process holds
+// `dir`'s lock, without taking the lock or writing anything (no .lock: nobody holds it).
+void refuse_if_in_use(const std::string& dir);
+
 // Throws InputError naming a symbolic link directly inside `dir` (the first by name), if there is
 // one. A run folder holds only files pillars wrote, and pillars makes no links; a link there would
 // make a later write go through it or replace it, so a run refuses the folder before it writes

@@ -25,12 +25,24 @@ bool is_regular_file(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
+// What a path that exists but is no plain file is, for the message that refuses it ("" when it is
+// a plain file or does not exist).
+std::string not_a_plain_file(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || S_ISREG(st.st_mode)) return "";
+  if (S_ISFIFO(st.st_mode)) return "a FIFO";
+  if (S_ISDIR(st.st_mode)) return "a folder";
+  if (S_ISSOCK(st.st_mode)) return "a socket";
+  if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) return "a device";
+  return "not a regular file";
+}
+
 void make_parent_dirs(const std::string& path) {
   std::error_code ec;
   fs::create_directories(fs::path(path).parent_path(), ec);
   if (ec)
-    throw InputError(str_cat("cannot create the cache folder ", fs::path(path).parent_path().string(), ": ",
-                             ec.message(), " (set PILLARS_CACHE to a writable folder)"));
+    io::throw_path_error(ec.value(), str_cat("cannot create the cache folder ", fs::path(path).parent_path().string(), ": ",
+                                             ec.message(), " (set PILLARS_CACHE to a writable folder)"));
 }
 
 // Streams a plain file through `sink` in 1 MiB pieces.
@@ -100,6 +112,12 @@ std::string mirror_copy(const std::string& dataset, const std::string& relpath) 
   const std::string root = mirror_root();
   if (root.empty()) return "";
   const std::string base = root + "/" + dataset + "/" + relpath;
+  // A mirror's file that is there but is no plain file (a FIFO would block the reader, a folder
+  // cannot be read) is refused by name, not reported as missing.
+  for (const std::string& path : {base + ".xz", base})
+    if (const std::string what = not_a_plain_file(path); !what.empty())
+      throw InputError(str_cat(path, " is ", what, ", not a plain file: the data mirror (PILLARS_DATA) must hold the "
+                               "dataset's files as regular files (or links to them)"));
   if (is_regular_file(base + ".xz")) return base + ".xz";
   if (is_regular_file(base)) return base;
   return "";

@@ -150,7 +150,10 @@ void read_model(RunData& r, const fs::path& dir) {
   std::vector<fs::path> candidates;
   bool first_is_eval = false;
   if (const std::string c = string_at(r.eval, "checkpoint"); !c.empty()) {
-    const fs::path p = fs::is_regular_file(c) ? fs::path(c) : dir / fs::path(c).filename();
+    // Recorded relative to the run folder (an absolute path in records written before): the run's
+    // own file first, so that a moved or copied run reads its own checkpoint.
+    const fs::path own = dir / fs::path(c).filename();
+    const fs::path p = fs::path(c).is_relative() || fs::is_regular_file(own) ? own : fs::path(c);
     if (fs::is_regular_file(p)) candidates.push_back(p), first_is_eval = true;
   }
   for (const char* name : {"checkpoint_best.safetensors", "checkpoint_avg.safetensors", "checkpoint_last.safetensors"})

@@ -19,6 +19,7 @@
 #include "base/run_guard.h"
 #include "study/run_record.h"
 #include "train/prepare.h"
+#include "train/session.h"
 
 namespace pillars::study {
 
@@ -80,7 +81,11 @@ std::vector<std::string> train_step(const std::string& binary, const StudySpec& 
   if (prune)
     argv.insert(argv.end(), {"--from", (fs::path(study_dir) / r.system->prune_from / str_cat("s", r.seed) / "checkpoint_last.safetensors").string()});
   argv.insert(argv.end(), {"--out", r.paths.dir, "--threads", std::to_string(s.threads), "--no-eval"});
-  if (fs::exists(fs::path(r.paths.dir) / (prune ? "prune.json" : "checkpoint_last.safetensors"))) argv.push_back("--resume");
+  // A run that has saved continues; one stopped before its first save left files that a new
+  // start moves aside (--overwrite: a folder with a run's files is refused otherwise).
+  const bool saved = fs::exists(fs::path(r.paths.dir) / (prune ? "prune.json" : "checkpoint_last.safetensors"));
+  if (saved) argv.push_back("--resume");
+  else if (!train::run_files_in(r.paths.dir).empty()) argv.push_back("--overwrite");
   return argv;
 }
 

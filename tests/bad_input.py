@@ -120,6 +120,27 @@ def checksum(data):
     return "mix64:%016x" % (z ^ (z >> 31))
 
 
+def _u64(v):
+    return struct.pack("<Q", v)
+
+
+def _string(s):
+    b = s.encode()
+    return _u64(len(b)) + b
+
+
+def checksum_v2(metadata, tensors):
+    """engine/io/safetensors.h's "mix64v2:" checksum: the metadata (keys in byte order, the checksum
+    itself left out), the tensors' names, dtypes and shapes, then their data."""
+    stream = b"".join(_string(k) + _string(v) for k, v in sorted(metadata.items(), key=lambda kv: kv[0].encode())
+                      if k != "pillars.checksum")
+    stream += _u64(len(tensors))
+    for name, dtype, shape, _ in tensors:
+        stream += _string(name) + _string(dtype) + _u64(len(shape)) + b"".join(_u64(d) for d in shape)
+    stream += b"".join(t[3] for t in tensors)
+    return "mix64v2:" + checksum(stream)[len("mix64:"):]
+
+
 class Safetensors:
     """A checkpoint taken apart: metadata (str -> str) and tensors in file order."""
 
@@ -143,6 +164,8 @@ class Safetensors:
         data = b"".join(t[3] for t in self.tensors)
         meta = dict(self.metadata)
         if checksum_mode == "recompute":
+            meta["pillars.checksum"] = checksum_v2(meta, self.tensors)
+        elif checksum_mode == "data_only":  # as files written before the metadata was covered
             meta["pillars.checksum"] = checksum(data)
         elif checksum_mode == "drop":
             meta.pop("pillars.checksum", None)
@@ -196,7 +219,8 @@ def edit_append(blob, a):
 
 def _structural(fn):
     """An edit of the parsed checkpoint; re-serialized with its checksum recomputed (or kept: then
-    the data check fires, or dropped: then it is skipped, as for another writer's file)."""
+    the check fires; "data_only": the older checksum of the data alone; or dropped: then the file
+    has none, as another writer's, and is refused without --allow-unchecked)."""
     def edit(blob, a):
         st = Safetensors(blob)
         raw_header = fn(st, a)  # None, or a header text the JSON encoder could not write

@@ -3,7 +3,8 @@
 # and on nothing else (README: "The main job"): the same short training with 2 threads, run twice,
 # once with both cores otherwise idle and once with a busy loop competing for them (so OpenMP's
 # dynamic schedules hand work out differently), ends with bit-identical parameters, as the
-# checksum of the tensor data in checkpoint_last's metadata shows, and identical logged losses.
+# SHA-256 of checkpoint_last's tensor data shows (not its pillars.checksum, which also covers the
+# metadata, where a run's timings are recorded), and identical logged losses.
 # Nor on interruptions in a pruning run: V2S after 10 updates, then fine-tuning that continues phase
 # 1's optimiser and schedule (prune.finetune_schedule "continue") to update 70, stopped by SIGTERM
 # in the fine-tuning and resumed, ends with the uninterrupted run's parameters and optimiser state
@@ -11,11 +12,14 @@
 # Usage: cli_deterministic.sh PILLARS_BINARY WORK_DIR. Exit 77 (skipped) without the data.
 . "$(dirname "$0")/cli_lib.sh"
 FLAGS="--set data.block_size=64 --set model.layers=2 --set train.log_every=1 --set train.max_updates=6 --no-eval --quiet --threads 2"
+# The SHA-256 of a checkpoint's tensor data (parameters and optimiser state: the bytes after the
+# safetensors header).
 checksum() { python3 - "$1/checkpoint_last.safetensors" <<'PY'
-import json, struct, sys
+import hashlib, struct, sys
 with open(sys.argv[1], "rb") as f:
     n = struct.unpack("<Q", f.read(8))[0]
-    print(json.loads(f.read(n))["__metadata__"]["pillars.checksum"])
+    f.seek(8 + n)
+    print("sha256:" + hashlib.sha256(f.read()).hexdigest()[:16])
 PY
 }
 losses() { python3 -c "

@@ -4,8 +4,8 @@
 #   - with no room for the start-up files (config.json, bpe.codes, dict.txt, ...);
 #   - with room for them and half a checkpoint: the first checkpoint_last save fails;
 #   - with room for one checkpoint and a half: the first save succeeds, the next one fails;
-#   - with no periodic saves and the log's last page nearly full: the start line, or a training line
-#     after a few, is cut by the disk (a short write, then ENOSPC) and must be taken back; the same
+#   - with no periodic saves and the log's last page nearly full (a resumed run, one page free): a
+#     training line is cut by the disk (a short write, then ENOSPC) and must be taken back; the same
 #     after a cut line left by an earlier crash, which opening the log removes; and with head
 #     metrics at every update and 4 pages free, log.jsonl or head_metrics.jsonl fills;
 #   - with room but no inode left for config.json's temporary file.
@@ -143,9 +143,24 @@ PAGE = 4096
 SEED_LINE = b'{"type":"seed","note":"a line written before the run"}\n'
 
 
+# A run folder with a log is a run: the seeded cases resume a copy of this one (one update, made
+# on the ordinary disk once) with their own log.jsonl.
+BASE = os.path.join(W, "base")
+subprocess.run(["rm", "-rf", BASE], check=True)
+r = subprocess.run([P, "train", EXP, "--out", BASE] + FLAGS + ["--set", "train.max_updates=1"], stdin=subprocess.DEVNULL,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=600)
+if r.returncode != 0:
+    fail(f"the base run for the seeded cases failed (exit {r.returncode}): {r.stderr[-1000:]}")
+
+
 def seed_log(run, room, cut=b""):
-    """A log.jsonl of whole JSON lines that fills its one page but `room` bytes, then `cut` (a cut line)."""
+    """A copy of the base run whose log.jsonl is whole JSON lines that fill its one page but `room`
+    bytes, then `cut` (a cut line)."""
     os.makedirs(run)
+    # .lock too: a run folder has one, so taking the lock on --resume needs no new page.
+    for name in ("checkpoint_last.safetensors", "checkpoint_last.json", "config.json", "pipeline.json", "dict.txt", "bpe.codes", ".lock"):
+        if os.path.exists(os.path.join(BASE, name)):
+            subprocess.run(["cp", os.path.join(BASE, name), run], check=True)
     target = PAGE - room - len(cut)
     n = target // len(SEED_LINE)
     last = target - (n - 1) * len(SEED_LINE)  # the last line is padded to fill exactly
@@ -164,12 +179,14 @@ cases = [
     ("half a checkpoint", startup + 2 * PAGE + ckpt // 2 // PAGE * PAGE, SAVE_OFTEN, None, {"checkpoint_last.safetensors"}),
     ("a checkpoint and a half", startup + 2 * sidecar + 2 * PAGE + ckpt * 3 // 2 // PAGE * PAGE, SAVE_OFTEN, None,
      {"checkpoint_last.safetensors"}),
-    # The log's page has 60 bytes left: the start line is cut by the disk, and must be taken back.
-    ("the log's start line half fits", startup, [], (60, b""), {"log.jsonl"}),
+    # A resumed run (--resume: the seeded log makes the folder a run) whose log's page has 60
+    # bytes left, and one page free for config.json's rewrite (then free again): the log's lines
+    # fill the next page and one is cut by the disk, and must be taken back.
+    ("the log's start line half fits", PAGE, ["--resume"], (60, b""), {"log.jsonl"}),
     # 700 bytes: a few training lines fit, the next one is cut by the disk.
-    ("a few log lines fit", startup, [], (700, b""), {"log.jsonl"}),
+    ("a few log lines fit", PAGE, ["--resume"], (700, b""), {"log.jsonl"}),
     # A cut line left by an earlier crash: removed when the log is opened, then the log fills.
-    ("a cut line left before", startup, [], (1200, b'{"type":"train","upd'), {"log.jsonl"}),
+    ("a cut line left before", PAGE, ["--resume"], (1200, b'{"type":"train","upd'), {"log.jsonl"}),
     ("4 pages for the log and head metrics", startup + 4 * PAGE, ["--set", "heads.metrics_every=1"], None,
      {"log.jsonl", "head_metrics.jsonl"}),
     # Room enough, but one inode only (the lock file takes it): creating config.json's temporary

@@ -16,6 +16,7 @@
 # Usage: cli_kill_loop.sh PILLARS_BINARY WORK_DIR. Exit 77 (skipped) without the data.
 . "$(dirname "$0")/cli_lib.sh"
 exec python3 - "$P" "$W" "$EXP" <<'PY'
+import hashlib
 import json, os, random, signal, struct, subprocess, sys, time
 
 P, W, EXP = sys.argv[1:4]
@@ -42,7 +43,7 @@ def fail(msg):
 
 
 def launch(out, log_name):
-    resume = os.path.exists(os.path.join(out, "checkpoint_last.safetensors"))
+    resume = os.path.isdir(out)  # --resume continues a run, or starts again one that saved nothing
     err = open(os.path.join(W, log_name), "w")
     return subprocess.Popen([P, "train", EXP, "--out", out] + FLAGS + (["--resume"] if resume else []),
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err)
@@ -85,8 +86,14 @@ def header(path):
 
 
 def saved(path):
+    """(update, SHA-256 of the tensor data): pillars.checksum also covers the metadata, where the
+    run's timings are recorded, so it differs between runs with equal parameters."""
     meta = header(path)["__metadata__"]
-    return json.loads(meta["pillars.state"])["updates"], meta["pillars.checksum"]
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        f.seek(8 + n)
+        digest = "sha256:" + hashlib.sha256(f.read()).hexdigest()[:16]
+    return json.loads(meta["pillars.state"])["updates"], digest
 
 
 def temporaries(run):

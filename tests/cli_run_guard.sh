@@ -5,7 +5,9 @@
 #     last update it logged, and logging the stop;
 #   - a temporary file left by an interrupted save is removed when the run resumes;
 #   - --resume then continues exactly: its losses equal an uninterrupted run's, update for update;
-#   - kill -9 leaves a lock file that does not block the next run.
+#   - --overwrite of a folder in use is refused, naming the holder; kill -9 leaves a lock file that
+#     does not block the next run, which is refused in a folder holding a run's files unless
+#     --overwrite, which moves them all to the folder it names.
 # Usage: cli_run_guard.sh PILLARS_BINARY WORK_DIR. Exit 77 (skipped) without the data.
 . "$(dirname "$0")/cli_lib.sh"
 FLAGS="--set data.block_size=64 --set model.layers=2 --set model.dropout=0 --set train.log_every=1 --no-eval --quiet --threads 1"
@@ -63,11 +65,28 @@ train "$W/b" $target || fail "the uninterrupted run"
 a=$(losses "$W/a/log.jsonl"); b=$(losses "$W/b/log.jsonl")
 [ "$a" = "$b" ] || fail "resumed losses differ from the uninterrupted run's: '$a' vs '$b'"
 
-# kill -9: the lock file stays, and blocks nobody.
+# --overwrite of a folder a live run writes: refused, naming the holder; nothing moved.
 train_in_background "$W/c"
 pid=$bg
 wait_for_update "$W/c/log.jsonl" 1
+out=$(train "$W/c" 2 --overwrite 2>&1); rc=$?
+[ $rc -eq 2 ] || fail "--overwrite of a folder in use got exit $rc, not 2: $out"
+echo "$out" | grep -q "$W/c is in use by another run (process $pid" || fail "the refusal does not name the folder and PID $pid: $out"
+ls -d "$W"/c.old-* 2>/dev/null && fail "--overwrite moved a folder in use"
+
+# kill -9: the lock file stays, and blocks nobody. The folder holds a run's files, so a new run
+# into it is refused (exit 2 naming --out and --overwrite); --overwrite moves them all aside, to
+# the folder it names, and the new run starts in an empty one.
 kill -9 $pid; wait $pid 2>/dev/null
 [ -f "$W/c/.lock" ] || fail "no lock file in $W/c"
-train "$W/c" 2 || fail "a killed run's lock blocked the next run"
+out=$(train "$W/c" 2 2>&1); rc=$?
+[ $rc -eq 2 ] || fail "a new run into a folder with a run's files got exit $rc, not 2: $out"
+echo "$out" | grep -q -- "--out $W/c holds files of a run" || fail "the refusal does not name --out: $out"
+echo "$out" | grep -q -- "--overwrite" || fail "the refusal does not mention --overwrite: $out"
+before=$(cd "$W/c" && ls -A | sort | tr '\n' ' ')
+out=$(train "$W/c" 2 --overwrite 2>&1) || fail "a killed run's lock blocked --overwrite: $out"
+aside=$(echo "$out" | sed -n "s|^--overwrite: moved the earlier content of $W/c to ||p")
+[ -n "$aside" ] && [ -d "$aside" ] || fail "--overwrite did not say where it moved the files: $out"
+[ "$(cd "$aside" && ls -A | sort | tr '\n' ' ')" = "$before" ] || fail "$aside does not hold what $W/c held ($before)"
+[ -f "$W/c/checkpoint_last.safetensors" ] || fail "no new run in $W/c after --overwrite"
 echo "ok"

@@ -5,6 +5,8 @@
 #     (nohup) the run ignores it;
 #   - a pipe whose reader exits (`2>&1 | head -2`) does not end the run: it trains to its end, exits
 #     0 with checkpoint_last saved, and log.jsonl notes once that stderr's lines were dropped;
+#   - no other command is killed by a closed pipe either (generate, eval, metrics, report, graph,
+#     schema, data: exit 0 with their stdout's reader gone);
 #   - a write past `ulimit -f` fails with EFBIG: exit 1 naming the file, no temporary file left.
 # Usage: cli_signals.sh PILLARS_BINARY WORK_DIR. Exit 77 (skipped) without the data.
 . "$(dirname "$0")/cli_lib.sh"
@@ -66,6 +68,15 @@ assert end["type"] == "end" and end["reason"] == "max_updates" and end["update"]
 notes = [l for l in lines if l["type"] == "note"]
 assert len(notes) == 1 and notes[0]["stream"] == "stderr", notes
 PY
+
+# Every other command: a reader gone before the first write (`| true`; the command starts 0.3 s
+# later) kills none of them with SIGPIPE (exit 141): each ends as it would have, with exit 0.
+for cmd in "schema --markdown" "graph --passes" "data list" "generate $W/pipe --prompt ROMEO: --max-tokens 5" \
+           "metrics $W/pipe --sentences 2" "eval $W/pipe" "report $W/pipe --no-model -o $W/pipe-report.html"; do
+  { sleep 0.3; "$P" $cmd 2>/dev/null; echo $? >"$W/sigpipe.rc"; } | true
+  rc=$(cat "$W/sigpipe.rc")
+  [ "$rc" -eq 0 ] || fail "pillars $cmd with its stdout's reader gone gave exit $rc, not 0 (141: killed by SIGPIPE)"
+done
 
 # The file-size limit: 200 blocks (100 or 200 KiB, as the shell counts) hold the small files of a
 # run, not its first checkpoint (8 MB). The data cache is made by the runs above.

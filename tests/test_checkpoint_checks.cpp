@@ -82,6 +82,48 @@ TEST_CASE("checkpoints: a flipped bit in the tensor data is refused, naming the 
   CHECK(m.find("does not match its checksum") != std::string::npos);
 }
 
+TEST_CASE("checkpoints: one without a checksum is refused unless allowed, and an edited trainer state is caught by it") {
+  testing::ScratchDir tmp("pillars_ckcheck_");
+  const TransformerConfig cfg = transformer_config("tiny");
+  ParamStore p;
+  init_transformer_params(cfg, p, 1);
+  const std::string path = (tmp.path / "c.safetensors").string();
+  TrainerState state;
+  state.updates = 5;
+  save_checkpoint(path, cfg, p, nullptr, state);
+  std::ifstream in(path, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), {});
+  in.close();
+  uint64_t n = 0;
+  for (int i = 0; i < 8; ++i) n |= uint64_t(static_cast<unsigned char>(bytes[i])) << (8 * i);
+  nlohmann::ordered_json header = nlohmann::ordered_json::parse(bytes.substr(8, n));
+  const std::string data = bytes.substr(8 + n);
+  const auto rewrite = [&](const nlohmann::ordered_json& h) {
+    const std::string text = h.dump();
+    std::string out(8, '\0');
+    for (int i = 0; i < 8; ++i) out[i] = static_cast<char>((text.size() >> (8 * i)) & 0xff);
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << out << text << data;
+  };
+  // The trainer state edited, the checksum kept: the checksum covers the metadata.
+  nlohmann::ordered_json edited = header;
+  edited["__metadata__"]["pillars.state"] = to_json(TrainerState{}).dump();
+  rewrite(edited);
+  std::string m = message_of([&] { load_checkpoint(path); });
+  CHECK(m.find(path) != std::string::npos);
+  CHECK(m.find("pillars.checksum") != std::string::npos);
+  // No checksum: refused, naming the file, the key and the flag; loaded when allowed.
+  nlohmann::ordered_json stripped = header;
+  stripped["__metadata__"].erase("pillars.checksum");
+  rewrite(stripped);
+  m = message_of([&] { load_checkpoint(path); });
+  CHECK(m.find(path) != std::string::npos);
+  CHECK(m.find("pillars.checksum") != std::string::npos);
+  CHECK(m.find("--allow-unchecked") != std::string::npos);
+  allow_unchecked_checkpoints(true);
+  CHECK(load_checkpoint(path).state.updates == 5);
+  allow_unchecked_checkpoints(false);
+}
+
 TEST_CASE("checkpoints: a NaN or infinite weight is refused, naming the tensor and the file") {
   testing::ScratchDir tmp("pillars_ckcheck_");
   const TransformerConfig cfg = transformer_config("tiny");

@@ -24,6 +24,7 @@
 
 #include "base/error.h"
 #include "base/atomic_file.h"
+#include "base/checksum.h"
 #include "engine/io/safetensors.h"
 #include "engine/params.h"
 
@@ -164,7 +165,8 @@ TEST_CASE("safetensors: no metadata and no tensors round trip too") {
   CHECK(back.metadata.empty()); // the checksum is verified and left out
   const std::string bytes = read_bytes(path);
   const auto header = nlohmann::json::parse(bytes.substr(8));
-  CHECK(header == nlohmann::json::parse(R"({"__metadata__":{"pillars.checksum":"mix64:0000000000000000"}})"));
+  // The checksum of nothing but the tensor count (0): engine/io/safetensors.h's stream.
+  CHECK(header == nlohmann::json::parse(R"({"__metadata__":{"pillars.checksum":"mix64v2:d56b1fbb9ceba9e8"}})"));
 }
 
 TEST_CASE("safetensors: the writer pads the header and lays tensors out in the given order") {
@@ -179,7 +181,7 @@ TEST_CASE("safetensors: the writer pads the header and lays tensors out in the g
   REQUIRE(bytes.size() == 8 + n + 16);
   const auto header = nlohmann::json::parse(bytes.substr(8, n));
   CHECK(header["__metadata__"]["k"] == "v");
-  CHECK(header["__metadata__"]["pillars.checksum"].get<std::string>().rfind("mix64:", 0) == 0);
+  CHECK(header["__metadata__"]["pillars.checksum"].get<std::string>().rfind("mix64v2:", 0) == 0);
   CHECK(header["b"] == nlohmann::json::parse(R"({"dtype":"F32","shape":[3],"data_offsets":[0,12]})"));
   CHECK(header["a"] == nlohmann::json::parse(R"({"dtype":"I32","shape":[1],"data_offsets":[12,16]})"));
   float b1;
@@ -276,10 +278,11 @@ TEST_CASE("safetensors: a C++-written file reads back in the independent Python 
   const auto j = nlohmann::json::parse(out);
 
   CHECK(j["data_start"].get<uint64_t>() % 8 == 0);
-  // Python recomputes the data's checksum (an independent implementation of base/checksum.h).
+  // Python recomputes the checksum (an independent implementation of base/checksum.h and of the
+  // stream it covers: metadata, tensor descriptions, data).
   CHECK(j["metadata"]["format"] == "pt");
   CHECK(j["metadata"]["producer"] == "pillars");
-  CHECK(j["metadata"]["pillars.checksum"] == j["data_checksum"]);
+  CHECK(j["metadata"]["pillars.checksum"] == j["checksum"]);
   const auto& jt = j["tensors"];
   REQUIRE(jt.size() == tensors.size());
   const char* dtypes[] = {"F32", "BF16", "I32", "I64", "I64", "F32", "F32", "BF16"};
@@ -420,6 +423,40 @@ TEST_CASE("safetensors: valid files the writer would not produce are accepted") 
   CHECK(c.tensors[2].tensor.data<uint16_t>()[0] == 0x8080);
   CHECK(c.tensors[3].tensor.shape() == Shape{0, 3});
   CHECK(c.tensors[4].tensor.data<float>()[0] == 2.0f);
+}
+
+TEST_CASE("safetensors: the checksum covers the metadata and the tensor names, and older data-only checksums still check") {
+  TempDir dir;
+  const std::string path = dir.file("ck.safetensors");
+  io::save_safetensors(path, {{"w", f32({2}, {1, 2})}}, {{"pillars.state", "{\"updates\":5}"}});
+  CHECK(io::load_safetensors(path).checksum == io::ChecksumCoverage::complete);
+  const std::string good = read_bytes(path);
+  // The same header length, one metadata character changed, the checksum kept: refused.
+  std::string edited = good;
+  edited.replace(edited.find("\\\"updates\\\":5"), 13, "\\\"updates\\\":7");
+  REQUIRE(edited != good);
+  write_bytes(path, edited);
+  check_load_fails(path, "pillars.checksum");
+  // A tensor renamed (same length), the checksum kept: refused too.
+  std::string renamed = good;
+  renamed.replace(renamed.find("\"w\":"), 4, "\"v\":");
+  write_bytes(path, renamed);
+  check_load_fails(path, "pillars.checksum");
+  // A file of the older kind ("mix64:", the data alone) loads, and says what was checked.
+  float data[2] = {1, 2};
+  Checksum64 c;
+  c.add(data, sizeof data);
+  const std::string old_header = str_cat(R"({"__metadata__":{"pillars.checksum":")", c.hex(),
+                                         R"("},"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})");
+  write_bytes(path, st_file(old_header, std::string(reinterpret_cast<const char*>(data), sizeof data)));
+  CHECK(io::load_safetensors(path).checksum == io::ChecksumCoverage::data);
+  // No checksum: loaded unchecked, and said so.
+  write_bytes(path, st_file(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", std::string(reinterpret_cast<const char*>(data), sizeof data)));
+  CHECK(io::load_safetensors(path).checksum == io::ChecksumCoverage::none);
+  // A checksum of neither kind.
+  write_bytes(path, st_file(R"({"__metadata__":{"pillars.checksum":"sha1:00"},"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})",
+                            std::string(reinterpret_cast<const char*>(data), sizeof data)));
+  check_load_fails(path, "mix64v2:");
 }
 
 // ---- atomic writes ------------------------------------------------------------------------------

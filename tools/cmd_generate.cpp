@@ -12,6 +12,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -38,6 +39,27 @@ constexpr int64_t kMaxTokensLimit = 1 << 20; // --max-tokens beyond this is a ty
 
 } // namespace
 
+namespace {
+
+// --temperature's bounds. The sampler divides float32 log-probabilities by T: a T whose 1/T
+// overflows (1e-300), or makes the scaled values overflow, is greedy decoding in disguise (--greedy
+// says so), and a T so large that every weight rounds to the same value is uniform sampling.
+// 1e-4 to 1e4 stays well inside both.
+constexpr double kMinTemperature = 1e-4, kMaxTemperature = 1e4;
+
+// --seed: a decimal integer that fits 64 bits, or exit 2 naming the flag (not clamped, not wrapped:
+// "-1" is not 2^64 - 1).
+uint64_t parse_seed(const std::string& text) {
+  uint64_t value = 0;
+  const char* end = text.data() + text.size();
+  const auto [at, err] = std::from_chars(text.data(), end, value);
+  if (text.empty() || err != std::errc() || at != end)
+    throw InputError(str_cat("--seed: \"", text, "\" is not an integer from 0 to 18446744073709551615 (2^64 - 1)"));
+  return value;
+}
+
+} // namespace
+
 Command add_generate_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("generate", "Generate text with a trained language model (sampling or greedy)");
   struct Options {
@@ -45,7 +67,7 @@ Command add_generate_command(CLI::App& app) {
     bool prompt_given = false, greedy = false;
     int64_t max_tokens = 100, top_k = 0;
     double temperature = 1.0, top_p = 1.0;
-    uint64_t seed = 1;
+    std::string seed = "1"; // read strictly below: CLI11 would clamp a number past 2^64 - 1
     int threads = 0;
   };
   auto opt = std::make_shared<Options>();
@@ -54,12 +76,13 @@ Command add_generate_command(CLI::App& app) {
       ->check(CLI::IsMember({"best", "last", "average"}));
   auto* prompt = cmd->add_option("--prompt", opt->prompt, "the text to continue (default: all of stdin)");
   cmd->add_flag("--greedy", opt->greedy, "always take the most likely token (no sampling)");
-  cmd->add_option("--temperature", opt->temperature, "divide the log-probabilities by this before sampling: > 0 (default 1)");
+  add_allow_unchecked_flag(cmd);
+  cmd->add_option("--temperature", opt->temperature, str_cat("divide the log-probabilities by this before sampling: from ",
+                  kMinTemperature, " to ", kMaxTemperature, " (default 1)"));
   cmd->add_option("--top-k", opt->top_k, "sample among the k most likely tokens only: >= 0 (0 = all, the default; 1 = greedy)");
   cmd->add_option("--top-p", opt->top_p, "sample among the most likely tokens that make up this much probability: in (0, 1] (default 1)");
   cmd->add_option("--max-tokens", opt->max_tokens, str_cat("generate at most this many tokens: 1 to ", kMaxTokensLimit, " (default 100)"));
-  cmd->add_option("--seed", opt->seed, "seed of the sampling (the same seed gives the same text; default 1)")
-      ->check(CLI::NonNegativeNumber); // (a u64 would take "-1" as 2^64 - 1)
+  cmd->add_option("--seed", opt->seed, "seed of the sampling: an integer from 0 to 2^64 - 1 (the same seed gives the same text; default 1)");
   cmd->add_option("--device", opt->device, "where to generate: cpu | cuda (default cpu)")->check(CLI::IsMember(enum_names<Device>()));
   cmd->add_option("--threads", opt->threads, "CPU threads (0 = all cores)")->check(threads_range());
   return {cmd, [opt, prompt]() {
@@ -67,8 +90,11 @@ Command add_generate_command(CLI::App& app) {
             auto refuse = [](const std::string& flag, const std::string& why) { throw InputError(str_cat(flag, ": ", why)); };
             if (opt->max_tokens < 1 || opt->max_tokens > kMaxTokensLimit)
               refuse("--max-tokens", str_cat(opt->max_tokens, " is not in [1, ", kMaxTokensLimit, "]"));
-            if (!(opt->temperature > 0) || !std::isfinite(opt->temperature))
-              refuse("--temperature", str_cat(opt->temperature, " must be a positive number"));
+            if (!(opt->temperature >= kMinTemperature && opt->temperature <= kMaxTemperature))
+              refuse("--temperature", str_cat(opt->temperature, " is not in [", kMinTemperature, ", ", kMaxTemperature,
+                                              "]: the sampler divides float32 log-probabilities by it, which overflow below "
+                                              "and all become equal above (for the most likely token use --greedy)"));
+            const uint64_t seed = parse_seed(opt->seed);
             if (!(opt->top_p > 0 && opt->top_p <= 1)) refuse("--top-p", str_cat(opt->top_p, " is not in (0, 1]"));
             if (opt->top_k < 0) refuse("--top-k", str_cat(opt->top_k, " must be >= 0"));
             if (opt->threads < 0 || opt->threads > 4096) refuse("--threads", str_cat(opt->threads, " is not in [0, 4096]"));
@@ -122,7 +148,7 @@ Command add_generate_command(CLI::App& app) {
             so.temperature = static_cast<float>(opt->temperature);
             so.top_k = opt->top_k;
             so.top_p = static_cast<float>(opt->top_p);
-            so.seed = opt->seed;
+            so.seed = seed;
 
             // Streaming: the prompt's last line, then, after each token, what the detokenized line
             // gained (detokenizing the whole line keeps the spacing right).

@@ -124,6 +124,7 @@ Command add_metrics_command(CLI::App& app) {
                   "write the JSON to this file instead of stdout (a new file, not inside a run folder)");
   cmd->add_flag("--force", opt->force, "let --output replace a file that exists");
   cmd->add_flag("--pretty", opt->pretty, "indent the JSON");
+  add_allow_unchecked_flag(cmd);
   cmd->add_option("--threads", opt->threads, "CPU threads (0 = all cores)")->check(threads_range());
   return {cmd, [opt]() { return run_metrics(*opt); }};
 }

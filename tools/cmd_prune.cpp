@@ -29,20 +29,23 @@ Command add_prune_command(CLI::App& app) {
   struct Options {
     std::string experiment, from, out;
     std::vector<std::string> sets;
-    bool resume = false, quiet = false, no_eval = false;
+    bool resume = false, overwrite = false, quiet = false, no_eval = false;
     int threads = 0;
   };
   auto opt = std::make_shared<Options>();
   cmd->add_option("experiment", opt->experiment, "experiment file (its data, prune and eval sections are used)")->required();
   cmd->add_option("--from", opt->from, "the trained checkpoint (.safetensors) to prune")->required();
   cmd->add_option("--set", opt->sets, "override a field: --set prune.keep=top_c")->take_all()->allow_extra_args(false);
-  cmd->add_option("--out", opt->out, "run directory (default: runs/<experiment name>-pruned)");
+  CLI::Option* out = cmd->add_option("--out", opt->out, "run directory (default: runs/<experiment name>-pruned)");
   cmd->add_flag("--resume", opt->resume, "continue an interrupted prune run in the run directory");
+  add_overwrite_flag(cmd, opt->overwrite);
   cmd->add_option("--threads", opt->threads, "CPU threads (default: the experiment's `threads`, 0 = all cores)")
       ->check(threads_range());
   cmd->add_flag("--no-eval", opt->no_eval, "skip the final evaluation on the test split");
   cmd->add_flag("--quiet", opt->quiet, "no progress lines");
-  return {cmd, [opt]() {
+  add_allow_unchecked_flag(cmd);
+  return {cmd, [opt, out]() {
+            if (out->count() > 0 && opt->out.empty()) throw InputError("--out: an empty folder name (leave --out out for the default)");
             const Experiment e = load_experiment(opt->experiment, opt->sets, default_validation_context());
             if (e.prune.method == ght::PruneMethod::none)
               throw InputError(str_cat(opt->experiment, ": \"prune.method\" is \"none\": nothing to prune (set it, e.g. "
@@ -52,6 +55,7 @@ Command add_prune_command(CLI::App& app) {
             train::SessionOptions so;
             so.run_dir = opt->out.empty() ? "runs/" + e.name + "-pruned" : opt->out;
             so.resume = opt->resume;
+            so.overwrite = opt->overwrite;
             so.quiet = opt->quiet;
             so.evaluate = !opt->no_eval;
             so.prune_from = opt->from;

@@ -38,6 +38,7 @@ Command add_report_command(CLI::App& app) {
   cmd->add_option("--split", opt->split,
                   "evaluation to show: eval_<split>.json (default: eval_test.json, else the split config.json names)");
   cmd->add_flag("--no-model", opt->no_model, "do not load checkpoints (no parameter counts or FLOPs from them)");
+  add_allow_unchecked_flag(cmd);
   return {cmd, [opt]() {
             if (opt->runs.empty() && opt->study.empty()) throw InputError("give run directories, or --study DIR, or both");
             check_output_path(opt->out, "--out", opt->force); // before the runs are read

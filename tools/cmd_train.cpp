@@ -9,6 +9,7 @@
 
 #include "decode/search.h"
 #include "base/run_guard.h"
+#include "train/checkpoint.h"
 #include "train/experiment.h"
 #include "train/session.h"
 #include "tools/commands.h"
@@ -16,12 +17,24 @@
 
 namespace pillars::cli {
 
+void add_overwrite_flag(CLI::App* cmd, bool& overwrite) {
+  cmd->add_flag("--overwrite", overwrite,
+                "start a new run in a --out folder that holds files of a run: its whole content is first moved (never "
+                "deleted) to a new sibling folder <out>.old-<UTC time>, named on stderr");
+}
+
+void add_allow_unchecked_flag(CLI::App* cmd) {
+  cmd->add_flag_callback("--allow-unchecked", [] { train::allow_unchecked_checkpoints(true); },
+                         "load a checkpoint that records no checksum (pillars.checksum: another tool's file, or an "
+                         "edited one), which is refused otherwise");
+}
+
 Command add_train_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("train", "Train (and then evaluate) the model an experiment file describes");
   struct Options {
     std::string experiment, out;
     std::vector<std::string> sets;
-    bool resume = false, quiet = false, no_eval = false;
+    bool resume = false, overwrite = false, quiet = false, no_eval = false;
     int threads = 0;
   };
   auto opt = std::make_shared<Options>();
@@ -30,19 +43,23 @@ Command add_train_command(CLI::App& app) {
   cmd->add_option("--set", opt->sets, "override a field: --set optim.lr=1e-3 (dotted path; value parsed as JSON)")
       ->take_all()
       ->allow_extra_args(false);
-  cmd->add_option("--out", opt->out, "run directory (default: runs/<experiment name>)");
+  CLI::Option* out = cmd->add_option("--out", opt->out, "run directory (default: runs/<experiment name>)");
   cmd->add_flag("--resume", opt->resume, "continue the run in the run directory from its checkpoint_last");
+  add_overwrite_flag(cmd, opt->overwrite);
   cmd->add_option("--threads", opt->threads, "CPU threads (default: the experiment's `threads`, 0 = all cores)")
       ->check(threads_range());
   cmd->add_flag("--no-eval", opt->no_eval, "skip the final evaluation on the test split");
   cmd->add_flag("--quiet", opt->quiet, "no progress lines");
-  return {cmd, [opt]() {
+  add_allow_unchecked_flag(cmd);
+  return {cmd, [opt, out]() {
+            if (out->count() > 0 && opt->out.empty()) throw InputError("--out: an empty folder name (leave --out out for the default)");
             const Experiment e = load_experiment(opt->experiment, opt->sets, default_validation_context());
             const int threads = opt->threads > 0 ? opt->threads : static_cast<int>(e.threads);
             if (threads > 0) omp_set_num_threads(threads);
             train::SessionOptions so;
             so.run_dir = opt->out;
             so.resume = opt->resume;
+            so.overwrite = opt->overwrite;
             so.quiet = opt->quiet;
             so.evaluate = !opt->no_eval;
             const nlohmann::json result = run_in_job(e, so); // one process, or a data-parallel job
@@ -79,6 +96,7 @@ Command add_eval_command(CLI::App& app) {
   cmd->add_flag("--shuffle-sources", opt->shuffle_sources,
                 "control run: score each target against the next example's source (does the model read its input?); "
                 "writes eval_<split>_shuffled.json");
+  add_allow_unchecked_flag(cmd);
   return {cmd, [opt]() {
             if (opt->threads > 0) omp_set_num_threads(opt->threads);
             train::EvalOptions eo;

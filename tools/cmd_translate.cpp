@@ -69,6 +69,7 @@ Command add_translate_command(CLI::App& app) {
       ->check(CLI::Range(int64_t{1}, limits::kMaxSentences));
   cmd->add_option("--threads", opt->threads, "CPU threads (0 = all cores)")->check(threads_range());
   cmd->add_option("--device", opt->device, "where to decode: cpu | cuda")->check(CLI::IsMember(enum_names<Device>()));
+  add_allow_unchecked_flag(cmd);
   return {cmd, [opt]() {
             if (opt->threads > 0) omp_set_num_threads(opt->threads);
             const Device device = device_flag(opt->device);
@@ -91,6 +92,11 @@ Command add_translate_command(CLI::App& app) {
             const train::Translations t =
                 train::translate_corpus(ck.config, ck.params.on(device), pipeline, lines, so, batch, false, e.data.max_source_len);
             for (const std::string& s : t.text) std::printf("%s\n", s.c_str());
+            if (!t.truncated.empty())
+              std::fprintf(stderr, "warning: %zu input line%s (line %zu first) had more than data.max_source_len = %lld tokens and "
+                           "%s translated from the first %lld only, as in training\n", t.truncated.size(),
+                           t.truncated.size() == 1 ? "" : "s", t.truncated.front() + 1, static_cast<long long>(e.data.max_source_len),
+                           t.truncated.size() == 1 ? "was" : "were", static_cast<long long>(e.data.max_source_len - 1));
             std::fprintf(stderr, "translated %zu sentences in %.2fs: %.1f sentences/s (%s, beam %lld, %s, %d threads)\n",
                          lines.size(), t.seconds, t.sentences_per_second(), path.c_str(), static_cast<long long>(so.beam),
                          device_name(device), omp_get_max_threads());

@@ -31,6 +31,13 @@ inline Device device_flag(const std::string& word) {
 // the command line is parsed (CLI11 names the flag: "--threads: Value 100000 not in range ...").
 inline CLI::Validator threads_range() { return CLI::Range(int64_t{0}, limits::kMaxThreads); }
 
+// --allow-unchecked, on every command that loads checkpoints: load one without a "pillars.checksum"
+// (another tool's file, or an edited one) instead of refusing it (train/checkpoint.h).
+void add_allow_unchecked_flag(CLI::App* cmd);
+
+// --overwrite of `train` and `prune` (train::SessionOptions::overwrite).
+void add_overwrite_flag(CLI::App* cmd, bool& overwrite);
+
 Command add_bench_command(CLI::App& app);
 Command add_data_command(CLI::App& app);
 Command add_graph_command(CLI::App& app);

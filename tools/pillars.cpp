@@ -1,6 +1,12 @@
 // pillars — the one binary: train, prune, eval, report, bench… (subcommands in tools/cmd_*.cpp).
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <string>
 #include <vector>
@@ -10,7 +16,27 @@
 #include "tools/commands.h"
 #include "train/schema.h"
 
+// What a command printed must have reached stdout: a full disk or an I/O error behind it (say
+// `translate > /full/disk/out.txt`) is a run-time failure, exit 1, not a success with the output
+// lost. A closed pipe is not (`| head` took what it wanted: SIGPIPE is ignored, README).
+int finish_stdout(int code) {
+  errno = 0;
+  if (std::fflush(stdout) == 0 && !std::ferror(stdout)) return code;
+  const int err = errno;
+  struct stat st {};
+  const bool pipe = ::fstat(STDOUT_FILENO, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode));
+  if (pipe || err == EPIPE) return code; // a closed pipe: its reader took what it wanted
+  std::fprintf(stderr, "pillars: error: writing to stdout failed: %s\n", err ? std::strerror(err) : "an I/O error");
+  return code == 0 ? 1 : code;
+}
+
 int main(int argc, char** argv) {
+  // A closed pipe never kills a command (`pillars translate ... | head -1`): writes to it fail
+  // instead, quietly (stdio marks the stream's error flag), and the command ends as it would have.
+  // train and prune note it in log.jsonl (base/run_guard.h). A write past `ulimit -f` fails with
+  // EFBIG, and the command with exit 1 naming the file, instead of being killed by SIGXFSZ.
+  std::signal(SIGPIPE, SIG_IGN);
+  std::signal(SIGXFSZ, SIG_IGN);
   CLI::App app{"pillars — a deep-learning engine for Grouped Head Attention (Ni et al., ACL 2023)", "pillars"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("pillars 0.1"));
@@ -50,7 +76,7 @@ int main(int argc, char** argv) {
   }
   try {
     for (const auto& command : commands)
-      if (command.app->parsed()) return command.run();
+      if (command.app->parsed()) return finish_stdout(command.run());
   } catch (const pillars::Stopped& e) { // SIGTERM, SIGINT, SIGUSR1 or SIGHUP, honoured after a save
     if (*e.what()) std::fprintf(stderr, "pillars: %s\n", e.what()); // empty on the other ranks of a job
     return 128 + e.signal;

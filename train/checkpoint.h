@@ -18,40 +18,11 @@
 #include "engine/optim/optimizer.h"
 #include "engine/params.h"
 #include "models/transformer.h"
+#include "train/checkpoint_meta.h"
 #include "train/experiment.h"
 #include "train/pipeline.h"
 
 namespace pillars::train {
-
-// Where the trainer is: enough to continue exactly (the batch order and dropout seeds are functions
-// of the experiment seed, the epoch and the update number).
-struct TrainerState {
-  int64_t epoch = 1;            // the epoch in progress (1-based)
-  int64_t batch_in_epoch = 0;   // batches of `epoch` already trained
-  int64_t updates = 0;          // optimiser updates so far
-  double elapsed_seconds = 0;   // training time so far (over all resumed sessions)
-  double best_valid = 0;        // the best validation score so far (by train.best_metric)
-  bool has_best = false;
-  int64_t bad_validations = 0;  // consecutive validations without improvement (patience)
-  int64_t last_validated_update = -1; // the update whose parameters were validated last
-  bool finished = false;        // training reached a stopping rule
-  std::string stop_reason;
-  // The best checkpoints kept for averaging: file name → score.
-  std::map<std::string, double> kept;
-};
-
-nlohmann::json to_json(const TransformerConfig& c);
-TransformerConfig transformer_config_from_json(const nlohmann::json& j, const std::string& origin);
-nlohmann::json to_json(const TrainerState& s);
-// Reads the state strictly (a checkpoint is untrusted input): integers must be JSON integers in
-// range (epoch >= 1; batch_in_epoch, updates, bad_validations >= 0, at most limits::kMaxUpdates;
-// last_validated_update from -1 to updates), numbers finite (elapsed_seconds >= 0), and every name
-// in `kept` a kept checkpoint's (is_kept_checkpoint_name). Throws InputError naming `origin` (the
-// file) and the field otherwise.
-TrainerState trainer_state_from_json(const nlohmann::json& j, const std::string& origin);
-// "checkpoint_e<E>_u<U>.safetensors", the names the trainer gives the best checkpoints it keeps for
-// averaging: a plain file name (no folder, no "..") and none of the run's other files.
-bool is_kept_checkpoint_name(const std::string& name);
 
 // Writes path (.safetensors) and its JSON twin (path with .json). optimizer may be null.
 void save_checkpoint(const std::string& path, const TransformerConfig& cfg, const ParamStore& params,
@@ -65,11 +36,19 @@ struct LoadedCheckpoint {
   nlohmann::json extra;
 };
 // Throws InputError naming the file for anything missing or malformed, and for a checkpoint that
-// does not check out: tensor data that no longer matches its checksum (engine/io/safetensors.h),
+// does not check out: content that no longer matches its checksum (engine/io/safetensors.h), no
+// checksum at all (unless allow_unchecked_checkpoints(true): a file some other tool wrote or
+// rewrote cannot be told from a damaged one),
 // a parameter the recorded model config does not have or lacks, one of the wrong shape or of
 // another dtype than F32, or a weight or optimiser value that is NaN or infinite (naming the
 // tensor and the element).
 LoadedCheckpoint load_checkpoint(const std::string& path);
+
+// `--allow-unchecked` of every command that loads checkpoints: load one that records no
+// "pillars.checksum" (with a note on stderr) instead of refusing it. Process-wide, because the
+// checkpoints a command reads are loaded deep inside it (a resume, model.init_from, the averaged
+// best ones) and the user's answer is the same for all of them. Off by default.
+void allow_unchecked_checkpoints(bool allow);
 
 // A checkpoint used with a run directory's text pipeline must have been trained with its
 // dictionary: the same size, and (for checkpoints that record it) the same words in the same

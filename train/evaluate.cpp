@@ -24,6 +24,7 @@ Translations translate_corpus(const TransformerConfig& cfg, const ParamStore& pa
   std::vector<std::vector<int32_t>> src(sources.size());
   for (size_t i = 0; i < sources.size(); ++i) {
     src[i] = pipeline.encode_source(sources[i]);
+    if (src[i].size() > static_cast<size_t>(max_source_len)) t.truncated.push_back(i);
     truncate_keeping_eos(src[i], static_cast<size_t>(max_source_len));
   }
   std::vector<size_t> order(sources.size());

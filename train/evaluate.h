@@ -22,6 +22,7 @@ struct Translations {
   double seconds = 0;                             // decoding time (encode + search)
   double sentences_per_second() const { return seconds > 0 ? static_cast<double>(text.size()) / seconds : 0; }
   int64_t generated_tokens = 0;
+  std::vector<size_t> truncated;                  // the sources cut to max_source_len (input order)
 };
 
 // batch_sentences is capped so that a batch has at most 2048 decoder rows (sentences × beam).

@@ -106,9 +106,9 @@ const std::vector<Entry>& entries() {
         in(F::boolean("data.bpe_joint", "One BPE model and one vocabulary for source and target together.").def(true), &E::data, &D::bpe_joint),
         in(F::string("data.bpe_codes", "A BPE codes file to use instead of learning one; must be readable.").optional().not_empty().readable(), &E::data,
            &D::bpe_codes),
-        in(F::integer("data.vocab_threshold", "Words seen fewer times than this in training become the unknown word; 0 = keep all.").def(0).at_least(0), &E::data,
+        in(F::integer("data.vocab_threshold", "Words seen fewer times than this in training become the unknown word; 0 = keep all. Refused when more than half of the training tokens would be unknown.").def(0).at_least(0), &E::data,
            &D::vocab_threshold),
-        in(F::integer("data.vocab_max", "Keep at most this many vocabulary entries, most frequent first; 0 = unlimited.").def(0).at_least(0).at_most(L::kMaxVocabulary), &E::data,
+        in(F::integer("data.vocab_max", "Keep at most this many vocabulary entries, most frequent first (the 4 special symbols included, so 0 or at least 5); 0 = unlimited. Refused when more than half of the training tokens would be unknown.").def(0).at_least(0).at_most(L::kMaxVocabulary), &E::data,
            &D::vocab_max),
         in(F::integer("data.max_tokens", "Tokens per batch, padding included (fairseq's --max-tokens).").def(4096).at_least(1).at_most(L::kMaxBatchTokens), &E::data, &D::max_tokens),
         in(F::integer("data.max_source_len", "Longest source sequence, in tokens after BPE.").def(256).at_least(1).at_most(L::kMaxSequence), &E::data, &D::max_source_len),
@@ -409,6 +409,10 @@ void check_dataset_references(const Experiment& e, const data::DatasetSpec& d) {
 // not known before the data is prepared, so the estimate takes the BPE's size), checked against
 // what the other sections ask of it, and its memory against this machine's.
 void check_model(const Experiment& e, const ValidationContext& ctx) {
+  // The dictionary's first entries are <s>, <pad>, </s> and <unk>: a smaller limit keeps no word.
+  if (e.data.vocab_max > 0 && e.data.vocab_max <= 4)
+    throw FieldError("data.vocab_max", str_cat("\"data.vocab_max\" (", e.data.vocab_max, ") leaves no room for a word: the first 4 "
+                                                 "entries are <s>, <pad>, </s> and <unk>; use 0 (no limit) or at least 5"));
   const int64_t vocab_guess = e.data.vocab_max > 0 ? e.data.vocab_max : e.data.bpe_merges > 0 ? e.data.bpe_merges + 4 : 4 + 1;
   TransformerConfig cfg;
   try {

@@ -28,5 +28,6 @@ constexpr int64_t kMaxUpdates = int64_t{1} << 48; // a checkpoint's epoch, batch
 constexpr int64_t kMaxOutputLength = 1 << 20; // eval.max_len_b, and max_len_a × the longest source
 constexpr int64_t kMaxJsonDepth = 64;         // nesting of an experiment file (schema depth is 2)
 constexpr uint64_t kMaxExperimentBytes = 16u << 20; // an experiment file (the ready ones are < 4 KB)
+constexpr uint64_t kMaxLogBytes = uint64_t{1} << 30; // a log.jsonl read back on --resume (a long run's is a few MB)
 
 } // namespace pillars::limits

@@ -3,13 +3,16 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 
 #include "datasets/cache.h"
 #include "datasets/registry.h"
 #include "base/error.h"
+#include "base/special_tokens.h"
 #include "text/token_cache.h"
+#include "train/schema.h"
 
 namespace pillars::train {
 
@@ -69,11 +72,30 @@ struct Encoded {
   std::vector<std::vector<std::vector<int32_t>>> ids; // per side, per line: ids with eos last
 };
 
+// A vocabulary so small (data.vocab_threshold, data.vocab_max) that most of the training text
+// becomes <unk> trains a model of <unk>: refused, naming the field, when more than half of the
+// training tokens (eos aside) are unknown words. (The schema's text of both fields says so.)
+void check_unknown_share(const DataSettings& ds, const std::string& experiment, const std::vector<Side>& sides, const std::vector<std::vector<std::vector<int32_t>>>& ids) {
+  int64_t tokens = 0, unknown = 0;
+  for (size_t i = 0; i < sides.size(); ++i)
+    if (sides[i].train)
+      for (const std::vector<int32_t>& line : ids[i])
+        for (int32_t t : line)
+          if (t != tokens::kEos) ++tokens, unknown += t == tokens::kUnk;
+  if (tokens == 0 || 2 * unknown <= tokens) return;
+  const char* field = ds.vocab_threshold > 0 ? "data.vocab_threshold" : "data.vocab_max";
+  const int64_t value = ds.vocab_threshold > 0 ? ds.vocab_threshold : ds.vocab_max;
+  throw schema::FieldError(field, str_cat("experiment \"", experiment, "\": \"", field, "\" (", value, ") turns ", unknown, " of the ", tokens, " training tokens (",
+                                          static_cast<int>(100.0 * static_cast<double>(unknown) / static_cast<double>(tokens)),
+                                          " %) into <unk>; at most half may be unknown words: lower it"));
+}
+
 // The expensive part of preparation, for every task: tokenize each side (Moses, unless
 // data.tokenizer is "none"), read data.bpe_codes or learn data.bpe_merges merges jointly on the
 // training sides, segment every side, build the dictionary of the training sides, encode. Cached
 // under $PILLARS_CACHE/prepared/<key>, the key hashing every line and every setting involved.
-Encoded encode_sides(const PipelineSettings& ps, const DataSettings& ds, const std::vector<Side>& sides, bool verbose) {
+Encoded encode_sides(const PipelineSettings& ps, const DataSettings& ds, const std::string& experiment, const std::vector<Side>& sides,
+                     bool verbose) {
   const auto t0 = Clock::now();
   std::optional<text::BpeCodes> given_codes;
   if (ds.bpe_codes) given_codes = text::read_bpe_codes(*ds.bpe_codes);
@@ -141,12 +163,13 @@ Encoded encode_sides(const PipelineSettings& ps, const DataSettings& ds, const s
     if (sides[i].train)
       for (const std::string& line : seg[i]) out.dict.add_line(line);
   out.dict.finalize(ds.vocab_threshold > 0 ? ds.vocab_threshold : -1, ds.vocab_max > 0 ? ds.vocab_max : -1, 8);
-  // 4. Ids, eos last; then the cache.
-  fs::create_directories(dir);
-  for (size_t i = 0; i < sides.size(); ++i) {
+  // 4. Ids, eos last; then the cache (a dictionary that makes the training text mostly <unk> is
+  // refused first, so it is never cached).
+  for (size_t i = 0; i < sides.size(); ++i)
     for (const std::string& line : seg[i]) out.ids[i].push_back(out.dict.encode_line(line, true));
-    text::save_token_cache(side_file(i), h.value(), to_corpus(out.ids[i]));
-  }
+  check_unknown_share(ds, experiment, sides, out.ids);
+  fs::create_directories(dir);
+  for (size_t i = 0; i < sides.size(); ++i) text::save_token_cache(side_file(i), h.value(), to_corpus(out.ids[i]));
   if (out.codes) text::write_bpe_codes((dir / "bpe.codes").string(), *out.codes);
   out.dict.save((dir / "dict.txt").string());
   if (verbose) std::fprintf(stderr, "data: dictionary of %zu symbols; cached in %s (%.1fs)\n", out.dict.size(), dir.c_str(), since(t0));
@@ -191,7 +214,7 @@ PreparedLm prepare_lm(const Experiment& e, const std::string& run_dir, bool verb
   keep_fraction(sides[0].lines, ds.train_fraction);
   sides[1] = {data::read_field(ds.dataset, valid_split_of(e), "text"), false, false};
   const PipelineSettings ps = pipeline_settings(ds, "en", "en");
-  Encoded enc = encode_sides(ps, ds, sides, verbose);
+  Encoded enc = encode_sides(ps, ds, e.name, sides, verbose);
   PreparedLm p{TextPipeline(ps, enc.codes, enc.dict), {}};
   for (const auto& line : enc.ids[0]) p.data.train.insert(p.data.train.end(), line.begin(), line.end());
   for (const auto& line : enc.ids[1]) p.data.valid.insert(p.data.valid.end(), line.begin(), line.end());
@@ -220,6 +243,26 @@ EvalSplit read_eval_split(const Experiment& e, const std::string& split) {
   return s;
 }
 
+// Length limits that drop every training pair (translation drops the pairs longer than the limits)
+// leave nothing to train on: refused, naming the limit that dropped them.
+[[noreturn]] void refuse_emptied_split(const DataSettings& ds, const std::string& experiment,
+                                       const std::vector<std::vector<int32_t>>& src, const std::vector<std::vector<int32_t>>& tgt) {
+  size_t shortest_src = SIZE_MAX, shortest_tgt = SIZE_MAX;
+  for (const auto& s : src) shortest_src = std::min(shortest_src, s.size());
+  for (const auto& t : tgt) shortest_tgt = std::min(shortest_tgt, t.size());
+  const bool source = shortest_src > static_cast<size_t>(ds.max_source_len);
+  const bool target = shortest_tgt > static_cast<size_t>(ds.max_target_len);
+  if (!source && !target)
+    throw schema::FieldError("data.max_source_len", str_cat("experiment \"", experiment, "\": \"data.max_source_len\" (", ds.max_source_len,
+                                                            ") and \"data.max_target_len\" (", ds.max_target_len, ") together drop every one of the ",
+                                                            src.size(), " training pairs, so none is left"));
+  const char* field = source ? "data.max_source_len" : "data.max_target_len";
+  throw schema::FieldError(field, str_cat("experiment \"", experiment, "\": \"", field, "\" (", source ? ds.max_source_len : ds.max_target_len,
+                                          ") is shorter than every one of the ", src.size(), " training ", source ? "sources" : "targets",
+                                          " (the shortest has ", source ? shortest_src : shortest_tgt,
+                                          " tokens, eos included), so no training pair is left"));
+}
+
 PreparedSeq2Seq prepare_seq2seq(const Experiment& e, const std::string& run_dir, bool verbose) {
   const DataSettings& ds = e.data;
   if (!ds.bpe_joint && (ds.bpe_merges > 0 || ds.bpe_codes))
@@ -234,7 +277,7 @@ PreparedSeq2Seq prepare_seq2seq(const Experiment& e, const std::string& run_dir,
   sides[2] = {data::read_field(ds.dataset, valid_split, ds.source), true, false};
   sides[3] = {data::read_field(ds.dataset, valid_split, ds.target), false, false};
   const PipelineSettings ps = pipeline_settings(ds, language_of(ds.source), language_of(ds.target));
-  Encoded enc = encode_sides(ps, ds, sides, verbose);
+  Encoded enc = encode_sides(ps, ds, e.name, sides, verbose);
   auto& ids = enc.ids;
 
   PreparedSeq2Seq p{TextPipeline(ps, enc.codes, enc.dict), {}, std::move(sides[2].lines), std::move(sides[3].lines), 0};
@@ -255,6 +298,7 @@ PreparedSeq2Seq prepare_seq2seq(const Experiment& e, const std::string& run_dir,
     p.data.train_src.push_back(std::move(ids[0][i]));
     p.data.train_tgt.push_back(std::move(ids[1][i]));
   }
+  if (p.data.train_src.empty() && !ids[0].empty()) refuse_emptied_split(ds, e.name, ids[0], ids[1]);
   for (size_t i = 0; i < ids[2].size(); ++i) {
     truncate_keeping_eos(ids[2][i], max_src); // validation: truncated, never dropped
     truncate_keeping_eos(ids[3][i], max_tgt);

@@ -4,9 +4,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <ctime>
+#include <set>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 
 #include "decode/search.h"
 #include "base/error.h"
@@ -192,8 +195,12 @@ nlohmann::json train_and_evaluate(const Experiment& e, Model& m, const TaskHooks
                           e.train.device);
 }
 
-nlohmann::json run_seq2seq(const Experiment& e, const std::string& run_dir, const SessionOptions& options) {
-  PreparedSeq2Seq p = in_turn(options, [&](bool root) { return prepare_seq2seq(e, root ? run_dir : "", !options.quiet); });
+// Makes, locks and fills the run directory once the data is prepared (run_experiment).
+using OpenRun = std::function<void(const TextPipeline& pipeline)>;
+
+nlohmann::json run_seq2seq(const Experiment& e, const std::string& run_dir, const SessionOptions& options, const OpenRun& open_run) {
+  PreparedSeq2Seq p = in_turn(options, [&](bool) { return prepare_seq2seq(e, "", !options.quiet); });
+  open_run(p.pipeline);
   Model m = build_model(e, static_cast<int64_t>(p.pipeline.dictionary().size()), options);
   TrainOptions to = train_options(e, run_dir, options, p.pipeline);
   if (e.task == Task::translation && e.train.valid_bleu) to.valid_bleu = make_decode_scorer(p, e, false);
@@ -212,8 +219,9 @@ nlohmann::json run_seq2seq(const Experiment& e, const std::string& run_dir, cons
   return train_and_evaluate(e, m, hooks, to, options);
 }
 
-nlohmann::json run_lm(const Experiment& e, const std::string& run_dir, const SessionOptions& options) {
-  PreparedLm p = in_turn(options, [&](bool root) { return prepare_lm(e, root ? run_dir : "", !options.quiet); });
+nlohmann::json run_lm(const Experiment& e, const std::string& run_dir, const SessionOptions& options, const OpenRun& open_run) {
+  PreparedLm p = in_turn(options, [&](bool) { return prepare_lm(e, "", !options.quiet); });
+  open_run(p.pipeline);
   Model m = build_model(e, static_cast<int64_t>(p.pipeline.dictionary().size()), options);
   TaskHooks hooks;
   hooks.make_task = [&](const TransformerConfig& cfg, ParamStore& params, float ls, std::shared_ptr<GraphExtension> ext) {
@@ -238,6 +246,23 @@ nlohmann::json evaluate_lm(const Experiment& e, LoadedCheckpoint& ck, const Text
   const auto [nll, tokens] = lm_nll(steps, stream, e.data.block_size, e.data.max_tokens, static_cast<int32_t>(ck.config.pad_id));
   const metrics::Perplexity ppl = metrics::perplexity(nll, tokens);
   return {{"split", split}, {"tokens", tokens}, {"loss", ppl.nll}, {"ppl", ppl.ppl}, {"bits_per_token", ppl.bits}};
+}
+
+
+// How an eval record names its checkpoint: relative to the run folder (it is always directly in
+// it: run_dir_of), so that a run moved or copied elsewhere reads its own checkpoint.
+std::string recorded_checkpoint(const std::string& checkpoint) { return fs::path(checkpoint).filename().string(); }
+
+// Whether the evaluation's results can be written into the run folder, found out before the
+// decoding (minutes) rather than after: a temporary file is made there and removed. A folder that
+// cannot take it (read-only, no permission, full) is a run-time failure, exit 1, naming the folder.
+void check_writable(const std::string& run_dir, const std::string& name) {
+  try {
+    io::AtomicFile probe((fs::path(run_dir) / name).string());
+    probe.write("{}\n"); // never committed: the destructor removes the temporary
+  } catch (const std::exception& err) {
+    throw Error(str_cat("eval: cannot write its results into ", run_dir, " (checked before decoding): ", err.what()));
+  }
 }
 
 } // namespace
@@ -286,7 +311,49 @@ std::string checkpoint_path(const std::string& target, const std::string& choice
   return last.string();
 }
 
+std::vector<std::string> run_files_in(const std::string& dir) {
+  static const std::set<std::string> kNames = {"config.json", "pipeline.json", "dict.txt", "bpe.codes", "log.jsonl",
+                                               "head_metrics.jsonl", "votes.json", "prune.json", "importance.json",
+                                               ".lock", "pruned"};
+  std::vector<std::string> found;
+  std::error_code ec;
+  for (const fs::directory_entry& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (kNames.count(name) || name.rfind("checkpoint_", 0) == 0 || name.rfind("eval_", 0) == 0 ||
+        name.find(".tmp.") != std::string::npos)
+      found.push_back(name);
+  }
+  std::sort(found.begin(), found.end());
+  return found;
+}
+
 namespace {
+
+// The logs a resumed run appends to are read strictly first: a line that is not a JSON object
+// (an edited or damaged log) is refused, naming the file and the line, rather than appended
+// after and fed to every later reader (report, study tables). A cut last line (a write a kill
+// interrupted, no '\n') is not an error: opening the log for appending removes it (base/log_file.h).
+void check_log_file(const fs::path& path) {
+  std::error_code ec;
+  if (!fs::exists(fs::symlink_status(path, ec))) return;
+  const std::string text = read_input_file(path.string(), limits::kMaxLogBytes);
+  size_t at = 0;
+  for (int64_t line = 1; at < text.size(); ++line) {
+    const size_t end = text.find('\n', at);
+    if (end == std::string::npos) break; // the cut tail
+    const nlohmann::json j = nlohmann::json::parse(text.begin() + static_cast<std::ptrdiff_t>(at),
+                                                   text.begin() + static_cast<std::ptrdiff_t>(end), nullptr, false);
+    if (!j.is_object())
+      throw InputError(str_cat(path.string(), ":", line, ": not a JSON object (", j.is_discarded() ? "invalid JSON" : j.type_name(),
+                               "): the log was edited or damaged; --resume appends to it only when every line reads"));
+    at = end + 1;
+  }
+}
+
+void check_run_logs(const std::string& run_dir) {
+  for (const char* name : {"log.jsonl", "head_metrics.jsonl", "pruned/log.jsonl", "pruned/head_metrics.jsonl"})
+    check_log_file(fs::path(run_dir) / name);
+}
 
 // Fields a resumed run may change: where it stops, how it logs, how it is evaluated. Anything
 // else would make the continuation a different experiment from the one the checkpoint belongs to.
@@ -315,16 +382,58 @@ void check_resume_config(const Experiment& e, const std::string& run_dir) {
   }
 }
 
-// Makes the run directory (or checks the one to resume), takes its lock into `lock` (held until
-// the run and its evaluation end: a second `pillars train` into the same folder is refused, naming
-// the process that holds it), removes temporaries of interrupted saves and writes config.json.
-void open_run_directory(const Experiment& e, const std::string& run_dir, const SessionOptions& options,
-                        std::optional<io::DirLock>& lock) {
+// `--overwrite`: the run folder's whole content moved aside by renaming the folder itself to a new
+// sibling, "<dir>.old-<UTC time>" (with "-2", "-3"... if taken), then an empty folder made in its
+// place. Nothing is deleted, and a rename never writes through a link. A folder with a .lock is
+// locked for the move, so a run still writing into it is not moved from under its feet. Returns
+// the new name.
+std::string move_run_aside(const std::string& run_dir) {
+  fs::path dir = fs::absolute(run_dir).lexically_normal();
+  if (dir.filename().empty()) dir = dir.parent_path(); // "runs/x/"
+  if (dir == fs::current_path() || dir == dir.root_path())
+    throw InputError(str_cat("--overwrite: --out ", run_dir, " is the current folder or the root; refusing to move it"));
+  char stamp[32];
+  const std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  std::strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &utc);
+  fs::path aside = dir.parent_path() / str_cat(dir.filename().string(), ".old-", stamp);
   std::error_code ec;
-  fs::create_directories(run_dir, ec);
-  if (ec || !fs::is_directory(run_dir))
-    throw InputError(str_cat("--out ", run_dir, ": cannot make the run directory: ", ec ? ec.message() : "a file of that name exists"));
-  lock.emplace(run_dir);
+  for (int n = 2; fs::exists(fs::symlink_status(aside, ec)); ++n)
+    aside = dir.parent_path() / str_cat(dir.filename().string(), ".old-", stamp, "-", n);
+  {
+    // Refused (exit 2, naming the holder) while a run writes there; a folder without a .lock has
+    // no pillars writer, and is not given one on its way out.
+    std::optional<io::DirLock> held;
+    if (fs::exists(fs::symlink_status(dir / ".lock", ec))) held.emplace(dir.string());
+    fs::rename(dir, aside, ec);
+  }
+  if (ec) throw Error(str_cat("--overwrite: cannot move ", run_dir, " aside to ", aside.string(), ": ", ec.message()));
+  return aside.string();
+}
+
+// An --out that is a link to nothing: making the folder would fail with a puzzling "File exists".
+void refuse_dangling_link(const std::string& run_dir) {
+  std::error_code ec;
+  if (fs::is_symlink(run_dir, ec) && !fs::exists(run_dir, ec))
+    throw InputError(str_cat("--out ", run_dir, ": a symbolic link to ", fs::read_symlink(run_dir, ec).string(),
+                             ", which does not exist; make that folder, or give --out a folder"));
+}
+
+// The refusals of a run directory, none of which writes anything: checked before the data is
+// prepared (so a refused run costs nothing and leaves nothing), and again under the lock.
+// `found` is what run_files_in saw before this process made a .lock there.
+// A folder that holds any of a run's files is a run: a new run never mixes its files with another's
+// (a stale dict.txt or log.jsonl would be read, appended to or taken for this run's).
+void refuse_run_directory(const Experiment& e, const std::string& run_dir, const SessionOptions& options,
+                          const std::vector<std::string>& found) {
+  if (options.overwrite && options.resume)
+    throw InputError("--overwrite and --resume contradict each other: --resume continues the run in --out, "
+                     "--overwrite moves it aside to start a new one");
+  refuse_dangling_link(run_dir);
+  std::error_code ec;
+  if (!fs::is_directory(run_dir, ec)) return; // a new folder: nothing in it to refuse
+  if (options.overwrite && !found.empty()) return; // moved aside before anything else
   // A symbolic link among the run's files is refused before anything is written (base/run_guard.h).
   for (const fs::path& dir : {fs::path(run_dir), fs::path(run_dir) / "pruned"})
     if (fs::is_directory(dir)) io::refuse_links_in(dir.string());
@@ -333,11 +442,54 @@ void open_run_directory(const Experiment& e, const std::string& run_dir, const S
                                                   : fs::exists(fs::path(run_dir) / "prune.json");
   if (!options.resume && has_run)
     throw InputError(str_cat(run_dir, " already holds a run (checkpoint_last.safetensors); pass --resume to continue it, "
-                             "or --out DIR for a new run"));
+                             "--overwrite to move it aside, or --out DIR for a new run"));
+  if (!options.resume && !options.restart_unsaved && !found.empty()) {
+    std::string names;
+    for (size_t i = 0; i < found.size() && i < 5; ++i) names += (i ? ", " : "") + found[i];
+    if (found.size() > 5) names += str_cat(" and ", found.size() - 5, " more");
+    throw InputError(str_cat("--out ", run_dir, " holds files of a run (", names, "); a new run does not mix its files with "
+                             "them: pass --overwrite to move them aside, --resume to continue a run, or --out DIR"));
+  }
   if (options.resume && !has_run)
     throw InputError(str_cat("--resume: ", run_dir, "/", options.prune_from.empty() ? "checkpoint_last.safetensors" : "prune.json",
                              " does not exist (nothing to resume)"));
-  if (options.resume) check_resume_config(e, run_dir);
+  if (options.resume || (options.restart_unsaved && fs::exists(fs::path(run_dir) / "config.json")))
+    check_resume_config(e, run_dir); // the same experiment, started again
+  if (options.resume || options.restart_unsaved) check_run_logs(run_dir);
+}
+
+// A folder whose run saved nothing yet: none of its files is a checkpoint, an evaluation or a
+// pruning step's record (only start-up files, the lock, log lines, which the restart rewrites or
+// appends to, and temporaries of an interrupted save).
+bool saved_nothing(const std::vector<std::string>& found) {
+  for (const std::string& name : found) {
+    if (name.find(".tmp.") != std::string::npos) continue; // an interrupted save: removed under the lock
+    if (name.rfind("checkpoint_", 0) == 0 || name.rfind("eval_", 0) == 0 || name == "pruned" || name == "prune.json" ||
+        name == "votes.json" || name == "importance.json")
+      return false;
+  }
+  return true;
+}
+
+// Makes the run directory (or checks the one to resume), takes its lock into `lock` (held until
+// the run and its evaluation end: a second `pillars train` into the same folder is refused, naming
+// the process that holds it), removes temporaries of interrupted saves and writes config.json and
+// the text pipeline (pipeline.json, dict.txt, bpe.codes). With --overwrite, a folder holding a
+// run's files is moved aside first (move_run_aside), and the note says where to, even with --quiet.
+void open_run_directory(const Experiment& e, const std::string& run_dir, const SessionOptions& options,
+                        const TextPipeline& pipeline, std::optional<io::DirLock>& lock) {
+  if (options.overwrite && !options.resume && !run_files_in(run_dir).empty()) {
+    const std::string aside = move_run_aside(run_dir);
+    std::fprintf(stderr, "--overwrite: moved the earlier content of %s to %s\n", run_dir.c_str(), aside.c_str());
+  }
+  std::error_code ec;
+  refuse_dangling_link(run_dir);
+  fs::create_directories(run_dir, ec);
+  if (ec || !fs::is_directory(run_dir))
+    io::throw_path_error(ec.value(), str_cat("--out ", run_dir, ": cannot make the run directory: ", ec ? ec.message() : "a file of that name exists"));
+  const std::vector<std::string> found = run_files_in(run_dir); // before the lock makes a .lock
+  lock.emplace(run_dir);
+  refuse_run_directory(e, run_dir, options, found); // again: the folder may have changed while the data was prepared
   // Temporaries of saves that a killed process left behind (we hold the lock: nobody writes them now).
   for (const fs::path& dir : {fs::path(run_dir), fs::path(run_dir) / "pruned"})
     if (fs::is_directory(dir))
@@ -345,6 +497,10 @@ void open_run_directory(const Experiment& e, const std::string& run_dir, const S
         std::fprintf(stderr, "removed %d temporary file%s of an interrupted save from %s\n", n, n == 1 ? "" : "s",
                      dir.c_str());
   io::atomic_write_file((fs::path(run_dir) / "config.json").string(), to_json(e).dump(2) + "\n");
+  // A resumed run's pipeline is the one it started with (its data settings cannot change on
+  // --resume): its files are written again only if one is missing.
+  const bool has_pipeline = fs::exists(fs::path(run_dir) / "pipeline.json") && fs::exists(fs::path(run_dir) / "dict.txt");
+  if (!options.resume || !has_pipeline) pipeline.save(run_dir);
 }
 
 // What a data-parallel job cannot do yet, refused before anything is written.
@@ -368,6 +524,10 @@ nlohmann::json run_experiment(const Experiment& e, const SessionOptions& options
   const std::string run_dir = options.run_dir.empty() ? (fs::path("runs") / e.name).string() : options.run_dir;
   if (options.resume && !fs::is_directory(run_dir))
     throw InputError(str_cat("--resume: ", run_dir, " does not exist (nothing to resume)"));
+  SessionOptions opts = options;
+  if (opts.resume && !fs::exists(fs::path(run_dir) / (opts.prune_from.empty() ? "checkpoint_last.safetensors" : "prune.json")) &&
+      saved_nothing(run_files_in(run_dir)))
+    opts.resume = false, opts.restart_unsaved = true;
   // The checkpoints the run will start from are read once before the run directory is made, so a
   // missing or damaged one leaves nothing behind; the message names the option that gave it.
   auto check_start = [](const std::string& what, const std::string& path) {
@@ -378,20 +538,32 @@ nlohmann::json run_experiment(const Experiment& e, const SessionOptions& options
     }
   };
   if (!options.prune_from.empty()) check_start("--from", options.prune_from);
-  if (e.model.init_from && !options.resume) check_start("model.init_from", *e.model.init_from);
-  // Rank 0 makes, checks and locks the run directory; the other ranks of a data-parallel job
-  // start once it has (and stop with it when it refuses: the launcher ends the job).
-  dist::Communicator& comm = communicator(options);
+  if (e.model.init_from && !opts.resume) check_start("model.init_from", *e.model.init_from);
+  // Rank 0 checks the run directory before any work, and makes and locks it once the data is
+  // prepared (a dataset that cannot be read, or a vocabulary refused, leaves no run folder behind);
+  // the other ranks of a data-parallel job start once it has (and stop with it when it refuses:
+  // the launcher ends the job).
+  dist::Communicator& comm = communicator(opts);
   if (comm.size() > 1) check_data_parallel(e, comm);
+  if (opts.restart_unsaved && comm.is_root() && !opts.quiet)
+    std::fprintf(stderr, "--resume: %s holds a run that saved nothing yet; it starts again from update 0\n", run_dir.c_str());
+  if (comm.is_root()) {
+    // A live run's folder: say who holds it, whatever else it holds (under our own lock, later,
+    // DirLock says it).
+    if (fs::is_directory(run_dir)) io::refuse_if_in_use(run_dir);
+    refuse_run_directory(e, run_dir, opts, run_files_in(run_dir));
+  }
   std::optional<io::DirLock> lock;
-  if (comm.is_root()) open_run_directory(e, run_dir, options, lock);
-  comm.barrier();
-  SessionOptions here = options;
-  here.quiet = options.quiet || !comm.is_root(); // one voice
+  const OpenRun open_run = [&](const TextPipeline& pipeline) {
+    if (comm.is_root()) open_run_directory(e, run_dir, opts, pipeline, lock);
+    comm.barrier();
+  };
+  SessionOptions here = opts;
+  here.quiet = opts.quiet || !comm.is_root(); // one voice
   switch (e.task) {
     case Task::translation:
-    case Task::summarization: return run_seq2seq(e, run_dir, here);
-    case Task::language_modeling: return run_lm(e, run_dir, here);
+    case Task::summarization: return run_seq2seq(e, run_dir, here, open_run);
+    case Task::language_modeling: return run_lm(e, run_dir, here, open_run);
   }
   throw Error("run_experiment: unknown task");
 }
@@ -416,9 +588,10 @@ nlohmann::json evaluate_run(const std::string& target, const EvalOptions& option
   // The files it writes, a link among them refused now rather than after the evaluation.
   const std::string stem = "eval_" + split + (options.shuffle_sources ? "_shuffled" : "");
   for (const char* ext : {".json", ".hyp", ".nll"}) io::refuse_symlink((fs::path(run_dir) / (stem + ext)).string());
+  check_writable(run_dir, stem + ".json");
   if (e.task == Task::language_modeling) {
     nlohmann::json result = evaluate_lm(e, ck, pipeline, split);
-    result["checkpoint"] = checkpoint;
+    result["checkpoint"] = recorded_checkpoint(checkpoint);
     io::atomic_write_file((fs::path(run_dir) / ("eval_" + split + ".json")).string(), result.dump(2) + "\n");
     if (!options.quiet)
       std::fprintf(stderr, "eval %s on %s: loss %.4f, perplexity %.2f over %lld tokens\n",
@@ -434,7 +607,7 @@ nlohmann::json evaluate_run(const std::string& target, const EvalOptions& option
   Seq2SeqSteps steps(ck.config, ck.params, 0.0f);
   const auto [nll, tokens] = seq2seq_nll(steps, pairs.src, pairs.tgt, e.data.max_tokens, static_cast<int32_t>(ck.config.pad_id));
   const metrics::Perplexity ppl = metrics::perplexity(nll, tokens);
-  nlohmann::json result = {{"checkpoint", checkpoint}, {"split", split}, {"sentences", data.source.size()},
+  nlohmann::json result = {{"checkpoint", recorded_checkpoint(checkpoint)}, {"split", split}, {"sentences", data.source.size()},
                             {"loss", ppl.nll}, {"ppl", ppl.ppl}};
   if (options.shuffle_sources) result["shuffled_sources"] = true;
 

@@ -10,6 +10,7 @@
 #pragma once
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -23,6 +24,12 @@ namespace pillars::train {
 struct SessionOptions {
   std::string run_dir;   // "" = runs/<name>
   bool resume = false;
+  // A run folder that holds any of a run's files (run_files_in) is refused without --resume; with
+  // --overwrite its whole content is first moved aside to a new sibling folder (never deleted).
+  bool overwrite = false;
+  // Set by run_experiment, not by a flag: --resume of a run that saved nothing (killed before its
+  // first checkpoint: only start-up files and log lines) starts it again from update 0 in place.
+  bool restart_unsaved = false;
   bool quiet = false;
   bool evaluate = true;  // evaluate on the test split after training
   // `pillars prune EXP --from CKPT`: start from this trained checkpoint, skip the first phase and
@@ -56,6 +63,12 @@ nlohmann::json evaluate_run(const std::string& run_dir_or_checkpoint, const Eval
 
 // The beam-search settings of an experiment's `eval` section.
 decode::SearchOptions search_options(const EvalSettings& ev, const TransformerConfig& cfg);
+
+// The files directly in `dir` that only a run makes (config.json, pipeline.json, dict.txt,
+// bpe.codes, log.jsonl, head_metrics.jsonl, votes.json, prune.json, importance.json, .lock,
+// checkpoint_*, eval_*, the pruned/ folder, a save's temporaries), by name, sorted; empty when
+// there are none or `dir` does not exist. Any one of them makes the folder (part of) a run.
+std::vector<std::string> run_files_in(const std::string& dir);
 
 // The run directory of a checkpoint path or a directory.
 std::string run_dir_of(const std::string& run_dir_or_checkpoint);

@@ -84,6 +84,50 @@ template <class... Args> [[noreturn]] void fail(const std::string& path, const A
   throw InputError(str_cat(path, ": ", what...));
 }
 
+// ---- the checksum (safetensors.h: CHECKSUM_STREAM) -----------------------------------------
+
+constexpr const char* kChecksumPrefixData = "mix64:";       // the data alone (older files)
+constexpr const char* kChecksumPrefixComplete = "mix64v2:"; // metadata, tensor descriptions and data
+
+void add_u64(Checksum64& c, uint64_t v) {
+  const std::string bytes = encode_u64_le(v);
+  c.add(bytes.data(), bytes.size());
+}
+
+void add_string(Checksum64& c, const std::string& s) {
+  add_u64(c, s.size());
+  c.add(s.data(), s.size());
+}
+
+// Everything before the data: the metadata (std::map: keys in byte order) but the checksum
+// itself, then each tensor's name, dtype and shape in file order.
+struct TensorDescription {
+  const std::string& name;
+  DType dtype;
+  const Shape& shape;
+};
+void add_header_content(Checksum64& c, const std::map<std::string, std::string>& metadata,
+                        const std::vector<TensorDescription>& tensors) {
+  for (const auto& [key, value] : metadata) {
+    if (key == kChecksumKey) continue;
+    add_string(c, key);
+    add_string(c, value);
+  }
+  add_u64(c, tensors.size());
+  for (const TensorDescription& t : tensors) {
+    add_string(c, t.name);
+    add_string(c, safetensors_dtype_name(t.dtype));
+    add_u64(c, t.shape.size());
+    for (int64_t d : t.shape) add_u64(c, static_cast<uint64_t>(d));
+  }
+}
+
+// "mix64v2:0123456789abcdef" from a Checksum64 (whose hex() says "mix64:").
+std::string complete_checksum_text(const Checksum64& c) {
+  const std::string hex = c.hex();
+  return kChecksumPrefixComplete + hex.substr(hex.find(':') + 1);
+}
+
 // ================================ writer =====================================================
 
 void check_tensors_for_save(const std::string& path, const std::vector<NamedTensor>& tensors) {
@@ -339,16 +383,20 @@ const char* safetensors_dtype_name(DType t) {
 void save_safetensors(const std::string& path, const std::vector<NamedTensor>& tensors,
                       const std::map<std::string, std::string>& metadata) {
   check_tensors_for_save(path, tensors); // before the temporary file exists
-  // The data's checksum goes into the header, which precedes the data: a first pass computes it
-  // (device tensors are copied out one at a time, so the host never holds them all).
+  // The checksum goes into the header, which precedes the data: a first pass computes it over the
+  // metadata, the tensors' descriptions and their data (device tensors are copied out one at a
+  // time, so the host never holds them all).
   Checksum64 checksum;
+  std::vector<TensorDescription> described;
+  for (const NamedTensor& t : tensors) described.push_back({t.name, t.tensor.dtype(), t.tensor.shape()});
+  add_header_content(checksum, metadata, described);
   for (const NamedTensor& t : tensors) {
     if (t.tensor.nbytes() == 0) continue;
     const Tensor host = t.tensor.to(Device::cpu);
     checksum.add(host.raw(), host.nbytes());
   }
   std::map<std::string, std::string> with_checksum = metadata;
-  with_checksum[kChecksumKey] = checksum.hex();
+  with_checksum[kChecksumKey] = complete_checksum_text(checksum);
   const std::string header = make_header(path, tensors, with_checksum);
   AtomicFile file(path);
   file.write(encode_u64_le(header.size()));
@@ -399,16 +447,36 @@ SafetensorsContents load_safetensors(const std::string& path) {
 
   // 3. The data: each tensor gets its own copy, checked against the recorded checksum (if any:
   // files from other writers have none) in file order, which is the order it was computed in.
+  // A "mix64v2:" checksum covers the metadata and the tensors' descriptions first; "mix64:" (files
+  // written before) the data alone.
+  const auto recorded = out.metadata.find(kChecksumKey);
+  if (recorded != out.metadata.end()) {
+    const std::string& text = recorded->second;
+    if (text.rfind(kChecksumPrefixComplete, 0) == 0) out.checksum = ChecksumCoverage::complete;
+    else if (text.rfind(kChecksumPrefixData, 0) == 0) out.checksum = ChecksumCoverage::data;
+    else
+      fail(path, "metadata \"", kChecksumKey, "\" is \"", text.substr(0, 40), "\", not a checksum pillars writes (",
+           kChecksumPrefixComplete, " or ", kChecksumPrefixData, " and 16 hex digits): the file is corrupt or edited");
+  }
   Checksum64 checksum;
+  if (out.checksum == ChecksumCoverage::complete) {
+    std::vector<TensorDescription> described;
+    for (const TensorEntry& e : entries) described.push_back({e.name, e.dtype, e.shape});
+    add_header_content(checksum, out.metadata, described);
+  }
   for (const TensorEntry& e : entries) {
     Tensor t = Tensor::empty(e.shape, e.dtype);
     if (t.nbytes() > 0) file.read_at(data_start + e.begin, t.raw(), t.nbytes());
     checksum.add(t.raw(), t.nbytes());
     out.tensors.push_back({e.name, std::move(t)});
   }
-  if (const auto it = out.metadata.find(kChecksumKey); it != out.metadata.end() && it->second != checksum.hex())
-    fail(path, "the tensor data does not match its checksum (", kChecksumKey, " records ", it->second, ", the data gives ",
-         checksum.hex(), "): the file is corrupt");
+  if (out.checksum != ChecksumCoverage::none) {
+    const std::string computed = out.checksum == ChecksumCoverage::complete ? complete_checksum_text(checksum) : checksum.hex();
+    if (recorded->second != computed)
+      fail(path, "the file's content does not match its checksum (", kChecksumKey, " records ", recorded->second,
+           ", the ", out.checksum == ChecksumCoverage::complete ? "metadata and tensors give " : "tensor data gives ", computed,
+           "): the file is corrupt or was edited");
+  }
   out.metadata.erase(kChecksumKey); // verified: the file's business, not the caller's
   return out;
 }

@@ -23,11 +23,23 @@
 // (F16, F64, U8, BOOL, ...) are rejected with a message naming them.
 //
 // Self-checking: save_safetensors adds "pillars.checksum" to the metadata, a Checksum64
-// (base/checksum.h) of the data buffer, "mix64:<16 hex digits>"; load_safetensors recomputes it
-// and refuses a file whose data no longer matches (a flipped bit, a partial overwrite), then
-// leaves the key out of the metadata it returns. Metadata
-// is a plain string map, so any safetensors reader still reads the file; files without the key
-// (other writers, older checkpoints) load unchecked.
+// (base/checksum.h) of the whole file's content but the checksum itself, "mix64v2:<16 hex digits>",
+// so that an edited model config or trainer state is found as surely as a flipped bit in a weight.
+// The bytes it covers, each length or count a little-endian u64 (CHECKSUM_STREAM):
+//
+//   for every other metadata entry, keys in byte order:  len(key) key len(value) value
+//   the number of tensors
+//   for every tensor, in file order:  len(name) name len(dtype) dtype ndims dims...
+//   the data buffer (every tensor's bytes, in file order)
+//
+// load_safetensors recomputes it and refuses a file whose content no longer matches (a flipped bit,
+// a partial overwrite, an edited field), then leaves the key out of the metadata it returns and says
+// what it checked (SafetensorsContents::checksum). Files written before the metadata was covered
+// record "mix64:<16 hex digits>", a Checksum64 of the data buffer alone: the different prefix tells
+// them apart, and they are still checked, on their data. Metadata is a plain string map, so any
+// safetensors reader still reads the file; a file without the key (another writer) loads unchecked
+// here, and it is for the caller to decide whether to trust it (train/checkpoint.h refuses such a
+// checkpoint unless asked not to).
 //
 // Errors: load_safetensors throws pillars::InputError for every problem with the file (missing,
 // truncated, malformed header, inconsistent offsets, ...); the message starts with the file path
@@ -45,6 +57,13 @@ namespace pillars::io {
 
 inline constexpr const char* kChecksumKey = "pillars.checksum"; // in "__metadata__"
 
+// What load_safetensors could check of a file.
+enum class ChecksumCoverage {
+  none,     // no "pillars.checksum": another writer's file, loaded unchecked
+  data,     // "mix64:": the tensor data only (files written before the metadata was covered)
+  complete, // "mix64v2:": metadata, tensor names, dtypes and shapes, and data
+};
+
 struct NamedTensor {
   std::string name;
   Tensor tensor;
@@ -59,6 +78,7 @@ struct SafetensorsContents {
   std::vector<NamedTensor> tensors; // in file offset order (empty tensors sharing an offset: in
                                     // header order); each owns its memory (CPU)
   std::map<std::string, std::string> metadata;
+  ChecksumCoverage checksum = ChecksumCoverage::none; // what the recorded checksum covered (verified)
 };
 
 SafetensorsContents load_safetensors(const std::string& path);

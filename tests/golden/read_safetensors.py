@@ -6,7 +6,7 @@
 prints one JSON object:
 
     {"header_length": N, "data_start": 8 + N, "metadata": {...}, "data_checksum": "mix64:...",
-     "tensors": [{"name", "dtype", "shape", "data_offsets", "values"}, ...]}   # in offset order
+     "checksum": "mix64v2:...", "tensors": [{"name", "dtype", "shape", "data_offsets", "values"}, ...]}   # in offset order
 
 Values are numbers: F32 and BF16 as floats (exact: Python floats are doubles), I32 and I64 as
 integers; BF16 tensors also get "bits" (the raw u16 patterns). Non-finite floats are printed as the
@@ -15,7 +15,11 @@ sizes matching shapes, no overlaps or holes) and exits with status 1 and a messa
 the file is malformed. "data_checksum" is the checksum pillars records in the metadata
 ("pillars.checksum"), recomputed here from the data buffer as base/checksum.h defines it: the
 buffer as little-endian u64 words (the last zero-padded), h = ((h ^ w) * P) mod 2^64 with
-P = 0x9E3779B97F4A7C15, then SplitMix64's finaliser of h ^ length.
+P = 0x9E3779B97F4A7C15, then SplitMix64's finaliser of h ^ length (what files written before the
+metadata was covered record). "checksum" is the same function of the stream engine/io/safetensors.h
+defines, which pillars records now: every metadata entry but "pillars.checksum" (keys in byte
+order; each key and value as a u64 length and its bytes), the number of tensors, each tensor's
+name, dtype (as strings) and shape (u64 rank and extents) in file order, then the data buffer.
 """
 import json
 import struct
@@ -49,6 +53,24 @@ def checksum(data):
     for (w,) in struct.iter_unpack("<Q", padded):
         h = ((h ^ w) * 0x9E3779B97F4A7C15) & MASK
     return "mix64:%016x" % splitmix64_mix(h ^ len(data))
+
+
+def u64(v):
+    return struct.pack("<Q", v)
+
+
+def string(s):
+    b = s.encode("utf-8")
+    return u64(len(b)) + b
+
+
+def complete_checksum(metadata, tensors, data):
+    stream = b"".join(string(k) + string(v) for k, v in sorted(metadata.items(), key=lambda kv: kv[0].encode("utf-8"))
+                      if k != "pillars.checksum")
+    stream += u64(len(tensors))
+    for t in tensors:
+        stream += string(t["name"]) + string(t["dtype"]) + u64(len(t["shape"])) + b"".join(u64(d) for d in t["shape"])
+    return "mix64v2:" + checksum(stream + data)[len("mix64:"):]
 
 
 def read(path):
@@ -87,7 +109,7 @@ def read(path):
     if pos != len(data):
         die("trailing bytes after the last tensor")
     return {"header_length": n, "data_start": 8 + n, "metadata": metadata, "data_checksum": checksum(data),
-            "tensors": tensors}
+            "checksum": complete_checksum(metadata, tensors, data), "tensors": tensors}
 
 
 if __name__ == "__main__":
