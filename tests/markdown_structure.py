@@ -9,6 +9,10 @@
   - README.md's sections come in the order a user reads them: what Pillars is, set up and run,
     using it, results, performance, development, layout;
   - README.md and docs/ARCHITECTURE.md repeat no heading (a reader jumps to them by name);
+  - docs/ARCHITECTURE.md has no prose paragraph over 120 words (MAX_PARAGRAPH_WORDS), so it reads
+    like a textbook: a paragraph is a run of non-blank lines outside code fences that is not a
+    heading or a table; a list item with its continuation lines is one (its sub-items are
+    paragraphs of their own);
   - no file cites an issue tracker's number: the repository speaks of the project only.
 
 Usage: markdown_structure.py REPO_ROOT. Exit 0 when all hold, 1 naming each failure, 77 (CTest:
@@ -33,6 +37,8 @@ README_SECTIONS = ["Set up and run the main job", "Using Pillars", "Results", "P
 HEADING_IN_CODE = re.compile(r"^\s{0,3}#{2,6}\s+\S")
 PROSE_IN_CODE = re.compile(r"^\s{0,3}([-*] |\d+\. )?\*\*\S")  # "**Bold.**", "- **Item**": Markdown, not code
 ISSUE_NUMBER = re.compile(r"\b[Ii]ssue \d+\b")
+MAX_PARAGRAPH_WORDS = 120
+SHORT_PARAGRAPH_FILES = (Path("docs/ARCHITECTURE.md"),)
 
 
 def markdown_files(root: Path):
@@ -68,6 +74,16 @@ def check_file(path: Path, root: Path) -> list:
         headings = [tokens[i + 1].content for i, t in enumerate(tokens) if t.type == "heading_open"]
         for h in sorted({h for h in headings if headings.count(h) > 1}):
             problems.append(f"{name}: the heading {h!r} appears {headings.count(h)} times")
+    if name in SHORT_PARAGRAPH_FILES:
+        # CommonMark has no tables: markdown-it parses one as a paragraph, so table rows are skipped.
+        for i, tok in enumerate(tokens):
+            if tok.type != "paragraph_open":
+                continue
+            start = tok.map[0]
+            prose = [line for line in tokens[i + 1].content.split("\n") if not line.lstrip().startswith("|")]
+            words = len(" ".join(prose).split())
+            if words > MAX_PARAGRAPH_WORDS:
+                problems.append(f"{name}:{start + 1}: a paragraph of {words} words (at most {MAX_PARAGRAPH_WORDS})")
     if name == Path("README.md"):
         sections = [tokens[i + 1].content for i, t in enumerate(tokens) if t.type == "heading_open" and t.tag == "h2"]
         if sections != README_SECTIONS:
