@@ -224,6 +224,7 @@ for i, (kind, frac) in enumerate(plan):
         finish_and_compare(run)
         run_index += 1
         run = os.path.join(W, f"run{run_index}")
+        last = os.path.join(run, "checkpoint_last.safetensors")  # the new run's, read after the signal
     err = f"round{i}.err"
     n0 = starts(run)
     proc = launch(run, err)
