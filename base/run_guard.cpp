@@ -20,6 +20,14 @@ namespace pillars {
 
 namespace io {
 
+namespace {
+// The refusal of a folder whose lock another process holds, naming it by the PID it wrote.
+InputError in_use(const std::string& dir, const std::string& path, const std::string& holder) {
+  return InputError(str_cat(dir, " is in use by another run (process ", holder.empty() ? "?" : holder, " holds ", path,
+                            "); wait for it, stop it, or choose another --out"));
+}
+} // namespace
+
 DirLock::DirLock(const std::string& dir) {
   const std::string path = (std::filesystem::path(dir) / ".lock").string();
   // Not through a link: the PID written below would overwrite the file it points at.
@@ -33,9 +41,7 @@ DirLock::DirLock(const std::string& dir) {
     std::ifstream(path) >> holder; // the holder's PID, as it wrote it
     ::close(fd_);
     fd_ = -1;
-    if (err == EWOULDBLOCK)
-      throw InputError(str_cat(dir, " is in use by another run (process ", holder.empty() ? "?" : holder,
-                               " holds ", path, "); wait for it, stop it, or choose another --out"));
+    if (err == EWOULDBLOCK) throw in_use(dir, path, holder);
     throw InputError(str_cat(dir, ": cannot lock ", path, ": ", std::strerror(err)));
   }
   const std::string pid = std::to_string(static_cast<long long>(::getpid())) + "\n";
@@ -58,8 +64,7 @@ void refuse_if_in_use(const std::string& dir) {
   if (!held) return;
   std::string holder;
   std::ifstream(path) >> holder;
-  throw InputError(str_cat(dir, " is in use by another run (process ", holder.empty() ? "?" : holder, " holds ", path,
-                           "); wait for it, stop it, or choose another --out"));
+  throw in_use(dir, path, holder);
 }
 
 void refuse_links_in(const std::string& dir) {
