@@ -126,6 +126,17 @@ void make_lm_batch(const std::vector<int32_t>& stream, const Batch& batch, int32
   }
 }
 
+std::vector<std::pair<double, int64_t>> lm_block_nll(LmSteps& steps, const std::vector<int32_t>& stream, int64_t T, int32_t pad) {
+  std::vector<std::pair<double, int64_t>> rows;
+  std::vector<int32_t> x, y;
+  for (int64_t i = 0, n = lm_blocks(stream, T); i < n; ++i) {
+    make_lm_batch(stream, Batch{{i}, 0, T}, pad, x, y);
+    const double nll = steps.eval(1, T, x, y);
+    rows.emplace_back(nll, std::count_if(y.begin(), y.end(), [&](int32_t t) { return t != pad; }));
+  }
+  return rows;
+}
+
 std::pair<double, int64_t> seq2seq_nll(Seq2SeqSteps& steps, const std::vector<std::vector<int32_t>>& src,
                                        const std::vector<std::vector<int32_t>>& tgt, int64_t max_tokens, int32_t pad,
                                        int64_t max_batches, int rank, int size) {

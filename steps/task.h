@@ -64,6 +64,11 @@ std::pair<double, int64_t> seq2seq_nll(Seq2SeqSteps& steps, const std::vector<st
 std::pair<double, int64_t> lm_nll(LmSteps& steps, const std::vector<int32_t>& stream, int64_t T, int64_t max_tokens,
                                   int32_t pad, int64_t max_batches = 0, int rank = 0, int size = 1);
 
+// Each block's negative log-likelihood (nats) and target tokens, in stream order, one block at a
+// time (forward only, without dropout): the rows a paired bootstrap of a language model's loss
+// resamples (eval_<split>.nll). Their sums are lm_nll's, up to the rounding of another batch shape.
+std::vector<std::pair<double, int64_t>> lm_block_nll(LmSteps& steps, const std::vector<int32_t>& stream, int64_t T, int32_t pad);
+
 // The blocks of a token stream: block i is tokens [i·T, (i+1)·T) predicting [i·T + 1, (i+1)·T + 1);
 // the last block is shorter (right-padded in a batch). Writes a batch's (B·T) inputs and targets.
 int64_t lm_blocks(const std::vector<int32_t>& stream, int64_t T);

@@ -272,7 +272,10 @@ json study_table(const StudySpec& s, const std::string& study_dir, int64_t boots
       for (const std::string& sp : run_splits) {
         const fs::path dir(r.paths.final_dir);
         r.eval[sp] = read_json_file(dir / str_cat("eval_", sp, ".json"));
-        if (r.config.task == data::Task::language_modeling) continue;
+        if (r.config.task == data::Task::language_modeling) { // per-block losses only
+          if (fs::exists(dir / str_cat("eval_", sp, ".nll"))) r.nll[sp] = nll_rows(dir / str_cat("eval_", sp, ".nll"));
+          continue;
+        }
         const std::string key = r.config.data.dataset + "/" + sp;
         if (!refs_cache.count(key)) refs_cache[key] = train::read_eval_split(r.config, sp).refs;
         const auto& refs = refs_cache[key];

@@ -280,3 +280,40 @@ TEST_CASE("eval: --shuffle-sources pairs each target with another source, a mode
   std::ifstream unshuffled(fs::path(o.run_dir) / "eval_val.json");
   CHECK(nlohmann::json::parse(unshuffled).count("shuffled_sources") == 0);
 }
+
+TEST_CASE("eval: a language model's per-block losses cover every block and sum to the batched loss") {
+  if (!std::getenv("PILLARS_DATA")) {
+    SKIP_TEST("PILLARS_DATA is not set");
+    return;
+  }
+  testing::ScratchDir tmp("pillars_block_nll_", /*own_cache=*/true);
+  nlohmann::json j = {{"task", "language_modeling"},
+                      {"data", {{"dataset", "ptb"}, {"tokenizer", "none"}, {"bpe_merges", 0}, {"block_size", 64},
+                                {"max_tokens", 2048}, {"train_fraction", 0.05}}},
+                      {"model", {{"config", "lm-small"}, {"d_model", 32}, {"ffn", 64}, {"layers", 1}, {"heads", 2}}},
+                      {"train", {{"max_updates", 1}}}};
+  const Experiment e = parse_experiment(j, "test_block_nll.json");
+  PreparedLm p = prepare_lm(e, (tmp.path / "run").string(), false);
+  const TransformerConfig cfg = model_config(e, static_cast<int64_t>(p.pipeline.dictionary().size()));
+  ParamStore params;
+  init_transformer_params(cfg, params, 1);
+  LmSteps steps(cfg, params, 0.0f);
+  const int64_t T = 64;
+  const int32_t pad = static_cast<int32_t>(cfg.pad_id);
+  const std::vector<int32_t>& stream = p.data.valid;
+  const auto rows = lm_block_nll(steps, stream, T, pad);
+  const int64_t blocks = lm_blocks(stream, T);
+  REQUIRE(static_cast<int64_t>(rows.size()) == blocks);
+  double nll = 0;
+  int64_t tokens = 0;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    // Every block predicts T tokens but the last, which predicts what is left of the stream.
+    const int64_t expected = i + 1 < rows.size() ? T : static_cast<int64_t>(stream.size()) - 1 - T * (blocks - 1);
+    CHECK(rows[i].second == expected);
+    CHECK(rows[i].first > 0);
+    nll += rows[i].first, tokens += rows[i].second;
+  }
+  const auto [batched_nll, batched_tokens] = lm_nll(steps, stream, T, 2048, pad);
+  CHECK(tokens == batched_tokens);
+  CHECK(nll == doctest::Approx(batched_nll).epsilon(1e-5)); // another batch shape: fp32 rounding only
+}

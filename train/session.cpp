@@ -239,13 +239,30 @@ nlohmann::json run_lm(const Experiment& e, const std::string& run_dir, const Ses
   return train_and_evaluate(e, m, hooks, train_options(e, run_dir, options, p.pipeline), options);
 }
 
-// Perplexity of a language model on a split: the split's stream in blocks of data.block_size.
-nlohmann::json evaluate_lm(const Experiment& e, LoadedCheckpoint& ck, const TextPipeline& pipeline, const std::string& split) {
+// Perplexity of a language model on a split: the split's stream in blocks of data.block_size,
+// each block's loss in `blocks` ("nll tokens" per line of eval_<split>.nll), the totals their sums.
+nlohmann::json evaluate_lm(const Experiment& e, LoadedCheckpoint& ck, const TextPipeline& pipeline, const std::string& split,
+                           std::vector<std::pair<double, int64_t>>& blocks) {
   const std::vector<int32_t> stream = lm_stream(pipeline, data::read_field(e.data.dataset, split, "text"));
   LmSteps steps(ck.config, ck.params, 0.0f);
-  const auto [nll, tokens] = lm_nll(steps, stream, e.data.block_size, e.data.max_tokens, static_cast<int32_t>(ck.config.pad_id));
+  blocks = lm_block_nll(steps, stream, e.data.block_size, static_cast<int32_t>(ck.config.pad_id));
+  double nll = 0;
+  int64_t tokens = 0;
+  for (const auto& [block_nll, block_tokens] : blocks) nll += block_nll, tokens += block_tokens;
   const metrics::Perplexity ppl = metrics::perplexity(nll, tokens);
-  return {{"split", split}, {"tokens", tokens}, {"loss", ppl.nll}, {"ppl", ppl.ppl}, {"bits_per_token", ppl.bits}};
+  return {{"split", split}, {"tokens", tokens}, {"blocks", blocks.size()}, {"loss", ppl.nll}, {"ppl", ppl.ppl}, {"bits_per_token", ppl.bits}};
+}
+
+// "nll tokens" per line (eval_<split>.nll): each sentence's or block's loss, which a paired
+// bootstrap of the loss resamples (study/table.h).
+std::vector<std::string> nll_lines(const std::vector<std::pair<double, int64_t>>& rows) {
+  std::vector<std::string> lines;
+  for (const auto& [nll, tokens] : rows) {
+    char line[64];
+    std::snprintf(line, sizeof line, "%.17g %lld", nll, static_cast<long long>(tokens));
+    lines.push_back(line);
+  }
+  return lines;
 }
 
 
@@ -590,8 +607,10 @@ nlohmann::json evaluate_run(const std::string& target, const EvalOptions& option
   for (const char* ext : {".json", ".hyp", ".nll"}) io::refuse_symlink((fs::path(run_dir) / (stem + ext)).string());
   check_writable(run_dir, stem + ".json");
   if (e.task == Task::language_modeling) {
-    nlohmann::json result = evaluate_lm(e, ck, pipeline, split);
+    std::vector<std::pair<double, int64_t>> blocks;
+    nlohmann::json result = evaluate_lm(e, ck, pipeline, split, blocks);
     result["checkpoint"] = recorded_checkpoint(checkpoint);
+    write_lines((fs::path(run_dir) / (stem + ".nll")).string(), nll_lines(blocks));
     io::atomic_write_file((fs::path(run_dir) / ("eval_" + split + ".json")).string(), result.dump(2) + "\n");
     if (!options.quiet)
       std::fprintf(stderr, "eval %s on %s: loss %.4f, perplexity %.2f over %lld tokens\n",
@@ -639,14 +658,10 @@ nlohmann::json evaluate_run(const std::string& target, const EvalOptions& option
     result["rougeL"] = 100 * r.mean.rougeL.fmeasure;
   }
   write_lines((fs::path(run_dir) / (stem + ".hyp")).string(), t.text);
-  // Each sentence's loss, "nll tokens" per line: what a paired bootstrap of the loss resamples.
-  std::vector<std::string> nll_lines;
-  for (const SentenceNll& s : sentence_nll(ck.config, on_device, pairs.src, pairs.tgt, batch_sentences)) {
-    char line[64];
-    std::snprintf(line, sizeof line, "%.17g %lld", s.nll, static_cast<long long>(s.tokens));
-    nll_lines.push_back(line);
-  }
-  write_lines((fs::path(run_dir) / (stem + ".nll")).string(), nll_lines);
+  std::vector<std::pair<double, int64_t>> sentences;
+  for (const SentenceNll& s : sentence_nll(ck.config, on_device, pairs.src, pairs.tgt, batch_sentences))
+    sentences.emplace_back(s.nll, s.tokens);
+  write_lines((fs::path(run_dir) / (stem + ".nll")).string(), nll_lines(sentences));
   io::atomic_write_file((fs::path(run_dir) / (stem + ".json")).string(), result.dump(2) + "\n");
   if (!options.quiet) {
     std::fprintf(stderr, "eval %s on %s%s: loss %.4f, ppl %.2f, %.1f sentences/s (beam %lld)\n", fs::path(checkpoint).filename().c_str(),
