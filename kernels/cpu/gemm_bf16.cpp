@@ -103,6 +103,26 @@ void scale_c(const Product& p) {
 
 // ---- packing -------------------------------------------------------------------------------------
 
+// One chunk of one panel: lanes 0..w-1 of W, values k0 .. k0 + kw - 1 of KW (the rest zero).
+// X points at (lane 0, k0). Two shapes of memory get their own loops, the rest the plain one:
+//   k_stride == 1 (rows of A, columns of Bᵀ): each lane's run over k is contiguous: copy runs;
+//   lane_stride == 1, KW == 2 (columns of B): the pair is two rows of X: interleave them.
+void pack_chunk(const uint16_t* X, int64_t lane_stride, int64_t k_stride, int64_t w, int64_t W, int64_t kw,
+                int64_t KW, uint16_t* d) {
+  if (k_stride == 1 && kw == KW && KW == 2) {
+    for (int64_t c = 0; c < w; ++c) std::memcpy(d + 2 * c, X + c * lane_stride, 4); // one 32-bit pair
+  } else if (k_stride == 1 && kw == KW) {
+    for (int64_t c = 0; c < w; ++c) std::memcpy(d + c * KW, X + c * lane_stride, size_t(KW) * 2);
+  } else if (lane_stride == 1 && KW == 2 && kw == 2) {
+    const uint16_t *even = X, *odd = X + k_stride;
+    for (int64_t c = 0; c < w; ++c) d[2 * c] = even[c], d[2 * c + 1] = odd[c];
+  } else {
+    for (int64_t c = 0; c < w; ++c)
+      for (int64_t e = 0; e < KW; ++e) d[c * KW + e] = e < kw ? X[c * lane_stride + e * k_stride] : uint16_t{0};
+  }
+  std::fill(d + w * KW, d + W * KW, uint16_t{0}); // lanes past the last one
+}
+
 // `lanes` lanes of op(X) over K, where (lane l, k) is X[l · lane_stride + k · k_stride], into
 // panels of W lanes and chunks of KW values of k, zero-padded to whole panels and to kpad:
 //   dst[(l / W) · W · kpad + (k / KW) · W · KW + (l % W) · KW + k % KW] = op(X)(l, k).
@@ -115,15 +135,11 @@ void pack(const uint16_t* X, int64_t lane_stride, int64_t k_stride, int64_t lane
     for (int64_t t = 0; t < chunks; ++t) {
       uint16_t* d = dst + q * W * kpad + t * W * KW;
       const int64_t k0 = t * KW, kw = std::clamp<int64_t>(K - k0, 0, KW); // valid k in this chunk
-      for (int64_t c = 0; c < W; ++c, d += KW) {
-        if (c >= w) {
-          std::fill(d, d + KW, uint16_t{0});
-          continue;
-        }
-        const uint16_t* s = X + (q * W + c) * lane_stride + k0 * k_stride;
-        for (int64_t e = 0; e < kw; ++e) d[e] = s[e * k_stride];
-        for (int64_t e = kw; e < KW; ++e) d[e] = 0;
+      if (kw == 0) {
+        std::fill(d, d + W * KW, uint16_t{0});
+        continue;
       }
+      pack_chunk(X + q * W * lane_stride + k0 * k_stride, lane_stride, k_stride, w, W, kw, KW, d);
     }
   }
 }
