@@ -9,8 +9,8 @@
 // What it computes: every product of two bf16 values is exact in fp32 (8 + 8 significant bits
 // fit in fp32's 24), and the products are summed in fp32. So the result differs from the exact
 // sum of the bf16 products only by fp32 accumulation error, ~K · 2⁻²⁴ relative to Σ|a·b|; the
-// rounding of the operands to bf16 (2⁻⁹ relative each) happened before the call and is the
-// caller's choice.
+// rounding of the operands to bf16 (at most 2⁻⁸ relative each) happened before the call and is
+// the caller's choice.
 //
 // Which path runs (cpu_features.h: detection, PILLARS_ISA, force_isa):
 //   amx          AMX tiles, tdpbf16ps: 16 × 16 fp32 tiles += (16 × 32) · (32 × 16) bf16
