@@ -205,12 +205,21 @@ const gemm::Bf16KernelSet* kernels_for(Isa isa) {
 
 void gemm_bf16(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const uint16_t* A, int64_t lda,
                const uint16_t* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+  if (const gemm::Bf16KernelSet* ks = kernels_for(active_isa()))
+    return gemm::gemm_bf16_packed(*ks, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
   const Product p{ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc};
   if (M == 0 || N == 0) return;
   if (K == 0 || alpha == 0.0f) return scale_c(p);
-  const int threads = threads_for(M * N * K);
-  if (const gemm::Bf16KernelSet* ks = kernels_for(active_isa())) return run_packed(*ks, p, threads);
-  run_portable(p, threads);
+  run_portable(p, threads_for(M * N * K));
+}
+
+void gemm::gemm_bf16_packed(const Bf16KernelSet& ks, bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
+                            const uint16_t* A, int64_t lda, const uint16_t* B, int64_t ldb, float beta, float* C,
+                            int64_t ldc) {
+  const Product p{ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc};
+  if (M == 0 || N == 0) return;
+  if (K == 0 || alpha == 0.0f) return scale_c(p);
+  run_packed(ks, p, threads_for(M * N * K));
 }
 
 const char* gemm_bf16_path() {

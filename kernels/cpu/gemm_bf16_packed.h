@@ -43,4 +43,11 @@ struct Bf16KernelSet {
 const Bf16KernelSet* bf16_kernels_avx512();
 const Bf16KernelSet* bf16_kernels_amx();
 
+// gemm_bf16 (gemm_bf16.h) through the packed driver with the kernel set `ks`, whatever the ISA
+// setting: gemm_bf16 calls it with the set it picked; the AMX kernel's emulated test
+// (tests/test_gemm_bf16_amx_emulated.cpp) with its own.
+void gemm_bf16_packed(const Bf16KernelSet& ks, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
+                      float alpha, const uint16_t* A, int64_t lda, const uint16_t* B, int64_t ldb, float beta,
+                      float* C, int64_t ldc);
+
 } // namespace pillars::cpu::gemm
