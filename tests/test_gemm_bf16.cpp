@@ -5,6 +5,7 @@
 
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/gemm_bf16.h"
+#include "tests/alloc_counter.h"
 #include "tests/gemm_bf16_cases.h"
 #include "tests/skip.h"
 
@@ -157,6 +158,37 @@ TEST_CASE("gemm_bf16: avx512_bf16 path, alpha and beta, strides, empty products,
 TEST_CASE("gemm_bf16: portable path, every layout, ragged and model shapes") { check_layouts_and_shapes(kPortable); }
 TEST_CASE("gemm_bf16: portable path, alpha and beta, strides, empty products, threads") {
   check_scalars_strides_and_threads(kPortable);
+}
+
+TEST_CASE("gemm_bf16: no allocation once shapes repeat, on every path this CPU has") {
+  // The packing (and, on the portable path, widening) buffers grow on the first call of a shape
+  // and are reused afterwards.
+  std::mt19937 rng(4);
+  const Case big{false, true, 300, 200, 301}, small{true, false, 50, 70, 33};
+  const Operands a(big, rng), b(small, rng);
+  Matrix<float> C = a.C0;
+  const auto run = [&](const Case& c, const Operands& op) {
+    pillars::cpu::gemm_bf16(c.trans_a, c.trans_b, c.M, c.N, c.K, 1.0f, op.A.data.data(), op.A.ld, op.B.data.data(),
+                            op.B.ld, 0.0f, C.data.data(), C.ld);
+  };
+  for (const Path& path : {kAmx, kAvx512Bf16, kPortable}) {
+    if (path.lacking[0] != '\0' && !pillars::cpu::isa_supported(path.isa)) {
+      MESSAGE((std::string("not checked here: the ") + path.name + " path (" + path.lacking + ")"));
+      continue;
+    }
+    pillars::cpu::ScopedIsa forced(isa_for(path));
+    run(big, a); // warm-up: buffers (and OpenMP's thread team) reach their size
+    run(small, b);
+    pillars::testing::AllocationCounter counter;
+    if (!counter.active()) {
+      MESSAGE("operator new is not ours (sanitizer build): allocation count not checked");
+      return;
+    }
+    run(big, a);
+    run(small, b);
+    const long allocations = counter.stop(); // before CHECK_MESSAGE, which allocates its message
+    CHECK_MESSAGE(allocations == 0, path.name);
+  }
 }
 
 TEST_CASE("cpu_features: the bf16 levels are named, ordered and clamped to the CPU") {

@@ -81,6 +81,18 @@ int threads_for(int64_t fmas) {
   return static_cast<int>(std::min<int64_t>(omp_get_max_threads(), std::max<int64_t>(1, fmas / kMinFmasPerThread)));
 }
 
+// f(i) for i in [0, n) on `threads` threads (static split); one thread runs a plain loop, without
+// entering an OpenMP region.
+template <class F>
+void parallel_for(int threads, int64_t n, F&& f) {
+  if (threads <= 1) {
+    for (int64_t i = 0; i < n; ++i) f(i);
+    return;
+  }
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (int64_t i = 0; i < n; ++i) f(i);
+}
+
 // One product in the caller's layout.
 struct Product {
   bool trans_a, trans_b;
@@ -129,8 +141,7 @@ void pack_chunk(const uint16_t* X, int64_t lane_stride, int64_t k_stride, int64_
 void pack(const uint16_t* X, int64_t lane_stride, int64_t k_stride, int64_t lanes, int64_t K, int64_t W, int64_t KW,
           int64_t kpad, uint16_t* dst, int threads) {
   const int64_t panels = ceil_div(lanes, W), chunks = kpad / KW;
-#pragma omp parallel for num_threads(threads) schedule(static)
-  for (int64_t q = 0; q < panels; ++q) {
+  parallel_for(threads, panels, [&](int64_t q) {
     const int64_t w = std::min(W, lanes - q * W); // valid lanes in this panel
     for (int64_t t = 0; t < chunks; ++t) {
       uint16_t* d = dst + q * W * kpad + t * W * KW;
@@ -141,7 +152,7 @@ void pack(const uint16_t* X, int64_t lane_stride, int64_t k_stride, int64_t lane
       }
       pack_chunk(X + q * W * lane_stride + k0 * k_stride, lane_stride, k_stride, w, W, kw, KW, d);
     }
-  }
+  });
 }
 
 // ---- the packed paths ----------------------------------------------------------------------------
@@ -162,22 +173,21 @@ void run_packed(const gemm::Bf16KernelSet& ks, const Product& p, int threads) {
 
   const int64_t block_rows = round_up(kBlockRows, ks.mr);
   const int64_t bm = ceil_div(p.M, block_rows), bn = ceil_div(p.N, kBlockCols);
-#pragma omp parallel for num_threads(threads) schedule(static)
-  for (int64_t b = 0; b < bm * bn; ++b) {
+  parallel_for(threads, bm * bn, [&](int64_t b) {
     const int64_t i0 = (b / bn) * block_rows, j0 = (b % bn) * kBlockCols;
     // Panel i0 / mr starts at (i0 / mr) · mr · kpad = i0 · kpad; likewise for B.
     ks.block(Ap + i0 * kpad, Bp + j0 * kpad, kpad, std::min(block_rows, p.M - i0), std::min(kBlockCols, p.N - j0),
              p.alpha, p.beta, p.C + i0 * p.ldc + j0, p.ldc);
-  }
+  });
 }
 
 // ---- the portable path ---------------------------------------------------------------------------
 
 // rows × cols of X (row stride ld) widened into dst (row stride cols).
 void widen_matrix(const uint16_t* X, int64_t rows, int64_t cols, int64_t ld, float* dst, int threads) {
-#pragma omp parallel for num_threads(threads) schedule(static)
-  for (int64_t r = 0; r < rows; ++r)
+  parallel_for(threads, rows, [&](int64_t r) {
     for (int64_t c = 0; c < cols; ++c) dst[r * cols + c] = widen(X[r * ld + c]);
+  });
 }
 
 void run_portable(const Product& p, int threads) {
