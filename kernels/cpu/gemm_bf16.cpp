@@ -164,20 +164,25 @@ constexpr int64_t kBlockRows = 96, kBlockCols = 4 * gemm::kBf16Nr;
 
 void run_packed(const gemm::Bf16KernelSet& ks, const Product& p, int threads) {
   const int64_t kpad = round_up(p.K, ks.k_multiple);
-  uint16_t* Ap = t_packed_a.get(round_up(p.M, ks.mr) * kpad);
+  // A row-major op(A) whose K needs no padding already has the kernel's pairs where it wants them.
+  const bool a_in_place = ks.block_a_in_place != nullptr && !p.trans_a && kpad == p.K;
+  uint16_t* Ap = a_in_place ? nullptr : t_packed_a.get(round_up(p.M, ks.mr) * kpad);
   uint16_t* Bp = t_packed_b.get(round_up(p.N, gemm::kBf16Nr) * kpad);
   // op(A)(i, k) = A[i·lda + k], or A[k·lda + i] when transposed; op(B)(k, j) = B[k·ldb + j], or
   // B[j·ldb + k] when transposed (lanes of B are its columns j).
-  pack(p.A, p.trans_a ? 1 : p.lda, p.trans_a ? p.lda : 1, p.M, p.K, ks.mr, ks.a_chunk, kpad, Ap, threads);
+  if (!a_in_place)
+    pack(p.A, p.trans_a ? 1 : p.lda, p.trans_a ? p.lda : 1, p.M, p.K, ks.mr, ks.a_chunk, kpad, Ap, threads);
   pack(p.B, p.trans_b ? p.ldb : 1, p.trans_b ? 1 : p.ldb, p.N, p.K, gemm::kBf16Nr, 2, kpad, Bp, threads);
 
   const int64_t block_rows = round_up(kBlockRows, ks.mr);
   const int64_t bm = ceil_div(p.M, block_rows), bn = ceil_div(p.N, kBlockCols);
   parallel_for(threads, bm * bn, [&](int64_t b) {
     const int64_t i0 = (b / bn) * block_rows, j0 = (b % bn) * kBlockCols;
+    const int64_t m = std::min(block_rows, p.M - i0), n = std::min(kBlockCols, p.N - j0);
+    float* C = p.C + i0 * p.ldc + j0;
     // Panel i0 / mr starts at (i0 / mr) · mr · kpad = i0 · kpad; likewise for B.
-    ks.block(Ap + i0 * kpad, Bp + j0 * kpad, kpad, std::min(block_rows, p.M - i0), std::min(kBlockCols, p.N - j0),
-             p.alpha, p.beta, p.C + i0 * p.ldc + j0, p.ldc);
+    if (a_in_place) ks.block_a_in_place(p.A + i0 * p.lda, p.lda, Bp + j0 * kpad, kpad, m, n, p.alpha, p.beta, C, p.ldc);
+    else ks.block(Ap + i0 * kpad, Bp + j0 * kpad, kpad, m, n, p.alpha, p.beta, C, p.ldc);
   });
 }
 

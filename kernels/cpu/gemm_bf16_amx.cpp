@@ -95,7 +95,7 @@ void block(const uint16_t* Ap, const uint16_t* Bp, int64_t kpad, int64_t m, int6
 } // namespace
 
 const Bf16KernelSet* bf16_kernels_amx() {
-  static constexpr Bf16KernelSet set{"amx", kMr, kChunk, kChunk, &block};
+  static constexpr Bf16KernelSet set{"amx", kMr, kChunk, kChunk, &block, nullptr};
   return &set;
 }
 #else

@@ -32,9 +32,20 @@ constexpr int64_t kKcPairs = 256;
 
 int64_t min_i64(int64_t a, int64_t b) { return a < b ? a : b; }
 
+// Where the micro-kernel reads its 6 rows' pairs of k from.
+struct PackedPanel { // a panel of packed A: row r's pair p at p · 12 + 2r
+  const uint16_t* p;
+  const uint16_t* at(int r, int64_t pair) const { return p + pair * 2 * kMr + 2 * r; }
+};
+struct RowsOfA { // A itself (not transposed, K even): row r's pair p at rows[r] + 2p
+  const uint16_t* rows[kMr];
+  const uint16_t* at(int r, int64_t pair) const { return rows[r] + 2 * pair; }
+};
+
 // C[0:m, 0:n] (m ≤ 6, n ≤ 64) = alpha · Σ_p A_panel(r, pair p) · B_panel(pair p, c) + beta · C
-// a: the A panel at pair p0, 6 pairs per step; b: the B panel at pair p0, 64 pairs per step.
-void micro_kernel(int64_t pairs, const uint16_t* a, const uint16_t* b, float alpha, float beta, float* c,
+// a: the 6 rows from pair p0 on; b: the B panel at pair p0, 64 pairs per step.
+template <class APanel>
+void micro_kernel(int64_t pairs, const APanel a, const uint16_t* b, float alpha, float beta, float* c,
                   int64_t ldc, int64_t m, int64_t n) {
   __m512 acc[kMr][kNv];
 #pragma GCC unroll 8
@@ -43,14 +54,14 @@ void micro_kernel(int64_t pairs, const uint16_t* a, const uint16_t* b, float alp
     for (int v = 0; v < kNv; ++v) acc[r][v] = _mm512_setzero_ps();
 
 #pragma GCC unroll 1
-  for (int64_t p = 0; p < pairs; ++p, a += 2 * kMr, b += 2 * kNr) {
+  for (int64_t p = 0; p < pairs; ++p, b += 2 * kNr) {
     __m512bh bv[kNv];
 #pragma GCC unroll 4
     for (int v = 0; v < kNv; ++v) bv[v] = (__m512bh)_mm512_load_si512(b + 32 * v);
 #pragma GCC unroll 8
     for (int r = 0; r < kMr; ++r) {
       int32_t pair; // A(r, 2p) in the low half, A(r, 2p + 1) in the high half
-      __builtin_memcpy(&pair, a + 2 * r, 4);
+      __builtin_memcpy(&pair, a.at(r, p), 4);
       const __m512bh ar = (__m512bh)_mm512_set1_epi32(pair);
 #pragma GCC unroll 4
       for (int v = 0; v < kNv; ++v) acc[r][v] = _mm512_dpbf16_ps(acc[r][v], ar, bv[v]);
@@ -73,9 +84,11 @@ void micro_kernel(int64_t pairs, const uint16_t* a, const uint16_t* b, float alp
 }
 
 // C[0:m, 0:n] = alpha · A_block · B_block + beta · C, in passes of kKcPairs pairs of k; the later
-// passes add onto the first (beta = 1).
-void block(const uint16_t* Ap, const uint16_t* Bp, int64_t kpad, int64_t m, int64_t n, float alpha, float beta,
-           float* C, int64_t ldc) {
+// passes add onto the first (beta = 1). A is packed (Ap, lda unused) or read in place (row i at
+// A + i · lda; a ragged last panel repeats its last row, whose results are not stored).
+template <bool kAInPlace>
+void block(const uint16_t* A, int64_t lda, const uint16_t* Bp, int64_t kpad, int64_t m, int64_t n, float alpha,
+           float beta, float* C, int64_t ldc) {
   const int64_t pairs = kpad / 2;
   const int64_t passes = (pairs + kKcPairs - 1) / kKcPairs;
   const int64_t kc_max = (pairs + passes - 1) / passes; // even passes: 258 pairs is 129 + 129, not 256 + 2
@@ -83,16 +96,29 @@ void block(const uint16_t* Ap, const uint16_t* Bp, int64_t kpad, int64_t m, int6
     const int64_t kc = min_i64(kc_max, pairs - p0);
     const float pass_beta = p0 == 0 ? beta : 1.0f;
     for (int64_t j = 0; j < n; j += kNr)
-      for (int64_t i = 0; i < m; i += kMr) // panel i / kMr, pair p0: i · kpad + p0 · 2 · kMr
-        micro_kernel(kc, Ap + i * kpad + p0 * 2 * kMr, Bp + j * kpad + p0 * 2 * kNr, alpha, pass_beta,
-                     C + i * ldc + j, ldc, min_i64(kMr, m - i), min_i64(kNr, n - j));
+      for (int64_t i = 0; i < m; i += kMr) {
+        const int64_t mr = min_i64(kMr, m - i), nr = min_i64(kNr, n - j);
+        const uint16_t* b = Bp + j * kpad + p0 * 2 * kNr; // panel j / kNr at pair p0
+        if constexpr (kAInPlace) {
+          RowsOfA rows;
+          for (int r = 0; r < kMr; ++r) rows.rows[r] = A + (i + min_i64(r, mr - 1)) * lda + 2 * p0;
+          micro_kernel(kc, rows, b, alpha, pass_beta, C + i * ldc + j, ldc, mr, nr);
+        } else { // panel i / kMr at pair p0: i · kpad + p0 · 2 · kMr
+          micro_kernel(kc, PackedPanel{A + i * kpad + p0 * 2 * kMr}, b, alpha, pass_beta, C + i * ldc + j, ldc, mr, nr);
+        }
+      }
   }
+}
+
+void block_packed(const uint16_t* Ap, const uint16_t* Bp, int64_t kpad, int64_t m, int64_t n, float alpha, float beta,
+                  float* C, int64_t ldc) {
+  block<false>(Ap, 0, Bp, kpad, m, n, alpha, beta, C, ldc);
 }
 
 } // namespace
 
 const Bf16KernelSet* bf16_kernels_avx512() {
-  static constexpr Bf16KernelSet set{"avx512_bf16", kMr, 2, 2, &block};
+  static constexpr Bf16KernelSet set{"avx512_bf16", kMr, 2, 2, &block_packed, &block<true>};
   return &set;
 }
 #else

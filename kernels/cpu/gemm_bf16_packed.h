@@ -15,7 +15,8 @@
 //      two bf16 values adjacent, i.e. one 32-bit element per column. 16 columns of it are one
 //      zmm register as vdpbf16ps reads it, and 16 pairs × 16 columns are one AMX B tile (row p:
 //      the pairs of 16 columns, 64 bytes; consecutive pairs 4 · kNr bytes apart).
-//   A: AVX512-BF16, W = 6 rows, KW = 2: the same pairs; the kernel broadcasts one row's pair.
+//   A: AVX512-BF16, W = 6 rows, KW = 2: the same pairs; the kernel broadcasts one row's pair
+//      (and reads a non-transposed A of even K in place, where the pairs already are adjacent).
 //      AMX, W = 32 rows, KW = 32: a chunk is two 16 × 32 tiles, row-major (each row's 32 values of
 //      k are 16 pairs), as tdpbf16ps reads its A operand.
 //
@@ -37,6 +38,11 @@ struct Bf16KernelSet {
   // Bp: its first B panel (n columns, each panel kBf16Nr · kpad values); 64-byte aligned.
   void (*block)(const uint16_t* Ap, const uint16_t* Bp, int64_t kpad, int64_t m, int64_t n, float alpha,
                 float beta, float* C, int64_t ldc);
+  // The same with A read where it is (nullptr: the kernel has no such variant). Only for op(A) = A
+  // and K a multiple of k_multiple (kpad = K): then each row's pairs of k are already adjacent,
+  // row i of the block at A + i·lda, and packing A would only copy it.
+  void (*block_a_in_place)(const uint16_t* A, int64_t lda, const uint16_t* Bp, int64_t kpad, int64_t m, int64_t n,
+                           float alpha, float beta, float* C, int64_t ldc);
 };
 
 // nullptr when that ISA was not compiled in (non-x86 builds).
