@@ -3,8 +3,9 @@
 //   C (M × N, fp32) = alpha · op(A) (M × K, bf16) · op(B) (K × N, bf16) + beta · C
 //
 // The two bf16 paths run the same driver:
-//   1. pack all of op(A) and op(B) once, in the kernel's layout (gemm_bf16_packed.h), into
-//      per-thread buffers that only grow; the threads share the packing, panel by panel.
+//   1. pack all of op(B), and of op(A) unless the kernel reads it in place, once, in the kernel's
+//      layout (gemm_bf16_packed.h), into per-thread buffers that only grow; the threads share
+//      the packing, panel by panel.
 //   2. cut C into blocks of kBlockRows × kBlockCols and hand them to the threads; each block is
 //      the kernel's `block` call, which sweeps its panels over all of K.
 // Packing everything first costs O((M + N) · K) copying against O(M · N · K) multiply-adds and
