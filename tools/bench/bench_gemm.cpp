@@ -150,10 +150,15 @@ void bench_shape_bf16(const Shape& s, const OneDnn& dnnl, int repeats, std::mt19
     std::printf("\n");
     return;
   }
+  int status = 0;
   const double theirs = gflop / median_seconds(repeats, [&] {
-    dnnl.gemm_bf16(s.trans_a ? 'T' : 'N', s.trans_b ? 'T' : 'N', s.M, s.N, s.K, 1.0f, A16.data(), lda, B16.data(), ldb,
-                   0.0f, C_dnnl.data(), ldc);
+    status = dnnl.gemm_bf16(s.trans_a ? 'T' : 'N', s.trans_b ? 'T' : 'N', s.M, s.N, s.K, 1.0f, A16.data(), lda,
+                            B16.data(), ldb, 0.0f, C_dnnl.data(), ldc);
   });
+  if (status != 0) {
+    std::printf("  oneDNN failed (dnnl_status_t %d)\n", status);
+    return;
+  }
   std::printf("  %8.1f  %5.2fx  %9.1e\n", theirs, bf16 / theirs, max_rel_diff(C16, C_dnnl));
 }
 
