@@ -75,7 +75,8 @@ void check_layouts_and_shapes(const Path& path) {
   // A training step's products, M reduced for the reference's sake: the FFN's x·W (4096 × 256 ×
   // 1024), the logits x·Wᵀ (d_model 256, N cut from 10000), a weight gradient xᵀ·dy (K from the
   // tokens), and shapes that cross the drivers' blocks (96 × 256) and the AVX512-BF16 path's
-  // passes over K (256 pairs: K = 515 runs as 129 + 129 pairs, the last one padded).
+  // passes over K (at most 512 pairs: K = 1030 runs as 258 + 257 pairs, K = 2049 as 342 + 342 +
+  // 341, its last pair padded).
   const Case model_shapes[] = {
       {false, false, 100, 256, 1024}, {false, true, 70, 1000, 256},      {true, false, 256, 300, 515},
       {false, false, 97, 257, 515},   {true, true, 193, 65, 1030},       {false, true, 1, 700, 2049},
@@ -96,7 +97,7 @@ void check_scalars_strides_and_threads(const Path& path) {
   // alpha and beta (beta = 0 over a NaN-filled C), over more than one pass of K.
   for (float alpha : {1.0f, -0.5f, 2.0f})
     for (float beta : {0.0f, 1.0f, -1.5f})
-      for (const auto& layout : kLayouts) CHECK(check({layout[0], layout[1], 13, 70, 600, alpha, beta}, rng) == 0);
+      for (const auto& layout : kLayouts) CHECK(check({layout[0], layout[1], 13, 70, 1100, alpha, beta}, rng) == 0);
 
   // Leading dimensions wider than the rows (NaN in A's and B's gaps, a sentinel in C's).
   for (const auto& layout : kLayouts)

@@ -26,9 +26,10 @@ namespace {
 
 constexpr int kMr = 6, kNv = 4, kNr = kBf16Nr; // kNr = kNv · 16 columns
 static_assert(kNr == kNv * 16);
-// Pairs of k per pass over C: one A panel's slice (6 rows × 256 pairs = 6 KiB) stays in L1 and
-// one B panel's slice (256 pairs × 64 columns = 64 KiB) in L2 while the block's rows sweep it.
-constexpr int64_t kKcPairs = 256;
+// Pairs of k per pass over C: one A panel's slice (6 rows × 512 pairs = 12 KiB) stays in L1 and
+// one B panel's slice (512 pairs × 64 columns = 128 KiB) in L2 while the block's rows sweep it.
+// (On one Zen 4 core 512 measured 2-4% faster than 256 on 1024³ TN and 256 × 1024 × 4000 TN.)
+constexpr int64_t kKcPairs = 512;
 
 int64_t min_i64(int64_t a, int64_t b) { return a < b ? a : b; }
 
@@ -91,7 +92,7 @@ void block(const uint16_t* A, int64_t lda, const uint16_t* Bp, int64_t kpad, int
            float beta, float* C, int64_t ldc) {
   const int64_t pairs = kpad / 2;
   const int64_t passes = (pairs + kKcPairs - 1) / kKcPairs;
-  const int64_t kc_max = (pairs + passes - 1) / passes; // even passes: 258 pairs is 129 + 129, not 256 + 2
+  const int64_t kc_max = (pairs + passes - 1) / passes; // even passes: 514 pairs is 257 + 257, not 512 + 2
   for (int64_t p0 = 0; p0 < pairs; p0 += kc_max) {
     const int64_t kc = min_i64(kc_max, pairs - p0);
     const float pass_beta = p0 == 0 ? beta : 1.0f;
