@@ -139,21 +139,28 @@ void pack_chunk(const uint16_t* X, int64_t lane_stride, int64_t k_stride, int64_
 // `lanes` lanes of op(X) over K, where (lane l, k) is X[l · lane_stride + k · k_stride], into
 // panels of W lanes and chunks of KW values of k, zero-padded to whole panels and to kpad:
 //   dst[(l / W) · W · kpad + (k / KW) · W · KW + (l % W) · KW + k % KW] = op(X)(l, k).
+// The loops follow the source: when lanes are contiguous (a row of X holds one k for many lanes),
+// chunk by chunk, each filling every panel from the same rows of X; otherwise panel by panel,
+// each lane's run over k read in order.
 void pack(const uint16_t* X, int64_t lane_stride, int64_t k_stride, int64_t lanes, int64_t K, int64_t W, int64_t KW,
           int64_t kpad, uint16_t* dst, int threads) {
   const int64_t panels = ceil_div(lanes, W), chunks = kpad / KW;
-  parallel_for(threads, panels, [&](int64_t q) {
-    const int64_t w = std::min(W, lanes - q * W); // valid lanes in this panel
-    for (int64_t t = 0; t < chunks; ++t) {
-      uint16_t* d = dst + q * W * kpad + t * W * KW;
-      const int64_t k0 = t * KW, kw = std::clamp<int64_t>(K - k0, 0, KW); // valid k in this chunk
-      if (kw == 0) {
-        std::fill(d, d + W * KW, uint16_t{0});
-        continue;
-      }
-      pack_chunk(X + q * W * lane_stride + k0 * k_stride, lane_stride, k_stride, w, W, kw, KW, d);
-    }
-  });
+  const auto pack_one = [&](int64_t q, int64_t t) { // panel q, chunk t
+    const int64_t w = std::min(W, lanes - q * W);                        // valid lanes in this panel
+    const int64_t k0 = t * KW, kw = std::clamp<int64_t>(K - k0, 0, KW); // valid k in this chunk
+    uint16_t* d = dst + q * W * kpad + t * W * KW;
+    if (kw == 0) std::fill(d, d + W * KW, uint16_t{0});
+    else pack_chunk(X + q * W * lane_stride + k0 * k_stride, lane_stride, k_stride, w, W, kw, KW, d);
+  };
+  if (lane_stride == 1) {
+    parallel_for(threads, chunks, [&](int64_t t) {
+      for (int64_t q = 0; q < panels; ++q) pack_one(q, t);
+    });
+  } else {
+    parallel_for(threads, panels, [&](int64_t q) {
+      for (int64_t t = 0; t < chunks; ++t) pack_one(q, t);
+    });
+  }
 }
 
 // ---- the packed paths ----------------------------------------------------------------------------
