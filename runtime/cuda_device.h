@@ -13,7 +13,7 @@
 #include <functional>
 #include <string>
 
-#include "base/enum_names.h"
+#include "base/precision.h"
 
 namespace pillars {
 
@@ -51,11 +51,9 @@ void cuda_copy_to_pinned(void* pinned_dst, const void* src, size_t bytes);   // 
 void cuda_copy_from_pinned(void* dst, const void* pinned_src, size_t bytes); // queued host → device
 void cuda_launch_host_function(void (*fn)(void*), void* data);               // queued
 
-// fp32: every product in IEEE fp32 on CUDA cores (the exactness mode the tests compare with the
-// CPU); bf16: operands rounded to bf16 for the tensor cores, accumulation and statistics in fp32.
-// Also the experiment's train.precision.
-enum class Precision : uint8_t { fp32, bf16 };
-constexpr auto enum_table(Precision) { return enum_words<Precision>({{Precision::fp32, "fp32"}, {Precision::bf16, "bf16"}}); }
+// The GPU's precision (base/precision.h). fp32: every product in IEEE fp32 on CUDA cores (the
+// exactness mode the tests compare with the CPU); bf16: operands rounded to bf16 for the tensor
+// cores, accumulation and statistics in fp32.
 void cuda_set_precision(Precision p);
 Precision cuda_precision(); // fp32 until set (also without CUDA)
 

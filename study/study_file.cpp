@@ -94,11 +94,15 @@ std::vector<std::string> run_overrides(const StudySpec& s, const SystemSpec& sys
   // Fine-tuning's own limits, for a system that prunes (a system that does not keeps its prune
   // section's defaults, so its config is what a plain run of its experiment has).
   ValidationContext ctx;
-  if (load_experiment(sys.experiment, sys.overrides, ctx).prune.method != ght::PruneMethod::none)
+  const Experiment plain = load_experiment(sys.experiment, sys.overrides, ctx);
+  if (plain.prune.method != ght::PruneMethod::none)
     for (const char* o : {"prune.finetune_updates=0", "prune.finetune_epochs=1000000", "prune.finetune_minutes=0", "prune.finetune_patience=0"})
       out.push_back(o);
   out.push_back(str_cat("train.device=\"", enum_name(s.device), "\""));
-  if (s.device == Device::cuda) out.push_back(str_cat("train.precision=\"", enum_name(s.precision), "\""));
+  // The study's precision where the experiment's differs (a CPU study of an fp32 experiment passes
+  // nothing, as it always has).
+  if (s.device == Device::cuda || plain.train.precision != s.precision)
+    out.push_back(str_cat("train.precision=\"", enum_name(s.precision), "\""));
   out.push_back(str_cat("seed=", seed));
   return out;
 }

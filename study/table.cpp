@@ -258,7 +258,7 @@ json study_table(const StudySpec& s, const std::string& study_dir, int64_t boots
         json a = arithmetic_of(m);
         if (expected_arithmetic.is_null()) {
           expected_arithmetic = {{"isa", s.isa == "native" ? a["isa"] : json(s.isa)}, {"threads", s.threads},
-                                 {"device", enum_name(s.device)}, {"precision", enum_name(s.device == Device::cuda ? s.precision : Precision::fp32)},
+                                 {"device", enum_name(s.device)}, {"precision", enum_name(s.precision)},
                                  {"ranks", 1}};
         }
         if (a != expected_arithmetic) why = str_cat("ran with ", a.dump(), ", the study with ", expected_arithmetic.dump());

@@ -83,10 +83,10 @@ TEST_CASE("cuda training: 100 fp32 updates on Multi30k follow the CPU run's loss
   CHECK(gpu.back() < gpu.front() - 1.0); // and it learns
 }
 
-TEST_CASE("cuda training: train.device cuda without a GPU, and bf16 on the CPU, are clear errors") {
+TEST_CASE("cuda training: train.device cuda without a GPU is a clear error, and bf16 on the CPU is accepted") {
   Experiment bf16_on_cpu = experiment_on("cpu");
   bf16_on_cpu.train.precision = Precision::bf16;
-  CHECK_THROWS_AS(check_device_settings(bf16_on_cpu), InputError);
+  CHECK_NOTHROW(check_device_settings(bf16_on_cpu)); // the CPU's bf16 GEMM has a portable path
   if (cuda_device_count() > 0) {
     check_device_settings(experiment_on("cuda")); // fine where there is a GPU
     Experiment accumulate = experiment_on("cuda");

@@ -1,5 +1,6 @@
 // `pillars bench gemm|attention|softmax|step|gct|pruned-decode|decode [--device cuda]`: our figure next to
-// the reference's, from the same run.
+// the reference's, from the same run. `bench gemm --precision bf16`: the bf16 GEMM; `bench step
+// --precision bf16`: our step at the CPU's matmul precision fp32 and bf16.
 #include <omp.h>
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include "base/enum_names.h"
 #include "base/error.h"
 #include "engine/tensor.h"
+#include "runtime/cuda_device.h"
 #include "tools/bench/bench_attention.h"
 #include "tools/bench/bench_cuda.h"
 #include "tools/bench/bench_decode.h"
@@ -51,6 +53,7 @@ Command add_bench_command(CLI::App& app) {
     int repeats = 5;
     int ranks = 0;
     std::string device = "cpu";
+    std::string precision = "fp32";
   };
   auto opt = std::make_shared<Options>();
   std::vector<std::string> names;
@@ -64,8 +67,19 @@ Command add_bench_command(CLI::App& app) {
       ->check(CLI::Range(2, 64));
   bench->add_option("--device", opt->device, "cpu | cuda (attention, softmax, step: our CUDA kernels next to cuDNN and PyTorch)")
       ->check(CLI::IsMember(enum_names<Device>()));
+  bench->add_option("--precision", opt->precision,
+                    "gemm and step on the CPU only: fp32 | bf16 (gemm: operands in bf16, fp32 accumulation, next to our fp32 "
+                    "and oneDNN; step: our step at matmul precision fp32, then bf16)")
+      ->check(CLI::IsMember(enum_names<Precision>()));
   return {bench, [opt]() {
             const Device device = parse_enum<Device>(opt->device, "--device");
+            if (parse_enum<Precision>(opt->precision, "--precision") == Precision::bf16) {
+              if ((opt->what != "gemm" && opt->what != "step") || device != Device::cpu || opt->ranks > 0)
+                throw InputError(str_cat("bench ", opt->what, " --precision bf16: only bench gemm and bench step on the CPU (one process) "
+                                         "have a bf16 precision"));
+              const int threads = opt->threads > 0 ? opt->threads : omp_get_num_procs();
+              return opt->what == "gemm" ? bench::bench_gemm_bf16(threads, opt->repeats) : bench::bench_step_bf16(threads, opt->repeats);
+            }
             const auto b = std::find_if(kBenchmarks.begin(), kBenchmarks.end(), [&](const Benchmark& x) { return x.name == opt->what; });
             PILLARS_CHECK(b != kBenchmarks.end(), "bench: no benchmark ", opt->what); // CLI11 checked the word
             if (device == Device::cuda) {

@@ -186,7 +186,10 @@ const std::vector<Entry>& entries() {
                .def("cpu"),
            &E::train, &T::device),
         in(F::enumeration("train.precision", enum_names<Precision>(),
-                          "cuda only: fp32 (every product in fp32) or bf16 (GEMM and attention operands in bf16 on the tensor cores, fp32 accumulation and master weights).")
+                          "fp32 (every product in fp32) or bf16. On cuda, bf16 puts the operands of the GEMMs and of attention in bf16 on "
+                          "the tensor cores. On the cpu, bf16 rounds the operands of the matmul products (linear layers, the LM head, and "
+                          "their gradients) to bf16 (kernels/cpu/gemm_precision.h); the fused attention kernels' products (QKᵀ, PV) stay "
+                          "fp32. Both: fp32 accumulation, fp32 master weights, optimiser, normalisation, softmax and loss.")
                .def("fp32"),
            &E::train, &T::precision),
         in(F::enumeration("train.attention_backend", enum_names<AttentionBackend>(),

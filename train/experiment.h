@@ -117,7 +117,7 @@ struct TrainSettings {
   int64_t valid_max_sentences{}, keep_best{}, average_best{}, log_every{}, validate_every{};
   double save_every_minutes{};
   Device device{};
-  Precision precision{};               // cuda only
+  Precision precision{};               // base/precision.h; what bf16 covers differs by device (the schema)
   AttentionBackend attention_backend{}; // cudnn: cuda only
   bool fuse_linear_activation{};
   bool fuse_linear_cross_entropy{};

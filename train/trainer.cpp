@@ -7,6 +7,7 @@
 
 #include "base/splitmix64.h"
 #include "kernels/cpu/cpu_features.h"
+#include "kernels/cpu/gemm_precision.h"
 #include "runtime/cuda_device.h"
 
 #include <omp.h>
@@ -162,7 +163,7 @@ class Loop {
   nlohmann::json machine_record() const {
     return {{"cpu", cpu_model_name()},         {"isa", cpu::isa_name(cpu::active_isa())},
             {"threads", omp_get_max_threads()}, {"device", enum_name(e_.train.device)},
-            {"precision", enum_name(e_.train.device == Device::cuda ? e_.train.precision : Precision::fp32)},
+            {"precision", enum_name(e_.train.precision)},
             {"ranks", comm_.size()},            {"commit", build_commit()}};
   }
 
@@ -556,15 +557,30 @@ class Loop {
 } // namespace
 
 void check_device_settings(const Experiment& e) {
-  if (e.train.device != Device::cuda) {
-    if (e.train.precision != Precision::fp32)
-      throw InputError(str_cat("train.precision \"", enum_name(e.train.precision), "\" needs train.device \"cuda\""));
+  if (e.train.device != Device::cuda) { // train.precision bf16 runs on any CPU (gemm_bf16's portable path)
     if (e.train.attention_backend == AttentionBackend::cudnn)
       throw InputError("train.attention_backend \"cudnn\" (cuDNN's fused attention) needs train.device \"cuda\"");
     return;
   }
   if (cuda_device_count() == 0) throw InputError("train.device is \"cuda\" but " + cuda_unavailable_reason());
 }
+
+// train.precision on the CPU: the precision of the matmul GEMMs (kernels/cpu/gemm_precision.h) for
+// the training loop, validations included; the previous one comes back when the loop ends, so what
+// follows in the process (evaluation, decoding) computes as it did before, as on the GPU, whose
+// parameters come back to the host. On the GPU, cuda_set_precision (ParamsOnDevice) decides.
+class CpuMatmulPrecision {
+ public:
+  explicit CpuMatmulPrecision(const Experiment& e) : previous_(cpu::matmul_precision()) {
+    if (e.train.device == Device::cpu) cpu::set_matmul_precision(e.train.precision);
+  }
+  ~CpuMatmulPrecision() { cpu::set_matmul_precision(previous_); }
+  CpuMatmulPrecision(const CpuMatmulPrecision&) = delete;
+  CpuMatmulPrecision& operator=(const CpuMatmulPrecision&) = delete;
+
+ private:
+  Precision previous_;
+};
 
 // train.device = cuda: the parameters move to the GPU for the loop (so the steps, the optimiser
 // state and the gradients live there; steps/steps.h) and come back when it ends, however it
@@ -597,6 +613,7 @@ TrainerOutcome train_model(const Experiment& e, const TransformerConfig& cfg, Pa
                            const TrainOptions& options) {
   fs::create_directories(options.run_dir);
   ParamsOnDevice on_device(e, params);
+  CpuMatmulPrecision cpu_precision(e);
   task.steps().set_attention_backend(e.train.attention_backend);
   task.steps().set_fuse_linear_activation(e.train.fuse_linear_activation);
   task.steps().set_fuse_linear_cross_entropy(e.train.fuse_linear_cross_entropy);

@@ -5,7 +5,8 @@
 //
 // It is exactly ops::linear followed by ops::relu / ops::gelu (engine/ops/matmul.cpp,
 // elementwise.cpp), computed with fewer passes over the output:
-//   CPU   the GEMM of ops::linear (kernels/cpu/gemm.h, all rows of all batches at once), then
+//   CPU   the GEMM of ops::linear (kernels/cpu/gemm_precision.h: all rows of all batches at once,
+//         at the CPU's matmul precision like the matmul op), then
 //         cpu::bias_activation — bias and activation in one pass, row by row while it is in cache —
 //         with the same arithmetic as the unfused add and activation, so the results are identical.
 //   CUDA  cuBLASLt with a bias(+ReLU) epilogue (kernels/cuda/linear_act.cu).
@@ -25,7 +26,7 @@
 #include "engine/ops/matmul.h"
 #include "engine/ops/shape.h"
 #include "kernels/cpu/elementwise.h"
-#include "kernels/cpu/gemm.h"
+#include "kernels/cpu/gemm_precision.h"
 
 namespace pillars::ops {
 
@@ -52,7 +53,7 @@ void linear_act_cpu(const KernelContext& c) {
   float* y = c.out[0].data<float>();
   float* z = gelu ? c.out[1].data<float>() : y; // where x Wᵀ (+ b) goes
   // z (rows, out) = x (rows, in) · W (out, in)ᵀ, the call ops::linear's matmul makes.
-  cpu::sgemm(false, true, rows, out, in, 1.0f, x.data<float>(), in, w.data<float>(), in, 0.0f, z, out);
+  cpu::gemm_at_precision(false, true, rows, out, in, 1.0f, x.data<float>(), in, w.data<float>(), in, 0.0f, z, out);
   cpu::bias_activation(gelu ? cpu::UnaryKind::gelu : cpu::UnaryKind::relu, z, b.data<float>(), y, rows, out);
 }
 

@@ -1,4 +1,6 @@
-// Matrix products on kernels/cpu/gemm.h.
+// Matrix products on kernels/cpu/gemm_precision.h: sgemm in fp32, or on operands rounded to bf16
+// when the CPU's matmul precision is bf16 (train.precision). The backward's products below are
+// matmul nodes too, so they follow the same precision.
 //
 // With Ā = op(A), B̄ = op(B) and C = Ā B̄, the gradients are dĀ = dC B̄ᵀ and dB̄ = Āᵀ dC, i.e.
 //   A not transposed:  dA = dC · op(B)ᵀ         A transposed:  dA = op(B) · dCᵀ
@@ -11,7 +13,7 @@
 #include "engine/ops/common.h"
 #include "engine/ops/elementwise.h"
 #include "engine/ops/shape.h"
-#include "kernels/cpu/gemm.h"
+#include "kernels/cpu/gemm_precision.h"
 
 namespace pillars::ops {
 
@@ -63,11 +65,11 @@ void matmul_cpu(const KernelContext& c) {
   const int64_t lda = ta ? d.M : d.K, ldb = tb ? d.K : d.N;
   const float alpha = p.alpha;
   if (d.b_shared && !ta) { // all batches' rows at once: one big GEMM
-    cpu::sgemm(false, tb, d.batch * d.M, d.N, d.K, alpha, A, lda, B, ldb, 0.0f, C, d.N);
+    cpu::gemm_at_precision(false, tb, d.batch * d.M, d.N, d.K, alpha, A, lda, B, ldb, 0.0f, C, d.N);
     return;
   }
-  cpu::sgemm_batched(ta, tb, d.batch, d.M, d.N, d.K, alpha, A, lda, d.M * d.K, B, ldb, d.b_shared ? 0 : d.K * d.N, 0.0f, C, d.N,
-                     d.M * d.N);
+  cpu::gemm_at_precision_batched(ta, tb, d.batch, d.M, d.N, d.K, alpha, A, lda, d.M * d.K, B, ldb, d.b_shared ? 0 : d.K * d.N,
+                                 0.0f, C, d.N, d.M * d.N);
 }
 
 ValueId matmul_scaled(Graph& g, ValueId a, ValueId b, bool ta, bool tb, float alpha);

@@ -80,6 +80,8 @@ using attention_tiles::TileKernels;
 namespace {
 const TileKernels& selected_tiles() {
   switch (active_isa()) {
+    case Isa::amx:
+    case Isa::avx512_bf16: // bf16 levels: attention is fp32, their AVX-512 build
     case Isa::avx512: return attention_tiles::tiles_avx512();
     case Isa::avx2: return attention_tiles::tiles_avx2();
     case Isa::generic: break;

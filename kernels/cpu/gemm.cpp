@@ -93,7 +93,7 @@ int64_t balanced_block(int64_t total, int64_t max_block, int64_t multiple) {
 
 const KernelSet& kernels_for(Isa isa) {
   const KernelSet* set = nullptr;
-  if (isa == Isa::avx512) set = kernels_avx512();
+  if (static_cast<int>(isa) >= static_cast<int>(Isa::avx512)) set = kernels_avx512(); // bf16 levels too
   if (set == nullptr && static_cast<int>(isa) >= static_cast<int>(Isa::avx2)) set = kernels_avx2();
   if (set == nullptr) set = kernels_generic();
   return *set;

@@ -3,13 +3,14 @@
 // Each block runs four threaded steps one after another: the logits GEMM, the rows' forward
 // (lse and loss), the rows' backward in place, then the two gradient GEMMs. The pass chooses the
 // block (engine/passes/fuse_linear_cross_entropy.h): larger blocks mean fewer passes over dW,
-// smaller ones a smaller scratch.
+// smaller ones a smaller scratch. The three products run at the CPU's matmul precision
+// (gemm_precision.h), as the unfused head's matmul nodes do.
 #include "kernels/cpu/linear_cross_entropy.h"
 
 #include <algorithm>
 
 #include "base/error.h"
-#include "kernels/cpu/gemm.h"
+#include "kernels/cpu/gemm_precision.h"
 
 namespace pillars::cpu {
 
@@ -33,11 +34,11 @@ float linear_cross_entropy(const LinearCrossEntropyParams& p, const float* h, co
     CrossEntropyParams block = p.ce;
     block.N = std::min(p.block_rows, N - r);
     const float* h_c = h + r * d;
-    sgemm(false, true, block.N, V, d, 1.0f, h_c, d, W, d, 0.0f, logits, V);          // x_c = h_c Wᵀ
+    gemm_at_precision(false, true, block.N, V, d, 1.0f, h_c, d, W, d, 0.0f, logits, V);        // x_c = h_c Wᵀ
     cross_entropy_rows_forward(block, logits, targets + r, lse, row_loss + r);
     cross_entropy_rows_backward(block, logits, targets + r, lse, scale, logits);      // dx_c over x_c
-    sgemm(false, false, block.N, d, V, 1.0f, logits, V, W, d, 0.0f, dh + r * d, d);   // dh_c = dx_c W
-    sgemm(true, false, V, d, block.N, 1.0f, logits, V, h_c, d, r == 0 ? 0.0f : 1.0f, dW, d); // dW += dx_cᵀ h_c
+    gemm_at_precision(false, false, block.N, d, V, 1.0f, logits, V, W, d, 0.0f, dh + r * d, d); // dh_c = dx_c W
+    gemm_at_precision(true, false, V, d, block.N, 1.0f, logits, V, h_c, d, r == 0 ? 0.0f : 1.0f, dW, d); // dW += dx_cᵀ h_c
   }
   double total = 0.0;
   for (int64_t n = 0; n < N; ++n) total += row_loss[n];

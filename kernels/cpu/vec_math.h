@@ -56,6 +56,8 @@
   ret name##_generic params { return name##_body args; }                                          \
   ret name params {                                                                               \
     switch (::pillars::cpu::active_isa()) {                                                       \
+      case ::pillars::cpu::Isa::amx:                                                              \
+      case ::pillars::cpu::Isa::avx512_bf16:                                                      \
       case ::pillars::cpu::Isa::avx512: return name##_avx512 args;                                \
       case ::pillars::cpu::Isa::avx2: return name##_avx2 args;                                    \
       case ::pillars::cpu::Isa::generic: break;                                                   \

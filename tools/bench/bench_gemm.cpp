@@ -1,9 +1,13 @@
-// The SGEMM benchmark: ours against OpenBLAS, in one run, on the same operands.
+// The GEMM benchmarks, in one run on the same operands:
+//   fp32 (`pillars bench gemm`): our sgemm against OpenBLAS's;
+//   bf16 (`pillars bench gemm --precision bf16`): our gemm_bf16 (A and B in bf16, C in fp32)
+//        next to our sgemm on the same values widened to fp32, and oneDNN's bf16 GEMM.
 //
-// OpenBLAS is not a build dependency: it is dlopen'ed (libopenblas.so.0, then libopenblas.so,
-// then the reference-BLAS alternative libblas.so.3) and its cblas_sgemm looked up. Its thread
-// count is set with openblas_set_num_threads when that symbol exists. If nothing loads, only our
-// numbers are shown.
+// Neither library is a build dependency: each is dlopen'ed and its function looked up; if nothing
+// loads, only our numbers are shown. OpenBLAS: libopenblas.so.0, then libopenblas.so, then the
+// reference-BLAS alternative libblas.so.3, cblas_sgemm, with openblas_set_num_threads when that
+// symbol exists. oneDNN (Debian: libdnnl2): libdnnl.so.3, then libdnnl.so.2,
+// dnnl_gemm_bf16bf16f32 (row-major, like ours); it threads with the OpenMP runtime we share.
 //
 // Shapes: 1024³ in all four transpose combinations, the tall-skinny 4096 × 256 × 1024, and the
 // products of a transformer training step with 4000 tokens, d_model 256, d_ff 1024 and a 10000-word
@@ -16,8 +20,11 @@
 #include "tools/bench/bench_gemm.h"
 #include "tools/bench/measure.h"
 
+#include "base/build_info.h"
+#include "kernels/cpu/convert.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/gemm_bf16.h"
 
 #include <dlfcn.h>
 #include <omp.h>
@@ -53,6 +60,25 @@ OpenBlas load_openblas(int threads) {
     if (auto set_threads = reinterpret_cast<void (*)(int)>(dlsym(handle, "openblas_set_num_threads")))
       set_threads(threads);
     return OpenBlas{sgemm, name};
+  }
+  return {};
+}
+
+// dnnl_gemm_bf16bf16f32(transa, transb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc), row-major,
+// 'N' or 'T'; returns dnnl_status_t (0: success).
+using DnnlGemmBf16 = int (*)(char, char, int64_t, int64_t, int64_t, float, const uint16_t*, int64_t, const uint16_t*,
+                             int64_t, float, float*, int64_t);
+
+struct OneDnn {
+  DnnlGemmBf16 gemm_bf16 = nullptr;
+  const char* library = nullptr;
+};
+
+OneDnn load_onednn() {
+  for (const char* name : {"libdnnl.so.3", "libdnnl.so.2", "libdnnl.so"}) {
+    void* handle = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+    if (handle == nullptr) continue;
+    if (auto gemm = reinterpret_cast<DnnlGemmBf16>(dlsym(handle, "dnnl_gemm_bf16bf16f32"))) return OneDnn{gemm, name};
   }
   return {};
 }
@@ -99,15 +125,71 @@ void bench_shape(const Shape& s, const OpenBlas& blas, int repeats, std::mt19937
   std::printf("  %8.1f  %5.2fx  %9.1e\n", theirs, ours / theirs, max_rel_diff(C, C_blas));
 }
 
+// One shape in bf16: ours in bf16, ours in fp32 on the same (widened) values, oneDNN in bf16.
+void bench_shape_bf16(const Shape& s, const OneDnn& dnnl, int repeats, std::mt19937& rng) {
+  const int64_t lda = s.trans_a ? s.M : s.K, ldb = s.trans_b ? s.K : s.N, ldc = s.N;
+  std::vector<float> A = random_floats(s.M * s.K, rng), B = random_floats(s.K * s.N, rng);
+  std::vector<uint16_t> A16(A.size()), B16(B.size());
+  cpu::f32_to_bf16(A.data(), A16.data(), int64_t(A.size()));
+  cpu::f32_to_bf16(B.data(), B16.data(), int64_t(B.size()));
+  cpu::bf16_to_f32(A16.data(), A.data(), int64_t(A.size())); // fp32 gets the very same values
+  cpu::bf16_to_f32(B16.data(), B.data(), int64_t(B.size()));
+  std::vector<float> C32(static_cast<size_t>(s.M * s.N)), C16(C32.size()), C_dnnl(C32.size());
+  const double gflop = 2.0 * double(s.M) * double(s.N) * double(s.K) * 1e-9;
+
+  const double fp32 = gflop / median_seconds(repeats, [&] {
+    cpu::sgemm(s.trans_a, s.trans_b, s.M, s.N, s.K, 1.0f, A.data(), lda, B.data(), ldb, 0.0f, C32.data(), ldc);
+  });
+  const double bf16 = gflop / median_seconds(repeats, [&] {
+    cpu::gemm_bf16(s.trans_a, s.trans_b, s.M, s.N, s.K, 1.0f, A16.data(), lda, B16.data(), ldb, 0.0f, C16.data(), ldc);
+  });
+  std::printf("%-18s %c%c %5lld %5lld %5lld  %8.1f  %8.1f  %5.2fx  %9.1e", s.what, s.trans_a ? 'T' : 'N',
+              s.trans_b ? 'T' : 'N', static_cast<long long>(s.M), static_cast<long long>(s.N),
+              static_cast<long long>(s.K), fp32, bf16, bf16 / fp32, max_rel_diff(C16, C32));
+  if (dnnl.gemm_bf16 == nullptr) {
+    std::printf("\n");
+    return;
+  }
+  int status = 0;
+  const double theirs = gflop / median_seconds(repeats, [&] {
+    status = dnnl.gemm_bf16(s.trans_a ? 'T' : 'N', s.trans_b ? 'T' : 'N', s.M, s.N, s.K, 1.0f, A16.data(), lda,
+                            B16.data(), ldb, 0.0f, C_dnnl.data(), ldc);
+  });
+  if (status != 0) {
+    std::printf("  oneDNN failed (dnnl_status_t %d)\n", status);
+    return;
+  }
+  std::printf("  %8.1f  %5.2fx  %9.1e\n", theirs, bf16 / theirs, max_rel_diff(C16, C_dnnl));
+}
+
 } // namespace
+
+int bench_gemm_bf16(int threads, int repeats) {
+  threads = std::max(1, threads);
+  repeats = std::max(1, repeats);
+  omp_set_num_threads(threads);
+  const OneDnn dnnl = load_onednn();
+  std::printf("gemm bf16: CPU %s, ISA %s, bf16 path %s, %d thread(s), median of %d runs; GFLOP/s\n",
+              cpu_model_name().c_str(), cpu::isa_name(cpu::active_isa()), cpu::gemm_bf16_path(), threads, repeats);
+  std::printf("bf16: A and B in bf16, products summed in fp32; fp32: our sgemm on the same values as fp32\n");
+  if (dnnl.gemm_bf16 == nullptr)
+    std::printf("oneDNN not found (tried libdnnl.so.3, libdnnl.so.2, libdnnl.so): ours only\n");
+  else
+    std::printf("reference: dnnl_gemm_bf16bf16f32 from %s\n", dnnl.library);
+  std::printf("%-18s %-2s %5s %5s %5s  %8s  %8s  %6s  %9s%s\n", "shape", "op", "M", "N", "K", "fp32", "bf16",
+              "bf16/fp32", "rel diff", dnnl.gemm_bf16 ? "    onednn  ratio  max rel diff" : "");
+  std::mt19937 rng(42);
+  for (const Shape& s : kShapes) bench_shape_bf16(s, dnnl, repeats, rng);
+  return 0;
+}
 
 int bench_gemm(int threads, int repeats) {
   threads = std::max(1, threads);
   repeats = std::max(1, repeats);
   omp_set_num_threads(threads);
   const OpenBlas blas = load_openblas(threads);
-  std::printf("sgemm: ISA %s, %d thread(s), median of %d runs; GFLOP/s\n", cpu::isa_name(cpu::active_isa()),
-              threads, repeats);
+  std::printf("sgemm: CPU %s, ISA %s, %d thread(s), median of %d runs; GFLOP/s\n", cpu_model_name().c_str(),
+              cpu::isa_name(cpu::active_isa()), threads, repeats);
   if (blas.sgemm == nullptr)
     std::printf("OpenBLAS not found (tried libopenblas.so.0, libopenblas.so, libblas.so.3): ours only\n");
   else

@@ -10,7 +10,8 @@
 // (train.saved_activations, engine/passes/saved_activations.h); with the LM head fused with its
 // loss (train.fuse_linear_cross_entropy, engine/passes/fuse_linear_cross_entropy.h); with both.
 // The gain of the last three is the activation arena (the peak RSS, a process-wide maximum, is
-// the first run's).
+// the first run's). With --precision bf16 it runs our step twice instead, at the CPU's matmul
+// precision fp32 and bf16 (kernels/cpu/gemm_precision.h), without PyTorch.
 #include "tools/bench/bench_step.h"
 
 #include <omp.h>
@@ -24,8 +25,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/build_info.h"
 #include "engine/executor.h"
 #include "engine/optim/adam.h"
+#include "kernels/cpu/cpu_features.h"
+#include "kernels/cpu/gemm_bf16.h"
+#include "kernels/cpu/gemm_precision.h"
 #include "models/transformer.h"
 #include "steps/pass_list.h"
 #include "tools/bench/measure.h"
@@ -145,6 +150,24 @@ int bench_step(int threads, int repeats) {
     std::printf("  speed %.2fx PyTorch (target >= 1.5x), peak memory %.2fx PyTorch's (target <= 0.5x)\n",
                 ours.tokens_per_s / torch.tokens_per_s, ours.peak_rss_mb / torch.peak_rss_mb);
   }
+  return 0;
+}
+
+int bench_step_bf16(int threads, int repeats) {
+  omp_set_num_threads(threads);
+  std::printf("training step: encoder-decoder 3+3, d 256, 8 heads, FFN 1024, vocab 10000, %lld target tokens, Adam\n",
+              static_cast<long long>(kBatch * kTgtLen));
+  std::printf("CPU %s, ISA %s, bf16 GEMM path %s, %d thread(s), median of %d steps\n", cpu_model_name().c_str(),
+              cpu::isa_name(cpu::active_isa()), cpu::gemm_bf16_path(), threads, repeats);
+  std::printf("bf16: the matmul products (linear layers, LM head, their gradients) on operands rounded to bf16, fp32 "
+              "accumulation; attention, normalisation, loss and Adam in fp32\n");
+  const StepResult fp32 = run_ours(repeats, {});
+  cpu::set_matmul_precision(Precision::bf16);
+  const StepResult bf16 = run_ours(repeats, {});
+  cpu::set_matmul_precision(Precision::fp32);
+  std::printf("  pillars fp32  %8.1f target tokens/s  (%.3f s/step, loss %.4f)\n", fp32.tokens_per_s, fp32.median_s, fp32.first_loss);
+  std::printf("  pillars bf16  %8.1f target tokens/s = %.2fx  (%.3f s/step, loss %.4f)\n", bf16.tokens_per_s,
+              bf16.tokens_per_s / fp32.tokens_per_s, bf16.median_s, bf16.first_loss);
   return 0;
 }
 

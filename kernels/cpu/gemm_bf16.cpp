@@ -1,0 +1,264 @@
+// The bf16 GEMM (gemm_bf16.h): path choice, packing, threading, the portable path, the reference.
+//
+//   C (M × N, fp32) = alpha · op(A) (M × K, bf16) · op(B) (K × N, bf16) + beta · C
+//
+// The two bf16 paths run the same driver:
+//   1. pack all of op(B), and of op(A) unless the kernel reads it in place, once, in the kernel's
+//      layout (gemm_bf16_packed.h), into per-thread buffers that only grow; the threads share
+//      the packing, panel by panel.
+//   2. cut C into blocks of kBlockRows × kBlockCols and hand them to the threads; each block is
+//      the kernel's `block` call, which sweeps its panels over all of K.
+// Packing everything first costs O((M + N) · K) copying against O(M · N · K) multiply-adds and
+// keeps the driver simple: no packing inside the blocked loops, no barriers between threads.
+// Each element of C is computed by one thread in a fixed order, so results do not depend on the
+// thread count.
+//
+// The portable path widens op(A) and op(B) to fp32 (exactly: bf16 is fp32's upper half) and
+// calls sgemm, which picks its own fp32 kernel.
+#include "kernels/cpu/gemm_bf16.h"
+
+#include "base/error.h"
+
+#include "kernels/cpu/cpu_features.h"
+#include "kernels/cpu/gemm.h"
+#include "kernels/cpu/gemm_bf16_packed.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+namespace pillars::cpu {
+
+namespace {
+
+float widen(uint16_t x) {
+  const uint32_t bits = static_cast<uint32_t>(x) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
+
+// A 64-byte-aligned scratch buffer that only grows; one per thread per operand (thread_local).
+template <class T>
+class Scratch {
+public:
+  Scratch() = default;
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  ~Scratch() { std::free(data_); }
+
+  T* get(int64_t count) {
+    if (count > capacity_) {
+      std::free(data_);
+      const int64_t bytes = round_up(std::max<int64_t>(count, 1) * int64_t(sizeof(T)), 64);
+      data_ = static_cast<T*>(std::aligned_alloc(64, static_cast<size_t>(bytes)));
+      if (data_ == nullptr) {
+        capacity_ = 0;
+        throw Error(str_cat("gemm_bf16: out of memory allocating a ", bytes, "-byte buffer"));
+      }
+      capacity_ = count;
+    }
+    return data_;
+  }
+
+private:
+  T* data_ = nullptr;
+  int64_t capacity_ = 0;
+};
+
+thread_local Scratch<uint16_t> t_packed_a, t_packed_b;
+thread_local Scratch<float> t_wide_a, t_wide_b;
+
+// Below this many multiply-adds per thread, starting threads costs more than it saves (sgemm's).
+constexpr int64_t kMinFmasPerThread = int64_t(1) << 19;
+
+int threads_for(int64_t fmas) {
+  if (omp_in_parallel()) return 1;
+  return static_cast<int>(std::min<int64_t>(omp_get_max_threads(), std::max<int64_t>(1, fmas / kMinFmasPerThread)));
+}
+
+// f(i) for i in [0, n) on `threads` threads (static split); one thread runs a plain loop, without
+// entering an OpenMP region.
+template <class F>
+void parallel_for(int threads, int64_t n, F&& f) {
+  if (threads <= 1) {
+    for (int64_t i = 0; i < n; ++i) f(i);
+    return;
+  }
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (int64_t i = 0; i < n; ++i) f(i);
+}
+
+// One product in the caller's layout.
+struct Product {
+  bool trans_a, trans_b;
+  int64_t M, N, K;
+  float alpha;
+  const uint16_t* A;
+  int64_t lda;
+  const uint16_t* B;
+  int64_t ldb;
+  float beta;
+  float* C;
+  int64_t ldc;
+};
+
+// C = beta · C: what is left when K == 0 or alpha == 0 (A and B are not read).
+void scale_c(const Product& p) {
+  for (int64_t i = 0; i < p.M; ++i)
+    for (int64_t j = 0; j < p.N; ++j) p.C[i * p.ldc + j] = p.beta == 0.0f ? 0.0f : p.beta * p.C[i * p.ldc + j];
+}
+
+// ---- packing -------------------------------------------------------------------------------------
+
+// One chunk of one panel: lanes 0..w-1 of W, values k0 .. k0 + kw - 1 of KW (the rest zero).
+// X points at (lane 0, k0). Two shapes of memory get their own loops, the rest the plain one:
+//   k_stride == 1 (rows of A, columns of Bᵀ): each lane's run over k is contiguous: copy runs;
+//   lane_stride == 1, KW == 2 (columns of B): the pair is two rows of X: interleave them.
+void pack_chunk(const uint16_t* X, int64_t lane_stride, int64_t k_stride, int64_t w, int64_t W, int64_t kw,
+                int64_t KW, uint16_t* d) {
+  if (k_stride == 1 && kw == KW && KW == 2) {
+    for (int64_t c = 0; c < w; ++c) std::memcpy(d + 2 * c, X + c * lane_stride, 4); // one 32-bit pair
+  } else if (k_stride == 1 && kw == KW) {
+    for (int64_t c = 0; c < w; ++c) std::memcpy(d + c * KW, X + c * lane_stride, size_t(KW) * 2);
+  } else if (lane_stride == 1 && KW == 2 && kw == 2) {
+    const uint16_t *even = X, *odd = X + k_stride;
+    for (int64_t c = 0; c < w; ++c) d[2 * c] = even[c], d[2 * c + 1] = odd[c];
+  } else {
+    for (int64_t c = 0; c < w; ++c)
+      for (int64_t e = 0; e < KW; ++e) d[c * KW + e] = e < kw ? X[c * lane_stride + e * k_stride] : uint16_t{0};
+  }
+  std::fill(d + w * KW, d + W * KW, uint16_t{0}); // lanes past the last one
+}
+
+// `lanes` lanes of op(X) over K, where (lane l, k) is X[l · lane_stride + k · k_stride], into
+// panels of W lanes and chunks of KW values of k, zero-padded to whole panels and to kpad:
+//   dst[(l / W) · W · kpad + (k / KW) · W · KW + (l % W) · KW + k % KW] = op(X)(l, k).
+// The loops follow the source: when lanes are contiguous (a row of X holds one k for many lanes),
+// chunk by chunk, each filling every panel from the same rows of X; otherwise panel by panel,
+// each lane's run over k read in order.
+void pack(const uint16_t* X, int64_t lane_stride, int64_t k_stride, int64_t lanes, int64_t K, int64_t W, int64_t KW,
+          int64_t kpad, uint16_t* dst, int threads) {
+  const int64_t panels = ceil_div(lanes, W), chunks = kpad / KW;
+  const auto pack_one = [&](int64_t q, int64_t t) { // panel q, chunk t
+    const int64_t w = std::min(W, lanes - q * W);                        // valid lanes in this panel
+    const int64_t k0 = t * KW, kw = std::clamp<int64_t>(K - k0, 0, KW); // valid k in this chunk
+    uint16_t* d = dst + q * W * kpad + t * W * KW;
+    if (kw == 0) std::fill(d, d + W * KW, uint16_t{0});
+    else pack_chunk(X + q * W * lane_stride + k0 * k_stride, lane_stride, k_stride, w, W, kw, KW, d);
+  };
+  if (lane_stride == 1) {
+    parallel_for(threads, chunks, [&](int64_t t) {
+      for (int64_t q = 0; q < panels; ++q) pack_one(q, t);
+    });
+  } else {
+    parallel_for(threads, panels, [&](int64_t q) {
+      for (int64_t t = 0; t < chunks; ++t) pack_one(q, t);
+    });
+  }
+}
+
+// ---- the packed paths ----------------------------------------------------------------------------
+
+// C blocks handed to threads: 96 rows (16 AVX-512 panels of 6, 3 AMX panels of 32) by 256
+// columns (4 B panels). A block's A rows (96 · K bf16: 192 KiB at K = 1024) stay in L2 while its B
+// panels stream past them.
+constexpr int64_t kBlockRows = 96, kBlockCols = 4 * gemm::kBf16Nr;
+
+void run_packed(const gemm::Bf16KernelSet& ks, const Product& p, int threads) {
+  const int64_t kpad = round_up(p.K, ks.k_multiple);
+  // A row-major op(A) whose K needs no padding already has the kernel's pairs where it wants them.
+  const bool a_in_place = ks.block_a_in_place != nullptr && !p.trans_a && kpad == p.K;
+  uint16_t* Ap = a_in_place ? nullptr : t_packed_a.get(round_up(p.M, ks.mr) * kpad);
+  uint16_t* Bp = t_packed_b.get(round_up(p.N, gemm::kBf16Nr) * kpad);
+  // op(A)(i, k) = A[i·lda + k], or A[k·lda + i] when transposed; op(B)(k, j) = B[k·ldb + j], or
+  // B[j·ldb + k] when transposed (lanes of B are its columns j).
+  if (!a_in_place)
+    pack(p.A, p.trans_a ? 1 : p.lda, p.trans_a ? p.lda : 1, p.M, p.K, ks.mr, ks.a_chunk, kpad, Ap, threads);
+  pack(p.B, p.trans_b ? p.ldb : 1, p.trans_b ? 1 : p.ldb, p.N, p.K, gemm::kBf16Nr, 2, kpad, Bp, threads);
+
+  const int64_t block_rows = round_up(kBlockRows, ks.mr);
+  const int64_t bm = ceil_div(p.M, block_rows), bn = ceil_div(p.N, kBlockCols);
+  parallel_for(threads, bm * bn, [&](int64_t b) {
+    const int64_t i0 = (b / bn) * block_rows, j0 = (b % bn) * kBlockCols;
+    const int64_t m = std::min(block_rows, p.M - i0), n = std::min(kBlockCols, p.N - j0);
+    float* C = p.C + i0 * p.ldc + j0;
+    // Panel i0 / mr starts at (i0 / mr) · mr · kpad = i0 · kpad; likewise for B.
+    if (a_in_place) ks.block_a_in_place(p.A + i0 * p.lda, p.lda, Bp + j0 * kpad, kpad, m, n, p.alpha, p.beta, C, p.ldc);
+    else ks.block(Ap + i0 * kpad, Bp + j0 * kpad, kpad, m, n, p.alpha, p.beta, C, p.ldc);
+  });
+}
+
+// ---- the portable path ---------------------------------------------------------------------------
+
+// rows × cols of X (row stride ld) widened into dst (row stride cols).
+void widen_matrix(const uint16_t* X, int64_t rows, int64_t cols, int64_t ld, float* dst, int threads) {
+  parallel_for(threads, rows, [&](int64_t r) {
+    for (int64_t c = 0; c < cols; ++c) dst[r * cols + c] = widen(X[r * ld + c]);
+  });
+}
+
+void run_portable(const Product& p, int threads) {
+  // A is stored (M, K), or (K, M) when transposed; B (K, N), or (N, K).
+  const int64_t a_rows = p.trans_a ? p.K : p.M, a_cols = p.trans_a ? p.M : p.K;
+  const int64_t b_rows = p.trans_b ? p.N : p.K, b_cols = p.trans_b ? p.K : p.N;
+  float* A = t_wide_a.get(a_rows * a_cols);
+  float* B = t_wide_b.get(b_rows * b_cols);
+  widen_matrix(p.A, a_rows, a_cols, p.lda, A, threads);
+  widen_matrix(p.B, b_rows, b_cols, p.ldb, B, threads);
+  sgemm(p.trans_a, p.trans_b, p.M, p.N, p.K, p.alpha, A, a_cols, B, b_cols, p.beta, p.C, p.ldc);
+}
+
+// The kernel set for the active ISA; nullptr: the portable path.
+const gemm::Bf16KernelSet* kernels_for(Isa isa) {
+  const gemm::Bf16KernelSet* set = nullptr;
+  if (isa == Isa::amx) set = gemm::bf16_kernels_amx();
+  if (set == nullptr && static_cast<int>(isa) >= static_cast<int>(Isa::avx512_bf16)) set = gemm::bf16_kernels_avx512();
+  return set;
+}
+
+} // namespace
+
+// ---- the public entry points -----------------------------------------------------------------------
+
+void gemm_bf16(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const uint16_t* A, int64_t lda,
+               const uint16_t* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+  if (const gemm::Bf16KernelSet* ks = kernels_for(active_isa()))
+    return gemm::gemm_bf16_packed(*ks, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  const Product p{ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc};
+  if (M == 0 || N == 0) return;
+  if (K == 0 || alpha == 0.0f) return scale_c(p);
+  run_portable(p, threads_for(M * N * K));
+}
+
+void gemm::gemm_bf16_packed(const Bf16KernelSet& ks, bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
+                            const uint16_t* A, int64_t lda, const uint16_t* B, int64_t ldb, float beta, float* C,
+                            int64_t ldc) {
+  const Product p{ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc};
+  if (M == 0 || N == 0) return;
+  if (K == 0 || alpha == 0.0f) return scale_c(p);
+  run_packed(ks, p, threads_for(M * N * K));
+}
+
+const char* gemm_bf16_path() {
+  const gemm::Bf16KernelSet* ks = kernels_for(active_isa());
+  return ks != nullptr ? ks->name : "portable";
+}
+
+void gemm_bf16_reference(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const uint16_t* A,
+                         int64_t lda, const uint16_t* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      double acc = 0; // each bf16 product is exact in double; the sum errs by ~K · 2⁻⁵³
+      for (int64_t k = 0; k < K; ++k)
+        acc += double(widen(ta ? A[k * lda + i] : A[i * lda + k])) * double(widen(tb ? B[j * ldb + k] : B[k * ldb + j]));
+      C[i * ldc + j] = float(alpha * acc + (beta == 0 ? 0.0 : double(beta) * C[i * ldc + j]));
+    }
+}
+
+} // namespace pillars::cpu

@@ -1,0 +1,41 @@
+// GEMM with bf16 operands on the CPU: C = alpha · op(A) · op(B) + beta · C, row-major,
+// op(X) = X or Xᵀ, with A and B in bf16 (bit patterns as uint16_t, kernels/cpu/convert.h) and C
+// in fp32. The layouts and arguments are sgemm's (gemm.h):
+//
+//   op(A): (M, K)   A is stored (M, K) with row stride lda, or (K, M) when trans_a
+//   op(B): (K, N)   B is stored (K, N) with row stride ldb, or (N, K) when trans_b
+//   C:     (M, N)   fp32, row stride ldc
+//
+// What it computes: every product of two bf16 values is exact in fp32 (8 + 8 significant bits
+// fit in fp32's 24), and the products are summed in fp32. So the result differs from the exact
+// sum of the bf16 products only by fp32 accumulation error, ~K · 2⁻²⁴ relative to Σ|a·b|; the
+// rounding of the operands to bf16 (at most 2⁻⁸ relative each) happened before the call and is
+// the caller's choice.
+//
+// Which path runs (cpu_features.h: detection, PILLARS_ISA, force_isa):
+//   amx          AMX tiles, tdpbf16ps: 16 × 16 fp32 tiles += (16 × 32) · (32 × 16) bf16
+//   avx512_bf16  vdpbf16ps: 16 fp32 lanes += a pair of bf16 products each
+//   below        portable: the operands widened to fp32 (exactly), then sgemm
+// The two bf16 paths first pack op(A) and op(B) into the "pairs of K" layout those instructions
+// read (each 32-bit element holds the bf16 values of k = 2p and 2p + 1, zero past K); the paths
+// sum in different orders, so their results agree to rounding, not bit for bit.
+//
+// Threads like sgemm: OpenMP when called outside a parallel region, single-threaded inside one.
+// Never allocates once the largest shape has been seen (per-thread buffers that only grow).
+#pragma once
+#include <cstdint>
+
+namespace pillars::cpu {
+
+void gemm_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const uint16_t* A,
+               int64_t lda, const uint16_t* B, int64_t ldb, float beta, float* C, int64_t ldc);
+
+// The obvious triple loop on the widened bf16 values, accumulated in double: the oracle for tests.
+void gemm_bf16_reference(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
+                         const uint16_t* A, int64_t lda, const uint16_t* B, int64_t ldb, float beta, float* C,
+                         int64_t ldc);
+
+// The path gemm_bf16 takes now: "amx", "avx512_bf16" or "portable".
+const char* gemm_bf16_path();
+
+} // namespace pillars::cpu
