@@ -56,7 +56,8 @@ DatasetSpec parse_manifest(const std::string& text, const std::string& where) {
     d.imported_from = j.value("imported_from", "");
     d.description = j.value("description", "");
     d.sources = j.value("sources", std::vector<std::string>{});
-    d.licence = j.value("licence", "");
+    const char* old_key = "licence"; // manifests written before the rename; spelling: kept
+    d.licence = j.value("licence", j.value(old_key, ""));
     d.train = j.value("train", ""), d.valid = j.value("valid", ""), d.test = j.value("test", "");
     d.escaped = j.value("escaped", false);
     d.notes = j.value("notes", "");

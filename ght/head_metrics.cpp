@@ -128,6 +128,14 @@ nlohmann::json module_json(const ModuleHeadMetrics& m) {
 
 } // namespace
 
+void read_legacy_keys(nlohmann::json& object) {
+  static const char* const kOldNames[] = {"homogenisation", "gct_homogenisation"}; // older files; spelling: kept
+  static const char* const kNames[] = {"homogenisation", "gct_homogenisation"};
+  if (!object.is_object()) return;
+  for (size_t i = 0; i < std::size(kNames); ++i)
+    if (!object.contains(kNames[i]) && object.contains(kOldNames[i])) object[kNames[i]] = object[kOldNames[i]];
+}
+
 nlohmann::json to_json(const HeadMetrics& m) {
   nlohmann::json modules = nlohmann::json::array();
   for (const ModuleHeadMetrics& mod : m.modules) modules.push_back(module_json(mod));

@@ -76,6 +76,10 @@ struct HeadMetrics {
 };
 
 nlohmann::json to_json(const HeadMetrics& m);
+// Readers of head_metrics.jsonl and log.jsonl pass each module object and each log line through
+// this. Older files spell two keys the British way; each is copied to its current name, unless
+// the current name is already there. The list is in head_metrics.cpp.
+void read_legacy_keys(nlohmann::json& object);
 
 // B blocks of T tokens of a language model's token stream (steps/task.h's make_lm_batch):
 // tokens and target (B·T) each, right-padded.

@@ -8,6 +8,7 @@
 
 #include "base/error.h"
 #include "engine/passes/flops.h"
+#include "ght/head_metrics.h"
 #include "models/transformer.h"
 #include "train/checkpoint.h"
 
@@ -209,11 +210,14 @@ RunData load_run(const std::string& dir_name, const std::string& split, bool mod
   r.name = path_tail(dir_name, 1);
   r.config = read_object(dir / "config.json", r.notes);
   r.log = read_lines(dir / "log.jsonl", r.notes);
+  for (json& line : r.log) ght::read_legacy_keys(line);
   read_log(r);
   for (json& line : read_lines(dir / "head_metrics.jsonl", r.notes))
     if (string_at(line, "type", "head_metrics") == "head_metrics" && line.contains("modules") && line["modules"].is_array()) {
-      for (json& m : line["modules"])
-        if (m.is_object()) m.erase("pairs"); // the pairwise matrices are not shown: do not keep them
+      for (json& m : line["modules"]) {
+        ght::read_legacy_keys(m);
+        if (m.is_object()) m.erase("pairs");
+      } // the pairwise matrices are not shown: do not keep them
       r.head_metrics.push_back(std::move(line));
     }
   r.votes = read_object(dir / "votes.json", r.notes);

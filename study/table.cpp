@@ -9,6 +9,7 @@
 #include <set>
 
 #include "base/input_file.h"
+#include "ght/head_metrics.h"
 #include "metrics/bleu.h"
 #include "metrics/rouge.h"
 #include "study/run_record.h"
@@ -88,10 +89,12 @@ json head_curve(const RunPaths& p) {
     const json j = json::parse(line, nullptr, false);
     if (!j.is_object() || !j.contains("modules") || !j["modules"].is_array() || !j.value("update", json()).is_number()) continue;
     json point = {{"update", j["update"]}};
+    json modules = j["modules"];
+    for (json& m : modules) ght::read_legacy_keys(m);
     for (const char* key : {"homogenisation", "diversification", "silhouette", "silhouette_ght", "dunn"}) {
       double sum = 0;
       int n = 0;
-      for (const json& m : j["modules"])
+      for (const json& m : modules)
         if (m.is_object() && m.contains(key) && m[key].is_number() && std::isfinite(m[key].get<double>())) sum += m[key].get<double>(), ++n;
       point[key] = n ? json(sum / n) : json();
     }
