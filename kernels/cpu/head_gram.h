@@ -18,10 +18,16 @@
 
 namespace pillars::cpu {
 
-void head_gram(const float* x, const int32_t* lengths, float* G, int64_t B, int64_t T, int64_t H, int64_t D,
-               void* workspace);
-size_t head_gram_workspace(int64_t B, int64_t T, int64_t H);
-void head_gram_backward(const float* x, const float* dG, const int32_t* lengths, float* dx, int64_t B, int64_t T,
-                        int64_t H, int64_t D);
+struct HeadGramArgs {
+  int64_t B = 0, T = 0, H = 0, D = 0; // x is (B, T, H, D)
+};
+
+// x (B, T, H, D), lengths (B) or null → G (H, H); workspace: head_gram_workspace(a) bytes.
+void head_gram(const HeadGramArgs& a, const float* x, const int32_t* lengths, float* G, void* workspace);
+size_t head_gram_workspace(const HeadGramArgs& a);
+// x (B, T, H, D), dG (H, H), lengths (B) or null → dx (B, T, H, D).
+void head_gram_backward(const HeadGramArgs& a, const float* x, const float* dG, const int32_t* lengths, float* dx);
+// Throws pillars::Error naming the first lengths[b] outside [0, T]. lengths: (B).
+void head_gram_check_lengths(const HeadGramArgs& a, const int32_t* lengths);
 
 } // namespace pillars::cpu
