@@ -3,15 +3,15 @@
 // kernels/cuda/head_gram.h:
 //
 //   head_gram           x (B, T, H, D) f32, lengths (B) i32 or null → G (H, H) f32;
-//                       workspace: head_gram_workspace(B, T, H) bytes
+//                       workspace: head_gram_workspace(a) bytes
 //                       G[i, j] = Σ_{b, t < len_b, d} x[b,t,i,d] · x[b,t,j,d]
 //   head_gram_backward  x (B, T, H, D) f32, dG (H, H) f32, lengths (B) i32 or null → dx (B, T, H, D)
 //                       dx[b,t,i,:] = Σ_j (dG + dGᵀ)[i, j] · x[b,t,j,:] on valid tokens, 0 on padding
 //
 // Token t = b·T + s is valid when s < lengths[b] (all tokens without lengths; the caller checks
-// that every length is in [0, T]). The forward sums tokens in fixed chunks of 32 (a partial H × H
-// in double per chunk, in the workspace), then adds the chunks in order: deterministic for any
-// thread count.
+// that every length is in [0, T], with head_gram_check_lengths). The forward sums tokens in fixed
+// chunks of 32 (a partial H × H in double per chunk, in the workspace), then adds the chunks in
+// order: deterministic for any thread count.
 #pragma once
 #include <cstddef>
 #include <cstdint>
