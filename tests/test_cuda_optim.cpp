@@ -106,21 +106,21 @@ struct AdamCase {
   bool decoupled, amsgrad;
 };
 
-// The coefficients of update t, as engine/optim/adam.cpp computes them (in double, rounded once).
-cpu::AdamCoeffs adam_coefficients(const AdamCase& a, int64_t t) {
+// The arguments of update t of kN elements, as engine/optim/adam.cpp computes them (in double,
+// rounded once); Args is cpu::AdamArgs or cuda::AdamArgs (the same fields).
+template <class Args> Args adam_args(const AdamCase& a, int64_t t) {
   const double bias_correction1 = 1 - std::pow(a.beta1, double(t));
   const double bias_correction2 = 1 - std::pow(a.beta2, double(t));
-  cpu::AdamCoeffs c;
-  c.beta1 = float(a.beta1);
-  c.one_minus_beta1 = float(1 - a.beta1);
-  c.beta2 = float(a.beta2);
-  c.one_minus_beta2 = float(1 - a.beta2);
-  c.l2 = a.decoupled ? 0.0f : float(a.weight_decay);
-  c.decay = a.decoupled ? float(1 - a.lr * a.weight_decay) : 1.0f;
-  c.neg_step_size = float(-(a.lr / bias_correction1));
-  c.bias_correction2_sqrt = float(std::sqrt(bias_correction2));
-  c.eps = float(a.eps);
-  return c;
+  return {.n = kN,
+          .beta1 = float(a.beta1),
+          .one_minus_beta1 = float(1 - a.beta1),
+          .beta2 = float(a.beta2),
+          .one_minus_beta2 = float(1 - a.beta2),
+          .l2 = a.decoupled ? 0.0f : float(a.weight_decay),
+          .decay = a.decoupled ? float(1 - a.lr * a.weight_decay) : 1.0f,
+          .neg_step_size = float(-(a.lr / bias_correction1)),
+          .bias_correction2_sqrt = float(std::sqrt(bias_correction2)),
+          .eps = float(a.eps)};
 }
 
 void run_adam_case(const AdamCase& a, int shift) {
@@ -133,10 +133,11 @@ void run_adam_case(const AdamCase& a, int shift) {
   for (int64_t t = 1; t <= kSteps; ++t) {
     CAPTURE(t);
     const std::vector<float> g = uniform(rng, kN, -0.1f, 0.1f);
-    const cpu::AdamCoeffs c = adam_coefficients(a, t);
-    cpu::adam_update(kN, p.data(), g.data(), m.data(), v.data(), a.amsgrad ? v_max.data() : nullptr, c);
+    cpu::adam_update(adam_args<cpu::AdamArgs>(a, t), p.data(), g.data(), m.data(), v.data(),
+                     a.amsgrad ? v_max.data() : nullptr);
     dg.upload(g);
-    cuda::adam_update(kN, dp.get(), dg.get(), dm.get(), dv.get(), a.amsgrad ? dv_max.get() : nullptr, c);
+    cuda::adam_update(adam_args<cuda::AdamArgs>(a, t), dp.get(), dg.get(), dm.get(), dv.get(),
+                      a.amsgrad ? dv_max.get() : nullptr);
     expect_close(dp.download(), p, "p");
     expect_close(dm.download(), m, "m");
     expect_close(dv.download(), v, "v");
@@ -157,19 +158,20 @@ void run_sgd_case(const SgdCase& s, int shift) {
   std::vector<float> p = uniform(rng, kN, -1.0f, 1.0f), buf = uniform(rng, kN, -1.0f, 1.0f);
   const bool has_buffer = s.momentum != 0;
   DeviceArray dp(p, shift), dbuf(buf, shift), dg(std::vector<float>(kN), shift);
-  cpu::SgdCoeffs c; // as engine/optim/sgd.cpp fills it
-  c.weight_decay = float(s.weight_decay);
-  c.momentum = float(s.momentum);
-  c.one_minus_dampening = float(1 - s.dampening);
-  c.neg_lr = float(-s.lr);
-  c.nesterov = s.nesterov;
   for (int step = 0; step < kSteps; ++step) {
     CAPTURE(step);
-    c.first = step == 0; // the first update sets the buffer to d (the random start is overwritten)
+    // As engine/optim/sgd.cpp fills them; the first update sets the buffer to d (the random start
+    // is overwritten).
+    const cpu::SgdArgs c{.n = kN, .weight_decay = float(s.weight_decay), .momentum = float(s.momentum),
+                         .one_minus_dampening = float(1 - s.dampening), .neg_lr = float(-s.lr),
+                         .nesterov = s.nesterov, .first = step == 0};
+    const cuda::SgdArgs dc{.n = c.n, .weight_decay = c.weight_decay, .momentum = c.momentum,
+                           .one_minus_dampening = c.one_minus_dampening, .neg_lr = c.neg_lr,
+                           .nesterov = c.nesterov, .first = c.first};
     const std::vector<float> g = uniform(rng, kN, -1.0f, 1.0f);
-    cpu::sgd_update(kN, p.data(), g.data(), has_buffer ? buf.data() : nullptr, c);
+    cpu::sgd_update(c, p.data(), g.data(), has_buffer ? buf.data() : nullptr);
     dg.upload(g);
-    cuda::sgd_update(kN, dp.get(), dg.get(), has_buffer ? dbuf.get() : nullptr, c);
+    cuda::sgd_update(dc, dp.get(), dg.get(), has_buffer ? dbuf.get() : nullptr);
     expect_close(dp.download(), p, "p");
     if (has_buffer) expect_close(dbuf.download(), buf, "momentum buffer");
   }

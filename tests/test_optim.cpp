@@ -410,14 +410,15 @@ TEST_CASE("optim: threaded kernels give the same bits as small serial pieces") {
     g[i] = std::cos(0.0037f * float(i)) * 1e-2f;
   }
   std::vector<float> p2 = p, m2 = m, v2 = v;
-  const cpu::AdamCoeffs c{.beta1 = 0.9f, .one_minus_beta1 = 0.1f, .beta2 = 0.98f,
-                         .one_minus_beta2 = float(1 - 0.98), .l2 = 1e-4f, .decay = 1.0f,
-                         .neg_step_size = -0.01f / 0.1f,
-                         .bias_correction2_sqrt = float(std::sqrt(1 - 0.98)), .eps = 1e-8f};
-  cpu::adam_update(n, p.data(), g.data(), m.data(), v.data(), nullptr, c);
+  const cpu::AdamArgs c{.n = n, .beta1 = 0.9f, .one_minus_beta1 = 0.1f, .beta2 = 0.98f,
+                       .one_minus_beta2 = float(1 - 0.98), .l2 = 1e-4f, .decay = 1.0f,
+                       .neg_step_size = -0.01f / 0.1f,
+                       .bias_correction2_sqrt = float(std::sqrt(1 - 0.98)), .eps = 1e-8f};
+  cpu::adam_update(c, p.data(), g.data(), m.data(), v.data(), nullptr);
   for (int64_t i = 0; i < n; i += 1000) {
-    const int64_t len = std::min<int64_t>(1000, n - i);
-    cpu::adam_update(len, p2.data() + i, g.data() + i, m2.data() + i, v2.data() + i, nullptr, c);
+    cpu::AdamArgs part = c;
+    part.n = std::min<int64_t>(1000, n - i);
+    cpu::adam_update(part, p2.data() + i, g.data() + i, m2.data() + i, v2.data() + i, nullptr);
   }
   CHECK(std::memcmp(p.data(), p2.data(), n * sizeof(float)) == 0);
   CHECK(std::memcmp(v.data(), v2.data(), n * sizeof(float)) == 0);

@@ -188,8 +188,8 @@ std::vector<OutputSpec> infer_mask(const Graph& g, const Node& n) {
 
 void cpu_mask(const KernelContext& c) {
   const AttentionMaskParams& p = params_of<AttentionMaskParams>(c.node);
-  cpu::attention_mask(c.in.empty() ? nullptr : c.in[0].data<int32_t>(), c.out[0].data<int32_t>(), c.out[0].dim(0), p.Tq,
-                      p.Tk, p.causal);
+  cpu::attention_mask({.B = c.out[0].dim(0), .Tq = p.Tq, .Tk = p.Tk, .causal = p.causal},
+                      c.in.empty() ? nullptr : c.in[0].data<int32_t>(), c.out[0].data<int32_t>());
 }
 
 std::string print_mask(const Node& n) {

@@ -30,13 +30,8 @@ void check_logits_targets(const Graph& g, const char* op, ValueId logits, ValueI
 // The kernel's arguments: the op's CrossEntropyParams and the logits viewed as (N, V).
 cpu::CrossEntropyParams kernel_params(const KernelContext& c) {
   const CrossEntropyParams& op = params_of<CrossEntropyParams>(c.node);
-  const Tensor& logits = c.in[0];
-  cpu::CrossEntropyParams p;
-  p.V = logits.dim(-1);
-  p.N = logits.numel() / p.V;
-  p.smoothing = op.smoothing;
-  p.ignore_index = op.ignore_index;
-  return p;
+  const int64_t V = c.in[0].dim(-1);
+  return {.N = c.in[0].numel() / V, .V = V, .smoothing = op.smoothing, .ignore_index = op.ignore_index};
 }
 
 std::string print_params(const Node& n) {

@@ -60,8 +60,8 @@ std::vector<OutputSpec> infer_masked_fill(const Graph& g, const Node& n) {
 // inputs: x f32, mask i32 (broadcast to x); MaskedFillParams value
 void cpu_masked_fill(const KernelContext& c) {
   const Tensor &x = c.in[0], &mask = c.in[1];
-  cpu::masked_fill(x.data<float>(), x.shape(), mask.data<int32_t>(), mask.shape(), c.out[0].data<float>(),
-                   params_of<MaskedFillParams>(c.node).value);
+  cpu::masked_fill({.x_dims = x.shape(), .mask_dims = mask.shape(), .value = params_of<MaskedFillParams>(c.node).value},
+                   x.data<float>(), mask.data<int32_t>(), c.out[0].data<float>());
 }
 
 std::vector<ValueId> vjp_masked_fill(Graph& g, const Node& n, const std::vector<ValueId>& dy, const std::vector<bool>& needs) {

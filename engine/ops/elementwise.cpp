@@ -13,8 +13,8 @@
 //   tanh                dx = g · (1 − y²)
 //   relu y = max(x, 0)  dx = g · [y > 0]   (= [x > 0]; the output is what the backward keeps)
 //   gelu y = x Φ(x)     dx = g · (Φ(x) + x φ(x))
-//   leaky_relu  y = x (x > 0), slope·x (else)   dx = g (x > 0), slope·g (else)   (the recipe's
-//               worked example, docs/ARCHITECTURE.md "Adding an op": every slot written out)
+//   leaky_relu  y = x (x > 0), slope·x (else)   dx = g (x > 0), slope·g (else)   (the smallest op
+//               made by docs/ARCHITECTURE.md's "Adding an op" recipe: every slot written out)
 #include "engine/ops/elementwise.h"
 
 #include <cmath>
@@ -49,8 +49,8 @@ std::vector<OutputSpec> infer_binary(const Graph& g, const Node& n) {
 }
 
 template <cpu::BinaryKind K> void binary_cpu(const KernelContext& c) {
-  cpu::binary_broadcast(K, c.in[0].data<float>(), c.in[0].shape(), c.in[1].data<float>(), c.in[1].shape(),
-                        c.out[0].data<float>(), c.out[0].shape());
+  cpu::binary_broadcast({.kind = K, .a_dims = c.in[0].shape(), .b_dims = c.in[1].shape(), .out_dims = c.out[0].shape()},
+                        c.in[0].data<float>(), c.in[1].data<float>(), c.out[0].data<float>());
 }
 
 std::vector<ValueId> add_vjp(Graph& g, const Node& n, const std::vector<ValueId>& go, const std::vector<bool>& needs) {
@@ -83,20 +83,16 @@ std::vector<OutputSpec> infer_unary(const Graph& g, const Node& n) {
   return {{g.shape(n.inputs[0]), DType::f32}};
 }
 
-// The (s, c) arguments of the unary kernels: s is scale's factor, c add_scalar's constant; the
+// The unary kernel's arguments for n elements: s is scale's factor, c add_scalar's constant; the
 // other kinds ignore them (and get the neutral 1, 0).
-struct UnaryArgs {
-  float s = 1.0f, c = 0.0f;
-};
-template <cpu::UnaryKind K> UnaryArgs unary_args(const Node& n) {
-  if constexpr (K == cpu::UnaryKind::scale) return {params_of<ScaleParams>(n).factor, 0.0f};
-  else if constexpr (K == cpu::UnaryKind::add_scalar) return {1.0f, params_of<AddScalarParams>(n).value};
-  else return {};
+template <cpu::UnaryKind K> cpu::UnaryArgs unary_args(const Node& node, int64_t n) {
+  if constexpr (K == cpu::UnaryKind::scale) return {.kind = K, .n = n, .s = params_of<ScaleParams>(node).factor};
+  else if constexpr (K == cpu::UnaryKind::add_scalar) return {.kind = K, .n = n, .c = params_of<AddScalarParams>(node).value};
+  else return {.kind = K, .n = n};
 }
 
 template <cpu::UnaryKind K> void unary_cpu(const KernelContext& c) {
-  const UnaryArgs a = unary_args<K>(c.node);
-  cpu::unary(K, c.in[0].data<float>(), c.out[0].data<float>(), c.out[0].numel(), a.s, a.c);
+  cpu::unary(unary_args<K>(c.node, c.out[0].numel()), c.in[0].data<float>(), c.out[0].data<float>());
 }
 
 std::string print_scale(const Node& n) { return str_cat(" factor=", params_of<ScaleParams>(n).factor); }
@@ -144,7 +140,8 @@ std::vector<OutputSpec> infer_same_as_first(const Graph& g, const Node& n) {
   return {{g.shape(n.inputs[0]), DType::f32}};
 }
 template <cpu::UnaryKind K> void activation_backward_cpu(const KernelContext& c) {
-  cpu::activation_backward(K, c.in[0].data<float>(), c.in[1].data<float>(), c.out[0].data<float>(), c.out[0].numel());
+  cpu::activation_backward({.kind = K, .n = c.out[0].numel()}, c.in[0].data<float>(), c.in[1].data<float>(),
+                           c.out[0].data<float>());
 }
 // Second derivatives are not needed by anything in Pillars; these ops have no vjp.
 const OpDef kReluBackward{.name = "relu_backward", .infer = infer_same_as_first, .cpu = activation_backward_cpu<cpu::UnaryKind::relu>, .cuda = PILLARS_CUDA_KERNEL(relu_backward), .inplace = true};
@@ -178,7 +175,7 @@ std::vector<OutputSpec> infer_sum_to(const Graph& g, const Node& n) {
   return {{target, DType::f32}};
 }
 void sum_to_cpu(const KernelContext& c) {
-  cpu::sum_to(c.in[0].data<float>(), c.in[0].shape(), c.out[0].data<float>(), c.out[0].shape());
+  cpu::sum_to({.x_dims = c.in[0].shape(), .y_dims = c.out[0].shape()}, c.in[0].data<float>(), c.out[0].data<float>());
 }
 std::vector<ValueId> sum_to_vjp(Graph& g, const Node& n, const std::vector<ValueId>& go, const std::vector<bool>&) {
   return {broadcast_to(g, go[0], g.shape(n.inputs[0]))};
@@ -194,8 +191,8 @@ std::vector<OutputSpec> infer_broadcast_to(const Graph& g, const Node& n) {
 void broadcast_to_cpu(const KernelContext& c) {
   // y = 0 + x, broadcast: reuse the binary kernel with a scalar zero.
   static const float zero = 0.0f;
-  cpu::binary_broadcast(cpu::BinaryKind::add, c.in[0].data<float>(), c.in[0].shape(), &zero, Shape{}, c.out[0].data<float>(),
-                        c.out[0].shape());
+  cpu::binary_broadcast({.kind = cpu::BinaryKind::add, .a_dims = c.in[0].shape(), .b_dims = {}, .out_dims = c.out[0].shape()},
+                        c.in[0].data<float>(), &zero, c.out[0].data<float>());
 }
 std::vector<ValueId> broadcast_to_vjp(Graph& g, const Node& n, const std::vector<ValueId>& go, const std::vector<bool>&) {
   return {sum_to(g, go[0], g.shape(n.inputs[0]))};
@@ -207,12 +204,13 @@ const OpDef kBroadcastTo{.name = "broadcast_to", .infer = infer_broadcast_to, .c
 // Step 4, the CPU adapters: unpack the node, call the kernel (kernels/cpu/elementwise.h).
 void cpu_leaky_relu(const KernelContext& c) {
   const LeakyReluParams& p = params_of<LeakyReluParams>(c.node);
-  cpu::leaky_relu(c.in[0].data<float>(), c.out[0].data<float>(), c.out[0].numel(), p.slope);
+  cpu::leaky_relu({.n = c.out[0].numel(), .slope = p.slope}, c.in[0].data<float>(), c.out[0].data<float>());
 }
 // inputs: dy, x (the forward's input)
 void cpu_leaky_relu_backward(const KernelContext& c) {
   const LeakyReluParams& p = params_of<LeakyReluParams>(c.node);
-  cpu::leaky_relu_backward(c.in[0].data<float>(), c.in[1].data<float>(), c.out[0].data<float>(), c.out[0].numel(), p.slope);
+  cpu::leaky_relu_backward({.n = c.out[0].numel(), .slope = p.slope}, c.in[0].data<float>(), c.in[1].data<float>(),
+                           c.out[0].data<float>());
 }
 
 // Step 6, the VJP: a backward op (it reads the input x, so the slope may have any sign).

@@ -28,8 +28,8 @@ std::vector<OutputSpec> infer_forward(const Graph& g, const Node& n) {
 
 void cpu_forward(const KernelContext& c) {
   const Tensor &table = c.in[0], &ids = c.in[1];
-  cpu::embedding_forward(table.data<float>(), ids.data<int32_t>(), c.out[0].data<float>(), ids.numel(),
-                         table.dim(0), table.dim(1));
+  cpu::embedding_forward({.n = ids.numel(), .V = table.dim(0), .D = table.dim(1)}, table.data<float>(),
+                         ids.data<int32_t>(), c.out[0].data<float>());
 }
 
 // inputs: dout (..., D), ids (...); EmbeddingBackwardParams {V} → (V, D)
@@ -43,8 +43,8 @@ std::vector<OutputSpec> infer_backward(const Graph& g, const Node& n) {
 
 void cpu_backward(const KernelContext& c) {
   const Tensor &dout = c.in[0], &ids = c.in[1], &dtable = c.out[0];
-  cpu::embedding_backward(dout.data<float>(), ids.data<int32_t>(), dtable.data<float>(), ids.numel(),
-                          dtable.dim(0), dtable.dim(1));
+  cpu::embedding_backward({.n = ids.numel(), .V = dtable.dim(0), .D = dtable.dim(1)}, dout.data<float>(),
+                          ids.data<int32_t>(), dtable.data<float>());
 }
 
 std::string print_backward(const Node& n) { return str_cat(" vocab=", params_of<EmbeddingBackwardParams>(n).vocab); }

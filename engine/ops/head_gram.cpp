@@ -16,13 +16,14 @@ namespace {
 
 // ---- head_gram ---------------------------------------------------------------------------------
 
+// The kernel's arguments for x (B, T, H, D).
+cpu::HeadGramArgs kernel_args(const Tensor& x) { return {.B = x.dim(0), .T = x.dim(1), .H = x.dim(2), .D = x.dim(3)}; }
+
 // The lengths input's data (nullptr without one), each checked to lie in [0, T].
-const int32_t* checked_lengths(const Tensor& x, const Tensor* lengths) {
+const int32_t* checked_lengths(const cpu::HeadGramArgs& a, const Tensor* lengths) {
   if (!lengths) return nullptr;
-  const int32_t* len = lengths->data<int32_t>();
-  for (int64_t b = 0; b < x.dim(0); ++b)
-    PILLARS_CHECK(len[b] >= 0 && len[b] <= x.dim(1), "head_gram: lengths[", b, "] = ", len[b], " is outside [0, ", x.dim(1), "]");
-  return len;
+  cpu::head_gram_check_lengths(a, lengths->data<int32_t>());
+  return lengths->data<int32_t>();
 }
 
 // inputs: x [, lengths] (head_gram) or x, dG [, lengths] (backward)
@@ -45,21 +46,21 @@ std::vector<OutputSpec> infer_gram_backward(const Graph& g, const Node& n) { ret
 
 size_t workspace_gram(const Graph& g, const Node& n) {
   const Shape& xs = g.shape(n.inputs[0]);
-  return cpu::head_gram_workspace(xs[0], xs[1], xs[2]);
+  return cpu::head_gram_workspace({.B = xs[0], .T = xs[1], .H = xs[2]});
 }
 
 // inputs: x (B, T, H, D) [, lengths (B)] → G (H, H)
 void cpu_gram(const KernelContext& c) {
-  const Tensor& x = c.in[0];
-  cpu::head_gram(x.data<float>(), checked_lengths(x, c.in.size() > 1 ? &c.in[1] : nullptr), c.out[0].data<float>(),
-                 x.dim(0), x.dim(1), x.dim(2), x.dim(3), c.workspace);
+  const cpu::HeadGramArgs a = kernel_args(c.in[0]);
+  cpu::head_gram(a, c.in[0].data<float>(), checked_lengths(a, c.in.size() > 1 ? &c.in[1] : nullptr), c.out[0].data<float>(),
+                 c.workspace);
 }
 
 // inputs: x (B, T, H, D), dG (H, H) [, lengths (B)] → dx (B, T, H, D)
 void cpu_gram_backward(const KernelContext& c) {
-  const Tensor& x = c.in[0];
-  cpu::head_gram_backward(x.data<float>(), c.in[1].data<float>(), checked_lengths(x, c.in.size() > 2 ? &c.in[2] : nullptr),
-                          c.out[0].data<float>(), x.dim(0), x.dim(1), x.dim(2), x.dim(3));
+  const cpu::HeadGramArgs a = kernel_args(c.in[0]);
+  cpu::head_gram_backward(a, c.in[0].data<float>(), c.in[1].data<float>(),
+                          checked_lengths(a, c.in.size() > 2 ? &c.in[2] : nullptr), c.out[0].data<float>());
 }
 
 const OpDef kGramBackward{.name = "head_gram_backward", .infer = infer_gram_backward, .cpu = cpu_gram_backward,

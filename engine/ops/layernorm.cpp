@@ -41,8 +41,9 @@ void cpu_forward(const KernelContext& c) {
   const float* gamma = p.has_gamma ? c.in[1].data<float>() : nullptr;
   const float* beta = p.has_beta ? c.in[p.beta_input()].data<float>() : nullptr;
   const int64_t D = x.dim(-1);
-  cpu::layer_norm_forward(x.data<float>(), gamma, beta, c.out[0].data<float>(), c.out[1].data<float>(),
-                          c.out[2].data<float>(), x.numel() / D, D, p.eps);
+  cpu::layer_norm_forward({.N = x.numel() / D, .D = D, .x = x.data<float>(), .gamma = gamma, .beta = beta,
+                           .y = c.out[0].data<float>(), .mean = c.out[1].data<float>(), .rstd = c.out[2].data<float>(),
+                           .eps = p.eps});
 }
 
 std::string print_forward(const Node& n) {
@@ -68,10 +69,11 @@ void cpu_backward(const KernelContext& c) {
   const bool has_gamma = p.has_gamma, param_grads = p.param_grads;
   const Tensor& x = c.in[0];
   const int64_t D = x.dim(-1);
-  cpu::layer_norm_backward(x.data<float>(), has_gamma ? c.in[4].data<float>() : nullptr,
-                           c.in[1].data<float>(), c.in[2].data<float>(), c.in[3].data<float>(),
-                           c.out[0].data<float>(), param_grads ? c.out[1].data<float>() : nullptr,
-                           param_grads ? c.out[2].data<float>() : nullptr, x.numel() / D, D);
+  cpu::layer_norm_backward({.N = x.numel() / D, .D = D, .x = x.data<float>(),
+                            .gamma = has_gamma ? c.in[4].data<float>() : nullptr, .mean = c.in[1].data<float>(),
+                            .rstd = c.in[2].data<float>(), .dy = c.in[3].data<float>(), .dx = c.out[0].data<float>(),
+                            .dgamma = param_grads ? c.out[1].data<float>() : nullptr,
+                            .dbeta = param_grads ? c.out[2].data<float>() : nullptr});
 }
 
 const OpDef kLayerNormBackward{.name = "layer_norm_backward", .infer = infer_backward, .cpu = cpu_backward, .cuda = PILLARS_CUDA_KERNEL(layer_norm_backward), .cuda_workspace = PILLARS_CUDA_WORKSPACE(layer_norm_backward), .print = print_backward};

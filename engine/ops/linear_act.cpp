@@ -54,7 +54,8 @@ void linear_act_cpu(const KernelContext& c) {
   float* z = gelu ? c.out[1].data<float>() : y; // where x Wᵀ (+ b) goes
   // z (rows, out) = x (rows, in) · W (out, in)ᵀ, the call ops::linear's matmul makes.
   cpu::gemm_at_precision(false, true, rows, out, in, 1.0f, x.data<float>(), in, w.data<float>(), in, 0.0f, z, out);
-  cpu::bias_activation(gelu ? cpu::UnaryKind::gelu : cpu::UnaryKind::relu, z, b.data<float>(), y, rows, out);
+  cpu::bias_activation({.kind = gelu ? cpu::UnaryKind::gelu : cpu::UnaryKind::relu, .rows = rows, .n = out}, z,
+                       b.data<float>(), y);
 }
 
 std::vector<ValueId> linear_act_vjp(Graph& g, const Node& n, const std::vector<ValueId>& go, const std::vector<bool>& needs) {

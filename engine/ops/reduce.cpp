@@ -45,13 +45,14 @@ std::string print_reduce(const Node& n) {
 // The CPU slots: the tensor viewed as (outer, n, inner) around the axis (kernels/cpu/reduce.h).
 void sum_cpu_impl(const KernelContext& c, bool mean) {
   const AxisSplit sp = split_at(c.in[0].shape(), axis_of(c.node));
-  cpu::reduce_sum(c.in[0].data<float>(), c.out[0].data<float>(), sp.outer, sp.n, sp.inner, mean);
+  cpu::reduce_sum({.outer = sp.outer, .n = sp.n, .inner = sp.inner, .mean = mean}, c.in[0].data<float>(),
+                  c.out[0].data<float>());
 }
 void sum_cpu(const KernelContext& c) { sum_cpu_impl(c, false); }
 void mean_cpu(const KernelContext& c) { sum_cpu_impl(c, true); }
 void max_cpu(const KernelContext& c) {
   const AxisSplit sp = split_at(c.in[0].shape(), axis_of(c.node));
-  cpu::reduce_max(c.in[0].data<float>(), c.out[0].data<float>(), sp.outer, sp.n, sp.inner);
+  cpu::reduce_max({.outer = sp.outer, .n = sp.n, .inner = sp.inner}, c.in[0].data<float>(), c.out[0].data<float>());
 }
 
 // g (reduced shape) → broadcast back over the reduced axis.
@@ -71,8 +72,8 @@ std::vector<ValueId> mean_vjp(Graph& g, const Node& n, const std::vector<ValueId
 std::vector<OutputSpec> infer_max_backward(const Graph& g, const Node& n) { return {{g.shape(n.inputs[0]), DType::f32}}; }
 void max_backward_cpu(const KernelContext& c) {
   const AxisSplit sp = split_at(c.in[0].shape(), axis_of(c.node));
-  cpu::max_backward(c.in[0].data<float>(), c.in[1].data<float>(), c.in[2].data<float>(), c.out[0].data<float>(), sp.outer,
-                    sp.n, sp.inner);
+  cpu::max_backward({.outer = sp.outer, .n = sp.n, .inner = sp.inner}, c.in[0].data<float>(), c.in[1].data<float>(),
+                    c.in[2].data<float>(), c.out[0].data<float>());
 }
 // max_backward carries max's ReduceParams (it reads the axis; keepdim only says how y was shaped).
 const OpDef kMaxBackward{.name = "max_backward", .infer = infer_max_backward, .cpu = max_backward_cpu, .cuda = PILLARS_CUDA_KERNEL(max_backward), .print = print_reduce};

@@ -45,8 +45,9 @@ std::vector<OutputSpec> infer_permute(const Graph& g, const Node& n) {
 }
 
 void permute_cpu(const KernelContext& c) {
-  cpu::permute(c.in[0].raw(), c.out[0].raw(), c.in[0].shape(), c.out[0].shape(), params_of<PermuteParams>(c.node).order,
-               dtype_size(c.in[0].dtype()));
+  cpu::permute({.x_dims = c.in[0].shape(), .y_dims = c.out[0].shape(), .order = params_of<PermuteParams>(c.node).order,
+                .elem_size = dtype_size(c.in[0].dtype())},
+               c.in[0].raw(), c.out[0].raw());
 }
 std::vector<ValueId> permute_vjp(Graph& g, const Node& n, const std::vector<ValueId>& go, const std::vector<bool>&) {
   const std::vector<int64_t>& order = params_of<PermuteParams>(n).order;
@@ -85,12 +86,16 @@ std::vector<OutputSpec> infer_pad_slice(const Graph& g, const Node& n) {
 void slice_cpu(const KernelContext& c) {
   const SliceParams& p = params_of<SliceParams>(c.node);
   const auto sp = detail::split_at(c.in[0].shape(), p.axis);
-  cpu::slice(c.in[0].raw(), c.out[0].raw(), sp.outer, sp.n, sp.inner, p.begin, p.end - p.begin, dtype_size(c.in[0].dtype()));
+  cpu::slice({.outer = sp.outer, .n = sp.n, .inner = sp.inner, .begin = p.begin, .len = p.end - p.begin,
+              .elem_size = dtype_size(c.in[0].dtype())},
+             c.in[0].raw(), c.out[0].raw());
 }
 void pad_slice_cpu(const KernelContext& c) {
   const PadSliceParams& p = params_of<PadSliceParams>(c.node);
   const auto sp = detail::split_at(c.in[0].shape(), p.axis);
-  cpu::pad_slice(c.in[0].raw(), c.out[0].raw(), sp.outer, sp.n, sp.inner, p.begin, p.full, dtype_size(c.in[0].dtype()));
+  cpu::pad_slice({.outer = sp.outer, .n = sp.n, .inner = sp.inner, .begin = p.begin, .full = p.full,
+                  .elem_size = dtype_size(c.in[0].dtype())},
+                 c.in[0].raw(), c.out[0].raw());
 }
 std::vector<ValueId> slice_vjp(Graph& g, const Node& n, const std::vector<ValueId>& go, const std::vector<bool>&) {
   const SliceParams& p = params_of<SliceParams>(n);
@@ -133,7 +138,8 @@ void concat_cpu(const KernelContext& c) {
   int64_t at = 0;
   for (const Tensor& x : c.in) {
     const int64_t xn = x.dim(static_cast<int>(axis));
-    cpu::concat_part(x.raw(), c.out[0].raw(), sp.outer, xn, sp.n, at, sp.inner, dtype_size(x.dtype()));
+    cpu::concat_part({.outer = sp.outer, .x_n = xn, .y_n = sp.n, .at = at, .inner = sp.inner, .elem_size = dtype_size(x.dtype())},
+                     x.raw(), c.out[0].raw());
     at += xn;
   }
 }

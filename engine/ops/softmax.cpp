@@ -14,10 +14,10 @@
 namespace pillars::ops {
 namespace {
 
-// (outer, len, inner) around the node's axis, for a tensor of shape s.
-cpu::SoftmaxShape view_around_axis(const Shape& s, int64_t axis) {
+// The kernel's arguments: (outer, len, inner) around the node's axis, for a tensor of shape s.
+cpu::SoftmaxArgs kernel_args(const Shape& s, int64_t axis, bool log) {
   const detail::AxisSplit v = detail::split_at(s, axis);
-  return cpu::SoftmaxShape{v.outer, v.n, v.inner};
+  return {.outer = v.outer, .len = v.n, .inner = v.inner, .log = log};
 }
 
 // Shape rule shared by all four ops: every input is f32 of one shape; the output has it too.
@@ -34,14 +34,14 @@ std::vector<OutputSpec> infer_same_shape(const Graph& g, const Node& n) {
 std::string print_softmax(const Node& n) { return str_cat(" axis=", params_of<SoftmaxParams>(n).axis); }
 
 template <bool Log> void cpu_forward(const KernelContext& c) {
-  const cpu::SoftmaxShape v = view_around_axis(c.in[0].shape(), params_of<SoftmaxParams>(c.node).axis);
-  cpu::softmax_forward(v, c.in[0].data<float>(), c.out[0].data<float>(), Log);
+  const cpu::SoftmaxArgs a = kernel_args(c.in[0].shape(), params_of<SoftmaxParams>(c.node).axis, Log);
+  cpu::softmax_forward(a, c.in[0].data<float>(), c.out[0].data<float>());
 }
 
 // inputs: y, dy
 template <bool Log> void cpu_backward(const KernelContext& c) {
-  const cpu::SoftmaxShape v = view_around_axis(c.in[0].shape(), params_of<SoftmaxParams>(c.node).axis);
-  cpu::softmax_backward(v, c.in[0].data<float>(), c.in[1].data<float>(), c.out[0].data<float>(), Log);
+  const cpu::SoftmaxArgs a = kernel_args(c.in[0].shape(), params_of<SoftmaxParams>(c.node).axis, Log);
+  cpu::softmax_backward(a, c.in[0].data<float>(), c.in[1].data<float>(), c.out[0].data<float>());
 }
 
 const OpDef kSoftmaxBackward{.name = "softmax_backward", .infer = infer_same_shape, .cpu = cpu_backward<false>, .cuda = PILLARS_CUDA_KERNEL(softmax_backward), .print = print_softmax};

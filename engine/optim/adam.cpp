@@ -24,21 +24,21 @@ void check_options(const AdamOptions& o) {
     throw InputError(str_cat("Adam: weight_decay must be >= 0, got ", o.weight_decay));
 }
 
-// The scalars of update t, computed in double as torch does, then rounded to float.
-cpu::AdamCoeffs coefficients(const AdamOptions& o, double lr, int64_t t) {
+// The kernel's arguments for update t of n elements: the scalars computed in double as torch
+// does, then rounded to float.
+cpu::AdamArgs kernel_args(const AdamOptions& o, double lr, int64_t t, int64_t n) {
   const double bias_correction1 = 1 - std::pow(o.beta1, double(t));
   const double bias_correction2 = 1 - std::pow(o.beta2, double(t));
-  cpu::AdamCoeffs c;
-  c.beta1 = float(o.beta1);
-  c.one_minus_beta1 = float(1 - o.beta1);
-  c.beta2 = float(o.beta2);
-  c.one_minus_beta2 = float(1 - o.beta2);
-  c.l2 = o.decoupled ? 0.0f : float(o.weight_decay);
-  c.decay = o.decoupled ? float(1 - lr * o.weight_decay) : 1.0f;
-  c.neg_step_size = float(-(lr / bias_correction1));
-  c.bias_correction2_sqrt = float(std::sqrt(bias_correction2));
-  c.eps = float(o.eps);
-  return c;
+  return {.n = n,
+          .beta1 = float(o.beta1),
+          .one_minus_beta1 = float(1 - o.beta1),
+          .beta2 = float(o.beta2),
+          .one_minus_beta2 = float(1 - o.beta2),
+          .l2 = o.decoupled ? 0.0f : float(o.weight_decay),
+          .decay = o.decoupled ? float(1 - lr * o.weight_decay) : 1.0f,
+          .neg_step_size = float(-(lr / bias_correction1)),
+          .bias_correction2_sqrt = float(std::sqrt(bias_correction2)),
+          .eps = float(o.eps)};
 }
 
 } // namespace
@@ -56,9 +56,8 @@ void Adam::step(std::vector<ParamSlot>& params, float lr) {
     ParamState& s = state_for(slot);
     s.step += 1;
     float* v_max = options_.amsgrad ? s.buffers[2].data<float>() : nullptr;
-    adam_update(slot.value.device(), slot.value.numel(), slot.value.data<float>(), slot.grad.data<float>(),
-                     s.buffers[0].data<float>(), s.buffers[1].data<float>(), v_max,
-                     coefficients(options_, lr, s.step));
+    adam_update(slot.value.device(), kernel_args(options_, lr, s.step, slot.value.numel()), slot.value.data<float>(),
+                slot.grad.data<float>(), s.buffers[0].data<float>(), s.buffers[1].data<float>(), v_max);
   }
   count_step();
 }

@@ -10,8 +10,8 @@
 
 namespace pillars::optim {
 
-void adam_update(Device d, int64_t n, float* p, const float* g, float* m, float* v, float* v_max, const cpu::AdamCoeffs& c);
-void sgd_update(Device d, int64_t n, float* p, const float* g, float* buf, const cpu::SgdCoeffs& c);
+void adam_update(Device d, const cpu::AdamArgs& a, float* p, const float* g, float* m, float* v, float* v_max);
+void sgd_update(Device d, const cpu::SgdArgs& a, float* p, const float* g, float* buf);
 double sum_of_squares(Device d, int64_t n, const float* x);
 void scale(Device d, int64_t n, float* x, float s);
 void accumulate_weighted(Device d, int64_t n, float* acc, const float* g, float w, bool first);

@@ -32,7 +32,7 @@ SGD::SGD(double momentum, double dampening, double weight_decay, bool nesterov)
     : SGD(SgdOptions{momentum, dampening, weight_decay, nesterov}) {}
 
 void SGD::step(std::vector<ParamSlot>& params, float lr) {
-  cpu::SgdCoeffs c;
+  cpu::SgdArgs c;
   c.weight_decay = float(options_.weight_decay);
   c.momentum = float(options_.momentum);
   c.one_minus_dampening = float(1 - options_.dampening);
@@ -45,8 +45,9 @@ void SGD::step(std::vector<ParamSlot>& params, float lr) {
     ParamState& s = state_for(slot);
     c.first = s.step == 0;
     s.step += 1;
-    sgd_update(slot.value.device(), slot.value.numel(), slot.value.data<float>(), slot.grad.data<float>(),
-                    has_buffer ? s.buffers[0].data<float>() : nullptr, c);
+    c.n = slot.value.numel();
+    sgd_update(slot.value.device(), c, slot.value.data<float>(), slot.grad.data<float>(),
+               has_buffer ? s.buffers[0].data<float>() : nullptr);
   }
   count_step();
 }

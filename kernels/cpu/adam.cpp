@@ -28,7 +28,7 @@ template <class Body> void for_blocks(int64_t n, const Body& body) {
 }
 
 inline void adam_element(float& p, float grad, float& m, float& v, float* v_max,
-                         const AdamCoeffs& c) {
+                         const AdamArgs& c) {
   const float g = c.l2 != 0.0f ? grad + c.l2 * p : grad;                  // grad.add(p, alpha=λ₂)
   if (c.decay != 1.0f) p = p * c.decay;                                   // p.mul_(1 − lr·λ)
   m = m * c.beta1 + c.one_minus_beta1 * g;                                // mul_(β₁).add_(g, alpha)
@@ -39,7 +39,7 @@ inline void adam_element(float& p, float grad, float& m, float& v, float* v_max,
   p = p + c.neg_step_size * m / denom;                                    // addcdiv_(m, denom)
 }
 
-inline void sgd_element(float& p, float grad, float* buf, const SgdCoeffs& c) {
+inline void sgd_element(float& p, float grad, float* buf, const SgdArgs& c) {
   float d = c.weight_decay != 0.0f ? grad + c.weight_decay * p : grad;    // grad.add(p, alpha=λ)
   if (buf) {
     float& b = *buf;
@@ -51,10 +51,9 @@ inline void sgd_element(float& p, float grad, float* buf, const SgdCoeffs& c) {
 
 } // namespace
 
-void adam_update(int64_t n, float* p, const float* g, float* m, float* v, float* v_max,
-                 const AdamCoeffs& coeffs) {
-  for_blocks(n, [&](int64_t begin, int64_t end) {
-    const AdamCoeffs c = coeffs; // a local copy: the stores to p, m, v cannot alias it
+void adam_update(const AdamArgs& a, float* p, const float* g, float* m, float* v, float* v_max) {
+  for_blocks(a.n, [&](int64_t begin, int64_t end) {
+    const AdamArgs c = a; // a local copy: the stores to p, m, v cannot alias it
     if (v_max) {                 // two loops, so that the null check is not made per element
       for (int64_t i = begin; i < end; ++i) adam_element(p[i], g[i], m[i], v[i], v_max + i, c);
     } else {
@@ -63,9 +62,9 @@ void adam_update(int64_t n, float* p, const float* g, float* m, float* v, float*
   });
 }
 
-void sgd_update(int64_t n, float* p, const float* g, float* buf, const SgdCoeffs& coeffs) {
-  for_blocks(n, [&](int64_t begin, int64_t end) {
-    const SgdCoeffs c = coeffs; // a local copy: the stores to p, buf cannot alias it
+void sgd_update(const SgdArgs& a, float* p, const float* g, float* buf) {
+  for_blocks(a.n, [&](int64_t begin, int64_t end) {
+    const SgdArgs c = a; // a local copy: the stores to p, buf cannot alias it
     if (buf) {                  // two loops, so that the null check is not made per element
       for (int64_t i = begin; i < end; ++i) sgd_element(p[i], g[i], buf + i, c);
     } else {

@@ -20,7 +20,7 @@
 // The float32 operations are the ones torch 1.13's single-tensor optimisers perform, in the same
 // order (each torch op rounds once: m·β₁ and (1−β₁)·g are two roundings, addcmul is (c·g)·g,
 // addcdiv is (c·m)/denom). The scalar coefficients are computed by the caller in double, as torch
-// does in Python, and rounded to float once (see AdamCoeffs / SgdCoeffs).
+// does in Python, and rounded to float once (see AdamArgs / SgdArgs).
 //
 // Threads: large tensors are cut into fixed blocks that run on OpenMP threads; the arithmetic per
 // element never depends on the blocking, so results are identical for any thread count. The inner
@@ -30,7 +30,10 @@
 
 namespace pillars::cpu {
 
-struct AdamCoeffs {
+// The arguments of one update of n elements: the scalars are computed by the caller in double and
+// rounded to float once (the same fields as cuda::AdamArgs / cuda::SgdArgs).
+struct AdamArgs {
+  int64_t n = 0;
   float beta1 = 0, one_minus_beta1 = 0; // β₁, 1 − β₁ (rounded from double, as torch does)
   float beta2 = 0, one_minus_beta2 = 0; // β₂, 1 − β₂
   float l2 = 0;                         // λ₂: Adam's weight decay added to the gradient
@@ -40,11 +43,12 @@ struct AdamCoeffs {
   float eps = 0;
 };
 
-// One Adam/AdamW update of n elements in place. `v_max` is the AMSGrad running maximum, or null.
-void adam_update(int64_t n, float* p, const float* g, float* m, float* v, float* v_max,
-                 const AdamCoeffs& c);
+// One Adam/AdamW update of n elements in place: p, g, m, v (n); `v_max` (n) is the AMSGrad
+// running maximum, or null.
+void adam_update(const AdamArgs& a, float* p, const float* g, float* m, float* v, float* v_max);
 
-struct SgdCoeffs {
+struct SgdArgs {
+  int64_t n = 0;
   float weight_decay = 0;          // λ
   float momentum = 0;              // μ (0: no momentum buffer)
   float one_minus_dampening = 1;   // 1 − τ
@@ -53,8 +57,9 @@ struct SgdCoeffs {
   bool first = false;              // the parameter's first update: b ← d
 };
 
-// One SGD update of n elements in place. `buf` is the momentum buffer (null when μ = 0).
-void sgd_update(int64_t n, float* p, const float* g, float* buf, const SgdCoeffs& c);
+// One SGD update of n elements in place: p, g (n); `buf` (n) is the momentum buffer (null when
+// μ = 0).
+void sgd_update(const SgdArgs& a, float* p, const float* g, float* buf);
 
 // Σ xᵢ² accumulated in double. The summation order depends on n only (fixed blocks, fixed lanes),
 // never on the thread count, so the result is reproducible bit for bit.

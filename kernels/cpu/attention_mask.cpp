@@ -3,7 +3,9 @@
 
 namespace pillars::cpu {
 
-void attention_mask(const int32_t* key_lengths, int32_t* m, int64_t B, int64_t Tq, int64_t Tk, bool causal) {
+void attention_mask(const AttentionMaskArgs& a, const int32_t* key_lengths, int32_t* m) {
+  const int64_t B = a.B, Tq = a.Tq, Tk = a.Tk;
+  const bool causal = a.causal;
   for (int64_t b = 0; b < B; ++b)
     for (int64_t i = 0; i < Tq; ++i)
       for (int64_t j = 0; j < Tk; ++j) {

@@ -48,8 +48,9 @@ void dropout(const DropoutArgs& a, const float* x, float* y) {
   for (int64_t k = 0; k < chunks; ++k) dropout_range(a, x, y, k * kChunk, std::min(a.n, (k + 1) * kChunk));
 }
 
-void masked_fill(const float* x, std::span<const int64_t> x_dims, const int32_t* mask, std::span<const int64_t> mask_dims,
-                 float* y, float value) {
+void masked_fill(const MaskedFillArgs& a, const float* x, const int32_t* mask, float* y) {
+  const std::span<const int64_t> x_dims = a.x_dims, mask_dims = a.mask_dims;
+  const float value = a.value;
   int64_t numel = 1;
   for (int64_t d : x_dims) numel *= d;
   const int64_t inner = x_dims.empty() ? 1 : x_dims.back(), rows = inner == 0 ? 0 : numel / inner;

@@ -120,9 +120,9 @@ template <class F> void map_loop(const float* x, float* y, int64_t n, F f) {
 
 } // namespace
 
-void binary_broadcast(BinaryKind kind, const float* a, std::span<const int64_t> as, const float* b, std::span<const int64_t> bs, float* out,
-                      std::span<const int64_t> os) {
-  switch (kind) {
+void binary_broadcast(const BinaryArgs& args, const float* a, const float* b, float* out) {
+  const std::span<const int64_t> as = args.a_dims, bs = args.b_dims, os = args.out_dims;
+  switch (args.kind) {
     case BinaryKind::add: return binary_impl<BinaryKind::add>(a, as, b, bs, out, os);
     case BinaryKind::sub: return binary_impl<BinaryKind::sub>(a, as, b, bs, out, os);
     case BinaryKind::mul: return binary_impl<BinaryKind::mul>(a, as, b, bs, out, os);
@@ -130,8 +130,10 @@ void binary_broadcast(BinaryKind kind, const float* a, std::span<const int64_t> 
   }
 }
 
-void unary(UnaryKind kind, const float* x, float* y, int64_t n, float s, float c) {
-  switch (kind) {
+void unary(const UnaryArgs& a, const float* x, float* y) {
+  const int64_t n = a.n;
+  const float s = a.s, c = a.c;
+  switch (a.kind) {
     case UnaryKind::scale: return scale_loop(x, y, n, s);
     case UnaryKind::add_scalar: return add_scalar_loop(x, y, n, c);
     case UnaryKind::relu: return relu_loop(x, y, n);
@@ -143,23 +145,30 @@ void unary(UnaryKind kind, const float* x, float* y, int64_t n, float s, float c
   }
 }
 
-void activation_backward(UnaryKind kind, const float* dy, const float* x, float* dx, int64_t n) {
-  if (kind == UnaryKind::relu) return relu_backward_loop(dy, x, dx, n);
+void activation_backward(const ActivationBackwardArgs& a, const float* dy, const float* x, float* dx) {
+  const int64_t n = a.n;
+  if (a.kind == UnaryKind::relu) return relu_backward_loop(dy, x, dx, n);
 #pragma omp parallel for schedule(static) if (n > kParallelGrain / 8)
   for (int64_t i = 0; i < n; ++i) dx[i] = dy[i] * gelu_grad_f(x[i]);
 }
 
-PILLARS_CLONES void leaky_relu(const float* x, float* y, int64_t n, float slope) {
+PILLARS_CLONES void leaky_relu(const LeakyReluArgs& a, const float* x, float* y) {
+  const int64_t n = a.n;
+  const float slope = a.slope;
 #pragma omp parallel for simd schedule(static) if (n > kParallelGrain)
   for (int64_t i = 0; i < n; ++i) y[i] = x[i] > 0.0f ? x[i] : slope * x[i];
 }
 
-PILLARS_CLONES void leaky_relu_backward(const float* dy, const float* x, float* dx, int64_t n, float slope) {
+PILLARS_CLONES void leaky_relu_backward(const LeakyReluArgs& a, const float* dy, const float* x, float* dx) {
+  const int64_t n = a.n;
+  const float slope = a.slope;
 #pragma omp parallel for simd schedule(static) if (n > kParallelGrain)
   for (int64_t i = 0; i < n; ++i) dx[i] = x[i] > 0.0f ? dy[i] : slope * dy[i];
 }
 
-PILLARS_CLONES void bias_activation(UnaryKind kind, float* z, const float* bias, float* y, int64_t rows, int64_t n) {
+PILLARS_CLONES void bias_activation(const BiasActivationArgs& a, float* z, const float* bias, float* y) {
+  const UnaryKind kind = a.kind;
+  const int64_t rows = a.rows, n = a.n;
   PILLARS_CHECK(kind == UnaryKind::relu || kind == UnaryKind::gelu, "bias_activation: relu or gelu only");
   const bool relu = kind == UnaryKind::relu;
 #pragma omp parallel for schedule(static) if (rows * n > (relu ? kParallelGrain : kParallelGrain / 8))
@@ -175,7 +184,8 @@ PILLARS_CLONES void bias_activation(UnaryKind kind, float* z, const float* bias,
   }
 }
 
-void sum_to(const float* x, std::span<const int64_t> xs, float* out, std::span<const int64_t> os) {
+void sum_to(const SumToArgs& a, const float* x, float* out) {
+  const std::span<const int64_t> xs = a.x_dims, os = a.y_dims;
   const int64_t total = dims_count(xs), out_n = dims_count(os);
   std::memset(out, 0, static_cast<size_t>(out_n) * sizeof(float));
   if (total == 0) return;

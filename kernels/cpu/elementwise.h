@@ -11,23 +11,53 @@ namespace pillars::cpu {
 enum class BinaryKind { add, sub, mul, div };
 enum class UnaryKind { scale, add_scalar, exp, log, sqrt, tanh, relu, gelu };
 
-// out = a ∘ b with numpy broadcasting; shapes as given, out_shape = broadcast(a_shape, b_shape).
-void binary_broadcast(BinaryKind kind, const float* a, std::span<const int64_t> a_shape, const float* b,
-                      std::span<const int64_t> b_shape, float* out, std::span<const int64_t> out_shape);
-// out = f(x); `s` is the scale of UnaryKind::scale, `c` the constant of add_scalar.
-void unary(UnaryKind kind, const float* x, float* out, int64_t n, float s, float c);
-// dx = dy · f'(x) for relu and gelu.
-void activation_backward(UnaryKind kind, const float* dy, const float* x, float* dx, int64_t n);
+// out (out_dims) = a (a_dims) ∘ b (b_dims) with numpy broadcasting, out_dims = broadcast(a_dims, b_dims).
+struct BinaryArgs {
+  BinaryKind kind = BinaryKind::add;
+  std::span<const int64_t> a_dims, b_dims, out_dims;
+};
+void binary_broadcast(const BinaryArgs& args, const float* a, const float* b, float* out);
+
+// y (n) = f(x (n)); `s` is the scale of UnaryKind::scale, `c` the constant of add_scalar (the
+// other kinds ignore them).
+struct UnaryArgs {
+  UnaryKind kind = UnaryKind::scale;
+  int64_t n = 0;
+  float s = 1.0f, c = 0.0f;
+};
+void unary(const UnaryArgs& a, const float* x, float* y);
+
+// dx (n) = dy (n) · f'(x (n)) for relu and gelu.
+struct ActivationBackwardArgs {
+  UnaryKind kind = UnaryKind::relu;
+  int64_t n = 0;
+};
+void activation_backward(const ActivationBackwardArgs& a, const float* dy, const float* x, float* dx);
+
 // The epilogue of a linear layer, over a row-major (rows, n) matrix z and a bias (n):
 //   z[r, j] += bias[j];  y[r, j] = f(z[r, j])      f = relu or gelu (exact, as `unary`)
-// y may be z itself (then only the activation's output remains). Each element is read and written
-// once, with the arithmetic of binary_broadcast(add) followed by unary(f): results are identical.
-void bias_activation(UnaryKind kind, float* z, const float* bias, float* y, int64_t rows, int64_t n);
+// y (rows, n) may be z itself (then only the activation's output remains). Each element is read
+// and written once, with the arithmetic of binary_broadcast(add) followed by unary(f): results are
+// identical.
+struct BiasActivationArgs {
+  UnaryKind kind = UnaryKind::relu;
+  int64_t rows = 0, n = 0;
+};
+void bias_activation(const BiasActivationArgs& a, float* z, const float* bias, float* y);
+
 // leaky ReLU: y = x for x > 0, slope·x otherwise; its gradient dx = dy for x > 0, slope·dy
-// otherwise (x is the op's input). y may be x, dx may be dy.
-void leaky_relu(const float* x, float* y, int64_t n, float slope);
-void leaky_relu_backward(const float* dy, const float* x, float* dx, int64_t n, float slope);
-// out = x summed over the axes where out_shape broadcasts to x_shape.
-void sum_to(const float* x, std::span<const int64_t> x_shape, float* out, std::span<const int64_t> out_shape);
+// otherwise (x is the op's input). x, y, dy, dx: (n); y may be x, dx may be dy.
+struct LeakyReluArgs {
+  int64_t n = 0;
+  float slope = 0.0f;
+};
+void leaky_relu(const LeakyReluArgs& a, const float* x, float* y);
+void leaky_relu_backward(const LeakyReluArgs& a, const float* dy, const float* x, float* dx);
+
+// y (y_dims) = x (x_dims) summed over the axes where y_dims broadcasts to x_dims.
+struct SumToArgs {
+  std::span<const int64_t> x_dims, y_dims;
+};
+void sum_to(const SumToArgs& a, const float* x, float* y);
 
 } // namespace pillars::cpu

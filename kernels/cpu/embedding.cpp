@@ -13,21 +13,24 @@ namespace {
 constexpr int64_t kColumnBlock = 64;    // columns of dtable per work item of the scatter-add
 } // namespace
 
-void embedding_check_ids(const int32_t* ids, int64_t n, int64_t V) {
+void embedding_check_ids(const EmbeddingArgs& a, const int32_t* ids) {
+  const int64_t n = a.n, V = a.V;
   for (int64_t i = 0; i < n; ++i)
     PILLARS_CHECK(ids[i] >= 0 && ids[i] < V, "embedding: id ", ids[i], " at position ", i,
                   " is outside the vocabulary [0, ", V, ")");
 }
 
-void embedding_forward(const float* table, const int32_t* ids, float* out, int64_t n, int64_t V, int64_t D) {
-  embedding_check_ids(ids, n, V);
+void embedding_forward(const EmbeddingArgs& a, const float* table, const int32_t* ids, float* out) {
+  const int64_t n = a.n, D = a.D;
+  embedding_check_ids(a, ids);
 #pragma omp parallel for schedule(static) if (n * D >= kParallelGrain)
   for (int64_t i = 0; i < n; ++i)
     std::memcpy(out + i * D, table + static_cast<int64_t>(ids[i]) * D, static_cast<size_t>(D) * sizeof(float));
 }
 
-void embedding_backward(const float* dout, const int32_t* ids, float* dtable, int64_t n, int64_t V, int64_t D) {
-  embedding_check_ids(ids, n, V);
+void embedding_backward(const EmbeddingArgs& a, const float* dout, const int32_t* ids, float* dtable) {
+  const int64_t n = a.n, V = a.V, D = a.D;
+  embedding_check_ids(a, ids);
   const bool parallel = (V + n) * D >= kParallelGrain;
 #pragma omp parallel for schedule(static) if (parallel)
   for (int64_t v = 0; v < V; ++v) std::fill(dtable + v * D, dtable + (v + 1) * D, 0.0f);

@@ -11,12 +11,15 @@
 
 namespace pillars::cpu {
 
-// Throws pillars::Error naming the first id outside [0, V), its position and V.
-void embedding_check_ids(const int32_t* ids, int64_t n, int64_t V);
+struct EmbeddingArgs {
+  int64_t n = 0, V = 0, D = 0; // n ids into a table of V rows of D floats
+};
 
-void embedding_forward(const float* table, const int32_t* ids, float* out, int64_t n, int64_t V, int64_t D);
-
-// dtable (V, D) is overwritten.
-void embedding_backward(const float* dout, const int32_t* ids, float* dtable, int64_t n, int64_t V, int64_t D);
+// Throws pillars::Error naming the first id outside [0, V), its position and V. ids: (n).
+void embedding_check_ids(const EmbeddingArgs& a, const int32_t* ids);
+// table (V, D), ids (n) → out (n, D).
+void embedding_forward(const EmbeddingArgs& a, const float* table, const int32_t* ids, float* out);
+// dout (n, D), ids (n) → dtable (V, D), overwritten.
+void embedding_backward(const EmbeddingArgs& a, const float* dout, const int32_t* ids, float* dtable);
 
 } // namespace pillars::cpu

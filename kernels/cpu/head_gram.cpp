@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "base/error.h"
 #include "base/parallel.h"
 
 namespace pillars::cpu {
@@ -35,13 +36,14 @@ void gram_chunk(const GramView& v, const float* x, int64_t t0, int64_t t1, doubl
 
 } // namespace
 
-size_t head_gram_workspace(int64_t B, int64_t T, int64_t H) {
+size_t head_gram_workspace(const HeadGramArgs& a) {
+  const int64_t B = a.B, T = a.T, H = a.H;
   const int64_t chunks = (B * T + kGramChunk - 1) / kGramChunk;
   return static_cast<size_t>(chunks * H * H) * sizeof(double);
 }
 
-void head_gram(const float* x, const int32_t* lengths, float* G, int64_t B, int64_t T, int64_t H, int64_t D,
-               void* workspace) {
+void head_gram(const HeadGramArgs& a, const float* x, const int32_t* lengths, float* G, void* workspace) {
+  const int64_t B = a.B, T = a.T, H = a.H, D = a.D;
   const GramView v{B, T, H, D, lengths};
   double* partials = static_cast<double*>(workspace);
   const int64_t chunks = (v.tokens() + kGramChunk - 1) / kGramChunk, HH = H * H;
@@ -56,8 +58,8 @@ void head_gram(const float* x, const int32_t* lengths, float* G, int64_t B, int6
     }
 }
 
-void head_gram_backward(const float* x, const float* dG, const int32_t* lengths, float* dx, int64_t B, int64_t T,
-                        int64_t H, int64_t D) {
+void head_gram_backward(const HeadGramArgs& a, const float* x, const float* dG, const int32_t* lengths, float* dx) {
+  const int64_t B = a.B, T = a.T, H = a.H, D = a.D;
   const GramView v{B, T, H, D, lengths};
 #pragma omp parallel for schedule(static) if (B * T * H * D >= kParallelGrain)
   for (int64_t t = 0; t < v.tokens(); ++t) {
@@ -72,6 +74,12 @@ void head_gram_backward(const float* x, const float* dG, const int32_t* lengths,
         for (int64_t d = 0; d < D; ++d) dxt[i * D + d] += s * xt[j * D + d];
       }
   }
+}
+
+void head_gram_check_lengths(const HeadGramArgs& a, const int32_t* lengths) {
+  for (int64_t b = 0; b < a.B; ++b)
+    PILLARS_CHECK(lengths[b] >= 0 && lengths[b] <= a.T, "head_gram: lengths[", b, "] = ", lengths[b], " is outside [0, ",
+                  a.T, "]");
 }
 
 } // namespace pillars::cpu

@@ -83,18 +83,20 @@ PILLARS_PER_ISA(void, param_grad_block,
 
 } // namespace
 
-void layer_norm_forward(const float* x, const float* gamma, const float* beta, float* y, float* mean,
-                        float* rstd, int64_t N, int64_t D, float eps) {
+void layer_norm_forward(const LayerNormForwardArgs& a) {
+  const int64_t N = a.N, D = a.D;
 #pragma omp parallel for schedule(static) if (N * D >= kParallelGrain)
   for (int64_t n = 0; n < N; ++n)
-    forward_row(x + n * D, gamma, beta, y + n * D, mean + n, rstd + n, D, eps);
+    forward_row(a.x + n * D, a.gamma, a.beta, a.y + n * D, a.mean + n, a.rstd + n, D, a.eps);
 }
 
-void layer_norm_backward(const float* x, const float* gamma, const float* mean, const float* rstd,
-                         const float* dy, float* dx, float* dgamma, float* dbeta, int64_t N, int64_t D) {
+void layer_norm_backward(const LayerNormBackwardArgs& a) {
+  const int64_t N = a.N, D = a.D;
+  const float *x = a.x, *mean = a.mean, *rstd = a.rstd, *dy = a.dy;
+  float *dgamma = a.dgamma, *dbeta = a.dbeta;
   const bool parallel = N * D >= kParallelGrain;
 #pragma omp parallel for schedule(static) if (parallel)
-  for (int64_t n = 0; n < N; ++n) backward_row(x + n * D, gamma, mean[n], rstd[n], dy + n * D, dx + n * D, D);
+  for (int64_t n = 0; n < N; ++n) backward_row(x + n * D, a.gamma, mean[n], rstd[n], dy + n * D, a.dx + n * D, D);
   if (!dgamma && !dbeta) return;
   const int64_t blocks = (D + kColumnBlock - 1) / kColumnBlock;
 #pragma omp parallel for schedule(static) if (parallel)

@@ -16,12 +16,24 @@
 
 namespace pillars::cpu {
 
-// gamma, beta: (D) or nullptr. y: (N, D); mean, rstd: (N).
-void layer_norm_forward(const float* x, const float* gamma, const float* beta, float* y, float* mean,
-                        float* rstd, int64_t N, int64_t D, float eps);
+// The fields of cuda::LayerNormForwardArgs / LayerNormBackwardArgs (kernels/cuda/layernorm.h),
+// less the GPU's `partials` workspace.
+struct LayerNormForwardArgs {
+  int64_t N = 0, D = 0;
+  const float *x = nullptr, *gamma = nullptr, *beta = nullptr; // x (N, D); gamma, beta (D) or nullptr
+  float *y = nullptr, *mean = nullptr, *rstd = nullptr;        // y (N, D); mean, rstd (N)
+  float eps = 0.0f;
+};
 
-// dx: (N, D), overwritten. dgamma, dbeta: (D) or nullptr (not wanted), overwritten.
-void layer_norm_backward(const float* x, const float* gamma, const float* mean, const float* rstd,
-                         const float* dy, float* dx, float* dgamma, float* dbeta, int64_t N, int64_t D);
+struct LayerNormBackwardArgs {
+  int64_t N = 0, D = 0;
+  // x, dy (N, D); gamma (D) or nullptr; mean, rstd (N)
+  const float *x = nullptr, *gamma = nullptr, *mean = nullptr, *rstd = nullptr, *dy = nullptr;
+  // dx (N, D), overwritten; dgamma, dbeta (D) or nullptr (not wanted), overwritten
+  float *dx = nullptr, *dgamma = nullptr, *dbeta = nullptr;
+};
+
+void layer_norm_forward(const LayerNormForwardArgs& a);
+void layer_norm_backward(const LayerNormBackwardArgs& a);
 
 } // namespace pillars::cpu

@@ -8,8 +8,9 @@
 
 namespace pillars::cpu {
 
-void reduce_sum(const float* x, float* y, int64_t outer, int64_t n, int64_t inner, bool mean) {
-  const double factor = !mean ? 1.0 : n ? 1.0 / static_cast<double>(n) : 0.0;
+void reduce_sum(const ReduceArgs& a, const float* x, float* y) {
+  const int64_t outer = a.outer, n = a.n, inner = a.inner;
+  const double factor = !a.mean ? 1.0 : n ? 1.0 / static_cast<double>(n) : 0.0;
 #pragma omp parallel for schedule(static) if (outer * inner * n > kParallelGrain)
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t i = 0; i < inner; ++i) {
@@ -19,7 +20,8 @@ void reduce_sum(const float* x, float* y, int64_t outer, int64_t n, int64_t inne
     }
 }
 
-void reduce_max(const float* x, float* y, int64_t outer, int64_t n, int64_t inner) {
+void reduce_max(const ReduceArgs& a, const float* x, float* y) {
+  const int64_t outer = a.outer, n = a.n, inner = a.inner;
 #pragma omp parallel for schedule(static) if (outer * inner * n > kParallelGrain)
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t i = 0; i < inner; ++i) {
@@ -29,7 +31,8 @@ void reduce_max(const float* x, float* y, int64_t outer, int64_t n, int64_t inne
     }
 }
 
-void max_backward(const float* x, const float* y, const float* g, float* dx, int64_t outer, int64_t n, int64_t inner) {
+void max_backward(const ReduceArgs& a, const float* x, const float* y, const float* g, float* dx) {
+  const int64_t outer = a.outer, n = a.n, inner = a.inner;
 #pragma omp parallel for schedule(static) if (outer * inner * n > kParallelGrain)
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t i = 0; i < inner; ++i) {

@@ -11,8 +11,9 @@ namespace pillars::cpu {
 
 // For each output row (the last axis), gathers from x with the permuted strides; when the last
 // axis stays last the row is one memcpy.
-void permute(const void* x_raw, void* y_raw, std::span<const int64_t> xs, std::span<const int64_t> os,
-             std::span<const int64_t> order, size_t es) {
+void permute(const PermuteArgs& a, const void* x_raw, void* y_raw) {
+  const std::span<const int64_t> xs = a.x_dims, os = a.y_dims, order = a.order;
+  const size_t es = a.elem_size;
   const size_t r = xs.size();
   int64_t total = 1;
   for (int64_t d : os) total *= d;
@@ -53,21 +54,26 @@ void permute(const void* x_raw, void* y_raw, std::span<const int64_t> xs, std::s
   }
 }
 
-void slice(const void* x, void* y, int64_t outer, int64_t n, int64_t inner, int64_t begin, int64_t len, size_t es) {
+void slice(const SliceArgs& a, const void* x, void* y) {
+  const int64_t outer = a.outer, n = a.n, inner = a.inner, begin = a.begin, len = a.len;
+  const size_t es = a.elem_size;
   const size_t xrow = static_cast<size_t>(n * inner) * es, yrow = static_cast<size_t>(len * inner) * es;
   for (int64_t o = 0; o < outer; ++o)
     std::memcpy(static_cast<char*>(y) + o * yrow, static_cast<const char*>(x) + o * xrow + static_cast<size_t>(begin * inner) * es, yrow);
 }
 
-void concat_part(const void* x, void* y, int64_t outer, int64_t x_n, int64_t y_n, int64_t at, int64_t inner, size_t es) {
+void concat_part(const ConcatPartArgs& a, const void* x, void* y) {
+  const int64_t outer = a.outer, x_n = a.x_n, y_n = a.y_n, at = a.at, inner = a.inner;
+  const size_t es = a.elem_size;
   const size_t xrow = static_cast<size_t>(x_n * inner) * es, yrow = static_cast<size_t>(y_n * inner) * es;
   for (int64_t o = 0; o < outer; ++o)
     std::memcpy(static_cast<char*>(y) + o * yrow + static_cast<size_t>(at * inner) * es, static_cast<const char*>(x) + o * xrow, xrow);
 }
 
-void pad_slice(const void* x, void* y, int64_t outer, int64_t n, int64_t inner, int64_t begin, int64_t full, size_t es) {
-  std::memset(y, 0, static_cast<size_t>(outer * full * inner) * es);
-  concat_part(x, y, outer, n, full, begin, inner, es);
+void pad_slice(const PadSliceArgs& a, const void* x, void* y) {
+  std::memset(y, 0, static_cast<size_t>(a.outer * a.full * a.inner) * a.elem_size);
+  concat_part({.outer = a.outer, .x_n = a.n, .y_n = a.full, .at = a.begin, .inner = a.inner, .elem_size = a.elem_size}, x,
+              y);
 }
 
 } // namespace pillars::cpu

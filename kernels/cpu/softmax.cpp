@@ -136,7 +136,7 @@ PILLARS_PER_ISA(void, backward_tile,
 // Calls row(offset) for the first element of every contiguous row, or tile(offset, width) for
 // every tile of strided rows, in parallel when the tensor is large.
 template <class RowFn, class TileFn>
-void for_each_row(const SoftmaxShape& s, RowFn row, TileFn tile) {
+void for_each_row(const SoftmaxArgs& s, RowFn row, TileFn tile) {
   const bool parallel = s.outer * s.len * s.inner >= kParallelGrain;
   if (s.inner == 1) {
 #pragma omp parallel for schedule(static) if (parallel)
@@ -153,13 +153,15 @@ void for_each_row(const SoftmaxShape& s, RowFn row, TileFn tile) {
 
 } // namespace
 
-void softmax_forward(const SoftmaxShape& s, const float* x, float* y, bool log) {
+void softmax_forward(const SoftmaxArgs& s, const float* x, float* y) {
+  const bool log = s.log;
   for_each_row(
       s, [&](int64_t at) { forward_row(x + at, y + at, s.len, log); },
       [&](int64_t at, int64_t width) { forward_tile(x + at, y + at, s.len, s.inner, width, log); });
 }
 
-void softmax_backward(const SoftmaxShape& s, const float* y, const float* dy, float* dx, bool log) {
+void softmax_backward(const SoftmaxArgs& s, const float* y, const float* dy, float* dx) {
+  const bool log = s.log;
   for_each_row(
       s, [&](int64_t at) { backward_row(y + at, dy + at, dx + at, s.len, log); },
       [&](int64_t at, int64_t width) {

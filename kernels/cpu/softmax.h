@@ -19,11 +19,14 @@
 
 namespace pillars::cpu {
 
-struct SoftmaxShape {
-  int64_t outer = 1, len = 1, inner = 1;
+struct SoftmaxArgs {
+  int64_t outer = 1, len = 1, inner = 1; // the (outer, len, inner) view around the axis
+  bool log = false;                      // log-softmax
 };
 
-void softmax_forward(const SoftmaxShape& s, const float* x, float* y, bool log);
-void softmax_backward(const SoftmaxShape& s, const float* y, const float* dy, float* dx, bool log);
+// x, y: (outer, len, inner).
+void softmax_forward(const SoftmaxArgs& a, const float* x, float* y);
+// y, dy, dx: (outer, len, inner); y is the forward's output.
+void softmax_backward(const SoftmaxArgs& a, const float* y, const float* dy, float* dx);
 
 } // namespace pillars::cpu

@@ -43,7 +43,7 @@ bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0;
 // ---- the per-element updates (the CPU kernel's operations, in its order) -------------------------
 
 __device__ __forceinline__ void adam_element(float& p, float grad, float& m, float& v, float* v_max,
-                                             const cpu::AdamCoeffs& c) {
+                                             const AdamArgs& c) {
   const float g = c.l2 != 0.0f ? __fadd_rn(grad, __fmul_rn(c.l2, p)) : grad; // grad + λ₂·p
   if (c.decay != 1.0f) p = __fmul_rn(p, c.decay);                            // p·(1 − lr·λ)
   m = __fadd_rn(__fmul_rn(m, c.beta1), __fmul_rn(c.one_minus_beta1, g));     // m·β₁ + (1 − β₁)·g
@@ -54,7 +54,7 @@ __device__ __forceinline__ void adam_element(float& p, float grad, float& m, flo
   p = __fadd_rn(p, __fdiv_rn(__fmul_rn(c.neg_step_size, m), denom));         // p + (−step·m)/denom
 }
 
-__device__ __forceinline__ void sgd_element(float& p, float grad, float* buf, const cpu::SgdCoeffs& c) {
+__device__ __forceinline__ void sgd_element(float& p, float grad, float* buf, const SgdArgs& c) {
   float d = c.weight_decay != 0.0f ? __fadd_rn(grad, __fmul_rn(c.weight_decay, p)) : grad; // grad + λ·p
   if (buf) {
     float& b = *buf;
@@ -84,7 +84,7 @@ __device__ void for_each_item(int64_t n, Group group, Element element) {
 
 template <bool kVec4, bool kAmsgrad>
 __global__ void __launch_bounds__(kThreads)
-    adam_kernel(int64_t n, float* p, const float* g, float* m, float* v, float* v_max, cpu::AdamCoeffs c) {
+    adam_kernel(int64_t n, float* p, const float* g, float* m, float* v, float* v_max, AdamArgs c) {
   for_each_item<kVec4>(
       n,
       [&](int64_t k) {
@@ -105,7 +105,7 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 template <bool kVec4, bool kMomentum>
-__global__ void __launch_bounds__(kThreads) sgd_kernel(int64_t n, float* p, const float* g, float* buf, cpu::SgdCoeffs c) {
+__global__ void __launch_bounds__(kThreads) sgd_kernel(int64_t n, float* p, const float* g, float* buf, SgdArgs c) {
   for_each_item<kVec4>(
       n,
       [&](int64_t k) {
@@ -201,7 +201,8 @@ unsigned grid_stride_blocks(int64_t n) { return static_cast<unsigned>(std::clamp
 } // namespace
 
 
-void adam_update(int64_t n, float* p, const float* g, float* m, float* v, float* v_max, const cpu::AdamCoeffs& c) {
+void adam_update(const AdamArgs& c, float* p, const float* g, float* m, float* v, float* v_max) {
+  const int64_t n = c.n;
   const bool aligned = aligned16(p) && aligned16(g) && aligned16(m) && aligned16(v) && (!v_max || aligned16(v_max));
   launch_elementwise(n, aligned, [&](auto vec4, unsigned grid) {
     constexpr bool kVec4 = decltype(vec4)::value;
@@ -211,7 +212,8 @@ void adam_update(int64_t n, float* p, const float* g, float* m, float* v, float*
   });
 }
 
-void sgd_update(int64_t n, float* p, const float* g, float* buf, const cpu::SgdCoeffs& c) {
+void sgd_update(const SgdArgs& c, float* p, const float* g, float* buf) {
+  const int64_t n = c.n;
   const bool aligned = aligned16(p) && aligned16(g) && (!buf || aligned16(buf));
   launch_elementwise(n, aligned, [&](auto vec4, unsigned grid) {
     constexpr bool kVec4 = decltype(vec4)::value;

@@ -1,5 +1,5 @@
 // The optimisers' elementwise loops on the GPU: the same updates as kernels/cpu/adam.h (read the
-// rules there), on device pointers, with the same coefficient structs.
+// rules there), on device pointers, with structs of the same fields.
 //
 // Each update performs exactly the CPU kernel's fp32 operations in the same order, each rounded
 // once (no fused multiply-adds), so the GPU and the CPU agree bit for bit on the same inputs
@@ -13,15 +13,38 @@
 #pragma once
 #include <cstdint>
 
-#include "kernels/cpu/adam.h"
-
 namespace pillars::cuda {
 
-// One Adam/AdamW update of n elements in place. `v_max` is the AMSGrad running maximum, or null.
-void adam_update(int64_t n, float* p, const float* g, float* m, float* v, float* v_max, const cpu::AdamCoeffs& c);
+// The fields of cpu::AdamArgs / cpu::SgdArgs (kernels/cpu/adam.h, where each is explained); the
+// caller fills both from the same floats.
+struct AdamArgs {
+  int64_t n = 0;
+  float beta1 = 0, one_minus_beta1 = 0;
+  float beta2 = 0, one_minus_beta2 = 0;
+  float l2 = 0;
+  float decay = 1;
+  float neg_step_size = 0;
+  float bias_correction2_sqrt = 1;
+  float eps = 0;
+};
 
-// One SGD update of n elements in place. `buf` is the momentum buffer (null when μ = 0).
-void sgd_update(int64_t n, float* p, const float* g, float* buf, const cpu::SgdCoeffs& c);
+struct SgdArgs {
+  int64_t n = 0;
+  float weight_decay = 0;
+  float momentum = 0;
+  float one_minus_dampening = 1;
+  float neg_lr = 0;
+  bool nesterov = false;
+  bool first = false;
+};
+
+// One Adam/AdamW update of n elements in place: p, g, m, v (n); `v_max` (n) is the AMSGrad
+// running maximum, or null.
+void adam_update(const AdamArgs& a, float* p, const float* g, float* m, float* v, float* v_max);
+
+// One SGD update of n elements in place: p, g (n); `buf` (n) is the momentum buffer (null when
+// μ = 0).
+void sgd_update(const SgdArgs& a, float* p, const float* g, float* buf);
 
 // Σ xᵢ², accumulated in double (each square is exact in double).
 double sum_of_squares(int64_t n, const float* x);

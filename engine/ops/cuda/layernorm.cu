@@ -12,17 +12,11 @@ namespace pillars::cuda {
 void op_layer_norm(const KernelContext& c) {
   const ops::LayerNormParams& p = params_of<ops::LayerNormParams>(c.node);
   const Tensor& x = c.in[0];
-  LayerNormForwardArgs a;
-  a.D = x.dim(-1);
-  a.N = x.numel() / a.D;
-  a.x = x.data<float>();
-  a.gamma = p.has_gamma ? c.in[1].data<float>() : nullptr;
-  a.beta = p.has_beta ? c.in[p.beta_input()].data<float>() : nullptr;
-  a.y = c.out[0].data<float>();
-  a.mean = c.out[1].data<float>();
-  a.rstd = c.out[2].data<float>();
-  a.eps = p.eps;
-  layer_norm_forward(a);
+  const int64_t D = x.dim(-1);
+  layer_norm_forward({.N = x.numel() / D, .D = D, .x = x.data<float>(),
+                      .gamma = p.has_gamma ? c.in[1].data<float>() : nullptr,
+                      .beta = p.has_beta ? c.in[p.beta_input()].data<float>() : nullptr, .y = c.out[0].data<float>(),
+                      .mean = c.out[1].data<float>(), .rstd = c.out[2].data<float>(), .eps = p.eps});
 }
 
 // inputs x, μ, r, g [, γ]; LayerNormBackwardParams; outputs dx [, dγ, dβ]
@@ -30,18 +24,13 @@ void op_layer_norm_backward(const KernelContext& c) {
   const ops::LayerNormBackwardParams& p = params_of<ops::LayerNormBackwardParams>(c.node);
   const bool has_gamma = p.has_gamma, param_grads = p.param_grads;
   const Tensor& x = c.in[0];
-  LayerNormBackwardArgs a;
-  a.D = x.dim(-1);
-  a.N = x.numel() / a.D;
-  a.x = x.data<float>();
-  a.mean = c.in[1].data<float>();
-  a.rstd = c.in[2].data<float>();
-  a.dy = c.in[3].data<float>();
-  a.gamma = has_gamma ? c.in[4].data<float>() : nullptr;
-  a.dx = c.out[0].data<float>();
-  a.dgamma = param_grads ? c.out[1].data<float>() : nullptr;
-  a.dbeta = param_grads ? c.out[2].data<float>() : nullptr;
-  a.partials = param_grads ? static_cast<float*>(c.workspace) : nullptr;
+  const int64_t D = x.dim(-1);
+  const LayerNormBackwardArgs a{.N = x.numel() / D, .D = D, .x = x.data<float>(),
+                                .gamma = has_gamma ? c.in[4].data<float>() : nullptr, .mean = c.in[1].data<float>(),
+                                .rstd = c.in[2].data<float>(), .dy = c.in[3].data<float>(), .dx = c.out[0].data<float>(),
+                                .dgamma = param_grads ? c.out[1].data<float>() : nullptr,
+                                .dbeta = param_grads ? c.out[2].data<float>() : nullptr,
+                                .partials = param_grads ? static_cast<float*>(c.workspace) : nullptr};
   PILLARS_CHECK(!param_grads || a.partials, "layer_norm_backward: the CUDA kernel needs its workspace");
   layer_norm_backward(a);
 }
