@@ -94,7 +94,9 @@ bool is_decoder_self(const std::string& module) {
 
 // The steps of the methods of `heads` (seed: their random streams), as the trainer makes them.
 train::StepRecipes method_steps(const HeadsSettings& heads, uint64_t seed = 1) {
-  return train::step_recipes({.label_smoothing = kSmoothing, .heads = heads, .seed = seed});
+  train::StepContext c;
+  c.label_smoothing = kSmoothing, c.heads = heads, c.seed = seed;
+  return train::step_recipes(c);
 }
 
 // Keeps what the tests read back of the last run: the loss and objective, and per module (graph
@@ -147,7 +149,9 @@ class Reader {
 // "head_gate.<module>" of the store they use (so a test sets them to any value, and may change
 // them between runs): a head_gates pass of the test's own in front of the plain step's passes.
 train::StepRecipes fixed_gates() {
-  train::StepRecipes r = train::step_recipes({.label_smoothing = kSmoothing});
+  train::StepContext plain;
+  plain.label_smoothing = kSmoothing;
+  train::StepRecipes r = train::step_recipes(plain);
   const train::HeadGate gate = [](train::StepGraph& s, const AttentionSite& site, size_t) {
     return s.graph.param("head_gate." + site.module, {site.heads});
   };

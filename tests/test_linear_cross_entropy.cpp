@@ -260,7 +260,7 @@ TEST_CASE("fuse_linear_cross_entropy: the tiny transformer's step — logits gon
     CHECK(bytes(fused) < bytes(plain));
     // Training steps only: an evaluation step's pass list has no fusion.
     bool listed = false;
-    for (const train::Pass& p : train::step_passes({.train = false, .passes = kFused})) listed = listed || p.name == "fuse_linear_cross_entropy";
+    for (const train::Pass& p : train::step_passes(train::StepContext{.train = false, .passes = kFused})) listed = listed || p.name == "fuse_linear_cross_entropy";
     CHECK(!listed);
   }
 }

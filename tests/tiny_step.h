@@ -49,7 +49,7 @@ inline TinyStep tiny_step(const TransformerConfig& cfg, const ParamStore& store,
   if (cfg.decoder_only) r.s = train::StepGraph::of(build_lm_training_graph(cfg, batch, tgt, o), true, opt.device);
   else r.s = train::StepGraph::of(build_seq2seq_training_graph(cfg, batch, src, tgt, o), true, opt.device);
   if (opt.mark_logits) r.s.graph.mark_output(r.s.logits);
-  train::run_passes(train::step_passes({.train = true, .passes = opt.passes}), r.s);
+  train::run_passes(train::step_passes(train::StepContext{.train = true, .passes = opt.passes}), r.s);
   Executor ex(r.s.graph, opt.device, nullptr, r.s.memory);
   ParamStore params = store.on(opt.device);
   ex.bind_params(params);

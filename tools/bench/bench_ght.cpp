@@ -45,7 +45,9 @@ double step_seconds(const TransformerConfig& cfg, const train::Seq2SeqBatch& bat
                     const ght::HeadsSettings& heads = {}) {
   ParamStore params;
   init_transformer_params(cfg, params, 1);
-  train::Seq2SeqSteps steps(cfg, params, train::step_recipes({.label_smoothing = 0.1f, .heads = heads}));
+  train::StepContext c;
+  c.label_smoothing = 0.1f, c.heads = heads;
+  train::Seq2SeqSteps steps(cfg, params, train::step_recipes(c));
   uint64_t seed = 1;
   return median_seconds(repeats, [&] { steps.train(batch, seed++); });
 }

@@ -63,7 +63,7 @@ StepResult run_ours(int repeats, const train::PassSettings& passes) {
   init_transformer_params(cfg, params, 1);
   train::StepGraph m = train::StepGraph::of(build_seq2seq_training_graph(cfg, kBatch, kSrcLen, kTgtLen, 0.1f, 1234, true),
                                             /*train=*/true, Device::cpu);
-  train::run_passes(train::step_passes({.train = true, .passes = passes}), m);
+  train::run_passes(train::step_passes(train::StepContext{.train = true, .passes = passes}), m);
   const std::vector<ValueId>& leaves = m.params;
   const std::vector<ValueId>& grads = m.grads;
   Executor ex(m.graph, Device::cpu, nullptr, m.memory);
