@@ -55,7 +55,7 @@ class Executor {
   // executor owns its arena; a shared arena must be on the executor's device.
   explicit Executor(const Graph& g, std::shared_ptr<SharedArena> shared = nullptr);
   Executor(const Graph& g, Device device, std::shared_ptr<SharedArena> shared = nullptr);
-  // With the memory plan already made (the plan_memory pass of a step, steps/pass_list.cpp); the
+  // With the memory plan already made (the plan_memory pass of a step, train/pass_list.cpp); the
   // constructors above make it themselves.
   Executor(const Graph& g, Device device, std::shared_ptr<SharedArena> shared, MemoryPlan plan);
   Executor(Graph&&) = delete; // a temporary graph would dangle

@@ -51,46 +51,22 @@ ValueId sum_of(Graph& g, const std::vector<ValueId>& xs) {
   return total;
 }
 
-double scalar(const Executor& ex, ValueId v) { return static_cast<double>(ex.fetch(v).data<float>()[0]); }
-
 } // namespace
 
 // ---- 1. Disagreement regularisation ---------------------------------------------------------------
 
-void DisagreementExtension::configure(GraphOptions& options, bool train) const {
-  if (train) request_feature_map(options, s_.feature_map);
-}
-
-ValueId DisagreementExtension::extend(Graph& g, const std::vector<AttentionSite>& sites, ValueId loss, bool train) {
-  if (!train || sites.empty()) return loss;
+void disagreement(train::StepGraph& step, const DisagreementSettings& s) {
+  Graph& g = step.graph;
+  if (step.attention.empty()) return;
   std::vector<ValueId> cosines;
-  for (const AttentionSite& site : sites) {
-    const ValueId gram = feature_gram(g, site, s_.feature_map); // (H, H), padding left out
+  for (const AttentionSite& site : step.attention) {
+    const ValueId gram = feature_gram(g, site, s.feature_map); // (H, H), padding left out
     cosines.push_back(mean_pairwise_cosine(g, gram));          // D_m, scalar
   }
-  const ValueId mean = ops::scale(g, sum_of(g, cosines), 1.0f / static_cast<float>(sites.size())); // (1/M) Σ_m D_m
-  g.mark_output(mean);
-  mean_cosine_[&g] = mean;
-  return ops::add(g, loss, ops::scale(g, mean, s_.lambda)); // L_task + λ · (1/M) Σ_m D_m
-}
-
-void DisagreementExtension::after_run(const Executor& ex, const Graph& g, const train::StepInfo& info) {
-  const auto it = mean_cosine_.find(&g);
-  if (!info.train || it == mean_cosine_.end()) return;
-  terms_.mean_cosine += scalar(ex, it->second);
-  ++terms_.runs;
-}
-
-void DisagreementExtension::log_terms(nlohmann::json& line) {
-  const Terms t = take_terms();
-  if (t.runs > 0) line["disagreement_mean_cosine"] = t.mean_cosine;
-}
-
-DisagreementExtension::Terms DisagreementExtension::take_terms() {
-  Terms t = terms_;
-  if (t.runs > 0) t.mean_cosine /= static_cast<double>(t.runs);
-  terms_ = {};
-  return t;
+  const ValueId mean = ops::scale(g, sum_of(g, cosines), 1.0f / static_cast<float>(step.attention.size())); // (1/M) Σ_m D_m
+  step.name("disagreement.mean_cosine", mean);
+  step.log_term("disagreement_mean_cosine", mean);
+  step.objective = ops::add(g, step.objective, ops::scale(g, mean, s.lambda)); // L_task + λ · (1/M) Σ_m D_m
 }
 
 // ---- 2. Scheduled DropHead ------------------------------------------------------------------------
@@ -117,21 +93,14 @@ std::vector<float> drophead_gates(uint64_t seed, int64_t update, size_t module_i
 
 std::string drophead_gate_input(const std::string& module) { return "head_gate." + module; }
 
-ValueId DropHeadExtension::head_gate(Graph& g, const AttentionSite& site, size_t module_index, bool train) {
-  if (!train) return kNoValue; // evaluation: no gates
-  std::vector<Gate>& gates = gates_[&g];
-  if (module_index == 0) gates.clear(); // a new graph (possibly at the address of a dropped one)
-  const ValueId input = g.input(drophead_gate_input(site.module), {site.heads}); // ξ (H), bound before every run
-  gates.push_back({input, site.heads, module_index});
-  return input;
-}
-
-void DropHeadExtension::bind(Executor& ex, const Graph& g, const train::StepInfo& info) {
-  const auto it = gates_.find(&g);
-  if (it == gates_.end()) return;
-  const double p = drophead_rate(s_.p_max, info.progress);
-  for (const Gate& gate : it->second)
-    ex.bind(gate.input, Tensor::from({gate.heads}, drophead_gates(s_.seed, info.update, gate.module_index, gate.heads, p)));
+train::HeadGate drophead_gate(const DropHeadSettings& s) {
+  return [s](train::StepGraph& step, const AttentionSite& site, size_t m) -> ValueId {
+    if (!step.train) return kNoValue; // evaluation: no gates
+    const int64_t H = site.heads;
+    return step.add_input(drophead_gate_input(site.module), {H}, [s, m, H](const train::StepInfo& info) { // ξ (H)
+      return Tensor::from({H}, drophead_gates(s.seed, info.update, m, H, drophead_rate(s.p_max, info.progress)));
+    });
+  };
 }
 
 // ---- 3. Hard-Concrete L0 gates --------------------------------------------------------------------
@@ -149,7 +118,7 @@ std::vector<float> concrete_noise(uint64_t seed, int64_t update, size_t module_i
   return n;
 }
 
-void HardConcreteExtension::add_parameters(ParamStore& params, const TransformerConfig& cfg, float init_log_alpha) const {
+void add_hard_concrete_parameters(ParamStore& params, const TransformerConfig& cfg, float init_log_alpha) {
   for (const std::string& module : attention_modules(cfg)) {
     const std::string name = log_alpha_name(module);
     if (params.contains(name)) continue;
@@ -158,63 +127,41 @@ void HardConcreteExtension::add_parameters(ParamStore& params, const Transformer
   }
 }
 
-ValueId HardConcreteExtension::head_gate(Graph& g, const AttentionSite& site, size_t /*module_index*/, bool train) {
-  const ValueId log_alpha = g.param(log_alpha_name(site.module), {site.heads}); // (H)
-  ValueId s_h;
-  if (train) {
-    const ValueId noise = g.input(concrete_noise_input(site.module), {site.heads}); // log u − log(1 − u), (H)
-    s_h = sigmoid(g, ops::scale(g, ops::add(g, noise, log_alpha), 1.0f / s_.beta)); // σ((n + log α)/β)
-  } else {
-    s_h = sigmoid(g, log_alpha); // σ(log α)
-  }
-  return clamp01(g, ops::add_scalar(g, ops::scale(g, s_h, s_.zeta - s_.gamma), s_.gamma)); // ξ (H)
+train::HeadGate hard_concrete_gate(const HardConcreteSettings& s) {
+  return [s](train::StepGraph& step, const AttentionSite& site, size_t m) -> ValueId {
+    Graph& g = step.graph;
+    const int64_t H = site.heads;
+    const ValueId log_alpha = g.param(log_alpha_name(site.module), {H}); // (H)
+    ValueId s_h;
+    if (step.train) {
+      const ValueId noise = step.add_input(concrete_noise_input(site.module), {H}, [s, m, H](const train::StepInfo& info) {
+        return Tensor::from({H}, concrete_noise(s.seed, info.update, m, H)); // log u − log(1 − u), (H)
+      });
+      s_h = sigmoid(g, ops::scale(g, ops::add(g, noise, log_alpha), 1.0f / s.beta)); // σ((n + log α)/β)
+    } else {
+      s_h = sigmoid(g, log_alpha); // σ(log α)
+    }
+    return clamp01(g, ops::add_scalar(g, ops::scale(g, s_h, s.zeta - s.gamma), s.gamma)); // ξ (H)
+  };
 }
 
-ValueId HardConcreteExtension::extend(Graph& g, const std::vector<AttentionSite>& sites, ValueId loss, bool train) {
-  if (!train || sites.empty()) return loss;
-  Added& added = added_[&g];
-  added.noise.clear();
-  const float shift = -s_.beta * std::log(-s_.gamma / s_.zeta); // −β · log(−γ/ζ) (> 0)
+void hard_concrete_l0(train::StepGraph& step, const HardConcreteSettings& s) {
+  Graph& g = step.graph;
+  if (step.attention.empty()) return;
+  const float shift = -s.beta * std::log(-s.gamma / s.zeta); // −β · log(−γ/ζ) (> 0)
   std::vector<ValueId> open;
   int64_t total_heads = 0;
-  for (size_t m = 0; m < sites.size(); ++m) {
-    const AttentionSite& site = sites[m];
+  for (const AttentionSite& site : step.attention) {
     const ValueId log_alpha = g.find_param(log_alpha_name(site.module));
-    const ValueId noise = g.find_input(concrete_noise_input(site.module));
-    PILLARS_CHECK(log_alpha != kNoValue && noise != kNoValue, "Hard-Concrete: module ", site.module, " has no gate");
-    added.noise.push_back({noise, site.heads, m});
+    PILLARS_CHECK(log_alpha != kNoValue && step.inputs.contains(concrete_noise_input(site.module)),
+                  "Hard-Concrete: module ", site.module, " has no gate");
     open.push_back(ops::sum_all(g, sigmoid(g, ops::add_scalar(g, log_alpha, shift)))); // Σ_h P(ξ_h ≠ 0)
     total_heads += site.heads;
   }
-  added.open_probability = ops::scale(g, sum_of(g, open), 1.0f / static_cast<float>(total_heads)); // mean P(open)
-  g.mark_output(added.open_probability);
-  return ops::add(g, loss, ops::scale(g, added.open_probability, s_.lambda));
-}
-
-void HardConcreteExtension::bind(Executor& ex, const Graph& g, const train::StepInfo& info) {
-  const auto it = added_.find(&g);
-  if (it == added_.end()) return;
-  for (const Noise& n : it->second.noise)
-    ex.bind(n.input, Tensor::from({n.heads}, concrete_noise(s_.seed, info.update, n.module_index, n.heads)));
-}
-
-void HardConcreteExtension::after_run(const Executor& ex, const Graph& g, const train::StepInfo& info) {
-  const auto it = added_.find(&g);
-  if (!info.train || it == added_.end()) return;
-  terms_.open_probability += scalar(ex, it->second.open_probability);
-  ++terms_.runs;
-}
-
-void HardConcreteExtension::log_terms(nlohmann::json& line) {
-  const Terms t = take_terms();
-  if (t.runs > 0) line["gates_open_probability"] = t.open_probability;
-}
-
-HardConcreteExtension::Terms HardConcreteExtension::take_terms() {
-  Terms t = terms_;
-  if (t.runs > 0) t.open_probability /= static_cast<double>(t.runs);
-  terms_ = {};
-  return t;
+  const ValueId open_probability = ops::scale(g, sum_of(g, open), 1.0f / static_cast<float>(total_heads)); // mean P(open)
+  step.name("hard_concrete.open_probability", open_probability);
+  step.log_term("gates_open_probability", open_probability);
+  step.objective = ops::add(g, step.objective, ops::scale(g, open_probability, s.lambda));
 }
 
 HeadScores expected_gates(const ParamStore& params, const TransformerConfig& cfg, const HardConcreteSettings& s) {
@@ -236,15 +183,11 @@ HeadScores expected_gates(const ParamStore& params, const TransformerConfig& cfg
 
 std::string importance_gate_name(const std::string& module) { return "head_gate." + module; }
 
-void ImportanceGateExtension::configure(GraphOptions& options, bool train) const {
-  if (!train) return;
-  options.train = false; // no dropout: the gradient of the model's own function
-  if (!keep_label_smoothing_) options.label_smoothing = 0.0f;
-}
-
-ValueId ImportanceGateExtension::head_gate(Graph& g, const AttentionSite& site, size_t /*module_index*/, bool train) {
-  if (!train) return kNoValue;
-  return g.param(importance_gate_name(site.module), {site.heads}); // ξ (H), fixed at 1
+train::HeadGate importance_gate() {
+  return [](train::StepGraph& step, const AttentionSite& site, size_t) -> ValueId {
+    if (!step.train) return kNoValue;
+    return step.graph.param(importance_gate_name(site.module), {site.heads}); // ξ (H), fixed at 1
+  };
 }
 
 HeadImportance head_importance(const TransformerConfig& cfg, const ParamStore& params, const TaskFactory& make_task,
@@ -262,8 +205,7 @@ HeadImportance head_importance(const TransformerConfig& cfg, const ParamStore& p
   }
 
   {
-    const std::unique_ptr<train::TrainingTask> task =
-        make_task(gated, std::make_shared<ImportanceGateExtension>(s.keep_label_smoothing));
+    const std::unique_ptr<train::TrainingTask> task = make_task(gated);
     PILLARS_CHECK(task != nullptr, "head_importance: the task factory returned no task");
     std::vector<train::Batch> batches = task->epoch(s.seed, 1);
     if (s.batches > 0 && static_cast<int64_t>(batches.size()) > s.batches) batches.resize(static_cast<size_t>(s.batches));

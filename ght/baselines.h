@@ -1,5 +1,5 @@
-// The head-level baselines the GHT paper compares with (docs/METHOD.md §6), as graph extensions
-// (steps/extension.h) and two helpers for pruning by score. Notation: a model has M attention
+// The head-level baselines the GHT paper compares with (docs/METHOD.md §6), as passes and head
+// gates on the step graph (train/pass_list.cpp runs them) and two helpers for pruning by score. Notation: a model has M attention
 // modules (steps/steps.h builds one graph per batch shape; every module is an AttentionSite), module
 // m has H heads, O_h is head h's output A_h V_h before out_proj, and a head gate ξ (H) multiplies
 // it: out_proj(ξ_1 O_1 | … | ξ_H O_H)  (the head_gates pass, steps/head_gates.h).
@@ -38,8 +38,8 @@
 //    Evaluation graphs are not gated (ξ ≡ 1, the module is unchanged).
 //    Departure: Zhou et al. draw a mask per training example; head_gate is one (H) vector per
 //    module, so here all rows of a batch share the mask of that module and update.
-//    DropHead and Hard-Concrete gates may be combined (ght::CompositeExtension multiplies the
-//    gates); each extension finds its own inputs in the graph by name.
+//    DropHead and Hard-Concrete gates may be combined (the head_gates pass multiplies the gates);
+//    each gate declares its own run-time inputs on the step graph, with the function that fills them.
 //
 // 3. Hard-Concrete L0 head gates — Voita, Talbot, Moiseev, Sennrich, Titov, "Analyzing Multi-Head
 //    Self-Attention: Specialized Heads Do the Heavy Lifting, the Rest Can Be Pruned", ACL 2019
@@ -90,7 +90,7 @@
 #include "engine/params.h"
 #include "ght/feature_maps.h"
 #include "ght/prune.h"
-#include "steps/extension.h"
+#include "steps/head_gates.h"
 #include "steps/task.h"
 
 namespace pillars::ght {
@@ -106,27 +106,9 @@ struct DisagreementSettings {
 };
 // The variants map to feature maps by ght/settings.h's feature_map_of(Disagreement).
 
-class DisagreementExtension : public train::GraphExtension {
- public:
-  explicit DisagreementExtension(DisagreementSettings s) : s_(s) {}
-  void configure(GraphOptions& options, bool train) const override;
-  const char* pass_name() const override { return "disagreement"; }
-  ValueId extend(Graph& g, const std::vector<AttentionSite>& sites, ValueId loss, bool train) override;
-  void after_run(const Executor& ex, const Graph& g, const train::StepInfo& info) override;
-
-  void log_terms(nlohmann::json& line) override; // "disagreement_mean_cosine"
-  // (1/M) Σ_m D_m (the mean cosine, before λ), averaged over the training runs since the last call.
-  struct Terms {
-    double mean_cosine = 0;
-    int64_t runs = 0;
-  };
-  Terms take_terms();
-
- private:
-  DisagreementSettings s_;
-  std::map<const Graph*, ValueId> mean_cosine_; // per training graph: its scalar (1/M) Σ_m D_m
-  Terms terms_;
-};
+// The pass: objective += λ · (1/M) Σ_m D_m; names (1/M) Σ_m D_m "disagreement.mean_cosine" and
+// logs it as "disagreement_mean_cosine".
+void disagreement(train::StepGraph& step, const DisagreementSettings& s);
 
 // ---- 2. Scheduled DropHead (Zhou et al. 2020) ----------------------------------------------------
 
@@ -142,23 +124,9 @@ double drophead_rate(double p_max, double progress);
 std::vector<float> drophead_gates(uint64_t seed, int64_t update, size_t module_index, int64_t heads, double p);
 std::string drophead_gate_input(const std::string& module); // "head_gate.<module>"
 
-class DropHeadExtension : public train::GraphExtension {
- public:
-  explicit DropHeadExtension(DropHeadSettings s) : s_(s) {}
-  // Training steps: the gate of each module is the input "head_gate.<module>" (H).
-  bool gates_heads() const override { return true; }
-  ValueId head_gate(Graph& g, const AttentionSite& site, size_t module_index, bool train) override;
-  void bind(Executor& ex, const Graph& g, const train::StepInfo& info) override;
-
- private:
-  struct Gate {
-    ValueId input = kNoValue; // f32 (H)
-    int64_t heads = 0;
-    size_t module_index = 0;
-  };
-  DropHeadSettings s_;
-  std::map<const Graph*, std::vector<Gate>> gates_; // per training graph
-};
+// The gate of a training step's module: the run-time input "head_gate.<module>" (H), filled
+// with drophead_gates(seed, update, module, H, p(progress)) before every run; none in evaluation.
+train::HeadGate drophead_gate(const DropHeadSettings& s);
 
 // ---- 3. Hard-Concrete L0 gates (Voita et al. 2019) -----------------------------------------------
 
@@ -176,46 +144,20 @@ std::string concrete_noise_input(const std::string& module); // "head_gate.<modu
 // centre of Philox's 24-bit bin (never 0 or 1, so |n| ≤ 17.4).
 std::vector<float> concrete_noise(uint64_t seed, int64_t update, size_t module_index, int64_t heads);
 
-class HardConcreteExtension : public train::GraphExtension {
- public:
-  explicit HardConcreteExtension(HardConcreteSettings s) : s_(s) {}
-  // Creates "head_gate.<module>.log_alpha" (H) = init for every module that lacks it (so a store
-  // restored from a checkpoint keeps its values); call before training, after the model's own
-  // parameters exist.
-  void add_parameters(ParamStore& params, const TransformerConfig& cfg, float init_log_alpha = kHardConcreteInitLogAlpha) const;
+// Creates "head_gate.<module>.log_alpha" (H) = init for every module that lacks it (so a store
+// restored from a checkpoint keeps its values); call before training, after the model's own
+// parameters exist.
+void add_hard_concrete_parameters(ParamStore& params, const TransformerConfig& cfg,
+                                  float init_log_alpha = kHardConcreteInitLogAlpha);
 
-  // ξ = clamp(σ((n + log α)/β)·(ζ − γ) + γ, 0, 1) in training (n the input noise), σ(log α) in place
-  // of the noisy term in evaluation.
-  bool gates_heads() const override { return true; }
-  ValueId head_gate(Graph& g, const AttentionSite& site, size_t module_index, bool train) override;
-  const char* pass_name() const override { return "hard_concrete_l0"; }
-  ValueId extend(Graph& g, const std::vector<AttentionSite>& sites, ValueId loss, bool train) override;
-  void bind(Executor& ex, const Graph& g, const train::StepInfo& info) override;
-  void after_run(const Executor& ex, const Graph& g, const train::StepInfo& info) override;
+// ξ = clamp(σ((n + log α)/β)·(ζ − γ) + γ, 0, 1) in a training step (n the run-time input
+// "head_gate.<module>.noise", filled with concrete_noise(seed, update, module, H)), σ(log α) in
+// place of the noisy term in an evaluation step.
+train::HeadGate hard_concrete_gate(const HardConcreteSettings& s);
 
-  void log_terms(nlohmann::json& line) override; // "gates_open_probability"
-  // The mean P(open) over all heads (the L0 term before λ), averaged over the training runs since
-  // the last call.
-  struct Terms {
-    double open_probability = 0;
-    int64_t runs = 0;
-  };
-  Terms take_terms();
-
- private:
-  struct Noise {
-    ValueId input = kNoValue; // f32 (H)
-    int64_t heads = 0;
-    size_t module_index = 0;
-  };
-  struct Added {
-    std::vector<Noise> noise;
-    ValueId open_probability = kNoValue; // scalar
-  };
-  HardConcreteSettings s_;
-  std::map<const Graph*, Added> added_; // per training graph
-  Terms terms_;
-};
+// The L0 pass: objective += λ · mean P(open); names the mean P(open) over all heads (the L0 term
+// before λ) "hard_concrete.open_probability" and logs it as "gates_open_probability".
+void hard_concrete_l0(train::StepGraph& step, const HardConcreteSettings& s);
 
 // The evaluation gates clamp(σ(log α)·(ζ − γ) + γ, 0, 1) of every module whose log α is in `params`
 // (computed in double on the host).
@@ -225,30 +167,20 @@ HeadScores expected_gates(const ParamStore& params, const TransformerConfig& cfg
 
 std::string importance_gate_name(const std::string& module); // "head_gate.<module>"
 
-// The extension head_importance() builds its task with: on training graphs, every module's gate is
-// the parameter "head_gate.<module>" (H), dropout is off (options.train = false) and, unless
-// keep_label_smoothing, label smoothing too (the importance of a head for the likelihood).
-// Evaluation graphs are left alone.
-class ImportanceGateExtension : public train::GraphExtension {
- public:
-  explicit ImportanceGateExtension(bool keep_label_smoothing = false) : keep_label_smoothing_(keep_label_smoothing) {}
-  void configure(GraphOptions& options, bool train) const override;
-  bool gates_heads() const override { return true; }
-  ValueId head_gate(Graph& g, const AttentionSite& site, size_t module_index, bool train) override;
+// The gate of a training step's module for head_importance(): the parameter "head_gate.<module>"
+// (H), fixed at 1; none in evaluation. The importance steps also run without dropout and, unless
+// keep_label_smoothing, without label smoothing (the importance of a head for the likelihood):
+// train/pass_list.cpp's step_options.
+train::HeadGate importance_gate();
 
- private:
-  bool keep_label_smoothing_;
-};
-
-// Builds the training task over `params` with `extension` (train::make_seq2seq_task or make_lm_task
-// with the caller's data and settings, passing both through).
-using TaskFactory =
-    std::function<std::unique_ptr<train::TrainingTask>(ParamStore& params, std::shared_ptr<train::GraphExtension> extension)>;
+// Builds the training task over `params` whose training steps carry importance_gate()
+// (train/head_phases.cpp: the experiment's data, with train/pass_list.h's importance recipes).
+using TaskFactory = std::function<std::unique_ptr<train::TrainingTask>(ParamStore& params)>;
 
 struct ImportanceSettings {
   int64_t batches = 0;               // the first N batches of task.epoch(seed, 1); 0 = all of them
   uint64_t seed = 1;                 // the batch order
-  bool keep_label_smoothing = false; // see ImportanceGateExtension
+  bool keep_label_smoothing = false; // see importance_gate()
 };
 
 struct HeadImportance {

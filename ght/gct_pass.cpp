@@ -29,92 +29,61 @@ ValueId sum_of(Graph& g, const std::vector<ValueId>& xs) {
 
 } // namespace
 
-void GctExtension::add_parameters(ParamStore& params, const TransformerConfig& cfg, uint64_t seed) const {
-  if (!s_.classification) return;
-  PILLARS_CHECK(s_.feature_map != FeatureMap::A, "GCT classification variant: feature map A has no fixed width "
-                                                 "(use V or O)");
+void add_gct_parameters(ParamStore& params, const TransformerConfig& cfg, const GctSettings& s, uint64_t seed) {
+  if (!s.classification) return;
+  PILLARS_CHECK(s.feature_map != FeatureMap::A, "GCT classification variant: feature map A has no fixed width "
+                                                "(use V or O)");
   std::vector<init::ParamSpec> specs;
   for (const std::string& module : attention_modules(cfg)) {
     if (params.contains(classifier(module) + ".weight")) continue;
-    specs.push_back({classifier(module) + ".weight", {s_.groups, cfg.head_dim()}, init::Init::xavier_uniform, 1.0});
-    specs.push_back({classifier(module) + ".bias", {s_.groups}, init::Init::zeros});
+    specs.push_back({classifier(module) + ".weight", {s.groups, cfg.head_dim()}, init::Init::xavier_uniform, 1.0});
+    specs.push_back({classifier(module) + ".bias", {s.groups}, init::Init::zeros});
   }
   init::init_parameters(specs, params, seed);
 }
 
-void GctExtension::configure(GraphOptions& options, bool train) const {
-  if (train) request_feature_map(options, s_.feature_map);
-}
-
-ValueId GctExtension::extend(Graph& g, const std::vector<AttentionSite>& sites, ValueId loss, bool train) {
-  if (!train) return loss;
-  std::vector<ValueId> regularisers, homogenisation, diversification;
-  for (size_t m = 0; m < sites.size(); ++m) {
-    const AttentionSite& site = sites[m];
-    const ValueId gram = feature_gram(g, site, s_.feature_map);                           // (H, H)
-    const ValueId labels = huds_cluster(g, gram, s_.groups, s_.seed + kModuleSeedStride * m); // i32 (H)
-    if (s_.classification) {
-      const HeadFeatures f = head_features(g, site, s_.feature_map);
-      const ValueId means = head_mean(g, f.x, f.lengths);                                // (H, Dh)
-      const ValueId logits = ops::linear(g, means, g.param(classifier(site.module) + ".weight", {s_.groups, site.head_dim}),
-                                         g.param(classifier(site.module) + ".bias", {s_.groups})); // (H, C)
-      regularisers.push_back(gct_classification_loss(g, logits, labels, s_.alpha, s_.beta));
-    } else {
-      const GctTerms t = gct_metric_loss(g, gram, labels, s_.groups, s_.alpha, s_.beta);
-      regularisers.push_back(t.loss);
-      homogenisation.push_back(t.homogenisation);
-      diversification.push_back(t.diversification);
-    }
+GctModuleLoss gct_module_loss(Graph& g, const AttentionSite& site, ValueId gram, size_t m, const GctSettings& s) {
+  const ValueId labels = huds_cluster(g, gram, s.groups, s.seed + kModuleSeedStride * m); // i32 (H): HUDS
+  if (!s.classification) { // Eq. 4(B): R = − α · hom + β · div
+    const GctTerms t = gct_metric_loss(g, gram, labels, s.groups, s.alpha, s.beta);
+    return {t.loss, t.homogenisation, t.diversification};
   }
-  if (regularisers.empty()) return loss;
-  Added& added = added_[&g];
-  added.modules = sites.size();
-  ValueId r = added.regulariser = sum_of(g, regularisers); // Σ_m R_m, scalar
-  g.mark_output(r);
-  if (!homogenisation.empty()) { // the monitoring terms, summed over modules
-    g.mark_output(added.homogenisation = sum_of(g, homogenisation));
-    g.mark_output(added.diversification = sum_of(g, diversification));
+  // Eq. 4(A): each head's mean feature (H, Dh) → logits (H, C) → cross-entropy against its group.
+  const HeadFeatures f = head_features(g, site, s.feature_map);
+  const ValueId means = head_mean(g, f.x, f.lengths);                                                   // (H, Dh)
+  const ValueId logits = ops::linear(g, means, g.param(classifier(site.module) + ".weight", {s.groups, site.head_dim}),
+                                     g.param(classifier(site.module) + ".bias", {s.groups}));           // (H, C)
+  return {gct_classification_loss(g, logits, labels, s.alpha, s.beta)};
+}
+
+void gct(train::StepGraph& step, const GctSettings& s) {
+  Graph& g = step.graph;
+  const size_t M = step.attention.size();
+  if (M == 0) return;
+  std::vector<ValueId> R, homogenisation, diversification;
+  for (size_t m = 0; m < M; ++m) {
+    const AttentionSite& site = step.attention[m];
+    const ValueId gram = feature_gram(g, site, s.feature_map); // G_m (H, H)
+    const GctModuleLoss r = gct_module_loss(g, site, gram, m, s);
+    R.push_back(r.R);
+    if (r.homogenisation != kNoValue) homogenisation.push_back(r.homogenisation), diversification.push_back(r.diversification);
   }
-  if (s_.per_token) r = ops::mul(g, r, g.input(kInverseTokens, {}, DType::f32));
-  return ops::add(g, loss, r);
-}
-
-void GctExtension::bind(Executor& ex, const Graph& g, const train::StepInfo& info) {
-  const ValueId inv = g.find_input(kInverseTokens);
-  if (inv == kNoValue) return;
-  Tensor t = Tensor::zeros({});
-  t.data<float>()[0] = 1.0f / static_cast<float>(std::max<int64_t>(info.target_tokens, 1));
-  ex.bind(inv, t);
-}
-
-void GctExtension::after_run(const Executor& ex, const Graph& g, const train::StepInfo& info) {
-  const auto it = added_.find(&g);
-  if (!info.train || it == added_.end()) return;
-  const Added& a = it->second;
-  auto scalar = [&](ValueId v) { return static_cast<double>(ex.fetch(v).data<float>()[0]); };
-  terms_.regulariser += scalar(a.regulariser);
-  if (a.homogenisation != kNoValue) {
-    terms_.homogenisation += scalar(a.homogenisation) / static_cast<double>(a.modules);
-    terms_.diversification += scalar(a.diversification) / static_cast<double>(a.modules);
+  ValueId total = sum_of(g, R); // Σ_m R_m, scalar
+  step.name("gct.regularizer", total);
+  step.log_term("gct_regularizer", total);
+  if (!homogenisation.empty()) { // the means over modules of the two cosine terms, for the log
+    step.log_term("gct_homogenisation", sum_of(g, homogenisation), static_cast<double>(M));
+    step.log_term("gct_diversification", sum_of(g, diversification), static_cast<double>(M));
   }
-  ++terms_.runs;
-}
-
-void GctExtension::log_terms(nlohmann::json& line) {
-  const Terms t = take_terms();
-  if (t.runs == 0) return;
-  line["gct_regularizer"] = t.regulariser;
-  if (!s_.classification) {
-    line["gct_homogenisation"] = t.homogenisation;
-    line["gct_diversification"] = t.diversification;
+  if (s.per_token) {
+    const ValueId inverse_tokens = step.add_input(kInverseTokens, {}, [](const train::StepInfo& info) { // s, scalar
+      Tensor t = Tensor::zeros({});
+      t.data<float>()[0] = 1.0f / static_cast<float>(std::max<int64_t>(info.target_tokens, 1));
+      return t;
+    });
+    total = ops::mul(g, total, inverse_tokens);
   }
-}
-
-GctExtension::Terms GctExtension::take_terms() {
-  Terms t = terms_;
-  if (t.runs > 0) t.homogenisation /= t.runs, t.diversification /= t.runs, t.regulariser /= t.runs;
-  terms_ = {};
-  return t;
+  step.objective = ops::add(g, step.objective, total); // L_task + s · Σ_m R_m
 }
 
 } // namespace pillars::ght

@@ -1,6 +1,6 @@
-// The GCT pass (docs/METHOD.md §4): group-constrained training as a graph extension.
+// The GCT pass (docs/METHOD.md §4): group-constrained training, one function on the step graph.
 //
-// For every attention module m of a training graph, before autodiff:
+// For every attention module m of a training step, before autodiff:
 //   G_m      = head_gram(FM_m)                      (H, H)  the chosen feature map's Gram matrix
 //   labels_m = huds_cluster(G_m, C)                 (H)     HUDS: K-means, redone every batch
 //   R_m      = gct_metric_loss(G_m, labels_m, α, β)        Eq. 4(B)   (or Eq. 4(A), below)
@@ -8,21 +8,22 @@
 //                                       s = 1                                  (scale per_batch)
 // L_task is the mean per-token cross-entropy, so with per_token the paper's α, β act per token as
 // in the reference code (which adds Σ R_m to the token-summed loss and divides by the token count).
-// Evaluation graphs are left alone (validation measures the task loss only).
+// s is the run-time input "gct.inverse_target_tokens", filled from StepInfo before every run.
+//
+// What the pass records in the StepGraph: Σ_m R_m as "gct.regularizer", logged as
+// "gct_regularizer"; with Eq. 4(B) also the means over modules of its two cosine terms, logged as
+// "gct_homogenisation" and "gct_diversification".
 //
 // The classification variant (Eq. 4(A)) gives each module a linear classifier W_m (C, F), b_m (C)
-// — extra parameters "ght.<module>.classifier.{weight,bias}", created by add_parameters() — that
-// predicts each head's group from its feature map averaged over the valid tokens (F = Dh, so it
-// works with V and O, not A whose width is the key length).
+// — extra parameters "ght.<module>.classifier.{weight,bias}", created by add_gct_parameters() —
+// that predicts each head's group from its feature map averaged over the valid tokens (F = Dh, so
+// it works with V and O, not A whose width is the key length).
 #pragma once
 #include <cstdint>
-#include <map>
-#include <string>
-#include <vector>
 
 #include "engine/params.h"
 #include "ght/feature_maps.h"
-#include "steps/extension.h"
+#include "steps/pass.h"
 
 namespace pillars::ght {
 
@@ -35,39 +36,18 @@ struct GctSettings {
   uint64_t seed = 1;               // HUDS initialisation (plus the executor's per-update seed)
 };
 
-class GctExtension : public train::GraphExtension {
- public:
-  explicit GctExtension(GctSettings s) : s_(s) {}
-  // The classifier parameters of the classification variant (nothing for 4(B)); call before
-  // training, after the model's own parameters exist.
-  void add_parameters(ParamStore& params, const TransformerConfig& cfg, uint64_t seed) const;
+// The classifier parameters of the classification variant (nothing for 4(B)); call before
+// training, after the model's own parameters exist.
+void add_gct_parameters(ParamStore& params, const TransformerConfig& cfg, const GctSettings& s, uint64_t seed);
 
-  void configure(GraphOptions& options, bool train) const override;
-  const char* pass_name() const override { return "gct"; }
-  ValueId extend(Graph& g, const std::vector<AttentionSite>& sites, ValueId loss, bool train) override;
-  void bind(Executor& ex, const Graph& g, const train::StepInfo& info) override;
-  void after_run(const Executor& ex, const Graph& g, const train::StepInfo& info) override;
-  // "gct_regularizer" (Σ_m R_m before the per-token scale), "gct_homogenisation" and
-  // "gct_diversification" (means over modules of the two cosine terms), averaged since the last call.
-  void log_terms(nlohmann::json& line) override;
-
-  // Mean over modules of the two terms of Eq. 4(B) (mean cos to the own centroid, mean cos between
-  // centroids) and of Σ_m R_m, averaged over the training runs since the last call.
-  struct Terms {
-    double homogenisation = 0, diversification = 0, regulariser = 0;
-    int64_t runs = 0;
-  };
-  Terms take_terms();
-
- private:
-  // What extend() added to each graph (the graphs outlive this map's use: steps/steps.h keeps them).
-  struct Added {
-    ValueId regulariser = kNoValue, homogenisation = kNoValue, diversification = kNoValue; // Σ over modules
-    size_t modules = 0;
-  };
-  GctSettings s_;
-  std::map<const Graph*, Added> added_;
-  Terms terms_;
+// R_m of one module m from its Gram matrix G_m (H, H): the scalar loss of Eq. 4(B), or Eq. 4(A)
+// with the module's classifier; also the two cosine terms of 4(B) (kNoValue for 4(A)).
+struct GctModuleLoss {
+  ValueId R = kNoValue, homogenisation = kNoValue, diversification = kNoValue;
 };
+GctModuleLoss gct_module_loss(Graph& g, const AttentionSite& site, ValueId gram, size_t module_index, const GctSettings& s);
+
+// The pass: objective += s · Σ_m R_m (above).
+void gct(train::StepGraph& step, const GctSettings& s);
 
 } // namespace pillars::ght

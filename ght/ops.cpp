@@ -1,6 +1,6 @@
-// The GHT graph ops (docs/METHOD.md §2, §4, §6), each with its fused backward op. Sizes: k = H
-// heads, C groups; everything of size k or C is tiny, so the kernels work in double and serially
-// (head_mean, which reads a whole feature map, is the exception).
+// The GHT graph ops (docs/METHOD.md §2, §4, §6), each with its fused backward op: shape rules,
+// VJPs and the adapters that unpack tensors for the CPU kernels (kernels/cpu/gct.h, which run the
+// loops in double). Sizes: k = H heads, C groups.
 //
 // huds_cluster: G (H, H) f32 → labels i32 (H)                HudsClusterParams {C, seed}
 //   labels = kmeans_gram(G, H, C, seed + run seed) (ght/kmeans.h). No gradient.
@@ -59,19 +59,17 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <vector>
 
 #include "engine/ops/common.h"
 #include "engine/ops/elementwise.h"
 #include "ght/kmeans.h"
+#include "kernels/cpu/gct.h"
 
 namespace pillars::ght {
 namespace {
 
-using ops::detail::kParallelGrain;
-
-// ---- shared checks and the clamped cosine's partial derivatives --------------------------------
+// ---- shared checks -----------------------------------------------------------------------------
 
 int64_t check_gram(const Graph& g, const char* op, ValueId gram) {
   const Shape& s = g.shape(gram);
@@ -97,17 +95,6 @@ const int32_t* read_labels(const char* op, const Tensor& t, int C) {
   for (int64_t i = 0; i < t.numel(); ++i)
     PILLARS_CHECK(labels[i] >= 0 && labels[i] < C, op, ": labels[", i, "] = ", labels[i], " is outside [0, ", C, ")");
   return labels;
-}
-
-// f = p / sqrt(max(A·B, eps²)) and its partial derivatives (clamped: only ∂f/∂p = 1/eps).
-struct Cosine {
-  double f, dp, dA, dB;
-};
-Cosine cosine_with_partials(double p, double A, double B) {
-  const double eps = kCosineEps;
-  if (A * B <= eps * eps) return {p / eps, 1 / eps, 0, 0};
-  const double n = std::sqrt(A * B), f = p / n;
-  return {f, 1 / n, -f / (2 * A), -f / (2 * B)};
 }
 
 // ---- huds_cluster --------------------------------------------------------------------------------
@@ -137,69 +124,6 @@ const OpDef kHudsCluster{.name = "huds_cluster", .infer = infer_huds, .cpu = cpu
 
 // ---- gct_metric_loss -----------------------------------------------------------------------------
 
-// The workspace of the metric loss and its backward: the block sums of the formulas above, then
-// (backward) the gradient coefficients. All double.
-struct GroupSums {
-  int k, C;
-  double* n;     // (C)     members per group
-  double* S;     // (C, C)  block sums S_ab
-  double* r;     // (k)     r_i
-  double* block; // (C, C)  backward: block coefficients
-  double* row;   // (k)     backward: row_i
-  double* diag;  // (k)     backward: diag_i
-  static size_t doubles(int64_t k, int64_t C) { return static_cast<size_t>(2 * C * C + C + 3 * k); }
-  GroupSums(void* workspace, int k_, int C_) : k(k_), C(C_) {
-    double* p = static_cast<double*>(workspace);
-    n = p, S = n + C, r = S + C * C, block = r + k, row = block + C * C, diag = row + k;
-    std::fill(p, p + doubles(k, C), 0.0);
-  }
-  double M(int a) const { return S[a * C + a] / (n[a] * n[a]); }       // ‖μ_a‖²
-  double Q(int a, int b) const { return S[a * C + b] / (n[a] * n[b]); } // ⟨μ_a, μ_b⟩
-};
-
-void sum_blocks(GroupSums& s, const float* G, const int32_t* c) {
-  for (int i = 0; i < s.k; ++i) {
-    s.n[c[i]] += 1;
-    for (int j = 0; j < s.k; ++j) {
-      const double gij = G[i * s.k + j];
-      s.S[c[i] * s.C + c[j]] += gij;
-      if (c[j] == c[i]) s.r[i] += gij;
-    }
-  }
-}
-
-int nonempty_pairs(const GroupSums& s) {
-  int m = 0;
-  for (int a = 0; a < s.C; ++a) m += s.n[a] > 0 ? 1 : 0;
-  return m * (m - 1) / 2;
-}
-
-// hom and div from the block sums; also accumulates the gradient coefficients (row, diag, block)
-// of w_h·hom + w_d·div (zero in the forward, which ignores them).
-struct Terms {
-  double hom = 0, div = 0;
-};
-Terms metric_terms(GroupSums& s, const float* G, const int32_t* c, double w_h = 0, double w_d = 0) {
-  Terms t;
-  for (int i = 0; i < s.k; ++i) {
-    const int a = c[i];
-    const Cosine f = cosine_with_partials(s.r[i] / s.n[a], G[i * s.k + i], s.M(a));
-    t.hom += f.f / s.k;
-    const double w = w_h / s.k;
-    s.row[i] += w * f.dp / s.n[a], s.diag[i] += w * f.dA, s.block[a * s.C + a] += w * f.dB;
-  }
-  const int pairs = nonempty_pairs(s);
-  for (int a = 0; a < s.C; ++a)
-    for (int b = a + 1; b < s.C; ++b) {
-      if (s.n[a] == 0 || s.n[b] == 0) continue;
-      const Cosine f = cosine_with_partials(s.Q(a, b), s.M(a), s.M(b));
-      t.div += f.f / pairs;
-      const double w = w_d / pairs;
-      s.block[a * s.C + b] += w * f.dp, s.block[a * s.C + a] += w * f.dA, s.block[b * s.C + b] += w * f.dB;
-    }
-  return t;
-}
-
 int metric_groups(const Node& n) { return static_cast<int>(params_of<GctMetricParams>(n).groups); }
 
 std::vector<OutputSpec> infer_metric(const Graph& g, const Node& n) {
@@ -212,40 +136,26 @@ std::vector<OutputSpec> infer_metric(const Graph& g, const Node& n) {
 }
 
 size_t workspace_metric(const Graph& g, const Node& n) {
-  return GroupSums::doubles(g.shape(n.inputs[0])[0], metric_groups(n)) * sizeof(double);
+  return cpu::gct_metric_workspace(g.shape(n.inputs[0])[0], metric_groups(n));
+}
+
+// The kernel's arguments: G (k, k), labels (k) checked to lie in [0, C), α, β, the workspace.
+cpu::GctMetricArgs metric_args(const KernelContext& c, const char* op) {
+  const GctMetricParams& p = params_of<GctMetricParams>(c.node);
+  const int C = static_cast<int>(p.groups);
+  return {.k = static_cast<int>(c.in[0].dim(0)), .C = C, .alpha = p.alpha, .beta = p.beta, .eps = kCosineEps,
+          .G = c.in[0].data<float>(), .labels = read_labels(op, c.in[1], C), .workspace = c.workspace};
 }
 
 void cpu_metric(const KernelContext& c) {
-  const GctMetricParams& p = params_of<GctMetricParams>(c.node);
-  GroupSums s(c.workspace, static_cast<int>(c.in[0].dim(0)), static_cast<int>(p.groups));
-  const float* G = c.in[0].data<float>();
-  const int32_t* labels = read_labels("gct_metric_loss", c.in[1], s.C);
-  sum_blocks(s, G, labels);
-  const Terms t = metric_terms(s, G, labels);
-  const double alpha = p.alpha, beta = p.beta;
-  c.out[0].data<float>()[0] = static_cast<float>(-alpha * t.hom + beta * t.div);
-  c.out[1].data<float>()[0] = static_cast<float>(t.hom);
-  c.out[2].data<float>()[0] = static_cast<float>(t.div);
+  cpu::gct_metric_loss(metric_args(c, "gct_metric_loss"), c.out[0].data<float>(), c.out[1].data<float>(),
+                       c.out[2].data<float>());
 }
 
+// inputs: G, labels, dR, dhom, ddiv
 void cpu_metric_backward(const KernelContext& c) {
-  const GctMetricParams& p = params_of<GctMetricParams>(c.node);
-  GroupSums s(c.workspace, static_cast<int>(c.in[0].dim(0)), static_cast<int>(p.groups));
-  const float* G = c.in[0].data<float>();
-  const int32_t* labels = read_labels("gct_metric_loss_backward", c.in[1], s.C);
-  const double dR = c.in[2].data<float>()[0], dhom = c.in[3].data<float>()[0], ddiv = c.in[4].data<float>()[0];
-  const double alpha = p.alpha, beta = p.beta;
-  sum_blocks(s, G, labels);
-  metric_terms(s, G, labels, -alpha * dR + dhom, beta * dR + ddiv);
-  float* dG = c.out[0].data<float>();
-  for (int i = 0; i < s.k; ++i)
-    for (int j = 0; j < s.k; ++j) {
-      const int a = labels[i], b = labels[j];
-      double d = s.block[a * s.C + b] / (s.n[a] * s.n[b]);
-      if (a == b) d += s.row[i];
-      if (i == j) d += s.diag[i];
-      dG[i * s.k + j] = static_cast<float>(d);
-    }
+  cpu::gct_metric_loss_backward(metric_args(c, "gct_metric_loss_backward"), c.in[2].data<float>()[0],
+                                c.in[3].data<float>()[0], c.in[4].data<float>()[0], c.out[0].data<float>());
 }
 
 std::string print_metric(const Node& n) {
@@ -276,25 +186,13 @@ const OpDef kMetric{.name = "gct_metric_loss",
 
 // ---- head_mean -----------------------------------------------------------------------------------
 
-// (B, T, H, D) and the valid-token test, as in head_gram.
-struct MeanView {
-  int64_t B, T, H, D;
-  const int32_t* lengths; // nullable
-  bool valid(int64_t token) const { return !lengths || token % T < lengths[token / T]; }
-  int64_t valid_tokens() const {
-    if (!lengths) return B * T;
-    int64_t n = 0;
-    for (int64_t b = 0; b < B; ++b) n += lengths[b];
-    return n;
-  }
-};
-
-MeanView mean_view(const Shape& xs, const Tensor* lengths) {
-  MeanView v{xs[0], xs[1], xs[2], xs[3], lengths ? lengths->data<int32_t>() : nullptr};
-  for (int64_t b = 0; v.lengths && b < v.B; ++b)
-    PILLARS_CHECK(v.lengths[b] >= 0 && v.lengths[b] <= v.T, "head_mean: lengths[", b, "] = ", v.lengths[b],
-                  " is outside [0, ", v.T, "]");
-  return v;
+// (B, T, H, D) of x and its lengths, each checked to lie in [0, T].
+cpu::HeadMeanArgs mean_args(const Shape& xs, const Tensor* lengths) {
+  const cpu::HeadMeanArgs a{xs[0], xs[1], xs[2], xs[3], lengths ? lengths->data<int32_t>() : nullptr};
+  for (int64_t b = 0; a.lengths && b < a.B; ++b)
+    PILLARS_CHECK(a.lengths[b] >= 0 && a.lengths[b] <= a.T, "head_mean: lengths[", b, "] = ", a.lengths[b],
+                  " is outside [0, ", a.T, "]");
+  return a;
 }
 
 void check_lengths(const Graph& g, const Node& n, size_t index, int64_t B) {
@@ -314,21 +212,12 @@ std::vector<OutputSpec> infer_mean(const Graph& g, const Node& n) {
 
 size_t workspace_mean(const Graph& g, const Node& n) {
   const Shape& xs = g.shape(n.inputs[0]);
-  return static_cast<size_t>(xs[2] * xs[3]) * sizeof(double);
+  return cpu::head_mean_workspace(xs[2], xs[3]);
 }
 
 void cpu_mean(const KernelContext& c) {
-  const MeanView v = mean_view(c.in[0].shape(), c.in.size() > 1 ? &c.in[1] : nullptr);
-  const float* x = c.in[0].data<float>();
-  const int64_t HD = v.H * v.D;
-  double* sum = static_cast<double*>(c.workspace);
-  std::fill(sum, sum + HD, 0.0);
-  for (int64_t t = 0; t < v.B * v.T; ++t)
-    if (v.valid(t))
-      for (int64_t e = 0; e < HD; ++e) sum[e] += x[t * HD + e];
-  const int64_t N = v.valid_tokens();
-  float* y = c.out[0].data<float>();
-  for (int64_t e = 0; e < HD; ++e) y[e] = N ? static_cast<float>(sum[e] / static_cast<double>(N)) : 0.0f;
+  cpu::head_mean(mean_args(c.in[0].shape(), c.in.size() > 1 ? &c.in[1] : nullptr), c.in[0].data<float>(),
+                 c.out[0].data<float>(), c.workspace);
 }
 
 // inputs: dy [, lengths]; HeadMeanBackwardParams {x's shape}
@@ -341,14 +230,8 @@ std::vector<OutputSpec> infer_mean_backward(const Graph& g, const Node& n) {
 }
 
 void cpu_mean_backward(const KernelContext& c) {
-  const MeanView v = mean_view(c.out[0].shape(), c.in.size() > 1 ? &c.in[1] : nullptr);
-  const float* dy = c.in[0].data<float>();
-  float* dx = c.out[0].data<float>();
-  const int64_t HD = v.H * v.D, N = v.valid_tokens();
-  const float inv = N ? static_cast<float>(1.0 / static_cast<double>(N)) : 0.0f;
-#pragma omp parallel for schedule(static) if (c.out[0].numel() >= kParallelGrain)
-  for (int64_t t = 0; t < v.B * v.T; ++t)
-    for (int64_t e = 0; e < HD; ++e) dx[t * HD + e] = v.valid(t) ? dy[e] * inv : 0.0f;
+  cpu::head_mean_backward(mean_args(c.out[0].shape(), c.in.size() > 1 ? &c.in[1] : nullptr), c.in[0].data<float>(),
+                          c.out[0].data<float>());
 }
 
 std::string print_mean_backward(const Node& n) { return str_cat(" x_shape=", shape_str(params_of<HeadMeanBackwardParams>(n).x_shape)); }
@@ -379,59 +262,22 @@ std::vector<OutputSpec> infer_classification(const Graph& g, const Node& n) {
   return {{zs, DType::f32}};
 }
 
-// log Σ_{u ≠ skip} exp z_u over the C logits of one head (skip = −1: all of them), in double.
-// Needs at least one logit left (C ≥ 2 when skip ≥ 0).
-double log_sum_exp(const float* z, int C, int skip = -1) {
-  double m = -std::numeric_limits<double>::infinity(), s = 0;
-  for (int u = 0; u < C; ++u)
-    if (u != skip) m = std::max(m, static_cast<double>(z[u]));
-  for (int u = 0; u < C; ++u)
-    if (u != skip) s += std::exp(z[u] - m);
-  return m + std::log(s);
-}
-
-// R_i of one head: α·(lse − z_y) − β/(C−1)·Σ_{v≠y} (L_v − lse)   (formulas at the top of the file).
-double classification_head_loss(const float* z, int C, int y, double alpha, double beta) {
-  const double lse = log_sum_exp(z, C);
-  double log_not = 0; // Σ_{v≠y} log(1 − p_v)
-  for (int v = 0; v < C; ++v)
-    if (v != y) log_not += log_sum_exp(z, C, v) - lse;
-  return alpha * (lse - z[y]) - (C > 1 ? beta / (C - 1) * log_not : 0.0);
+// The kernel's arguments: logits (k, C), labels (k) checked to lie in [0, C), α, β.
+cpu::GctClassificationArgs classification_args(const KernelContext& c, const char* op) {
+  const GctClassificationParams& p = params_of<GctClassificationParams>(c.node);
+  const int C = static_cast<int>(c.in[0].dim(1));
+  return {.k = static_cast<int>(c.in[0].dim(0)), .C = C, .alpha = p.alpha, .beta = p.beta,
+          .logits = c.in[0].data<float>(), .labels = read_labels(op, c.in[1], C)};
 }
 
 void cpu_classification(const KernelContext& c) {
-  const int k = static_cast<int>(c.in[0].dim(0)), C = static_cast<int>(c.in[0].dim(1));
-  const float* z = c.in[0].data<float>();
-  const int32_t* y = read_labels("gct_classification_loss", c.in[1], C);
-  const GctClassificationParams& p = params_of<GctClassificationParams>(c.node);
-  double R = 0;
-  for (int i = 0; i < k; ++i) R += classification_head_loss(z + i * C, C, y[i], p.alpha, p.beta);
-  c.out[0].data<float>()[0] = static_cast<float>(R / k);
+  cpu::gct_classification_loss(classification_args(c, "gct_classification_loss"), c.out[0].data<float>());
 }
 
-// dz_iu = s·[α·(p_u − [u = y]) + β·p_u − b·Σ_{v∉{y,u}} exp(z_u − L_v)], s = dR/k, b = β/(C−1).
+// inputs: logits, labels, dR
 void cpu_classification_backward(const KernelContext& c) {
-  const int k = static_cast<int>(c.in[0].dim(0)), C = static_cast<int>(c.in[0].dim(1));
-  const float* z = c.in[0].data<float>();
-  const int32_t* y = read_labels("gct_classification_loss_backward", c.in[1], C);
-  const GctClassificationParams& p = params_of<GctClassificationParams>(c.node);
-  const double alpha = p.alpha, beta = C > 1 ? p.beta : 0.0, b = C > 1 ? p.beta / (C - 1) : 0.0;
-  const double s = c.in[2].data<float>()[0] / static_cast<double>(k);
-  float* dz = c.out[0].data<float>();
-  std::vector<double> L(static_cast<size_t>(C)); // L_v, the log-sum-exp without v (v ≠ y)
-  for (int i = 0; i < k; ++i) {
-    const float* zi = z + i * C;
-    const double lse = log_sum_exp(zi, C);
-    for (int v = 0; v < C; ++v)
-      if (v != y[i]) L[v] = log_sum_exp(zi, C, v);
-    for (int u = 0; u < C; ++u) {
-      const double pu = std::exp(zi[u] - lse);
-      double others = 0; // Σ_{v ∉ {y, u}} q_vu
-      for (int v = 0; v < C; ++v)
-        if (v != y[i] && v != u) others += std::exp(zi[u] - L[v]);
-      dz[i * C + u] = static_cast<float>(s * (alpha * (pu - (u == y[i] ? 1.0 : 0.0)) + beta * pu - b * others));
-    }
-  }
+  cpu::gct_classification_loss_backward(classification_args(c, "gct_classification_loss_backward"),
+                                        c.in[2].data<float>()[0], c.out[0].data<float>());
 }
 
 std::string print_classification(const Node& n) {
@@ -465,15 +311,11 @@ std::vector<OutputSpec> infer_pairwise(const Graph& g, const Node& n) {
   return {{Shape{H, H}, DType::f32}};
 }
 
-void cpu_pairwise(const KernelContext& c) {
-  const int64_t H = c.in[0].dim(0);
-  const float* G = c.in[0].data<float>();
-  double sum = 0;
-  for (int64_t i = 0; i < H; ++i)
-    for (int64_t j = 0; j < H; ++j)
-      if (i != j) sum += clamped_cosine(G[i * H + j], G[i * H + i], G[j * H + j]);
-  c.out[0].data<float>()[0] = H > 1 ? static_cast<float>(sum / static_cast<double>(H * (H - 1))) : 0.0f;
+cpu::PairwiseCosineArgs pairwise_args(const KernelContext& c) {
+  return {.H = c.in[0].dim(0), .eps = kCosineEps, .G = c.in[0].data<float>(), .workspace = c.workspace};
 }
+
+void cpu_pairwise(const KernelContext& c) { cpu::mean_pairwise_cosine(pairwise_args(c), c.out[0].data<float>()); }
 
 // The backward's workspace: the diagonal of dG (H), which collects from every pair of its row and
 // column, accumulated in double.
@@ -481,21 +323,9 @@ size_t workspace_pairwise_backward(const Graph& g, const Node& n) {
   return static_cast<size_t>(g.shape(n.inputs[0])[0]) * sizeof(double);
 }
 
+// inputs: G, dD
 void cpu_pairwise_backward(const KernelContext& c) {
-  const int64_t H = c.in[0].dim(0);
-  const float* G = c.in[0].data<float>();
-  float* dG = c.out[0].data<float>();
-  double* diag = static_cast<double*>(c.workspace);
-  std::fill(diag, diag + H, 0.0);
-  const double s = H > 1 ? c.in[1].data<float>()[0] / static_cast<double>(H * (H - 1)) : 0.0;
-  for (int64_t i = 0; i < H; ++i)
-    for (int64_t j = 0; j < H; ++j) {
-      if (i == j) continue;
-      const Cosine f = cosine_with_partials(G[i * H + j], G[i * H + i], G[j * H + j]);
-      dG[i * H + j] = static_cast<float>(s * f.dp);
-      diag[i] += s * f.dA, diag[j] += s * f.dB;
-    }
-  for (int64_t i = 0; i < H; ++i) dG[i * H + i] = static_cast<float>(diag[i]);
+  cpu::mean_pairwise_cosine_backward(pairwise_args(c), c.in[1].data<float>()[0], c.out[0].data<float>());
 }
 
 const OpDef kPairwiseBackward{.name = "mean_pairwise_cosine_backward",

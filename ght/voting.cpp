@@ -70,20 +70,11 @@ nlohmann::json VoteResult::to_json() const {
           {"modules", mods}};
 }
 
-void VoteExtension::configure(GraphOptions& options, bool train) const {
-  if (!train) request_feature_map(options, s_.feature_map);
-}
+std::string vote_gram_name(const std::string& module) { return "v2s.gram." + module; }
 
-ValueId VoteExtension::extend(Graph& g, const std::vector<AttentionSite>& sites, ValueId loss, bool train) {
-  if (train) return loss;
-  Added& a = added_[&g];
-  for (const AttentionSite& site : sites) {
-    a.modules.push_back(site.module);
-    a.heads.push_back(static_cast<int>(site.heads));
-    a.grams.push_back(feature_gram(g, site, s_.feature_map)); // (H, H)
-    g.mark_output(a.grams.back());
-  }
-  return loss;
+void v2s_vote(train::StepGraph& step, FeatureMap feature_map) {
+  for (const AttentionSite& site : step.attention)
+    step.name(vote_gram_name(site.module), feature_gram(step.graph, site, feature_map)); // G_m (H, H)
 }
 
 std::vector<int> group_votes(const std::vector<double>& G, int H, const std::vector<int>& labels, int C) {
@@ -106,7 +97,7 @@ std::vector<int> group_votes(const std::vector<double>& G, int H, const std::vec
   return nearest;
 }
 
-void VoteExtension::tally(ModuleVotes& m, const std::vector<double>& gram, uint64_t seed) const {
+void VoteTally::tally(ModuleVotes& m, const std::vector<double>& gram, uint64_t seed) const {
   const int H = m.heads, C = std::min(s_.groups, H);
   const Clustering c = kmeans_gram(gram, H, C, seed);
   const std::vector<double> cos = cosine_to_centroids(gram, H, c.labels, C); // (H, C)
@@ -119,19 +110,18 @@ void VoteExtension::tally(ModuleVotes& m, const std::vector<double>& gram, uint6
     if (nearest >= 0) ++m.votes[nearest];
 }
 
-void VoteExtension::after_run(const Executor& ex, const Graph& g, const train::StepInfo& info) {
-  const auto it = added_.find(&g);
-  if (info.train || it == added_.end()) return;
-  const Added& a = it->second;
+void VoteTally::add(const train::StepRun& run) {
+  if (run.info.train) return;
+  const std::vector<AttentionSite>& sites = run.step.attention;
   if (tallies_.empty())
-    for (size_t m = 0; m < a.modules.size(); ++m) {
+    for (const AttentionSite& site : sites) {
       ModuleVotes v;
-      v.module = a.modules[m], v.heads = a.heads[m];
+      v.module = site.module, v.heads = static_cast<int>(site.heads);
       v.votes.assign(v.heads, 0), v.score.assign(v.heads, 0.0), v.co_assigned.assign(v.heads * v.heads, 0);
       tallies_.push_back(std::move(v));
     }
-  for (size_t m = 0; m < a.modules.size(); ++m) {
-    const Tensor G = ex.fetch(a.grams[m]);
+  for (size_t m = 0; m < sites.size(); ++m) {
+    const Tensor G = run.named(vote_gram_name(sites[m].module));
     const std::vector<double> gram(G.data<float>(), G.data<float>() + G.numel());
     const int64_t batch = rank_ + batches_ * size_; // its index in the fixed order of the training batches
     tally(tallies_[m], gram, mix_seeds(mix_seeds(s_.seed, static_cast<uint64_t>(batch)), m));
@@ -139,7 +129,7 @@ void VoteExtension::after_run(const Executor& ex, const Graph& g, const train::S
   ++batches_;
 }
 
-void VoteExtension::sum_tallies(dist::Communicator& comm) {
+void VoteTally::sum_tallies(dist::Communicator& comm) {
   if (comm.size() == 1) return;
   int64_t modules = static_cast<int64_t>(tallies_.size()), fewest = modules;
   comm.all_reduce_max(&modules, 1);
@@ -155,7 +145,7 @@ void VoteExtension::sum_tallies(dist::Communicator& comm) {
   rank_ = 0, size_ = 1;
 }
 
-VoteResult VoteExtension::decide() const {
+VoteResult VoteTally::decide() const {
   VoteResult r;
   r.settings = s_, r.batches = batches_, r.modules = tallies_;
   const int keep_default = s_.keep > 0 ? s_.keep : s_.groups;
@@ -198,18 +188,20 @@ VoteResult VoteExtension::decide() const {
 }
 
 VoteResult vote(const VoteTaskFactory& make_task, const VoteSettings& settings, bool quiet, dist::Communicator& comm) {
-  auto extension = std::make_shared<VoteExtension>(settings);
-  std::unique_ptr<train::TrainingTask> task = make_task(extension);
+  VoteTally tally(settings);
+  std::unique_ptr<train::TrainingTask> task = make_task();
+  task->steps().set_run_watcher([&tally](const train::StepRun& run) { tally.add(run); });
   const int64_t total = task->batches_per_epoch();
   const int64_t batches = settings.max_batches > 0 ? std::min(settings.max_batches, total) : total;
   if (!quiet)
     std::fprintf(stderr, "V2S: voting on %lld training batches (feature map %s, %d groups, rule %s)\n",
                  static_cast<long long>(batches), enum_name(settings.feature_map), settings.groups,
                  enum_name(settings.rule));
-  extension->share_batches(comm.rank(), comm.size());
+  tally.share_batches(comm.rank(), comm.size());
   task->train_nll(batches, comm.rank(), comm.size());
-  extension->sum_tallies(comm);
-  VoteResult r = extension->decide();
+  task->steps().set_run_watcher(nullptr);
+  tally.sum_tallies(comm);
+  VoteResult r = tally.decide();
   if (!quiet)
     for (const ModuleVotes& m : r.modules) {
       std::string votes, kept;

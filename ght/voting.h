@@ -1,8 +1,9 @@
 // Voting-to-Stay (docs/METHOD.md §5): which heads of each module stay.
 //
-// The voting pass runs the frozen model forward (no dropout) over training batches. For every batch
-// and module it computes the Gram matrix of the chosen feature map, runs HUDS (K-means, C groups)
-// on it, and gives one vote to the member of each group nearest the group's centroid:
+// The vote runs the frozen model forward (no dropout) over training batches. Its steps' pass
+// v2s_vote names each module's Gram matrix of the chosen feature map "v2s.gram.<module>"; after
+// every batch a VoteTally reads them, runs HUDS (K-means, C groups) on each, and gives one vote to
+// the member of each group nearest the group's centroid:
 //
 //   votes_i   += [i = group_votes(G, labels)[c(i)]]                     (the nearest member, ties below)
 //   score_i   += cos(e_i, μ_c(i))                                       (footnote 5's continuous score)
@@ -42,7 +43,7 @@
 #include "engine/dist/communicator.h"
 #include "ght/feature_maps.h"
 #include "ght/prune.h"
-#include "steps/extension.h"
+#include "steps/steps.h"
 #include "steps/task.h"
 
 namespace pillars::ght {
@@ -85,15 +86,16 @@ struct VoteResult {
   nlohmann::json to_json() const;   // votes.json
 };
 
-// Collects the tallies during forward-only runs (evaluation graphs): add it to a task, run the
-// task's train_nll(max_batches), then call decide().
-class VoteExtension : public train::GraphExtension {
+// The pass of the vote's forward-only steps: names G_m (H, H) of every module m "v2s.gram.<module>".
+void v2s_vote(train::StepGraph& step, FeatureMap feature_map);
+std::string vote_gram_name(const std::string& module); // "v2s.gram.<module>"
+
+// Collects the tallies from the vote's runs: add(run) after each batch, then decide().
+class VoteTally {
  public:
-  explicit VoteExtension(VoteSettings s) : s_(s) {}
-  void configure(GraphOptions& options, bool train) const override;
-  const char* pass_name() const override { return "v2s_vote"; }
-  ValueId extend(Graph& g, const std::vector<AttentionSite>& sites, ValueId loss, bool train) override;
-  void after_run(const Executor& ex, const Graph& g, const train::StepInfo& info) override;
+  explicit VoteTally(VoteSettings s) : s_(s) {}
+  // One batch: HUDS and the vote on each module's named Gram matrix.
+  void add(const train::StepRun& run);
   VoteResult decide() const;
 
   // In a data-parallel job each rank votes on the batches j ≡ rank (mod size) of the fixed order
@@ -108,23 +110,17 @@ class VoteExtension : public train::GraphExtension {
   void tally(ModuleVotes& m, const std::vector<double>& gram, uint64_t seed) const;
 
  private:
-  struct Added {
-    std::vector<std::string> modules;
-    std::vector<int> heads;
-    std::vector<ValueId> grams;
-  };
   VoteSettings s_;
-  std::map<const Graph*, Added> added_;
   std::vector<ModuleVotes> tallies_;
   int64_t batches_ = 0;       // batches tallied (by this rank, until sum_tallies)
   int rank_ = 0, size_ = 1;   // share_batches
 };
 
-// The whole voting pass: make_task builds the training task of the frozen model with the given
-// extension (the caller knows the data); returns the decision. Prints progress unless quiet. In a
+// The whole vote: make_task builds the training task of the frozen model whose evaluation steps run
+// v2s_vote (the caller knows the data: train/head_phases.cpp); returns the decision. Prints progress unless quiet. In a
 // data-parallel job (comm of several ranks) the ranks share the batches and every rank returns the
 // decision one process voting on all of them would make.
-using VoteTaskFactory = std::function<std::unique_ptr<train::TrainingTask>(std::shared_ptr<train::GraphExtension>)>;
+using VoteTaskFactory = std::function<std::unique_ptr<train::TrainingTask>()>;
 VoteResult vote(const VoteTaskFactory& make_task, const VoteSettings& settings, bool quiet,
                 dist::Communicator& comm = dist::single_process());
 

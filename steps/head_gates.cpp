@@ -9,10 +9,13 @@
 
 namespace pillars::train {
 
-void gate_heads(StepGraph& s, const std::vector<GraphExtension*>& parts) {
+void gate_heads(StepGraph& s, const std::vector<HeadGate>& gate_of) {
   const Graph old = std::move(s.graph);
-  s.graph = Graph();
-  Graph& g = s.graph; // built in place: parts remember their nodes by this graph's address
+  // The new graph, with what the gates record (inputs, names) in numbers of the new graph; s's own
+  // records are renumbered below and these added to them.
+  StepGraph built;
+  built.train = s.train, built.device = s.device;
+  Graph& g = built.graph;
   std::map<int, std::vector<size_t>> sites_after; // node making a module's O → its sites
   for (size_t m = 0; m < s.attention.size(); ++m) sites_after[old.value(s.attention[m].out).producer].push_back(m);
 
@@ -37,8 +40,8 @@ void gate_heads(StepGraph& s, const std::vector<GraphExtension*>& parts) {
     for (size_t m : here->second) {
       const AttentionSite& site = s.attention[m];
       ValueId xi = kNoValue; // (H)
-      for (GraphExtension* p : parts) {
-        const ValueId x = p->head_gate(g, site, m, s.train);
+      for (const HeadGate& gate : gate_of) {
+        const ValueId x = gate(built, site, m);
         if (x == kNoValue) continue;
         PILLARS_CHECK(g.shape(x) == Shape{site.heads}, "head_gates: the gate of ", site.module, " must have shape [",
                       site.heads, "], got ", shape_str(g.shape(x)));
@@ -51,8 +54,14 @@ void gate_heads(StepGraph& s, const std::vector<GraphExtension*>& parts) {
     }
   }
   for (ValueId v : old.outputs()) g.mark_output(value_map[static_cast<size_t>(v)]);
+  s.graph = std::move(built.graph);
   s.renumber(StepGraph::ops_of(old), value_map, node_map);
-  for (size_t m = 0; m < gates.size(); ++m) s.attention[m].gate = gates[m];
+  for (auto& [name, in] : built.inputs) s.inputs[name] = std::move(in);
+  for (auto& [name, v] : built.named) s.name(name, v);
+  for (size_t m = 0; m < gates.size(); ++m) {
+    s.attention[m].gate = gates[m];
+    if (gates[m] != kNoValue) s.name("head_gate." + s.attention[m].module + ".xi", gates[m]);
+  }
 }
 
 } // namespace pillars::train

@@ -16,6 +16,28 @@ void remap(ValueId& v, const std::vector<ValueId>& value_map) {
 
 } // namespace
 
+void StepGraph::name(const std::string& n, ValueId v) {
+  graph.mark_output(v);
+  named[n] = v;
+}
+
+ValueId StepGraph::named_value(std::string_view n) const {
+  const auto it = named.find(n);
+  return it == named.end() ? kNoValue : it->second;
+}
+
+ValueId StepGraph::add_input(const std::string& n, const Shape& shape, std::function<Tensor(const StepInfo&)> fill) {
+  PILLARS_CHECK(!inputs.contains(n), "step: two passes declare the input '", n, "'");
+  const ValueId v = graph.input(n, shape, DType::f32);
+  inputs[n] = {v, std::move(fill)};
+  return v;
+}
+
+void StepGraph::log_term(const std::string& key, ValueId v, double divide_by) {
+  graph.mark_output(v);
+  terms.push_back({key, v, divide_by});
+}
+
 void StepGraph::replace_graph(Graph g, const std::vector<ValueId>& value_map, const std::vector<int>& node_map) {
   const std::vector<const OpDef*> old_ops = ops_of(graph);
   graph = std::move(g);
@@ -34,6 +56,9 @@ void StepGraph::renumber(const std::vector<const OpDef*>& old_ops, const std::ve
   for (ValueId* v : {&logits, &loss, &objective}) remap(*v, value_map);
   for (std::vector<ValueId>* list : {&params, &grads})
     for (ValueId& v : *list) remap(v, value_map);
+  for (auto& [name, v] : named) remap(v, value_map);
+  for (auto& [name, in] : inputs) remap(in.value, value_map);
+  for (LoggedTerm& t : terms) remap(t.value, value_map);
   for (AttentionSite& s : attention) {
     for (ValueId* v : {&s.q, &s.k, &s.v, &s.out, &s.probs, &s.gate, &s.query_lengths, &s.key_lengths}) remap(*v, value_map);
     if (s.node >= 0) s.node = node_map.at(static_cast<size_t>(s.node));

@@ -1,23 +1,27 @@
-// Passes: the named rewrites that turn a model's forward graph into the graph one step runs.
+// Passes: the functions that turn a model's forward graph into the graph one step runs.
 //
 // A step starts from the graph the model builder emits (models/transformer.h): the forward pass
-// and the task loss. The passes of steps/pass_list.cpp then run on it, in that file's order, each
-// one reading and rewriting a StepGraph:
+// and the task loss. The passes of the one list (train/pass_list.cpp) then run on it, in that
+// list's order, each one a function `void(StepGraph&)` that reads and rewrites the StepGraph:
 //
 //   StepGraph s = StepGraph::of(build_seq2seq_training_graph(...), /*train=*/true, Device::cpu);
-//   run_passes(step_passes(train, settings, extension.get()), s); // fuse, GCT, ..., autodiff, plan
+//   run_passes(step_recipe(context).passes, s);   // fuse, head gates, GCT, ..., autodiff, plan
 //   Executor ex(s.graph, s.device, arena, s.memory);
 //
-// Every pass has the one entry point `void(StepGraph&)`. Most passes only append nodes (the GHT
-// losses, autodiff); a pass that rewrites the graph (the two fusions, which run first) builds a
-// new one and hands it over with replace_graph(), which moves every value the StepGraph records
-// (but not those an extension recorded: hence first); a pass that runs after others recorded
-// value numbers (saved_activations) edits the graph in place (Graph::reorder, redirect_input),
-// and renumber() moves the node indices the step records.
+// The StepGraph owns everything a pass records, so no pass keeps state of its own:
+//   named    values a reader fetches after a run ("gct.regularizer", "v2s.gram.<module>")
+//   inputs   run-time inputs, each with the function of StepInfo that fills it before every run
+//            ("gct.inverse_target_tokens", DropHead's "head_gate.<module>")
+//   terms    scalars the progress log reports ("gct_regularizer"), averaged over training runs
+// A pass that rewrites the graph (the fusions, head_gates) builds a new one and hands it over with
+// replace_graph(), which moves every recorded value; a pass that edits in place (saved_activations)
+// calls renumber(). Either way a pass may run anywhere in the list: the list is the only order.
 // `pillars graph EXP.json --after PASS` prints the graph after any pass and marks the nodes that
 // pass added (StepGraph::added_by).
 #pragma once
+#include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -28,6 +32,29 @@
 #include "models/transformer.h"
 
 namespace pillars::train {
+
+// What a run is told about itself: the run-time inputs are filled from it (steps/steps.h).
+struct StepInfo {
+  int64_t target_tokens = 0; // non-pad target tokens of the batch
+  uint64_t seed = 0;         // the run's seed (dropout stream); 0 in evaluation
+  int64_t update = 0;        // the update this run belongs to (1-based; 0 in evaluation)
+  double progress = 0;       // update / planned updates, in [0, 1]
+  bool train = false;
+};
+
+// A run-time input a pass declared: the steps bind fill(info) to `value` before every run.
+struct RunInput {
+  ValueId value = kNoValue;
+  std::function<Tensor(const StepInfo&)> fill;
+};
+
+// A scalar the progress log reports under `key`: value / divide_by, averaged over the training
+// runs since the last progress line (train/trainer.cpp).
+struct LoggedTerm {
+  std::string key;
+  ValueId value = kNoValue;
+  double divide_by = 1;
+};
 
 struct StepGraph {
   Graph graph;
@@ -43,6 +70,9 @@ struct StepGraph {
                                         // (kNoValue where the objective does not depend on it)
   int first_backward_node = -1;         // autodiff: the first node of the backward (-1: none yet)
   MemoryPlan memory;                    // plan_memory: where every value lives in the arena
+  std::map<std::string, ValueId, std::less<>> named;  // values readers fetch after a run (outputs)
+  std::map<std::string, RunInput, std::less<>> inputs; // run-time inputs by name, with their fill
+  std::vector<LoggedTerm> terms;                       // what the progress log reports
   // Per node: the index (in the pass list) of the pass that added it; kByModel for the model's.
   std::vector<int> added_by;
   static constexpr int kByModel = -1;
@@ -61,6 +91,15 @@ struct StepGraph {
     s.added_by.assign(s.graph.nodes().size(), kByModel);
     return s;
   }
+
+  // Records `v` under `name` and marks it a graph output, so its value survives the run.
+  void name(const std::string& name, ValueId v);
+  // The value recorded under `name`; kNoValue when no pass recorded it.
+  ValueId named_value(std::string_view name) const;
+  // Declares the f32 input `name` of `shape`, bound to fill(info) before every run.
+  ValueId add_input(const std::string& name, const Shape& shape, std::function<Tensor(const StepInfo&)> fill);
+  // Reports the scalar `v` (marked an output) divided by `divide_by` in the progress log under `key`.
+  void log_term(const std::string& key, ValueId v, double divide_by = 1);
 
   // For a pass that builds a new graph: `value_map` and `node_map` send old values and nodes to new
   // ones (kNoValue / -1: gone). Every recorded value moves; throws if one of them is gone.

@@ -5,7 +5,6 @@
 
 #include "base/error.h"
 #include "engine/op.h"
-#include "steps/pass_list.h"
 
 namespace pillars::train {
 
@@ -21,21 +20,10 @@ std::vector<int32_t> row_lengths(const std::vector<int32_t>& ids, int64_t B, int
 
 } // namespace
 
-GraphOptions step_model_options(float label_smoothing, bool train, AttentionBackend backend, const GraphExtension* extension) {
-  GraphOptions o;
-  o.label_smoothing = train ? label_smoothing : 0.0f;
-  // The dropout seed is a graph attribute (the base of its Philox stream); the executor adds a
-  // per-run seed, so one graph serves every step.
-  o.dropout_seed = 0;
-  o.train = train;
-  o.attention_backend = backend;
-  if (extension) extension->configure(o, train);
-  return o;
-}
-
 // ---- StepCache ------------------------------------------------------------------------------------
 
-StepCache::Compiled& StepCache::get(const std::vector<int64_t>& key, bool train, const std::function<StepGraph()>& build) {
+StepCache::Compiled& StepCache::get(const std::vector<int64_t>& key, bool train,
+                                    const std::function<StepGraph(const GraphOptions&)>& build) {
   // Keep the arena on the parameters' device: when the store has moved (or on first use), the
   // compiled steps of the other device are dropped and a fresh arena is made.
   if (!arena_ || arena_->device != params_.device()) {
@@ -45,13 +33,12 @@ StepCache::Compiled& StepCache::get(const std::vector<int64_t>& key, bool train,
   }
   auto& slot = (train ? train_ : eval_)[key];
   if (!slot) {
-    // The passes run on the step where it will stay (extensions remember their nodes by the
-    // graph's address); the cache takes it only once it is whole.
+    const StepRecipe& recipe = train ? recipes_.train : recipes_.eval;
     auto c = std::make_unique<Compiled>();
     StepGraph& s = c->step;
-    s = build();
+    s = build(recipe.options);
     s.device = arena_->device;
-    run_passes(step_passes(train, passes, extension_.get()), s);
+    run_passes(recipe.passes, s);
     c->executor = std::make_unique<Executor>(s.graph, s.device, arena_, s.memory);
     if (s.device == Device::cuda) c->executor->enable_graph_capture(true);
     c->executor->bind_params(params_);
@@ -70,13 +57,19 @@ ValueId StepCache::Compiled::input(std::string_view name) const {
 
 float StepCache::run(Compiled& c, const StepInfo& info) {
   Executor& ex = *c.executor;
-  if (extension_) extension_->bind(ex, c.step.graph, info);
+  for (const auto& [name, in] : c.step.inputs) ex.bind(in.value, in.fill(info)); // e.g. 1 / target tokens
   if (info.train) ex.set_seed(info.seed);
   const bool observed = observer_ != nullptr && info.train;
   if (observed) watch_gradients(c, info.target_tokens);
   ex.run();
   if (observed) report_remaining_gradients(c);
-  if (extension_) extension_->after_run(ex, c.step.graph, info);
+  if (info.train)
+    for (const LoggedTerm& t : c.step.terms) {
+      auto& [sum, runs] = term_sums_[t.key];
+      sum += static_cast<double>(ex.fetch(t.value).data<float>()[0]) / t.divide_by;
+      ++runs;
+    }
+  if (watcher_) watcher_(StepRun{c.step, ex, info});
   if (info.train) {
     // The optimiser's view of every parameter and its gradient. The gradients are views into the
     // shared arena, so the slots are rebuilt every step (another shape's executor may have moved
@@ -88,6 +81,19 @@ float StepCache::run(Compiled& c, const StepInfo& info) {
     }
   }
   return ex.fetch(c.step.loss).data<float>()[0];
+}
+
+std::map<std::string, double> StepCache::take_terms() {
+  std::map<std::string, double> mean;
+  for (const auto& [key, sum_runs] : term_sums_) mean[key] = sum_runs.first / static_cast<double>(sum_runs.second);
+  term_sums_.clear();
+  return mean;
+}
+
+Tensor StepRun::named(std::string_view name) const {
+  const ValueId v = step.named_value(name);
+  PILLARS_CHECK(v != kNoValue, "step: no value named '", name, "' (which pass records it?)");
+  return executor.fetch(v);
 }
 
 // The observer hears of each gradient right after the node that makes it final has run: that node
@@ -134,8 +140,8 @@ void StepCache::report_remaining_gradients(Compiled& c) {
 // ---- the encoder-decoder ------------------------------------------------------------------------
 
 float Seq2SeqSteps::run(const Seq2SeqBatch& b, uint64_t seed, bool train) {
-  StepCache::Compiled& c = cache_.get({b.B, b.Ts, b.Tt}, train, [&] {
-    return StepGraph::of(build_seq2seq_training_graph(cfg_, b.B, b.Ts, b.Tt, options(train)), train, Device::cpu);
+  StepCache::Compiled& c = cache_.get({b.B, b.Ts, b.Tt}, train, [&](const GraphOptions& o) {
+    return StepGraph::of(build_seq2seq_training_graph(cfg_, b.B, b.Ts, b.Tt, o), train, Device::cpu);
   });
   Executor& ex = *c.executor;
   ex.bind(c.input("src_tokens"), Tensor::from_i32({b.B, b.Ts}, b.src_tokens));
@@ -157,8 +163,8 @@ double Seq2SeqSteps::eval(const Seq2SeqBatch& b) {
 
 float LmSteps::run(int64_t B, int64_t T, const std::vector<int32_t>& tokens, const std::vector<int32_t>& target,
                    uint64_t seed, bool train, int64_t& tokens_out) {
-  StepCache::Compiled& c = cache_.get({B, T}, train, [&] {
-    return StepGraph::of(build_lm_training_graph(cfg_, B, T, options(train)), train, Device::cpu);
+  StepCache::Compiled& c = cache_.get({B, T}, train, [&](const GraphOptions& o) {
+    return StepGraph::of(build_lm_training_graph(cfg_, B, T, o), train, Device::cpu);
   });
   Executor& ex = *c.executor;
   ex.bind(c.input("tokens"), Tensor::from_i32({B, T}, tokens));
@@ -184,7 +190,7 @@ double LmSteps::eval(int64_t B, int64_t T, const std::vector<int32_t>& tokens, c
 
 std::vector<std::string> ModelSteps::training_passes() const {
   std::vector<std::string> names;
-  for (const Pass& p : step_passes(/*train=*/true, cache_.passes, cache_.extension())) names.push_back(p.name);
+  for (const Pass& p : cache_.recipes().train.passes) names.push_back(p.name);
   return names;
 }
 

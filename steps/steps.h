@@ -1,24 +1,24 @@
 // The compiled training and evaluation steps of the encoder-decoder, one per batch shape.
 //
-//   Seq2SeqSteps steps(cfg, params, label_smoothing);
+//   Seq2SeqSteps steps(cfg, params, step_recipes(context));   // train/pass_list.h
 //   float loss = steps.train(batch, seed);   // forward + backward: gradients in steps.slots()
 //   optimizer.step(steps.slots(), lr);
 //   double nll = steps.eval(batch);           // forward only, no dropout, no label smoothing
 //
 // A step is compiled the first time a shape (B, Ts, Tt) is seen and reused after: the model's
-// forward graph, then the passes of the one list (steps/pass_list.h: the fusion, the method's
-// passes, autodiff, the memory plan), then an executor; all of them share one arena (engine/executor.h), so memory is that of the largest
-// shape, not the sum. Batching (steps/batching.h) keeps the number of shapes small.
+// forward graph (built with the recipe's GraphOptions), then the recipe's passes (the fusions, the
+// method's passes, autodiff, the memory plan), then an executor; all of them share one arena
+// (engine/executor.h), so memory is that of the largest shape, not the sum. Batching
+// (steps/batching.h) keeps the number of shapes small.
+//
+// Around every run the cache does what the passes recorded in the StepGraph (steps/pass.h): it
+// binds each run-time input to its fill(StepInfo), and after the run adds the logged terms to the
+// sums take_terms() averages, and shows the named values to a watcher (set_run_watcher).
 //
 // The steps run where the parameters are: with the ParamStore on the GPU (ParamStore::to), the
 // graphs run on a CUDA executor (arena in device memory, each shape's step captured as a CUDA
 // graph after its first run) and the gradients in slots() are device tensors. Moving the store
 // to another device drops the compiled graphs.
-//
-// set_attention_backend chooses how the attention modules compute (models/transformer.h
-// AttentionBackend), set_fuse_linear_activation whether the fusion pass runs and
-// set_fuse_linear_cross_entropy whether the LM head fuses with its loss and
-// set_bf16_saved_activations whether saved_activations runs; each drops the compiled graphs.
 //
 // The two model families differ in what a batch is and which graph the model builds; compiling,
 // running and reading back are the same code (StepCache below).
@@ -33,14 +33,28 @@
 #include "engine/optim/optimizer.h"
 #include "models/transformer.h"
 #include "steps/batching.h"
-#include "steps/extension.h"
 #include "steps/pass.h"
 
 namespace pillars::train {
 
-// The model builder's options for a step: dropout and label smoothing only when training, and the
-// extension's requests (feature maps, target lengths, head gates).
-GraphOptions step_model_options(float label_smoothing, bool train, AttentionBackend backend, const GraphExtension* extension);
+// How one kind of step is made: the model builder's options and the passes that rewrite its graph.
+struct StepRecipe {
+  GraphOptions options;
+  PassList passes;
+};
+// A model's two kinds of step (train/pass_list.h makes them from the experiment's settings).
+struct StepRecipes {
+  StepRecipe train, eval;
+};
+
+// One finished run, as a watcher sees it: the step and its executor, until the next run.
+struct StepRun {
+  const StepGraph& step;
+  const Executor& executor;
+  const StepInfo& info;
+  // The value a pass named (StepGraph::name); throws when the step has none of that name.
+  Tensor named(std::string_view name) const;
+};
 
 // Told, while a training step's backward runs (CPU), as each parameter's gradient becomes final,
 // so it can be summed over the ranks of a data-parallel job before the backward ends
@@ -66,7 +80,7 @@ class GradientObserver {
 };
 
 // What both families share: the compiled steps of each batch shape (training and evaluation), on
-// the parameters' device, with the extension's hooks around every run.
+// the parameters' device, with the recorded inputs, terms and named values handled around every run.
 class StepCache {
  public:
   struct Compiled {
@@ -81,32 +95,33 @@ class StepCache {
     std::vector<std::string> param_names;
     std::vector<std::pair<size_t, size_t>> gradient_ready;
   };
-  StepCache(ParamStore& params, std::shared_ptr<GraphExtension> extension)
-      : params_(params), extension_(std::move(extension)) {}
-  // The compiled step of `key` (a batch shape), built by `build` (the model's forward graph as a
-  // StepGraph) on first use.
-  Compiled& get(const std::vector<int64_t>& key, bool train, const std::function<StepGraph()>& build);
-  // Runs a bound step: the extension's bind, the executor, the extension's after_run; on a
-  // training step, slots() then holds every parameter with its gradient. Returns the task loss.
+  StepCache(ParamStore& params, StepRecipes recipes) : params_(params), recipes_(std::move(recipes)) {}
+  // The compiled step of `key` (a batch shape), built by `build` (the model's forward graph, from
+  // the recipe's options, as a StepGraph) on first use.
+  Compiled& get(const std::vector<int64_t>& key, bool train, const std::function<StepGraph(const GraphOptions&)>& build);
+  // Runs a bound step: binds the run-time inputs, runs the executor, adds up the logged terms and
+  // calls the watcher; on a training step, slots() then holds every parameter with its gradient.
+  // Returns the task loss.
   float run(Compiled& c, const StepInfo& info);
   std::vector<optim::ParamSlot>& slots() { return slots_; }
-  GraphExtension* extension() const { return extension_.get(); }
+  const StepRecipes& recipes() const { return recipes_; }
   // Training runs tell `o` about each gradient as the backward finishes it (nullptr: nobody).
   void set_gradient_observer(GradientObserver* o) { observer_ = o; }
+  void set_run_watcher(std::function<void(const StepRun&)> w) { watcher_ = std::move(w); }
+  // Each logged term averaged over the training runs since the last call (empty: none ran).
+  std::map<std::string, double> take_terms();
   void clear() { train_.clear(), eval_.clear(); }
   size_t size() const { return train_.size() + eval_.size(); }
 
-  AttentionBackend attention_backend = AttentionBackend::pillars;
-  PassSettings passes; // which optional passes run (the two fusions, saved_activations)
-
  private:
-  Compiled& compile(StepGraph step);
   void watch_gradients(Compiled& c, int64_t target_tokens);
   void report_remaining_gradients(Compiled& c);
   ParamStore& params_;
+  StepRecipes recipes_;
   GradientObserver* observer_ = nullptr;
+  std::function<void(const StepRun&)> watcher_;
   size_t next_ready_ = 0; // the next entry of gradient_ready to report in this run
-  std::shared_ptr<GraphExtension> extension_;
+  std::map<std::string, std::pair<double, int64_t>> term_sums_; // key → (Σ value / divide_by, runs)
   std::shared_ptr<SharedArena> arena_; // on the parameters' device (see steps.cpp)
   std::map<std::vector<int64_t>, std::unique_ptr<Compiled>> train_, eval_;
   std::vector<optim::ParamSlot> slots_;
@@ -119,35 +134,27 @@ class ModelSteps {
   virtual ~ModelSteps() = default;
   // Every parameter with the gradient of the last training step.
   std::vector<optim::ParamSlot>& slots() { return cache_.slots(); }
-  // Where training is (for extensions whose behaviour follows a schedule).
+  // Where training is (the StepInfo the run-time inputs are filled from).
   void set_progress(int64_t update, double progress) { update_ = update, progress_ = progress; }
-  void set_attention_backend(AttentionBackend b) { cache_.attention_backend = b, cache_.clear(); }
-  // Rewrite each linear → relu/gelu into one linear_act node (engine/passes/fuse_linear.h).
-  void set_fuse_linear_activation(bool on) { cache_.passes.fuse_linear = on, cache_.clear(); }
-  // Fuse the LM head with its cross-entropy in training steps (engine/passes/fuse_linear_cross_entropy.h).
-  void set_fuse_linear_cross_entropy(bool on) { cache_.passes.fuse_cross_entropy = on, cache_.clear(); }
-  // Keep the activations the backward reads in bf16 (engine/passes/saved_activations.h), or fp32.
-  void set_bf16_saved_activations(bool on) { cache_.passes.bf16_saved_activations = on, cache_.clear(); }
   // See GradientObserver; the observer must outlive the training steps it watches.
   void set_gradient_observer(GradientObserver* o) { cache_.set_gradient_observer(o); }
+  // Called after every run with its named values (the V2S vote reads its Gram matrices so).
+  void set_run_watcher(std::function<void(const StepRun&)> w) { cache_.set_run_watcher(std::move(w)); }
+  // The logged terms of the passes, averaged over the training runs since the last call.
+  std::map<std::string, double> take_terms() { return cache_.take_terms(); }
   // The names of the passes a training step runs, in order (the run log's start record lists them).
   std::vector<std::string> training_passes() const;
 
  protected:
   // Keeps references to cfg and params (they must outlive this object).
-  ModelSteps(const TransformerConfig& cfg, ParamStore& params, float label_smoothing, std::shared_ptr<GraphExtension> extension)
-      : cfg_(cfg), label_smoothing_(label_smoothing), cache_(params, std::move(extension)) {}
-  // The model builder's options of a training or evaluation step.
-  GraphOptions options(bool train) const {
-    return step_model_options(label_smoothing_, train, cache_.attention_backend, cache_.extension());
-  }
-  // What the extension is told about a run of `target_tokens` tokens.
+  ModelSteps(const TransformerConfig& cfg, ParamStore& params, StepRecipes recipes)
+      : cfg_(cfg), cache_(params, std::move(recipes)) {}
+  // What the run-time inputs are filled from.
   StepInfo info(int64_t target_tokens, uint64_t seed, bool train) const {
     return {target_tokens, train ? seed : 0, train ? update_ : 0, progress_, train};
   }
 
   const TransformerConfig& cfg_;
-  float label_smoothing_;
   StepCache cache_;
   int64_t update_ = 0;
   double progress_ = 0;
@@ -155,11 +162,10 @@ class ModelSteps {
 
 class Seq2SeqSteps : public ModelSteps {
  public:
-  Seq2SeqSteps(const TransformerConfig& cfg, ParamStore& params, float label_smoothing,
-               std::shared_ptr<GraphExtension> extension = nullptr)
-      : ModelSteps(cfg, params, label_smoothing, std::move(extension)) {}
+  Seq2SeqSteps(const TransformerConfig& cfg, ParamStore& params, StepRecipes recipes)
+      : ModelSteps(cfg, params, std::move(recipes)) {}
   // One forward + backward on the batch with dropout seed `seed`. Returns the label-smoothed loss
-  // (mean over the batch's target tokens); the gradients of that mean (plus the extension's terms)
+  // (mean over the batch's target tokens); the gradients of that mean (plus the method's terms)
   // are in slots() until the next call of train() or eval().
   float train(const Seq2SeqBatch& batch, uint64_t seed);
   // The summed negative log-likelihood (nats) of the batch's targets, without dropout or smoothing.
@@ -172,9 +178,8 @@ class Seq2SeqSteps : public ModelSteps {
 // The decoder-only language model's steps: batches of B blocks of T tokens (steps/task.h).
 class LmSteps : public ModelSteps {
  public:
-  LmSteps(const TransformerConfig& cfg, ParamStore& params, float label_smoothing,
-          std::shared_ptr<GraphExtension> extension = nullptr)
-      : ModelSteps(cfg, params, label_smoothing, std::move(extension)) {}
+  LmSteps(const TransformerConfig& cfg, ParamStore& params, StepRecipes recipes)
+      : ModelSteps(cfg, params, std::move(recipes)) {}
   // tokens, target: (B·T) ids each (target = tokens shifted by one), pad where a block is short.
   float train(int64_t B, int64_t T, const std::vector<int32_t>& tokens, const std::vector<int32_t>& target, uint64_t seed);
   double eval(int64_t B, int64_t T, const std::vector<int32_t>& tokens, const std::vector<int32_t>& target);

@@ -20,10 +20,10 @@ std::vector<int64_t> lengths_of(const std::vector<std::vector<int32_t>>& lists) 
 
 class Seq2SeqTask : public TrainingTask {
  public:
-  Seq2SeqTask(const TransformerConfig& cfg, ParamStore& params, float ls, const Seq2SeqData& data, int64_t max_tokens,
-              std::shared_ptr<GraphExtension> extension)
+  Seq2SeqTask(const TransformerConfig& cfg, ParamStore& params, const Seq2SeqData& data, int64_t max_tokens,
+              StepRecipes recipes)
       : data_(data), pad_(static_cast<int32_t>(cfg.pad_id)), max_tokens_(max_tokens),
-        steps_(cfg, params, ls, std::move(extension)),
+        steps_(cfg, params, std::move(recipes)),
         train_(lengths_of(data.train_src), lengths_of(data.train_tgt), {.max_tokens = max_tokens}),
         batches_per_epoch_(static_cast<int64_t>(train_.in_order().size())) {}
 
@@ -67,10 +67,10 @@ std::vector<Batch> block_batches(std::vector<int64_t> blocks, int64_t T, int64_t
 
 class LmTask : public TrainingTask {
  public:
-  LmTask(const TransformerConfig& cfg, ParamStore& params, float ls, const LmData& data, int64_t T, int64_t max_tokens,
-         std::shared_ptr<GraphExtension> extension)
+  LmTask(const TransformerConfig& cfg, ParamStore& params, const LmData& data, int64_t T, int64_t max_tokens,
+         StepRecipes recipes)
       : data_(data), pad_(static_cast<int32_t>(cfg.pad_id)), T_(T), max_tokens_(max_tokens),
-        steps_(cfg, params, ls, std::move(extension)) {
+        steps_(cfg, params, std::move(recipes)) {
     PILLARS_CHECK(T <= max_tokens, "data.block_size ", T, " exceeds data.max_tokens ", max_tokens);
     PILLARS_CHECK(data.train.size() > 1 && data.valid.size() > 1, "language model: empty training or validation stream");
     const int64_t n = lm_blocks(data.train, T), B = std::max<int64_t>(1, max_tokens / T);
@@ -170,20 +170,18 @@ std::pair<double, int64_t> lm_nll(LmSteps& steps, const std::vector<int32_t>& st
   return {nll, tokens};
 }
 
-std::unique_ptr<TrainingTask> make_seq2seq_task(const TransformerConfig& cfg, ParamStore& params, float label_smoothing,
-                                                const Seq2SeqData& data, int64_t max_tokens,
-                                                std::shared_ptr<GraphExtension> extension) {
+std::unique_ptr<TrainingTask> make_seq2seq_task(const TransformerConfig& cfg, ParamStore& params, const Seq2SeqData& data,
+                                                int64_t max_tokens, StepRecipes recipes) {
   PILLARS_CHECK(!data.train_src.empty() && data.train_src.size() == data.train_tgt.size(),
                 "training set is empty or misaligned");
   PILLARS_CHECK(!data.valid_src.empty() && data.valid_src.size() == data.valid_tgt.size(),
                 "validation set is empty or misaligned");
-  return std::make_unique<Seq2SeqTask>(cfg, params, label_smoothing, data, max_tokens, std::move(extension));
+  return std::make_unique<Seq2SeqTask>(cfg, params, data, max_tokens, std::move(recipes));
 }
 
-std::unique_ptr<TrainingTask> make_lm_task(const TransformerConfig& cfg, ParamStore& params, float label_smoothing,
-                                           const LmData& data, int64_t block_size, int64_t max_tokens,
-                                           std::shared_ptr<GraphExtension> extension) {
-  return std::make_unique<LmTask>(cfg, params, label_smoothing, data, block_size, max_tokens, std::move(extension));
+std::unique_ptr<TrainingTask> make_lm_task(const TransformerConfig& cfg, ParamStore& params, const LmData& data,
+                                           int64_t block_size, int64_t max_tokens, StepRecipes recipes) {
+  return std::make_unique<LmTask>(cfg, params, data, block_size, max_tokens, std::move(recipes));
 }
 
 } // namespace pillars::train

@@ -30,7 +30,8 @@ class TrainingTask {
   // Σ negative log-likelihood (nats) and the number of target tokens over the validation set.
   virtual std::pair<double, int64_t> valid_nll() = 0;
   // The same over the first `max_batches` training batches in their fixed order (0 = all), forward
-  // only, without dropout: the V2S voting pass runs it with an extension that reads each batch.
+  // only, without dropout: the V2S vote runs it on a task whose evaluation steps name their Gram
+  // matrices, and reads them after each batch (ModelSteps::set_run_watcher).
   // Of those, only the batches j ≡ rank (mod size): a data-parallel job's ranks share them.
   virtual std::pair<double, int64_t> train_nll(int64_t max_batches, int rank = 0, int size = 1) = 0;
   // The compiled steps: the gradients of the last training step (slots()), where training is,
@@ -47,13 +48,11 @@ struct LmData {
   std::vector<int32_t> train, valid; // the token streams: every line's ids followed by eos
 };
 
-// `extension` (optional) adds its nodes to every compiled graph (steps/extension.h).
-std::unique_ptr<TrainingTask> make_seq2seq_task(const TransformerConfig& cfg, ParamStore& params, float label_smoothing,
-                                                const Seq2SeqData& data, int64_t max_tokens,
-                                                std::shared_ptr<GraphExtension> extension = nullptr);
-std::unique_ptr<TrainingTask> make_lm_task(const TransformerConfig& cfg, ParamStore& params, float label_smoothing,
-                                           const LmData& data, int64_t block_size, int64_t max_tokens,
-                                           std::shared_ptr<GraphExtension> extension = nullptr);
+// `recipes`: how its training and evaluation steps are made (train/pass_list.h step_recipes).
+std::unique_ptr<TrainingTask> make_seq2seq_task(const TransformerConfig& cfg, ParamStore& params, const Seq2SeqData& data,
+                                                int64_t max_tokens, StepRecipes recipes);
+std::unique_ptr<TrainingTask> make_lm_task(const TransformerConfig& cfg, ParamStore& params, const LmData& data,
+                                           int64_t block_size, int64_t max_tokens, StepRecipes recipes);
 
 // Σ negative log-likelihood (nats) and the number of target tokens, forward only, without dropout:
 // of sentence pairs batched by max_tokens, and of a token stream in blocks of T.

@@ -30,6 +30,7 @@
 #include "runtime/nccl.h"
 #include "models/transformer.h"
 #include "steps/steps.h"
+#include "train/pass_list.h"
 #include "tests/grad_check.h"
 #include "tests/test_env.h"
 #include "train/gradient_buckets.h"
@@ -57,7 +58,9 @@ std::map<std::string, std::vector<float>> bucket_sums(ParamStore& params, const 
                                                       bool overlap = true) {
   using pillars::testing::random_sentences;
   const auto src = random_sentences({7, 3, 5, 6, 2, 4}, 32, 1), tgt = random_sentences({4, 6, 2, 5, 7, 3}, 32, 2);
-  train::Seq2SeqSteps steps(cfg, params, 0.1f);
+  train::StepContext context;
+  context.label_smoothing = 0.1f;
+  train::Seq2SeqSteps steps(cfg, params, train::step_recipes(context));
   train::GradientBuckets buckets(dist::single_process(), params, 0.002, 0, overlap, sums);
   steps.set_gradient_observer(&buckets);
   for (int k = 0; k < 2; ++k) {

@@ -343,7 +343,7 @@ TEST_CASE("fusions before the head gates: DropHead and Hard-Concrete gates train
     return;
   }
   testing::ScratchDir tmp("pillars_fused_gates_", /*own_cache=*/true);
-  // DropHead's extension binds its mask inputs by value number: when a fusion still ran after the
+  // DropHead's gates once bound their mask inputs by value number: when a fusion still ran after the
   // head gates pass and renumbered values, the bind failed ("value %75 is not an input or
   // parameter"). The Hard-Concrete gates find their noise by name; they are here for coverage.
   const auto losses = [&](const nlohmann::json& heads, bool fuse) {

@@ -1,9 +1,9 @@
 // The head-level baselines (ght/baselines.h) on the `tiny` config widened to 4 heads (d 32, Dh 8),
 // driven through train::Seq2SeqSteps like the trainer drives them.
 //
-//  * Disagreement: the regulariser the graph adds (objective − loss, and take_terms) equals λ · the
+//  * Disagreement: the regulariser the graph adds (objective − loss, and its logged term) equals λ · the
 //    mean over modules of the mean pairwise cosine, computed here in float64 from the graph's own
-//    V / A / O tensors over the valid positions only; its gradient (gradients with the extension
+//    V / A / O tensors over the valid positions only; its gradient (gradients with the regulariser
 //    minus without) equals central finite differences of the regulariser.
 //  * DropHead: the V-shaped rate, the masks' determinism, statistics and rescaling; the gates the
 //    graph was fed are drophead_gates(seed, update, module, H, p(t)); a step equals the model with
@@ -11,7 +11,7 @@
 //  * Hard-Concrete: evaluation gates against the closed form (and the evaluation graph against the
 //    model with those gates fixed), the L0 term against float64, the training gates against their
 //    formula, d objective / d log α against finite differences, log α = 20 ⇒ gates exactly 1.
-//    DropHead and Hard-Concrete together (ght::CompositeExtension): the graph's gate is the product.
+//    DropHead and Hard-Concrete together (one head_gates pass): the graph's gate is the product.
 //  * Michel importance: Σ_b |∂L_b/∂ξ_h| equals finite differences of the no-dropout, unsmoothed loss
 //    on a gate parameter, summed over two batches; the per-module L2 normalisation; the caller's
 //    store untouched. top_k_selection: order, ties, limits.
@@ -32,11 +32,12 @@
 
 #include "base/error.h"
 #include "ght/baselines.h"
-#include "ght/method.h"
 #include "ght/prune.h"
 #include "models/transformer.h"
+#include "steps/head_gates.h"
 #include "steps/steps.h"
 #include "steps/task.h"
+#include "train/pass_list.h"
 #include "tests/test_env.h"
 
 using namespace pillars;
@@ -89,46 +90,50 @@ bool is_decoder_self(const std::string& module) {
   return module.rfind("decoder.", 0) == 0 && module.find("self_attn") != std::string::npos;
 }
 
-// ---- test extensions --------------------------------------------------------------------------------
+// ---- the steps the tests drive ---------------------------------------------------------------------
 
-// Wraps an extension (or none) and keeps what the tests read back: the values of the last run's
-// loss and objective, and per module (graph order) its V, O, A (when emitted) and gate (when gated).
-class Spy : public train::GraphExtension {
+// The steps of the methods of `heads` (seed: their random streams), as the trainer makes them.
+train::StepRecipes method_steps(const HeadsSettings& heads, uint64_t seed = 1) {
+  train::StepContext c;
+  c.label_smoothing = kSmoothing, c.heads = heads, c.seed = seed;
+  return train::step_recipes(c);
+}
+
+// Keeps what the tests read back of the last run: the loss and objective, and per module (graph
+// order) its V, O, A (when emitted) and gate (when gated). recipes() adds to a step a pass of the
+// test's own, before autodiff (before plan_memory in evaluation), that names the values it reads;
+// the gates are named by the head_gates pass; watch() reads them all after every run.
+class Reader {
  public:
-  explicit Spy(std::shared_ptr<train::GraphExtension> inner = nullptr) : inner_(std::move(inner)) {}
-  void configure(GraphOptions& o, bool train) const override {
-    if (inner_) inner_->configure(o, train);
-  }
-  // The inner extension's passes run from the pass list; the spy's probe runs after them.
-  std::vector<train::GraphExtension*> parts() override {
-    std::vector<train::GraphExtension*> all = inner_ ? inner_->parts() : std::vector<train::GraphExtension*>{};
-    all.push_back(this);
-    return all;
-  }
-  bool probes() const override { return true; }
-  void probe(train::StepGraph& step) override {
-    for (const AttentionSite& s : step.attention)
-      for (ValueId v : {s.v, s.out, s.probs, s.gate})
-        if (v != kNoValue) step.graph.mark_output(v);
-    step.graph.mark_output(step.objective);
-    graphs_[&step.graph] = {step.attention, step.loss, step.objective};
-  }
-  void bind(Executor& ex, const Graph& g, const train::StepInfo& info) override {
-    if (inner_) inner_->bind(ex, g, info);
-  }
-  void after_run(const Executor& ex, const Graph& g, const train::StepInfo& info) override {
-    if (inner_) inner_->after_run(ex, g, info);
-    const Recorded& r = graphs_.at(&g);
-    last = {};
-    last.sites = r.sites;
-    last.loss = ex.value(r.loss).data<float>()[0];
-    last.objective = ex.value(r.objective).data<float>()[0];
-    for (const AttentionSite& s : r.sites) {
-      last.v.push_back(ex.value(s.v).clone());
-      last.out.push_back(ex.value(s.out).clone());
-      last.probs.push_back(s.probs == kNoValue ? Tensor() : ex.value(s.probs).clone());
-      last.gates.push_back(s.gate == kNoValue ? std::vector<float>{} : ex.value(s.gate).to_vector());
+  train::StepRecipes recipes(train::StepRecipes r) const {
+    for (train::StepRecipe* recipe : {&r.train, &r.eval}) {
+      auto at = recipe->passes.begin();
+      while (at != recipe->passes.end() && at->name != "autodiff" && at->name != "plan_memory") ++at;
+      recipe->passes.insert(at, {"test_reads", [](train::StepGraph& s) {
+                                   for (const AttentionSite& site : s.attention) {
+                                     s.name("test.v." + site.module, site.v);
+                                     s.name("test.out." + site.module, site.out);
+                                     if (site.probs != kNoValue) s.name("test.probs." + site.module, site.probs);
+                                   }
+                                   s.name("test.objective", s.objective);
+                                 }});
     }
+    return r;
+  }
+  void watch(train::ModelSteps& steps) {
+    steps.set_run_watcher([this](const train::StepRun& run) {
+      last = {};
+      last.sites = run.step.attention;
+      last.loss = run.executor.fetch(run.step.loss).data<float>()[0];
+      last.objective = run.named("test.objective").data<float>()[0];
+      for (const AttentionSite& site : last.sites) {
+        last.v.push_back(run.named("test.v." + site.module));
+        last.out.push_back(run.named("test.out." + site.module));
+        last.probs.push_back(site.probs == kNoValue ? Tensor() : run.named("test.probs." + site.module));
+        last.gates.push_back(site.gate == kNoValue ? std::vector<float>{}
+                                                   : run.named("head_gate." + site.module + ".xi").to_vector());
+      }
+    });
   }
 
   struct Run {
@@ -138,25 +143,22 @@ class Spy : public train::GraphExtension {
     std::vector<std::vector<float>> gates; // empty for an ungated module
   };
   Run last;
+};
 
- private:
-  struct Recorded {
-    std::vector<AttentionSite> sites;
-    ValueId loss = kNoValue, objective = kNoValue;
+// Steps that gate every module of training and evaluation graphs with the parameter
+// "head_gate.<module>" of the store they use (so a test sets them to any value, and may change
+// them between runs): a head_gates pass of the test's own in front of the plain step's passes.
+train::StepRecipes fixed_gates() {
+  train::StepContext plain;
+  plain.label_smoothing = kSmoothing;
+  train::StepRecipes r = train::step_recipes(plain);
+  const train::HeadGate gate = [](train::StepGraph& s, const AttentionSite& site, size_t) {
+    return s.graph.param("head_gate." + site.module, {site.heads});
   };
-  std::shared_ptr<train::GraphExtension> inner_;
-  std::map<const Graph*, Recorded> graphs_;
-};
-
-// Gates every module of training and evaluation graphs with the parameter "head_gate.<module>" of the
-// store the steps use (so a test sets them to any value, and may change them between runs).
-class FixedGates : public train::GraphExtension {
- public:
-  bool gates_heads() const override { return true; }
-  ValueId head_gate(Graph& g, const AttentionSite& site, size_t, bool) override {
-    return g.param("head_gate." + site.module, {site.heads});
-  }
-};
+  for (train::StepRecipe* recipe : {&r.train, &r.eval})
+    recipe->passes.insert(recipe->passes.begin(), {"head_gates", [gate](train::StepGraph& s) { train::gate_heads(s, {gate}); }});
+  return r;
+}
 
 void set_gates(ParamStore& store, const std::map<std::string, std::vector<float>>& gates) {
   for (const auto& [module, xi] : gates) {
@@ -232,14 +234,13 @@ TEST_CASE("baselines: the disagreement term equals lambda times the float64 mean
   const std::vector<int> src = src_lengths(b), tgt = tgt_lengths(b);
   for (const Disagreement variant : {Disagreement::subspace, Disagreement::position, Disagreement::output}) {
     CAPTURE(enum_name(variant));
-    DisagreementSettings s;
-    s.feature_map = feature_map_of(variant);
-    s.lambda = 0.7f;
-    auto ext = std::make_shared<DisagreementExtension>(s);
-    auto spy = std::make_shared<Spy>(ext);
-    train::Seq2SeqSteps steps(m.cfg, m.params, kSmoothing, spy);
+    const FeatureMap feature_map = feature_map_of(variant);
+    Reader spy;
+    train::Seq2SeqSteps steps(m.cfg, m.params,
+                              spy.recipes(method_steps({.regularizer = Regularizer::disagreement, .disagreement = variant, .lambda = 0.7})));
+    spy.watch(steps);
     const float loss = steps.train(b, kSeed);
-    const Spy::Run& r = spy->last;
+    const Reader::Run r = spy.last;
     REQUIRE(r.sites.size() == 6);
     CHECK(r.loss == doctest::Approx(loss));
 
@@ -249,22 +250,22 @@ TEST_CASE("baselines: the disagreement term equals lambda times the float64 mean
       const std::vector<int>& queries = module.rfind("encoder.", 0) == 0 ? src : tgt;
       const std::vector<int>& keys = is_decoder_self(module) ? tgt : src;
       std::vector<std::vector<double>> e;
-      if (s.feature_map == FeatureMap::V) e = heads_of_bthf(r.v[i], keys);
-      if (s.feature_map == FeatureMap::O) e = heads_of_bthf(r.out[i], queries);
-      if (s.feature_map == FeatureMap::A) {
+      if (feature_map == FeatureMap::V) e = heads_of_bthf(r.v[i], keys);
+      if (feature_map == FeatureMap::O) e = heads_of_bthf(r.out[i], queries);
+      if (feature_map == FeatureMap::A) {
         REQUIRE(r.probs[i].defined());
         e = heads_of_probs(r.probs[i], queries);
       }
       total += mean_pairwise_cos(e);
     }
     const double expected = total / static_cast<double>(r.sites.size()); // (1/M) Σ_m D_m
-    const DisagreementExtension::Terms t = ext->take_terms();
-    CHECK(t.runs == 1);
-    CHECK(t.mean_cosine == doctest::Approx(expected).epsilon(1e-5));
+    const std::map<std::string, double> terms = steps.take_terms();
+    REQUIRE(terms.contains("disagreement_mean_cosine"));
+    CHECK(terms.at("disagreement_mean_cosine") == doctest::Approx(expected).epsilon(1e-5));
     CHECK(r.objective - r.loss == doctest::Approx(0.7 * expected).epsilon(1e-4));
 
     // Evaluation graphs carry no regulariser and ask for no feature maps.
-    train::Seq2SeqSteps plain(m.cfg, m.params, kSmoothing);
+    train::Seq2SeqSteps plain(m.cfg, m.params, method_steps({}));
     CHECK(steps.eval(b) == plain.eval(b));
   }
   CHECK(feature_map_of(Disagreement::subspace) == FeatureMap::V); // Li et al.'s names for the maps
@@ -276,12 +277,13 @@ TEST_CASE("baselines: the disagreement term equals lambda times the float64 mean
 TEST_CASE("baselines: the disagreement gradient equals finite differences of the regulariser") {
   Model m;
   const train::Seq2SeqBatch b = small_batch();
-  DisagreementSettings s; // subspace, λ = 1
-  auto ext = std::make_shared<DisagreementExtension>(s);
-  train::Seq2SeqSteps with(m.cfg, m.params, kSmoothing, ext), without(m.cfg, m.params, kSmoothing);
+  // subspace, λ = 1
+  train::Seq2SeqSteps with(m.cfg, m.params, method_steps({.regularizer = Regularizer::disagreement, .lambda = 1.0})),
+      without(m.cfg, m.params, method_steps({}));
+  const auto mean_cosine = [&] { return with.take_terms().at("disagreement_mean_cosine"); };
   for (const std::string name : {"encoder.layers.0.self_attn.v_proj.bias", "decoder.layers.1.encoder_attn.v_proj.bias"}) {
     with.train(b, kSeed);
-    ext->take_terms();
+    with.take_terms();
     const std::vector<float> g_with = grad_of(with.slots(), name)->to_vector();
     without.train(b, kSeed);
     const std::vector<float> g_without = grad_of(without.slots(), name)->to_vector();
@@ -291,10 +293,10 @@ TEST_CASE("baselines: the disagreement gradient equals finite differences of the
       const float xp = x0 + 1e-2f, xm = x0 - 1e-2f;
       x[e] = xp;
       with.train(b, kSeed);
-      const double rp = ext->take_terms().mean_cosine;
+      const double rp = mean_cosine();
       x[e] = xm;
       with.train(b, kSeed);
-      const double rm = ext->take_terms().mean_cosine;
+      const double rm = mean_cosine();
       x[e] = x0;
       check_derivative(static_cast<double>(g_with[e]) - g_without[e], (rp - rm) / (static_cast<double>(xp) - xm), 1e-6,
                        name + " element " + std::to_string(e));
@@ -350,16 +352,15 @@ TEST_CASE("baselines: DropHead rate follows the V-shaped schedule and its masks 
 TEST_CASE("baselines: DropHead feeds the scheduled gates to training graphs and leaves evaluation alone") {
   Model m;
   const train::Seq2SeqBatch b = small_batch();
-  DropHeadSettings s;
-  s.p_max = 0.5f;
-  s.seed = 21;
-  auto spy = std::make_shared<Spy>(std::make_shared<DropHeadExtension>(s));
-  train::Seq2SeqSteps steps(m.cfg, m.params, kSmoothing, spy);
+  Reader reader;
+  const Reader::Run& last = reader.last;
+  train::Seq2SeqSteps steps(m.cfg, m.params, reader.recipes(method_steps({.drophead = 0.5}, /*seed=*/21)));
+  reader.watch(steps);
 
   // t = 0.1: p = 0.4. The gates the graph used are drophead_gates(seed, update, module, H, p).
   steps.set_progress(7, 0.1);
   const float loss = steps.train(b, kSeed);
-  const Spy::Run r = spy->last;
+  const Reader::Run r = last;
   REQUIRE(r.sites.size() == 6);
   int dropped = 0;
   std::map<std::string, std::vector<float>> used;
@@ -373,28 +374,28 @@ TEST_CASE("baselines: DropHead feeds the scheduled gates to training graphs and 
   // The same step with those gates fixed: the same loss (the gates are the only change).
   ParamStore fixed_params = m.params;
   set_gates(fixed_params, used);
-  train::Seq2SeqSteps fixed(m.cfg, fixed_params, kSmoothing, std::make_shared<FixedGates>());
+  train::Seq2SeqSteps fixed(m.cfg, fixed_params, fixed_gates());
   CHECK(fixed.train(b, kSeed) == doctest::Approx(loss).epsilon(1e-6));
 
   // Another update draws other masks; the same update again, the same ones.
   steps.set_progress(8, 0.1);
   steps.train(b, kSeed);
   bool other = false;
-  for (size_t i = 0; i < 6; ++i) other = other || spy->last.gates[i] != r.gates[i];
+  for (size_t i = 0; i < 6; ++i) other = other || last.gates[i] != r.gates[i];
   CHECK(other);
   steps.set_progress(7, 0.1);
   steps.train(b, kSeed);
-  CHECK(spy->last.gates == r.gates);
+  CHECK(last.gates == r.gates);
 
   // t = ½: p = 0, no head is dropped and the model is unchanged.
-  train::Seq2SeqSteps plain(m.cfg, m.params, kSmoothing);
+  train::Seq2SeqSteps plain(m.cfg, m.params, method_steps({}));
   steps.set_progress(9, 0.5);
   CHECK(steps.train(b, kSeed) == plain.train(b, kSeed));
-  for (const auto& xi : spy->last.gates) CHECK(xi == std::vector<float>(4, 1.0f));
+  for (const auto& xi : last.gates) CHECK(xi == std::vector<float>(4, 1.0f));
 
-  // Evaluation: no gates at all, the same NLL as the model without the extension.
+  // Evaluation: no gates at all, the same NLL as the model without DropHead.
   CHECK(steps.eval(b) == plain.eval(b));
-  for (const AttentionSite& site : spy->last.sites) CHECK(site.gate == kNoValue);
+  for (const AttentionSite& site : last.sites) CHECK(site.gate == kNoValue);
 }
 
 // ---- 3. Hard-Concrete ---------------------------------------------------------------------------
@@ -415,9 +416,7 @@ void random_log_alpha(ParamStore& params, const TransformerConfig& cfg, uint32_t
 
 TEST_CASE("baselines: Hard-Concrete evaluation gates follow the closed form, in expected_gates and in the graph") {
   Model m;
-  HardConcreteSettings s;
-  auto ext = std::make_shared<HardConcreteExtension>(s);
-  ext->add_parameters(m.params, m.cfg);
+  add_hard_concrete_parameters(m.params, m.cfg);
   const std::vector<std::string> modules = attention_modules(m.cfg);
   for (const std::string& module : modules) {
     REQUIRE(m.params.get(log_alpha_name(module)).to_vector() == std::vector<float>(4, 2.0f));
@@ -432,43 +431,42 @@ TEST_CASE("baselines: Hard-Concrete evaluation gates follow the closed form, in 
   CHECK(gates.at(modules[0])[2] == 0.0);
   CHECK(gates.at(modules[0])[3] == 1.0);
   CHECK(gates.at(modules[1])[0] == doctest::Approx(sigmoid(2.0) * 1.2 - 0.1)); // the default start: 0.957
-  // add_parameters leaves existing values alone.
-  ext->add_parameters(m.params, m.cfg, -7.0f);
+  // add_hard_concrete_parameters leaves existing values alone.
+  add_hard_concrete_parameters(m.params, m.cfg, -7.0f);
   CHECK(m.params.get(log_alpha_name(modules[0])).data<float>()[1] == std::log(3.0f));
 
   // The evaluation graph uses exactly these gates.
   random_log_alpha(m.params, m.cfg, 3);
   std::copy(chosen.begin(), chosen.end(), m.params.get(log_alpha_name(modules[0])).data<float>());
   const train::Seq2SeqBatch b = small_batch();
-  auto spy = std::make_shared<Spy>(ext);
-  train::Seq2SeqSteps steps(m.cfg, m.params, kSmoothing, spy);
+  Reader spy;
+  train::Seq2SeqSteps steps(m.cfg, m.params, spy.recipes(method_steps({.gates = HeadGates::hard_concrete})));
+  spy.watch(steps);
   const double nll = steps.eval(b);
   std::map<std::string, std::vector<float>> as_float;
   for (const auto& [module, xi] : expected_gates(m.params, m.cfg)) as_float[module].assign(xi.begin(), xi.end());
-  for (size_t i = 0; i < spy->last.sites.size(); ++i) {
-    const std::vector<float>& expected = as_float.at(spy->last.sites[i].module);
-    for (size_t h = 0; h < 4; ++h) CHECK(spy->last.gates[i][h] == doctest::Approx(expected[h]).epsilon(1e-6));
+  for (size_t i = 0; i < spy.last.sites.size(); ++i) {
+    const std::vector<float>& expected = as_float.at(spy.last.sites[i].module);
+    for (size_t h = 0; h < 4; ++h) CHECK(spy.last.gates[i][h] == doctest::Approx(expected[h]).epsilon(1e-6));
   }
   ParamStore fixed_params = m.params;
   set_gates(fixed_params, as_float);
-  train::Seq2SeqSteps fixed(m.cfg, fixed_params, kSmoothing, std::make_shared<FixedGates>());
+  train::Seq2SeqSteps fixed(m.cfg, fixed_params, fixed_gates());
   CHECK(nll == doctest::Approx(fixed.eval(b)).epsilon(1e-5));
 }
 
 TEST_CASE("baselines: Hard-Concrete training gates, L0 term and the gradient with respect to log alpha") {
   Model m;
-  HardConcreteSettings s;
-  s.lambda = 0.5f;
-  s.seed = 13;
-  auto ext = std::make_shared<HardConcreteExtension>(s);
-  ext->add_parameters(m.params, m.cfg);
+  add_hard_concrete_parameters(m.params, m.cfg);
   random_log_alpha(m.params, m.cfg, 4);
-  auto spy = std::make_shared<Spy>(ext);
-  train::Seq2SeqSteps steps(m.cfg, m.params, kSmoothing, spy);
+  Reader spy;
+  train::Seq2SeqSteps steps(m.cfg, m.params,
+                            spy.recipes(method_steps({.gates = HeadGates::hard_concrete, .l0_lambda = 0.5}, /*seed=*/13)));
+  spy.watch(steps);
   const train::Seq2SeqBatch b = small_batch();
   steps.set_progress(11, 0.3);
   steps.train(b, kSeed);
-  const Spy::Run r = spy->last;
+  const Reader::Run r = spy.last;
 
   // L0 term and training gates in float64.
   const double beta = 2.0 / 3.0, shift = -beta * std::log(0.1 / 1.1);
@@ -489,7 +487,7 @@ TEST_CASE("baselines: Hard-Concrete training gates, L0 term and the gradient wit
   }
   CHECK(closed > 0); // the clamps are exercised
   CHECK(full > 0);
-  CHECK(ext->take_terms().open_probability == doctest::Approx(open / heads).epsilon(1e-5));
+  CHECK(steps.take_terms().at("gates_open_probability") == doctest::Approx(open / heads).epsilon(1e-5));
   CHECK(r.objective - r.loss == doctest::Approx(0.5 * open / heads).epsilon(1e-4));
 
   // d objective / d log α against central differences of the objective (same noise: same update).
@@ -502,10 +500,10 @@ TEST_CASE("baselines: Hard-Concrete training gates, L0 term and the gradient wit
       const float x0 = x[h], xp = x0 + 1e-2f, xm = x0 - 1e-2f;
       x[h] = xp;
       steps.train(b, kSeed);
-      const double op = spy->last.objective;
+      const double op = spy.last.objective;
       x[h] = xm;
       steps.train(b, kSeed);
-      const double om = spy->last.objective;
+      const double om = spy.last.objective;
       x[h] = x0;
       check_derivative(analytic[h], (op - om) / (static_cast<double>(xp) - xm), 3e-5, name + " head " + std::to_string(h));
     }
@@ -514,44 +512,38 @@ TEST_CASE("baselines: Hard-Concrete training gates, L0 term and the gradient wit
 
 TEST_CASE("baselines: Hard-Concrete gates that are all open leave the training loss of the model unchanged") {
   Model m;
-  HardConcreteSettings s;
-  auto ext = std::make_shared<HardConcreteExtension>(s);
-  ext->add_parameters(m.params, m.cfg, 20.0f);
-  auto spy = std::make_shared<Spy>(ext);
-  train::Seq2SeqSteps steps(m.cfg, m.params, kSmoothing, spy), plain(m.cfg, m.params, kSmoothing);
+  add_hard_concrete_parameters(m.params, m.cfg, 20.0f);
+  Reader spy;
+  train::Seq2SeqSteps steps(m.cfg, m.params, spy.recipes(method_steps({.gates = HeadGates::hard_concrete, .l0_lambda = 1.0}))),
+      plain(m.cfg, m.params, method_steps({}));
+  spy.watch(steps);
   const train::Seq2SeqBatch b = small_batch();
   steps.set_progress(3, 0.2);
   CHECK(steps.train(b, kSeed) == doctest::Approx(plain.train(b, kSeed)).epsilon(1e-6));
-  for (const auto& xi : spy->last.gates) CHECK(xi == std::vector<float>(4, 1.0f));
-  CHECK(spy->last.objective - spy->last.loss == doctest::Approx(1.0).epsilon(1e-5)); // λ · P(open) ≈ λ
+  for (const auto& xi : spy.last.gates) CHECK(xi == std::vector<float>(4, 1.0f));
+  CHECK(spy.last.objective - spy.last.loss == doctest::Approx(1.0).epsilon(1e-5)); // λ · P(open) ≈ λ
 }
 
-TEST_CASE("baselines: DropHead and Hard-Concrete gates combined in a CompositeExtension multiply") {
+TEST_CASE("baselines: DropHead and Hard-Concrete gates together multiply") {
   Model m;
-  DropHeadSettings d;
-  d.p_max = 0.5f;
-  d.seed = 21;
-  HardConcreteSettings c;
-  c.seed = 13;
-  auto gates = std::make_shared<HardConcreteExtension>(c);
-  gates->add_parameters(m.params, m.cfg);
+  add_hard_concrete_parameters(m.params, m.cfg);
   random_log_alpha(m.params, m.cfg, 4);
-  auto both = std::make_shared<CompositeExtension>();
-  both->add(std::make_shared<DropHeadExtension>(d));
-  both->add(gates);
-  auto spy = std::make_shared<Spy>(both);
-  train::Seq2SeqSteps steps(m.cfg, m.params, kSmoothing, spy);
+  Reader spy;
+  // One seed for both streams (the experiment's): DropHead's and the noise's differ by their salts.
+  train::Seq2SeqSteps steps(m.cfg, m.params,
+                            spy.recipes(method_steps({.drophead = 0.5, .gates = HeadGates::hard_concrete}, /*seed=*/13)));
+  spy.watch(steps);
   steps.set_progress(7, 0.0);
   steps.train(small_batch(), kSeed);
   const double beta = 2.0 / 3.0;
-  for (size_t i = 0; i < spy->last.sites.size(); ++i) {
-    CAPTURE(spy->last.sites[i].module);
-    const std::vector<float> drop = drophead_gates(21, 7, i, 4, 0.5);
+  for (size_t i = 0; i < spy.last.sites.size(); ++i) {
+    CAPTURE(spy.last.sites[i].module);
+    const std::vector<float> drop = drophead_gates(13, 7, i, 4, 0.5);
     const std::vector<float> noise = concrete_noise(13, 7, i, 4);
-    const std::vector<float> la = m.params.get(log_alpha_name(spy->last.sites[i].module)).to_vector();
+    const std::vector<float> la = m.params.get(log_alpha_name(spy.last.sites[i].module)).to_vector();
     for (size_t h = 0; h < 4; ++h) {
       const double concrete = std::clamp(sigmoid((noise[h] + la[h]) / beta) * 1.2 - 0.1, 0.0, 1.0);
-      CHECK(spy->last.gates[i][h] == doctest::Approx(drop[h] * concrete).epsilon(1e-5));
+      CHECK(spy.last.gates[i][h] == doctest::Approx(drop[h] * concrete).epsilon(1e-5));
     }
   }
 }
@@ -563,8 +555,8 @@ TEST_CASE("baselines: Michel head importance equals finite differences on the ga
   train::Seq2SeqData data;
   data.train_src = kSrc, data.train_tgt = kTgt, data.valid_src = kSrc, data.valid_tgt = kTgt;
   const int64_t max_tokens = 24; // 6 sentences of padded length 8: 2 batches of 3
-  const TaskFactory factory = [&](ParamStore& params, std::shared_ptr<train::GraphExtension> extension) {
-    return train::make_seq2seq_task(m.cfg, params, kSmoothing, data, max_tokens, std::move(extension));
+  const TaskFactory factory = [&](ParamStore& params) {
+    return train::make_seq2seq_task(m.cfg, params, data, max_tokens, train::step_recipes(train::importance_context(false)));
   };
   const size_t before = m.params.size();
   ImportanceSettings s;
@@ -576,13 +568,13 @@ TEST_CASE("baselines: Michel head importance equals finite differences on the ga
   REQUIRE(imp.raw.size() == 6);
 
   // The same batches; L(ξ) = the unsmoothed mean NLL without dropout (Seq2SeqSteps::eval / tokens).
-  const std::vector<train::Batch> batches = factory(m.params, nullptr)->epoch(3, 1);
+  const std::vector<train::Batch> batches = factory(m.params)->epoch(3, 1);
   REQUIRE(batches.size() == 2);
   ParamStore gated = m.params;
   std::map<std::string, std::vector<float>> ones;
   for (const std::string& module : attention_modules(m.cfg)) ones[module] = std::vector<float>(4, 1.0f);
   set_gates(gated, ones);
-  train::Seq2SeqSteps steps(m.cfg, gated, kSmoothing, std::make_shared<FixedGates>());
+  train::Seq2SeqSteps steps(m.cfg, gated, fixed_gates());
   HeadScores numeric;
   int64_t tokens = 0;
   for (const train::Batch& batch : batches) {

@@ -20,6 +20,7 @@
 #include "train/session.h"
 #include "train/setup.h"
 #include "steps/task.h"
+#include "train/head_phases.h"
 #include "tests/test_env.h"
 
 using namespace pillars;
@@ -181,9 +182,7 @@ TEST_CASE("ght phases: the vote is deterministic for a seed and counts one vote 
   const TransformerConfig cfg = model_config(e, static_cast<int64_t>(p.pipeline.dictionary().size()));
   ParamStore params;
   init_transformer_params(cfg, params, 9);
-  auto make_task = [&](std::shared_ptr<GraphExtension> ext) {
-    return make_seq2seq_task(cfg, params, 0.0f, p.data, e.data.max_tokens, std::move(ext));
-  };
+  auto make_task = [&] { return train::make_task(e, cfg, params, RunData{.pairs = &p.data}, vote_context(e)); };
   ght::VoteSettings s;
   s.groups = 2, s.max_batches = 4, s.seed = 11;
   for (ght::KeepRule rule : {ght::KeepRule::per_group, ght::KeepRule::top_c, ght::KeepRule::score, ght::KeepRule::random,

@@ -51,21 +51,15 @@ Batch random_batch(int64_t vocab, uint32_t seed) {
 }
 
 // Gates of fixed values: module → (H) values (modules not listed stay ungated).
-class ConstantGates : public train::GraphExtension {
- public:
-  explicit ConstantGates(const std::map<std::string, std::vector<float>>& gates) : gates_(gates) {}
-  bool gates_heads() const override { return true; }
-  ValueId head_gate(Graph& g, const AttentionSite& site, size_t, bool) override {
-    const auto it = gates_.find(site.module);
-    if (it == gates_.end()) return kNoValue;
+train::HeadGate constant_gates(const std::map<std::string, std::vector<float>>& gates) {
+  return [&gates](train::StepGraph& s, const AttentionSite& site, size_t) -> ValueId {
+    const auto it = gates.find(site.module);
+    if (it == gates.end()) return kNoValue;
     Tensor t = Tensor::zeros({site.heads});
     std::copy(it->second.begin(), it->second.end(), t.data<float>());
-    return g.constant(t);
-  }
-
- private:
-  const std::map<std::string, std::vector<float>>& gates_;
-};
+    return s.graph.constant(t);
+  };
+}
 
 // Logits (B·Tt, V) of the model in evaluation mode; `gates` (module → (H) values) multiply the heads
 // (through the head_gates pass).
@@ -76,8 +70,7 @@ std::vector<float> logits(const TransformerConfig& cfg, ParamStore& params, cons
   Seq2SeqGraph m = build_seq2seq_training_graph(cfg, b.B, b.Ts, b.Tt, o);
   m.graph.mark_output(m.logits);
   train::StepGraph s = train::StepGraph::of(std::move(m), /*train=*/false, Device::cpu);
-  ConstantGates gating(gates);
-  train::gate_heads(s, {&gating});
+  train::gate_heads(s, {constant_gates(gates)});
   Executor ex(s.graph);
   ex.bind_params(params);
   ex.bind("src_tokens", Tensor::from_i32({b.B, b.Ts}, b.src));

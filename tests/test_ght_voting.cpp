@@ -48,7 +48,7 @@ TEST_CASE("ght voting: a group of two ties on distance, so the higher cosine, th
   const Vectors swapped{{12.0, -0.5}, {9.0, 0.5}, {-0.5, 10.0}, {0.5, 10.0}};
   CHECK(group_votes(gram_of(swapped), 4, labels, 2) == std::vector<int>{0, 2});
   // A whole batch's tally (K-means finds these two groups): one vote each for heads 1 and 2.
-  VoteExtension v(VoteSettings{.groups = 2});
+  VoteTally v(VoteSettings{.groups = 2});
   ModuleVotes m;
   m.heads = 4, m.votes.assign(4, 0), m.score.assign(4, 0.0), m.co_assigned.assign(16, 0);
   v.tally(m, gram_of(E, true), 3);

@@ -23,6 +23,7 @@
 #include "engine/dist/communicator.h"
 #include "models/transformer.h"
 #include "steps/steps.h"
+#include "train/pass_list.h"
 #include "tests/test_env.h"
 #include "train/data_parallel.h"
 #include "train/gradient_buckets.h"
@@ -30,6 +31,13 @@
 using namespace pillars;
 
 namespace {
+
+// The plain step with label smoothing 0.1.
+train::StepContext smoothed() {
+  train::StepContext c;
+  c.label_smoothing = 0.1f;
+  return c;
+}
 
 using pillars::testing::random_sentences;
 
@@ -104,7 +112,7 @@ bool same_bits(const Tensor& a, const Tensor& b) {
 
 TEST_CASE("the steps report every gradient once, already final, while the backward still runs") {
   Model m;
-  train::Seq2SeqSteps steps(m.cfg, m.params, 0.1f);
+  train::Seq2SeqSteps steps(m.cfg, m.params, train::step_recipes(smoothed()));
   Recorder r;
   steps.set_gradient_observer(&r);
   const train::Seq2SeqBatch b = batch_of({0, 1, 2});
@@ -133,7 +141,7 @@ TEST_CASE("gradient buckets in one process hold the token-weighted sum of the ba
   // The two batches' gradients, separately.
   std::map<std::string, std::vector<double>> expected;
   {
-    train::Seq2SeqSteps steps(m.cfg, m.params, 0.1f);
+    train::Seq2SeqSteps steps(m.cfg, m.params, train::step_recipes(smoothed()));
     for (const auto* b : {&b1, &b2}) {
       steps.train(*b, b == &b1 ? 11 : 12);
       for (const auto& s : steps.slots()) {
@@ -145,7 +153,7 @@ TEST_CASE("gradient buckets in one process hold the token-weighted sum of the ba
       }
     }
   }
-  train::Seq2SeqSteps steps(m.cfg, m.params, 0.1f);
+  train::Seq2SeqSteps steps(m.cfg, m.params, train::step_recipes(smoothed()));
   train::GradientBuckets buckets(dist::single_process(), m.params, /*bucket_mb=*/0.002, 0, true);
   steps.set_gradient_observer(&buckets);
   buckets.next_batch(true, false);
@@ -169,7 +177,7 @@ TEST_CASE("gradient buckets in one process hold the token-weighted sum of the ba
 
 TEST_CASE("gradient bucket layout: whole parameters, and ZeRO-1 owners that share the work") {
   Model m;
-  train::Seq2SeqSteps steps(m.cfg, m.params, 0.1f);
+  train::Seq2SeqSteps steps(m.cfg, m.params, train::step_recipes(smoothed()));
   const train::Seq2SeqBatch b = batch_of({0, 1, 2});
   constexpr double kMb = 0.004; // ~4 KB: a few parameters per bucket, the embeddings alone
   std::vector<std::set<std::string>> owned(3);

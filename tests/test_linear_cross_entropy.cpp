@@ -36,10 +36,9 @@
 #include "engine/passes/autodiff.h"
 #include "engine/passes/flops.h"
 #include "engine/passes/fuse_linear_cross_entropy.h"
-#include "ght/method.h"
 #include "runtime/cuda_device.h"
 #include "models/transformer.h"
-#include "steps/pass_list.h"
+#include "train/pass_list.h"
 #include "steps/steps.h"
 #include "tests/grad_check.h"
 #include "tests/test_env.h"
@@ -261,7 +260,7 @@ TEST_CASE("fuse_linear_cross_entropy: the tiny transformer's step — logits gon
     CHECK(bytes(fused) < bytes(plain));
     // Training steps only: an evaluation step's pass list has no fusion.
     bool listed = false;
-    for (const train::Pass& p : train::step_passes(false, kFused, nullptr)) listed = listed || p.name == "fuse_linear_cross_entropy";
+    for (const train::Pass& p : train::step_passes(train::StepContext{.train = false, .passes = kFused})) listed = listed || p.name == "fuse_linear_cross_entropy";
     CHECK(!listed);
   }
 }
@@ -310,10 +309,12 @@ TEST_CASE("fuse_linear_cross_entropy with GCT and bf16 saved activations: the fu
   const Experiment e = parse_experiment(j, "gct.json");
   const TransformerConfig cfg = train::model_config(e, 1000);
   ParamStore params;
-  const auto method = ght::head_extension(e.heads, e.prune, 1, cfg, params, /*finetune=*/false);
-  const GraphOptions o = train::step_model_options(0.1f, true, AttentionBackend::pillars, method.get());
-  train::StepGraph s = train::StepGraph::of(build_seq2seq_training_graph(cfg, 64, 32, 32, o), true, Device::cpu);
-  train::run_passes(train::step_passes(true, {.fuse_cross_entropy = true, .bf16_saved_activations = true}, method.get()), s);
+  train::StepContext c = train::step_context(e);
+  c.train = true, c.seed = 1;
+  c.passes.fuse_cross_entropy = c.passes.bf16_saved_activations = true;
+  train::add_method_parameters(c, cfg, params);
+  train::StepGraph s = train::StepGraph::of(build_seq2seq_training_graph(cfg, 64, 32, 32, train::step_options(c)), true, Device::cpu);
+  train::run_passes(train::step_passes(c), s);
   const Graph& g = s.graph;
   std::vector<ValueId> made;
   int casts = 0;

@@ -37,7 +37,7 @@
 #include "kernels/cpu/convert.h"
 #include "runtime/cuda_device.h"
 #include "models/transformer.h"
-#include "steps/pass_list.h"
+#include "train/pass_list.h"
 #include "tests/grad_check.h"
 #include "tests/test_env.h"
 #include "tests/tiny_step.h"

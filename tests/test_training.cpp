@@ -297,7 +297,7 @@ TEST_CASE("eval: a language model's per-block losses cover every block and sum t
   const TransformerConfig cfg = model_config(e, static_cast<int64_t>(p.pipeline.dictionary().size()));
   ParamStore params;
   init_transformer_params(cfg, params, 1);
-  LmSteps steps(cfg, params, 0.0f);
+  LmSteps steps(cfg, params, step_recipes({})); // the plain evaluation step
   const int64_t T = 64;
   const int32_t pad = static_cast<int32_t>(cfg.pad_id);
   const std::vector<int32_t>& stream = p.data.valid;

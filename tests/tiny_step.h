@@ -1,4 +1,4 @@
-// One training step of a tiny model through the step's pass list (steps/pass_list.h), and a node
+// One training step of a tiny model through the step's pass list (train/pass_list.h), and a node
 // counter: what the tests of the optional passes (saved_activations, fuse_linear_cross_entropy,
 // fuse_linear_activation) compare with and without their pass.
 //
@@ -17,7 +17,7 @@
 #include "engine/executor.h"
 #include "engine/op.h"
 #include "models/transformer.h"
-#include "steps/pass_list.h"
+#include "train/pass_list.h"
 
 namespace pillars::testing {
 
@@ -49,7 +49,7 @@ inline TinyStep tiny_step(const TransformerConfig& cfg, const ParamStore& store,
   if (cfg.decoder_only) r.s = train::StepGraph::of(build_lm_training_graph(cfg, batch, tgt, o), true, opt.device);
   else r.s = train::StepGraph::of(build_seq2seq_training_graph(cfg, batch, src, tgt, o), true, opt.device);
   if (opt.mark_logits) r.s.graph.mark_output(r.s.logits);
-  train::run_passes(train::step_passes(true, opt.passes, nullptr), r.s);
+  train::run_passes(train::step_passes(train::StepContext{.train = true, .passes = opt.passes}), r.s);
   Executor ex(r.s.graph, opt.device, nullptr, r.s.memory);
   ParamStore params = store.on(opt.device);
   ex.bind_params(params);

@@ -1,6 +1,7 @@
 // `pillars graph`: prints the graph of a training step after any pass — a reader's best tool.
 //
 //   pillars graph --passes                           the pass list, in the order a step runs it
+//   pillars graph experiments/ght/ght.json --passes  the entries its training step runs
 //   pillars graph experiments/ght/ght.json --after gct
 //                                                    the step of that experiment after the GCT pass,
 //                                                    its nodes marked "+"
@@ -17,14 +18,12 @@
 #include "base/error.h"
 #include "engine/params.h"
 #include "engine/passes/print.h"
-#include "ght/method.h"
-#include "ght/voting.h"
 #include "models/decoding.h"
 #include "models/transformer.h"
-#include "steps/pass_list.h"
 #include "steps/steps.h"
 #include "tools/commands.h"
 #include "train/experiment.h"
+#include "train/pass_list.h"
 #include "train/setup.h"
 
 namespace pillars::cli {
@@ -45,11 +44,11 @@ struct Options {
 
 int print_pass_list() {
   int i = 0;
-  std::cout << "# the passes of a step, in order (steps/pass_list.cpp); the model builder's forward graph goes in\n";
-  for (const train::PassInfo& p : train::pass_list())
+  std::cout << "# the passes of a step, in order (train/pass_list.cpp); the model builder's forward graph goes in\n";
+  for (const train::PassEntry& p : train::pass_list())
     std::cout << ++i << ". " << p.name << "\n     when: " << p.when << "\n     " << p.what << "\n";
   std::cout << "# and the rewrite of a whole model, after which every step's graph is built anew\n";
-  for (const train::PassInfo& p : train::model_pass_list())
+  for (const train::ModelPassInfo& p : train::model_pass_list())
     std::cout << "-  " << p.name << "\n     when: " << p.when << "\n     " << p.what << "\n";
   return 0;
 }
@@ -87,43 +86,51 @@ int print_decoding(const Options& opt) {
   return 0;
 }
 
-int print_step(const Options& opt) {
-  // The model and the method: from an experiment file, or a named config with no method.
-  TransformerConfig cfg;
-  ParamStore params; // receives the method's own parameters (GCT classifiers, gate logits)
-  std::shared_ptr<train::GraphExtension> method;
-  train::PassSettings settings{
-      .fuse_linear = opt.fuse_linear, .fuse_cross_entropy = opt.fuse_cross_entropy, .bf16_saved_activations = opt.bf16_saved};
-  AttentionBackend backend = AttentionBackend::pillars;
-  float label_smoothing = 0.1f;
+// The context of the step to show: the experiment's (its training or evaluation step, or the V2S
+// vote's) or a named config's with no method; the command's flags add the optional passes.
+train::StepContext step_context_of(const Options& opt, TransformerConfig& cfg) {
+  train::StepContext c;
+  c.label_smoothing = 0.1f;
   if (!opt.experiment.empty()) {
     const Experiment e = load_experiment(opt.experiment, opt.sets, default_validation_context());
     // The vocabulary comes from the dataset's dictionary in a run; the config's placeholder is
     // enough to show the graph.
     cfg = train::model_config(e, transformer_config(e.model.config).vocab);
-    if (opt.vote) { // the V2S vote's step: forward only, the vote's Gram matrices as outputs
-      ght::VoteSettings v;
-      v.feature_map = e.heads.feature_map;
-      v.groups = static_cast<int>(e.heads.groups);
-      method = std::make_shared<ght::VoteExtension>(v);
-    } else {
-      method = ght::head_extension(e.heads, e.prune, static_cast<uint64_t>(e.seed), cfg, params, /*finetune=*/false);
-    }
-    settings.fuse_linear = settings.fuse_linear || e.train.fuse_linear_activation;
-    settings.fuse_cross_entropy = settings.fuse_cross_entropy || e.train.fuse_linear_cross_entropy;
-    settings.bf16_saved_activations = settings.bf16_saved_activations || e.train.saved_activations == Precision::bf16;
-    backend = e.train.attention_backend;
-    label_smoothing = static_cast<float>(e.train.label_smoothing);
+    c = opt.vote ? train::vote_context(e) : train::step_context(e);
   } else {
     cfg = transformer_config(opt.config.empty() ? "tiny" : opt.config);
   }
-  const bool train = !opt.eval && !opt.vote;
-  const GraphOptions o = train::step_model_options(label_smoothing, train, backend, method.get());
+  c.passes.fuse_linear = c.passes.fuse_linear || opt.fuse_linear;
+  c.passes.fuse_cross_entropy = c.passes.fuse_cross_entropy || opt.fuse_cross_entropy;
+  c.passes.bf16_saved_activations = c.passes.bf16_saved_activations || opt.bf16_saved;
+  c.train = !opt.eval && !opt.vote;
+  return c;
+}
+
+// `pillars graph EXP.json --passes`: the entries of the list this step runs, in order.
+int print_step_passes(const Options& opt) {
+  TransformerConfig cfg;
+  const train::StepContext c = step_context_of(opt, cfg);
+  int i = 0;
+  std::cout << "# the passes of this " << (opt.vote ? "V2S vote" : c.train ? "training" : "evaluation")
+            << " step, in order (train/pass_list.cpp)\n";
+  for (const train::PassEntry& p : train::pass_list())
+    if (p.applies(c)) std::cout << ++i << ". " << p.name << "\n     when: " << p.when << "\n     " << p.what << "\n";
+  return 0;
+}
+
+int print_step(const Options& opt) {
+  TransformerConfig cfg;
+  const train::StepContext c = step_context_of(opt, cfg);
+  const bool train = c.train;
+  ParamStore params; // receives the method's own parameters (GCT classifiers, gate logits)
+  train::add_method_parameters(c, cfg, params);
+  const GraphOptions o = train::step_options(c);
   train::StepGraph s = cfg.decoder_only
                            ? train::StepGraph::of(build_lm_training_graph(cfg, opt.batch, opt.tgt_len, o), train, Device::cpu)
                            : train::StepGraph::of(build_seq2seq_training_graph(cfg, opt.batch, opt.src_len, opt.tgt_len, o),
                                                   train, Device::cpu);
-  const train::PassList passes = train::step_passes(train, settings, method.get());
+  const train::PassList passes = train::step_passes(c);
   std::cout << "# " << (opt.vote ? "V2S vote" : train ? "training" : "evaluation") << " step, B " << opt.batch;
   if (!cfg.decoder_only) std::cout << ", source " << opt.src_len;
   std::cout << ", target " << opt.tgt_len << "; its passes: model";
@@ -138,7 +145,7 @@ int print_step(const Options& opt) {
   const auto at = std::find_if(passes.begin(), passes.end(), [&](const train::Pass& p) { return p.name == last; });
   if (at == passes.end()) {
     bool known = false;
-    for (const train::PassInfo& p : train::pass_list()) known = known || p.name == last;
+    for (const train::PassEntry& p : train::pass_list()) known = known || p.name == last;
     throw InputError(known ? str_cat("--after ", last, ": this step does not run that pass (see its passes above)")
                            : str_cat("--after ", last, ": no such pass (pillars graph --passes lists them)"));
   }
@@ -173,7 +180,7 @@ Command add_graph_command(CLI::App& app) {
                                            "base, lite1, lite2, lm-small, lm-wt103)")
       ->check(CLI::IsMember(transformer_config_names()));
   cmd->add_option("--after", opt->after, "show the graph after this pass (default: the model's forward graph, before any)");
-  cmd->add_flag("--passes", opt->passes, "list every pass, in the order a step runs them, and exit");
+  cmd->add_flag("--passes", opt->passes, "list every pass, in the order a step runs them (with an experiment or --config: those its step runs), and exit");
   cmd->add_flag("--eval", opt->eval, "the evaluation step (no dropout, no backward) instead of the training step");
   cmd->add_flag("--vote", opt->vote, "the V2S vote's forward-only step of the experiment (its pass: v2s_vote)");
   cmd->add_flag("--fuse-linear", opt->fuse_linear, "run fuse_linear_activation (as train.fuse_linear_activation does)");
@@ -191,7 +198,7 @@ Command add_graph_command(CLI::App& app) {
   cmd->add_option("--src-len", opt->src_len, "source length")->check(CLI::Range(int64_t{1}, limits::kMaxBatchTokens));
   cmd->add_option("--tgt-len", opt->tgt_len, "target length (the block length of a language model)")->check(CLI::Range(int64_t{1}, limits::kMaxBatchTokens));
   return {cmd, [opt]() {
-            if (opt->passes) return print_pass_list();
+            if (opt->passes) return opt->experiment.empty() && opt->config.empty() ? print_pass_list() : print_step_passes(*opt);
             // The graph is planned for this batch: its tokens are bounded as data.max_tokens is.
             if (opt->batch * std::max(opt->src_len, opt->tgt_len) > limits::kMaxBatchTokens)
               throw InputError(str_cat("--batch × max(--src-len, --tgt-len) = ", opt->batch, " × ", std::max(opt->src_len, opt->tgt_len),

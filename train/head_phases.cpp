@@ -10,8 +10,8 @@
 #include "base/error.h"
 #include "base/atomic_file.h"
 #include "base/log_file.h"
+#include "base/special_tokens.h"
 #include "ght/baselines.h"
-#include "ght/method.h"
 #include "ght/prune.h"
 #include "ght/voting.h"
 #include "train/checkpoint.h"
@@ -22,81 +22,6 @@ namespace pillars::train {
 namespace fs = std::filesystem;
 
 namespace {
-
-// head_metrics.jsonl: one measurement per line (ght/head_metrics.h's JSON plus "phase"), each
-// appended whole or not at all (base/log_file.h: a failed write throws pillars::Error naming the
-// file, and leaves no cut line), and the shift of the heads' similarity structure between
-// consecutive measurements (the "shift" trigger). The file is opened at the first measurement, so a
-// run that measures nothing has none.
-class HeadMetricsLog {
- public:
-  HeadMetricsLog(const Experiment& e, const TaskHooks& hooks, const std::string& run_dir, std::string phase)
-      : hooks_(hooks), path_((fs::path(run_dir) / "head_metrics.jsonl").string()), phase_(std::move(phase)) {
-    options_.feature_map = e.heads.feature_map;
-    options_.groups = static_cast<int>(e.heads.groups);
-    options_.seed = static_cast<uint64_t>(e.seed);
-  }
-  bool enabled() const { return static_cast<bool>(hooks_.measure); }
-
-  void measure(const TransformerConfig& cfg, ParamStore& params, const TrainerState& state) {
-    if (!enabled()) return;
-    ght::HeadMetrics m = hooks_.measure(cfg, params, options_);
-    m.update = state.updates;
-    m.epoch = state.epoch - (state.batch_in_epoch == 0 ? 1 : 0);
-    nlohmann::json j = ght::to_json(m);
-    j["phase"] = phase_;
-    if (!file_) file_.emplace(path_);
-    file_->append(j.dump());
-    previous_ = std::move(latest_);
-    latest_.clear();
-    for (const auto& mod : m.modules) latest_.push_back(mod.similarity);
-  }
-
-  // Mean over modules of ‖S_t − S_{t−1}‖_F / ‖S_{t−1}‖_F, S = the heads' feature-map cosine
-  // matrix on the held-out batch (+inf before two measurements of the same model).
-  double shift() const {
-    if (previous_.empty() || previous_.size() != latest_.size()) return INFINITY;
-    double total = 0;
-    for (size_t m = 0; m < latest_.size(); ++m) {
-      if (latest_[m].size() != previous_[m].size()) return INFINITY;
-      double diff = 0, norm = 0;
-      for (size_t i = 0; i < latest_[m].size(); ++i) {
-        diff += (latest_[m][i] - previous_[m][i]) * (latest_[m][i] - previous_[m][i]);
-        norm += previous_[m][i] * previous_[m][i];
-      }
-      total += std::sqrt(diff / std::max(norm, 1e-30));
-    }
-    return total / static_cast<double>(latest_.size());
-  }
-
- private:
-  const TaskHooks& hooks_;
-  std::string path_, phase_;
-  std::optional<io::LineFile> file_;
-  ght::HeadMetricsOptions options_;
-  std::vector<std::vector<double>> previous_, latest_;
-};
-
-// Wires the metrics (and the shift trigger) into the trainer's callbacks.
-void attach_metrics(TrainOptions& to, HeadMetricsLog& log, const Experiment& e, const TransformerConfig& cfg,
-                    ParamStore& params, bool shift_trigger) {
-  if (!log.enabled()) return;
-  const int64_t every = e.heads.metrics_every;
-  if (every > 0)
-    to.after_update = [&log, &cfg, &params, every](const TrainerState& s) {
-      if (s.updates % every == 0) log.measure(cfg, params, s);
-    };
-  const double rho = e.prune.rho;
-  const bool quiet = to.quiet;
-  to.after_validation = [&log, &cfg, &params, every, shift_trigger, rho, quiet](const TrainerState& s,
-                                                                                const ValidScores&) -> std::string {
-    if (every == 0) log.measure(cfg, params, s);
-    if (!shift_trigger) return "";
-    const double shift = log.shift();
-    if (!quiet && std::isfinite(shift)) std::fprintf(stderr, "heads: geometry shift %.3g (prune below %.3g)\n", shift, rho);
-    return shift < rho ? "centroid_shift" : "";
-  };
-}
 
 // A copy written atomically (base/atomic_file.h): a full disk leaves the old file or none under
 // `to`, never a partial one, and throws pillars::Error naming it.
@@ -114,7 +39,7 @@ void copy_if_exists(const fs::path& from, const fs::path& to) {
 // ght/baselines.h); gates read the parameters, which are the same everywhere. Rank 0 alone writes
 // votes.json or importance.json.
 ght::HeadSelection choose_heads(const Experiment& e, const TransformerConfig& cfg, ParamStore& params,
-                                const TaskHooks& hooks, const std::string& run_dir, bool quiet, dist::Communicator& comm) {
+                                const RunData& data, const std::string& run_dir, bool quiet, dist::Communicator& comm) {
   const int keep = static_cast<int>(e.prune.heads > 0 ? e.prune.heads : e.heads.groups);
   switch (e.prune.method) {
     case ght::PruneMethod::v2s: {
@@ -125,8 +50,8 @@ ght::HeadSelection choose_heads(const Experiment& e, const TransformerConfig& cf
       s.keep = keep;
       s.seed = static_cast<uint64_t>(e.seed);
       s.max_batches = e.prune.vote_batches;
-      const ght::VoteResult r = ght::vote(
-          [&](std::shared_ptr<GraphExtension> ext) { return hooks.make_task(cfg, params, 0.0f, std::move(ext)); }, s, quiet, comm);
+      const ght::VoteResult r =
+          ght::vote([&] { return make_task(e, cfg, params, data, vote_context(e)); }, s, quiet, comm);
       if (comm.is_root()) io::atomic_write_file((fs::path(run_dir) / "votes.json").string(), r.to_json().dump(1) + "\n");
       return r.selection();
     }
@@ -135,8 +60,8 @@ ght::HeadSelection choose_heads(const Experiment& e, const TransformerConfig& cf
       s.batches = e.prune.vote_batches;
       s.seed = static_cast<uint64_t>(e.seed);
       const ght::HeadImportance importance = ght::head_importance(
-          cfg, params, [&](ParamStore& p, std::shared_ptr<GraphExtension> ext) { return hooks.make_task(cfg, p, 0.0f, std::move(ext)); },
-          s, comm);
+          cfg, params, [&](ParamStore& p) { return make_task(e, cfg, p, data, importance_context(s.keep_label_smoothing)); }, s,
+          comm);
       nlohmann::json j = {{"method", "importance"}, {"batches", importance.batches}, {"normalized", importance.normalized}};
       if (comm.is_root()) io::atomic_write_file((fs::path(run_dir) / "importance.json").string(), j.dump(1) + "\n");
       return ght::top_k_selection(importance.normalized, keep);
@@ -256,7 +181,7 @@ std::unique_ptr<optim::Optimizer> pruned_optimizer(const Experiment& e, const Tr
 } // namespace
 
 std::vector<std::string> train_with_heads(const Experiment& e, const TransformerConfig& cfg, ParamStore& params,
-                                          const TaskHooks& hooks, const TrainOptions& base, const TrainingStart* from_checkpoint) {
+                                          const RunData& data, const TrainOptions& base, const TrainingStart* from_checkpoint) {
   const std::string run_dir = base.run_dir;
   const bool prune = e.prune.method != ght::PruneMethod::none;
   const fs::path pruned_dir = fs::path(run_dir) / kPrunedDir;
@@ -271,13 +196,9 @@ std::vector<std::string> train_with_heads(const Experiment& e, const Transformer
   if (from_checkpoint && !prune) throw InputError("pillars prune: the experiment's \"prune.method\" is \"none\"");
   if (phase1 && !(prune && fs::exists(prune_file))) {
     TrainOptions to = base;
-    to.phase = prune ? "train" : "";
-    if (prune && continues(e)) to.schedule_budget = e.train; // one schedule over both phases
-    to.extension = ght::head_extension(e.heads, e.prune, static_cast<uint64_t>(e.seed), cfg, params, /*finetune=*/false);
-    HeadMetricsLog metrics(e, hooks, run_dir, "train");
-    attach_metrics(to, metrics, e1, cfg, params, prune && e.prune.trigger == ght::PruneTrigger::shift);
-    auto task = hooks.make_task(cfg, params, static_cast<float>(e.train.label_smoothing), to.extension);
-    train_model(e1, cfg, params, *task, to);
+    to.phase = "train";
+    if (continues(e)) to.schedule_budget = e.train; // one schedule over both phases
+    train_phase(e, e1, cfg, params, data, step_context(e), to, e.prune.trigger == ght::PruneTrigger::shift);
   }
   // (A model trained with hard-concrete gates is only meaningful with its gates, which decoding does
   // not apply: its first phase is evaluated after pruning, in pruned/.)
@@ -294,7 +215,7 @@ std::vector<std::string> train_with_heads(const Experiment& e, const Transformer
   TrainingStart pruned_start;
   if (!fs::exists(prune_file)) {
     TrainingStart end = phase1_end(from_checkpoint, phase1, phase1_last, comm);
-    const ght::HeadSelection keep = choose_heads(e, cfg, params, hooks, run_dir, base.quiet, comm);
+    const ght::HeadSelection keep = choose_heads(e, cfg, params, data, run_dir, base.quiet, comm);
     ps = ght::prune_heads(cfg, params, keep);
     const ght::PruneSummary summary = ght::summarize_pruning(cfg, params, ps, keep);
     const std::unique_ptr<optim::Optimizer> optimizer = continues(e) ? pruned_optimizer(e, cfg, end.optimizer_state, keep) : nullptr;
@@ -356,11 +277,7 @@ std::vector<std::string> train_with_heads(const Experiment& e, const Transformer
                    e2.train.max_updates > 0 ? std::to_string(e2.train.max_updates).c_str() : "(no limit)",
                    static_cast<long long>(e2.train.max_epochs));
   }
-  to.extension = ght::head_extension(e.heads, e.prune, static_cast<uint64_t>(e.seed), ps.cfg, ps.params, /*finetune=*/true);
-  HeadMetricsLog metrics(e, hooks, pruned_dir.string(), "finetune");
-  attach_metrics(to, metrics, e2, ps.cfg, ps.params, false);
-  auto task = hooks.make_task(ps.cfg, ps.params, static_cast<float>(e.train.label_smoothing), to.extension);
-  train_model(e2, ps.cfg, ps.params, *task, to);
+  train_phase(e, e2, ps.cfg, ps.params, data, finetune_context(e), to);
   to_evaluate.push_back(pruned_dir.string());
   return to_evaluate;
 }

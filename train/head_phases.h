@@ -1,6 +1,6 @@
 // A run with head methods (docs/METHOD.md §4–§5): the phases of one `pillars train`.
 //
-//   phase 1   train with the `heads` section's extension (GCT, a baseline's regulariser or gates),
+//   phase 1   train with the `heads` section's passes (GCT, a baseline's regulariser or gates),
 //             measuring head diversity on a held-out batch into head_metrics.jsonl;
 //             until the prune trigger (prune.epoch epochs, or the centroid shift below prune.rho)
 //   prune     V2S: vote over the training set and keep the winners (or Michel's importance, or
@@ -32,35 +32,26 @@
 // Resuming picks up where the run stopped: phase 1 from its checkpoint_last, the prune step is
 // skipped when prune.json exists (phase 2 then starts from checkpoint_pruned), phase 2 resumes from
 // pruned/checkpoint_last; a resumed run ends bit for bit where an uninterrupted one does.
-// Without prune.method the run is phase 1 alone (still with the extension and the metrics).
+// Without prune.method the run is phase 1 alone: train/session.cpp calls train_phase
+// (train/trainer.h) itself.
 #pragma once
 #include <functional>
 #include <memory>
 #include <string>
 
 #include "ght/head_metrics.h"
-#include "train/session.h"
 #include "steps/task.h"
+#include "train/session.h"
 #include "train/trainer.h"
 
 namespace pillars::train {
 
-// What depends on the task (sentence pairs or a token stream).
-struct TaskHooks {
-  // The training task of a model, with an extension (may be null).
-  std::function<std::unique_ptr<TrainingTask>(const TransformerConfig&, ParamStore&, float label_smoothing,
-                                              std::shared_ptr<GraphExtension>)>
-      make_task;
-  // Head metrics of a model on the fixed held-out batch (empty function: no metrics).
-  std::function<ght::HeadMetrics(const TransformerConfig&, ParamStore&, const ght::HeadMetricsOptions&)> measure;
-};
-
-// Runs the phases; `base` carries the decode scorers and checkpoint extras. Returns the run
-// directories to evaluate, in order (run_dir, and run_dir/pruned after pruning).
+// Runs the phases of a pruning run (prune.method set); `base` carries the decode scorers and
+// checkpoint extras. Returns the run directories to evaluate, in order (run_dir, and run_dir/pruned).
 // from_checkpoint (non-null): `params` is a trained model (`pillars prune --from`) that was at this
 // trainer state, with this optimiser state (empty if its checkpoint has none); phase 1 is skipped.
 std::vector<std::string> train_with_heads(const Experiment& e, const TransformerConfig& cfg, ParamStore& params,
-                                          const TaskHooks& hooks, const TrainOptions& base,
+                                          const RunData& data, const TrainOptions& base,
                                           const TrainingStart* from_checkpoint = nullptr);
 
 // The subdirectory of the fine-tuning phase.

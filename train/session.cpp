@@ -187,12 +187,20 @@ nlohmann::json final_evaluation(const std::vector<std::string>& run_dirs, const 
   return last;
 }
 
-// What both families do once their data and task are ready: the phases of the run (training, and
-// pruning with fine-tuning when asked), then the final evaluation of every run directory made.
-nlohmann::json train_and_evaluate(const Experiment& e, Model& m, const TaskHooks& hooks, const TrainOptions& to,
+// What both families do once their data is ready: the training (one phase, or the phases of a
+// pruning run), then the final evaluation of every run directory made. (A model trained with
+// hard-concrete gates is only meaningful with its gates, which decoding does not apply: without
+// pruning it is not evaluated.)
+nlohmann::json train_and_evaluate(const Experiment& e, Model& m, const RunData& data, const TrainOptions& to,
                                   const SessionOptions& options) {
-  return final_evaluation(train_with_heads(e, m.cfg, m.params, hooks, to, m.trained ? &*m.trained : nullptr), options,
-                          e.train.device);
+  std::vector<std::string> run_dirs;
+  if (e.prune.method != ght::PruneMethod::none || m.trained) {
+    run_dirs = train_with_heads(e, m.cfg, m.params, data, to, m.trained ? &*m.trained : nullptr);
+  } else {
+    train_phase(e, e, m.cfg, m.params, data, step_context(e), to);
+    if (e.heads.gates == ght::HeadGates::none) run_dirs.push_back(to.run_dir);
+  }
+  return final_evaluation(run_dirs, options, e.train.device);
 }
 
 // Makes, locks and fills the run directory once the data is prepared (run_experiment).
@@ -205,38 +213,14 @@ nlohmann::json run_seq2seq(const Experiment& e, const std::string& run_dir, cons
   TrainOptions to = train_options(e, run_dir, options, p.pipeline);
   if (e.task == Task::translation && e.train.valid_bleu) to.valid_bleu = make_decode_scorer(p, e, false);
   if (e.task == Task::summarization) to.valid_rouge = make_decode_scorer(p, e, true);
-  TaskHooks hooks;
-  hooks.make_task = [&](const TransformerConfig& cfg, ParamStore& params, float ls, std::shared_ptr<GraphExtension> ext) {
-    return make_seq2seq_task(cfg, params, ls, p.data, e.data.max_tokens, std::move(ext));
-  };
-  if (e.heads.metrics) {
-    const int32_t pad = static_cast<int32_t>(m.cfg.pad_id);
-    const Seq2SeqBatch held_out = ght::held_out_batch(p.data, e.heads.metrics_sentences, pad, tokens::kEos);
-    hooks.measure = [held_out](const TransformerConfig& cfg, ParamStore& params, const ght::HeadMetricsOptions& o) {
-      return ght::measure_head_metrics(cfg, params, held_out, o);
-    };
-  }
-  return train_and_evaluate(e, m, hooks, to, options);
+  return train_and_evaluate(e, m, RunData{.pairs = &p.data}, to, options);
 }
 
 nlohmann::json run_lm(const Experiment& e, const std::string& run_dir, const SessionOptions& options, const OpenRun& open_run) {
   PreparedLm p = in_turn(options, [&](bool) { return prepare_lm(e, "", !options.quiet); });
   open_run(p.pipeline);
   Model m = build_model(e, static_cast<int64_t>(p.pipeline.dictionary().size()), options);
-  TaskHooks hooks;
-  hooks.make_task = [&](const TransformerConfig& cfg, ParamStore& params, float ls, std::shared_ptr<GraphExtension> ext) {
-    return make_lm_task(cfg, params, ls, p.data, e.data.block_size, e.data.max_tokens, std::move(ext));
-  };
-  if (e.heads.metrics) {
-    const int32_t pad = static_cast<int32_t>(m.cfg.pad_id);
-    // heads.metrics_sentences counts sentences of ~32 tokens: as many tokens in blocks.
-    const int64_t blocks = std::max<int64_t>(1, e.heads.metrics_sentences * 32 / e.data.block_size);
-    const ght::LmBatch held_out = ght::held_out_batch(p.data, e.data.block_size, blocks, pad);
-    hooks.measure = [held_out](const TransformerConfig& cfg, ParamStore& params, const ght::HeadMetricsOptions& o) {
-      return ght::measure_head_metrics(cfg, params, held_out, o);
-    };
-  }
-  return train_and_evaluate(e, m, hooks, train_options(e, run_dir, options, p.pipeline), options);
+  return train_and_evaluate(e, m, RunData{.stream = &p.data}, train_options(e, run_dir, options, p.pipeline), options);
 }
 
 // Perplexity of a language model on a split: the split's stream in blocks of data.block_size,
@@ -244,7 +228,7 @@ nlohmann::json run_lm(const Experiment& e, const std::string& run_dir, const Ses
 nlohmann::json evaluate_lm(const Experiment& e, LoadedCheckpoint& ck, const TextPipeline& pipeline, const std::string& split,
                            std::vector<std::pair<double, int64_t>>& blocks) {
   const std::vector<int32_t> stream = lm_stream(pipeline, data::read_field(e.data.dataset, split, "text"));
-  LmSteps steps(ck.config, ck.params, 0.0f);
+  LmSteps steps(ck.config, ck.params, step_recipes({}));
   blocks = lm_block_nll(steps, stream, e.data.block_size, static_cast<int32_t>(ck.config.pad_id));
   double nll = 0;
   int64_t tokens = 0;
@@ -623,7 +607,7 @@ nlohmann::json evaluate_run(const std::string& target, const EvalOptions& option
 
   // Teacher-forced loss and perplexity on the split (first reference).
   const EncodedPairs pairs = encode_eval_pairs(e, pipeline, data);
-  Seq2SeqSteps steps(ck.config, ck.params, 0.0f);
+  Seq2SeqSteps steps(ck.config, ck.params, step_recipes({}));
   const auto [nll, tokens] = seq2seq_nll(steps, pairs.src, pairs.tgt, e.data.max_tokens, static_cast<int32_t>(ck.config.pad_id));
   const metrics::Perplexity ppl = metrics::perplexity(nll, tokens);
   nlohmann::json result = {{"checkpoint", recorded_checkpoint(checkpoint)}, {"split", split}, {"sentences", data.source.size()},

@@ -17,6 +17,8 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
+#include <optional>
 #include <utility>
 
 #include "base/error.h"
@@ -24,6 +26,9 @@
 #include "engine/optim/loops.h"
 #include "train/data_parallel.h"
 #include "train/gradient_buckets.h"
+#include "base/special_tokens.h"
+#include "ght/head_metrics.h"
+#include "train/pass_list.h"
 #include "train/setup.h"
 
 namespace pillars::train {
@@ -380,7 +385,7 @@ class Loop {
     if (e_.train.max_minutes > 0) eta = std::min(eta, std::max(0.0, 60.0 * e_.train.max_minutes - now));
     nlohmann::json line = {{"type", "train"}, {"epoch", state_.epoch}, {"update", state_.updates}, {"loss", loss},
                            {"lr", lr}, {"tokens_per_s", tok_s}, {"elapsed_seconds", now}};
-    if (o_.extension) o_.extension->log_terms(line);
+    for (const auto& [key, mean] : task_.steps().take_terms()) line[key] = mean; // the passes' terms, e.g. gct_regularizer
     log_.write(line);
     if (!quiet())
       std::fprintf(stderr, "epoch %3lld | update %6lld | loss %7.4f | lr %.3e | %7.0f tok/s | %s elapsed | ETA %s\n",
@@ -554,7 +559,113 @@ class Loop {
   int stop_signal_ = 0; // the stop signal the ranks agreed on (agreed_limit), or 0
 };
 
+// head_metrics.jsonl: one measurement per line (ght/head_metrics.h's JSON plus "phase"), each
+// appended whole or not at all (base/log_file.h: a failed write throws pillars::Error naming the
+// file, and leaves no cut line), and the shift of the heads' similarity structure between
+// consecutive measurements (the "shift" trigger). The file is opened at the first measurement, so a
+// run that measures nothing has none.
+class HeadMetricsLog {
+ public:
+  // The held-out batch: heads.metrics_sentences pairs, or as many tokens (~32 a sentence) in blocks.
+  HeadMetricsLog(const Experiment& e, const RunData& data, int32_t pad, const std::string& run_dir, std::string phase)
+      : path_((fs::path(run_dir) / "head_metrics.jsonl").string()), phase_(std::move(phase)) {
+    options_.feature_map = e.heads.feature_map;
+    options_.groups = static_cast<int>(e.heads.groups);
+    options_.seed = static_cast<uint64_t>(e.seed);
+    if (!e.heads.metrics) return;
+    if (data.pairs) {
+      const Seq2SeqBatch held_out = ght::held_out_batch(*data.pairs, e.heads.metrics_sentences, pad, tokens::kEos);
+      measure_ = [held_out](const TransformerConfig& cfg, ParamStore& params, const ght::HeadMetricsOptions& o) {
+        return ght::measure_head_metrics(cfg, params, held_out, o);
+      };
+    } else {
+      const int64_t blocks = std::max<int64_t>(1, e.heads.metrics_sentences * 32 / e.data.block_size);
+      const ght::LmBatch held_out = ght::held_out_batch(*data.stream, e.data.block_size, blocks, pad);
+      measure_ = [held_out](const TransformerConfig& cfg, ParamStore& params, const ght::HeadMetricsOptions& o) {
+        return ght::measure_head_metrics(cfg, params, held_out, o);
+      };
+    }
+  }
+  bool enabled() const { return static_cast<bool>(measure_); }
+
+  void measure(const TransformerConfig& cfg, ParamStore& params, const TrainerState& state) {
+    if (!enabled()) return;
+    ght::HeadMetrics m = measure_(cfg, params, options_);
+    m.update = state.updates;
+    m.epoch = state.epoch - (state.batch_in_epoch == 0 ? 1 : 0);
+    nlohmann::json j = ght::to_json(m);
+    j["phase"] = phase_;
+    if (!file_) file_.emplace(path_);
+    file_->append(j.dump());
+    previous_ = std::move(latest_);
+    latest_.clear();
+    for (const auto& mod : m.modules) latest_.push_back(mod.similarity);
+  }
+
+  // Mean over modules of ‖S_t − S_{t−1}‖_F / ‖S_{t−1}‖_F, S = the heads' feature-map cosine
+  // matrix on the held-out batch (+inf before two measurements of the same model).
+  double shift() const {
+    if (previous_.empty() || previous_.size() != latest_.size()) return INFINITY;
+    double total = 0;
+    for (size_t m = 0; m < latest_.size(); ++m) {
+      if (latest_[m].size() != previous_[m].size()) return INFINITY;
+      double diff = 0, norm = 0;
+      for (size_t i = 0; i < latest_[m].size(); ++i) {
+        diff += (latest_[m][i] - previous_[m][i]) * (latest_[m][i] - previous_[m][i]);
+        norm += previous_[m][i] * previous_[m][i];
+      }
+      total += std::sqrt(diff / std::max(norm, 1e-30));
+    }
+    return total / static_cast<double>(latest_.size());
+  }
+
+ private:
+  std::function<ght::HeadMetrics(const TransformerConfig&, ParamStore&, const ght::HeadMetricsOptions&)> measure_;
+  std::string path_, phase_;
+  std::optional<io::LineFile> file_;
+  ght::HeadMetricsOptions options_;
+  std::vector<std::vector<double>> previous_, latest_;
+};
+
+// Wires the metrics (and the shift trigger) into the trainer's callbacks.
+void attach_metrics(TrainOptions& to, HeadMetricsLog& log, const Experiment& e, const TransformerConfig& cfg,
+                    ParamStore& params, bool shift_trigger) {
+  if (!log.enabled()) return;
+  const int64_t every = e.heads.metrics_every;
+  if (every > 0)
+    to.after_update = [&log, &cfg, &params, every](const TrainerState& s) {
+      if (s.updates % every == 0) log.measure(cfg, params, s);
+    };
+  const double rho = e.prune.rho;
+  const bool quiet = to.quiet;
+  to.after_validation = [&log, &cfg, &params, every, shift_trigger, rho, quiet](const TrainerState& s,
+                                                                                const ValidScores&) -> std::string {
+    if (every == 0) log.measure(cfg, params, s);
+    if (!shift_trigger) return "";
+    const double shift = log.shift();
+    if (!quiet && std::isfinite(shift)) std::fprintf(stderr, "heads: geometry shift %.3g (prune below %.3g)\n", shift, rho);
+    return shift < rho ? "centroid_shift" : "";
+  };
+}
+
+
 } // namespace
+
+std::unique_ptr<TrainingTask> make_task(const Experiment& e, const TransformerConfig& cfg, ParamStore& params,
+                                        const RunData& data, const StepContext& c) {
+  if (data.pairs) return make_seq2seq_task(cfg, params, *data.pairs, e.data.max_tokens, step_recipes(c));
+  return make_lm_task(cfg, params, *data.stream, e.data.block_size, e.data.max_tokens, step_recipes(c));
+}
+
+TrainerOutcome train_phase(const Experiment& e, const Experiment& limits, const TransformerConfig& cfg, ParamStore& params,
+                           const RunData& data, const StepContext& c, TrainOptions to, bool shift_trigger) {
+  add_method_parameters(c, cfg, params);
+  HeadMetricsLog metrics(e, data, static_cast<int32_t>(cfg.pad_id), to.run_dir, to.phase.empty() ? "train" : to.phase);
+  attach_metrics(to, metrics, limits, cfg, params, shift_trigger);
+  const std::unique_ptr<TrainingTask> task = make_task(e, cfg, params, data, c);
+  return train_model(limits, cfg, params, *task, to);
+}
+
 
 void check_device_settings(const Experiment& e) {
   if (e.train.device != Device::cuda) { // train.precision bf16 runs on any CPU (gemm_bf16's portable path)
@@ -614,25 +725,27 @@ TrainerOutcome train_model(const Experiment& e, const TransformerConfig& cfg, Pa
   fs::create_directories(options.run_dir);
   ParamsOnDevice on_device(e, params);
   CpuMatmulPrecision cpu_precision(e);
-  task.steps().set_attention_backend(e.train.attention_backend);
-  task.steps().set_fuse_linear_activation(e.train.fuse_linear_activation);
-  task.steps().set_fuse_linear_cross_entropy(e.train.fuse_linear_cross_entropy);
-  task.steps().set_bf16_saved_activations(e.train.saved_activations == Precision::bf16);
   Loop loop(e, cfg, params, task, options);
   return loop.run();
 }
 
+// The experiment's step settings without the `heads` section's methods (train/head_phases.h's
+// train_phase adds those).
+static StepRecipes plain_recipes(const Experiment& e) {
+  StepContext c = step_context(e);
+  c.heads = {};
+  return step_recipes(c);
+}
+
 TrainerOutcome train_seq2seq(const Experiment& e, const TransformerConfig& cfg, ParamStore& params,
                              const Seq2SeqData& data, const TrainOptions& options) {
-  const auto task = make_seq2seq_task(cfg, params, static_cast<float>(e.train.label_smoothing), data, e.data.max_tokens,
-                                      options.extension);
+  const auto task = make_seq2seq_task(cfg, params, data, e.data.max_tokens, plain_recipes(e));
   return train_model(e, cfg, params, *task, options);
 }
 
 TrainerOutcome train_lm(const Experiment& e, const TransformerConfig& cfg, ParamStore& params, const LmData& data,
                         const TrainOptions& options) {
-  const auto task = make_lm_task(cfg, params, static_cast<float>(e.train.label_smoothing), data, e.data.block_size,
-                                 e.data.max_tokens, options.extension);
+  const auto task = make_lm_task(cfg, params, data, e.data.block_size, e.data.max_tokens, plain_recipes(e));
   return train_model(e, cfg, params, *task, options);
 }
 

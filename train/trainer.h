@@ -31,6 +31,7 @@
 #include "train/checkpoint.h"
 #include "train/experiment.h"
 #include "steps/task.h"
+#include "train/pass_list.h"
 
 namespace pillars::train {
 
@@ -70,9 +71,6 @@ struct TrainOptions {
   // its planned number of updates); unset: this session's own e.train. The two phases of a pruning
   // run under "continue" plan over the whole run's budget, so phase 2 continues phase 1's schedule.
   std::optional<TrainSettings> schedule_budget;
-  // The method's part of every step (GHT's GCT loss, baselines' regularisers and gates): its
-  // passes run from the pass list (steps/pass_list.h), its hooks around every run.
-  std::shared_ptr<GraphExtension> extension;
   // Called after every update (e.g. to measure head metrics every N updates).
   std::function<void(const TrainerState&)> after_update;
   // Called after every validation; a non-empty return value stops training with that reason
@@ -96,7 +94,26 @@ void check_device_settings(const Experiment& e);
 // Trains `params` (the model of cfg) on the task.
 TrainerOutcome train_model(const Experiment& e, const TransformerConfig& cfg, ParamStore& params, TrainingTask& task,
                            const TrainOptions& options);
-// The same for sentence pairs and for a language model's token streams.
+// The run's data: sentence pairs or a token stream (exactly one of the two), which the phases
+// build their tasks and the held-out batch of the head metrics from.
+struct RunData {
+  const Seq2SeqData* pairs = nullptr;
+  const LmData* stream = nullptr;
+};
+
+// The training task of a model on the run's data, its steps made for context `c` (train/pass_list.h).
+std::unique_ptr<TrainingTask> make_task(const Experiment& e, const TransformerConfig& cfg, ParamStore& params,
+                                        const RunData& data, const StepContext& c);
+
+// One phase of training: the method's parameters, the task of context `c`, the head metrics of
+// heads.metrics (with the shift trigger when asked) into to.run_dir/head_metrics.jsonl, and the
+// trainer under the limits of `limits` (e, or a phase's cut of it). A run without pruning is this
+// phase alone, with step_context(e).
+TrainerOutcome train_phase(const Experiment& e, const Experiment& limits, const TransformerConfig& cfg, ParamStore& params,
+                           const RunData& data, const StepContext& c, TrainOptions to, bool shift_trigger = false);
+
+// train_model of sentence pairs and of a language model's token streams, with the experiment's step
+// settings but not its `heads` methods (train_phase, above, is the run's training).
 TrainerOutcome train_seq2seq(const Experiment& e, const TransformerConfig& cfg, ParamStore& params,
                              const Seq2SeqData& data, const TrainOptions& options);
 TrainerOutcome train_lm(const Experiment& e, const TransformerConfig& cfg, ParamStore& params, const LmData& data,

@@ -31,7 +31,7 @@
 #include "engine/optim/adam.h"
 #include "engine/tensor.h"
 #include "models/transformer.h"
-#include "steps/pass_list.h"
+#include "train/pass_list.h"
 #include "tools/bench/measure.h"
 #include "runtime/cuda_device.h"
 
@@ -269,7 +269,7 @@ double our_step_ms(Precision precision, const train::PassSettings& passes, int r
   params.to(Device::cuda);
   train::StepGraph m = train::StepGraph::of(
       build_seq2seq_training_graph(cfg, kStepBatch, kStepLen, kStepLen, 0.1f, 1234, true), /*train=*/true, Device::cuda);
-  train::run_passes(train::step_passes(/*train=*/true, passes, nullptr), m);
+  train::run_passes(train::step_passes(train::StepContext{.train = true, .passes = passes}), m);
   const std::vector<ValueId>& leaves = m.params;
   const std::vector<ValueId>& grads = m.grads;
   Executor ex(m.graph, Device::cuda, nullptr, m.memory);

@@ -18,6 +18,7 @@
 #include "engine/optim/adam.h"
 #include "models/transformer.h"
 #include "steps/steps.h"
+#include "train/pass_list.h"
 #include "tools/bench/measure.h"
 #include "train/gradient_buckets.h"
 
@@ -59,7 +60,9 @@ UpdateTimes time_updates(dist::Communicator& comm, const std::vector<train::Seq2
   TransformerConfig cfg = transformer_config("bench");
   ParamStore params;
   init_transformer_params(cfg, params, 1);
-  train::Seq2SeqSteps steps(cfg, params, 0.1f);
+  train::StepContext context;
+  context.label_smoothing = 0.1f;
+  train::Seq2SeqSteps steps(cfg, params, train::step_recipes(context));
   train::GradientBuckets buckets(comm, params, kBucketMb, 0, overlap);
   steps.set_gradient_observer(&buckets);
   optim::Adam adam;

@@ -10,7 +10,8 @@
 
 #include "decode/step_decoder.h"
 #include "decode/search.h"
-#include "ght/gct_pass.h"
+#include "ght/settings.h"
+#include "train/pass_list.h"
 #include "ght/prune.h"
 #include "models/transformer.h"
 #include "tools/bench/measure.h"
@@ -41,10 +42,12 @@ train::Seq2SeqBatch random_batch(int64_t B, int64_t T, int64_t vocab, uint32_t s
 }
 
 double step_seconds(const TransformerConfig& cfg, const train::Seq2SeqBatch& batch, int repeats,
-                    std::shared_ptr<train::GraphExtension> extension) {
+                    const ght::HeadsSettings& heads = {}) {
   ParamStore params;
   init_transformer_params(cfg, params, 1);
-  train::Seq2SeqSteps steps(cfg, params, 0.1f, std::move(extension));
+  train::StepContext c;
+  c.label_smoothing = 0.1f, c.heads = heads;
+  train::Seq2SeqSteps steps(cfg, params, train::step_recipes(c));
   uint64_t seed = 1;
   return median_seconds(repeats, [&] { steps.train(batch, seed++); });
 }
@@ -58,14 +61,13 @@ int bench_gct(int threads, int repeats) {
   std::printf("GCT training step: encoder-decoder 3+3, d 256, 8 heads (9 modules), %lld sentence pairs of <= 32 tokens "
               "(%lld target tokens), C = 2, %d threads\n",
               static_cast<long long>(batch.B), static_cast<long long>(batch.target_tokens), threads);
-  const double vanilla = step_seconds(cfg, batch, repeats, nullptr);
+  const double vanilla = step_seconds(cfg, batch, repeats);
   std::printf("  vanilla           %.3f s/step  %8.1f target tokens/s\n", vanilla, static_cast<double>(batch.target_tokens) / vanilla);
   for (ght::FeatureMap fm : {ght::FeatureMap::V, ght::FeatureMap::O, ght::FeatureMap::A}) {
-    ght::GctSettings s;
-    s.feature_map = fm;
-    const double gct = step_seconds(cfg, batch, repeats, std::make_shared<ght::GctExtension>(s));
+    ght::HeadsSettings gct{.regularizer = ght::Regularizer::gct, .feature_map = fm, .groups = 2, .alpha = 0.7, .beta = 0.5};
+    const double gct_s = step_seconds(cfg, batch, repeats, gct);
     std::printf("  GCT, feature map %s %.3f s/step  %8.1f target tokens/s  = %.3fx the vanilla step%s\n",
-                enum_name(fm), gct, static_cast<double>(batch.target_tokens) / gct, gct / vanilla,
+                enum_name(fm), gct_s, static_cast<double>(batch.target_tokens) / gct_s, gct_s / vanilla,
                 fm == ght::FeatureMap::A ? " (A is materialised: (B, H, Tq, Tk) probabilities)" : " (target <= 1.10x)");
   }
   return 0;

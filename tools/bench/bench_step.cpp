@@ -5,7 +5,7 @@
 // padding; config "bench" (3+3 layers, d 256, 8 heads, FFN 1024, vocab 10,000, dropout 0.1,
 // label smoothing 0.1); Adam (0.9, 0.98), lr 5e-4. PyTorch runs tools/bench/torch_step.py (the
 // same model written with torch.nn) in a child process; each side reports its own peak RSS.
-// Ours runs four times in the same process, through the step's pass list (steps/pass_list.h): as
+// Ours runs four times in the same process, through the step's pass list (train/pass_list.h): as
 // trained by default; with the activations the backward reads kept in bf16
 // (train.saved_activations, engine/passes/saved_activations.h); with the LM head fused with its
 // loss (train.fuse_linear_cross_entropy, engine/passes/fuse_linear_cross_entropy.h); with both.
@@ -32,7 +32,7 @@
 #include "kernels/cpu/gemm_bf16.h"
 #include "kernels/cpu/gemm_precision.h"
 #include "models/transformer.h"
-#include "steps/pass_list.h"
+#include "train/pass_list.h"
 #include "tools/bench/measure.h"
 
 #ifndef PILLARS_SOURCE_DIR
@@ -63,7 +63,7 @@ StepResult run_ours(int repeats, const train::PassSettings& passes) {
   init_transformer_params(cfg, params, 1);
   train::StepGraph m = train::StepGraph::of(build_seq2seq_training_graph(cfg, kBatch, kSrcLen, kTgtLen, 0.1f, 1234, true),
                                             /*train=*/true, Device::cpu);
-  train::run_passes(train::step_passes(/*train=*/true, passes, nullptr), m);
+  train::run_passes(train::step_passes(train::StepContext{.train = true, .passes = passes}), m);
   const std::vector<ValueId>& leaves = m.params;
   const std::vector<ValueId>& grads = m.grads;
   Executor ex(m.graph, Device::cpu, nullptr, m.memory);
