@@ -246,8 +246,9 @@ const std::vector<Entry>& entries() {
         in(F::integer("eval.batch_sentences", "Sentences decoded per batch.").def(64).at_least(1).at_most(L::kMaxSentences), &E::eval, &V::batch_sentences),
         in(F::boolean("eval.sacrebleu_lowercase", "Case-insensitive BLEU (sacreBLEU's -lc).").def(false), &E::eval, &V::sacrebleu_lowercase),
         in(F::enumeration("eval.precision", enum_names<Precision>(),
-                          "Precision of the evaluation's decoding and loss on the CPU (`pillars eval`, the test score at the end of "
-                          "training; validation follows train.precision): fp32, or bf16: the decoder's matmuls and attention "
+                          "Precision of the evaluation's decoding on the CPU (the translations and per-sentence losses of `pillars eval` "
+                          "and of the test score at the end of training; the perplexity stays fp32, validation follows train.precision): "
+                          "fp32, or bf16: the decoder's matmuls and attention "
                           "products on operands rounded to bf16 with fp32 accumulation, each weight matrix packed once per model "
                           "(decode/step_decoder.h). Fast where the CPU has AVX512-BF16 or AMX; elsewhere the portable path gives the "
                           "same numerics. Decoding on a GPU refuses bf16 here (its precision is the device's).")
