@@ -23,6 +23,23 @@ StepDecoder::StepDecoder(const TransformerConfig& cfg, const ParamStore& params,
   arena_->device = device;
   PILLARS_CHECK(params.size() == 0 || params.device() == device, "decoder: the parameters are on the ",
                 device_name(params.device()), ", the decoder runs on the ", device_name(device));
+  // The weight matrices bf16 products may pack once (only f32 matrices on the host).
+  if (device == Device::cpu)
+    for (const std::string& name : params.names()) {
+      const Tensor& t = params.get(name);
+      if (t.dtype() == DType::f32 && t.shape().size() == 2) weights_->allow(t.data<float>());
+    }
+}
+
+void StepDecoder::set_precision(Precision p) {
+  PILLARS_CHECK(device_ == Device::cpu || p == Precision::fp32, "decoder: a bf16 decoding precision is for the CPU; "
+                "on a GPU the precision is the device's (cuda_set_precision)");
+  precision_ = p;
+}
+
+StepDecoder::CallScope::CallScope(const StepDecoder& d)
+    : weights(d.device_ == Device::cpu ? d.weights_.get() : nullptr) {
+  if (d.precision_ && d.device_ == Device::cpu) precision.emplace(*d.precision_);
 }
 
 StepDecoder::~StepDecoder() = default;
@@ -55,6 +72,7 @@ void StepDecoder::start(const std::vector<std::vector<int32_t>>& sources, int64_
     Ts = std::max<int64_t>(Ts, static_cast<int64_t>(s.size()));
     lengths.push_back(static_cast<int32_t>(s.size()));
   }
+  const CallScope scope(*this);
   if (Ts != source_len_ || capacity != capacity_ || steps_.size() > kMaxCompiledSteps) steps_.clear();
   if (encoders_.size() > kMaxCompiledEncoders) encoders_.clear();
   capacity_ = capacity, source_len_ = Ts;
@@ -137,6 +155,7 @@ void StepDecoder::step(const Step& s) {
     require_size(s.row_scores.size(), N, "row_scores");
     require_size(s.eos_rule.size(), N, "eos_rule");
   }
+  const CallScope scope(*this);
 
   DecoderStepShape shape;
   shape.rows = N, shape.rows_before = rows_, shape.rows_per_sentence = k;

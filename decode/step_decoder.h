@@ -16,6 +16,15 @@
 // one compacts the caches: finished sentences leave the batch and the step costs what the live
 // rows cost. The first step continues the rows of start() (identity origins).
 //
+// Precision (CPU). The decoder's products (its matmuls and fused attention, encoder included) run
+// at the CPU's matmul precision (kernels/cpu/gemm_precision.h): the process's, or the one given by
+// set_precision for the decoder's own calls. In bf16 each weight matrix is rounded and packed once,
+// on its first product, into the bf16 GEMM's layout and kept for the decoder's life (a
+// Bf16WeightCache installed during start and step), instead of being packed again by every
+// small-M product of every step: the parameters must not change while the decoder lives. The
+// same bits as packing per call. On a GPU the precision is cuda_set_precision's; set_precision
+// refuses bf16 there.
+//
 // Graphs are compiled per step shape (rows, rows before, ...), once, and kept while the source
 // length and capacity stay those of the batch; all of them share one arena. On a CUDA device the
 // steady steps (same shape, same bindings) are captured as a CUDA graph and replayed.
@@ -23,11 +32,14 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "base/special_tokens.h"
 #include "engine/executor.h"
+#include "base/precision.h"
 #include "engine/params.h"
+#include "kernels/cpu/gemm_precision.h"
 #include "models/decoding.h"
 
 namespace pillars::decode {
@@ -40,6 +52,13 @@ class StepDecoder {
 
   const TransformerConfig& config() const { return cfg_; }
   Device device() const { return device_; }
+
+  // The matmul precision of this decoder's start and step calls (CPU only: bf16 on a GPU throws
+  // pillars::Error). Until called, the process's (cpu::matmul_precision()).
+  void set_precision(Precision p);
+  // Weight matrices packed for bf16 so far, and their bytes (0 in fp32).
+  int64_t packed_weights() const { return weights_->packed_matrices(); }
+  int64_t packed_weight_bytes() const { return weights_->packed_bytes(); }
 
   // Seq2seq: runs the encoder over sources[b] (ids, eos last) and makes caches for
   // sources.size() · rows_per_sentence rows of `capacity` target slots.
@@ -86,6 +105,12 @@ class StepDecoder {
   Compiled& compiled(const DecoderStepShape& shape);
   void bind_params(Executor& ex, const Graph& g) const;
   void allocate_caches(int64_t rows, int64_t sentences, int64_t source_len);
+  // Sets the decoder's precision and installs its weight cache for one call (CPU).
+  struct CallScope {
+    explicit CallScope(const StepDecoder& d);
+    std::optional<cpu::ScopedMatmulPrecision> precision;
+    cpu::ScopedBf16Weights weights;
+  };
 
   const TransformerConfig& cfg_;
   const ParamStore& params_;
@@ -101,6 +126,8 @@ class StepDecoder {
   Executor* last_ = nullptr;          // the executor of the last step
   const DecoderStepGraph* last_graph_ = nullptr;
   int64_t compiled_ = 0;
+  std::optional<Precision> precision_;
+  std::unique_ptr<cpu::Bf16WeightCache> weights_ = std::make_unique<cpu::Bf16WeightCache>();
 };
 
 } // namespace pillars::decode

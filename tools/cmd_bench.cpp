@@ -1,6 +1,7 @@
 // `pillars bench gemm|attention|softmax|step|gct|pruned-decode|decode [--device cuda]`: our figure next to
 // the reference's, from the same run. `bench gemm --precision bf16`: the bf16 GEMM; `bench step
-// --precision bf16`: our step at the CPU's matmul precision fp32 and bf16.
+// --precision bf16`: our step at the CPU's matmul precision fp32 and bf16; `bench decode --precision
+// bf16`: our beam search at the decoder's precision fp32 and bf16.
 #include <omp.h>
 
 #include <algorithm>
@@ -68,16 +69,18 @@ Command add_bench_command(CLI::App& app) {
   bench->add_option("--device", opt->device, "cpu | cuda (attention, softmax, step: our CUDA kernels next to cuDNN and PyTorch)")
       ->check(CLI::IsMember(enum_names<Device>()));
   bench->add_option("--precision", opt->precision,
-                    "gemm and step on the CPU only: fp32 | bf16 (gemm: operands in bf16, fp32 accumulation, next to our fp32 "
-                    "and oneDNN; step: our step at matmul precision fp32, then bf16)")
+                    "gemm, step and decode on the CPU only: fp32 | bf16 (gemm: operands in bf16, fp32 accumulation, next to our "
+                    "fp32 and oneDNN; step: our step at matmul precision fp32, then bf16; decode: our beam search at "
+                    "precision fp32, then bf16)")
       ->check(CLI::IsMember(enum_names<Precision>()));
   return {bench, [opt]() {
             const Device device = parse_enum<Device>(opt->device, "--device");
             if (parse_enum<Precision>(opt->precision, "--precision") == Precision::bf16) {
-              if ((opt->what != "gemm" && opt->what != "step") || device != Device::cpu || opt->ranks > 0)
-                throw InputError(str_cat("bench ", opt->what, " --precision bf16: only bench gemm and bench step on the CPU (one process) "
-                                         "have a bf16 precision"));
+              if ((opt->what != "gemm" && opt->what != "step" && opt->what != "decode") || device != Device::cpu || opt->ranks > 0)
+                throw InputError(str_cat("bench ", opt->what, " --precision bf16: only bench gemm, step and decode on the CPU (one "
+                                         "process) have a bf16 precision"));
               const int threads = opt->threads > 0 ? opt->threads : omp_get_num_procs();
+              if (opt->what == "decode") return bench::bench_decode_bf16(threads, opt->repeats);
               return opt->what == "gemm" ? bench::bench_gemm_bf16(threads, opt->repeats) : bench::bench_step_bf16(threads, opt->repeats);
             }
             const auto b = std::find_if(kBenchmarks.begin(), kBenchmarks.end(), [&](const Benchmark& x) { return x.name == opt->what; });

@@ -63,7 +63,7 @@ uint64_t parse_seed(const std::string& text) {
 Command add_generate_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("generate", "Generate text with a trained language model (sampling or greedy)");
   struct Options {
-    std::string run, choice, prompt, device = "cpu";
+    std::string run, choice, prompt, device = "cpu", precision;
     bool prompt_given = false, greedy = false;
     int64_t max_tokens = 100, top_k = 0;
     double temperature = 1.0, top_p = 1.0;
@@ -85,6 +85,8 @@ Command add_generate_command(CLI::App& app) {
   cmd->add_option("--seed", opt->seed, "seed of the sampling: an integer from 0 to 2^64 - 1 (the same seed gives the same text; default 1)");
   cmd->add_option("--device", opt->device, "where to generate: cpu | cuda (default cpu)")->check(CLI::IsMember(enum_names<Device>()));
   cmd->add_option("--threads", opt->threads, "CPU threads (0 = all cores)")->check(threads_range());
+  cmd->add_option("--precision", opt->precision, "precision on the CPU: fp32 | bf16 (default: the run's eval.precision)")
+      ->check(CLI::IsMember(enum_names<Precision>()));
   return {cmd, [opt, prompt]() {
             // Every flag checked before anything is loaded: exit 2 naming the flag.
             auto refuse = [](const std::string& flag, const std::string& why) { throw InputError(str_cat(flag, ": ", why)); };
@@ -143,6 +145,11 @@ Command add_generate_command(CLI::App& app) {
             train::check_run_checkpoint(ck, path, pipeline, run_dir, e); // its dictionary and its model
             ck.params.to(device);
             decode::StepDecoder decoder(ck.config, ck.params, device);
+            const Precision precision =
+                opt->precision.empty() ? e.eval.precision : parse_enum<Precision>(opt->precision, "--precision");
+            if (precision == Precision::bf16 && device != Device::cpu)
+              refuse("--precision", "bf16 generates on the CPU; on a GPU the precision is the device's");
+            decoder.set_precision(precision);
             decode::SamplingOptions so;
             so.greedy = opt->greedy;
             so.temperature = static_cast<float>(opt->temperature);

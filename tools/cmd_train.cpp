@@ -79,7 +79,7 @@ Command add_eval_command(CLI::App& app) {
     double lenpen = -1, max_len_a = -1;
     int threads = 0;
     bool shuffle_sources = false;
-    std::string device = "cpu";
+    std::string device = "cpu", precision;
   };
   auto opt = std::make_shared<Options>();
   cmd->add_option("run", opt->target, "run directory or checkpoint file (.safetensors in a run directory)")->required();
@@ -93,6 +93,8 @@ Command add_eval_command(CLI::App& app) {
   cmd->add_option("--batch", opt->batch, "sentences per decoding batch (default: eval.batch_sentences)")->check(CLI::Range(int64_t{1}, limits::kMaxSentences));
   cmd->add_option("--threads", opt->threads, "CPU threads (0 = all cores)")->check(threads_range());
   cmd->add_option("--device", opt->device, "where to decode: cpu | cuda")->check(CLI::IsMember(enum_names<Device>()));
+  cmd->add_option("--precision", opt->precision, "decoding precision on the CPU: fp32 | bf16 (default: the run's eval.precision)")
+      ->check(CLI::IsMember(enum_names<Precision>()));
   cmd->add_flag("--shuffle-sources", opt->shuffle_sources,
                 "control run: score each target against the next example's source (does the model read its input?); "
                 "writes eval_<split>_shuffled.json");
@@ -109,6 +111,7 @@ Command add_eval_command(CLI::App& app) {
             if (opt->lenpen >= 0) eo.lenpen = opt->lenpen;
             if (opt->max_len_a >= 0) eo.max_len_a = opt->max_len_a;
             if (opt->max_len_b >= 0) eo.max_len_b = opt->max_len_b;
+            if (!opt->precision.empty()) eo.precision = parse_enum<Precision>(opt->precision, "--precision");
             const nlohmann::json r = train::evaluate_run(opt->target, eo);
             std::printf("%s\n", r.dump(2).c_str());
             return 0;

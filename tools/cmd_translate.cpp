@@ -53,7 +53,7 @@ Command add_translate_command(CLI::App& app) {
     int64_t beam = 0, batch = 0, max_len_b = -1;
     double lenpen = -1, max_len_a = -1;
     int threads = 0;
-    std::string device = "cpu";
+    std::string device = "cpu", precision;
   };
   auto opt = std::make_shared<Options>();
   cmd->add_option("checkpoint", opt->checkpoint, "checkpoint file in a run directory, or the run directory")->required();
@@ -69,6 +69,8 @@ Command add_translate_command(CLI::App& app) {
       ->check(CLI::Range(int64_t{1}, limits::kMaxSentences));
   cmd->add_option("--threads", opt->threads, "CPU threads (0 = all cores)")->check(threads_range());
   cmd->add_option("--device", opt->device, "where to decode: cpu | cuda")->check(CLI::IsMember(enum_names<Device>()));
+  cmd->add_option("--precision", opt->precision, "decoding precision on the CPU: fp32 | bf16 (default: the run's eval.precision)")
+      ->check(CLI::IsMember(enum_names<Precision>()));
   add_allow_unchecked_flag(cmd);
   return {cmd, [opt]() {
             if (opt->threads > 0) omp_set_num_threads(opt->threads);
@@ -89,8 +91,12 @@ Command add_translate_command(CLI::App& app) {
             if (opt->max_len_a >= 0) so.max_len_a = static_cast<float>(opt->max_len_a);
             if (opt->max_len_b >= 0) so.max_len_b = opt->max_len_b;
             const int64_t batch = opt->batch > 0 ? opt->batch : e.eval.batch_sentences;
-            const train::Translations t =
-                train::translate_corpus(ck.config, ck.params.on(device), pipeline, lines, so, batch, false, e.data.max_source_len);
+            const Precision precision =
+                opt->precision.empty() ? e.eval.precision : parse_enum<Precision>(opt->precision, "--precision");
+            if (precision == Precision::bf16 && device != Device::cpu)
+              throw InputError("--precision bf16 decodes on the CPU; on a GPU the precision is the device's");
+            const train::Translations t = train::translate_corpus(ck.config, ck.params.on(device), pipeline, lines, so, batch,
+                                                                  false, e.data.max_source_len, precision);
             for (const std::string& s : t.text) std::printf("%s\n", s.c_str());
             if (!t.truncated.empty())
               std::fprintf(stderr, "warning: %zu input line%s (line %zu first) had more than data.max_source_len = %lld tokens and "

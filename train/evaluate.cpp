@@ -16,7 +16,8 @@ namespace pillars::train {
 
 Translations translate_corpus(const TransformerConfig& cfg, const ParamStore& params, const TextPipeline& pipeline,
                               const std::vector<std::string>& sources, const decode::SearchOptions& search,
-                              int64_t batch_sentences, bool progress, int64_t max_source_len) {
+                              int64_t batch_sentences, bool progress, int64_t max_source_len,
+                              std::optional<Precision> precision) {
   PILLARS_CHECK(batch_sentences >= 1, "translate_corpus: batch_sentences must be >= 1");
   Translations t;
   t.text.resize(sources.size());
@@ -32,6 +33,7 @@ Translations translate_corpus(const TransformerConfig& cfg, const ParamStore& pa
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return src[a].size() < src[b].size(); });
 
   decode::StepDecoder decoder(cfg, params, params.device()); // where the parameters are: the CPU or a GPU
+  if (precision) decoder.set_precision(*precision);
   // A wide beam decodes fewer sentences at a time: every row holds key/value caches, so the rows of
   // a batch (sentences × beam) stay within kMaxRows whatever the beam.
   constexpr int64_t kMaxRows = 2048;
@@ -82,10 +84,11 @@ BleuReport score_bleu(const Translations& t, const std::vector<std::vector<std::
 
 std::vector<SentenceNll> sentence_nll(const TransformerConfig& cfg, const ParamStore& params,
                                       const std::vector<std::vector<int32_t>>& src, const std::vector<std::vector<int32_t>>& tgt,
-                                      int64_t batch_sentences) {
+                                      int64_t batch_sentences, std::optional<Precision> precision) {
   PILLARS_CHECK(src.size() == tgt.size() && batch_sentences >= 1, "sentence_nll: ", src.size(), " sources for ", tgt.size(), " targets");
   std::vector<SentenceNll> out(src.size());
   decode::StepDecoder decoder(cfg, params, params.device());
+  if (precision) decoder.set_precision(*precision);
   const int64_t V = cfg.vocab;
   for (size_t at = 0; at < src.size(); at += static_cast<size_t>(batch_sentences)) {
     const size_t end = std::min(src.size(), at + static_cast<size_t>(batch_sentences));

@@ -7,6 +7,9 @@
 // order), each batch by decode::beam_search with cached keys and values, on the device that holds
 // the parameters (decode/step_decoder.h): a GPU run validates on the GPU, with no host copy.
 #pragma once
+#include <optional>
+
+#include "base/precision.h"
 #include <string>
 #include <vector>
 
@@ -28,10 +31,12 @@ struct Translations {
 // batch_sentences is capped so that a batch has at most 2048 decoder rows (sentences × beam).
 // progress: print "decoded n/N sentences" to stderr (rewritten in place on a terminal; elsewhere a
 // line every 30 seconds and one at the end). Sources longer than max_source_len
-// tokens keep their first max_source_len − 1 tokens and their eos (as in training).
+// tokens keep their first max_source_len − 1 tokens and their eos (as in training). precision: the
+// decoder's matmul precision on the CPU (decode/step_decoder.h); unset, the process's.
 Translations translate_corpus(const TransformerConfig& cfg, const ParamStore& params, const TextPipeline& pipeline,
                               const std::vector<std::string>& sources, const decode::SearchOptions& search,
-                              int64_t batch_sentences, bool progress = false, int64_t max_source_len = 1024);
+                              int64_t batch_sentences, bool progress = false, int64_t max_source_len = 1024,
+                              std::optional<Precision> precision = std::nullopt);
 
 struct BleuReport {
   double sacrebleu = 0;        // sacreBLEU's default BLEU of the detokenized output vs raw references
@@ -54,6 +59,6 @@ struct SentenceNll {
 };
 std::vector<SentenceNll> sentence_nll(const TransformerConfig& cfg, const ParamStore& params,
                                       const std::vector<std::vector<int32_t>>& src, const std::vector<std::vector<int32_t>>& tgt,
-                                      int64_t batch_sentences);
+                                      int64_t batch_sentences, std::optional<Precision> precision = std::nullopt);
 
 } // namespace pillars::train

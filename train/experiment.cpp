@@ -188,8 +188,8 @@ const std::vector<Entry>& entries() {
         in(F::enumeration("train.precision", enum_names<Precision>(),
                           "fp32 (every product in fp32) or bf16. On cuda, bf16 puts the operands of the GEMMs and of attention in bf16 on "
                           "the tensor cores. On the cpu, bf16 rounds the operands of the matmul products (linear layers, the LM head, and "
-                          "their gradients) to bf16 (kernels/cpu/gemm_precision.h); the fused attention kernels' products (QKᵀ, PV) stay "
-                          "fp32. Both: fp32 accumulation, fp32 master weights, optimiser, normalisation, softmax and loss.")
+                          "their gradients) and of the fused attention kernels (QKᵀ, PV and their backward) to bf16 "
+                          "(kernels/cpu/gemm_precision.h, kernels/cpu/attention.h); validation decodes at it too. Both: fp32 accumulation, fp32 master weights, optimiser, normalisation, softmax and loss.")
                .def("fp32"),
            &E::train, &T::precision),
         in(F::enumeration("train.attention_backend", enum_names<AttentionBackend>(),
@@ -245,6 +245,15 @@ const std::vector<Entry>& entries() {
         in(F::integer("eval.max_len_b", "See max_len_a.").def(10).at_least(0).at_most(L::kMaxOutputLength), &E::eval, &V::max_len_b),
         in(F::integer("eval.batch_sentences", "Sentences decoded per batch.").def(64).at_least(1).at_most(L::kMaxSentences), &E::eval, &V::batch_sentences),
         in(F::boolean("eval.sacrebleu_lowercase", "Case-insensitive BLEU (sacreBLEU's -lc).").def(false), &E::eval, &V::sacrebleu_lowercase),
+        in(F::enumeration("eval.precision", enum_names<Precision>(),
+                          "Precision of the evaluation's decoding on the CPU (the translations and per-sentence losses of `pillars eval` "
+                          "and of the test score at the end of training; the perplexity stays fp32, validation follows train.precision): "
+                          "fp32, or bf16: the decoder's matmuls and attention "
+                          "products on operands rounded to bf16 with fp32 accumulation, each weight matrix packed once per model "
+                          "(decode/step_decoder.h). Fast where the CPU has AVX512-BF16 or AMX; elsewhere the portable path gives the "
+                          "same numerics. Decoding on a GPU refuses bf16 here (its precision is the device's).")
+               .def("fp32"),
+           &E::eval, &V::precision),
 
         section(F::section("heads", "Head-level methods while training: GHT's group-constrained training (GCT), the baselines' "
                                     "regularisers and gates, and head-diversity measurements (docs/METHOD.md).")),

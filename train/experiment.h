@@ -141,6 +141,7 @@ struct EvalSettings {
   double lenpen{}, max_len_a{};
   int64_t max_len_b{}, batch_sentences{};
   bool sacrebleu_lowercase{};
+  Precision precision{}; // the decoding's matmul precision on the CPU
   bool operator==(const EvalSettings&) const = default;
 };
 

@@ -602,6 +602,11 @@ nlohmann::json evaluate_run(const std::string& target, const EvalOptions& option
                    result["ppl"].get<double>(), static_cast<long long>(result["tokens"].get<int64_t>()));
     return result;
   }
+  // The decoding's precision (translations and per-sentence loss; the perplexity above and below is
+  // the fp32 teacher-forced graph's). bf16 is the CPU's.
+  const Precision precision = options.precision.value_or(e.eval.precision);
+  if (precision == Precision::bf16 && options.device != Device::cpu)
+    throw InputError("eval.precision / --precision bf16 decodes on the CPU; on a GPU the decoding's precision is the device's");
   EvalSplit data = read_eval_split(e, split);
   if (options.shuffle_sources && !data.source.empty()) std::rotate(data.source.begin(), data.source.begin() + 1, data.source.end());
 
@@ -622,8 +627,10 @@ nlohmann::json evaluate_run(const std::string& target, const EvalOptions& option
   const int64_t batch_sentences = options.batch_sentences.value_or(e.eval.batch_sentences);
   const ParamStore on_device = ck.params.on(options.device); // the decoder runs where its parameters are
   const Translations t =
-      translate_corpus(ck.config, on_device, pipeline, data.source, so, batch_sentences, !options.quiet, e.data.max_source_len);
+      translate_corpus(ck.config, on_device, pipeline, data.source, so, batch_sentences, !options.quiet, e.data.max_source_len,
+                       precision);
   result["beam"] = so.beam;
+  if (precision != Precision::fp32) result["precision"] = enum_name(precision);
   result["lenpen"] = so.lenpen;
   result["sentences_per_second"] = t.sentences_per_second();
   result["decode_seconds"] = t.seconds;
@@ -643,7 +650,7 @@ nlohmann::json evaluate_run(const std::string& target, const EvalOptions& option
   }
   write_lines((fs::path(run_dir) / (stem + ".hyp")).string(), t.text);
   std::vector<std::pair<double, int64_t>> sentences;
-  for (const SentenceNll& s : sentence_nll(ck.config, on_device, pairs.src, pairs.tgt, batch_sentences))
+  for (const SentenceNll& s : sentence_nll(ck.config, on_device, pairs.src, pairs.tgt, batch_sentences, precision))
     sentences.emplace_back(s.nll, s.tokens);
   write_lines((fs::path(run_dir) / (stem + ".nll")).string(), nll_lines(sentences));
   io::atomic_write_file((fs::path(run_dir) / (stem + ".json")).string(), result.dump(2) + "\n");

@@ -56,6 +56,7 @@ struct EvalOptions {
   bool shuffle_sources = false;
   bool quiet = false;
   Device device = Device::cpu; // where the decoding runs (the parameters are copied there)
+  std::optional<Precision> precision; // the decoding's matmul precision (CPU); unset: the run's eval.precision
 };
 // Evaluates a trained run (its directory, or one of its checkpoint files): loss/perplexity and
 // BLEU on the split; writes eval_<split>.json/.hyp into the run directory; returns the scores.

@@ -673,6 +673,9 @@ void check_device_settings(const Experiment& e) {
       throw InputError("train.attention_backend \"cudnn\" (cuDNN's fused attention) needs train.device \"cuda\"");
     return;
   }
+  if (e.eval.precision == Precision::bf16) // a GPU run evaluates its test split on the GPU
+    throw InputError("eval.precision \"bf16\" decodes on the CPU; a train.device \"cuda\" run evaluates on the GPU, at "
+                     "train.precision");
   if (cuda_device_count() == 0) throw InputError("train.device is \"cuda\" but " + cuda_unavailable_reason());
 }
 

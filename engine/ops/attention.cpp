@@ -32,6 +32,7 @@
 #include "engine/ops/softmax.h"
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/attention_mask.h"
+#include "kernels/cpu/gemm_precision.h"
 
 namespace pillars::ops {
 namespace {
@@ -74,6 +75,7 @@ cpu::AttentionParams kernel_params(const KernelContext& c, const Shape& q, const
   p.dropout_p = op.dropout;
   p.seed = op.seed + c.run_seed;
   p.rng_offset = op.rng_offset;
+  p.bf16 = cpu::matmul_precision() == Precision::bf16; // the products at the CPU's matmul precision
   return p;
 }
 

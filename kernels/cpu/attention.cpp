@@ -57,6 +57,7 @@
 #include <memory>
 #include <utility>
 
+#include "kernels/bf16_bits.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/philox.h"
 
@@ -166,6 +167,23 @@ void unpack_rows(const float* src, int64_t ld, int64_t n, float alpha, int64_t D
   }
 }
 
+// x[0:n] ← the bf16 value of each element (rounded to nearest even, kernels/bf16_bits.h), as fp32:
+// the operands of the bf16 products (AttentionParams::bf16).
+void round_to_bf16(float* x, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, x + i, 4);
+    bits = static_cast<uint32_t>(bf16_bits_of_f32_bits(bits)) << 16;
+    std::memcpy(x + i, &bits, 4);
+  }
+}
+
+// Rows [0, rows) of x (row stride ld), columns [0, cols), rounded to bf16 values.
+void round_rows_to_bf16(float* x, int64_t rows, int64_t cols, int64_t ld) {
+  for (int64_t r = 0; r < rows; ++r) round_to_bf16(x + r * ld, cols);
+}
+
 // ---- dropout -------------------------------------------------------------------------------------
 
 // mult[0:n] ← the dropout multipliers of keys [j0, j0 + n) of query row i of head (b, h): 0 where
@@ -222,11 +240,14 @@ struct ForwardTiles {
   float* alpha;    // (kBlockQ)          rescaling factors of the current key block
   float* visible;  // (kBlockQ)          keys of the current block each query sees
   float* mult;     // (kBlockK)          dropout multipliers of one query
+  float* kb;       // (kBlockK, D)       bf16 only: the key block, rounded
+  float* vb;       // (kBlockK, D)       bf16 only: the value block, rounded
 
-  int64_t layout(float* base, int64_t D) {
+  int64_t layout(float* base, int64_t D, bool bf16) {
+    const int64_t block = bf16 ? kBlockK * D : 0;
     return carve(base, {{&qt, D * kBlockQ}, {&st, kBlockK * kBlockQ}, {&ot, D * kBlockQ},
                         {&m, kBlockQ}, {&l, kBlockQ}, {&alpha, kBlockQ}, {&visible, kBlockQ},
-                        {&mult, kBlockK}});
+                        {&mult, kBlockK}, {&kb, block}, {&vb, block}});
   }
 };
 
@@ -242,7 +263,7 @@ struct BackwardTiles {
   float* dk;       // (kBlockK, Dp)      dK accumulator of the key block (unscaled)
   float* dv;       // (kBlockK, Dp)      dV accumulator of the key block
   float* p;        // (kBlockQ, kBlockK) probabilities P
-  float* pz;       // (kBlockQ, kBlockK) P ∘ Z (dropout only)
+  float* pz;       // (kBlockQ, kBlockK) P ∘ Z (dropout, or bf16: P (∘ Z) rounded)
   float* mult;     // (kBlockQ, kBlockK) dropout multipliers Z (dropout only)
   float* ds;       // (kBlockQ, kBlockK) dS
   float* visible;  // (kBlockQ)          keys of the current key block each query sees
@@ -250,11 +271,11 @@ struct BackwardTiles {
   float* lse2;     // (Tq)               lse in log2 units (0 for rows that see nothing)
   float* dq;       // (Tq, Dp)           dQ accumulator of the head (unscaled)
 
-  int64_t layout(float* base, int64_t Dp, int64_t Tq, bool dropout) {
+  int64_t layout(float* base, int64_t Dp, int64_t Tq, bool dropout, bool bf16) {
     const int64_t tile = kBlockQ * kBlockK, dropout_tile = dropout ? tile : 0;
     return carve(base, {{&q, Tq * Dp}, {&dout, Tq * Dp}, {&k, kBlockK * Dp}, {&kt, Dp * kBlockK},
                         {&v, kBlockK * Dp}, {&vt, Dp * kBlockK}, {&dk, kBlockK * Dp},
-                        {&dv, kBlockK * Dp}, {&p, tile}, {&pz, dropout_tile},
+                        {&dv, kBlockK * Dp}, {&p, tile}, {&pz, dropout || bf16 ? tile : 0},
                         {&mult, dropout_tile}, {&ds, tile}, {&visible, kBlockQ}, {&delta, Tq},
                         {&lse2, Tq}, {&dq, Tq * Dp}});
   }
@@ -331,6 +352,7 @@ void forward_query_block(const AttentionParams& p, const TileKernels& tiles, con
   tiles.transpose(q[i0], p.q_token_stride, rows, D, t.qt, ld);
   if (rows < ld)
     for (int64_t d = 0; d < D; ++d) fill(t.qt + d * ld + rows, ld - rows, 0.0f);
+  if (p.bf16) round_to_bf16(t.qt, D * ld);
   fill(t.m, ld, kNegInf);
   fill(t.l, ld, 0.0f);
   fill(t.ot, D * ld, 0.0f);
@@ -338,8 +360,18 @@ void forward_query_block(const AttentionParams& p, const TileKernels& tiles, con
   for (int64_t j0 = 0; j0 < last_key; j0 += kBlockK) {  // blocks past every query's mask: skipped
     const int64_t cols = std::min(kBlockK, last_key - j0);
     const bool masked = block_visibility(visible, rows, ld, j0, cols, t);
+    // bf16: K and V of the block rounded into kb, vb (rows D apart), read from there.
+    const float *kblk = k[j0], *vblk = v[j0];
+    int64_t k_stride = p.k_token_stride, v_stride = p.v_token_stride;
+    if (p.bf16) {
+      pack_rows(k, j0, cols, cols, D, D, t.kb);
+      pack_rows(v, j0, cols, cols, D, D, t.vb);
+      round_to_bf16(t.kb, cols * D);
+      round_to_bf16(t.vb, cols * D);
+      kblk = t.kb, vblk = t.vb, k_stride = v_stride = D;
+    }
     // Sᵀ (cols, ld) = log2 e · scale · K_blk Qᵀ   (logits in log2 units)
-    tiles.gemm(cols, ld, D, p.scale * kLog2e, k[j0], p.k_token_stride, 1, t.qt, ld, t.st, ld, false);
+    tiles.gemm(cols, ld, D, p.scale * kLog2e, kblk, k_stride, 1, t.qt, ld, t.st, ld, false);
     if (probs)  // stash the logits; finish_query_block turns them into probabilities
       for (int64_t r = 0; r < rows; ++r)
         for (int64_t j = 0; j < static_cast<int64_t>(t.visible[r]); ++j)
@@ -347,8 +379,9 @@ void forward_query_block(const AttentionParams& p, const TileKernels& tiles, con
     tiles.online_softmax_columns(t.st, ld, cols, ld, masked ? t.visible : nullptr, t.m, t.l, t.alpha);
     tiles.scale_columns(t.ot, ld, D, ld, t.alpha);
     if (p.dropout_p > 0.0f) dropout_columns(p, tiles, t, b, h, i0, rows, ld, j0);
+    if (p.bf16) round_to_bf16(t.st, cols * ld);  // Pᵀ (after l has summed the fp32 values)
     // Õᵀ (D, ld) += V_blkᵀ Pᵀ
-    tiles.gemm(D, ld, cols, 1.0f, v[j0], 1, p.v_token_stride, t.st, ld, t.ot, ld, true);
+    tiles.gemm(D, ld, cols, 1.0f, vblk, 1, v_stride, t.st, ld, t.ot, ld, true);
   }
   finish_query_block(p, t, b, h, i0, rows, ld, visible,
                      head_rows(O, p.o_batch_stride, p.o_token_stride, p, b, h), lse, probs);
@@ -395,7 +428,7 @@ void backward_key_block(const AttentionParams& p, const TileKernels& tiles, cons
   const auto k = head_rows(K, p.k_batch_stride, p.k_token_stride, p, b, h);
   const auto v = head_rows(V, p.v_batch_stride, p.v_token_stride, p, b, h);
   const bool dropout = p.dropout_p > 0.0f;
-  const float* pz = dropout ? t.pz : t.p;
+  const float* pz = dropout || p.bf16 ? t.pz : t.p;
   // The block's keys that exist; the padding slots past them are packed as zeros, never read.
   const int64_t real = clamp(attention_key_limit(p, b) - j0, 0, cols);
 
@@ -405,6 +438,10 @@ void backward_key_block(const AttentionParams& p, const TileKernels& tiles, cons
   prefetch_rows(v, j0, real, D);
   pack_rows(k, j0, real, cols_pad, D, Dp, t.k);
   pack_rows(v, j0, real, cols_pad, D, Dp, t.v);
+  if (p.bf16) {
+    round_to_bf16(t.k, cols_pad * Dp);
+    round_to_bf16(t.v, cols_pad * Dp);
+  }
   tiles.transpose(t.k, Dp, cols_pad, Dp, t.kt, kBlockK);
   tiles.transpose(t.v, Dp, cols_pad, Dp, t.vt, kBlockK);
 
@@ -418,9 +455,15 @@ void backward_key_block(const AttentionParams& p, const TileKernels& tiles, cons
     tiles.probabilities(rows, cols_pad, Dp, p.scale * kLog2e, q, Dp, 1, t.kt, kBlockK, t.lse2 + i0,
                         t.visible, t.p, kBlockK);
     if (dropout) dropout_tile(p, tiles, t, b, h, i0, rows, j0, cols_pad);
+    if (p.bf16) {  // P (∘ Z) rounded for dV; the softmax gradient reads the fp32 P
+      if (!dropout)
+        for (int64_t r = 0; r < rows; ++r) std::memcpy(t.pz + r * kBlockK, t.p + r * kBlockK, cols_pad * sizeof(float));
+      round_rows_to_bf16(t.pz, rows, cols_pad, kBlockK);
+    }
     tiles.gemm(cols_pad, Dp, rows, 1.0f, pz, 1, kBlockK, dout, Dp, t.dv, Dp, !first);
     tiles.softmax_grad(rows, cols_pad, Dp, dout, Dp, 1, t.vt, kBlockK, t.p,
                        dropout ? t.mult : nullptr, t.delta + i0, t.ds, kBlockK);
+    if (p.bf16) round_rows_to_bf16(t.ds, rows, cols_pad, kBlockK);
     tiles.gemm(rows, Dp, cols_pad, 1.0f, t.ds, kBlockK, 1, t.k, Dp, t.dq + i0 * Dp, Dp, true);
     tiles.gemm(cols_pad, Dp, rows, 1.0f, t.ds, 1, kBlockK, q, Dp, t.dk, Dp, !first);
     first = false;
@@ -460,6 +503,10 @@ void backward_head(const AttentionParams& p, const TileKernels& tiles, const Bac
 #pragma omp simd reduction(+ : delta)
     for (int64_t d = 0; d < D; ++d) delta += g[d] * o[d];
     t.delta[i] = delta;
+    if (p.bf16) {  // after δ, which uses the fp32 dO
+      round_to_bf16(t.q + i * Dp, D);
+      round_to_bf16(t.dout + i * Dp, D);
+    }
     const float l = lse[(b * p.H + h) * p.Tq + i];
     t.lse2[i] = l == kNegInf ? 0.0f : l * kLog2e;  // a row that sees nothing is masked anyway
   }
@@ -472,8 +519,8 @@ void backward_head(const AttentionParams& p, const TileKernels& tiles, const Bac
 
 int64_t attention_scratch_bytes_per_thread(const AttentionParams& p, bool backward) {
   const int64_t Dp = padded_head_dim(p);
-  const int64_t floats = backward ? BackwardTiles{}.layout(nullptr, Dp, p.Tq, p.dropout_p > 0.0f)
-                                  : ForwardTiles{}.layout(nullptr, p.D);
+  const int64_t floats = backward ? BackwardTiles{}.layout(nullptr, Dp, p.Tq, p.dropout_p > 0.0f, p.bf16)
+                                  : ForwardTiles{}.layout(nullptr, p.D, p.bf16);
   return floats * static_cast<int64_t>(sizeof(float));
 }
 
@@ -483,7 +530,7 @@ void attention_forward(const AttentionParams& p, const float* Q, const float* K,
   const int64_t query_blocks = (p.Tq + kBlockQ - 1) / kBlockQ, tasks = p.B * p.H * query_blocks;
 #pragma omp parallel
   {
-    const ForwardTiles t = thread_tiles<ForwardTiles>(p.D);
+    const ForwardTiles t = thread_tiles<ForwardTiles>(p.D, p.bf16);
     // Causal tasks differ in cost (later query blocks see more keys): hand them out dynamically.
 #pragma omp for schedule(dynamic)
     for (int64_t task = 0; task < tasks; ++task) {
@@ -500,7 +547,7 @@ void attention_backward(const AttentionParams& p, const float* Q, const float* K
 #pragma omp parallel
   {
     const BackwardTiles t =
-        thread_tiles<BackwardTiles>(padded_head_dim(p), p.Tq, p.dropout_p > 0.0f);
+        thread_tiles<BackwardTiles>(padded_head_dim(p), p.Tq, p.dropout_p > 0.0f, p.bf16);
 #pragma omp for schedule(dynamic)
     for (int64_t bh = 0; bh < p.B * p.H; ++bh)
       backward_head(p, tiles, t, bh / p.H, bh % p.H, Q, K, V, O, lse, dO, dQ, dK, dV);

@@ -23,6 +23,14 @@
 // log-sum-exp is that of the un-dropped logits (as in FlashAttention), so the backward pass can
 // recompute P = exp(S − lse) exactly and regenerate the same mask.
 //
+// bf16 (the CPU's matmul precision bf16: kernels/cpu/gemm_precision.h). The fused kernels round
+// the operands of every product to bf16 (to nearest even, kernels/bf16_bits.h) and accumulate in
+// fp32: Q, K, V and dO as they are packed, the probabilities P (P∘Z) before P·V and Pᵀ·dO, and dS
+// before dS·K and dSᵀ·Q. The softmax (max, exp, sum, lse), δ = rowsum(dO∘O) (from the unrounded
+// dO) and the dropout mask stay fp32. The products run on the fp32 tile kernels: these are bf16's
+// numerics, not its speed. false: every product fp32, exactly as before the flag existed. The
+// reference functions ignore the flag.
+//
 // attention_forward / attention_backward are the fused kernels (attention.cpp: online softmax,
 // O(T) memory). The *_reference functions (attention_reference.cpp) materialise the (B, H, Tq, Tk)
 // matrices the textbook way: they are the test oracle and the naive side of the benchmark.
@@ -39,6 +47,7 @@ struct AttentionParams {
   const int32_t* key_lengths = nullptr;         // (B) or nullptr: keys j >= key_lengths[b] masked
   float dropout_p = 0.0f;                       // on the probabilities; 0 = off
   uint64_t seed = 0, rng_offset = 0;            // the Philox stream of the dropout mask
+  bool bf16 = false;                            // the products' operands rounded to bf16 (below)
   int64_t q_batch_stride = 0, q_token_stride = 0;
   int64_t k_batch_stride = 0, k_token_stride = 0;
   int64_t v_batch_stride = 0, v_token_stride = 0;

@@ -19,6 +19,7 @@
 
 #include "base/error.h"
 
+#include "kernels/bf16_bits.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/gemm_bf16_packed.h"
@@ -28,6 +29,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <type_traits>
 
 namespace pillars::cpu {
 
@@ -38,6 +40,14 @@ float widen(uint16_t x) {
   float f;
   std::memcpy(&f, &bits, 4);
   return f;
+}
+
+// An operand element as bf16: bf16 already, or fp32 rounded to nearest even (kernels/bf16_bits.h).
+uint16_t to_bf16(uint16_t x) { return x; }
+uint16_t to_bf16(float x) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, 4);
+  return bf16_bits_of_f32_bits(bits);
 }
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -94,14 +104,16 @@ void parallel_for(int threads, int64_t n, F&& f) {
   for (int64_t i = 0; i < n; ++i) f(i);
 }
 
-// One product in the caller's layout.
+// One product in the caller's layout; T: the operands' type (uint16_t bf16, or float rounded to bf16
+// as they are packed or widened).
+template <class T>
 struct Product {
   bool trans_a, trans_b;
   int64_t M, N, K;
   float alpha;
-  const uint16_t* A;
+  const T* A;
   int64_t lda;
-  const uint16_t* B;
+  const T* B;
   int64_t ldb;
   float beta;
   float* C;
@@ -109,7 +121,8 @@ struct Product {
 };
 
 // C = beta · C: what is left when K == 0 or alpha == 0 (A and B are not read).
-void scale_c(const Product& p) {
+template <class T>
+void scale_c(const Product<T>& p) {
   for (int64_t i = 0; i < p.M; ++i)
     for (int64_t j = 0; j < p.N; ++j) p.C[i * p.ldc + j] = p.beta == 0.0f ? 0.0f : p.beta * p.C[i * p.ldc + j];
 }
@@ -120,18 +133,30 @@ void scale_c(const Product& p) {
 // X points at (lane 0, k0). Two shapes of memory get their own loops, the rest the plain one:
 //   k_stride == 1 (rows of A, columns of Bᵀ): each lane's run over k is contiguous: copy runs;
 //   lane_stride == 1, KW == 2 (columns of B): the pair is two rows of X: interleave them.
-void pack_chunk(const uint16_t* X, int64_t lane_stride, int64_t k_stride, int64_t w, int64_t W, int64_t kw,
+template <class T>
+void pack_chunk(const T* X, int64_t lane_stride, int64_t k_stride, int64_t w, int64_t W, int64_t kw,
                 int64_t KW, uint16_t* d) {
+  constexpr bool kCopy = std::is_same_v<T, uint16_t>; // bf16 already: runs are copied
   if (k_stride == 1 && kw == KW && KW == 2) {
-    for (int64_t c = 0; c < w; ++c) std::memcpy(d + 2 * c, X + c * lane_stride, 4); // one 32-bit pair
+    if constexpr (kCopy) {
+      for (int64_t c = 0; c < w; ++c) std::memcpy(d + 2 * c, X + c * lane_stride, 4); // one 32-bit pair
+    } else {
+      for (int64_t c = 0; c < w; ++c) d[2 * c] = to_bf16(X[c * lane_stride]), d[2 * c + 1] = to_bf16(X[c * lane_stride + 1]);
+    }
   } else if (k_stride == 1 && kw == KW) {
-    for (int64_t c = 0; c < w; ++c) std::memcpy(d + c * KW, X + c * lane_stride, size_t(KW) * 2);
+    if constexpr (kCopy) {
+      for (int64_t c = 0; c < w; ++c) std::memcpy(d + c * KW, X + c * lane_stride, size_t(KW) * 2);
+    } else {
+      for (int64_t c = 0; c < w; ++c)
+        for (int64_t e = 0; e < KW; ++e) d[c * KW + e] = to_bf16(X[c * lane_stride + e]);
+    }
   } else if (lane_stride == 1 && KW == 2 && kw == 2) {
-    const uint16_t *even = X, *odd = X + k_stride;
-    for (int64_t c = 0; c < w; ++c) d[2 * c] = even[c], d[2 * c + 1] = odd[c];
+    const T *even = X, *odd = X + k_stride;
+    for (int64_t c = 0; c < w; ++c) d[2 * c] = to_bf16(even[c]), d[2 * c + 1] = to_bf16(odd[c]);
   } else {
     for (int64_t c = 0; c < w; ++c)
-      for (int64_t e = 0; e < KW; ++e) d[c * KW + e] = e < kw ? X[c * lane_stride + e * k_stride] : uint16_t{0};
+      for (int64_t e = 0; e < KW; ++e)
+        d[c * KW + e] = e < kw ? to_bf16(X[c * lane_stride + e * k_stride]) : uint16_t{0};
   }
   std::fill(d + w * KW, d + W * KW, uint16_t{0}); // lanes past the last one
 }
@@ -142,7 +167,8 @@ void pack_chunk(const uint16_t* X, int64_t lane_stride, int64_t k_stride, int64_
 // The loops follow the source: when lanes are contiguous (a row of X holds one k for many lanes),
 // chunk by chunk, each filling every panel from the same rows of X; otherwise panel by panel,
 // each lane's run over k read in order.
-void pack(const uint16_t* X, int64_t lane_stride, int64_t k_stride, int64_t lanes, int64_t K, int64_t W, int64_t KW,
+template <class T>
+void pack(const T* X, int64_t lane_stride, int64_t k_stride, int64_t lanes, int64_t K, int64_t W, int64_t KW,
           int64_t kpad, uint16_t* dst, int threads) {
   const int64_t panels = ceil_div(lanes, W), chunks = kpad / KW;
   const auto pack_one = [&](int64_t q, int64_t t) { // panel q, chunk t
@@ -170,17 +196,32 @@ void pack(const uint16_t* X, int64_t lane_stride, int64_t k_stride, int64_t lane
 // panels stream past them.
 constexpr int64_t kBlockRows = 96, kBlockCols = 4 * gemm::kBf16Nr;
 
-void run_packed(const gemm::Bf16KernelSet& ks, const Product& p, int threads) {
+// Packs op(B) into Bp (round_up(N, kBf16Nr) · kpad values) for the kernel set ks.
+template <class T>
+void pack_b(const gemm::Bf16KernelSet& ks, bool trans_b, int64_t N, int64_t K, const T* B, int64_t ldb, uint16_t* Bp,
+            int threads) {
+  // op(B)(k, j) = B[k·ldb + j], or B[j·ldb + k] when transposed (lanes of B are its columns j).
+  pack(B, trans_b ? ldb : 1, trans_b ? 1 : ldb, N, K, gemm::kBf16Nr, 2, round_up(K, ks.k_multiple), Bp, threads);
+}
+
+// packed_b: op(B) already packed by pack_b for ks (then p.B is not read), or nullptr.
+template <class T>
+void run_packed(const gemm::Bf16KernelSet& ks, const Product<T>& p, int threads, const uint16_t* packed_b = nullptr) {
   const int64_t kpad = round_up(p.K, ks.k_multiple);
-  // A row-major op(A) whose K needs no padding already has the kernel's pairs where it wants them.
-  const bool a_in_place = ks.block_a_in_place != nullptr && !p.trans_a && kpad == p.K;
+  // A row-major op(A) of bf16 whose K needs no padding already has the kernel's pairs where it
+  // wants them (fp32 A is rounded as it is packed).
+  const bool a_in_place =
+      std::is_same_v<T, uint16_t> && ks.block_a_in_place != nullptr && !p.trans_a && kpad == p.K;
   uint16_t* Ap = a_in_place ? nullptr : t_packed_a.get(round_up(p.M, ks.mr) * kpad);
-  uint16_t* Bp = t_packed_b.get(round_up(p.N, gemm::kBf16Nr) * kpad);
-  // op(A)(i, k) = A[i·lda + k], or A[k·lda + i] when transposed; op(B)(k, j) = B[k·ldb + j], or
-  // B[j·ldb + k] when transposed (lanes of B are its columns j).
+  const uint16_t* Bp = packed_b;
+  if (Bp == nullptr) {
+    uint16_t* b = t_packed_b.get(round_up(p.N, gemm::kBf16Nr) * kpad);
+    pack_b(ks, p.trans_b, p.N, p.K, p.B, p.ldb, b, threads);
+    Bp = b;
+  }
+  // op(A)(i, k) = A[i·lda + k], or A[k·lda + i] when transposed.
   if (!a_in_place)
     pack(p.A, p.trans_a ? 1 : p.lda, p.trans_a ? p.lda : 1, p.M, p.K, ks.mr, ks.a_chunk, kpad, Ap, threads);
-  pack(p.B, p.trans_b ? p.ldb : 1, p.trans_b ? 1 : p.ldb, p.N, p.K, gemm::kBf16Nr, 2, kpad, Bp, threads);
 
   const int64_t block_rows = round_up(kBlockRows, ks.mr);
   const int64_t bm = ceil_div(p.M, block_rows), bn = ceil_div(p.N, kBlockCols);
@@ -189,28 +230,40 @@ void run_packed(const gemm::Bf16KernelSet& ks, const Product& p, int threads) {
     const int64_t m = std::min(block_rows, p.M - i0), n = std::min(kBlockCols, p.N - j0);
     float* C = p.C + i0 * p.ldc + j0;
     // Panel i0 / mr starts at (i0 / mr) · mr · kpad = i0 · kpad; likewise for B.
-    if (a_in_place) ks.block_a_in_place(p.A + i0 * p.lda, p.lda, Bp + j0 * kpad, kpad, m, n, p.alpha, p.beta, C, p.ldc);
-    else ks.block(Ap + i0 * kpad, Bp + j0 * kpad, kpad, m, n, p.alpha, p.beta, C, p.ldc);
+    if constexpr (std::is_same_v<T, uint16_t>) {
+      if (a_in_place) {
+        ks.block_a_in_place(p.A + i0 * p.lda, p.lda, Bp + j0 * kpad, kpad, m, n, p.alpha, p.beta, C, p.ldc);
+        return;
+      }
+    }
+    ks.block(Ap + i0 * kpad, Bp + j0 * kpad, kpad, m, n, p.alpha, p.beta, C, p.ldc);
   });
 }
 
 // ---- the portable path ---------------------------------------------------------------------------
 
-// rows × cols of X (row stride ld) widened into dst (row stride cols).
-void widen_matrix(const uint16_t* X, int64_t rows, int64_t cols, int64_t ld, float* dst, int threads) {
+// rows × cols of X (row stride ld) as bf16 values, widened into dst (row stride cols).
+template <class T>
+void widen_matrix(const T* X, int64_t rows, int64_t cols, int64_t ld, float* dst, int threads) {
   parallel_for(threads, rows, [&](int64_t r) {
-    for (int64_t c = 0; c < cols; ++c) dst[r * cols + c] = widen(X[r * ld + c]);
+    for (int64_t c = 0; c < cols; ++c) dst[r * cols + c] = widen(to_bf16(X[r * ld + c]));
   });
 }
 
-void run_portable(const Product& p, int threads) {
+// wide_b: op(B) already widened by widen_matrix (stored shape, dense), or nullptr.
+template <class T>
+void run_portable(const Product<T>& p, int threads, const float* wide_b = nullptr) {
   // A is stored (M, K), or (K, M) when transposed; B (K, N), or (N, K).
   const int64_t a_rows = p.trans_a ? p.K : p.M, a_cols = p.trans_a ? p.M : p.K;
   const int64_t b_rows = p.trans_b ? p.N : p.K, b_cols = p.trans_b ? p.K : p.N;
   float* A = t_wide_a.get(a_rows * a_cols);
-  float* B = t_wide_b.get(b_rows * b_cols);
   widen_matrix(p.A, a_rows, a_cols, p.lda, A, threads);
-  widen_matrix(p.B, b_rows, b_cols, p.ldb, B, threads);
+  const float* B = wide_b;
+  if (B == nullptr) {
+    float* b = t_wide_b.get(b_rows * b_cols);
+    widen_matrix(p.B, b_rows, b_cols, p.ldb, b, threads);
+    B = b;
+  }
   sgemm(p.trans_a, p.trans_b, p.M, p.N, p.K, p.alpha, A, a_cols, B, b_cols, p.beta, p.C, p.ldc);
 }
 
@@ -222,27 +275,80 @@ const gemm::Bf16KernelSet* kernels_for(Isa isa) {
   return set;
 }
 
+template <class T>
+void gemm_bf16_any(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const T* A, int64_t lda,
+                   const T* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+  const Product<T> p{ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc};
+  if (M == 0 || N == 0) return;
+  if (K == 0 || alpha == 0.0f) return scale_c(p);
+  if (const gemm::Bf16KernelSet* ks = kernels_for(active_isa())) return run_packed(*ks, p, threads_for(M * N * K));
+  run_portable(p, threads_for(M * N * K));
+}
+
 } // namespace
 
 // ---- the public entry points -----------------------------------------------------------------------
 
 void gemm_bf16(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const uint16_t* A, int64_t lda,
                const uint16_t* B, int64_t ldb, float beta, float* C, int64_t ldc) {
-  if (const gemm::Bf16KernelSet* ks = kernels_for(active_isa()))
-    return gemm::gemm_bf16_packed(*ks, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-  const Product p{ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc};
-  if (M == 0 || N == 0) return;
-  if (K == 0 || alpha == 0.0f) return scale_c(p);
-  run_portable(p, threads_for(M * N * K));
+  gemm_bf16_any(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+void gemm_bf16_f32(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
+                   const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+  gemm_bf16_any(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
 void gemm::gemm_bf16_packed(const Bf16KernelSet& ks, bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
                             const uint16_t* A, int64_t lda, const uint16_t* B, int64_t ldb, float beta, float* C,
                             int64_t ldc) {
-  const Product p{ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc};
+  const Product<uint16_t> p{ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc};
   if (M == 0 || N == 0) return;
   if (K == 0 || alpha == 0.0f) return scale_c(p);
   run_packed(ks, p, threads_for(M * N * K));
+}
+
+// ---- op(B) packed once -------------------------------------------------------------------------------
+
+void Bf16PackedB::Free::operator()(void* p) const { std::free(p); }
+
+Bf16PackedB::Bf16PackedB(bool trans_b, int64_t N, int64_t K, const float* B, int64_t ldb)
+    : trans_b_(trans_b), N_(N), K_(K), ldb_(ldb), source_(B) {
+  PILLARS_CHECK(N >= 0 && K >= 0, "Bf16PackedB: negative shape");
+  const gemm::Bf16KernelSet* ks = kernels_for(active_isa());
+  kernels_ = ks;
+  const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
+  if (ks != nullptr) {
+    const int64_t count = std::max<int64_t>(1, round_up(N, gemm::kBf16Nr) * round_up(K, ks->k_multiple));
+    void* data = std::aligned_alloc(64, static_cast<size_t>(round_up(count * 2, 64)));
+    if (data == nullptr) throw Error("Bf16PackedB: out of memory");
+    packed_.reset(static_cast<uint16_t*>(data));
+    bytes_ = count * 2;
+    pack_b(*ks, trans_b, N, K, B, ldb, packed_.get(), threads);
+  } else {
+    const int64_t rows = trans_b ? N : K, cols = trans_b ? K : N;
+    wide_.resize(static_cast<size_t>(rows * cols));
+    bytes_ = rows * cols * 4;
+    widen_matrix(B, rows, cols, ldb, wide_.data(), threads);
+  }
+}
+
+bool Bf16PackedB::matches(bool trans_b, int64_t N, int64_t K, const float* B, int64_t ldb) const {
+  return trans_b == trans_b_ && N == N_ && K == K_ && B == source_ && ldb == ldb_;
+}
+
+void gemm_bf16_f32_prepacked(bool ta, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
+                             const Bf16PackedB& B, float beta, float* C, int64_t ldc) {
+  PILLARS_CHECK(N == B.N_ && K == B.K_, "gemm_bf16_f32_prepacked: op(B) is ", B.K_, " x ", B.N_, ", the product wants ",
+                K, " x ", N);
+  const gemm::Bf16KernelSet* ks = kernels_for(active_isa());
+  if (ks != B.kernels_) // packed for another path (the ISA was forced since): pack from the source
+    return gemm_bf16_f32(ta, B.trans_b_, M, N, K, alpha, A, lda, B.source_, B.ldb_, beta, C, ldc);
+  const Product<float> p{ta, B.trans_b_, M, N, K, alpha, A, lda, nullptr, B.ldb_, beta, C, ldc};
+  if (M == 0 || N == 0) return;
+  if (K == 0 || alpha == 0.0f) return scale_c(p);
+  if (ks != nullptr) return run_packed(*ks, p, threads_for(M * N * K), B.packed_.get());
+  run_portable(p, threads_for(M * N * K), B.wide_.data());
 }
 
 const char* gemm_bf16_path() {

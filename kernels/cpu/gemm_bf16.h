@@ -24,11 +24,49 @@
 // Never allocates once the largest shape has been seen (per-thread buffers that only grow).
 #pragma once
 #include <cstdint>
+#include <memory>
+#include <vector>
 
 namespace pillars::cpu {
 
 void gemm_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const uint16_t* A,
                int64_t lda, const uint16_t* B, int64_t ldb, float beta, float* C, int64_t ldc);
+
+// The same product with fp32 operands, each element rounded to bf16 (to nearest, ties to even:
+// kernels/bf16_bits.h) as it is packed (or, on the portable path, widened), so no rounded copy is
+// made first. Bit for bit what rounding A and B into bf16 copies and calling gemm_bf16 gives.
+void gemm_bf16_f32(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
+                   int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
+
+// op(B) (K × N, fp32, B stored as for gemm_bf16_f32) rounded to bf16 and packed once, in the
+// layout of the path active when it is made (the portable path: widened back to fp32), for many
+// products against the same B: a model's weights while it decodes. It remembers B's address, not
+// its values: B must not change while the packed copy is used.
+class Bf16PackedB {
+ public:
+  Bf16PackedB(bool trans_b, int64_t N, int64_t K, const float* B, int64_t ldb);
+  // Whether this is the packed copy of that operand.
+  bool matches(bool trans_b, int64_t N, int64_t K, const float* B, int64_t ldb) const;
+  int64_t bytes() const { return bytes_; }
+
+ private:
+  friend void gemm_bf16_f32_prepacked(bool, int64_t, int64_t, int64_t, float, const float*, int64_t,
+                                      const Bf16PackedB&, float, float*, int64_t);
+  struct Free {
+    void operator()(void* p) const;
+  };
+  bool trans_b_;
+  int64_t N_, K_, ldb_, bytes_ = 0;
+  const float* source_;
+  const void* kernels_ = nullptr;        // the kernel set it was packed for; nullptr: portable
+  std::unique_ptr<uint16_t, Free> packed_; // 64-byte aligned, the kernels' layout
+  std::vector<float> wide_;              // portable: op(B) as stored, rounded, dense
+};
+
+// gemm_bf16_f32 with op(B) packed beforehand: the same bits, without packing B. If the active path
+// is no longer the one B was packed for (PILLARS_ISA forced since), B is packed again from its source.
+void gemm_bf16_f32_prepacked(bool trans_a, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
+                             const Bf16PackedB& B, float beta, float* C, int64_t ldc);
 
 // The obvious triple loop on the widened bf16 values, accumulated in double: the oracle for tests.
 void gemm_bf16_reference(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,

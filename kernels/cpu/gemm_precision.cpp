@@ -1,8 +1,7 @@
 // The GEMM at the CPU's matmul precision; see gemm_precision.h.
 //
-// bf16: op(A) is stored as `rows × cols` with row stride ld (rows = M, cols = K, or the transpose
-// when trans_a); its rounded copy is the same matrix packed (row stride cols), so gemm_bf16 gets
-// the same transpose flags with ld = cols. A shared B (stride_b = 0) is rounded once.
+// bf16: gemm_bf16_f32 rounds op(A) and op(B) to bf16 as it packs them (no rounded copy first); a B
+// held by the installed weight cache is packed once, by the cache, and not again per call.
 #include "kernels/cpu/gemm_precision.h"
 
 #include <omp.h>
@@ -10,7 +9,6 @@
 #include <atomic>
 #include <vector>
 
-#include "kernels/cpu/convert.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/gemm_bf16.h"
 
@@ -20,24 +18,7 @@ namespace {
 
 std::atomic<Precision> g_precision{Precision::fp32};
 
-// Grows, never shrinks: one per thread and operand.
-thread_local std::vector<uint16_t> t_rounded_a, t_rounded_b;
-
-// The stored matrices X + i · stride (i < batch), each rows × cols with row stride ld, rounded to
-// bf16 into `out`, packed: matrix i at i · rows · cols, row stride cols.
-const uint16_t* round_to_bf16(const float* X, int64_t batch, int64_t stride, int64_t rows, int64_t cols, int64_t ld,
-                              std::vector<uint16_t>& out) {
-  const size_t size = static_cast<size_t>(batch * rows * cols);
-  if (out.size() < size) out.resize(size);
-  uint16_t* y = out.data();
-  if (ld == cols && (batch == 1 || stride == rows * cols)) { // one contiguous run: one (threaded) conversion
-    f32_to_bf16(X, y, batch * rows * cols);
-    return y;
-  }
-  for (int64_t i = 0; i < batch; ++i)
-    for (int64_t r = 0; r < rows; ++r) f32_to_bf16(X + i * stride + r * ld, y + (i * rows + r) * cols, cols);
-  return y;
-}
+std::atomic<Bf16WeightCache*> g_weights{nullptr};
 
 } // namespace
 
@@ -57,14 +38,11 @@ void gemm_at_precision_batched(bool ta, bool tb, int64_t batch, int64_t M, int64
     return sgemm_batched(ta, tb, batch, M, N, K, alpha, A, lda, sa, B, ldb, sb, beta, C, ldc, sc);
   }
   if (batch == 0 || M == 0 || N == 0) return;
-  // Stored shapes: A (M, K) or (K, M) when ta; B (K, N) or (N, K) when tb.
-  const int64_t a_rows = ta ? K : M, a_cols = ta ? M : K;
-  const int64_t b_rows = tb ? N : K, b_cols = tb ? K : N;
-  const uint16_t* A16 = round_to_bf16(A, batch, sa, a_rows, a_cols, lda, t_rounded_a);
-  const uint16_t* B16 = round_to_bf16(B, sb == 0 ? 1 : batch, sb, b_rows, b_cols, ldb, t_rounded_b);
-  const int64_t a_step = a_rows * a_cols, b_step = sb == 0 ? 0 : b_rows * b_cols;
+  Bf16WeightCache* cache = g_weights.load(std::memory_order_acquire);
+  const Bf16PackedB* packed = cache != nullptr && (batch == 1 || sb == 0) ? cache->find_or_pack(tb, N, K, B, ldb) : nullptr;
   const auto product = [&](int64_t i) {
-    gemm_bf16(ta, tb, M, N, K, alpha, A16 + i * a_step, a_cols, B16 + i * b_step, b_cols, beta, C + i * sc, ldc);
+    if (packed != nullptr) return gemm_bf16_f32_prepacked(ta, M, N, K, alpha, A + i * sa, lda, *packed, beta, C + i * sc, ldc);
+    gemm_bf16_f32(ta, tb, M, N, K, alpha, A + i * sa, lda, B + i * sb, ldb, beta, C + i * sc, ldc);
   };
   // Many products (the per-head products of attention composed from ops): one per thread at a
   // time, each single-threaded inside the parallel region. Few: one after another, each threaded.
@@ -76,5 +54,39 @@ void gemm_at_precision_batched(bool ta, bool tb, int64_t batch, int64_t M, int64
   }
   for (int64_t i = 0; i < batch; ++i) product(i);
 }
+
+// ---- the weight cache ----------------------------------------------------------------------------
+
+void Bf16WeightCache::allow(const float* data) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  allowed_.insert(data);
+}
+
+const Bf16PackedB* Bf16WeightCache::find_or_pack(bool trans_b, int64_t N, int64_t K, const float* B, int64_t ldb) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!allowed_.contains(B)) return nullptr;
+  const auto [first, last] = packed_.equal_range(B);
+  for (auto it = first; it != last; ++it)
+    if (it->second->matches(trans_b, N, K, B, ldb)) return it->second.get();
+  auto p = std::make_unique<Bf16PackedB>(trans_b, N, K, B, ldb);
+  bytes_ += p->bytes();
+  return packed_.emplace(B, std::move(p))->second.get();
+}
+
+int64_t Bf16WeightCache::packed_matrices() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return static_cast<int64_t>(packed_.size());
+}
+
+int64_t Bf16WeightCache::packed_bytes() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return bytes_;
+}
+
+ScopedBf16Weights::ScopedBf16Weights(Bf16WeightCache* cache) : previous_(g_weights.exchange(cache)) {}
+ScopedBf16Weights::~ScopedBf16Weights() { g_weights.store(previous_); }
+
+ScopedMatmulPrecision::ScopedMatmulPrecision(Precision p) : previous_(matmul_precision()) { set_matmul_precision(p); }
+ScopedMatmulPrecision::~ScopedMatmulPrecision() { set_matmul_precision(previous_); }
 
 } // namespace pillars::cpu

@@ -13,12 +13,15 @@
 #include <string>
 #include <vector>
 
+#include "base/build_info.h"
 #include "datasets/lines.h"
 #include "datasets/resolve.h"
 #include "datasets/xz.h"
 #include "decode/search.h"
 #include "decode/step_decoder.h"
 #include "ght/prune.h"
+#include "kernels/cpu/cpu_features.h"
+#include "kernels/cpu/gemm_bf16.h"
 #include "models/transformer.h"
 #include "tools/bench/measure.h"
 
@@ -112,7 +115,50 @@ double compare(const char* model, const char* workload, const TransformerConfig&
   return now.sentences_per_second;
 }
 
+// One model, one workload: the same decoding at precision fp32, then bf16 (compaction on).
+void compare_precisions(const char* model, const char* workload, const TransformerConfig& cfg, const ParamStore& params,
+                        const Sources& sources, int64_t batch, decode::SearchOptions o, int repeats) {
+  decode::StepDecoder fp32(cfg, params), bf16(cfg, params);
+  fp32.set_precision(Precision::fp32);
+  bf16.set_precision(Precision::bf16);
+  const Figure a = measure(repeats, sources, batch, [&](const Sources& s) { return decode::beam_search(fp32, s, o); });
+  const Figure b = measure(repeats, sources, batch, [&](const Sources& s) { return decode::beam_search(bf16, s, o); });
+  size_t same = 0;
+  for (size_t i = 0; i < sources.size(); ++i) same += a.best[i] == b.best[i];
+  std::printf("  %-6s %-6s  fp32 %8.1f tok/s | bf16 %8.1f tok/s = %.2fx  (%zu/%zu best hypotheses identical; %lld weight "
+              "matrices packed once, %.1f MB)\n",
+              model, workload, a.tokens_per_second, b.tokens_per_second, b.tokens_per_second / a.tokens_per_second, same,
+              sources.size(), static_cast<long long>(bf16.packed_weights()), bf16.packed_weight_bytes() / 1e6);
+  std::fflush(stdout);
+}
+
 } // namespace
+
+int bench_decode_bf16(int threads, int repeats) {
+  omp_set_num_threads(threads);
+  const TransformerConfig small = transformer_config("small"), base = transformer_config("base");
+  TransformerConfig small_v = small;
+  small_v.vocab = base.vocab;
+  ParamStore small_params, base_params;
+  init_transformer_params(small_v, small_params, 1);
+  init_transformer_params(base, base_params, 1);
+  const Sources real = multi30k_sources(128, base.vocab), forced = random_sources(48, base.vocab);
+  decode::SearchOptions real_o, forced_o;
+  real_o.beam = forced_o.beam = 5;
+  forced_o.max_len_a = 0, forced_o.max_len_b = 28, forced_o.min_len = 28;
+  std::printf("beam-5 decoding through the executor at precision fp32, then bf16 (compaction on), %d thread(s), median of %d "
+              "(vocabulary %lld, random weights)\n",
+              threads, repeats, static_cast<long long>(base.vocab));
+  std::printf("CPU %s, ISA %s, bf16 GEMM path %s\n", cpu_model_name().c_str(), cpu::isa_name(cpu::active_isa()),
+              cpu::gemm_bf16_path());
+  std::printf("  real: %zu Multi30k test_2016 sentences, batches of 64; forced: %zu sources, 28 target tokens each\n",
+              real.size(), forced.size());
+  compare_precisions("small", "real", small_v, small_params, real, 64, real_o, repeats);
+  compare_precisions("small", "forced", small_v, small_params, forced, 48, forced_o, repeats);
+  compare_precisions("base", "real", base, base_params, real, 64, real_o, repeats);
+  compare_precisions("base", "forced", base, base_params, forced, 48, forced_o, repeats);
+  return 0;
+}
 
 int bench_decode(int threads, int repeats) {
   omp_set_num_threads(threads);

@@ -23,4 +23,11 @@ namespace pillars::bench {
 
 int bench_decode(int threads, int repeats);
 
+// `pillars bench decode --precision bf16`: beam-5 decoding (compaction on) of the small and base
+// models, the same workloads, at the decoder's precision fp32 and then bf16 (decode/step_decoder.h:
+// matmuls and attention products on bf16 operands, each weight matrix packed once), in one run;
+// generated tokens/s, their ratio, and how many best hypotheses are token-identical (random weights:
+// near-ties, so bf16's rounding changes some). Prints the CPU model, the ISA and the bf16 GEMM path.
+int bench_decode_bf16(int threads, int repeats);
+
 } // namespace pillars::bench

@@ -159,8 +159,8 @@ int bench_step_bf16(int threads, int repeats) {
               static_cast<long long>(kBatch * kTgtLen));
   std::printf("CPU %s, ISA %s, bf16 GEMM path %s, %d thread(s), median of %d steps\n", cpu_model_name().c_str(),
               cpu::isa_name(cpu::active_isa()), cpu::gemm_bf16_path(), threads, repeats);
-  std::printf("bf16: the matmul products (linear layers, LM head, their gradients) on operands rounded to bf16, fp32 "
-              "accumulation; attention, normalisation, loss and Adam in fp32\n");
+  std::printf("bf16: the matmul products (linear layers, LM head, their gradients) and the fused attention kernels' "
+              "products on operands rounded to bf16, fp32 accumulation; softmax, normalisation, loss and Adam in fp32\n");
   const StepResult fp32 = run_ours(repeats, {});
   cpu::set_matmul_precision(Precision::bf16);
   const StepResult bf16 = run_ours(repeats, {});
