@@ -17,7 +17,9 @@
 #include <doctest/doctest.h>
 
 #include "kernels/cpu/convert.h"
+#include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/gemm_bf16.h"
+#include "tests/skip.h"
 
 #include <algorithm>
 #include <cfloat>
@@ -33,6 +35,32 @@ namespace pillars::testing::gemm_bf16 {
 inline constexpr uint16_t kNaNBf16 = 0x7fc0; // fills the stride gaps of A and B: reading one poisons C
 inline constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 inline constexpr float kSentinel = 12345.0f; // fills the stride gap of C, which must stay untouched
+
+// ---- the paths -----------------------------------------------------------------------------------
+
+struct Path {
+  const char* name;    // gemm_bf16_path() while it runs
+  cpu::Isa isa;        // forced for it
+  const char* lacking; // why a CPU cannot run it ("" for the portable path, which runs everywhere)
+};
+
+inline const Path kAmx{"amx", cpu::Isa::amx, "this CPU has no AMX-BF16 (or Linux did not grant the AMX tile state)"};
+inline const Path kAvx512Bf16{"avx512_bf16", cpu::Isa::avx512_bf16, "this CPU has no AVX512-BF16"};
+// The portable path runs below avx512_bf16: at the best fp32 level this CPU has.
+inline const Path kPortable{"portable", cpu::Isa::avx512, ""};
+
+inline cpu::Isa isa_for(const Path& path) {
+  return std::min(path.isa, cpu::detected_isa(), [](cpu::Isa a, cpu::Isa b) { return int(a) < int(b); });
+}
+
+// False (after marking the case skipped) when the CPU cannot run the path.
+inline bool runnable(const Path& path) {
+  if (path.lacking[0] != '\0' && !cpu::isa_supported(path.isa)) {
+    SKIP_TEST(std::string(path.lacking));
+    return false;
+  }
+  return true;
+}
 
 // ---- operands ------------------------------------------------------------------------------------
 

@@ -22,32 +22,6 @@ namespace {
 using pillars::cpu::Isa;
 using namespace pillars::testing::gemm_bf16;
 
-// ---- the paths -----------------------------------------------------------------------------------
-
-struct Path {
-  const char* name; // gemm_bf16_path() while it runs
-  Isa isa;          // forced for it
-  const char* lacking;
-};
-
-const Path kAmx{"amx", Isa::amx, "this CPU has no AMX-BF16 (or Linux did not grant the AMX tile state)"};
-const Path kAvx512Bf16{"avx512_bf16", Isa::avx512_bf16, "this CPU has no AVX512-BF16"};
-// The portable path runs below avx512_bf16: at the best fp32 level this CPU has.
-const Path kPortable{"portable", Isa::avx512, ""};
-
-Isa isa_for(const Path& path) {
-  return std::min(path.isa, pillars::cpu::detected_isa(), [](Isa a, Isa b) { return int(a) < int(b); });
-}
-
-// False (after marking the case skipped) when the CPU cannot run the path.
-bool runnable(const Path& path) {
-  if (path.lacking[0] != '\0' && !pillars::cpu::isa_supported(path.isa)) {
-    SKIP_TEST(std::string(path.lacking));
-    return false;
-  }
-  return true;
-}
-
 int64_t check(const Case& c, std::mt19937& rng) {
   return pillars::testing::gemm_bf16::check(pillars::cpu::gemm_bf16_path(), c, rng, pillars::cpu::gemm_bf16);
 }

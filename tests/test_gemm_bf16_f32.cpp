@@ -17,32 +17,15 @@
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/gemm_bf16.h"
 #include "kernels/cpu/gemm_precision.h"
+#include "tests/gemm_bf16_cases.h"
 #include "tests/skip.h"
 
 namespace {
 
 using pillars::cpu::Isa;
-
-struct Path {
-  const char* name;
-  Isa isa;
-  const char* lacking;
-};
-const Path kAmx{"amx", Isa::amx, "this CPU has no AMX-BF16 (or Linux did not grant the AMX tile state)"};
-const Path kAvx512Bf16{"avx512_bf16", Isa::avx512_bf16, "this CPU has no AVX512-BF16"};
-const Path kPortable{"portable", Isa::avx512, ""};
-
-Isa isa_for(const Path& path) {
-  return std::min(path.isa, pillars::cpu::detected_isa(), [](Isa a, Isa b) { return int(a) < int(b); });
-}
-
-bool runnable(const Path& path) {
-  if (path.lacking[0] != '\0' && !pillars::cpu::isa_supported(path.isa)) {
-    SKIP_TEST(std::string(path.lacking));
-    return false;
-  }
-  return true;
-}
+using pillars::testing::gemm_bf16::kAmx, pillars::testing::gemm_bf16::kAvx512Bf16,
+    pillars::testing::gemm_bf16::kPortable, pillars::testing::gemm_bf16::Path, pillars::testing::gemm_bf16::isa_for,
+    pillars::testing::gemm_bf16::runnable;
 
 struct Shape {
   bool ta, tb;
