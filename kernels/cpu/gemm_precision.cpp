@@ -10,7 +10,7 @@
 #include <atomic>
 #include <vector>
 
-#include "kernels/cpu/convert.h"
+#include "kernels/cpu/cast.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/gemm_bf16.h"
 

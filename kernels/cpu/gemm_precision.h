@@ -3,7 +3,7 @@
 // before graphs run (the trainer sets it from train.precision for the training loop); fp32 until set.
 //
 //   fp32  sgemm (gemm.h) on the fp32 operands: exactly the call made before there was a choice.
-//   bf16  both operands rounded to bf16 (to nearest, ties to even: convert.h), then gemm_bf16
+//   bf16  both operands rounded to bf16 (to nearest, ties to even: cast.h), then gemm_bf16
 //         (gemm_bf16.h): each product of two bf16 values is exact in fp32 and they are summed in
 //         fp32, so with â = bf16(a), b̂ = bf16(b)
 //             C = alpha · Σ_k â_k b̂_k + beta · C     up to fp32 summation (≈ K · 2⁻²⁴ · Σ|â b̂|),

@@ -42,7 +42,7 @@ void fill(float* y, int64_t n, float value);
 void sum_to(const float* x, std::span<const int64_t> x_dims, float* y, std::span<const int64_t> y_dims);
 // y = x broadcast to y_dims.
 void broadcast_to(const float* x, std::span<const int64_t> x_dims, float* y, std::span<const int64_t> y_dims);
-// The casts (engine/ops/cast.h), bit for bit as the CPU's (kernels/cpu/convert.h) except a NaN's
+// The casts (engine/ops/cast.h), bit for bit as the CPU's (kernels/cpu/cast.h) except a NaN's
 // payload (both stay NaN).
 void f32_to_bf16(const float* x, uint16_t* y, int64_t n);
 void bf16_to_f32(const uint16_t* x, float* y, int64_t n);
