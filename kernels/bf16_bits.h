@@ -1,5 +1,5 @@
 // f32 → bf16 on the bit pattern: the one definition of the rounding, for the host and the device
-// (kernels/cpu/convert.cpp, engine/tensor.cpp's scalar, kernels/cuda/elementwise.cu's cast), so the
+// (kernels/cpu/cast.cpp, engine/tensor.cpp's scalar, kernels/cuda/elementwise.cu's cast), so the
 // CPU and the GPU give the same bits for every input.
 //   numbers: round to nearest, ties to even; subnormals kept; overflow to ±infinity
 //   NaN:     sign and payload kept, the quiet bit set (a signalling NaN stays a NaN)

@@ -16,7 +16,7 @@
 
 #include <doctest/doctest.h>
 
-#include "kernels/cpu/convert.h"
+#include "kernels/cpu/cast.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/gemm_bf16.h"
 #include "tests/skip.h"

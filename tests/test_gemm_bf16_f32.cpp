@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/cpu/convert.h"
+#include "kernels/cpu/cast.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/gemm_bf16.h"
 #include "kernels/cpu/gemm_precision.h"

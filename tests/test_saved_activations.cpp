@@ -34,7 +34,7 @@
 #include "engine/ops/cast.h"
 #include "engine/passes/autodiff.h"
 #include "engine/passes/saved_activations.h"
-#include "kernels/cpu/convert.h"
+#include "kernels/cpu/cast.h"
 #include "runtime/cuda_device.h"
 #include "models/transformer.h"
 #include "train/pass_list.h"

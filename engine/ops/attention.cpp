@@ -24,6 +24,7 @@
 #include <cmath>
 #include <limits>
 
+#include "engine/ops/attention_mask.h"
 #include "engine/ops/common.h"
 #include "engine/ops/dropout.h"
 #include "engine/ops/elementwise.h"
@@ -31,7 +32,6 @@
 #include "engine/ops/shape.h"
 #include "engine/ops/softmax.h"
 #include "kernels/cpu/attention.h"
-#include "kernels/cpu/attention_mask.h"
 #include "kernels/cpu/gemm_precision.h"
 
 namespace pillars::ops {
@@ -177,29 +177,6 @@ std::vector<ValueId> vjp(Graph& g, const Node& n, const std::vector<ValueId>& dy
     if (!needs[i]) grads[i] = kNoValue;
   return grads;
 }
-
-// ---- the mask of the reference -----------------------------------------------------------------
-
-// attention_mask: [key_lengths (B)] → i32 (B or 1, 1, Tq, Tk), 1 where key j is hidden from query
-// i; AttentionMaskParams. Kernels: kernels/cpu/attention_mask.h, kernels/cuda/attention_mask.h.
-std::vector<OutputSpec> infer_mask(const Graph& g, const Node& n) {
-  const int64_t B = n.inputs.empty() ? 1 : g.shape(n.inputs[0])[0];
-  const AttentionMaskParams& p = params_of<AttentionMaskParams>(n);
-  return {{{B, 1, p.Tq, p.Tk}, DType::i32}};
-}
-
-void cpu_mask(const KernelContext& c) {
-  const AttentionMaskParams& p = params_of<AttentionMaskParams>(c.node);
-  cpu::attention_mask({.B = c.out[0].dim(0), .Tq = p.Tq, .Tk = p.Tk, .causal = p.causal},
-                      c.in.empty() ? nullptr : c.in[0].data<int32_t>(), c.out[0].data<int32_t>());
-}
-
-std::string print_mask(const Node& n) {
-  const AttentionMaskParams& p = params_of<AttentionMaskParams>(n);
-  return str_cat(" Tq=", p.Tq, " Tk=", p.Tk, p.causal ? " causal" : "");
-}
-
-const OpDef kAttentionMask{.name = "attention_mask", .infer = infer_mask, .cpu = cpu_mask, .cuda = PILLARS_CUDA_KERNEL(attention_mask), .print = print_mask};
 
 AttentionParams params_from(const AttentionOptions& opt, int64_t D) {
   return AttentionParams{.scale = opt.scale != 0.0f ? opt.scale : 1.0f / std::sqrt(static_cast<float>(D)),

@@ -57,13 +57,6 @@ struct AttentionParams {
   AttentionKernel kernel = AttentionKernel::pillars; // which implementation runs the node
 };
 
-// The parameters of attention_mask, the mask op of attention_reference:
-// [key_lengths i32 (B)] → i32 (B or 1, 1, Tq, Tk), 1 where key j is hidden from query i.
-struct AttentionMaskParams {
-  int64_t Tq = 0, Tk = 0; // query and key lengths (the mask's last two extents)
-  bool causal = false;    // also hide keys j > i + Tk − Tq
-};
-
 // The op itself, for passes that find or rewrite attention nodes (node.op == &ops::kAttention).
 // Its node: inputs q, k, v [, key_lengths]; outputs o, lse [, probs (when emit_probs)].
 extern const OpDef kAttention;

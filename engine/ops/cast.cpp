@@ -4,7 +4,7 @@
 #include <cstring>
 
 #include "engine/ops/common.h"
-#include "kernels/cpu/convert.h"
+#include "kernels/cpu/cast.h"
 
 namespace pillars::ops {
 

@@ -1,6 +1,6 @@
 // cast: the same values in another floating-point storage type, f32 ↔ bf16.
 //
-//   y = cast(x, bf16)   rounds each element to nearest, ties to even (kernels/cpu/convert.h)
+//   y = cast(x, bf16)   rounds each element to nearest, ties to even (kernels/cpu/cast.h)
 //   y = cast(x, f32)    exact (a bf16 is the upper half of an f32)
 //
 // Models do not use it: the saved_activations pass (engine/passes/saved_activations.h) puts a

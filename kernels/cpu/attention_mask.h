@@ -1,5 +1,5 @@
 // The mask of the composed ("naive") attention on the CPU: the plain-pointer API under the
-// attention_mask op (adapter: engine/ops/attention.cpp), the same function as
+// attention_mask op (adapter: engine/ops/attention_mask.cpp), the same function as
 // kernels/cuda/attention_mask.h.
 //
 //   key_lengths (B) i32 or null → m (B, 1, Tq, Tk) i32: 1 where key j is hidden from query i,

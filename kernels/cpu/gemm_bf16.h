@@ -1,5 +1,5 @@
 // GEMM with bf16 operands on the CPU: C = alpha · op(A) · op(B) + beta · C, row-major,
-// op(X) = X or Xᵀ, with A and B in bf16 (bit patterns as uint16_t, kernels/cpu/convert.h) and C
+// op(X) = X or Xᵀ, with A and B in bf16 (bit patterns as uint16_t, kernels/cpu/cast.h) and C
 // in fp32. The layouts and arguments are sgemm's (gemm.h):
 //
 //   op(A): (M, K)   A is stored (M, K) with row stride lda, or (K, M) when trans_a

@@ -10,6 +10,12 @@
 
 namespace pillars::cuda {
 
-void attention_mask(const int32_t* key_lengths, int32_t* m, int64_t B, int64_t Tq, int64_t Tk, bool causal);
+struct AttentionMaskArgs {
+  int64_t B = 0, Tq = 0, Tk = 0;
+  bool causal = false;
+};
+
+// key_lengths (B) or null → m (B, 1, Tq, Tk).
+void attention_mask(const AttentionMaskArgs& a, const int32_t* key_lengths, int32_t* m);
 
 } // namespace pillars::cuda

@@ -167,8 +167,9 @@ void dropout(const DropoutArgs& a, const float* x, float* y) {
   PILLARS_CUDA_LAUNCHED("dropout_kernel");
 }
 
-void masked_fill(const float* xp, std::span<const int64_t> x_dims, const int32_t* mp, std::span<const int64_t> mask_dims,
-                 float* yp, float value) {
+void masked_fill(const MaskedFillArgs& a, const float* xp, const int32_t* mp, float* yp) {
+  const std::span<const int64_t> x_dims = a.x_dims, mask_dims = a.mask_dims;
+  const float value = a.value;
   const int64_t n = dims_count(x_dims);
   if (n == 0) return;
   PILLARS_CHECK(n <= INT_MAX && dims_count(mask_dims) <= INT_MAX,

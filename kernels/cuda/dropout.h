@@ -23,7 +23,12 @@ struct DropoutArgs {
 };
 
 void dropout(const DropoutArgs& a, const float* x, float* y);
-void masked_fill(const float* x, std::span<const int64_t> x_dims, const int32_t* mask, std::span<const int64_t> mask_dims,
-                 float* y, float value);
+struct MaskedFillArgs {
+  std::span<const int64_t> x_dims, mask_dims; // mask_dims broadcasts to x_dims
+  float value = 0.0f;
+};
+
+// x (x_dims), mask (mask_dims) → y (x_dims).
+void masked_fill(const MaskedFillArgs& a, const float* x, const int32_t* mask, float* y);
 
 } // namespace pillars::cuda

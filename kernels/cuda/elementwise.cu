@@ -236,8 +236,10 @@ __global__ void sum_to_general_kernel(const float* x, float* y, int64_t outputs,
 
 } // namespace
 
-void binary_broadcast(Binary kind, const float* a, std::span<const int64_t> a_dims, const float* b,
-                      std::span<const int64_t> b_dims, float* out, std::span<const int64_t> out_dims, const char* name) {
+void binary_broadcast(const BinaryArgs& args, const float* a, const float* b, float* out) {
+  const Binary kind = args.kind;
+  const std::span<const int64_t> a_dims = args.a_dims, b_dims = args.b_dims, out_dims = args.out_dims;
+  const char* name = args.name;
   switch (kind) {
     case Binary::add: return binary<Binary::add>(a, a_dims, b, b_dims, out, out_dims, name);
     case Binary::sub: return binary<Binary::sub>(a, a_dims, b, b_dims, out, out_dims, name);
@@ -246,7 +248,11 @@ void binary_broadcast(Binary kind, const float* a, std::span<const int64_t> a_di
   }
 }
 
-void unary_map(Unary kind, const float* x, float* y, int64_t n, float s, float c, const char* name) {
+void unary_map(const UnaryArgs& a, const float* x, float* y) {
+  const Unary kind = a.kind;
+  const int64_t n = a.n;
+  const float s = a.s, c = a.c;
+  const char* name = a.name;
   switch (kind) {
     case Unary::scale: return unary<Unary::scale>(x, y, n, s, c, name);
     case Unary::add_scalar: return unary<Unary::add_scalar>(x, y, n, s, c, name);
@@ -259,18 +265,22 @@ void unary_map(Unary kind, const float* x, float* y, int64_t n, float s, float c
   }
 }
 
-void activation_backward(Unary kind, const float* dy, const float* x, float* dx, int64_t n, const char* name) {
-  if (kind == Unary::relu) activation_backward_impl<Unary::relu>(dy, x, dx, n, name);
-  else activation_backward_impl<Unary::gelu>(dy, x, dx, n, name);
+void activation_backward(const ActivationBackwardArgs& a, const float* dy, const float* x, float* dx) {
+  if (a.kind == Unary::relu) activation_backward_impl<Unary::relu>(dy, x, dx, a.n, a.name);
+  else activation_backward_impl<Unary::gelu>(dy, x, dx, a.n, a.name);
 }
 
-void leaky_relu(const float* x, float* y, int64_t n, float slope) {
+void leaky_relu(const LeakyReluArgs& a, const float* x, float* y) {
+  const int64_t n = a.n;
+  const float slope = a.slope;
   if (n == 0) return;
   leaky_relu_kernel<<<grid_for(n), kThreads, 0, stream()>>>(x, y, n, slope);
   PILLARS_CUDA_LAUNCHED("leaky_relu");
 }
 
-void leaky_relu_backward(const float* dy, const float* x, float* dx, int64_t n, float slope) {
+void leaky_relu_backward(const LeakyReluArgs& a, const float* dy, const float* x, float* dx) {
+  const int64_t n = a.n;
+  const float slope = a.slope;
   if (n == 0) return;
   leaky_relu_backward_kernel<<<grid_for(n), kThreads, 0, stream()>>>(dy, x, dx, n, slope);
   PILLARS_CUDA_LAUNCHED("leaky_relu_backward");
@@ -282,7 +292,8 @@ void fill(float* y, int64_t n, float value) {
   PILLARS_CUDA_LAUNCHED("fill");
 }
 
-void sum_to(const float* x, std::span<const int64_t> xs, float* y, std::span<const int64_t> ys) {
+void sum_to(const SumToArgs& a, const float* x, float* y) {
+  const std::span<const int64_t> xs = a.x_dims, ys = a.y_dims;
   const int64_t outputs = dims_count(ys);
   if (outputs == 0) return;
   if (dims_count(xs) == 0) {

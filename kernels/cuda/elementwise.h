@@ -25,24 +25,47 @@ namespace pillars::cuda {
 enum class Binary { add, sub, mul, div };
 enum class Unary { scale, add_scalar, exp, log, sqrt, tanh, relu, gelu };
 
-// out = a ∘ b.
-void binary_broadcast(Binary kind, const float* a, std::span<const int64_t> a_dims, const float* b,
-                      std::span<const int64_t> b_dims, float* out, std::span<const int64_t> out_dims, const char* name);
-// y = s·x | x + c | eˣ | ln x | √x | tanh x | max(x, 0) | x Φ(x)   (s: scale, c: add_scalar)
-void unary_map(Unary kind, const float* x, float* y, int64_t n, float s, float c, const char* name);
-// dx = dy·[x > 0] (relu) | dy·(Φ(x) + x φ(x)) (gelu)
-void activation_backward(Unary kind, const float* dy, const float* x, float* dx, int64_t n, const char* name);
+// out (out_dims) = a (a_dims) ∘ b (b_dims).
+struct BinaryArgs {
+  Binary kind = Binary::add;
+  std::span<const int64_t> a_dims, b_dims, out_dims;
+  const char* name = "binary"; // the op, in errors
+};
+void binary_broadcast(const BinaryArgs& args, const float* a, const float* b, float* out);
+// y (n) = s·x | x + c | eˣ | ln x | √x | tanh x | max(x, 0) | x Φ(x)   (s: scale, c: add_scalar;
+// the other kinds ignore them)
+struct UnaryArgs {
+  Unary kind = Unary::scale;
+  int64_t n = 0;
+  float s = 1.0f, c = 0.0f;
+  const char* name = "unary"; // the op, in errors
+};
+void unary_map(const UnaryArgs& a, const float* x, float* y);
+// dx (n) = dy·[x > 0] (relu) | dy·(Φ(x) + x φ(x)) (gelu)
+struct ActivationBackwardArgs {
+  Unary kind = Unary::relu;
+  int64_t n = 0;
+  const char* name = "activation_backward"; // the op, in errors
+};
+void activation_backward(const ActivationBackwardArgs& a, const float* dy, const float* x, float* dx);
 // leaky ReLU: y = x for x > 0, slope·x otherwise; dx = dy for x > 0, slope·dy otherwise (x the
-// op's input). The same functions as kernels/cpu/elementwise.h.
-void leaky_relu(const float* x, float* y, int64_t n, float slope);
-void leaky_relu_backward(const float* dy, const float* x, float* dx, int64_t n, float slope);
+// op's input). x, y, dy, dx: (n). The same functions as kernels/cpu/elementwise.h.
+struct LeakyReluArgs {
+  int64_t n = 0;
+  float slope = 0.0f;
+};
+void leaky_relu(const LeakyReluArgs& a, const float* x, float* y);
+void leaky_relu_backward(const LeakyReluArgs& a, const float* dy, const float* x, float* dx);
 // y = value
 void fill(float* y, int64_t n, float value);
-// y = x summed over the axes where y_dims broadcasts (deterministic).
-void sum_to(const float* x, std::span<const int64_t> x_dims, float* y, std::span<const int64_t> y_dims);
+// y (y_dims) = x (x_dims) summed over the axes where y_dims broadcasts (deterministic).
+struct SumToArgs {
+  std::span<const int64_t> x_dims, y_dims;
+};
+void sum_to(const SumToArgs& a, const float* x, float* y);
 // y = x broadcast to y_dims.
 void broadcast_to(const float* x, std::span<const int64_t> x_dims, float* y, std::span<const int64_t> y_dims);
-// The casts (engine/ops/cast.h), bit for bit as the CPU's (kernels/cpu/convert.h) except a NaN's
+// The casts (engine/ops/cast.h), bit for bit as the CPU's (kernels/cpu/cast.h) except a NaN's
 // payload (both stay NaN).
 void f32_to_bf16(const float* x, uint16_t* y, int64_t n);
 void bf16_to_f32(const uint16_t* x, float* y, int64_t n);

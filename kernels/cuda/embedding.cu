@@ -84,7 +84,8 @@ bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0;
 
 } // namespace
 
-void embedding_forward(const float* src, const int32_t* ids, float* out, int64_t n, int64_t V, int64_t D) {
+void embedding_forward(const EmbeddingArgs& a, const float* src, const int32_t* ids, float* out) {
+  const int64_t n = a.n, V = a.V, D = a.D;
   if (n == 0 || D == 0) return;
   const unsigned grid = blocks_for(n, kWarpsPerBlock);
   if (D % 4 == 0 && aligned16(src) && aligned16(out))
@@ -94,7 +95,8 @@ void embedding_forward(const float* src, const int32_t* ids, float* out, int64_t
   PILLARS_CUDA_LAUNCHED("embedding gather_kernel");
 }
 
-void embedding_backward(const float* src, const int32_t* ids, float* dst, int64_t n, int64_t V, int64_t D) {
+void embedding_backward(const EmbeddingArgs& a, const float* src, const int32_t* ids, float* dst) {
+  const int64_t n = a.n, V = a.V, D = a.D;
   PILLARS_CUDA_CHECK(cudaMemsetAsync(dst, 0, static_cast<size_t>(V * D) * sizeof(float), stream()));
   if (n == 0 || D == 0) return;
   const unsigned grid = blocks_for(n, kWarpsPerBlock);

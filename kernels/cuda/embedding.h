@@ -12,7 +12,13 @@
 
 namespace pillars::cuda {
 
-void embedding_forward(const float* table, const int32_t* ids, float* out, int64_t n, int64_t V, int64_t D);
-void embedding_backward(const float* dout, const int32_t* ids, float* dtable, int64_t n, int64_t V, int64_t D);
+struct EmbeddingArgs {
+  int64_t n = 0, V = 0, D = 0; // n ids into a table of V rows of D floats
+};
+
+// table (V, D), ids (n) → out (n, D).
+void embedding_forward(const EmbeddingArgs& a, const float* table, const int32_t* ids, float* out);
+// dout (n, D), ids (n) → dtable (V, D).
+void embedding_backward(const EmbeddingArgs& a, const float* dout, const int32_t* ids, float* dtable);
 
 } // namespace pillars::cuda

@@ -112,8 +112,8 @@ size_t lane_sums_bytes(int64_t H) {
 } // namespace
 
 // workspace: (chunks, P) doubles
-void head_gram(const float* x, const int32_t* lengths, float* G, int64_t B, int64_t T, int64_t H, int64_t D,
-               void* workspace) {
+void head_gram(const HeadGramArgs& a, const float* x, const int32_t* lengths, float* G, void* workspace) {
+  const int64_t B = a.B, T = a.T, H = a.H, D = a.D;
   const Gram g{B, T, H, D, lengths};
   const int64_t chunks = chunks_of(B, T);
   if (chunks == 0 || g.D == 0) {
@@ -129,12 +129,12 @@ void head_gram(const float* x, const int32_t* lengths, float* G, int64_t B, int6
   PILLARS_CUDA_LAUNCHED("head_gram gram_reduce_kernel");
 }
 
-size_t head_gram_workspace(int64_t B, int64_t T, int64_t H) {
-  return static_cast<size_t>(chunks_of(B, T) * pairs_of(H)) * sizeof(double);
+size_t head_gram_workspace(const HeadGramArgs& a) {
+  return static_cast<size_t>(chunks_of(a.B, a.T) * pairs_of(a.H)) * sizeof(double);
 }
 
-void head_gram_backward(const float* x, const float* dG, const int32_t* lengths, float* dx, int64_t B, int64_t T,
-                        int64_t H, int64_t D) {
+void head_gram_backward(const HeadGramArgs& a, const float* x, const float* dG, const int32_t* lengths, float* dx) {
+  const int64_t B = a.B, T = a.T, H = a.H, D = a.D;
   const Gram g{B, T, H, D, lengths};
   const int64_t n = B * T * H * D;
   if (n == 0) return;

@@ -3,7 +3,7 @@
 // deterministic algorithm: head_gram.cu). Device arrays:
 //
 //   head_gram           x (B, T, H, D) f32, lengths (B) i32 or null → G (H, H) f32;
-//                       workspace: head_gram_workspace(B, T, H) bytes
+//                       workspace: head_gram_workspace(a) bytes
 //   head_gram_backward  x (B, T, H, D) f32, dG (H, H) f32, lengths (B) i32 or null → dx (B, T, H, D)
 //
 // Token t = b·T + s is valid when s < lengths[b] (all tokens without lengths).
@@ -14,10 +14,14 @@
 
 namespace pillars::cuda {
 
-void head_gram(const float* x, const int32_t* lengths, float* G, int64_t B, int64_t T, int64_t H, int64_t D,
-               void* workspace);
-size_t head_gram_workspace(int64_t B, int64_t T, int64_t H);
-void head_gram_backward(const float* x, const float* dG, const int32_t* lengths, float* dx, int64_t B, int64_t T,
-                        int64_t H, int64_t D);
+struct HeadGramArgs {
+  int64_t B = 0, T = 0, H = 0, D = 0; // x is (B, T, H, D)
+};
+
+// x (B, T, H, D), lengths (B) or null → G (H, H); workspace: head_gram_workspace(a) bytes.
+void head_gram(const HeadGramArgs& a, const float* x, const int32_t* lengths, float* G, void* workspace);
+size_t head_gram_workspace(const HeadGramArgs& a);
+// x (B, T, H, D), dG (H, H), lengths (B) or null → dx (B, T, H, D).
+void head_gram_backward(const HeadGramArgs& a, const float* x, const float* dG, const int32_t* lengths, float* dx);
 
 } // namespace pillars::cuda

@@ -77,14 +77,15 @@ __global__ void max_backward_kernel(const float* x, const float* y, const float*
 
 } // namespace
 
-void reduce_sum(const float* x, float* y, int64_t outer, int64_t n, int64_t inner, bool mean, const char* name) {
-  reduce<Reduce::sum>(x, y, outer, n, inner, mean, name);
+void reduce_sum(const ReduceArgs& a, const float* x, float* y) {
+  reduce<Reduce::sum>(x, y, a.outer, a.n, a.inner, a.mean, a.name);
 }
-void reduce_max(const float* x, float* y, int64_t outer, int64_t n, int64_t inner, const char* name) {
-  reduce<Reduce::max>(x, y, outer, n, inner, false, name);
+void reduce_max(const ReduceArgs& a, const float* x, float* y) {
+  reduce<Reduce::max>(x, y, a.outer, a.n, a.inner, false, a.name);
 }
 
-void max_backward(const float* x, const float* y, const float* g, float* dx, int64_t outer, int64_t n, int64_t inner) {
+void max_backward(const ReduceArgs& a, const float* x, const float* y, const float* g, float* dx) {
+  const int64_t outer = a.outer, n = a.n, inner = a.inner;
   const int64_t outputs = outer * inner;
   if (outputs == 0) return;
   max_backward_kernel<<<blocks_for(outputs, kThreads), kThreads, 0, stream()>>>(x, y, g, dx, outer, n, inner);

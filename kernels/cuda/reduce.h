@@ -15,8 +15,14 @@
 
 namespace pillars::cuda {
 
-void reduce_sum(const float* x, float* y, int64_t outer, int64_t n, int64_t inner, bool mean, const char* name);
-void reduce_max(const float* x, float* y, int64_t outer, int64_t n, int64_t inner, const char* name);
-void max_backward(const float* x, const float* y, const float* g, float* dx, int64_t outer, int64_t n, int64_t inner);
+struct ReduceArgs {
+  int64_t outer = 1, n = 1, inner = 1; // the (outer, n, inner) view around the reduced axis
+  bool mean = false;                   // reduce_sum only: times 1/n
+  const char* name = "reduce";         // reduce_sum and reduce_max: the op, in errors
+};
+
+void reduce_sum(const ReduceArgs& a, const float* x, float* y);
+void reduce_max(const ReduceArgs& a, const float* x, float* y);
+void max_backward(const ReduceArgs& a, const float* x, const float* y, const float* g, float* dx);
 
 } // namespace pillars::cuda

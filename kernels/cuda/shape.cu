@@ -46,8 +46,9 @@ void copy_rows(void* dst, size_t dst_pitch, const void* src, size_t src_pitch, s
 
 } // namespace
 
-void permute(const void* x, void* y, std::span<const int64_t> xs, std::span<const int64_t> y_dims,
-             std::span<const int64_t> order, size_t es) {
+void permute(const PermuteArgs& a, const void* x, void* y) {
+  const std::span<const int64_t> xs = a.x_dims, y_dims = a.y_dims, order = a.order;
+  const size_t es = a.elem_size;
   const int64_t n = dims_count(y_dims);
   if (n == 0) return;
   PILLARS_CHECK(xs.size() <= kMaxRank, "permute: rank ", xs.size(), " > ", kMaxRank, " on the GPU");
@@ -67,13 +68,17 @@ void permute(const void* x, void* y, std::span<const int64_t> xs, std::span<cons
   PILLARS_CUDA_LAUNCHED("permute");
 }
 
-void slice(const void* x, void* y, int64_t outer, int64_t n, int64_t inner, int64_t begin, int64_t len, size_t es) {
+void slice(const SliceArgs& a, const void* x, void* y) {
+  const int64_t outer = a.outer, n = a.n, inner = a.inner, begin = a.begin, len = a.len;
+  const size_t es = a.elem_size;
   const size_t x_pitch = static_cast<size_t>(n * inner) * es, y_pitch = static_cast<size_t>(len * inner) * es;
   copy_rows(y, y_pitch, static_cast<const char*>(x) + static_cast<size_t>(begin * inner) * es, x_pitch, y_pitch,
             static_cast<size_t>(outer));
 }
 
-void pad_slice(const void* x, void* y, int64_t outer, int64_t n, int64_t inner, int64_t begin, int64_t full, size_t es) {
+void pad_slice(const PadSliceArgs& a, const void* x, void* y) {
+  const int64_t outer = a.outer, n = a.n, inner = a.inner, begin = a.begin, full = a.full;
+  const size_t es = a.elem_size;
   const size_t y_bytes = static_cast<size_t>(outer * full * inner) * es;
   if (y_bytes) PILLARS_CUDA_CHECK(cudaMemsetAsync(y, 0, y_bytes, stream()));
   const size_t x_pitch = static_cast<size_t>(n * inner) * es, y_pitch = static_cast<size_t>(full * inner) * es;
@@ -81,7 +86,9 @@ void pad_slice(const void* x, void* y, int64_t outer, int64_t n, int64_t inner, 
             static_cast<size_t>(outer));
 }
 
-void concat_part(const void* x, void* y, int64_t outer, int64_t x_n, int64_t y_n, int64_t at, int64_t inner, size_t es) {
+void concat_part(const ConcatPartArgs& a, const void* x, void* y) {
+  const int64_t outer = a.outer, x_n = a.x_n, y_n = a.y_n, at = a.at, inner = a.inner;
+  const size_t es = a.elem_size;
   const size_t y_pitch = static_cast<size_t>(y_n * inner) * es;
   const size_t x_pitch = static_cast<size_t>(x_n * inner) * es;
   copy_rows(static_cast<char*>(y) + static_cast<size_t>(at * inner) * es, y_pitch, x, x_pitch, x_pitch,

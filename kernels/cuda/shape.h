@@ -17,12 +17,29 @@
 
 namespace pillars::cuda {
 
-void permute(const void* x, void* y, std::span<const int64_t> x_dims, std::span<const int64_t> y_dims,
-             std::span<const int64_t> order, size_t elem_size);
-void slice(const void* x, void* y, int64_t outer, int64_t n, int64_t inner, int64_t begin, int64_t len, size_t elem_size);
-void pad_slice(const void* x, void* y, int64_t outer, int64_t n, int64_t inner, int64_t begin, int64_t full,
-               size_t elem_size);
-void concat_part(const void* x, void* y, int64_t outer, int64_t x_n, int64_t y_n, int64_t at, int64_t inner,
-                 size_t elem_size);
+struct PermuteArgs {
+  std::span<const int64_t> x_dims, y_dims, order; // y_dims[ax] = x_dims[order[ax]]
+  size_t elem_size = 0;
+};
+struct SliceArgs {
+  int64_t outer = 1, n = 0, inner = 1; // x (outer, n, inner)
+  int64_t begin = 0, len = 0;          // y (outer, len, inner) = x[:, begin:begin+len, :]
+  size_t elem_size = 0;
+};
+struct PadSliceArgs {
+  int64_t outer = 1, n = 0, inner = 1; // x (outer, n, inner)
+  int64_t begin = 0, full = 0;         // y (outer, full, inner), x at [:, begin:begin+n, :]
+  size_t elem_size = 0;
+};
+struct ConcatPartArgs {
+  int64_t outer = 1, x_n = 0, y_n = 0; // x (outer, x_n, inner), y (outer, y_n, inner)
+  int64_t at = 0, inner = 1;           // x goes to y[:, at:at+x_n, :]
+  size_t elem_size = 0;
+};
+
+void permute(const PermuteArgs& a, const void* x, void* y);
+void slice(const SliceArgs& a, const void* x, void* y);
+void pad_slice(const PadSliceArgs& a, const void* x, void* y);
+void concat_part(const ConcatPartArgs& a, const void* x, void* y);
 
 } // namespace pillars::cuda

@@ -562,7 +562,9 @@ bool softmax_clusters_available() { return clusters_available(); }
 
 int64_t softmax_cluster_launches() { return g_cluster_launches; }
 
-void softmax_forward(int64_t outer, int64_t len, int64_t inner, const float* x, float* y, bool log) {
+void softmax_forward(const SoftmaxArgs& a, const float* x, float* y) {
+  const int64_t outer = a.outer, len = a.len, inner = a.inner;
+  const bool log = a.log;
   if (outer <= 0 || len <= 0 || inner <= 0) return;
   if (inner > 1) {
     forward_columns_kernel<<<blocks_for(outer * inner, kColumnThreads), kColumnThreads, 0, stream()>>>(outer, len, inner,
@@ -595,8 +597,9 @@ void softmax_forward(int64_t outer, int64_t len, int64_t inner, const float* x, 
   else launch_long<forward_long_rows_kernel<false, false>>(grid, 0, name, outer, len, x, y, log);
 }
 
-void softmax_backward(int64_t outer, int64_t len, int64_t inner, const float* y, const float* dy, float* dx,
-                      bool log) {
+void softmax_backward(const SoftmaxArgs& a, const float* y, const float* dy, float* dx) {
+  const int64_t outer = a.outer, len = a.len, inner = a.inner;
+  const bool log = a.log;
   if (outer <= 0 || len <= 0 || inner <= 0) return;
   if (inner > 1) {
     backward_columns_kernel<<<blocks_for(outer * inner, kColumnThreads), kColumnThreads, 0, stream()>>>(

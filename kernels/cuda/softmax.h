@@ -18,9 +18,15 @@
 
 namespace pillars::cuda {
 
-void softmax_forward(int64_t outer, int64_t len, int64_t inner, const float* x, float* y, bool log);
-void softmax_backward(int64_t outer, int64_t len, int64_t inner, const float* y, const float* dy, float* dx,
-                      bool log);
+struct SoftmaxArgs {
+  int64_t outer = 1, len = 1, inner = 1; // the (outer, len, inner) view around the axis
+  bool log = false;                      // log-softmax
+};
+
+// x, y: (outer, len, inner).
+void softmax_forward(const SoftmaxArgs& a, const float* x, float* y);
+// y, dy, dx: (outer, len, inner); y is the forward's output.
+void softmax_backward(const SoftmaxArgs& a, const float* y, const float* dy, float* dx);
 
 // How a row of len floats (8192 < len ≤ 16 · 8192) is split over a thread-block cluster: `blocks`
 // slices of `chunk` floats, block r taking [r·chunk, min(len, (r+1)·chunk)). chunk is a multiple of

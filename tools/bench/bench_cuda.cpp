@@ -222,9 +222,9 @@ int bench_cuda_softmax(int repeats) {
   const auto gbs = [](double moved, double ms) { return moved / (ms * 1e-3) / 1e9; };
   for (int64_t len : lens) {
     const int64_t rows = total / len;
-    const double fwd = gbs(bytes, cuda_median_ms(repeats, [&] { cuda::softmax_forward(rows, len, 1, x.as<float>(), y.as<float>(), false); }));
+    const double fwd = gbs(bytes, cuda_median_ms(repeats, [&] { cuda::softmax_forward({.outer = rows, .len = len, .inner = 1, .log = false}, x.as<float>(), y.as<float>()); }));
     const double bwd = gbs(1.5 * bytes, cuda_median_ms(repeats, [&] {
-      cuda::softmax_backward(rows, len, 1, y.as<float>(), dy.as<float>(), dx.as<float>(), false);
+      cuda::softmax_backward({.outer = rows, .len = len, .inner = 1, .log = false}, y.as<float>(), dy.as<float>(), dx.as<float>());
     }));
     const std::string key = std::to_string(len);
     const std::string theirs = torch.contains(key) ? str_cat(static_cast<int>(gbs(bytes, torch[key].get<double>()))) : "-";

@@ -21,7 +21,7 @@
 #include "tools/bench/measure.h"
 
 #include "base/build_info.h"
-#include "kernels/cpu/convert.h"
+#include "kernels/cpu/cast.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/gemm_bf16.h"

@@ -23,8 +23,8 @@ void op_dropout(const KernelContext& c) {
 // inputs: x f32, mask i32 (broadcast to x); MaskedFillParams value
 void op_masked_fill(const KernelContext& c) {
   const Tensor &x = c.in[0], &mask = c.in[1];
-  masked_fill(x.data<float>(), x.shape(), mask.data<int32_t>(), mask.shape(), c.out[0].data<float>(),
-              params_of<ops::MaskedFillParams>(c.node).value);
+  masked_fill({.x_dims = x.shape(), .mask_dims = mask.shape(), .value = params_of<ops::MaskedFillParams>(c.node).value},
+              x.data<float>(), mask.data<int32_t>(), c.out[0].data<float>());
 }
 
 } // namespace pillars::cuda

@@ -12,7 +12,8 @@ namespace {
 template <Binary K> void binary(const KernelContext& c) {
   const Tensor &A = c.in[0], &B = c.in[1];
   Tensor& out = c.out[0];
-  binary_broadcast(K, A.data<float>(), A.shape(), B.data<float>(), B.shape(), out.data<float>(), out.shape(), c.node.op->name);
+  binary_broadcast({.kind = K, .a_dims = A.shape(), .b_dims = B.shape(), .out_dims = out.shape(), .name = c.node.op->name},
+                   A.data<float>(), B.data<float>(), out.data<float>());
 }
 
 // The kernel's (s, c): scale's factor, add_scalar's constant; the neutral 1, 0 for the other kinds.
@@ -20,13 +21,14 @@ template <Unary K> void unary(const KernelContext& c) {
   float s = 1.0f, k = 0.0f;
   if constexpr (K == Unary::scale) s = params_of<ops::ScaleParams>(c.node).factor;
   if constexpr (K == Unary::add_scalar) k = params_of<ops::AddScalarParams>(c.node).value;
-  unary_map(K, c.in[0].data<float>(), c.out[0].data<float>(), c.out[0].numel(), s, k, c.node.op->name);
+  unary_map({.kind = K, .n = c.out[0].numel(), .s = s, .c = k, .name = c.node.op->name}, c.in[0].data<float>(),
+            c.out[0].data<float>());
 }
 
 // inputs: dy, then ReLU's output (relu) or the input x (gelu)
 template <Unary K> void backward(const KernelContext& c) {
-  activation_backward(K, c.in[0].data<float>(), c.in[1].data<float>(), c.out[0].data<float>(), c.out[0].numel(),
-                      c.node.op->name);
+  activation_backward({.kind = K, .n = c.out[0].numel(), .name = c.node.op->name}, c.in[0].data<float>(),
+                      c.in[1].data<float>(), c.out[0].data<float>());
 }
 
 } // namespace
@@ -49,13 +51,14 @@ void op_gelu_backward(const KernelContext& c) { backward<Unary::gelu>(c); }
 // inputs: x; LeakyReluParams slope
 void op_leaky_relu(const KernelContext& c) {
   const ops::LeakyReluParams& p = params_of<ops::LeakyReluParams>(c.node);
-  leaky_relu(c.in[0].data<float>(), c.out[0].data<float>(), c.out[0].numel(), p.slope);
+  leaky_relu({.n = c.out[0].numel(), .slope = p.slope}, c.in[0].data<float>(), c.out[0].data<float>());
 }
 
 // inputs: dy, x (the forward's input); LeakyReluParams slope
 void op_leaky_relu_backward(const KernelContext& c) {
   const ops::LeakyReluParams& p = params_of<ops::LeakyReluParams>(c.node);
-  leaky_relu_backward(c.in[0].data<float>(), c.in[1].data<float>(), c.out[0].data<float>(), c.out[0].numel(), p.slope);
+  leaky_relu_backward({.n = c.out[0].numel(), .slope = p.slope}, c.in[0].data<float>(), c.in[1].data<float>(),
+                      c.out[0].data<float>());
 }
 
 void op_fill(const KernelContext& c) {
@@ -63,7 +66,7 @@ void op_fill(const KernelContext& c) {
 }
 
 void op_sum_to(const KernelContext& c) {
-  sum_to(c.in[0].data<float>(), c.in[0].shape(), c.out[0].data<float>(), c.out[0].shape());
+  sum_to({.x_dims = c.in[0].shape(), .y_dims = c.out[0].shape()}, c.in[0].data<float>(), c.out[0].data<float>());
 }
 
 void op_broadcast_to(const KernelContext& c) {

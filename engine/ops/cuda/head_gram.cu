@@ -9,20 +9,20 @@ namespace pillars::cuda {
 // inputs: x (B, T, H, D) [, lengths i32 (B)] → G (H, H); workspace: (chunks, P) doubles
 void op_head_gram(const KernelContext& c) {
   const Tensor& x = c.in[0];
-  head_gram(x.data<float>(), c.in.size() > 1 ? c.in[1].data<int32_t>() : nullptr, c.out[0].data<float>(), x.dim(0), x.dim(1),
-            x.dim(2), x.dim(3), c.workspace);
+  head_gram({.B = x.dim(0), .T = x.dim(1), .H = x.dim(2), .D = x.dim(3)}, x.data<float>(),
+            c.in.size() > 1 ? c.in[1].data<int32_t>() : nullptr, c.out[0].data<float>(), c.workspace);
 }
 
 size_t op_head_gram_workspace(const Graph& g, const Node& n) {
   const Shape& x = g.shape(n.inputs[0]);
-  return head_gram_workspace(x[0], x[1], x[2]);
+  return head_gram_workspace({.B = x[0], .T = x[1], .H = x[2], .D = x[3]});
 }
 
 // inputs: x (B, T, H, D), dG (H, H) [, lengths i32 (B)] → dx (B, T, H, D)
 void op_head_gram_backward(const KernelContext& c) {
   const Tensor& x = c.in[0];
-  head_gram_backward(x.data<float>(), c.in[1].data<float>(), c.in.size() > 2 ? c.in[2].data<int32_t>() : nullptr,
-                     c.out[0].data<float>(), x.dim(0), x.dim(1), x.dim(2), x.dim(3));
+  head_gram_backward({.B = x.dim(0), .T = x.dim(1), .H = x.dim(2), .D = x.dim(3)}, x.data<float>(), c.in[1].data<float>(),
+                     c.in.size() > 2 ? c.in[2].data<int32_t>() : nullptr, c.out[0].data<float>());
 }
 
 } // namespace pillars::cuda

@@ -12,8 +12,8 @@ void reduce(const KernelContext& c, bool max, bool mean) {
   const auto sp = ops::detail::split_at(c.in[0].shape(), params_of<ops::ReduceParams>(c.node).axis);
   const float* x = c.in[0].data<float>();
   float* y = c.out[0].data<float>();
-  if (max) reduce_max(x, y, sp.outer, sp.n, sp.inner, c.node.op->name);
-  else reduce_sum(x, y, sp.outer, sp.n, sp.inner, mean, c.node.op->name);
+  if (max) reduce_max({.outer = sp.outer, .n = sp.n, .inner = sp.inner, .name = c.node.op->name}, x, y);
+  else reduce_sum({.outer = sp.outer, .n = sp.n, .inner = sp.inner, .mean = mean, .name = c.node.op->name}, x, y);
 }
 
 } // namespace
@@ -25,8 +25,8 @@ void op_max(const KernelContext& c) { reduce(c, true, false); }
 // inputs: x, y = max(x), g → dx
 void op_max_backward(const KernelContext& c) {
   const auto sp = ops::detail::split_at(c.in[0].shape(), params_of<ops::ReduceParams>(c.node).axis);
-  max_backward(c.in[0].data<float>(), c.in[1].data<float>(), c.in[2].data<float>(), c.out[0].data<float>(), sp.outer, sp.n,
-               sp.inner);
+  max_backward({.outer = sp.outer, .n = sp.n, .inner = sp.inner}, c.in[0].data<float>(), c.in[1].data<float>(),
+               c.in[2].data<float>(), c.out[0].data<float>());
 }
 
 } // namespace pillars::cuda

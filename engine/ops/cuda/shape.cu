@@ -10,8 +10,9 @@ namespace pillars::cuda {
 
 // PermuteParams: output axis ax is input axis order[ax]
 void op_permute(const KernelContext& c) {
-  permute(c.in[0].raw(), c.out[0].raw(), c.in[0].shape(), c.out[0].shape(), params_of<ops::PermuteParams>(c.node).order,
-          dtype_size(c.in[0].dtype()));
+  permute({.x_dims = c.in[0].shape(), .y_dims = c.out[0].shape(), .order = params_of<ops::PermuteParams>(c.node).order,
+           .elem_size = dtype_size(c.in[0].dtype())},
+          c.in[0].raw(), c.out[0].raw());
 }
 
 // SliceParams: axis, [begin, end)
@@ -19,7 +20,8 @@ void op_slice(const KernelContext& c) {
   const ops::SliceParams& p = params_of<ops::SliceParams>(c.node);
   const auto sp = ops::detail::split_at(c.in[0].shape(), p.axis);
   const int64_t begin = p.begin, len = p.end - begin;
-  slice(c.in[0].raw(), c.out[0].raw(), sp.outer, sp.n, sp.inner, begin, len, dtype_size(c.in[0].dtype()));
+  slice({.outer = sp.outer, .n = sp.n, .inner = sp.inner, .begin = begin, .len = len, .elem_size = dtype_size(c.in[0].dtype())},
+        c.in[0].raw(), c.out[0].raw());
 }
 
 // PadSliceParams: axis, begin, full extent
@@ -27,7 +29,9 @@ void op_pad_slice(const KernelContext& c) {
   const ops::PadSliceParams& p = params_of<ops::PadSliceParams>(c.node);
   const auto sp = ops::detail::split_at(c.in[0].shape(), p.axis);
   const int64_t begin = p.begin, full = p.full;
-  pad_slice(c.in[0].raw(), c.out[0].raw(), sp.outer, sp.n, sp.inner, begin, full, dtype_size(c.in[0].dtype()));
+  pad_slice({.outer = sp.outer, .n = sp.n, .inner = sp.inner, .begin = begin, .full = full,
+             .elem_size = dtype_size(c.in[0].dtype())},
+            c.in[0].raw(), c.out[0].raw());
 }
 
 // inputs x_1 … x_m, joined along ConcatParams' axis
@@ -38,7 +42,8 @@ void op_concat(const KernelContext& c) {
   int64_t at = 0;
   for (const Tensor& x : c.in) {
     const int64_t xn = x.dim(static_cast<int>(axis));
-    concat_part(x.raw(), c.out[0].raw(), sp.outer, xn, sp.n, at, sp.inner, es);
+    concat_part({.outer = sp.outer, .x_n = xn, .y_n = sp.n, .at = at, .inner = sp.inner, .elem_size = es}, x.raw(),
+                c.out[0].raw());
     at += xn;
   }
 }

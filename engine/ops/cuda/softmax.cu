@@ -26,14 +26,15 @@ AxisView view_around_axis(const Tensor& t, int64_t axis) {
 
 void forward_op(const KernelContext& c, bool log) {
   const AxisView v = view_around_axis(c.in[0], params_of<ops::SoftmaxParams>(c.node).axis);
-  softmax_forward(v.outer, v.len, v.inner, c.in[0].data<float>(), c.out[0].data<float>(), log);
+  softmax_forward({.outer = v.outer, .len = v.len, .inner = v.inner, .log = log}, c.in[0].data<float>(),
+                  c.out[0].data<float>());
 }
 
 // inputs: y, dy
 void backward_op(const KernelContext& c, bool log) {
   const AxisView v = view_around_axis(c.in[0], params_of<ops::SoftmaxParams>(c.node).axis);
-  softmax_backward(v.outer, v.len, v.inner, c.in[0].data<float>(), c.in[1].data<float>(), c.out[0].data<float>(),
-                   log);
+  softmax_backward({.outer = v.outer, .len = v.len, .inner = v.inner, .log = log}, c.in[0].data<float>(),
+                   c.in[1].data<float>(), c.out[0].data<float>());
 }
 
 } // namespace

@@ -1,6 +1,6 @@
-// fp32 ↔ bf16 conversions; see convert.h. Written on the bit patterns so the compiler vectorises
+// fp32 ↔ bf16 conversions; see cast.h. Written on the bit patterns so the compiler vectorises
 // them (no branches: the NaN case is a select), spread over OpenMP threads when large.
-#include "kernels/cpu/convert.h"
+#include "kernels/cpu/cast.h"
 
 #include <cstring>
 
