@@ -15,7 +15,8 @@
 #include "base/enum_names.h"
 
 // JSON: an enum with names is written as its word and read back from it.
-template <pillars::NamedEnum E> struct nlohmann::adl_serializer<E> {
+template <pillars::NamedEnum E>
+struct nlohmann::adl_serializer<E> {
   static void to_json(nlohmann::json& j, E e) { j = pillars::enum_name(e); }
   static void from_json(const nlohmann::json& j, E& e) {
     const auto v = pillars::enum_from_name<E>(j.get<std::string>());

@@ -33,7 +33,8 @@
 namespace pillars {
 
 // The table's type: enum_words<E>({{E::a, "a"}, {E::b, "b"}}) is a std::array of (value, word) pairs.
-template <class E, size_t N> constexpr std::array<std::pair<E, const char*>, N> enum_words(const std::pair<E, const char*> (&list)[N]) {
+template <class E, size_t N>
+constexpr std::array<std::pair<E, const char*>, N> enum_words(const std::pair<E, const char*> (&list)[N]) {
   std::array<std::pair<E, const char*>, N> table{};
   for (size_t i = 0; i < N; ++i) table[i] = list[i];
   return table;
@@ -41,28 +42,34 @@ template <class E, size_t N> constexpr std::array<std::pair<E, const char*>, N> 
 
 // True for the enums that have an enum_table.
 template <class E>
-concept NamedEnum = std::is_enum_v<E> && requires(E e) { enum_table(e); };
+concept NamedEnum = std::is_enum_v<E> && requires(E e) {
+  enum_table(e);
+};
 
-template <NamedEnum E> const char* enum_name(E e) {
+template <NamedEnum E>
+const char* enum_name(E e) {
   for (const auto& [value, word] : enum_table(E{}))
     if (value == e) return word;
   return "?";
 }
 
-template <NamedEnum E> std::optional<E> enum_from_name(std::string_view word) {
+template <NamedEnum E>
+std::optional<E> enum_from_name(std::string_view word) {
   for (const auto& [value, w] : enum_table(E{}))
     if (word == w) return value;
   return std::nullopt;
 }
 
-template <NamedEnum E> std::vector<std::string> enum_names() {
+template <NamedEnum E>
+std::vector<std::string> enum_names() {
   std::vector<std::string> words;
   for (const auto& [value, word] : enum_table(E{})) words.emplace_back(word);
   return words;
 }
 
 // The value named `word`, or an InputError naming `what` (a field, a flag) and the known words.
-template <NamedEnum E> E parse_enum(std::string_view word, std::string_view what) {
+template <NamedEnum E>
+E parse_enum(std::string_view word, std::string_view what) {
   if (const auto v = enum_from_name<E>(word)) return *v;
   std::string known;
   for (const std::string& w : enum_names<E>()) known += (known.empty() ? "" : ", ") + w;

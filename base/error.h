@@ -18,13 +18,15 @@ struct InputError : Error {
 
 namespace detail {
 inline void append(std::ostringstream&) {}
-template <class T, class... R> void append(std::ostringstream& os, const T& first, const R&... rest) {
+template <class T, class... R>
+void append(std::ostringstream& os, const T& first, const R&... rest) {
   os << first;
   append(os, rest...);
 }
 } // namespace detail
 
-template <class... Args> std::string str_cat(const Args&... args) {
+template <class... Args>
+std::string str_cat(const Args&... args) {
   std::ostringstream os;
   detail::append(os, args...);
   return os.str();
@@ -32,7 +34,7 @@ template <class... Args> std::string str_cat(const Args&... args) {
 
 } // namespace pillars
 
-#define PILLARS_CHECK(cond, ...)                                                              \
-  do {                                                                                        \
-    if (!(cond)) throw ::pillars::Error(::pillars::str_cat(__VA_ARGS__));                     \
+#define PILLARS_CHECK(cond, ...)                                          \
+  do {                                                                    \
+    if (!(cond)) throw ::pillars::Error(::pillars::str_cat(__VA_ARGS__)); \
   } while (0)

@@ -23,7 +23,9 @@ const char* kind_of(mode_t mode) {
   return "not a regular file";
 }
 
-[[noreturn]] void refuse(const std::string& path, const std::string& why) { throw InputError(path + ": cannot read: " + why); }
+[[noreturn]] void refuse(const std::string& path, const std::string& why) {
+  throw InputError(path + ": cannot read: " + why);
+}
 
 // An open descriptor of a regular file, closed at scope exit.
 struct RegularFile {
@@ -55,7 +57,8 @@ void check_regular_file(const std::string& path) { RegularFile file(path); }
 
 std::string read_input_file(const std::string& path, uint64_t max_bytes) {
   RegularFile file(path);
-  if (file.size > max_bytes) refuse(path, str_cat("the file has ", file.size, " bytes, more than the ", max_bytes, " allowed"));
+  if (file.size > max_bytes)
+    refuse(path, str_cat("the file has ", file.size, " bytes, more than the ", max_bytes, " allowed"));
   std::string text;
   text.reserve(static_cast<size_t>(file.size));
   char buf[65536];

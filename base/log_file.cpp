@@ -74,8 +74,10 @@ void LineFile::repair_tail() {
     throw Error(str_cat(path_, ": cannot remove the cut last line (", static_cast<long long>(size - keep),
                         " bytes after the last whole line): ", std::strerror(err)));
   }
-  std::fprintf(stderr, "note: %s: removed a cut last line (%lld bytes after the last whole line), left by an interrupted write\n",
-               path_.c_str(), static_cast<long long>(size - keep));
+  std::fprintf(
+      stderr,
+      "note: %s: removed a cut last line (%lld bytes after the last whole line), left by an interrupted write\n",
+      path_.c_str(), static_cast<long long>(size - keep));
 }
 
 void LineFile::append(std::string_view line, bool durable) {
@@ -99,8 +101,8 @@ void LineFile::append(std::string_view line, bool durable) {
     // Take back what part of the line reached the file, so that it ends with a whole line.
     std::string undo;
     if (left != buffer_.size() && S_ISREG(st.st_mode) && ::ftruncate(fd_, before) != 0)
-      undo = str_cat("; removing the ", buffer_.size() - left, " bytes written of it failed too (", std::strerror(errno),
-                     "): the file ends with a cut line");
+      undo = str_cat("; removing the ", buffer_.size() - left, " bytes written of it failed too (",
+                     std::strerror(errno), "): the file ends with a cut line");
     throw Error(str_cat(path_, ": cannot append a line: ", std::strerror(err),
                         undo.empty() ? " (the line was not written; the file ends with its last whole line)" : undo));
   }

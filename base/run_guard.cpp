@@ -34,7 +34,8 @@ DirLock::DirLock(const std::string& dir) {
   refuse_symlink(path);
   fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd_ < 0 && errno == ELOOP) refuse_symlink(path);
-  if (fd_ < 0) throw_path_error(errno, str_cat(dir, ": cannot create its lock file ", path, ": ", std::strerror(errno)));
+  if (fd_ < 0)
+    throw_path_error(errno, str_cat(dir, ": cannot create its lock file ", path, ": ", std::strerror(errno)));
   if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
     const int err = errno;
     std::string holder;
@@ -78,8 +79,8 @@ void refuse_links_in(const std::string& dir) {
   try {
     refuse_symlink(links.front());
   } catch (const InputError& err) {
-    throw InputError(str_cat(err.what(), links.size() > 1 ? str_cat(" (", links.size() - 1, " more link", links.size() > 2 ? "s" : "",
-                                                                     " in ", dir, ")")
+    throw InputError(str_cat(err.what(), links.size() > 1 ? str_cat(" (", links.size() - 1, " more link",
+                                                                    links.size() > 2 ? "s" : "", " in ", dir, ")")
                                                           : std::string()));
   }
 }
@@ -110,7 +111,7 @@ std::atomic<int> g_signal{0};
 extern "C" void on_stop_signal(int signal_number) {
   int expected = 0;
   if (g_signal.compare_exchange_strong(expected, signal_number)) return; // the first: the loop will stop
-  if (signal_number == SIGINT) ::_exit(128 + SIGINT);                      // Ctrl-C again: now
+  if (signal_number == SIGINT) ::_exit(128 + SIGINT);                    // Ctrl-C again: now
   // A repeated SIGTERM or SIGUSR1: the stop under way goes on (run_guard.h).
 }
 
@@ -137,11 +138,16 @@ int stop_signal() { return g_signal.load(); }
 
 const char* signal_name(int signal_number) {
   switch (signal_number) {
-    case SIGTERM: return "SIGTERM";
-    case SIGINT: return "SIGINT";
-    case SIGUSR1: return "SIGUSR1";
-    case SIGHUP: return "SIGHUP";
-    default: return "a signal";
+    case SIGTERM:
+      return "SIGTERM";
+    case SIGINT:
+      return "SIGINT";
+    case SIGUSR1:
+      return "SIGUSR1";
+    case SIGHUP:
+      return "SIGHUP";
+    default:
+      return "a signal";
   }
 }
 

@@ -80,7 +80,7 @@ struct Stopped : Error {
 // SIGTERM, SIGINT, SIGUSR1 and SIGHUP (unless ignored at start) record a stop; SIGPIPE and SIGXFSZ
 // are ignored. Calling it again changes nothing.
 void install_stop_handlers();
-int stop_signal(); // the first stop signal received since install_stop_handlers(), or 0
+int stop_signal();                          // the first stop signal received since install_stop_handlers(), or 0
 const char* signal_name(int signal_number); // "SIGTERM", ...
 
 } // namespace pillars

@@ -6,7 +6,7 @@
 //                                                           numbers in, one well-scrambled out
 //
 // γ = 0x9E3779B97F4A7C15 is 2^64 / φ (the golden ratio), so consecutive states are spread evenly;
-// `mix` is three xor-shift-multiply rounds (the "Stafford variant 13" finaliser) that make every
+// `mix` is three xor-shift-multiply rounds (the "Stafford variant 13" finalizer) that make every
 // output bit depend on every input bit. It passes BigCrush and fits in a few lines, so any reader
 // can reproduce our initial weights, dropout seeds and K-means draws in any language.
 #pragma once
@@ -18,15 +18,15 @@ namespace pillars {
 
 inline constexpr uint64_t kSplitMixGamma = 0x9E3779B97F4A7C15ull;
 
-// The finaliser: a bijection on 64-bit integers that scrambles every bit.
+// The finalizer: a bijection on 64-bit integers that scrambles every bit.
 constexpr uint64_t splitmix64_mix(uint64_t z) {
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
   return z ^ (z >> 31);
 }
 
-// A seed for the pair (a, b): neighbouring b (update 7 and 8, batch 3 and 4) give unrelated
-// outputs. The added constant keeps (0, 0) away from the fixed point 0 of the finaliser.
+// A seed for the pair (a, b): neighboring b (update 7 and 8, batch 3 and 4) give unrelated
+// outputs. The added constant keeps (0, 0) away from the fixed point 0 of the finalizer.
 constexpr uint64_t mix_seeds(uint64_t a, uint64_t b) {
   return splitmix64_mix(a * kSplitMixGamma + b + 0x632BE59BD9B4E019ull);
 }

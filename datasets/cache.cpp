@@ -35,8 +35,7 @@ std::string cache_root() {
   if (const std::string c = env("PILLARS_CACHE"); !c.empty()) return strip_trailing_slashes(c);
   if (const std::string x = env("XDG_CACHE_HOME"); !x.empty()) return strip_trailing_slashes(x) + "/pillars";
   const std::string home = env("HOME");
-  if (home.empty())
-    throw InputError("no cache folder for datasets: set PILLARS_CACHE (or XDG_CACHE_HOME or HOME)");
+  if (home.empty()) throw InputError("no cache folder for datasets: set PILLARS_CACHE (or XDG_CACHE_HOME or HOME)");
   return strip_trailing_slashes(home) + "/.cache/pillars";
 }
 
@@ -134,10 +133,14 @@ std::string human_bytes(uint64_t bytes) {
   std::ostringstream os;
   os.setf(std::ios::fixed);
   os.precision(1);
-  if (bytes < 1000) os << bytes << " B";
-  else if (bytes < 1000000) os << bytes / 1e3 << " kB";
-  else if (bytes < 1000000000) os << bytes / 1e6 << " MB";
-  else os << bytes / 1e9 << " GB";
+  if (bytes < 1000)
+    os << bytes << " B";
+  else if (bytes < 1000000)
+    os << bytes / 1e3 << " kB";
+  else if (bytes < 1000000000)
+    os << bytes / 1e6 << " MB";
+  else
+    os << bytes / 1e9 << " GB";
   return os.str();
 }
 

@@ -29,7 +29,7 @@ void write_stamp(const std::string& path, const std::string& sha256);
 // Size, '\n' count and sha256 of a file, in one pass.
 struct FileFacts {
   uint64_t bytes = 0;
-  uint64_t lines = 0;       // '\n' bytes
+  uint64_t lines = 0; // '\n' bytes
   std::string sha256;
   bool unterminated = false; // the last line has no '\n' (it still counts as a line when read)
   uint64_t records() const { return lines + (unterminated ? 1 : 0); }

@@ -24,7 +24,8 @@ namespace {
 bool valid_name(const std::string& name) {
   if (name.empty() || name[0] == '.' || name.size() > 100) return false;
   return std::all_of(name.begin(), name.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.';
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_' ||
+           c == '.';
   });
 }
 
@@ -73,11 +74,14 @@ class TextCheck {
     const size_t bad = std::min(nul, invalid_utf8_at(text));
     if (bad != std::string::npos) {
       const size_t line_start = bad == 0 ? 0 : text.rfind('\n', bad - 1) + 1; // npos + 1 == 0
-      const uint64_t line = lines_ + static_cast<uint64_t>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(bad), '\n')) + 1;
+      const uint64_t line =
+          lines_ +
+          static_cast<uint64_t>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(bad), '\n')) + 1;
       const uint64_t column = (line == lines_ + 1 ? column_ : 0) + (bad - line_start) + 1;
-      throw InputError(str_cat("data import: ", path_, ", line ", line, ": ",
-                               bad == nul ? "a NUL byte" : str_cat("not valid UTF-8 (byte 0x", hex_byte(text[bad]), ")"),
-                               " at byte ", column, " of the line; a corpus is UTF-8 text, one sentence per line"));
+      throw InputError(
+          str_cat("data import: ", path_, ", line ", line, ": ",
+                  bad == nul ? "a NUL byte" : str_cat("not valid UTF-8 (byte 0x", hex_byte(text[bad]), ")"),
+                  " at byte ", column, " of the line; a corpus is UTF-8 text, one sentence per line"));
     }
     const size_t newlines = static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
     column_ = newlines == 0 ? column_ + text.size() : text.size() - text.rfind('\n') - 1;
@@ -119,14 +123,16 @@ struct KnownBlob {
   const char* what;
 };
 constexpr KnownBlob kKnownBlobs[] = {
-    {"30660ed508af1be868cfd3f09a0bd7d71b4517c6", "the canonical IWSLT'14 train.de (fairseq prepare-iwslt14.sh, tokenized + lowercased)"},
-    {"3b48a76e28ede930fd5e177dce14686147a10ee3", "the canonical IWSLT'14 train.en (fairseq prepare-iwslt14.sh, tokenized + lowercased)"},
+    {"30660ed508af1be868cfd3f09a0bd7d71b4517c6",
+     "the canonical IWSLT'14 train.de (fairseq prepare-iwslt14.sh, tokenized + lowercased)"},
+    {"3b48a76e28ede930fd5e177dce14686147a10ee3",
+     "the canonical IWSLT'14 train.en (fairseq prepare-iwslt14.sh, tokenized + lowercased)"},
     {"f0a0c7d52fa302aed605f8e0fabe10217cf7b336", "the canonical IWSLT'14 train.de with fairseq's 10k BPE"},
     {"6cec12532b28da3d5f9b7251f8011f6d84604738", "the canonical IWSLT'14 train.en with fairseq's 10k BPE"},
 };
 
 // "identical to iwslt14-de-en/valid.de" / "the canonical ..." / "" for an imported file.
-std::string recognise(const std::string& path, const FileFacts& facts) {
+std::string recognize(const std::string& path, const FileFacts& facts) {
   for (const DatasetSpec& d : builtin_datasets())
     for (const FileSpec& f : d.files)
       if (f.sha256 == facts.sha256) return str_cat("identical to ", d.name, "/", f.path);
@@ -147,7 +153,8 @@ Layout scan(const std::string& dir, const std::string& prefix, const std::string
     if (!entry.is_regular_file()) continue;
     const std::string file = entry.path().filename().string();
     const size_t dot = file.find('.');
-    if (dot == std::string::npos || dot == 0 || file.find('.', dot + 1) != std::string::npos) continue; // "split.lang" only
+    if (dot == std::string::npos || dot == 0 || file.find('.', dot + 1) != std::string::npos)
+      continue; // "split.lang" only
     const std::string split = file.substr(0, dot), lang = file.substr(dot + 1);
     if (lang == src || lang == tgt) layout[split][lang] = prefix + file;
   }
@@ -158,15 +165,17 @@ Layout scan(const std::string& dir, const std::string& prefix, const std::string
 
 DatasetSpec import_translation(const ImportOptions& opt, const Progress& progress) {
   if (!valid_name(opt.name))
-    throw InputError(str_cat("data import: bad dataset name \"", opt.name, "\" (letters, digits, '-', '_', '.'; not starting with '.')"));
+    throw InputError(str_cat("data import: bad dataset name \"", opt.name,
+                             "\" (letters, digits, '-', '_', '.'; not starting with '.')"));
   for (const DatasetSpec& d : builtin_datasets())
-    if (d.name == opt.name) throw InputError(str_cat("data import: \"", opt.name, "\" is a built-in dataset; choose another name"));
+    if (d.name == opt.name)
+      throw InputError(str_cat("data import: \"", opt.name, "\" is a built-in dataset; choose another name"));
   if (opt.name == "prepared") // <cache>/prepared/ holds the trainer's binarised data (train/prepare.cpp)
     throw InputError("data import: \"prepared\" is reserved for the cache's own use; choose another name");
-  if (opt.source.empty() || opt.target.empty() || opt.source == opt.target || opt.source.find('.') != std::string::npos ||
-      opt.target.find('.') != std::string::npos)
-    throw InputError(str_cat("data import: --source and --target must be two different language codes (got \"", opt.source,
-                             "\", \"", opt.target, "\")"));
+  if (opt.source.empty() || opt.target.empty() || opt.source == opt.target ||
+      opt.source.find('.') != std::string::npos || opt.target.find('.') != std::string::npos)
+    throw InputError(str_cat("data import: --source and --target must be two different language codes (got \"",
+                             opt.source, "\", \"", opt.target, "\")"));
   if (!fs::is_directory(opt.dir)) throw InputError(str_cat("data import: ", opt.dir, " is not a directory"));
   const std::string final_dir = cache_root() + "/" + opt.name;
   if (fs::exists(final_dir) && !opt.force)
@@ -192,7 +201,7 @@ DatasetSpec import_translation(const ImportOptions& opt, const Progress& progres
   d.imported_from = dir;
   d.description = str_cat("imported ", opt.source, "-", opt.target, " parallel text from ", dir);
   d.sources = {dir};
-  d.licence = "as the original";
+  d.license = "as the original";
 
   const std::string staging = str_cat(cache_root(), "/.staging/", opt.name, ".", ::getpid());
   struct RemoveOnFailure {
@@ -210,7 +219,8 @@ DatasetSpec import_translation(const ImportOptions& opt, const Progress& progres
       if (langs.size() < 2) {
         if (!required) continue; // tmp/ also holds one-sided intermediate files
         const std::string& lang = langs.count(opt.source) ? opt.target : opt.source;
-        throw InputError(str_cat("data import: ", dir, "/", langs.begin()->second, " has no partner ", split, ".", lang));
+        throw InputError(
+            str_cat("data import: ", dir, "/", langs.begin()->second, " has no partner ", split, ".", lang));
       }
       const std::string& a = langs.at(opt.source);
       const std::string& b = langs.at(opt.target);
@@ -218,19 +228,22 @@ DatasetSpec import_translation(const ImportOptions& opt, const Progress& progres
       const std::string suffix = bpe ? ".bpe" : "";
       if (!required && splits.count(split)) { // tmp/ adds a field only where the top level did not
         const auto& fields = splits[split].fields;
-        if (std::any_of(fields.begin(), fields.end(), [&](const NamedFile& f) { return f.name == opt.source + suffix; })) {
+        if (std::any_of(fields.begin(), fields.end(),
+                        [&](const NamedFile& f) { return f.name == opt.source + suffix; })) {
           progress(str_cat("  ", split, ": ", a, " + ", b, " skipped (the top level already gives fields ",
                            opt.source + suffix, ", ", opt.target + suffix, ")"));
           continue;
         }
       }
-      FileFacts fa = copy_counting(dir + "/" + a, staging + "/" + a), fb = copy_counting(dir + "/" + b, staging + "/" + b);
+      FileFacts fa = copy_counting(dir + "/" + a, staging + "/" + a),
+                fb = copy_counting(dir + "/" + b, staging + "/" + b);
       for (const auto& [file, facts] : {std::pair<const std::string&, const FileFacts&>{a, fa}, {b, fb}})
         if (facts.bytes == 0)
-          throw InputError(str_cat("data import: ", dir, "/", file, " is empty (0 bytes): a split needs at least one sentence pair"));
+          throw InputError(str_cat("data import: ", dir, "/", file,
+                                   " is empty (0 bytes): a split needs at least one sentence pair"));
       if (fa.records() != fb.records())
-        throw InputError(str_cat("data import: ", dir, "/", a, " has ", fa.records(), " lines but ", dir, "/", b, " has ",
-                                 fb.records(), ": the pair is not line-aligned"));
+        throw InputError(str_cat("data import: ", dir, "/", a, " has ", fa.records(), " lines but ", dir, "/", b,
+                                 " has ", fb.records(), ": the pair is not line-aligned"));
       SplitSpec& s = splits[split];
       if (s.name.empty()) s.name = split, s.examples = fa.records();
       if (s.examples != fa.records())
@@ -240,10 +253,10 @@ DatasetSpec import_translation(const ImportOptions& opt, const Progress& progres
       s.fields.push_back({opt.target + suffix, b});
       d.files.push_back({a, fa.bytes, fa.lines, fa.sha256, ""});
       d.files.push_back({b, fb.bytes, fb.lines, fb.sha256, ""});
-      progress(str_cat("  ", split, ": ", a, " + ", b, "  ", fa.records(), " pairs -> fields ", opt.source + suffix, ", ",
-                       opt.target + suffix));
+      progress(str_cat("  ", split, ": ", a, " + ", b, "  ", fa.records(), " pairs -> fields ", opt.source + suffix,
+                       ", ", opt.target + suffix));
       for (const auto& [rel, facts] : {std::pair<const std::string&, const FileFacts&>{a, fa}, {b, fb}})
-        if (const std::string known = recognise(staging + "/" + rel, facts); !known.empty()) {
+        if (const std::string known = recognize(staging + "/" + rel, facts); !known.empty()) {
           progress(str_cat("    ", rel, ": ", known));
           d.notes += str_cat(d.notes.empty() ? "" : " ", rel, ": ", known, ".");
         }

@@ -13,7 +13,7 @@
 // "<lang>.bpe", others "<lang>"; a tmp/ subfolder (fairseq prepare-iwslt14.sh keeps the tokenized,
 // pre-BPE text there) is imported too. A top-level `code` file becomes the asset "bpe.codes".
 // Files identical to a registry file (same sha256), or to the canonical fairseq IWSLT'14 train
-// files (same git blob id), are recognised: printed, and noted in the manifest.
+// files (same git blob id), are recognized: printed, and noted in the manifest.
 // Errors (bad name, missing or misaligned files, an existing import without `force`) are
 // InputErrors; nothing is left in the cache after a failed import.
 #pragma once

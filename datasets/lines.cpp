@@ -37,11 +37,13 @@ size_t line_start_at_or_after(std::string_view text, size_t pos) {
 
 std::vector<std::string_view> select_lines(std::string_view text, const Selection& sel) {
   switch (sel.kind) {
-    case Selection::Kind::all: return split_lines(text);
+    case Selection::Kind::all:
+      return split_lines(text);
     case Selection::Kind::modulo: {
       std::vector<std::string_view> all = split_lines(text), out;
       for (size_t i = 0; i < all.size(); ++i)
-        if (std::find(sel.residues.begin(), sel.residues.end(), i % sel.modulus) != sel.residues.end()) out.push_back(all[i]);
+        if (std::find(sel.residues.begin(), sel.residues.end(), i % sel.modulus) != sel.residues.end())
+          out.push_back(all[i]);
       return out;
     }
     case Selection::Kind::byte_range: {
@@ -59,11 +61,20 @@ std::string escape_field(std::string_view text) {
   out.reserve(text.size());
   for (char c : text) {
     switch (c) {
-      case '\\': out += "\\\\"; break;
-      case '\r': out += "\\r"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      default: out += c;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -79,10 +90,18 @@ std::string unescape_field(std::string_view text, const std::string& where) {
     }
     const char next = i + 1 < text.size() ? text[i + 1] : '\0';
     switch (next) {
-      case '\\': out += '\\'; break;
-      case 'r': out += '\r'; break;
-      case 'n': out += '\n'; break;
-      case 't': out += '\t'; break;
+      case '\\':
+        out += '\\';
+        break;
+      case 'r':
+        out += '\r';
+        break;
+      case 'n':
+        out += '\n';
+        break;
+      case 't':
+        out += '\t';
+        break;
       default:
         throw InputError(str_cat(where, ": bad escape at byte ", i, " (only \\\\ \\r \\n \\t are used)"));
     }

@@ -24,11 +24,11 @@ std::vector<std::string_view> select_lines(std::string_view text, const Selectio
 // (`for (auto l : split_lines(read_file(p)))` is a use-after-free). Refuse it at compile time:
 // for an rvalue std::string these templates match exactly and are deleted.
 template <class S>
-  requires std::is_same_v<S, std::string>
-std::vector<std::string_view> split_lines(S&& text) = delete;
+requires std::is_same_v<S, std::string> std::vector<std::string_view> split_lines(S&& text)
+= delete;
 template <class S>
-  requires std::is_same_v<S, std::string>
-std::vector<std::string_view> select_lines(S&& text, const Selection& selection) = delete;
+requires std::is_same_v<S, std::string> std::vector<std::string_view> select_lines(S&& text, const Selection& selection)
+= delete;
 std::string escape_field(std::string_view text);
 std::string unescape_field(std::string_view text, const std::string& where);
 

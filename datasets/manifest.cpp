@@ -26,7 +26,7 @@ std::string manifest_json(const DatasetSpec& d) {
   if (!d.imported_from.empty()) j["imported_from"] = d.imported_from;
   j["description"] = d.description;
   j["sources"] = d.sources;
-  j["licence"] = d.licence;
+  j["license"] = d.license;
   j["train"] = d.train, j["valid"] = d.valid, j["test"] = d.test;
   j["escaped"] = d.escaped;
   j["notes"] = d.notes;
@@ -47,7 +47,8 @@ std::string manifest_json(const DatasetSpec& d) {
 DatasetSpec parse_manifest(const std::string& text, const std::string& where) {
   try {
     const json j = json::parse(text);
-    if (j.value("pillars_manifest", 0) != 1) throw InputError(str_cat(where, ": not a pillars dataset manifest (version 1)"));
+    if (j.value("pillars_manifest", 0) != 1)
+      throw InputError(str_cat(where, ": not a pillars dataset manifest (version 1)"));
     DatasetSpec d;
     d.name = j.at("name").get<std::string>();
     const std::string task = j.at("task").get<std::string>();
@@ -57,7 +58,7 @@ DatasetSpec parse_manifest(const std::string& text, const std::string& where) {
     d.description = j.value("description", "");
     d.sources = j.value("sources", std::vector<std::string>{});
     const char* old_key = "licence"; // manifests written before the rename; spelling: kept
-    d.licence = j.value("licence", j.value(old_key, ""));
+    d.license = j.value("license", j.value(old_key, ""));
     d.train = j.value("train", ""), d.valid = j.value("valid", ""), d.test = j.value("test", "");
     d.escaped = j.value("escaped", false);
     d.notes = j.value("notes", "");
@@ -79,7 +80,8 @@ DatasetSpec parse_manifest(const std::string& text, const std::string& where) {
     };
     for (const SplitSpec& s : d.splits)
       for (const NamedFile& f : s.fields)
-        if (!listed(f.file)) throw InputError(str_cat(where, ": split ", s.name, " field ", f.name, " names unlisted file ", f.file));
+        if (!listed(f.file))
+          throw InputError(str_cat(where, ": split ", s.name, " field ", f.name, " names unlisted file ", f.file));
     for (const NamedFile& a : d.assets)
       if (!listed(a.file)) throw InputError(str_cat(where, ": asset ", a.name, " names unlisted file ", a.file));
     return d;

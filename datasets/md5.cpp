@@ -11,10 +11,9 @@ namespace pillars::data {
 namespace {
 
 // Per-round shift amounts (RFC 1321 §3.4).
-constexpr int kShift[64] = {7, 12, 17, 22, 7, 12, 17, 22, 7, 12, 17, 22, 7, 12, 17, 22,
-                            5, 9,  14, 20, 5, 9,  14, 20, 5, 9,  14, 20, 5, 9,  14, 20,
-                            4, 11, 16, 23, 4, 11, 16, 23, 4, 11, 16, 23, 4, 11, 16, 23,
-                            6, 10, 15, 21, 6, 10, 15, 21, 6, 10, 15, 21, 6, 10, 15, 21};
+constexpr int kShift[64] = {7,  12, 17, 22, 7,  12, 17, 22, 7,  12, 17, 22, 7,  12, 17, 22, 5,  9,  14, 20, 5,  9,
+                            14, 20, 5,  9,  14, 20, 5,  9,  14, 20, 4,  11, 16, 23, 4,  11, 16, 23, 4,  11, 16, 23,
+                            4,  11, 16, 23, 6,  10, 15, 21, 6,  10, 15, 21, 6,  10, 15, 21, 6,  10, 15, 21};
 
 // T[i] = floor(2^32 * |sin(i + 1)|), the RFC's table (§3.4).
 constexpr uint32_t kSine[64] = {
@@ -25,7 +24,8 @@ constexpr uint32_t kSine[64] = {
     0xfffa3942, 0x8771f681, 0x6d9d6122, 0xfde5380c, 0xa4beea44, 0x4bdecfa9, 0xf6bb4b60, 0xbebfbc70,
     0x289b7ec6, 0xeaa127fa, 0xd4ef3085, 0x04881d05, 0xd9d4d039, 0xe6db99e5, 0x1fa27cf8, 0xc4ac5665,
     0xf4292244, 0x432aff97, 0xab9423a7, 0xfc93a039, 0x655b59c3, 0x8f0ccc92, 0xffeff47d, 0x85845dd1,
-    0x6fa87e4f, 0xfe2ce6e0, 0xa3014314, 0x4e0811a1, 0xf7537e82, 0xbd3af235, 0x2ad7d2bb, 0xeb86d391,};
+    0x6fa87e4f, 0xfe2ce6e0, 0xa3014314, 0x4e0811a1, 0xf7537e82, 0xbd3af235, 0x2ad7d2bb, 0xeb86d391,
+};
 
 inline uint32_t rotl(uint32_t x, int n) { return (x << n) | (x >> (32 - n)); }
 
@@ -49,10 +49,14 @@ std::array<uint8_t, 16> md5(std::string_view bytes) {
     for (int i = 0; i < 64; ++i) {
       uint32_t f;
       int g;
-      if (i < 16) f = (b & c) | (~b & d), g = i;
-      else if (i < 32) f = (d & b) | (~d & c), g = (5 * i + 1) % 16;
-      else if (i < 48) f = b ^ c ^ d, g = (3 * i + 5) % 16;
-      else f = c ^ (b | ~d), g = (7 * i) % 16;
+      if (i < 16)
+        f = (b & c) | (~b & d), g = i;
+      else if (i < 32)
+        f = (d & b) | (~d & c), g = (5 * i + 1) % 16;
+      else if (i < 48)
+        f = b ^ c ^ d, g = (3 * i + 5) % 16;
+      else
+        f = c ^ (b | ~d), g = (7 * i) % 16;
       const uint32_t next = b + rotl(a + f + kSine[i] + m[g], kShift[i]);
       a = d, d = c, c = b, b = next;
     }

@@ -1,4 +1,4 @@
-// prepare_dataset: materialise and verify a whole dataset; build the prepared ones. See prepare.h.
+// prepare_dataset: materialize and verify a whole dataset; build the prepared ones. See prepare.h.
 #include "datasets/prepare.h"
 
 #include <unistd.h>
@@ -72,9 +72,12 @@ void prepare_built(const DatasetSpec& d, const Progress& progress, bool rehash) 
   fs::create_directories(out);
   const auto t0 = std::chrono::steady_clock::now();
   try {
-    if (d.name == "sotu") build_sotu(work, out, progress);
-    else if (d.name == "debian-synopsis") build_debian_synopsis(work, out, progress);
-    else throw Error(str_cat(d.name, ": no builder for this prepared dataset"));
+    if (d.name == "sotu")
+      build_sotu(work, out, progress);
+    else if (d.name == "debian-synopsis")
+      build_debian_synopsis(work, out, progress);
+    else
+      throw Error(str_cat(d.name, ": no builder for this prepared dataset"));
   } catch (...) { // a failed build leaves nothing behind (a checksum mismatch below keeps its files)
     std::error_code ec;
     fs::remove_all(staging, ec);
@@ -101,8 +104,9 @@ void prepare_built(const DatasetSpec& d, const Progress& progress, bool rehash) 
   }
   if (!mismatches.empty()) {
     io::atomic_write_file(out + "/MANIFEST.json", manifest_json(actual));
-    throw Error(str_cat(d.name, ": the rebuilt files differ from the frozen registry version (the upstream source "
-                                "changed?), so they were not installed:",
+    throw Error(str_cat(d.name,
+                        ": the rebuilt files differ from the frozen registry version (the upstream source "
+                        "changed?), so they were not installed:",
                         mismatches, "\nThe built files and their MANIFEST.json are in ", out, " for inspection."));
   }
   for (const FileSpec& f : d.files) {
@@ -122,8 +126,10 @@ void prepare_built(const DatasetSpec& d, const Progress& progress, bool rehash) 
 void prepare_dataset(const std::string& name, const Progress& progress, bool rehash) {
   const DatasetSpec& d = find_dataset(name);
   progress(str_cat(d.name, " (", enum_name(d.task), ", ", enum_name(d.origin), ", ", d.files.size(), " files)"));
-  if (d.origin == Origin::prepared) prepare_built(d, progress, rehash);
-  else prepare_files(d, progress, rehash);
+  if (d.origin == Origin::prepared)
+    prepare_built(d, progress, rehash);
+  else
+    prepare_files(d, progress, rehash);
 }
 
 } // namespace pillars::data

@@ -114,8 +114,10 @@ std::vector<Pair> description_pairs(const std::string& translation) {
       const size_t colon = line.find(':');
       const std::string_view key = line.substr(0, colon);
       in_description = key == "Description-en";
-      if (key == "Package") cur.package = field_value(line, colon);
-      else if (in_description) cur.summary = field_value(line, colon);
+      if (key == "Package")
+        cur.package = field_value(line, colon);
+      else if (in_description)
+        cur.summary = field_value(line, colon);
     }
   }
   finish();
@@ -132,17 +134,33 @@ void build_debian_synopsis(const std::string& work, const std::string& out, cons
   fs::create_directories(parts);
   fs::create_directories(work + "/cache/archives/partial");
   const char* mirror_env = std::getenv("PILLARS_DEBIAN_MIRROR");
-  const std::string sources_line = str_cat("deb ", mirror_env && *mirror_env ? mirror_env : kDefaultMirror, " bookworm main");
+  const std::string sources_line =
+      str_cat("deb ", mirror_env && *mirror_env ? mirror_env : kDefaultMirror, " bookworm main");
   std::ofstream(work + "/sources.list") << sources_line << '\n';
 
   // Private lists/cache/sources: the system's apt state is neither read nor changed. Sandbox user
   // root: the work folder may sit under a home directory the _apt user cannot enter.
-  const std::vector<std::string> update = {
-      "apt-get", "update", "-q",
-      "-o", "Dir::State::Lists=" + lists, "-o", "Dir::Etc::SourceList=" + work + "/sources.list",
-      "-o", "Dir::Etc::SourceParts=" + parts, "-o", "Dir::Cache=" + work + "/cache",
-      "-o", "Acquire::Languages=en", "-o", "APT::Architectures=amd64", "-o", "APT::Architecture=amd64",
-      "-o", "APT::Sandbox::User=root", "-o", "Debug::NoLocking=true"};
+  const std::vector<std::string> update = {"apt-get",
+                                           "update",
+                                           "-q",
+                                           "-o",
+                                           "Dir::State::Lists=" + lists,
+                                           "-o",
+                                           "Dir::Etc::SourceList=" + work + "/sources.list",
+                                           "-o",
+                                           "Dir::Etc::SourceParts=" + parts,
+                                           "-o",
+                                           "Dir::Cache=" + work + "/cache",
+                                           "-o",
+                                           "Acquire::Languages=en",
+                                           "-o",
+                                           "APT::Architectures=amd64",
+                                           "-o",
+                                           "APT::Architecture=amd64",
+                                           "-o",
+                                           "APT::Sandbox::User=root",
+                                           "-o",
+                                           "Debug::NoLocking=true"};
   progress(str_cat("  apt-get update (", sources_line, ", Translation-en + Packages, private lists folder)"));
   if (const int rc = run_program(update); rc != 0)
     throw Error(str_cat("prepare debian-synopsis: `apt-get update` with a private lists folder failed (exit ", rc,
@@ -152,9 +170,10 @@ void build_debian_synopsis(const std::string& work, const std::string& out, cons
   const std::string packages = cat_index(lists, "_binary-amd64_Packages", work + "/Packages");
   const std::string tsha = sha256_hex(translation), psha = sha256_hex(packages);
   if (tsha != kTranslationSha256 || psha != kPackagesSha256)
-    progress(str_cat("  note: the archive's indexes differ from those the registry was frozen with (Debian 12.15): "
-                     "Translation-en ", tsha == kTranslationSha256 ? "same" : "changed", ", Packages ",
-                     psha == kPackagesSha256 ? "same" : "changed"));
+    progress(str_cat(
+        "  note: the archive's indexes differ from those the registry was frozen with (Debian 12.15): "
+        "Translation-en ",
+        tsha == kTranslationSha256 ? "same" : "changed", ", Packages ", psha == kPackagesSha256 ? "same" : "changed"));
 
   const std::map<std::string, std::string> source = source_names(packages);
   std::vector<Pair> pairs = description_pairs(translation);
@@ -188,8 +207,8 @@ void build_debian_synopsis(const std::string& work, const std::string& out, cons
       f.close();
       if (!f) throw Error(str_cat("prepare debian-synopsis: writing into ", out, " failed"));
     }
-  progress(str_cat("  ", pairs.size(), " described packages, ", duplicates, " duplicate pairs dropped: train ", counts[0],
-                   ", valid ", counts[1], ", test ", counts[2]));
+  progress(str_cat("  ", pairs.size(), " described packages, ", duplicates, " duplicate pairs dropped: train ",
+                   counts[0], ", valid ", counts[1], ", test ", counts[2]));
 }
 
 } // namespace pillars::data

@@ -27,7 +27,8 @@ constexpr const char* kTarballSha256 = "ab03f909e80b99afe2aa74474f7ca53e976982ef
 constexpr size_t kSpeeches = 233;
 
 void require_program(const std::string& name, const std::string& why) {
-  if (find_program(name).empty()) throw Error(str_cat("prepare sotu: `", name, "` is not installed; it is needed to ", why));
+  if (find_program(name).empty())
+    throw Error(str_cat("prepare sotu: `", name, "` is not installed; it is needed to ", why));
 }
 } // namespace
 
@@ -69,10 +70,12 @@ void build_sotu(const std::string& work, const std::string& out, const Progress&
     std::stringstream buf;
     buf << in.rdbuf();
     std::string speech = buf.str();
-    while (!speech.empty() && (speech.back() == ' ' || speech.back() == '\n' || speech.back() == '\r' || speech.back() == '\t'))
+    while (!speech.empty() &&
+           (speech.back() == ' ' || speech.back() == '\n' || speech.back() == '\r' || speech.back() == '\t'))
       speech.pop_back();
     if (speech.find('\n') != std::string::npos)
-      throw Error(str_cat("prepare sotu: ", names[i], " has a line break inside the speech; the package format changed"));
+      throw Error(
+          str_cat("prepare sotu: ", names[i], " has a line break inside the speech; the package format changed"));
     const int s = i % 10 == 8 ? 1 : i % 10 == 9 ? 2 : 0;
     text[s] << speech << '\n';
     ids[s] << names[i].substr(0, names[i].size() - 4) << '\n';

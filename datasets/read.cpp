@@ -34,12 +34,14 @@ std::vector<std::string> read_field(const std::string& dataset, const std::strin
   // The file's checksum already matched, so this fails only if the registry's split table itself
   // is wrong (a count that disagrees with its own file): say so plainly.
   if (lines.size() != s.examples)
-    throw Error(str_cat(d.name, " ", split, "/", field, ": ", path, " gives ", lines.size(), " lines but the registry says ",
-                        s.examples, " (registry table error)"));
+    throw Error(str_cat(d.name, " ", split, "/", field, ": ", path, " gives ", lines.size(),
+                        " lines but the registry says ", s.examples, " (registry table error)"));
   std::vector<std::string> out;
   out.reserve(lines.size());
   for (size_t i = 0; i < lines.size(); ++i)
-    out.push_back(d.escaped ? unescape_field(lines[i], str_cat(d.name, "/", f.file, " (", split, " example ", i + 1, ")")) : std::string(lines[i]));
+    out.push_back(d.escaped
+                      ? unescape_field(lines[i], str_cat(d.name, "/", f.file, " (", split, " example ", i + 1, ")"))
+                      : std::string(lines[i]));
   return out;
 }
 

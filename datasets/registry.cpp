@@ -20,9 +20,18 @@ namespace pillars::data {
 
 const std::vector<DatasetSpec>& builtin_datasets() {
   static const std::vector<DatasetSpec> all = {
-      table::multi30k_de_en(), table::iwslt14_de_en(),   table::wikitext_2(), table::wikitext_103(),
-      table::ptb(),            table::tinyshakespeare(), table::sotu(),       table::samsum(),
-      table::dialogsum(),      table::aeslc(),           table::bbc_news_summary(), table::debian_synopsis(),
+      table::multi30k_de_en(),
+      table::iwslt14_de_en(),
+      table::wikitext_2(),
+      table::wikitext_103(),
+      table::ptb(),
+      table::tinyshakespeare(),
+      table::sotu(),
+      table::samsum(),
+      table::dialogsum(),
+      table::aeslc(),
+      table::bbc_news_summary(),
+      table::debian_synopsis(),
   };
   return all;
 }
@@ -54,7 +63,8 @@ std::string join(const std::vector<std::string>& names) {
 
 } // namespace
 
-std::string unknown_name_message(const std::string& what, const std::string& name, const std::vector<std::string>& valid) {
+std::string unknown_name_message(const std::string& what, const std::string& name,
+                                 const std::vector<std::string>& valid) {
   std::string msg = str_cat("unknown ", what, " \"", name, "\"");
   if (!valid.empty()) {
     const auto nearest = std::min_element(valid.begin(), valid.end(), [&](const std::string& a, const std::string& b) {
@@ -62,8 +72,9 @@ std::string unknown_name_message(const std::string& what, const std::string& nam
     });
     // Suggest only what is plausibly a typo or a shortening ("wikitext2", "valid" for "val",
     // "train" for "train-sample"), not whatever happens to be least unlike "nonsense".
-    const bool close = edit_distance(name, *nearest) <= std::max<size_t>(2, name.size() / 3) ||
-                       (!name.empty() && (nearest->find(name) != std::string::npos || name.find(*nearest) != std::string::npos));
+    const bool close =
+        edit_distance(name, *nearest) <= std::max<size_t>(2, name.size() / 3) ||
+        (!name.empty() && (nearest->find(name) != std::string::npos || name.find(*nearest) != std::string::npos));
     if (close) msg += str_cat("; did you mean \"", *nearest, "\"?");
     msg += str_cat(close ? " Valid: " : "; valid: ", join(valid));
   } else {
@@ -127,7 +138,8 @@ const DatasetSpec* load_imported(const std::string& name) {
   std::stringstream text;
   text << in.rdbuf();
   auto spec = std::make_unique<DatasetSpec>(parse_manifest(text.str(), path));
-  if (spec->name != name) throw InputError(str_cat(path, ": the manifest is for dataset \"", spec->name, "\", not \"", name, "\""));
+  if (spec->name != name)
+    throw InputError(str_cat(path, ": the manifest is for dataset \"", spec->name, "\", not \"", name, "\""));
   return loaded.emplace(key, std::move(spec)).first->second.get();
 }
 

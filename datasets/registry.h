@@ -38,12 +38,15 @@ namespace pillars::data {
 // What a dataset is for; also the experiment's `task` (train/experiment.h).
 enum class Task : uint8_t { translation, language_modeling, summarization };
 constexpr auto enum_table(Task) {
-  return enum_words<Task>({{Task::translation, "translation"}, {Task::language_modeling, "language_modeling"}, {Task::summarization, "summarization"}});
+  return enum_words<Task>({{Task::translation, "translation"},
+                           {Task::language_modeling, "language_modeling"},
+                           {Task::summarization, "summarization"}});
 }
 // Where a dataset's files come from: the registry's mirror, a prepared package, or `pillars data import`.
 enum class Origin : uint8_t { mirror, prepared, imported };
 constexpr auto enum_table(Origin) {
-  return enum_words<Origin>({{Origin::mirror, "mirror"}, {Origin::prepared, "prepared"}, {Origin::imported, "imported"}});
+  return enum_words<Origin>(
+      {{Origin::mirror, "mirror"}, {Origin::prepared, "prepared"}, {Origin::imported, "imported"}});
 }
 
 struct FileSpec {
@@ -91,15 +94,15 @@ struct DatasetSpec {
   Origin origin = Origin::mirror;
   std::string description;          // one line
   std::vector<std::string> sources; // official source URL(s) / package names
-  std::string licence;
-  std::string train, valid, test;   // default split names; "" where the dataset has none
-  bool escaped = false;             // fields escape \ CR LF TAB as \\ \r \n \t (read_field undoes it)
-  std::vector<FileSpec> files;      // every file: split fields and the rest (originals, codes)
+  std::string license;
+  std::string train, valid, test; // default split names; "" where the dataset has none
+  bool escaped = false;           // fields escape \ CR LF TAB as \\ \r \n \t (read_field undoes it)
+  std::vector<FileSpec> files;    // every file: split fields and the rest (originals, codes)
   std::vector<SplitSpec> splits;
-  std::vector<NamedFile> assets;    // dataset-level files by role: "bpe.codes", "original"
-  std::string notes;                // split rules, caveats: shown by `pillars data list --long`
-  std::string imported_from;        // imported datasets: the directory they came from
-  std::string split_hint;           // added to "unknown split" errors (e.g. where a missing train is)
+  std::vector<NamedFile> assets; // dataset-level files by role: "bpe.codes", "original"
+  std::string notes;             // split rules, caveats: shown by `pillars data list --long`
+  std::string imported_from;     // imported datasets: the directory they came from
+  std::string split_hint;        // added to "unknown split" errors (e.g. where a missing train is)
 
   // Lookups; unknown names throw InputError listing the valid ones and the nearest match.
   const SplitSpec& split(const std::string& split_name) const;
@@ -117,7 +120,7 @@ const DatasetSpec& find_dataset(const std::string& name);
 // against the registry. InputError for an unknown split/field (listing the valid ones).
 std::vector<std::string> read_field(const std::string& dataset, const std::string& split, const std::string& field);
 
-// A local path to the verified, uncompressed file (materialised into the cache if needed).
+// A local path to the verified, uncompressed file (materialized into the cache if needed).
 std::string resolve_file(const std::string& dataset, const std::string& relpath);
 
 // Whether every file of the dataset is available without network (cheap: no hashing).
@@ -127,6 +130,7 @@ bool is_present(const std::string& dataset);
 
 const std::vector<DatasetSpec>& builtin_datasets();
 // "unknown X \"name\"; did you mean \"near\"? valid: a, b, c" — the nearest by edit distance.
-std::string unknown_name_message(const std::string& what, const std::string& name, const std::vector<std::string>& valid);
+std::string unknown_name_message(const std::string& what, const std::string& name,
+                                 const std::vector<std::string>& valid);
 
 } // namespace pillars::data

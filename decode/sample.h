@@ -8,7 +8,7 @@
 //
 // The next token is drawn from p(v) ∝ exp(log p(v) / temperature) over the allowed tokens (bos and
 // pad never), restricted first to the top_k most likely (0: no limit), then to the smallest set of
-// most likely tokens whose probability reaches top_p (1: no limit), renormalised. Ties in
+// most likely tokens whose probability reaches top_p (1: no limit), renormalized. Ties in
 // likelihood go to the lower id. `greedy` takes the most likely token (so does top_k = 1). One
 // SplitMix64 stream (base/splitmix64.h) seeded with `seed` draws a uniform number per token: the
 // same seed gives the same text.

@@ -13,10 +13,10 @@ namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
-struct Row {                       // one live hypothesis (a decoder row)
-  std::vector<int32_t> tokens;     // generated so far (no leading eos)
-  std::vector<float> positional;   // log p of each
-  float score = kNegInf;           // cumulative log-probability; −inf = no hypothesis here
+struct Row {                     // one live hypothesis (a decoder row)
+  std::vector<int32_t> tokens;   // generated so far (no leading eos)
+  std::vector<float> positional; // log p of each
+  float score = kNegInf;         // cumulative log-probability; −inf = no hypothesis here
 };
 
 } // namespace
@@ -31,7 +31,8 @@ std::vector<std::vector<Hypothesis>> beam_search(StepDecoder& decoder, const std
   std::vector<int64_t> max_len(static_cast<size_t>(B));
   int64_t longest = 0;
   for (int64_t b = 0; b < B; ++b) {
-    const double len = std::floor(o.max_len_a * static_cast<double>(sources[b].size()) + static_cast<double>(o.max_len_b));
+    const double len =
+        std::floor(o.max_len_a * static_cast<double>(sources[b].size()) + static_cast<double>(o.max_len_b));
     max_len[b] = std::clamp<int64_t>(static_cast<int64_t>(len), 1, o.max_len_cap);
     longest = std::max(longest, max_len[b]);
   }
@@ -46,7 +47,8 @@ std::vector<std::vector<Hypothesis>> beam_search(StepDecoder& decoder, const std
 
   StepDecoder::Step step;
   step.rows_per_sentence = k, step.candidates = n;
-  step.pad = static_cast<int32_t>(o.pad), step.bos = static_cast<int32_t>(o.bos), step.eos = static_cast<int32_t>(o.eos);
+  step.pad = static_cast<int32_t>(o.pad), step.bos = static_cast<int32_t>(o.bos),
+  step.eos = static_cast<int32_t>(o.eos);
   step.row_origin.resize(rows.size());
   step.sentence_origin.resize(static_cast<size_t>(B));
   for (size_t r = 0; r < rows.size(); ++r) step.row_origin[r] = static_cast<int32_t>(r);
@@ -128,7 +130,8 @@ std::vector<std::vector<Hypothesis>> beam_search(StepDecoder& decoder, const std
 
   for (auto& hyps : finished) {
     PILLARS_CHECK(!hyps.empty(), "beam_search: a sentence finished without a hypothesis");
-    std::stable_sort(hyps.begin(), hyps.end(), [](const Hypothesis& a, const Hypothesis& b) { return a.score > b.score; });
+    std::stable_sort(hyps.begin(), hyps.end(),
+                     [](const Hypothesis& a, const Hypothesis& b) { return a.score > b.score; });
   }
   return finished;
 }

@@ -38,13 +38,13 @@ inline constexpr int64_t kMaxBeam = 1024;
 
 struct SearchOptions {
   int64_t beam = 5;
-  float lenpen = 1.0f;       // 0: plain sum of log-probabilities; 1: per-token average
-  float max_len_a = 1.2f;    // max_len = a · src_len + b
+  float lenpen = 1.0f;    // 0: plain sum of log-probabilities; 1: per-token average
+  float max_len_a = 1.2f; // max_len = a · src_len + b
   int64_t max_len_b = 10;
   int64_t max_len_cap = 256; // absolute limit on target tokens (positions)
   int64_t min_len = 1;       // eos is banned before this many tokens have been produced
   int64_t bos = text::Dictionary::kBos, pad = text::Dictionary::kPad, eos = text::Dictionary::kEos;
-  bool compact = true;       // drop finished sentences from the batch (false: keep them to the end)
+  bool compact = true; // drop finished sentences from the batch (false: keep them to the end)
 };
 
 struct Hypothesis {
@@ -55,8 +55,7 @@ struct Hypothesis {
 
 // sources[i]: token ids of sentence i, eos last. Returns, per sentence, its finished hypotheses
 // (at most beam of them, at least one), best first.
-std::vector<std::vector<Hypothesis>> beam_search(StepDecoder& decoder,
-                                                 const std::vector<std::vector<int32_t>>& sources,
+std::vector<std::vector<Hypothesis>> beam_search(StepDecoder& decoder, const std::vector<std::vector<int32_t>>& sources,
                                                  const SearchOptions& options);
 
 } // namespace pillars::decode

@@ -32,7 +32,8 @@ StepDecoder::StepDecoder(const TransformerConfig& cfg, const ParamStore& params,
 }
 
 void StepDecoder::set_precision(Precision p) {
-  PILLARS_CHECK(device_ == Device::cpu || p == Precision::fp32, "decoder: a bf16 decoding precision is for the CPU; "
+  PILLARS_CHECK(device_ == Device::cpu || p == Precision::fp32,
+                "decoder: a bf16 decoding precision is for the CPU; "
                 "on a GPU the precision is the device's (cuda_set_precision)");
   precision_ = p;
 }
@@ -132,15 +133,16 @@ void StepDecoder::step(const Step& s) {
                 " per sentence) after a step of ", rows_);
   const int64_t B = N / k;
   auto require_size = [&](size_t got, int64_t want, const char* field) {
-    PILLARS_CHECK(static_cast<int64_t>(got) == want, "decoder: step.", field, " has ", got, " entries, expected ", want);
+    PILLARS_CHECK(static_cast<int64_t>(got) == want, "decoder: step.", field, " has ", got, " entries, expected ",
+                  want);
   };
   require_size(s.positions.size(), N, "positions");
   require_size(s.row_origin.size(), N, "row_origin");
   for (int64_t n = 0; n < N; ++n) {
-    PILLARS_CHECK(s.positions[n] >= 0 && s.positions[n] < capacity_, "decoder: row ", n, " at position ", s.positions[n],
-                  " beyond the ", capacity_, " slots of its cache");
-    PILLARS_CHECK(s.row_origin[n] >= 0 && s.row_origin[n] < rows_, "decoder: row ", n, " continues row ", s.row_origin[n],
-                  " of ", rows_);
+    PILLARS_CHECK(s.positions[n] >= 0 && s.positions[n] < capacity_, "decoder: row ", n, " at position ",
+                  s.positions[n], " beyond the ", capacity_, " slots of its cache");
+    PILLARS_CHECK(s.row_origin[n] >= 0 && s.row_origin[n] < rows_, "decoder: row ", n, " continues row ",
+                  s.row_origin[n], " of ", rows_);
   }
   std::vector<int32_t> src_lengths;
   if (!cfg_.decoder_only) {
@@ -193,8 +195,10 @@ void StepDecoder::step(const Step& s) {
   ex.run();
 
   rows_ = N;
-  if (!cfg_.decoder_only) sentences_ = B, src_lengths_ = std::move(src_lengths);
-  else sentences_ = N;
+  if (!cfg_.decoder_only)
+    sentences_ = B, src_lengths_ = std::move(src_lengths);
+  else
+    sentences_ = N;
   last_ = &ex, last_graph_ = &g;
 }
 
@@ -204,7 +208,8 @@ Tensor StepDecoder::log_probs() const {
 }
 
 void StepDecoder::candidates(std::vector<float>& scores, std::vector<int32_t>& index) const {
-  PILLARS_CHECK(last_ != nullptr && last_graph_->candidates.scores != kNoValue, "decoder: the last step had no beam head");
+  PILLARS_CHECK(last_ != nullptr && last_graph_->candidates.scores != kNoValue,
+                "decoder: the last step had no beam head");
   const Tensor s = last_->fetch(last_graph_->candidates.scores), i = last_->fetch(last_graph_->candidates.index);
   scores.assign(s.data<float>(), s.data<float>() + s.numel());
   index.assign(i.data<int32_t>(), i.data<int32_t>() + i.numel());

@@ -73,15 +73,15 @@ class StepDecoder {
     std::vector<int32_t> sentence_origin; // (B) seq2seq: the previous step's sentence it is
     int64_t rows_per_sentence = 1;        // k: N = B · k
     // The beam head (engine/ops/decoding.h's beam_candidates), when candidates > 0:
-    int64_t candidates = 0;               // n kept per sentence
-    std::vector<float> row_scores;        // (N) cumulative log-probability (−inf: no hypothesis)
-    std::vector<int32_t> eos_rule;        // (N) 0 eos banned, 1 allowed, 2 only eos
+    int64_t candidates = 0;        // n kept per sentence
+    std::vector<float> row_scores; // (N) cumulative log-probability (−inf: no hypothesis)
+    std::vector<int32_t> eos_rule; // (N) 0 eos banned, 1 allowed, 2 only eos
     int32_t pad = tokens::kPad, bos = tokens::kBos, eos = tokens::kEos;
   };
   // One decoding step on the device. Checks the step against the decoder's state (throws
   // pillars::Error naming the field).
   void step(const Step& s);
-  int64_t rows() const { return rows_; }           // rows of the caches after the last step
+  int64_t rows() const { return rows_; } // rows of the caches after the last step
   int64_t sentences() const { return sentences_; }
   int64_t capacity() const { return capacity_; }
 
@@ -120,10 +120,10 @@ class StepDecoder {
   std::map<DecoderStepShape, Compiled> steps_;
   std::map<std::pair<int64_t, int64_t>, CompiledEncoder> encoders_;
   std::vector<CacheSpec> cache_specs_;
-  std::vector<Tensor> caches_;        // full size, on the device, in cache_specs_ order
-  std::vector<int32_t> src_lengths_;  // (sentences_) the live sentences' source lengths
+  std::vector<Tensor> caches_;       // full size, on the device, in cache_specs_ order
+  std::vector<int32_t> src_lengths_; // (sentences_) the live sentences' source lengths
   int64_t rows_ = 0, sentences_ = 0, source_len_ = 0, capacity_ = 0;
-  Executor* last_ = nullptr;          // the executor of the last step
+  Executor* last_ = nullptr; // the executor of the last step
   const DecoderStepGraph* last_graph_ = nullptr;
   int64_t compiled_ = 0;
   std::optional<Precision> precision_;

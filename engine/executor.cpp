@@ -12,7 +12,9 @@ namespace pillars {
 void SharedArena::reserve(size_t arena_bytes, size_t workspace_bytes) {
   // Growing costs a fresh allocation (and its page faults on first touch) and re-pointing every
   // executor's views: grow by at least a quarter, so a run of slightly larger shapes grows rarely.
-  auto grown = [](const std::shared_ptr<Storage>& s, size_t need) { return s ? std::max(need, s->bytes + s->bytes / 4) : need; };
+  auto grown = [](const std::shared_ptr<Storage>& s, size_t need) {
+    return s ? std::max(need, s->bytes + s->bytes / 4) : need;
+  };
   bool grew = false;
   if (!arena || arena->bytes < arena_bytes) {
     const size_t bytes = grown(arena, arena_bytes);
@@ -32,8 +34,9 @@ Executor::Executor(const Graph& g, Device device, std::shared_ptr<SharedArena> s
 
 Executor::Executor(const Graph& g, Device device, std::shared_ptr<SharedArena> shared, MemoryPlan plan)
     : graph_(g), device_(device), plan_(std::move(plan)), arena_(std::move(shared)), planned_nodes_(g.nodes().size()) {
-  PILLARS_CHECK(plan_.offset.size() == static_cast<size_t>(g.num_values()), "executor: the memory plan is of another graph (",
-                plan_.offset.size(), " values, the graph has ", g.num_values(), ")");
+  PILLARS_CHECK(plan_.offset.size() == static_cast<size_t>(g.num_values()),
+                "executor: the memory plan is of another graph (", plan_.offset.size(), " values, the graph has ",
+                g.num_values(), ")");
   if (!arena_) {
     arena_ = std::make_shared<SharedArena>();
     arena_->device = device;
@@ -112,9 +115,10 @@ void Executor::point_views_at_arena() {
 void Executor::bind(ValueId leaf, const Tensor& value) {
   const Node& n = graph_.producer(leaf);
   PILLARS_CHECK(is_leaf(n), "executor: value %", leaf, " is not an input or parameter");
-  PILLARS_CHECK(value.defined() && value.shape() == graph_.value(leaf).shape && value.dtype() == graph_.dtype(leaf), "executor: ",
-                n.op->name, " '", n.name, "' expects ", dtype_name(graph_.dtype(leaf)), shape_str(graph_.shape(leaf)),
-                ", got ", value.defined() ? std::string(dtype_name(value.dtype())) + shape_str(value.shape()) : "nothing");
+  PILLARS_CHECK(value.defined() && value.shape() == graph_.value(leaf).shape && value.dtype() == graph_.dtype(leaf),
+                "executor: ", n.op->name, " '", n.name, "' expects ", dtype_name(graph_.dtype(leaf)),
+                shape_str(graph_.shape(leaf)), ", got ",
+                value.defined() ? std::string(dtype_name(value.dtype())) + shape_str(value.shape()) : "nothing");
   const size_t at = static_cast<size_t>(leaf);
   if (value.device() == device_) {
     values_[at] = value;
@@ -165,7 +169,8 @@ void Executor::run_node(size_t i, void* workspace) {
   if (n.op->is_view) { // same bytes as the input (which may be an external tensor), new shape
     const Tensor& src = values_[static_cast<size_t>(n.inputs[0])];
     Tensor& dst = values_[static_cast<size_t>(n.outputs[0])];
-    if (!dst.defined() || dst.raw() != src.raw()) dst.assign_view(src, graph_.value(n.outputs[0]).shape); // no allocation
+    if (!dst.defined() || dst.raw() != src.raw())
+      dst.assign_view(src, graph_.value(n.outputs[0]).shape); // no allocation
     return;
   }
   if (n.op->updates_input0) { // output 0 is (the first rows of) input 0's buffer, written by the kernel
@@ -215,7 +220,8 @@ void Executor::host_entry(void* call) {
 
 void Executor::run_host_kernel(size_t i) {
   const Node& n = graph_.nodes()[i];
-  n.op->cpu(KernelContext{n, host_in_[i], host_out_[i], host_workspace_ ? host_workspace_->data : nullptr, host_run_seed_});
+  n.op->cpu(
+      KernelContext{n, host_in_[i], host_out_[i], host_workspace_ ? host_workspace_->data : nullptr, host_run_seed_});
 }
 
 void Executor::rethrow_host_error() const {
@@ -229,7 +235,9 @@ Tensor Executor::fetch(ValueId v) const {
   // A copy on the CPU too: value(v) there is a view of the arena, which the next run overwrites and
   // the executor's destruction frees.
   const Tensor& x = value(v);
-  Tensor host = x.device() == Device::cpu ? x.clone() : x.to(Device::cpu); // on the GPU: waits for the stream, host functions included
+  Tensor host = x.device() == Device::cpu
+                    ? x.clone()
+                    : x.to(Device::cpu); // on the GPU: waits for the stream, host functions included
   rethrow_host_error();
   return host;
 }

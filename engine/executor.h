@@ -85,16 +85,18 @@ class Executor {
   const MemoryPlan& plan() const { return plan_; }
   const Graph& graph() const { return graph_; }
   Device device() const { return device_; }
-  const std::vector<std::string>& host_fallback_ops() const { return host_fallback_; } // ops of this graph with no CUDA kernel
+  const std::vector<std::string>& host_fallback_ops() const {
+    return host_fallback_;
+  } // ops of this graph with no CUDA kernel
   bool replaying_graph() const { return cuda_graph_ != nullptr; }
 
  private:
   void point_views_at_arena(); // (re)creates the views of arena-resident values
   void run_node(size_t i, void* workspace);
-  void run_on_host(size_t i);  // queues the host fallback of one node on a GPU executor
-  void run_host_kernel(size_t i); // its CPU kernel, called by the stream (see host_entry)
+  void run_on_host(size_t i);         // queues the host fallback of one node on a GPU executor
+  void run_host_kernel(size_t i);     // its CPU kernel, called by the stream (see host_entry)
   static void host_entry(void* call); // the host function the stream calls: a HostCall*
-  void prepare_host_fallback();   // pinned mirrors and scratch, once, at construction
+  void prepare_host_fallback();       // pinned mirrors and scratch, once, at construction
   void rethrow_host_error() const;
   bool bindings_moved() const; // a leaf's bytes changed address since the graph was captured
   void drop_graph();
@@ -104,26 +106,26 @@ class Executor {
   MemoryPlan plan_;
   std::shared_ptr<SharedArena> arena_;
   uint64_t arena_generation_ = 0;
-  std::vector<Tensor> values_;                  // one per value
+  std::vector<Tensor> values_;                          // one per value
   std::vector<std::vector<Tensor>> node_in_, node_out_; // per node, reused every run
   uint64_t run_seed_ = 0;
   std::function<void(size_t)> after_node_; // set_after_node
-  size_t planned_nodes_ = 0; // the graph's size when planned: growing it later is an error
+  size_t planned_nodes_ = 0;               // the graph's size when planned: growing it later is an error
 
   // GPU state.
   std::vector<std::string> host_fallback_; // op names, found once at construction
-  std::vector<Tensor> staged_;       // per leaf value: the device copy of a bound host tensor
-  Tensor device_seed_;               // u64 on the device: the run seed the kernels read
+  std::vector<Tensor> staged_;             // per leaf value: the device copy of a bound host tensor
+  Tensor device_seed_;                     // u64 on the device: the run seed the kernels read
   struct HostCall {
     Executor* executor;
     size_t node;
   };
-  std::vector<HostCall> host_calls_;                     // per node: what the stream's host function gets
+  std::vector<HostCall> host_calls_;                    // per node: what the stream's host function gets
   std::vector<std::vector<Tensor>> host_in_, host_out_; // host fallback mirrors (pinned), per node
-  std::vector<std::shared_ptr<Storage>> pinned_;         // the memory behind the mirrors
+  std::vector<std::shared_ptr<Storage>> pinned_;        // the memory behind the mirrors
   std::shared_ptr<Storage> host_workspace_;
-  mutable std::exception_ptr host_error_;                // thrown by a CPU kernel in a host function
-  uint64_t host_run_seed_ = 0;                           // the run seed of the run the host functions belong to
+  mutable std::exception_ptr host_error_; // thrown by a CPU kernel in a host function
+  uint64_t host_run_seed_ = 0;            // the run seed of the run the host functions belong to
   bool capture_ = false;
   int runs_since_bind_change_ = 0;
   void* cuda_graph_ = nullptr;

@@ -126,7 +126,8 @@ void Graph::redirect_input(int node, size_t slot, ValueId v) {
   const ValueInfo& old = value(n.inputs[slot]);
   const ValueInfo& now = value(v);
   PILLARS_CHECK(now.shape == old.shape && now.dtype == old.dtype, "graph: ", n.op->name, " input ", slot, " is ",
-                dtype_name(old.dtype), shape_str(old.shape), "; cannot read ", dtype_name(now.dtype), shape_str(now.shape));
+                dtype_name(old.dtype), shape_str(old.shape), "; cannot read ", dtype_name(now.dtype),
+                shape_str(now.shape));
   PILLARS_CHECK(now.producer < node, "graph: ", n.op->name, " (node ", node, ") cannot read value ", v,
                 ", made later by node ", now.producer);
   n.inputs[slot] = v;
@@ -145,8 +146,9 @@ std::vector<int> Graph::reorder(const std::vector<int>& order) {
   for (size_t k = 0; k < nn; ++k)
     for (ValueId v : nodes_[static_cast<size_t>(order[k])].inputs) {
       const int producer = new_index[static_cast<size_t>(value(v).producer)];
-      PILLARS_CHECK(producer < static_cast<int>(k), "graph: reorder puts ", nodes_[static_cast<size_t>(order[k])].op->name,
-                    " (node ", order[k], ") before the producer of its input ", v);
+      PILLARS_CHECK(producer < static_cast<int>(k), "graph: reorder puts ",
+                    nodes_[static_cast<size_t>(order[k])].op->name, " (node ", order[k],
+                    ") before the producer of its input ", v);
     }
   std::vector<Node> nodes(nn);
   for (size_t k = 0; k < nn; ++k) nodes[k] = std::move(nodes_[static_cast<size_t>(order[k])]);

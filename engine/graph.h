@@ -49,21 +49,23 @@ struct OpParams {
   virtual const std::type_info& type() const = 0; // the held struct's type (for error messages)
 };
 
-template <class P> struct OpParamsOf final : OpParams {
+template <class P>
+struct OpParamsOf final : OpParams {
   explicit OpParamsOf(P v) : value(std::move(v)) {}
   const std::type_info& type() const override { return typeid(P); }
   P value;
 };
 
-template <class P> std::shared_ptr<const OpParams> make_params(P params) {
+template <class P>
+std::shared_ptr<const OpParams> make_params(P params) {
   return std::make_shared<const OpParamsOf<P>>(std::move(params));
 }
 
 struct ValueInfo {
   Shape shape;
   DType dtype = DType::f32;
-  int32_t producer = -1;         // node index
-  int32_t output_index = 0;      // which output of the producer
+  int32_t producer = -1;    // node index
+  int32_t output_index = 0; // which output of the producer
 };
 
 struct Node {
@@ -82,7 +84,8 @@ namespace detail {
 
 // The parameters struct of `node`, checked to be a P: throws pillars::Error naming the op, the
 // struct it wanted and the one (or none) it found.
-template <class P> const P& params_of(const Node& node) {
+template <class P>
+const P& params_of(const Node& node) {
   if (const auto* held = dynamic_cast<const OpParamsOf<P>*>(node.params.get())) return held->value;
   detail::throw_wrong_params(node, typeid(P));
 }
@@ -97,18 +100,19 @@ class Graph {
   // Appends a node applying `op` with the given parameters (the op's params struct, or a node's
   // Node::params to copy; none for ops without parameters); runs the op's shape rule, which throws
   // on bad inputs.
-  std::vector<ValueId> add(const OpDef& op, std::vector<ValueId> inputs, std::shared_ptr<const OpParams> params = nullptr);
+  std::vector<ValueId> add(const OpDef& op, std::vector<ValueId> inputs,
+                           std::shared_ptr<const OpParams> params = nullptr);
   template <class P>
-    requires(!std::convertible_to<P, std::shared_ptr<const OpParams>>)
-  std::vector<ValueId> add(const OpDef& op, std::vector<ValueId> inputs, P params) {
+  requires(!std::convertible_to<P, std::shared_ptr<const OpParams>>) std::vector<ValueId> add(
+      const OpDef& op, std::vector<ValueId> inputs, P params) {
     return add(op, std::move(inputs), make_params(std::move(params)));
   }
   ValueId add1(const OpDef& op, std::vector<ValueId> inputs, std::shared_ptr<const OpParams> params = nullptr) {
     return add(op, std::move(inputs), std::move(params))[0];
   }
   template <class P>
-    requires(!std::convertible_to<P, std::shared_ptr<const OpParams>>)
-  ValueId add1(const OpDef& op, std::vector<ValueId> inputs, P params) {
+  requires(!std::convertible_to<P, std::shared_ptr<const OpParams>>) ValueId
+      add1(const OpDef& op, std::vector<ValueId> inputs, P params) {
     return add(op, std::move(inputs), make_params(std::move(params)))[0];
   }
 

@@ -13,14 +13,14 @@ namespace pillars {
 
 class ParamStore {
  public:
-  // Creates a zero-initialised f32 parameter; the name must be new.
+  // Creates a zero-initialized f32 parameter; the name must be new.
   Tensor& add(const std::string& name, const Shape& shape);
   bool contains(const std::string& name) const { return map_.count(name) != 0; }
-  Tensor& get(const std::string& name);               // throws naming the parameter if absent
+  Tensor& get(const std::string& name); // throws naming the parameter if absent
   const Tensor& get(const std::string& name) const;
   const std::vector<std::string>& names() const { return order_; } // creation order
   size_t size() const { return order_.size(); }
-  int64_t numel() const;                              // all parameters
+  int64_t numel() const; // all parameters
   // Removes a parameter, or replaces its tensor (V2S pruning slices heads out of projections).
   void remove(const std::string& name);
   void replace(const std::string& name, Tensor value);

@@ -12,20 +12,28 @@ namespace pillars {
 
 size_t dtype_size(DType t) {
   switch (t) {
-    case DType::f32: return 4;
-    case DType::i32: return 4;
-    case DType::bf16: return 2;
-    case DType::i64: return 8;
+    case DType::f32:
+      return 4;
+    case DType::i32:
+      return 4;
+    case DType::bf16:
+      return 2;
+    case DType::i64:
+      return 8;
   }
   return 0;
 }
 
 const char* dtype_name(DType t) {
   switch (t) {
-    case DType::f32: return "f32";
-    case DType::i32: return "i32";
-    case DType::bf16: return "bf16";
-    case DType::i64: return "i64";
+    case DType::f32:
+      return "f32";
+    case DType::i32:
+      return "i32";
+    case DType::bf16:
+      return "bf16";
+    case DType::i64:
+      return "i64";
   }
   return "?";
 }
@@ -58,7 +66,6 @@ float bf16_to_f32(uint16_t x) {
 }
 
 // ---- Storage --------------------------------------------------------------------------------
-
 
 Storage::~Storage() {
   if (!owned || !data) return;
@@ -141,16 +148,16 @@ Tensor Tensor::full(const Shape& shape, float value) {
 }
 
 Tensor Tensor::from(const Shape& shape, const std::vector<float>& values) {
-  PILLARS_CHECK(static_cast<int64_t>(values.size()) == pillars::numel(shape), "Tensor::from: ",
-                values.size(), " values for shape ", shape_str(shape));
+  PILLARS_CHECK(static_cast<int64_t>(values.size()) == pillars::numel(shape), "Tensor::from: ", values.size(),
+                " values for shape ", shape_str(shape));
   Tensor t = empty(shape, DType::f32);
   std::memcpy(t.raw(), values.data(), t.nbytes());
   return t;
 }
 
 Tensor Tensor::from_i32(const Shape& shape, const std::vector<int32_t>& values) {
-  PILLARS_CHECK(static_cast<int64_t>(values.size()) == pillars::numel(shape), "Tensor::from_i32: ",
-                values.size(), " values for shape ", shape_str(shape));
+  PILLARS_CHECK(static_cast<int64_t>(values.size()) == pillars::numel(shape), "Tensor::from_i32: ", values.size(),
+                " values for shape ", shape_str(shape));
   Tensor t = empty(shape, DType::i32);
   std::memcpy(t.raw(), values.data(), t.nbytes());
   return t;
@@ -201,7 +208,8 @@ Tensor Tensor::reshape(const Shape& shape) const {
 }
 
 void Tensor::assign_view(const Tensor& src, const Shape& shape) {
-  PILLARS_CHECK(pillars::numel(shape) == src.numel(), "assign_view: ", shape_str(src.shape()), " viewed as ", shape_str(shape));
+  PILLARS_CHECK(pillars::numel(shape) == src.numel(), "assign_view: ", shape_str(src.shape()), " viewed as ",
+                shape_str(shape));
   storage_ = src.storage_;
   offset_ = src.offset_;
   dtype_ = src.dtype_;
@@ -228,10 +236,14 @@ void Tensor::copy_from(const Tensor& src) {
   PILLARS_CHECK(src.shape_ == shape_ && src.dtype_ == dtype_, "copy_from: ", shape_str(src.shape_), " ",
                 dtype_name(src.dtype_), " into ", shape_str(shape_), " ", dtype_name(dtype_));
   if (!nbytes()) return;
-  if (device() == Device::cpu && src.device() == Device::cpu) std::memmove(raw(), src.raw(), nbytes());
-  else if (device() == Device::cpu) cuda_copy_to_host(raw(), src.raw(), nbytes());
-  else if (src.device() == Device::cpu) cuda_copy_to_device(raw(), src.raw(), nbytes());
-  else cuda_copy_on_device(raw(), src.raw(), nbytes());
+  if (device() == Device::cpu && src.device() == Device::cpu)
+    std::memmove(raw(), src.raw(), nbytes());
+  else if (device() == Device::cpu)
+    cuda_copy_to_host(raw(), src.raw(), nbytes());
+  else if (src.device() == Device::cpu)
+    cuda_copy_to_device(raw(), src.raw(), nbytes());
+  else
+    cuda_copy_on_device(raw(), src.raw(), nbytes());
 }
 
 Tensor Tensor::to(Device d) const {
@@ -254,10 +266,27 @@ void Tensor::fill(float value) {
   }
   const int64_t n = numel();
   switch (dtype_) {
-    case DType::f32: { float* p = data<float>(); for (int64_t i = 0; i < n; ++i) p[i] = value; break; }
-    case DType::i32: { int32_t* p = data<int32_t>(); for (int64_t i = 0; i < n; ++i) p[i] = static_cast<int32_t>(value); break; }
-    case DType::i64: { int64_t* p = data<int64_t>(); for (int64_t i = 0; i < n; ++i) p[i] = static_cast<int64_t>(value); break; }
-    case DType::bf16: { uint16_t* p = data<uint16_t>(); const uint16_t b = f32_to_bf16(value); for (int64_t i = 0; i < n; ++i) p[i] = b; break; }
+    case DType::f32: {
+      float* p = data<float>();
+      for (int64_t i = 0; i < n; ++i) p[i] = value;
+      break;
+    }
+    case DType::i32: {
+      int32_t* p = data<int32_t>();
+      for (int64_t i = 0; i < n; ++i) p[i] = static_cast<int32_t>(value);
+      break;
+    }
+    case DType::i64: {
+      int64_t* p = data<int64_t>();
+      for (int64_t i = 0; i < n; ++i) p[i] = static_cast<int64_t>(value);
+      break;
+    }
+    case DType::bf16: {
+      uint16_t* p = data<uint16_t>();
+      const uint16_t b = f32_to_bf16(value);
+      for (int64_t i = 0; i < n; ++i) p[i] = b;
+      break;
+    }
   }
 }
 
@@ -266,10 +295,24 @@ std::vector<float> Tensor::to_vector() const {
   const int64_t n = numel();
   std::vector<float> out(static_cast<size_t>(n));
   switch (dtype_) {
-    case DType::f32: std::memcpy(out.data(), raw(), nbytes()); break;
-    case DType::i32: { auto* p = data<int32_t>(); for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(p[i]); break; }
-    case DType::i64: { auto* p = data<int64_t>(); for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(p[i]); break; }
-    case DType::bf16: { auto* p = data<uint16_t>(); for (int64_t i = 0; i < n; ++i) out[i] = bf16_to_f32(p[i]); break; }
+    case DType::f32:
+      std::memcpy(out.data(), raw(), nbytes());
+      break;
+    case DType::i32: {
+      auto* p = data<int32_t>();
+      for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(p[i]);
+      break;
+    }
+    case DType::i64: {
+      auto* p = data<int64_t>();
+      for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(p[i]);
+      break;
+    }
+    case DType::bf16: {
+      auto* p = data<uint16_t>();
+      for (int64_t i = 0; i < n; ++i) out[i] = bf16_to_f32(p[i]);
+      break;
+    }
   }
   return out;
 }

@@ -1,6 +1,6 @@
 // Tensor: a typed, shaped view into reference-counted, 64-byte-aligned storage.
 //
-//   Tensor t = Tensor::empty({B, T, D}, DType::f32);   // uninitialised, row-major, contiguous
+//   Tensor t = Tensor::empty({B, T, D}, DType::f32);   // uninitialized, row-major, contiguous
 //   float* p = t.data<float>();                        // typed access (checked dtype)
 //   Tensor v = t.reshape({B * T, D});                  // a view: same storage, no copy
 //   Tensor r = t.slice0(2, 5);                         // rows [2, 5) along axis 0: a view
@@ -46,7 +46,7 @@ struct Storage {
   void* data = nullptr;
   size_t bytes = 0;
   Device device = Device::cpu;
-  bool owned = true; // false: wraps memory someone else frees (an arena, a mapped file)
+  bool owned = true;   // false: wraps memory someone else frees (an arena, a mapped file)
   bool pinned = false; // host memory page-locked by CUDA (allocate_pinned)
   ~Storage();
   static std::shared_ptr<Storage> allocate(size_t bytes, Device device = Device::cpu);
@@ -76,9 +76,10 @@ class Tensor {
   size_t nbytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype_); }
 
   void* raw() const { return static_cast<char*>(storage_->data) + offset_; }
-  template <class T> T* data() const;
+  template <class T>
+  T* data() const;
 
-  Tensor reshape(const Shape& shape) const;        // view; -1 infers one extent
+  Tensor reshape(const Shape& shape) const; // view; -1 infers one extent
   // Makes *this a view of src's bytes with `shape` (same element count). Unlike reshape it reuses
   // this tensor's shape storage, so re-pointing a view every step allocates nothing.
   void assign_view(const Tensor& src, const Shape& shape);
@@ -97,15 +98,29 @@ class Tensor {
   DType dtype_ = DType::f32;
 };
 
-template <class T> struct dtype_of;
-template <> struct dtype_of<float> { static constexpr DType value = DType::f32; };
-template <> struct dtype_of<int32_t> { static constexpr DType value = DType::i32; };
-template <> struct dtype_of<uint16_t> { static constexpr DType value = DType::bf16; };
-template <> struct dtype_of<int64_t> { static constexpr DType value = DType::i64; };
+template <class T>
+struct dtype_of;
+template <>
+struct dtype_of<float> {
+  static constexpr DType value = DType::f32;
+};
+template <>
+struct dtype_of<int32_t> {
+  static constexpr DType value = DType::i32;
+};
+template <>
+struct dtype_of<uint16_t> {
+  static constexpr DType value = DType::bf16;
+};
+template <>
+struct dtype_of<int64_t> {
+  static constexpr DType value = DType::i64;
+};
 
 void check_dtype(const Tensor& t, DType expected); // throws with a clear message
 
-template <class T> T* Tensor::data() const {
+template <class T>
+T* Tensor::data() const {
   check_dtype(*this, dtype_of<T>::value);
   return static_cast<T*>(raw());
 }

@@ -19,7 +19,7 @@ namespace {
 constexpr uint64_t kDropHeadSalt = 0xD809'4EADull;
 constexpr uint64_t kConcreteSalt = 0xC0C2'E7E5ull;
 
-// The Philox key of one (seed, update) stream: two splitmix64 rounds, so neighbouring seeds and
+// The Philox key of one (seed, update) stream: two splitmix64 rounds, so neighboring seeds and
 // updates give unrelated keys.
 uint64_t stream_key(uint64_t seed, int64_t update, uint64_t salt) {
   SplitMix64 a(seed ^ salt);
@@ -53,7 +53,7 @@ ValueId sum_of(Graph& g, const std::vector<ValueId>& xs) {
 
 } // namespace
 
-// ---- 1. Disagreement regularisation ---------------------------------------------------------------
+// ---- 1. Disagreement regularization ---------------------------------------------------------------
 
 void disagreement(train::StepGraph& step, const DisagreementSettings& s) {
   Graph& g = step.graph;
@@ -63,7 +63,8 @@ void disagreement(train::StepGraph& step, const DisagreementSettings& s) {
     const ValueId gram = feature_gram(g, site, s.feature_map); // (H, H), padding left out
     cosines.push_back(mean_pairwise_cosine(g, gram));          // D_m, scalar
   }
-  const ValueId mean = ops::scale(g, sum_of(g, cosines), 1.0f / static_cast<float>(step.attention.size())); // (1/M) Σ_m D_m
+  const ValueId mean =
+      ops::scale(g, sum_of(g, cosines), 1.0f / static_cast<float>(step.attention.size())); // (1/M) Σ_m D_m
   step.name("disagreement.mean_cosine", mean);
   step.log_term("disagreement_mean_cosine", mean);
   step.objective = ops::add(g, step.objective, ops::scale(g, mean, s.lambda)); // L_task + λ · (1/M) Σ_m D_m
@@ -112,7 +113,7 @@ std::vector<float> concrete_noise(uint64_t seed, int64_t update, size_t module_i
   const uint64_t key = stream_key(seed, update, kConcreteSalt);
   std::vector<float> n(static_cast<size_t>(heads));
   for (int64_t h = 0; h < heads; ++h) {
-    const double u = uniform(key, module_index, h) + 0x1.0p-25; // the bin centre: u ∈ (0, 1)
+    const double u = uniform(key, module_index, h) + 0x1.0p-25; // the bin center: u ∈ (0, 1)
     n[static_cast<size_t>(h)] = static_cast<float>(std::log(u) - std::log1p(-u));
   }
   return n;
@@ -134,9 +135,10 @@ train::HeadGate hard_concrete_gate(const HardConcreteSettings& s) {
     const ValueId log_alpha = g.param(log_alpha_name(site.module), {H}); // (H)
     ValueId s_h;
     if (step.train) {
-      const ValueId noise = step.add_input(concrete_noise_input(site.module), {H}, [s, m, H](const train::StepInfo& info) {
-        return Tensor::from({H}, concrete_noise(s.seed, info.update, m, H)); // log u − log(1 − u), (H)
-      });
+      const ValueId noise =
+          step.add_input(concrete_noise_input(site.module), {H}, [s, m, H](const train::StepInfo& info) {
+            return Tensor::from({H}, concrete_noise(s.seed, info.update, m, H)); // log u − log(1 − u), (H)
+          });
       s_h = sigmoid(g, ops::scale(g, ops::add(g, noise, log_alpha), 1.0f / s.beta)); // σ((n + log α)/β)
     } else {
       s_h = sigmoid(g, log_alpha); // σ(log α)
@@ -158,7 +160,8 @@ void hard_concrete_l0(train::StepGraph& step, const HardConcreteSettings& s) {
     open.push_back(ops::sum_all(g, sigmoid(g, ops::add_scalar(g, log_alpha, shift)))); // Σ_h P(ξ_h ≠ 0)
     total_heads += site.heads;
   }
-  const ValueId open_probability = ops::scale(g, sum_of(g, open), 1.0f / static_cast<float>(total_heads)); // mean P(open)
+  const ValueId open_probability =
+      ops::scale(g, sum_of(g, open), 1.0f / static_cast<float>(total_heads)); // mean P(open)
   step.name("hard_concrete.open_probability", open_probability);
   step.log_term("gates_open_probability", open_probability);
   step.objective = ops::add(g, step.objective, ops::scale(g, open_probability, s.lambda));
@@ -208,7 +211,8 @@ HeadImportance head_importance(const TransformerConfig& cfg, const ParamStore& p
     const std::unique_ptr<train::TrainingTask> task = make_task(gated);
     PILLARS_CHECK(task != nullptr, "head_importance: the task factory returned no task");
     std::vector<train::Batch> batches = task->epoch(s.seed, 1);
-    if (s.batches > 0 && static_cast<int64_t>(batches.size()) > s.batches) batches.resize(static_cast<size_t>(s.batches));
+    if (s.batches > 0 && static_cast<int64_t>(batches.size()) > s.batches)
+      batches.resize(static_cast<size_t>(s.batches));
     for (size_t j = static_cast<size_t>(comm.rank()); j < batches.size(); j += static_cast<size_t>(comm.size())) {
       const train::Batch& batch = batches[j];
       int64_t tokens = 0;
@@ -247,7 +251,8 @@ HeadSelection top_k_selection(const HeadScores& scores, int64_t k) {
     std::vector<int> order(score.size());
     std::iota(order.begin(), order.end(), 0);
     // Highest score first; std::stable_sort keeps the lower index first among equal scores.
-    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return score[static_cast<size_t>(a)] > score[static_cast<size_t>(b)]; });
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int a, int b) { return score[static_cast<size_t>(a)] > score[static_cast<size_t>(b)]; });
     order.resize(std::min(order.size(), static_cast<size_t>(k)));
     std::sort(order.begin(), order.end());
     keep[module] = order;

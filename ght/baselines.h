@@ -5,19 +5,19 @@
 // it: out_proj(ξ_1 O_1 | … | ξ_H O_H)  (the head_gates pass, steps/head_gates.h).
 // L_task is the model's loss: label-smoothed cross-entropy, mean over the batch's target tokens.
 //
-// 1. Disagreement regularisation — Li, Tu, Yang, Lyu, Zhang, "Multi-Head Attention with
+// 1. Disagreement regularization — Li, Tu, Yang, Lyu, Zhang, "Multi-Head Attention with
 //    Disagreement Regularization", EMNLP 2018 (arXiv 1810.10183). Training graphs only:
 //
 //        D_m  = mean_{i≠j} cos(e_i, e_j)           e_h = head h's feature map flattened over
 //                                                 (batch, valid positions, features)
-//        L    = L_task + λ · (1/M) Σ_m D_m        (maximising disagreement −D = minimising cosine)
+//        L    = L_task + λ · (1/M) Σ_m D_m        (maximizing disagreement −D = minimizing cosine)
 //
 //    Li et al.'s three variants pick the feature map: "subspace" → V (X W^V_h), "position" → A
 //    (the attention probabilities), "output" → O (A_h V_h). D_m comes from the (H, H) Gram matrix
 //    of the chosen map (ght::feature_gram, padding left out; ght::mean_pairwise_cosine), so the
 //    maps are never copied.
 //    Departures (our decisions):
-//    - "position": Li et al. use the un-normalised mean elementwise product (1/H²) Σ_ij |A_i ⊙ A_j|;
+//    - "position": Li et al. use the un-normalized mean elementwise product (1/H²) Σ_ij |A_i ⊙ A_j|;
 //      we use the cosine of the flattened attention maps like the other two variants (one Gram-based
 //      path for all three; a cosine does not grow with batch size and length).
 //    - Li et al. average over all H² pairs including i = j (each contributes the constant 1):
@@ -60,10 +60,10 @@
 //                 Louizos et al.; both are settings. They also clip P(open) to [1e-6, 1 − 1e-6].)
 //    σ and clamp are built from existing ops: σ(x) = ½ tanh(x/2) + ½, clamp01(x) = relu(x) −
 //    relu(x − 1) (gradient 1 inside (0, 1), 0 outside, as the clip's).
-//    Initialisation: log α = 2 by default (add_parameters), so that gates start open: the
+//    Initialization: log α = 2 by default (add_parameters), so that gates start open: the
 //    evaluation gate is clamp(σ(2)·1.2 − 0.1) = 0.957 and a training gate is exactly 0 with
 //    probability σ(β·logit(1/12) − log α) ≈ 0.027. Voita et al. fine-tune a converged model and
-//    initialise log α with TF's default glorot-uniform (|log α| ≲ 0.6, gates around one half), which
+//    initialize log α with TF's default glorot-uniform (|log α| ≲ 0.6, gates around one half), which
 //    at once halves (in expectation) every head's contribution; starting open keeps the converged
 //    model's function and lets the L0 term close heads gradually.
 //
@@ -74,8 +74,8 @@
 //        I_h = Σ_b |∂L_b / ∂ξ_h|                  over the first N training batches b, L_b the
 //                                                 batch's mean loss (the sum over batches, as their
 //                                                 code accumulates |grad| per batch)
-//        Î_h = I_h / ‖I_{module}‖₂                 normalised per module over its heads (their
-//                                                 layer-wise normalisation, exponent 2)
+//        Î_h = I_h / ‖I_{module}‖₂                 normalized per module over its heads (their
+//                                                 layer-wise normalization, exponent 2)
 //    Michel et al. then prune the heads of lowest Î globally and repeat; top_k_selection() turns
 //    scores (Î, or Hard-Concrete expected gates) into a per-module HeadSelection for prune_heads().
 #pragma once
@@ -98,7 +98,7 @@ namespace pillars::ght {
 // Per module (attention_modules order), per head: a score, a gate value, an importance.
 using HeadScores = std::map<std::string, std::vector<double>>;
 
-// ---- 1. Disagreement regularisation (Li et al. 2018) ---------------------------------------------
+// ---- 1. Disagreement regularization (Li et al. 2018) ---------------------------------------------
 
 struct DisagreementSettings {
   FeatureMap feature_map = FeatureMap::V; // subspace → V, position → A, output → O
@@ -131,17 +131,17 @@ train::HeadGate drophead_gate(const DropHeadSettings& s);
 // ---- 3. Hard-Concrete L0 gates (Voita et al. 2019) -----------------------------------------------
 
 struct HardConcreteSettings {
-  float lambda = 1.0f;                   // λ of the L0 term (mean over all heads, see above)
-  float beta = 2.0f / 3.0f;              // temperature β
-  float gamma = -0.1f, zeta = 1.1f;      // stretch limits γ < 0 < 1 < ζ
-  uint64_t seed = 1;                     // noise: a function of (seed, update)
+  float lambda = 1.0f;              // λ of the L0 term (mean over all heads, see above)
+  float beta = 2.0f / 3.0f;         // temperature β
+  float gamma = -0.1f, zeta = 1.1f; // stretch limits γ < 0 < 1 < ζ
+  uint64_t seed = 1;                // noise: a function of (seed, update)
 };
 constexpr float kHardConcreteInitLogAlpha = 2.0f;
 
-std::string log_alpha_name(const std::string& module);     // "head_gate.<module>.log_alpha"
+std::string log_alpha_name(const std::string& module);       // "head_gate.<module>.log_alpha"
 std::string concrete_noise_input(const std::string& module); // "head_gate.<module>.noise"
 // The logistic noise n_h = log u_h − log(1 − u_h) (H) of a module for an update, u_h ∈ (0, 1) the
-// centre of Philox's 24-bit bin (never 0 or 1, so |n| ≤ 17.4).
+// center of Philox's 24-bit bin (never 0 or 1, so |n| ≤ 17.4).
 std::vector<float> concrete_noise(uint64_t seed, int64_t update, size_t module_index, int64_t heads);
 
 // Creates "head_gate.<module>.log_alpha" (H) = init for every module that lacks it (so a store
@@ -190,7 +190,7 @@ struct HeadImportance {
 };
 
 // `params` is not modified: the gates live in a shallow copy (the model's tensors are shared, not
-// duplicated; nothing writes them — no optimiser step is taken).
+// duplicated; nothing writes them — no optimizer step is taken).
 // In a data-parallel job (`comm` of several ranks) rank r takes batches r, r + N, r + 2N, … of the
 // same fixed order, and the ranks add their sums I_h (double; batches and tokens exactly), so every
 // rank returns the scores of one process over all the batches, to the rounding of a sum in another

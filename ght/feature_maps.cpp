@@ -13,8 +13,10 @@ void request_feature_map(GraphOptions& options, FeatureMap fm) {
 
 HeadFeatures head_features(Graph& g, const AttentionSite& site, FeatureMap fm) {
   switch (fm) {
-    case FeatureMap::V: return {site.v, site.key_lengths};
-    case FeatureMap::O: return {site.out, site.query_lengths};
+    case FeatureMap::V:
+      return {site.v, site.key_lengths};
+    case FeatureMap::O:
+      return {site.out, site.query_lengths};
     case FeatureMap::A:
       PILLARS_CHECK(site.probs != kNoValue, site.module, ": feature map A needs GraphOptions::attention_probs");
       return {ops::permute(g, site.probs, {0, 2, 1, 3}), site.query_lengths}; // (B, Tq, H, Tk)

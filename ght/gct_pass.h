@@ -12,7 +12,7 @@
 //
 // What the pass records in the StepGraph: Σ_m R_m as "gct.regularizer", logged as
 // "gct_regularizer"; with Eq. 4(B) also the means over modules of its two cosine terms, logged as
-// "gct_homogenisation" and "gct_diversification".
+// "gct_homogenization" and "gct_diversification".
 //
 // The classification variant (Eq. 4(A)) gives each module a linear classifier W_m (C, F), b_m (C)
 // — extra parameters "ght.<module>.classifier.{weight,bias}", created by add_gct_parameters() —
@@ -30,10 +30,10 @@ namespace pillars::ght {
 struct GctSettings {
   FeatureMap feature_map = FeatureMap::V;
   int groups = 2;                  // C
-  float alpha = 0.7f, beta = 0.5f; // homogenisation, diversification weights
+  float alpha = 0.7f, beta = 0.5f; // homogenization, diversification weights
   bool classification = false;     // Eq. 4(A) instead of 4(B)
   bool per_token = true;           // scale Σ R_m by 1 / target tokens
-  uint64_t seed = 1;               // HUDS initialisation (plus the executor's per-update seed)
+  uint64_t seed = 1;               // HUDS initialization (plus the executor's per-update seed)
 };
 
 // The classifier parameters of the classification variant (nothing for 4(B)); call before
@@ -43,9 +43,10 @@ void add_gct_parameters(ParamStore& params, const TransformerConfig& cfg, const 
 // R_m of one module m from its Gram matrix G_m (H, H): the scalar loss of Eq. 4(B), or Eq. 4(A)
 // with the module's classifier; also the two cosine terms of 4(B) (kNoValue for 4(A)).
 struct GctModuleLoss {
-  ValueId R = kNoValue, homogenisation = kNoValue, diversification = kNoValue;
+  ValueId R = kNoValue, homogenization = kNoValue, diversification = kNoValue;
 };
-GctModuleLoss gct_module_loss(Graph& g, const AttentionSite& site, ValueId gram, size_t module_index, const GctSettings& s);
+GctModuleLoss gct_module_loss(Graph& g, const AttentionSite& site, ValueId gram, size_t module_index,
+                              const GctSettings& s);
 
 // The pass: objective += s · Σ_m R_m (above).
 void gct(train::StepGraph& step, const GctSettings& s);

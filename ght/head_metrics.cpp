@@ -77,7 +77,8 @@ HeadMetrics measure_sites(const Executor& ex, const std::vector<AttentionSite>& 
   HeadMetrics m;
   m.feature_map = options.feature_map;
   m.groups = options.groups;
-  for (const AttentionSite& s : sites) m.modules.push_back(measure_module(s.module, module_tensors(ex, s, target_lengths), options));
+  for (const AttentionSite& s : sites)
+    m.modules.push_back(measure_module(s.module, module_tensors(ex, s, target_lengths), options));
   return m;
 }
 
@@ -116,7 +117,7 @@ nlohmann::json module_json(const ModuleHeadMetrics& m) {
           {"dunn", number(m.dunn)},
           {"silhouette", number(m.silhouette)},
           {"silhouette_ght", number(m.silhouette_ght)},
-          {"homogenisation", number(m.homogenisation)},
+          {"homogenization", number(m.homogenization)},
           {"diversification", number(m.diversification)},
           {"pairs",
            {{"orthogonality", matrix_json(x.orthogonality, H)},
@@ -130,7 +131,7 @@ nlohmann::json module_json(const ModuleHeadMetrics& m) {
 
 void read_legacy_keys(nlohmann::json& object) {
   static const char* const kOldNames[] = {"homogenisation", "gct_homogenisation"}; // older files; spelling: kept
-  static const char* const kNames[] = {"homogenisation", "gct_homogenisation"};
+  static const char* const kNames[] = {"homogenization", "gct_homogenization"};
   if (!object.is_object()) return;
   for (size_t i = 0; i < std::size(kNames); ++i)
     if (!object.contains(kNames[i]) && object.contains(kOldNames[i])) object[kNames[i]] = object[kOldNames[i]];
@@ -139,8 +140,8 @@ void read_legacy_keys(nlohmann::json& object) {
 nlohmann::json to_json(const HeadMetrics& m) {
   nlohmann::json modules = nlohmann::json::array();
   for (const ModuleHeadMetrics& mod : m.modules) modules.push_back(module_json(mod));
-  return {{"type", "head_metrics"}, {"update", m.update},   {"epoch", m.epoch},
-          {"feature_map", enum_name(m.feature_map)}, {"groups", m.groups}, {"modules", modules}};
+  return {{"type", "head_metrics"}, {"update", m.update}, {"epoch", m.epoch}, {"feature_map", enum_name(m.feature_map)},
+          {"groups", m.groups},     {"modules", modules}};
 }
 
 // ---- one module -------------------------------------------------------------------------------
@@ -148,11 +149,12 @@ nlohmann::json to_json(const HeadMetrics& m) {
 GroupCosines group_cosines(const std::vector<double>& G, int k, const std::vector<int>& labels, int C) {
   PILLARS_CHECK(static_cast<int>(labels.size()) == k && static_cast<int>(G.size()) == k * k,
                 "group_cosines: ", labels.size(), " labels and ", G.size(), " Gram entries for k = ", k);
-  // Homogenisation: each head's cosine with its own group's centroid.
+  // Homogenization: each head's cosine with its own group's centroid.
   const std::vector<double> to_centroids = cosine_to_centroids(G, k, labels, C); // (k, C)
   GroupCosines r;
-  for (int i = 0; i < k; ++i) r.homogenisation += to_centroids[static_cast<size_t>(i * C + labels[static_cast<size_t>(i)])];
-  r.homogenisation /= k;
+  for (int i = 0; i < k; ++i)
+    r.homogenization += to_centroids[static_cast<size_t>(i * C + labels[static_cast<size_t>(i)])];
+  r.homogenization /= k;
 
   // Diversification: ⟨μ_a, μ_b⟩ = mean_{i∈a, j∈b} G_ij, so cos(μ_a, μ_b) needs only the group sums
   // S_ab = Σ_{i∈a, j∈b} G_ij and sizes n_a: cos = S_ab / sqrt(S_aa S_bb) (the sizes cancel).
@@ -191,7 +193,7 @@ ModuleHeadMetrics measure_module(const std::string& module, const ModuleTensors&
   m.silhouette = silhouette(G, k, m.labels);
   m.silhouette_ght = silhouette_ght(G, k, m.labels);
   const GroupCosines gc = group_cosines(G, k, m.labels, C);
-  m.homogenisation = gc.homogenisation;
+  m.homogenization = gc.homogenization;
   m.diversification = gc.diversification;
   return m;
 }
@@ -204,7 +206,8 @@ HeadMetrics measure_head_metrics(const TransformerConfig& cfg, ParamStore& param
   keep_feature_maps(m.graph, m.attention);
   Executor ex(m.graph, params.device()); // where the parameters are: the GPU during a cuda run
   ex.bind_params(params);
-  const std::vector<int32_t> tgt_lengths = row_lengths(batch.target, batch.B, batch.Tt, static_cast<int32_t>(cfg.pad_id));
+  const std::vector<int32_t> tgt_lengths =
+      row_lengths(batch.target, batch.B, batch.Tt, static_cast<int32_t>(cfg.pad_id));
   bind_i32(ex, "src_tokens", batch.src_tokens, {batch.B, batch.Ts});
   bind_i32(ex, "src_lengths", batch.src_lengths, {batch.B});
   bind_i32(ex, "prev_output_tokens", batch.prev_output_tokens, {batch.B, batch.Tt});

@@ -1,6 +1,6 @@
 // Head diversity of a whole model, measured on a fixed held-out batch in evaluation mode
 // (docs/METHOD.md §7). For every attention module:
-//   * the four metrics of "X-Raying Multi-head Attention", raw and normalised (ght/xray.h);
+//   * the four metrics of "X-Raying Multi-head Attention", raw and normalized (ght/xray.h);
 //   * the cosine similarities of the heads' chosen GHT feature map (V | A | O), from its Gram
 //     matrix over the valid positions: cos_ij = G_ij / sqrt(G_ii G_jj);
 //   * HUDS: K-means of the heads from that Gram matrix (ght/kmeans.h, C = groups, the given seed),
@@ -9,7 +9,7 @@
 //     0) and "silhouette_ght" (the authors' Fig. 2 script: a divides by the group size, a
 //     singleton scores 1);
 //   * the two GCT terms of Eq. 4(B) for that clustering (docs/METHOD.md §4):
-//       homogenisation  = (1/k) Σ_i cos(e_i, μ_c(i))            (heads toward their group centre)
+//       homogenization  = (1/k) Σ_i cos(e_i, μ_c(i))            (heads toward their group center)
 //       diversification = mean over group pairs a < b of cos(μ_a, μ_b)   (0 with one group)
 //
 //   train::Seq2SeqBatch batch = held_out_batch(data, /*sentences=*/64, pad, eos);   // once
@@ -32,7 +32,7 @@
 //                 "attention_variance": [H values], "attention_variance_mean": x,
 //                 "similarity": [[H × H cosines of the feature map]], "labels": [H ints],
 //                 "dunn": x, "silhouette": x, "silhouette_ght": x,
-//                 "homogenisation": x, "diversification": x,
+//                 "homogenization": x, "diversification": x,
 //                 "pairs": {"orthogonality": [[H × H]], "orthogonality_norm": [[...]],
 //                           "context_nonorth": [[...]], "context_nonorth_norm": [[...]],
 //                           "output_dissimilarity": [[...]]}}, ...]}
@@ -57,7 +57,7 @@ namespace pillars::ght {
 struct HeadMetricsOptions {
   FeatureMap feature_map = FeatureMap::V; // the GHT feature map clustered (docs/METHOD.md §2)
   int groups = 2;                         // C of HUDS
-  uint64_t seed = 1;                      // K-means initialisation (the same for every module)
+  uint64_t seed = 1;                      // K-means initialization (the same for every module)
 };
 
 struct ModuleHeadMetrics {
@@ -65,7 +65,7 @@ struct ModuleHeadMetrics {
   XrayMetrics xray;
   std::vector<double> similarity; // (H × H) cosines of the feature map
   std::vector<int> labels;        // (H) HUDS group of each head
-  double dunn = 0, silhouette = 0, silhouette_ght = 0, homogenisation = 0, diversification = 0;
+  double dunn = 0, silhouette = 0, silhouette_ght = 0, homogenization = 0, diversification = 0;
 };
 
 struct HeadMetrics {
@@ -97,10 +97,10 @@ HeadMetrics measure_head_metrics(const TransformerConfig& cfg, ParamStore& param
 // One module's measurement from its tensors (what measure_head_metrics does per module).
 ModuleHeadMetrics measure_module(const std::string& module, const ModuleTensors& t, const HeadMetricsOptions& options);
 
-// The two GCT terms from a Gram matrix G (k × k) and a labelling into C groups (empty groups are
+// The two GCT terms from a Gram matrix G (k × k) and a labeling into C groups (empty groups are
 // left out; diversification is 0 when fewer than two groups have members).
 struct GroupCosines {
-  double homogenisation = 0, diversification = 0;
+  double homogenization = 0, diversification = 0;
 };
 GroupCosines group_cosines(const std::vector<double>& G, int k, const std::vector<int>& labels, int C);
 

@@ -1,26 +1,26 @@
 // K-means over the heads of one module (HUDS, docs/METHOD.md §3), from their Gram matrix or from
 // explicit vectors, and the compactness measures of a clustering.
 //
-// A centre is always the mean of a set of heads (its members): k-means++ starts from single heads,
-// every Lloyd step replaces each centre by the mean of the heads assigned to it. So every distance
+// A center is always the mean of a set of heads (its members): k-means++ starts from single heads,
+// every Lloyd step replaces each center by the mean of the heads assigned to it. So every distance
 // the algorithm needs is a function of G = E Eᵀ (k × k) and the member sets, with
 // μ_S = (1/|S|) Σ_{j∈S} e_j:
 //   ⟨e_i, μ_S⟩   = (1/|S|)       Σ_{j∈S}        G_ij
 //   ⟨μ_S, μ_T⟩   = (1/(|S||T|))  Σ_{j∈S, j'∈T}  G_jj'
-//   ‖e_i − μ_S‖² = G_ii − 2 ⟨e_i, μ_S⟩ + ⟨μ_S, μ_S⟩              (distance of a head to a centre)
-//   ‖μ_S − μ_T‖² = ⟨μ_S, μ_S⟩ − 2 ⟨μ_S, μ_T⟩ + ⟨μ_T, μ_T⟩        (shift of a centre)
+//   ‖e_i − μ_S‖² = G_ii − 2 ⟨e_i, μ_S⟩ + ⟨μ_S, μ_S⟩              (distance of a head to a center)
+//   ‖μ_S − μ_T‖² = ⟨μ_S, μ_S⟩ − 2 ⟨μ_S, μ_T⟩ + ⟨μ_T, μ_T⟩        (shift of a center)
 // The control flow (lloyd() below) is written once, over a "space" that measures these two
 // distances: GramSpace from G, VectorSpace from the vectors themselves (the test oracle). Both
 // take the same decisions, so they give the same labels up to ties closer than rounding.
 //
 // The algorithm, for C groups over k heads:
 //   1. k-means++ (Arthur & Vassilvitskii 2007) from a SplitMix64 stream seeded with `seed`: the
-//      first centre is a uniformly drawn head; each next one is head i with probability
-//      D(i)² / Σ D², D(i) = distance to the nearest centre chosen so far. (If every D(i) is 0 —
-//      fewer distinct heads than C — the first head not yet a centre is taken.)
-//   2. Lloyd iteration: assign each head to its nearest centre (ties: the lower group); re-seed
-//      every emptied group with the head farthest from its centre among groups of two or more;
-//      replace each centre by the mean of its members; stop when Σ_c ‖μ_c(new) − μ_c(old)‖² <
+//      first center is a uniformly drawn head; each next one is head i with probability
+//      D(i)² / Σ D², D(i) = distance to the nearest center chosen so far. (If every D(i) is 0 —
+//      fewer distinct heads than C — the first head not yet a center is taken.)
+//   2. Lloyd iteration: assign each head to its nearest center (ties: the lower group); re-seed
+//      every emptied group with the head farthest from its center among groups of two or more;
+//      replace each center by the mean of its members; stop when Σ_c ‖μ_c(new) − μ_c(old)‖² <
 //      tolerance, when no member set changed (a fixed point), or after max_iterations.
 //   3. Renumber the groups by first member: head 0 is in group 0, the first head not in group 0
 //      starts group 1, and so on (labels are then canonical, independent of the draw order).
@@ -43,25 +43,29 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // ---- the two spaces ------------------------------------------------------------------------------
 
-// Distances from the Gram matrix G (k × k, row-major). A centre is its member set plus its squared
+// Distances from the Gram matrix G (k × k, row-major). A center is its member set plus its squared
 // norm ⟨μ, μ⟩. The differences of large dot products can come out a few ulps below 0 where the
-// true distance is 0 (a head and a centre made of itself): they are clamped at 0.
+// true distance is 0 (a head and a center made of itself): they are clamped at 0.
 class GramSpace {
  public:
-  struct Centre {
+  struct Center {
     Members members;
     double norm2 = 0; // ⟨μ, μ⟩
   };
   GramSpace(const std::vector<double>& G, int k) : G_(G), k_(k) {}
   int size() const { return k_; }
-  Centre centre(const Members& m) const { return {m, mean_block(m, m)}; }
-  double distance2(int i, const Centre& c) const { return std::max(0.0, at(i, i) - 2 * mean_row(i, c.members) + c.norm2); }
-  double shift2(const Centre& a, const Centre& b) const {
+  Center center(const Members& m) const { return {m, mean_block(m, m)}; }
+  double distance2(int i, const Center& c) const {
+    return std::max(0.0, at(i, i) - 2 * mean_row(i, c.members) + c.norm2);
+  }
+  double shift2(const Center& a, const Center& b) const {
     return std::max(0.0, a.norm2 - 2 * mean_block(a.members, b.members) + b.norm2);
   }
 
  private:
-  double at(int i, int j) const { return G_[static_cast<size_t>(i) * static_cast<size_t>(k_) + static_cast<size_t>(j)]; }
+  double at(int i, int j) const {
+    return G_[static_cast<size_t>(i) * static_cast<size_t>(k_) + static_cast<size_t>(j)];
+  }
   double mean_row(int i, const Members& s) const { // ⟨e_i, μ_S⟩
     double sum = 0;
     for (int j : s) sum += at(i, j);
@@ -77,21 +81,21 @@ class GramSpace {
   int k_;
 };
 
-// Distances from the vectors themselves: a centre is the mean vector of its members.
+// Distances from the vectors themselves: a center is the mean vector of its members.
 class VectorSpace {
  public:
-  using Centre = std::vector<double>;
+  using Center = std::vector<double>;
   explicit VectorSpace(const std::vector<std::vector<double>>& E) : E_(E) {}
   int size() const { return static_cast<int>(E_.size()); }
-  Centre centre(const Members& m) const {
-    Centre mu(E_[0].size(), 0.0);
+  Center center(const Members& m) const {
+    Center mu(E_[0].size(), 0.0);
     for (int j : m)
       for (size_t d = 0; d < mu.size(); ++d) mu[d] += E_[static_cast<size_t>(j)][d];
     for (double& x : mu) x /= static_cast<double>(m.size());
     return mu;
   }
-  double distance2(int i, const Centre& c) const { return squared_distance(E_[static_cast<size_t>(i)], c); }
-  double shift2(const Centre& a, const Centre& b) const { return squared_distance(a, b); }
+  double distance2(int i, const Center& c) const { return squared_distance(E_[static_cast<size_t>(i)], c); }
+  double shift2(const Center& a, const Center& b) const { return squared_distance(a, b); }
 
  private:
   static double squared_distance(const std::vector<double>& a, const std::vector<double>& b) {
@@ -106,7 +110,8 @@ class VectorSpace {
 
 std::vector<Members> members_of(const std::vector<int>& labels, int C) {
   std::vector<Members> m(static_cast<size_t>(C));
-  for (int i = 0; i < static_cast<int>(labels.size()); ++i) m[static_cast<size_t>(labels[static_cast<size_t>(i)])].push_back(i);
+  for (int i = 0; i < static_cast<int>(labels.size()); ++i)
+    m[static_cast<size_t>(labels[static_cast<size_t>(i)])].push_back(i);
   return m;
 }
 
@@ -118,7 +123,7 @@ std::vector<Members> kmeans_plus_plus(const Space& s, int C, uint64_t seed) {
   std::vector<int> chosen{std::min(k - 1, static_cast<int>(rng.uniform() * k))};
   std::vector<double> d2(static_cast<size_t>(k), kInf); // D(i)²: to the nearest chosen head
   while (static_cast<int>(chosen.size()) < C) {
-    const auto last = s.centre({chosen.back()});
+    const auto last = s.center({chosen.back()});
     double total = 0;
     for (int i = 0; i < k; ++i) {
       double& d = d2[static_cast<size_t>(i)];
@@ -147,15 +152,15 @@ std::vector<Members> kmeans_plus_plus(const Space& s, int C, uint64_t seed) {
   return m;
 }
 
-// Step 2a: each head to its nearest centre (ties: the lower group). Also returns each head's
-// squared distance to the centre it was given.
+// Step 2a: each head to its nearest center (ties: the lower group). Also returns each head's
+// squared distance to the center it was given.
 template <class Space>
-std::vector<int> assign(const Space& s, const std::vector<typename Space::Centre>& centres, std::vector<double>& d2) {
+std::vector<int> assign(const Space& s, const std::vector<typename Space::Center>& centers, std::vector<double>& d2) {
   std::vector<int> labels(static_cast<size_t>(s.size()));
   for (int i = 0; i < s.size(); ++i) {
     double best = kInf;
-    for (int c = 0; c < static_cast<int>(centres.size()); ++c) {
-      const double d = s.distance2(i, centres[static_cast<size_t>(c)]);
+    for (int c = 0; c < static_cast<int>(centers.size()); ++c) {
+      const double d = s.distance2(i, centers[static_cast<size_t>(c)]);
       if (d < best) best = d, labels[static_cast<size_t>(i)] = c;
     }
     d2[static_cast<size_t>(i)] = best;
@@ -163,7 +168,7 @@ std::vector<int> assign(const Space& s, const std::vector<typename Space::Centre
   return labels;
 }
 
-// Step 2b: an emptied group takes the head farthest from its centre among the groups that have two
+// Step 2b: an emptied group takes the head farthest from its center among the groups that have two
 // or more members (ties: the lower head), so no other group empties. Groups in increasing order.
 void reseed_empty_groups(std::vector<int>& labels, std::vector<double>& d2, int C) {
   std::vector<int> count(static_cast<size_t>(C), 0);
@@ -172,7 +177,8 @@ void reseed_empty_groups(std::vector<int>& labels, std::vector<double>& d2, int 
     if (count[static_cast<size_t>(c)] > 0) continue;
     int far = -1;
     for (int i = 0; i < static_cast<int>(labels.size()); ++i)
-      if (count[static_cast<size_t>(labels[static_cast<size_t>(i)])] > 1 && (far < 0 || d2[static_cast<size_t>(i)] > d2[static_cast<size_t>(far)]))
+      if (count[static_cast<size_t>(labels[static_cast<size_t>(i)])] > 1 &&
+          (far < 0 || d2[static_cast<size_t>(i)] > d2[static_cast<size_t>(far)]))
         far = i;
     --count[static_cast<size_t>(labels[static_cast<size_t>(far)])];
     labels[static_cast<size_t>(far)] = c, count[static_cast<size_t>(c)] = 1, d2[static_cast<size_t>(far)] = 0;
@@ -195,34 +201,35 @@ Clustering lloyd(const Space& s, int C, uint64_t seed, const KMeansOptions& o) {
   const int k = s.size();
   PILLARS_CHECK(k >= 1 && C >= 1 && C <= k, "kmeans: ", C, " groups over ", k, " heads (want 1 <= groups <= heads)");
   PILLARS_CHECK(o.max_iterations >= 1, "kmeans: max_iterations must be >= 1, got ", o.max_iterations);
-  using Centre = typename Space::Centre;
+  using Center = typename Space::Center;
 
   std::vector<Members> members = kmeans_plus_plus(s, C, seed);
-  std::vector<Centre> centres;
-  for (const Members& m : members) centres.push_back(s.centre(m));
+  std::vector<Center> centers;
+  for (const Members& m : members) centers.push_back(s.center(m));
 
   Clustering r;
   r.groups = C;
   std::vector<double> d2(static_cast<size_t>(k));
   while (r.iterations < o.max_iterations) {
     ++r.iterations;
-    r.labels = assign(s, centres, d2);
+    r.labels = assign(s, centers, d2);
     reseed_empty_groups(r.labels, d2, C);
     const std::vector<Members> next = members_of(r.labels, C);
     double shift = 0;
     for (int c = 0; c < C; ++c) {
       const size_t cc = static_cast<size_t>(c);
-      if (next[cc] == members[cc]) continue; // same members, same centre: exactly 0
-      Centre moved = s.centre(next[cc]);
-      shift += s.shift2(centres[cc], moved);
-      centres[cc] = std::move(moved);
+      if (next[cc] == members[cc]) continue; // same members, same center: exactly 0
+      Center moved = s.center(next[cc]);
+      shift += s.shift2(centers[cc], moved);
+      centers[cc] = std::move(moved);
     }
     const bool fixed_point = next == members;
     members = next;
     r.shift = shift;
     if (fixed_point || shift < o.tolerance) break;
   }
-  for (int i = 0; i < k; ++i) r.inertia += s.distance2(i, centres[static_cast<size_t>(r.labels[static_cast<size_t>(i)])]);
+  for (int i = 0; i < k; ++i)
+    r.inertia += s.distance2(i, centers[static_cast<size_t>(r.labels[static_cast<size_t>(i)])]);
   r.labels = renumber_by_first_member(r.labels, C);
   return r;
 }
@@ -246,7 +253,8 @@ std::vector<double> pairwise_distances(const std::vector<double>& G, int k) {
   std::vector<double> d(G.size());
   const auto at = [&](int i, int j) { return G[static_cast<size_t>(i * k + j)]; };
   for (int i = 0; i < k; ++i)
-    for (int j = 0; j < k; ++j) d[static_cast<size_t>(i * k + j)] = std::sqrt(std::max(0.0, at(i, i) - 2 * at(i, j) + at(j, j)));
+    for (int j = 0; j < k; ++j)
+      d[static_cast<size_t>(i * k + j)] = std::sqrt(std::max(0.0, at(i, i) - 2 * at(i, j) + at(j, j)));
   return d;
 }
 
@@ -271,7 +279,7 @@ std::vector<double> distance_to_centroids(const std::vector<double>& G, int k, c
   std::vector<double> d(static_cast<size_t>(k * C), kNaN);
   for (int c = 0; c < C; ++c) {
     if (members[static_cast<size_t>(c)].empty()) continue;
-    const GramSpace::Centre mu = s.centre(members[static_cast<size_t>(c)]);
+    const GramSpace::Center mu = s.center(members[static_cast<size_t>(c)]);
     for (int i = 0; i < k; ++i) d[static_cast<size_t>(i * C + c)] = s.distance2(i, mu);
   }
   return d;
@@ -306,8 +314,10 @@ double dunn_index(const std::vector<double>& G, int k, const std::vector<int>& l
   for (int i = 0; i < k; ++i)
     for (int j = i + 1; j < k; ++j) {
       const double dij = d[static_cast<size_t>(i * k + j)];
-      if (labels[static_cast<size_t>(i)] == labels[static_cast<size_t>(j)]) diameter = std::max(diameter, dij);
-      else separation = std::min(separation, dij);
+      if (labels[static_cast<size_t>(i)] == labels[static_cast<size_t>(j)])
+        diameter = std::max(diameter, dij);
+      else
+        separation = std::min(separation, dij);
     }
   if (separation == kInf) return kNaN; // one group: no separation to measure
   return diameter > 0 ? separation / diameter : kInf;
@@ -321,7 +331,8 @@ namespace {
 //   |own|     (authors: i itself counted; a member alone has a = 0 and scores 1).
 // s(i) = 0 where a = b = 0 (scikit-learn's nan_to_num; the authors' script would divide by zero).
 // NaN with fewer than two non-empty groups (b is undefined).
-double mean_silhouette(const char* name, const std::vector<double>& G, int k, const std::vector<int>& labels, bool authors) {
+double mean_silhouette(const char* name, const std::vector<double>& G, int k, const std::vector<int>& labels,
+                       bool authors) {
   const int C = check_labels(name, G, k, labels, -1);
   const std::vector<double> d = pairwise_distances(G, k);
   const std::vector<Members> members = members_of(labels, C);

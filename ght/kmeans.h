@@ -28,11 +28,11 @@ struct KMeansOptions {
   double tolerance = 1e-4; // stop when Σ_c ‖μ_c(new) − μ_c(old)‖² < tolerance
 };
 
-// K-means with C groups over k vectors given only G (k × k, row-major, symmetric). Initialisation:
+// K-means with C groups over k vectors given only G (k × k, row-major, symmetric). Initialization:
 // k-means++ drawn from a SplitMix64 stream seeded with `seed` (deterministic); then Lloyd
-// iterations (nearest centre, ties to the lower group) until the squared centre shift is below
+// iterations (nearest center, ties to the lower group) until the squared center shift is below
 // tolerance, or no group changed (a fixed point), or max_iterations. An emptied group is re-seeded
-// with the head farthest from its centre (taken from a group of two or more), so every one of the
+// with the head farthest from its center (taken from a group of two or more), so every one of the
 // C groups has members. C must be in [1, k]. Algorithm and formulas: ght/kmeans.cpp.
 Clustering kmeans_gram(const std::vector<double>& G, int k, int C, uint64_t seed, const KMeansOptions& o = {});
 
@@ -48,10 +48,12 @@ inline double clamped_cosine(double dot, double norm2_a, double norm2_b, double 
   return dot / std::sqrt(std::max(norm2_a * norm2_b, eps * eps));
 }
 
-// Squared distances and cosines (clamped_cosine) that follow from G and a labelling (helpers the
+// Squared distances and cosines (clamped_cosine) that follow from G and a labeling (helpers the
 // GCT loss, the V2S vote and the metrics share). Groups without members get NaN.
-std::vector<double> distance_to_centroids(const std::vector<double>& G, int k, const std::vector<int>& labels, int C); // (k, C)
-std::vector<double> cosine_to_centroids(const std::vector<double>& G, int k, const std::vector<int>& labels, int C);   // (k, C)
+std::vector<double> distance_to_centroids(const std::vector<double>& G, int k, const std::vector<int>& labels,
+                                          int C); // (k, C)
+std::vector<double> cosine_to_centroids(const std::vector<double>& G, int k, const std::vector<int>& labels,
+                                        int C); // (k, C)
 
 // Compactness of a clustering (the paper's Fig. 2), from G: the Dunn index (smallest distance
 // between members of different groups / largest distance within a group; higher = better

@@ -79,15 +79,14 @@ int64_t check_gram(const Graph& g, const char* op, ValueId gram) {
 }
 
 void check_labels(const Graph& g, const char* op, ValueId labels, int64_t H) {
-  PILLARS_CHECK(g.dtype(labels) == DType::i32 && g.shape(labels) == Shape{H}, op, ": labels must be i32 of shape [",
-                H, "], got ", dtype_name(g.dtype(labels)), shape_str(g.shape(labels)));
+  PILLARS_CHECK(g.dtype(labels) == DType::i32 && g.shape(labels) == Shape{H}, op, ": labels must be i32 of shape [", H,
+                "], got ", dtype_name(g.dtype(labels)), shape_str(g.shape(labels)));
 }
 
 void check_scalar(const Graph& g, const char* op, ValueId v) {
   PILLARS_CHECK(g.dtype(v) == DType::f32 && g.shape(v).empty(), op, ": expects an f32 scalar gradient, got ",
                 dtype_name(g.dtype(v)), shape_str(g.shape(v)));
 }
-
 
 // Labels of a kernel's input, each checked to lie in [0, C).
 const int32_t* read_labels(const char* op, const Tensor& t, int C) {
@@ -102,7 +101,8 @@ const int32_t* read_labels(const char* op, const Tensor& t, int C) {
 std::vector<OutputSpec> infer_huds(const Graph& g, const Node& n) {
   const int64_t H = check_gram(g, "huds_cluster", n.inputs[0]);
   const int64_t groups = params_of<HudsClusterParams>(n).groups;
-  PILLARS_CHECK(groups >= 1 && groups <= H, "huds_cluster: ", groups, " groups over ", H, " heads (want 1 <= groups <= heads)");
+  PILLARS_CHECK(groups >= 1 && groups <= H, "huds_cluster: ", groups, " groups over ", H,
+                " heads (want 1 <= groups <= heads)");
   return {{Shape{H}, DType::i32}};
 }
 
@@ -143,8 +143,14 @@ size_t workspace_metric(const Graph& g, const Node& n) {
 cpu::GctMetricArgs metric_args(const KernelContext& c, const char* op) {
   const GctMetricParams& p = params_of<GctMetricParams>(c.node);
   const int C = static_cast<int>(p.groups);
-  return {.k = static_cast<int>(c.in[0].dim(0)), .C = C, .alpha = p.alpha, .beta = p.beta, .eps = kCosineEps,
-          .G = c.in[0].data<float>(), .labels = read_labels(op, c.in[1], C), .workspace = c.workspace};
+  return {.k = static_cast<int>(c.in[0].dim(0)),
+          .C = C,
+          .alpha = p.alpha,
+          .beta = p.beta,
+          .eps = kCosineEps,
+          .G = c.in[0].data<float>(),
+          .labels = read_labels(op, c.in[1], C),
+          .workspace = c.workspace};
 }
 
 void cpu_metric(const KernelContext& c) {
@@ -170,7 +176,8 @@ const OpDef kMetricBackward{.name = "gct_metric_loss_backward",
                             .print = print_metric};
 
 // Each output's gradient may be absent (kNoValue): it is then a zero scalar.
-std::vector<ValueId> vjp_metric(Graph& g, const Node& n, const std::vector<ValueId>& dy, const std::vector<bool>& needs) {
+std::vector<ValueId> vjp_metric(Graph& g, const Node& n, const std::vector<ValueId>& dy,
+                                const std::vector<bool>& needs) {
   if (!needs[0]) return {kNoValue, kNoValue};
   std::vector<ValueId> in{n.inputs[0], n.inputs[1]};
   for (ValueId d : dy) in.push_back(d != kNoValue ? d : ops::fill(g, {}, 0.0f));
@@ -198,7 +205,8 @@ cpu::HeadMeanArgs mean_args(const Shape& xs, const Tensor* lengths) {
 void check_lengths(const Graph& g, const Node& n, size_t index, int64_t B) {
   if (n.inputs.size() <= index) return;
   const ValueId len = n.inputs[index];
-  PILLARS_CHECK(g.dtype(len) == DType::i32 && g.shape(len) == Shape{B}, n.op->name, ": lengths must be i32 of shape [", B, "]");
+  PILLARS_CHECK(g.dtype(len) == DType::i32 && g.shape(len) == Shape{B}, n.op->name, ": lengths must be i32 of shape [",
+                B, "]");
 }
 
 // inputs: x [, lengths]
@@ -234,9 +242,12 @@ void cpu_mean_backward(const KernelContext& c) {
                           c.out[0].data<float>());
 }
 
-std::string print_mean_backward(const Node& n) { return str_cat(" x_shape=", shape_str(params_of<HeadMeanBackwardParams>(n).x_shape)); }
+std::string print_mean_backward(const Node& n) {
+  return str_cat(" x_shape=", shape_str(params_of<HeadMeanBackwardParams>(n).x_shape));
+}
 
-const OpDef kMeanBackward{.name = "head_mean_backward", .infer = infer_mean_backward, .cpu = cpu_mean_backward, .print = print_mean_backward};
+const OpDef kMeanBackward{
+    .name = "head_mean_backward", .infer = infer_mean_backward, .cpu = cpu_mean_backward, .print = print_mean_backward};
 
 std::vector<ValueId> vjp_mean(Graph& g, const Node& n, const std::vector<ValueId>& dy, const std::vector<bool>& needs) {
   std::vector<ValueId> grads(n.inputs.size(), kNoValue);
@@ -247,7 +258,8 @@ std::vector<ValueId> vjp_mean(Graph& g, const Node& n, const std::vector<ValueId
   return grads;
 }
 
-const OpDef kMean{.name = "head_mean", .infer = infer_mean, .cpu = cpu_mean, .vjp = vjp_mean, .workspace = workspace_mean};
+const OpDef kMean{
+    .name = "head_mean", .infer = infer_mean, .cpu = cpu_mean, .vjp = vjp_mean, .workspace = workspace_mean};
 
 // ---- gct_classification_loss ---------------------------------------------------------------------
 
@@ -266,8 +278,12 @@ std::vector<OutputSpec> infer_classification(const Graph& g, const Node& n) {
 cpu::GctClassificationArgs classification_args(const KernelContext& c, const char* op) {
   const GctClassificationParams& p = params_of<GctClassificationParams>(c.node);
   const int C = static_cast<int>(c.in[0].dim(1));
-  return {.k = static_cast<int>(c.in[0].dim(0)), .C = C, .alpha = p.alpha, .beta = p.beta,
-          .logits = c.in[0].data<float>(), .labels = read_labels(op, c.in[1], C)};
+  return {.k = static_cast<int>(c.in[0].dim(0)),
+          .C = C,
+          .alpha = p.alpha,
+          .beta = p.beta,
+          .logits = c.in[0].data<float>(),
+          .labels = read_labels(op, c.in[1], C)};
 }
 
 void cpu_classification(const KernelContext& c) {
@@ -290,7 +306,8 @@ const OpDef kClassificationBackward{.name = "gct_classification_loss_backward",
                                     .cpu = cpu_classification_backward,
                                     .print = print_classification};
 
-std::vector<ValueId> vjp_classification(Graph& g, const Node& n, const std::vector<ValueId>& dy, const std::vector<bool>& needs) {
+std::vector<ValueId> vjp_classification(Graph& g, const Node& n, const std::vector<ValueId>& dy,
+                                        const std::vector<bool>& needs) {
   if (!needs[0] || dy[0] == kNoValue) return {kNoValue, kNoValue};
   return {g.add1(kClassificationBackward, {n.inputs[0], n.inputs[1], dy[0]}, n.params), kNoValue};
 }
@@ -333,12 +350,14 @@ const OpDef kPairwiseBackward{.name = "mean_pairwise_cosine_backward",
                               .cpu = cpu_pairwise_backward,
                               .workspace = workspace_pairwise_backward};
 
-std::vector<ValueId> vjp_pairwise(Graph& g, const Node& n, const std::vector<ValueId>& dy, const std::vector<bool>& needs) {
+std::vector<ValueId> vjp_pairwise(Graph& g, const Node& n, const std::vector<ValueId>& dy,
+                                  const std::vector<bool>& needs) {
   if (!needs[0] || dy[0] == kNoValue) return {kNoValue};
   return {g.add1(kPairwiseBackward, {n.inputs[0], dy[0]})};
 }
 
-const OpDef kPairwise{.name = "mean_pairwise_cosine", .infer = infer_pairwise, .cpu = cpu_pairwise, .vjp = vjp_pairwise};
+const OpDef kPairwise{
+    .name = "mean_pairwise_cosine", .infer = infer_pairwise, .cpu = cpu_pairwise, .vjp = vjp_pairwise};
 
 } // namespace
 
@@ -347,7 +366,8 @@ ValueId huds_cluster(Graph& g, ValueId gram, int groups, uint64_t seed) {
 }
 
 GctTerms gct_metric_loss(Graph& g, ValueId gram, ValueId labels, int groups, float alpha, float beta) {
-  const std::vector<ValueId> out = g.add(kMetric, {gram, labels}, GctMetricParams{.groups = groups, .alpha = alpha, .beta = beta});
+  const std::vector<ValueId> out =
+      g.add(kMetric, {gram, labels}, GctMetricParams{.groups = groups, .alpha = alpha, .beta = beta});
   return {out[0], out[1], out[2]};
 }
 

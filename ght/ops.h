@@ -6,7 +6,7 @@
 //   R      = gct_metric_loss(g, G, labels, 2, alpha, beta);       // scalar R_m of Eq. 4(B)
 //
 // HUDS runs inside the graph as a kernel, so the K-means of every module is redone on every batch
-// (the reference code's behaviour) without leaving the executor; the seed of each run is
+// (the reference code's behavior) without leaving the executor; the seed of each run is
 // HudsClusterParams::seed + the executor's run seed, so clustering is deterministic for a run and
 // an update.
 #pragma once
@@ -27,9 +27,9 @@ struct HudsClusterParams {
 
 // gct_metric_loss and gct_metric_loss_backward: R = − α · hom + β · div.
 struct GctMetricParams {
-  int64_t groups = 1;  // C, the number of groups the labels range over (>= 1)
-  float alpha = 1.0f;  // α, the weight of the homogenisation term
-  float beta = 1.0f;   // β, the weight of the diversification term
+  int64_t groups = 1; // C, the number of groups the labels range over (>= 1)
+  float alpha = 1.0f; // α, the weight of the homogenization term
+  float beta = 1.0f;  // β, the weight of the diversification term
 };
 
 // head_mean_backward: dy (H, D) [, lengths] → dx of x's shape.
@@ -53,14 +53,14 @@ ValueId huds_cluster(Graph& g, ValueId gram, int groups, uint64_t seed);
 //   R = − α · (1/k) Σ_i cos(e_i, μ_{c(i)}) + β · (1/C(C,2)) Σ_{a<b} cos(μ_a, μ_b)
 // from G (H, H) and labels i32 (H) → R (scalar). Groups without members are left out of both
 // terms (and of the pair count); with one group the second term is 0. The node has two more
-// scalar outputs, for logging: the homogenisation mean cos (1/k Σ_i cos(e_i, μ_c(i))) and the
+// scalar outputs, for logging: the homogenization mean cos (1/k Σ_i cos(e_i, μ_c(i))) and the
 // diversification mean cos (mean over pairs of cos(μ_a, μ_b)); they are differentiable too (a
 // loss may weight them itself). cos(x, y) = ⟨x, y⟩ / sqrt(max(‖x‖²‖y‖², eps²)), eps = kCosineEps
 // (ght/kmeans.h), so a zero-norm head gives 0, not NaN.
 // Gradient: dG in closed form (labels fixed), computed in double; dG_ij is ∂R/∂G_ij of the formula
 // as written (not symmetrised: head_gram's backward uses dG + dGᵀ). Formulas: ght/ops.cpp.
 struct GctTerms {
-  ValueId loss = kNoValue, homogenisation = kNoValue, diversification = kNoValue;
+  ValueId loss = kNoValue, homogenization = kNoValue, diversification = kNoValue;
 };
 GctTerms gct_metric_loss(Graph& g, ValueId gram, ValueId labels, int groups, float alpha, float beta);
 
@@ -78,7 +78,7 @@ ValueId gct_classification_loss(Graph& g, ValueId logits, ValueId labels, float 
 
 // Li et al. 2018's disagreement, from G (H, H) → scalar: the mean over pairs i ≠ j of
 // G_ij / sqrt(max(G_ii · G_jj, eps²)) (the cosine of two heads' flattened feature maps, clamped as
-// above; 0 when H = 1). The regulariser −λ·D with D = −mean cos adds +λ · this value to the loss.
+// above; 0 when H = 1). The regularizer −λ·D with D = −mean cos adds +λ · this value to the loss.
 ValueId mean_pairwise_cosine(Graph& g, ValueId gram);
 
 } // namespace pillars::ght

@@ -34,7 +34,7 @@ Tensor take_column_blocks(const Tensor& w, const std::vector<int>& heads, int64_
   return out;
 }
 
-// The part of `value` (a parameter, or an optimiser buffer shaped like it) that the kept heads own:
+// The part of `value` (a parameter, or an optimizer buffer shaped like it) that the kept heads own:
 // rows of W^Q, W^K, W^V and their biases, columns of W^out; a copy of the whole for every other
 // parameter (W^out's bias, feed-forward layers, norms, embeddings).
 Tensor kept_part(const std::string& param, const Tensor& value, const HeadSelection& keep, int64_t Dh) {
@@ -94,7 +94,7 @@ optim::NamedTensors prune_optimizer_state(const TransformerConfig& cfg, const op
   const int64_t Dh = cfg.head_dim();
   optim::NamedTensors out;
   for (const auto& [entry, value] : state) {
-    if (entry == "step") { // the optimiser's own count of step() calls
+    if (entry == "step") { // the optimizer's own count of step() calls
       out.emplace_back(entry, value.clone());
       continue;
     }
@@ -108,11 +108,14 @@ optim::NamedTensors prune_optimizer_state(const TransformerConfig& cfg, const op
       out.emplace_back(entry, value.clone());
       continue;
     }
-    if (!value.defined() || value.dtype() != DType::f32 || value.device() != Device::cpu || value.shape() != before.at(param))
-      throw InputError(str_cat("prune: optimizer state '", entry, "' must be an f32 CPU tensor of its parameter's shape ",
-                               shape_str(before.at(param)), " (does the state belong to another model?)"));
+    if (!value.defined() || value.dtype() != DType::f32 || value.device() != Device::cpu ||
+        value.shape() != before.at(param))
+      throw InputError(str_cat("prune: optimizer state '", entry,
+                               "' must be an f32 CPU tensor of its parameter's shape ", shape_str(before.at(param)),
+                               " (does the state belong to another model?)"));
     Tensor sliced = kept_part(param, value, keep, Dh);
-    PILLARS_CHECK(sliced.shape() == after.at(param), "prune: optimizer state ", entry, " came out ", shape_str(sliced.shape()));
+    PILLARS_CHECK(sliced.shape() == after.at(param), "prune: optimizer state ", entry, " came out ",
+                  shape_str(sliced.shape()));
     out.emplace_back(entry, std::move(sliced));
   }
   return out;
@@ -128,8 +131,10 @@ PruneSummary summarize_pruning(const TransformerConfig& cfg, const ParamStore& b
   for (const std::string& module : attention_modules(cfg)) {
     const int64_t H = cfg.heads_of(module);
     std::vector<int> kept;
-    if (const auto it = keep.find(module); it != keep.end()) kept = it->second;
-    else for (int h = 0; h < H; ++h) kept.push_back(h);
+    if (const auto it = keep.find(module); it != keep.end())
+      kept = it->second;
+    else
+      for (int h = 0; h < H; ++h) kept.push_back(h);
     s.modules.push_back({module, {H, kept}});
   }
   return s;

@@ -36,15 +36,15 @@ struct PrunedModel {
 // that are not the transformer's own (head gates, GCT classifiers) are not carried over.
 PrunedModel prune_heads(const TransformerConfig& cfg, const ParamStore& params, const HeadSelection& keep);
 
-// The optimiser state of the pruned model, from the unpruned model's (engine/optim/optimizer.h:
+// The optimizer state of the pruned model, from the unpruned model's (engine/optim/optimizer.h:
 // "step", "<param>.step", "<param>.<buffer>"): every buffer shaped like a parameter (Adam's first
 // and second moments m and v, AMSGrad's max v, SGD's momentum) is sliced exactly as prune_heads
 // slices that parameter, so the kept heads keep their moments element for element:
 //
 //   m'[W^Q of module] = m[W^Q][rows of the kept heads],  m'[W^out] = m[W^out][:, columns of the kept heads]
 //
-// and an optimiser that continues from it updates the kept weights exactly as the unpruned one
-// would have with the removed heads' gradients dropped. The step counts (the optimiser's and each
+// and an optimizer that continues from it updates the kept weights exactly as the unpruned one
+// would have with the removed heads' gradients dropped. The step counts (the optimizer's and each
 // parameter's t, which Adam's bias correction 1 − βᵗ reads) stay as they are. Entries of parameters
 // the pruned model does not have (head gates, GCT classifiers) are left out. Throws InputError for
 // a bad selection and for a buffer that does not have its parameter's unpruned shape.

@@ -43,12 +43,12 @@ std::vector<int> groups_from_co_assignment(const ModuleVotes& m, int C, int64_t 
   std::vector<std::vector<double>> rows(static_cast<size_t>(m.heads));
   for (int i = 0; i < m.heads; ++i)
     for (int j = 0; j < m.heads; ++j)
-      rows[i].push_back(static_cast<double>(m.co_assigned[i * m.heads + j]) / static_cast<double>(std::max<int64_t>(batches, 1)));
+      rows[i].push_back(static_cast<double>(m.co_assigned[i * m.heads + j]) /
+                        static_cast<double>(std::max<int64_t>(batches, 1)));
   return kmeans_vectors(rows, std::min(C, m.heads), seed).labels;
 }
 
 } // namespace
-
 
 HeadSelection VoteResult::selection() const {
   HeadSelection s;
@@ -62,11 +62,20 @@ nlohmann::json VoteResult::to_json() const {
     std::vector<std::vector<int64_t>> co(static_cast<size_t>(m.heads));
     for (int i = 0; i < m.heads; ++i)
       co[i].assign(m.co_assigned.begin() + i * m.heads, m.co_assigned.begin() + (i + 1) * m.heads);
-    mods.push_back({{"module", m.module}, {"heads", m.heads}, {"votes", m.votes}, {"score", m.score},
-                    {"co_assignment", co}, {"groups", m.groups}, {"kept", m.kept}});
+    mods.push_back({{"module", m.module},
+                    {"heads", m.heads},
+                    {"votes", m.votes},
+                    {"score", m.score},
+                    {"co_assignment", co},
+                    {"groups", m.groups},
+                    {"kept", m.kept}});
   }
-  return {{"rule", enum_name(settings.rule)}, {"feature_map", enum_name(settings.feature_map)},
-          {"groups", settings.groups}, {"keep", settings.keep}, {"seed", settings.seed}, {"batches", batches},
+  return {{"rule", enum_name(settings.rule)},
+          {"feature_map", enum_name(settings.feature_map)},
+          {"groups", settings.groups},
+          {"keep", settings.keep},
+          {"seed", settings.seed},
+          {"batches", batches},
           {"modules", mods}};
 }
 
@@ -135,7 +144,9 @@ void VoteTally::sum_tallies(dist::Communicator& comm) {
   comm.all_reduce_max(&modules, 1);
   fewest = -fewest, comm.all_reduce_max(&fewest, 1), fewest = -fewest;
   if (modules != fewest)
-    throw InputError("V2S in a data-parallel job: a rank had no batch to vote on (raise prune.vote_batches to at least the number of ranks)");
+    throw InputError(
+        "V2S in a data-parallel job: a rank had no batch to vote on (raise prune.vote_batches to at least the number "
+        "of ranks)");
   for (ModuleVotes& m : tallies_) {
     comm.all_reduce_sum(m.votes.data(), static_cast<int64_t>(m.votes.size()));
     comm.all_reduce_sum(m.score.data(), static_cast<int64_t>(m.score.size()));
@@ -167,14 +178,17 @@ VoteResult VoteTally::decide() const {
         m.kept.assign(order.begin(), order.begin() + keep);
         break;
       }
-      case KeepRule::random: m.kept = random_subset(all, keep, seed); break;
+      case KeepRule::random:
+        m.kept = random_subset(all, keep, seed);
+        break;
       case KeepRule::per_group:
       case KeepRule::random_member: {
         const std::vector<int> order = ranked(as_double(m.votes), m.score);
         const int C = *std::max_element(m.groups.begin(), m.groups.end()) + 1;
         for (int g = 0; g < C; ++g) {
           std::vector<int> members;
-          for (int h : order) if (m.groups[h] == g) members.push_back(h);
+          for (int h : order)
+            if (m.groups[h] == g) members.push_back(h);
           if (members.empty()) continue;
           m.kept.push_back(s_.rule == KeepRule::per_group ? members.front()
                                                           : random_subset(members, 1, mix_seeds(seed, g)).front());

@@ -20,7 +20,7 @@
 //   3. then the lower head index.
 // Members are scanned in index order, each replacing the current choice only when strictly better
 // by this rule. (The other feature maps were considered: over the same two heads they tie as well,
-// and A would need the attention probabilities materialised in the voting pass.)
+// and A would need the attention probabilities materialized in the voting pass.)
 //
 // Decision rules (`KeepRule`), per module:
 //   per_group      the paper's: K-means labels are arbitrary per batch, so the final C groups are
@@ -60,22 +60,22 @@ std::vector<int> group_votes(const std::vector<double>& G, int H, const std::vec
 
 struct VoteSettings {
   FeatureMap feature_map = FeatureMap::V;
-  int groups = 2;            // C
+  int groups = 2; // C
   KeepRule rule = KeepRule::per_group;
-  int keep = 0;              // heads kept per module by top_c / score / random (0 = groups)
-  uint64_t seed = 1;         // K-means initialisations and the random rules
-  int64_t max_batches = 0;   // training batches to vote on (0 = the whole training set)
+  int keep = 0;            // heads kept per module by top_c / score / random (0 = groups)
+  uint64_t seed = 1;       // K-means initializations and the random rules
+  int64_t max_batches = 0; // training batches to vote on (0 = the whole training set)
 };
 
 // The tallies of one module.
 struct ModuleVotes {
   std::string module;
   int heads = 0;
-  std::vector<int64_t> votes;        // (H)
-  std::vector<double> score;         // (H) Σ cos(e_i, μ_c(i))
-  std::vector<int64_t> co_assigned;  // (H, H) M_ij
-  std::vector<int> groups;           // (H) the final groups (per_group, random_member; else HUDS of M too)
-  std::vector<int> kept;             // ascending
+  std::vector<int64_t> votes;       // (H)
+  std::vector<double> score;        // (H) Σ cos(e_i, μ_c(i))
+  std::vector<int64_t> co_assigned; // (H, H) M_ij
+  std::vector<int> groups;          // (H) the final groups (per_group, random_member; else HUDS of M too)
+  std::vector<int> kept;            // ascending
 };
 
 struct VoteResult {
@@ -83,7 +83,7 @@ struct VoteResult {
   int64_t batches = 0;
   std::vector<ModuleVotes> modules; // graph order
   HeadSelection selection() const;
-  nlohmann::json to_json() const;   // votes.json
+  nlohmann::json to_json() const; // votes.json
 };
 
 // The pass of the vote's forward-only steps: names G_m (H, H) of every module m "v2s.gram.<module>".
@@ -112,8 +112,8 @@ class VoteTally {
  private:
   VoteSettings s_;
   std::vector<ModuleVotes> tallies_;
-  int64_t batches_ = 0;       // batches tallied (by this rank, until sum_tallies)
-  int rank_ = 0, size_ = 1;   // share_batches
+  int64_t batches_ = 0;     // batches tallied (by this rank, until sum_tallies)
+  int rank_ = 0, size_ = 1; // share_batches
 };
 
 // The whole vote: make_task builds the training task of the frozen model whose evaluation steps run

@@ -40,8 +40,8 @@ Dims check_shapes(const ModuleTensors& t) {
   Dims d{t.q.dim(0), t.q.dim(1), t.v.dim(1), t.q.dim(2), t.q.dim(3)};
   PILLARS_CHECK(t.out.shape() == t.q.shape(), "xray: out ", shape_str(t.out.shape()), " differs from q ",
                 shape_str(t.q.shape()));
-  PILLARS_CHECK(t.v.shape() == Shape({d.B, d.Tk, d.H, d.D}), "xray: v ", shape_str(t.v.shape()),
-                " does not fit q ", shape_str(t.q.shape()));
+  PILLARS_CHECK(t.v.shape() == Shape({d.B, d.Tk, d.H, d.D}), "xray: v ", shape_str(t.v.shape()), " does not fit q ",
+                shape_str(t.q.shape()));
   PILLARS_CHECK(t.probs.shape() == Shape({d.B, d.H, d.Tq, d.Tk}), "xray: probs ", shape_str(t.probs.shape()),
                 " is not (B, H, Tq, Tk) = ", shape_str({d.B, d.H, d.Tq, d.Tk}));
   check_lengths(t.query_lengths, d.B, d.Tq, "query_lengths");
@@ -75,7 +75,7 @@ ValidRows valid_rows(const Tensor& x, const std::vector<int32_t>& lengths) {
 // Rows [r0, r0 + R) of S += XᵀX, right of the diagonal only (columns c ≥ r0):
 //   S[r][c] += Σ_n X[n][r] · X[n][c]
 // Each token's row of X is read once for R rows of S, and the inner loop runs along a row of S
-// (independent sums, so it vectorises without reassociating anything).
+// (independent sums, so it vectorizes without reassociating anything).
 PILLARS_VEC_INLINE void gram_rows_body(const double* X, int64_t N, int64_t M, int64_t r0, int64_t R, double* S) {
   for (int64_t n = 0; n < N; ++n) {
     const double* x = X + n * M;
@@ -86,8 +86,7 @@ PILLARS_VEC_INLINE void gram_rows_body(const double* X, int64_t N, int64_t M, in
     }
   }
 }
-PILLARS_PER_ISA(void, gram_rows,
-                (const double* X, int64_t N, int64_t M, int64_t r0, int64_t R, double* S),
+PILLARS_PER_ISA(void, gram_rows, (const double* X, int64_t N, int64_t M, int64_t r0, int64_t R, double* S),
                 (X, N, M, r0, R, S))
 
 // S = XᵀX (M × M, symmetric) for the valid rows X (N × M).
@@ -130,8 +129,8 @@ double dot(const double* a, const double* b, int64_t n) {
 // a / b, and 0 when b is 0 (a head that is all zero is orthogonal to everything).
 double ratio(double a, double b) { return b > 0 ? a / b : 0.0; }
 
-// (1) or (2) for all pairs from the cross-Gram of one map: raw and normalised H × H matrices.
-// orthogonality: entrywise L1, normalised by D‖X_i‖‖X_j‖; otherwise Frobenius, normalised by ‖X_i‖‖X_j‖.
+// (1) or (2) for all pairs from the cross-Gram of one map: raw and normalized H × H matrices.
+// orthogonality: entrywise L1, normalized by D‖X_i‖‖X_j‖; otherwise Frobenius, normalized by ‖X_i‖‖X_j‖.
 void pair_norms(const ValidRows& x, int64_t H, int64_t D, bool orthogonality, std::vector<double>& raw,
                 std::vector<double>& norm) {
   const std::vector<double> S = cross_gram(x);
@@ -159,7 +158,8 @@ std::vector<double> output_dissimilarity(const ValidRows& o, int64_t H, int64_t 
     for (int64_t i = 0; i < H; ++i)
       for (int64_t j = i; j < H; ++j) {
         const double norms = sq[static_cast<size_t>(i)] * sq[static_cast<size_t>(j)];
-        cos_sum[static_cast<size_t>(i * H + j)] += dot(x + i * D, x + j * D, D) / std::sqrt(std::max(norms, kEps * kEps));
+        cos_sum[static_cast<size_t>(i * H + j)] +=
+            dot(x + i * D, x + j * D, D) / std::sqrt(std::max(norms, kEps * kEps));
       }
   }
   std::vector<double> dis(static_cast<size_t>(H * H));
@@ -295,9 +295,12 @@ XrayMetrics xray(const ModuleTensors& t) {
 std::vector<double> feature_gram(const ModuleTensors& t, FeatureMap f) {
   const Dims d = check_shapes(t);
   switch (f) {
-    case FeatureMap::V: return positions_gram(t.v, t.key_lengths);
-    case FeatureMap::O: return positions_gram(t.out, t.query_lengths);
-    case FeatureMap::A: return probs_gram(t, d);
+    case FeatureMap::V:
+      return positions_gram(t.v, t.key_lengths);
+    case FeatureMap::O:
+      return positions_gram(t.out, t.query_lengths);
+    case FeatureMap::A:
+      return probs_gram(t, d);
   }
   throw Error("feature_gram: unknown feature map");
 }

@@ -1,5 +1,5 @@
 // Head-diversity metrics of one attention module: the four metrics of "X-Raying Multi-head
-// Attention" (M. Saad Asad, 2024; docs/METHOD.md §7), raw and normalised, and the per-head Gram
+// Attention" (M. Saad Asad, 2024; docs/METHOD.md §7), raw and normalized, and the per-head Gram
 // matrices of the GHT feature maps (§1), from the module's tensors of one batch, on the host.
 //
 //   ModuleTensors t{q, v, out, probs, query_lengths, key_lengths, causal};   // from one forward pass
@@ -15,19 +15,19 @@
 // mode; o_i(n) = row n of C_i (the head's output). Then, per pair of heads (i, j):
 //
 //   (1) orthogonality          ortho_ij   = Σ_{d,e} |(Q_iᵀ Q_j)_de|               high = low diversity
-//       normalised             ortho_ij / (D · ‖Q_i‖_F · ‖Q_j‖_F)  ∈ [0, 1]
+//       normalized             ortho_ij / (D · ‖Q_i‖_F · ‖Q_j‖_F)  ∈ [0, 1]
 //       (a D×D matrix has ‖M‖_1 ≤ D‖M‖_F, and ‖Q_iᵀQ_j‖_F ≤ ‖Q_i‖_F‖Q_j‖_F: 1 is reached by heads
 //       whose queries all point one way with equal-magnitude coordinates, ~0 by uncorrelated
 //       heads; the form is free of the token count, the activation scale and the head width)
 //   (2) context non-orthogonality ctx_ij  = ‖C_iᵀ C_j‖_F                         high = low diversity
-//       normalised             ctx_ij / (‖C_i‖_F · ‖C_j‖_F)  ∈ [0, 1]
+//       normalized             ctx_ij / (‖C_i‖_F · ‖C_j‖_F)  ∈ [0, 1]
 //   (3) output dissimilarity   dis_ij     = −(1/N) Σ_n cos(o_i(n), o_j(n))  ∈ [−1, 1]   high = diverse
 //       with cos(x, y) = x·y / sqrt(max(‖x‖²‖y‖², ε²)), ε = 1e−8 (PyTorch's F.cosine_similarity);
 //       already scale-free, so it has no second form
 //   (4) attention variance     var_i = mean over valid query rows r of the population variance
 //       of a_r over the row's valid keys K_r:  (1/|K_r|) Σ_{j∈K_r} (a_rj − ā_r)², ā_r = mean_{K_r} a_r
 //       0 for uniform attention, up to (|K_r|−1)/|K_r|² for attention on one key;   high = focused
-// A normalised form is 0 when one of the two heads is all zero. The matrices are symmetric and keep
+// A normalized form is 0 when one of the two heads is all zero. The matrices are symmetric and keep
 // their diagonal (a head with itself: dis_ii = −1); the module's scalar for (1)–(3) is the mean over
 // pairs i < j (NaN for a module with one head), and for (4) the mean over heads.
 //
@@ -57,10 +57,10 @@ namespace pillars::ght {
 
 // One attention module's tensors from a forward pass (f32, host, row-major).
 struct ModuleTensors {
-  Tensor q;     // (B, Tq, H, D) per-head queries
-  Tensor v;     // (B, Tk, H, D) per-head values
-  Tensor out;   // (B, Tq, H, D) per-head outputs A·V (before out_proj)
-  Tensor probs; // (B, H, Tq, Tk) attention weights (before dropout)
+  Tensor q;                                        // (B, Tq, H, D) per-head queries
+  Tensor v;                                        // (B, Tk, H, D) per-head values
+  Tensor out;                                      // (B, Tq, H, D) per-head outputs A·V (before out_proj)
+  Tensor probs;                                    // (B, H, Tq, Tk) attention weights (before dropout)
   std::vector<int32_t> query_lengths, key_lengths; // (B) each: valid rows are t < length
   bool causal = false;
 };
@@ -68,13 +68,13 @@ struct ModuleTensors {
 struct XrayMetrics {
   int64_t heads = 0;
   // H × H, row-major, symmetric, diagonal included.
-  std::vector<double> orthogonality, orthogonality_norm;        // (1)
-  std::vector<double> context_nonorth, context_nonorth_norm;    // (2)
-  std::vector<double> output_dissimilarity;                     // (3)
-  std::vector<double> attention_variance;                       // (4), (H)
+  std::vector<double> orthogonality, orthogonality_norm;     // (1)
+  std::vector<double> context_nonorth, context_nonorth_norm; // (2)
+  std::vector<double> output_dissimilarity;                  // (3)
+  std::vector<double> attention_variance;                    // (4), (H)
   // The module's scalars: means over pairs i < j; attention_variance_mean over heads.
-  double orthogonality_mean = 0, orthogonality_norm_mean = 0, context_nonorth_mean = 0,
-         context_nonorth_norm_mean = 0, output_dissimilarity_mean = 0, attention_variance_mean = 0;
+  double orthogonality_mean = 0, orthogonality_norm_mean = 0, context_nonorth_mean = 0, context_nonorth_norm_mean = 0,
+         output_dissimilarity_mean = 0, attention_variance_mean = 0;
 };
 
 // All four metrics (accumulated in double). Throws Error when the shapes do not fit together.

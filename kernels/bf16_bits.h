@@ -3,7 +3,7 @@
 // CPU and the GPU give the same bits for every input.
 //   numbers: round to nearest, ties to even; subnormals kept; overflow to ±infinity
 //   NaN:     sign and payload kept, the quiet bit set (a signalling NaN stays a NaN)
-// Branch-free (the NaN case is a select), so the CPU loop around it vectorises.
+// Branch-free (the NaN case is a select), so the CPU loop around it vectorizes.
 #pragma once
 #include <cstdint>
 

@@ -89,8 +89,7 @@ BleuStats& BleuStats::operator+=(const BleuStats& o) {
   return *this;
 }
 
-BleuStats bleu_segment_stats(std::string_view hyp, const std::vector<std::string_view>& refs,
-                             const BleuOptions& opts) {
+BleuStats bleu_segment_stats(std::string_view hyp, const std::vector<std::string_view>& refs, const BleuOptions& opts) {
   check_order(opts);
   const int max_order = opts.max_ngram_order;
   // Reference side: per n-gram the largest count over the references, and every length.
@@ -134,7 +133,7 @@ BleuResult compute_bleu(const BleuStats& stats, const BleuOptions& opts) {
   r.ref_len = stats.ref_len;
   r.ratio = r.ref_len ? static_cast<double>(r.sys_len) / static_cast<double>(r.ref_len) : 0.0;
 
-  // Brevity penalty: only a hypothesis shorter than the reference is penalised.
+  // Brevity penalty: only a hypothesis shorter than the reference is penalized.
   if (r.sys_len < r.ref_len)
     r.bp = r.sys_len > 0 ? std::exp(1.0 - static_cast<double>(r.ref_len) / static_cast<double>(r.sys_len)) : 0.0;
   else
@@ -170,8 +169,7 @@ BleuResult compute_bleu(const BleuStats& stats, const BleuOptions& opts) {
   }
   // Geometric mean of the precisions; log 0 is floored at -9999999999 (sacreBLEU's my_log).
   double log_sum = 0.0;
-  for (int n = 0; n < eff_order; ++n)
-    log_sum += r.precisions[n] == 0.0 ? -9999999999.0 : std::log(r.precisions[n]);
+  for (int n = 0; n < eff_order; ++n) log_sum += r.precisions[n] == 0.0 ? -9999999999.0 : std::log(r.precisions[n]);
   r.score = r.bp * std::exp(log_sum / eff_order);
   return r;
 }
@@ -219,15 +217,25 @@ BleuResult sentence_bleu(std::string_view hyp, const std::vector<std::string>& r
 std::string bleu_signature(const BleuOptions& opts, int nrefs) {
   std::string smooth;
   switch (opts.smooth) {
-  case BleuSmooth::kNone: smooth = "none"; break;
-  case BleuSmooth::kExp: smooth = "exp"; break;
-  case BleuSmooth::kFloor: smooth = "floor[" + fixed(smooth_value_or_default(opts), 2) + "]"; break;
-  case BleuSmooth::kAddK: smooth = "add-k[" + fixed(smooth_value_or_default(opts), 2) + "]"; break;
+    case BleuSmooth::kNone:
+      smooth = "none";
+      break;
+    case BleuSmooth::kExp:
+      smooth = "exp";
+      break;
+    case BleuSmooth::kFloor:
+      smooth = "floor[" + fixed(smooth_value_or_default(opts), 2) + "]";
+      break;
+    case BleuSmooth::kAddK:
+      smooth = "add-k[" + fixed(smooth_value_or_default(opts), 2) + "]";
+      break;
   }
-  const char* tok = opts.tokenize == BleuTokenizer::k13a ? "13a" : opts.tokenize == BleuTokenizer::kChar ? "char" : "none";
+  const char* tok = opts.tokenize == BleuTokenizer::k13a    ? "13a"
+                    : opts.tokenize == BleuTokenizer::kChar ? "char"
+                                                            : "none";
   return str_cat("nrefs:", nrefs < 0 ? std::string("var") : std::to_string(nrefs),
-                 "|case:", opts.lowercase ? "lc" : "mixed", "|eff:", opts.effective_order ? "yes" : "no",
-                 "|tok:", tok, "|smooth:", smooth);
+                 "|case:", opts.lowercase ? "lc" : "mixed", "|eff:", opts.effective_order ? "yes" : "no", "|tok:", tok,
+                 "|smooth:", smooth);
 }
 
 } // namespace pillars::metrics

@@ -1,7 +1,7 @@
 // Corpus BLEU exactly as sacreBLEU 2.x computes and prints it.
 //
 //   using namespace pillars::metrics;
-//   std::vector<std::string> hyps = {...};                 // one detokenised line per segment
+//   std::vector<std::string> hyps = {...};                 // one detokenized line per segment
 //   std::vector<std::vector<std::string>> refs = {ref_a, ref_b};   // refs[k][i]: stream k, line i
 //   BleuResult r = corpus_bleu(hyps, refs);                // defaults = sacreBLEU's BLEU()
 //   std::cout << r.format() << "\n";
@@ -25,7 +25,7 @@
 //    sys_len < ref_len, else 1; BLEU = BP * exp(mean over n of log p_n), with log 0 taken as
 //    -9999999999 (so any unsmoothed zero makes BLEU 0). A corpus with no match at all scores 0.
 //
-// Tokenised BLEU as fairseq prints it (`fairseq-generate --scoring bleu`) is in
+// Tokenized BLEU as fairseq prints it (`fairseq-generate --scoring bleu`) is in
 // metrics/fairseq_bleu.h; it is a different computation (no smoothing, one reference).
 #pragma once
 #include <cstdint>
@@ -86,8 +86,8 @@ BleuResult compute_bleu(const BleuStats& stats, const BleuOptions& opts = {});
 
 // refs[k][i] is reference stream k's line for hypothesis i (sacreBLEU's layout). Every stream must
 // have hyps.size() lines.
-BleuResult corpus_bleu(const std::vector<std::string>& hyps,
-                       const std::vector<std::vector<std::string>>& refs, const BleuOptions& opts = {});
+BleuResult corpus_bleu(const std::vector<std::string>& hyps, const std::vector<std::vector<std::string>>& refs,
+                       const BleuOptions& opts = {});
 // One segment against one or more references (sacreBLEU's BLEU.sentence_score).
 BleuResult sentence_bleu(std::string_view hyp, const std::vector<std::string>& refs,
                          const BleuOptions& opts = sentence_bleu_options());

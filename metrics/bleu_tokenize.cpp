@@ -47,8 +47,8 @@ bool is_period_comma(char c) { return c == '.' || c == ','; }
 // Step 3's character class [\{-\~\[-\` -\&\(-\+\:-\@\/].
 bool is_13a_punct(char ch) {
   const auto c = static_cast<unsigned char>(ch);
-  return (c >= 0x7B && c <= 0x7E) || (c >= 0x5B && c <= 0x60) || (c >= 0x20 && c <= 0x26) ||
-         (c >= 0x28 && c <= 0x2B) || (c >= 0x3A && c <= 0x40) || c == 0x2F;
+  return (c >= 0x7B && c <= 0x7E) || (c >= 0x5B && c <= 0x60) || (c >= 0x20 && c <= 0x26) || (c >= 0x28 && c <= 0x2B) ||
+         (c >= 0x3A && c <= 0x40) || c == 0x2F;
 }
 
 std::string join_words(std::string_view s) {
@@ -154,9 +154,12 @@ std::string bleu_preprocess(std::string_view line, const BleuOptions& opts) {
   }
   line = rstrip(line);
   switch (opts.tokenize) {
-  case BleuTokenizer::k13a: return tokenize_13a(line);
-  case BleuTokenizer::kChar: return tokenize_char(line);
-  case BleuTokenizer::kNone: break;
+    case BleuTokenizer::k13a:
+      return tokenize_13a(line);
+    case BleuTokenizer::kChar:
+      return tokenize_char(line);
+    case BleuTokenizer::kNone:
+      break;
   }
   return std::string(line);
 }

@@ -1,4 +1,4 @@
-// fairseq's tokenised BLEU (see fairseq_bleu.h). Follows libbleu.cpp's counting: trim, then per
+// fairseq's tokenized BLEU (see fairseq_bleu.h). Follows libbleu.cpp's counting: trim, then per
 // order n count hypothesis n-grams (the total) and matches clipped by the reference's counts.
 // libbleu identifies an n-gram by a 64-bit FNV hash of its ids; we compare the ids themselves,
 // which differs only if two different n-grams collided in that hash.
@@ -125,8 +125,8 @@ std::string FairseqBleu::result_string(int order) const {
     s += fixed(p[n] * 100.0, "%2.1f");
   }
   const double ratio = reflen_ ? static_cast<double>(predlen_) / static_cast<double>(reflen_) : 0.0;
-  s += " (BP=" + fixed(brevity(), "%.3f") + ", ratio=" + fixed(ratio, "%.3f") + ", syslen=" +
-       std::to_string(predlen_) + ", reflen=" + std::to_string(reflen_) + ")";
+  s += " (BP=" + fixed(brevity(), "%.3f") + ", ratio=" + fixed(ratio, "%.3f") + ", syslen=" + std::to_string(predlen_) +
+       ", reflen=" + std::to_string(reflen_) + ")";
   return s;
 }
 

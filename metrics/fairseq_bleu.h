@@ -1,4 +1,4 @@
-// Tokenised BLEU as fairseq reports it: `fairseq-generate` with its default `--scoring bleu`
+// Tokenized BLEU as fairseq reports it: `fairseq-generate` with its default `--scoring bleu`
 // (fairseq/scoring/bleu.py `Scorer` over the C++ counter fairseq/clib/libbleu/libbleu.cpp), the
 // "BLEU4 = 27.42, 59.0/33.1/20.9/13.7 (BP=1.000, ratio=1.004, syslen=..., reflen=...)" line.
 //
@@ -28,8 +28,9 @@
 namespace pillars::metrics {
 
 class FairseqBleu {
-public:
-  explicit FairseqBleu(int pad = text::Dictionary::kPad, int eos = text::Dictionary::kEos, int unk = text::Dictionary::kUnk);
+ public:
+  explicit FairseqBleu(int pad = text::Dictionary::kPad, int eos = text::Dictionary::kEos,
+                       int unk = text::Dictionary::kUnk);
 
   // One sentence pair, as token ids (negative ids are rejected, as fairseq asserts).
   void add(std::span<const std::int32_t> ref, std::span<const std::int32_t> hyp);
@@ -49,7 +50,7 @@ public:
   const std::array<std::size_t, 4>& matches() const { return match_; }
   const std::array<std::size_t, 4>& counts() const { return count_; }
 
-private:
+ private:
   std::int32_t word_id(const std::string& w);
   int pad_, eos_, unk_;
   std::size_t reflen_ = 0, predlen_ = 0;

@@ -48,8 +48,8 @@ bool ends_double_consonant(const Word& w) {
 
 bool ends_cvc(const Word& w) {
   const std::size_t n = w.size();
-  if (n >= 3 && is_consonant(w, n - 3) && !is_consonant(w, n - 2) && is_consonant(w, n - 1) &&
-      w[n - 1] != 'w' && w[n - 1] != 'x' && w[n - 1] != 'y')
+  if (n >= 3 && is_consonant(w, n - 3) && !is_consonant(w, n - 2) && is_consonant(w, n - 1) && w[n - 1] != 'w' &&
+      w[n - 1] != 'x' && w[n - 1] != 'y')
     return true;
   // NLTK: a two-letter word vowel-consonant also counts as *o.
   return n == 2 && !is_consonant(w, 0) && is_consonant(w, 1);
@@ -69,15 +69,19 @@ struct Rule {
 
 bool holds(Cond c, const Word& stem) {
   switch (c) {
-  case Cond::kNone: return true;
-  case Cond::kM0: return measure(stem) > 0;
-  case Cond::kM1: return measure(stem) > 1;
+    case Cond::kNone:
+      return true;
+    case Cond::kM0:
+      return measure(stem) > 0;
+    case Cond::kM1:
+      return measure(stem) > 1;
   }
   return false;
 }
 
 // First matching suffix decides: replace if its condition holds, else leave the word.
-template <std::size_t N> Word apply_rules(const Word& w, const std::array<Rule, N>& rules) {
+template <std::size_t N>
+Word apply_rules(const Word& w, const std::array<Rule, N>& rules) {
   for (const Rule& r : rules) {
     if (!ends_with(w, r.suffix)) continue;
     Word stem = drop(w, r.suffix.size());
@@ -145,14 +149,26 @@ Word step2(const Word& w) {
   // NLTK: ALLI->AL is tried first and, if it fires, step 2 runs again on the result.
   if (ends_with(w, U"alli") && measure(drop(w, 4)) > 0) return step2(drop(w, 4) + U"al");
   static constexpr std::array<Rule, 21> rules{{
-      {U"ational", U"ate", Cond::kM0}, {U"tional", U"tion", Cond::kM0}, {U"enci", U"ence", Cond::kM0},
-      {U"anci", U"ance", Cond::kM0},   {U"izer", U"ize", Cond::kM0},
+      {U"ational", U"ate", Cond::kM0},
+      {U"tional", U"tion", Cond::kM0},
+      {U"enci", U"ence", Cond::kM0},
+      {U"anci", U"ance", Cond::kM0},
+      {U"izer", U"ize", Cond::kM0},
       {U"bli", U"ble", Cond::kM0}, // Porter's later correction of the paper's ABLI->ABLE
-      {U"alli", U"al", Cond::kM0},     {U"entli", U"ent", Cond::kM0},   {U"eli", U"e", Cond::kM0},
-      {U"ousli", U"ous", Cond::kM0},   {U"ization", U"ize", Cond::kM0}, {U"ation", U"ate", Cond::kM0},
-      {U"ator", U"ate", Cond::kM0},    {U"alism", U"al", Cond::kM0},    {U"iveness", U"ive", Cond::kM0},
-      {U"fulness", U"ful", Cond::kM0}, {U"ousness", U"ous", Cond::kM0}, {U"aliti", U"al", Cond::kM0},
-      {U"iviti", U"ive", Cond::kM0},   {U"biliti", U"ble", Cond::kM0},
+      {U"alli", U"al", Cond::kM0},
+      {U"entli", U"ent", Cond::kM0},
+      {U"eli", U"e", Cond::kM0},
+      {U"ousli", U"ous", Cond::kM0},
+      {U"ization", U"ize", Cond::kM0},
+      {U"ation", U"ate", Cond::kM0},
+      {U"ator", U"ate", Cond::kM0},
+      {U"alism", U"al", Cond::kM0},
+      {U"iveness", U"ive", Cond::kM0},
+      {U"fulness", U"ful", Cond::kM0},
+      {U"ousness", U"ous", Cond::kM0},
+      {U"aliti", U"al", Cond::kM0},
+      {U"iviti", U"ive", Cond::kM0},
+      {U"biliti", U"ble", Cond::kM0},
       {U"fulli", U"ful", Cond::kM0}, // NLTK
   }};
   // NLTK's LOGI->LOG rule comes last and measures the stem *with* its l (geo-logi, theo-logi).
@@ -177,13 +193,26 @@ Word step3(const Word& w) {
 // Step 4: strip a final suffix when what is left has m > 1; -ION only after s or t.
 Word step4(const Word& w) {
   static constexpr std::array<Rule, 11> before_ion{{
-      {U"al", U"", Cond::kM1}, {U"ance", U"", Cond::kM1}, {U"ence", U"", Cond::kM1}, {U"er", U"", Cond::kM1},
-      {U"ic", U"", Cond::kM1}, {U"able", U"", Cond::kM1}, {U"ible", U"", Cond::kM1}, {U"ant", U"", Cond::kM1},
-      {U"ement", U"", Cond::kM1}, {U"ment", U"", Cond::kM1}, {U"ent", U"", Cond::kM1},
+      {U"al", U"", Cond::kM1},
+      {U"ance", U"", Cond::kM1},
+      {U"ence", U"", Cond::kM1},
+      {U"er", U"", Cond::kM1},
+      {U"ic", U"", Cond::kM1},
+      {U"able", U"", Cond::kM1},
+      {U"ible", U"", Cond::kM1},
+      {U"ant", U"", Cond::kM1},
+      {U"ement", U"", Cond::kM1},
+      {U"ment", U"", Cond::kM1},
+      {U"ent", U"", Cond::kM1},
   }};
   static constexpr std::array<Rule, 7> after_ion{{
-      {U"ou", U"", Cond::kM1}, {U"ism", U"", Cond::kM1}, {U"ate", U"", Cond::kM1}, {U"iti", U"", Cond::kM1},
-      {U"ous", U"", Cond::kM1}, {U"ive", U"", Cond::kM1}, {U"ize", U"", Cond::kM1},
+      {U"ou", U"", Cond::kM1},
+      {U"ism", U"", Cond::kM1},
+      {U"ate", U"", Cond::kM1},
+      {U"iti", U"", Cond::kM1},
+      {U"ous", U"", Cond::kM1},
+      {U"ive", U"", Cond::kM1},
+      {U"ize", U"", Cond::kM1},
   }};
   for (const Rule& r : before_ion)
     if (ends_with(w, r.suffix)) return apply_rules(w, before_ion);
@@ -216,10 +245,10 @@ std::string porter_stem(std::string_view word_utf8) {
   const Word lower = to_lower(std::u32string_view(word));
   // NLTK: a short table of irregular forms, looked up with the word as given (not lowercased).
   static const std::unordered_map<Word, Word> irregular{
-      {U"sky", U"sky"},         {U"skies", U"sky"},     {U"dying", U"die"},         {U"lying", U"lie"},
-      {U"tying", U"tie"},       {U"news", U"news"},     {U"innings", U"inning"},    {U"inning", U"inning"},
-      {U"outings", U"outing"},  {U"outing", U"outing"}, {U"cannings", U"canning"}, {U"canning", U"canning"},
-      {U"howe", U"howe"},       {U"proceed", U"proceed"}, {U"exceed", U"exceed"},  {U"succeed", U"succeed"},
+      {U"sky", U"sky"},        {U"skies", U"sky"},       {U"dying", U"die"},        {U"lying", U"lie"},
+      {U"tying", U"tie"},      {U"news", U"news"},       {U"innings", U"inning"},   {U"inning", U"inning"},
+      {U"outings", U"outing"}, {U"outing", U"outing"},   {U"cannings", U"canning"}, {U"canning", U"canning"},
+      {U"howe", U"howe"},      {U"proceed", U"proceed"}, {U"exceed", U"exceed"},    {U"succeed", U"succeed"},
   };
   if (auto it = irregular.find(word); it != irregular.end()) return utf8_encode(it->second);
   // NLTK: words of one or two letters (counted before lowercasing) are only lowercased.

@@ -196,8 +196,8 @@ RougeCorpus corpus_rouge(const std::vector<std::string>& predictions,
   if (references.empty()) throw InputError("corpus_rouge: no reference streams");
   for (std::size_t k = 0; k < references.size(); ++k)
     if (references[k].size() != predictions.size())
-      throw InputError(str_cat("corpus_rouge: ", predictions.size(), " predictions but reference stream ", k,
-                               " has ", references[k].size(), " lines"));
+      throw InputError(str_cat("corpus_rouge: ", predictions.size(), " predictions but reference stream ", k, " has ",
+                               references[k].size(), " lines"));
   RougeCorpus c;
   auto add = [](RougeScore& acc, const RougeScore& s) {
     acc.precision += s.precision;

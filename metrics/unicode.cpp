@@ -34,8 +34,7 @@ char32_t utf8_next(std::string_view s, std::size_t& pos) {
     c = (c << 6) | (b & 0x3F);
   }
   // Reject overlong forms and surrogates the way a strict decoder does.
-  if ((len == 3 && c < 0x800) || (len == 4 && (c < 0x10000 || c > 0x10FFFF)) ||
-      (c >= 0xD800 && c <= 0xDFFF)) {
+  if ((len == 3 && c < 0x800) || (len == 4 && (c < 0x10000 || c > 0x10FFFF)) || (c >= 0xD800 && c <= 0xDFFF)) {
     ++pos;
     return b0;
   }
@@ -78,8 +77,7 @@ std::string utf8_encode(std::u32string_view s) {
 }
 
 bool is_space(char32_t c) {
-  return std::binary_search(std::begin(detail::kSpaces), std::end(detail::kSpaces),
-                            static_cast<std::uint32_t>(c));
+  return std::binary_search(std::begin(detail::kSpaces), std::end(detail::kSpaces), static_cast<std::uint32_t>(c));
 }
 
 void append_lower(std::u32string& out, char32_t c) {

@@ -66,7 +66,7 @@ Tensor position_table(int64_t first, int64_t T, int64_t d) {
 // targets are ignored.)
 ValueId embed_block(Emitter& e, const std::string& table_name, ValueId tokens) {
   const int64_t V = e.cfg.vocab, d = e.cfg.d_model, B = e.g.shape(tokens)[0], T = e.g.shape(tokens)[1];
-  const ValueId table = e.g.param(table_name, {V, d});                                 // (V, d)
+  const ValueId table = e.g.param(table_name, {V, d}); // (V, d)
   const ValueId x = ops::scale(e.g, ops::embedding(e.g, table, tokens),
                                static_cast<float>(std::sqrt(static_cast<double>(d)))); // (B, T, d)
   ValueId pos;
@@ -74,9 +74,9 @@ ValueId embed_block(Emitter& e, const std::string& table_name, ValueId tokens) {
     const ValueId all = e.g.constant(position_table(e.cfg.pad_id + 1, e.step->capacity, d));
     pos = ops::reshape(e.g, ops::embedding(e.g, all, e.step->positions), {B, 1, d});
   } else {
-    pos = e.g.constant(position_table(e.cfg.pad_id + 1, T, d));                       // (T, d)
+    pos = e.g.constant(position_table(e.cfg.pad_id + 1, T, d)); // (T, d)
   }
-  return dropout(e, ops::add(e.g, x, pos), e.cfg.dropout);                             // (B, T, d)
+  return dropout(e, ops::add(e.g, x, pos), e.cfg.dropout); // (B, T, d)
 }
 
 ValueId head_projection(Emitter& e, const std::string& module, const std::string& proj, ValueId x) {
@@ -105,12 +105,13 @@ ValueId attend(Emitter& e, const std::string& module, ValueId q, ValueId k, Valu
     a.seed = e.opt.dropout_seed;
     a.rng_offset = e.take_rng(B * H * Tq * Tk); // one number per probability
   }
-  ops::AttentionResult r;                                                             // out (B, Tq, H, Dh)
+  ops::AttentionResult r; // out (B, Tq, H, Dh)
   if (e.opt.attention_backend == AttentionBackend::naive) {
     r.out = ops::attention_reference(g, q, k, v, a, e.opt.attention_probs ? &r.probs : nullptr);
   } else {
     a.emit_probs = e.opt.attention_probs;
-    a.kernel = e.opt.attention_backend == AttentionBackend::cudnn ? ops::AttentionKernel::cudnn : ops::AttentionKernel::pillars;
+    a.kernel = e.opt.attention_backend == AttentionBackend::cudnn ? ops::AttentionKernel::cudnn
+                                                                  : ops::AttentionKernel::pillars;
     r = ops::attention(g, q, k, v, a);
   }
 
@@ -125,8 +126,8 @@ ValueId attend(Emitter& e, const std::string& module, ValueId q, ValueId k, Valu
   e.sites.push_back(std::move(site));
 
   // (A method may gate the heads here, ξ_h·O_h: the head_gates pass of steps/head_gates.h.)
-  const ValueId o = ops::reshape(g, r.out, {B, Tq, HD});                               // (B, Tq, H·Dh)
-  return linear(e, o, module + ".out_proj", d, HD);                                   // (B, Tq, d)
+  const ValueId o = ops::reshape(g, r.out, {B, Tq, HD}); // (B, Tq, H·Dh)
+  return linear(e, o, module + ".out_proj", d, HD);      // (B, Tq, d)
 }
 
 // A cache leaf of the step graph, (rows, slots, H, Dh), recorded in e.step->caches.
@@ -144,10 +145,10 @@ ValueId self_attention(Emitter& e, const std::string& module, ValueId h, ValueId
   if (!e.step) return attention_block(e, module, h, h, /*causal=*/true, tgt_lengths, tgt_lengths);
   StepInputs& s = *e.step;
   const int64_t H = e.cfg.heads_of(module);
-  const ValueId q = head_projection(e, module, "q_proj", h);                          // (N, 1, H, Dh)
-  auto cached = [&](const char* cache, const char* proj) {                            // (N, T, H, Dh)
-    const ValueId old = ops::cache_gather(e.g, cache_leaf(e, module + cache, s.rows_before, s.capacity, H), s.row_origin,
-                                          s.positions);
+  const ValueId q = head_projection(e, module, "q_proj", h); // (N, 1, H, Dh)
+  auto cached = [&](const char* cache, const char* proj) {   // (N, T, H, Dh)
+    const ValueId old =
+        ops::cache_gather(e.g, cache_leaf(e, module + cache, s.rows_before, s.capacity, H), s.row_origin, s.positions);
     return ops::cache_write(e.g, old, head_projection(e, module, proj, h), s.positions);
   };
   const ValueId k = cached(".k_cache", "k_proj"), v = cached(".v_cache", "v_proj");
@@ -163,8 +164,9 @@ ValueId cross_attention(Emitter& e, const std::string& module, ValueId h, ValueI
   StepInputs& s = *e.step;
   const int64_t H = e.cfg.heads_of(module), N = e.g.shape(h)[0], k = s.rows_per_sentence, B = N / k;
   const ValueId q = ops::reshape(e.g, head_projection(e, module, "q_proj", h), {B, k, H, e.cfg.head_dim()});
-  auto cached = [&](const char* cache) {                                             // (B, Ts, H, Dh)
-    return ops::cache_gather(e.g, cache_leaf(e, module + cache, s.sentences_before, s.source_len, H), s.sentence_origin);
+  auto cached = [&](const char* cache) { // (B, Ts, H, Dh)
+    return ops::cache_gather(e.g, cache_leaf(e, module + cache, s.sentences_before, s.source_len, H),
+                             s.sentence_origin);
   };
   const ValueId kc = cached(".k_cache"), vc = cached(".v_cache");
   const ValueId out = attend(e, module, q, kc, vc, /*causal=*/false, s.src_lengths, kNoValue); // (B, k, d)
@@ -187,9 +189,8 @@ ValueId decoder_layer(Emitter& e, int64_t i, ValueId y, ValueId enc, ValueId src
   y = residual(e, p + ".self_attn_layer_norm", y,
                [&](ValueId h) { return self_attention(e, p + ".self_attn", h, tgt_lengths); });
   if (!e.cfg.decoder_only)
-    y = residual(e, p + ".encoder_attn_layer_norm", y, [&](ValueId h) {
-      return cross_attention(e, p + ".encoder_attn", h, enc, src_lengths, tgt_lengths);
-    });
+    y = residual(e, p + ".encoder_attn_layer_norm", y,
+                 [&](ValueId h) { return cross_attention(e, p + ".encoder_attn", h, enc, src_lengths, tgt_lengths); });
   return residual(e, p + ".final_layer_norm", y, [&](ValueId h) { return ffn_block(e, p, h); });
 }
 
@@ -205,10 +206,10 @@ ValueId attention_block(Emitter& e, const std::string& module, ValueId x_q, Valu
 
 ValueId ffn_block(Emitter& e, const std::string& layer, ValueId x) {
   const int64_t d = e.cfg.d_model, F = e.cfg.ffn;
-  ValueId h = linear(e, x, layer + ".fc1", F, d);                                      // (B, T, F)
+  ValueId h = linear(e, x, layer + ".fc1", F, d);                                        // (B, T, F)
   h = e.cfg.activation == ops::Activation::gelu ? ops::gelu(e.g, h) : ops::relu(e.g, h); // (B, T, F)
-  h = dropout(e, h, e.cfg.activation_dropout);                                         // (B, T, F)
-  return linear(e, h, layer + ".fc2", d, F);                                           // (B, T, d)
+  h = dropout(e, h, e.cfg.activation_dropout);                                           // (B, T, F)
+  return linear(e, h, layer + ".fc2", d, F);                                             // (B, T, d)
 }
 
 ValueId encoder(Emitter& e, ValueId src_tokens, ValueId src_lengths) {
@@ -228,7 +229,7 @@ ValueId decoder(Emitter& e, ValueId prev_tokens, ValueId enc, ValueId src_length
 // gradients).
 ValueId output_logits(Emitter& e, ValueId y) {
   const Shape s = e.g.shape(y);
-  const ValueId rows = ops::reshape(e.g, y, {s[0] * s[1], e.cfg.d_model});                        // (B·T, d)
+  const ValueId rows = ops::reshape(e.g, y, {s[0] * s[1], e.cfg.d_model});                               // (B·T, d)
   return ops::linear(e.g, rows, e.g.param(output_projection_name(e.cfg), {e.cfg.vocab, e.cfg.d_model})); // (B·T, V)
 }
 

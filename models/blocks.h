@@ -82,7 +82,8 @@ ValueId ffn_block(Emitter& e, const std::string& layer, ValueId x);
 
 // A residual sub-layer around `f`, x (B, T, d) → (B, T, d):
 //   post-norm  LN(x + dropout(f(x)))        pre-norm  x + dropout(f(LN(x)))
-template <class Fn> ValueId residual(Emitter& e, const std::string& norm, ValueId x, Fn f) {
+template <class Fn>
+ValueId residual(Emitter& e, const std::string& norm, ValueId x, Fn f) {
   const ValueId in = e.cfg.pre_norm ? layer_norm(e, x, norm) : x;
   const ValueId y = ops::add(e.g, x, dropout(e, f(in), e.cfg.dropout));
   return e.cfg.pre_norm ? y : layer_norm(e, y, norm);

@@ -54,12 +54,12 @@ DecoderStepGraph build_decoder_step_graph(const TransformerConfig& cfg, const De
   const DecoderStepShape& s = shape;
   const int64_t N = s.rows, k = s.rows_per_sentence;
   PILLARS_CHECK(N >= 1 && k >= 1 && N % k == 0 && s.rows_before >= N && s.capacity >= 1,
-                "build_decoder_step_graph: bad shape: rows ", N, ", rows before ", s.rows_before, ", rows per sentence ",
-                k, ", capacity ", s.capacity);
+                "build_decoder_step_graph: bad shape: rows ", N, ", rows before ", s.rows_before,
+                ", rows per sentence ", k, ", capacity ", s.capacity);
   const int64_t B = N / k;
-  PILLARS_CHECK(cfg.decoder_only || (s.sentences_before >= B && s.source_len >= 1),
-                "build_decoder_step_graph: ", B, " sentences need cross caches of at least as many rows (got ",
-                s.sentences_before, ") and a source length (got ", s.source_len, ")");
+  PILLARS_CHECK(cfg.decoder_only || (s.sentences_before >= B && s.source_len >= 1), "build_decoder_step_graph: ", B,
+                " sentences need cross caches of at least as many rows (got ", s.sentences_before,
+                ") and a source length (got ", s.source_len, ")");
   DecoderStepGraph m;
   m.shape = s;
   Graph& g = m.graph;
@@ -80,13 +80,14 @@ DecoderStepGraph build_decoder_step_graph(const TransformerConfig& cfg, const De
   std::vector<AttentionSite> sites;
   blocks::Emitter e{g, cfg, o, sites, &in};
   const ValueId y = blocks::decoder(e, m.tokens, kNoValue, m.src_lengths, kNoValue); // (N, 1, d)
-  m.log_probs = ops::log_softmax(g, blocks::output_logits(e, y));                   // (N, V)
+  m.log_probs = ops::log_softmax(g, blocks::output_logits(e, y));                    // (N, V)
   g.mark_output(m.log_probs);
   if (s.beam_candidates > 0) {
     m.row_scores = g.input("row_scores", {N}, DType::f32);
     m.eos_rule = g.input("eos_rule", {N}, DType::i32);
-    m.candidates = ops::beam_candidates(g, m.log_probs, m.row_scores, m.eos_rule,
-                                        {.beam = k, .candidates = s.beam_candidates, .pad = s.pad, .bos = s.bos, .eos = s.eos});
+    m.candidates =
+        ops::beam_candidates(g, m.log_probs, m.row_scores, m.eos_rule,
+                             {.beam = k, .candidates = s.beam_candidates, .pad = s.pad, .bos = s.bos, .eos = s.eos});
     g.mark_output(m.candidates.scores);
     g.mark_output(m.candidates.index);
   }

@@ -55,10 +55,10 @@ struct DecoderStepShape {
 struct DecoderStepGraph {
   Graph graph;
   ValueId tokens = kNoValue, positions = kNoValue, self_lengths = kNoValue, row_origin = kNoValue;
-  ValueId src_lengths = kNoValue, sentence_origin = kNoValue;    // seq2seq only
-  ValueId row_scores = kNoValue, eos_rule = kNoValue;            // beam head only
-  ValueId log_probs = kNoValue;                                  // (N, V), an output
-  ops::BeamCandidates candidates;                                // (B, n) each, outputs (beam head only)
+  ValueId src_lengths = kNoValue, sentence_origin = kNoValue; // seq2seq only
+  ValueId row_scores = kNoValue, eos_rule = kNoValue;         // beam head only
+  ValueId log_probs = kNoValue;                               // (N, V), an output
+  ops::BeamCandidates candidates;                             // (B, n) each, outputs (beam head only)
   // The cache inputs in layer order (self k, self v [, cross k, cross v] per layer), by name.
   std::vector<std::string> cache_names;
   std::vector<ValueId> cache_leaves;

@@ -1,4 +1,4 @@
-// Parameter initialisation: see init.h.
+// Parameter initialization: see init.h.
 #include "models/init.h"
 
 #include <cmath>

@@ -1,13 +1,13 @@
-// Parameter initialisation: seeded, deterministic, the same on every machine.
+// Parameter initialization: seeded, deterministic, the same on every machine.
 //
-// A model lists its parameters as ParamSpecs (name, shape, how to initialise); init_parameters
+// A model lists its parameters as ParamSpecs (name, shape, how to initialize); init_parameters
 // creates each one in a ParamStore and fills it. The random numbers of a parameter come from its
 // own stream, seeded by (run seed, parameter name): a parameter's initial value never depends on
 // which other parameters exist or in which order they are created, so adding a module to a model
 // leaves the others' starting points untouched.
 //
 // The generator is SplitMix64 (base/splitmix64.h): uniform draws are the top 53 bits of a draw,
-// normal ones Box–Muller on two uniforms (one draw pair per value: simple, and initialisation is
+// normal ones Box–Muller on two uniforms (one draw pair per value: simple, and initialization is
 // not on any hot path), so any reader can reproduce our initial weights in any language.
 #pragma once
 #include <cstdint>
@@ -37,15 +37,15 @@ struct ParamSpec {
   std::string name;
   Shape shape;
   Init init = Init::zeros;
-  double gain = 1.0;         // xavier_uniform
-  int64_t padding_row = -1;  // embedding: the row kept at zero (the pad token), −1 for none
+  double gain = 1.0;        // xavier_uniform
+  int64_t padding_row = -1; // embedding: the row kept at zero (the pad token), −1 for none
 };
 
 // Fill an existing f32 tensor.
 void xavier_uniform(Tensor& w, double gain, SplitMix64& rng); // w (fan_out, fan_in)
 void normal(Tensor& w, double mean, double std, SplitMix64& rng);
 
-// Creates every parameter of `specs` in `store` (names must be new) and initialises it.
+// Creates every parameter of `specs` in `store` (names must be new) and initializes it.
 void init_parameters(const std::vector<ParamSpec>& specs, ParamStore& store, uint64_t seed);
 
 } // namespace pillars::init

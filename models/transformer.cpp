@@ -40,10 +40,12 @@ const std::vector<std::pair<std::string, TransformerConfig>>& named_configs() {
     add("small", [](TransformerConfig& c) { // the CPU default: Multi30k-sized translation in minutes on two cores
       c.d_model = 256, c.ffn = 1024, c.enc_layers = 3, c.dec_layers = 3, c.heads = 4, c.dropout = 0.1f;
     });
-    add("bench", [](TransformerConfig& c) { c.d_model = 256, c.ffn = 1024, c.enc_layers = 3, c.dec_layers = 3, c.dropout = 0.1f; });
+    add("bench", [](TransformerConfig& c) {
+      c.d_model = 256, c.ffn = 1024, c.enc_layers = 3, c.dec_layers = 3, c.dropout = 0.1f;
+    });
     add("base", [](TransformerConfig&) {});
     add("lite1", [](TransformerConfig& c) { c.enc_layers = 4, c.dec_layers = 4; }); // Transformer-Lite1: fewer layers
-    add("lite2", [](TransformerConfig& c) { c.d_model = 424, c.ffn = 1696; });      // Transformer-Lite2: narrower (Dh = 53)
+    add("lite2", [](TransformerConfig& c) { c.d_model = 424, c.ffn = 1696; }); // Transformer-Lite2: narrower (Dh = 53)
     add("lm-small", [](TransformerConfig& c) {
       c.decoder_only = true, c.enc_layers = 0;
       c.d_model = 256, c.ffn = 1024, c.heads = 4, c.dec_layers = 4, c.dropout = 0.1f;
@@ -74,7 +76,6 @@ std::vector<std::string> transformer_config_names() {
   return names;
 }
 
-
 // ---- parameters ---------------------------------------------------------------------------------
 
 namespace {
@@ -96,7 +97,7 @@ std::string encoder_embedding_name(const TransformerConfig&) { return kEncoderTa
 std::string decoder_embedding_name(const TransformerConfig& c) { return decoder_table(c); }
 std::string output_projection_name(const TransformerConfig& c) { return output_matrix(c); }
 
-// fairseq's initialisation (fairseq/models/transformer, fairseq/modules/multihead_attention.py):
+// fairseq's initialization (fairseq/models/transformer, fairseq/modules/multihead_attention.py):
 //   token tables             N(0, d^-1/2 std), pad row 0         (Embedding())
 //   q/k/v_proj.weight        xavier_uniform, gain 1/√2           (MultiheadAttention, qkv_same_dim)
 //   out_proj, fc1, fc2       xavier_uniform, gain 1              (the transformer's Linear())
@@ -210,7 +211,8 @@ Tensor sinusoidal_positions(int64_t first, int64_t T, int64_t d) {
 Seq2SeqGraph build_seq2seq_training_graph(const TransformerConfig& cfg, int64_t B, int64_t Ts, int64_t Tt,
                                           const GraphOptions& options) {
   cfg.validate();
-  PILLARS_CHECK(!cfg.decoder_only, "build_seq2seq_training_graph: the config is decoder-only (use build_lm_training_graph)");
+  PILLARS_CHECK(!cfg.decoder_only,
+                "build_seq2seq_training_graph: the config is decoder-only (use build_lm_training_graph)");
   PILLARS_CHECK(B > 0 && Ts > 0 && Tt > 0, "build_seq2seq_training_graph: bad batch shape B=", B, " Ts=", Ts,
                 " Tt=", Tt);
   Seq2SeqGraph m;
@@ -223,10 +225,10 @@ Seq2SeqGraph build_seq2seq_training_graph(const TransformerConfig& cfg, int64_t 
   if (options.target_lengths) m.tgt_lengths = g.input("tgt_lengths", {B}, DType::i32);
 
   blocks::Emitter e{g, cfg, options, m.attention};
-  m.encoder_out = blocks::encoder(e, m.src_tokens, m.src_lengths);                                    // (B, Ts, d)
+  m.encoder_out = blocks::encoder(e, m.src_tokens, m.src_lengths);                                         // (B, Ts, d)
   const ValueId y = blocks::decoder(e, m.prev_output_tokens, m.encoder_out, m.src_lengths, m.tgt_lengths); // (B, Tt, d)
-  m.logits = blocks::output_logits(e, y);                                                     // (B·Tt, V)
-  m.loss = ops::cross_entropy(g, m.logits, m.target, options.label_smoothing, cfg.pad_id);    // scalar
+  m.logits = blocks::output_logits(e, y);                                                                  // (B·Tt, V)
+  m.loss = ops::cross_entropy(g, m.logits, m.target, options.label_smoothing, cfg.pad_id);                 // scalar
   // Only the loss is kept after a run by default: the logits are the largest activation of a
   // step, and the cross-entropy gradient is written over them. Mark them to read them afterwards.
   g.mark_output(m.loss);
@@ -247,9 +249,9 @@ LmGraph build_lm_training_graph(const TransformerConfig& cfg, int64_t B, int64_t
   // Causal self-attention alone keeps right padding out of every real position's view
   // (tgt_lengths, when declared, masks padded keys too: it changes no real row and tells GHT
   // which positions are real).
-  const ValueId y = blocks::decoder(e, m.tokens, kNoValue, kNoValue, m.tgt_lengths);         // (B, T, d)
-  m.logits = blocks::output_logits(e, y);                                                     // (B·T, V)
-  m.loss = ops::cross_entropy(g, m.logits, m.target, options.label_smoothing, cfg.pad_id);    // scalar
+  const ValueId y = blocks::decoder(e, m.tokens, kNoValue, kNoValue, m.tgt_lengths);       // (B, T, d)
+  m.logits = blocks::output_logits(e, y);                                                  // (B·T, V)
+  m.loss = ops::cross_entropy(g, m.logits, m.target, options.label_smoothing, cfg.pad_id); // scalar
   g.mark_output(m.loss);
   return m;
 }

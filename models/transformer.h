@@ -1,5 +1,5 @@
 // The encoder-decoder transformer (Vaswani et al. 2017) as fairseq's `transformer` architecture
-// builds it: what the GHT paper trains for translation and summarisation.
+// builds it: what the GHT paper trains for translation and summarization.
 //
 //   TransformerConfig cfg = transformer_config("base");        // or fill the fields yourself
 //   cfg.vocab = dictionary.size();
@@ -31,7 +31,6 @@
 
 namespace pillars {
 
-
 // Named configurations (the experiment file refers to them by name; vocab is a placeholder the
 // dataset's dictionary overrides):
 //   "tiny"   2+2 layers, d 16, 2 heads, FFN 32, vocab 32, all dropouts 0.1   (tests)
@@ -57,9 +56,9 @@ std::string output_projection_name(const TransformerConfig& cfg);
 // "decoder.layers.0.self_attn", "decoder.layers.0.encoder_attn", ...): 18 for a 6+6 model.
 std::vector<std::string> attention_modules(const TransformerConfig& cfg);
 
-// Every parameter of the model, with its shape and fairseq's initialisation, in creation order.
+// Every parameter of the model, with its shape and fairseq's initialization, in creation order.
 std::vector<init::ParamSpec> transformer_parameters(const TransformerConfig& cfg);
-// Creates and initialises all of them in `store` (seeded, deterministic: models/init.h).
+// Creates and initializes all of them in `store` (seeded, deterministic: models/init.h).
 void init_transformer_params(const TransformerConfig& cfg, ParamStore& store, uint64_t seed);
 
 // Number of parameter elements. include_embeddings=false leaves out the token tables and an untied
@@ -76,29 +75,30 @@ int64_t count_parameters(const ParamStore& store, bool include_embeddings, bool 
 // V and O cost nothing extra (they are values the forward computes anyway); A exists only when
 // GraphOptions::attention_probs asked the attention nodes to emit it.
 struct AttentionSite {
-  std::string module;             // "encoder.layers.0.self_attn", "decoder.layers.1.encoder_attn", ...
+  std::string module; // "encoder.layers.0.self_attn", "decoder.layers.1.encoder_attn", ...
   int64_t heads = 0, head_dim = 0;
-  ValueId q = kNoValue;           // (B, Tq, H, Dh) per-head queries
-  ValueId k = kNoValue;           // (B, Tk, H, Dh) per-head keys
-  ValueId v = kNoValue;           // (B, Tk, H, Dh) per-head values: GHT's "V"
-  ValueId out = kNoValue;         // (B, Tq, H, Dh) A·V per head, before out_proj: GHT's "O"
-  ValueId probs = kNoValue;       // (B, H, Tq, Tk) softmax probabilities before dropout: GHT's "A"
-  ValueId gate = kNoValue;        // (H) the head gates ξ, when the head_gates pass gated the module
+  ValueId q = kNoValue;             // (B, Tq, H, Dh) per-head queries
+  ValueId k = kNoValue;             // (B, Tk, H, Dh) per-head keys
+  ValueId v = kNoValue;             // (B, Tk, H, Dh) per-head values: GHT's "V"
+  ValueId out = kNoValue;           // (B, Tq, H, Dh) A·V per head, before out_proj: GHT's "O"
+  ValueId probs = kNoValue;         // (B, H, Tq, Tk) softmax probabilities before dropout: GHT's "A"
+  ValueId gate = kNoValue;          // (H) the head gates ξ, when the head_gates pass gated the module
   ValueId query_lengths = kNoValue; // i32 (B): valid query rows (src_lengths, or tgt_lengths if declared)
   ValueId key_lengths = kNoValue;   // i32 (B): valid key rows (src_lengths, or tgt_lengths if declared)
-  bool causal = false;            // decoder self-attention: query i sees keys j <= i
-  int node = -1;                  // index of the fused attention node in graph.nodes(); -1 when the
-                                  // module is composed of simple ops (AttentionBackend::naive)
+  bool causal = false;              // decoder self-attention: query i sees keys j <= i
+  int node = -1;                    // index of the fused attention node in graph.nodes(); -1 when the
+                                    // module is composed of simple ops (AttentionBackend::naive)
 };
 
 // How the attention modules of a graph compute (the experiment's train.attention_backend):
 //   pillars  one fused attention node per module, run by our kernels (CPU or GPU)
 //   cudnn    the same fused node, run by cuDNN's fused attention on the GPU (the reference backend)
 //   naive    composed of simple ops (ops::attention_reference): Q Kᵀ, mask, softmax, dropout, · V,
-//            materialising the (B, H, Tq, Tk) scores; slower, but every step is a plain op
+//            materializing the (B, H, Tq, Tk) scores; slower, but every step is a plain op
 enum class AttentionBackend : uint8_t { pillars, cudnn, naive };
 constexpr auto enum_table(AttentionBackend) {
-  return enum_words<AttentionBackend>({{AttentionBackend::pillars, "pillars"}, {AttentionBackend::cudnn, "cudnn"}, {AttentionBackend::naive, "naive"}});
+  return enum_words<AttentionBackend>(
+      {{AttentionBackend::pillars, "pillars"}, {AttentionBackend::cudnn, "cudnn"}, {AttentionBackend::naive, "naive"}});
 }
 
 // How a model's graph is built, for the encoder-decoder and the language model alike: the loss,
@@ -119,10 +119,10 @@ struct Seq2SeqGraph {
   // "prev_output_tokens" i32 (B, Tt), "target" i32 (B·Tt); "tgt_lengths" i32 (B) only if requested.
   ValueId src_tokens = kNoValue, src_lengths = kNoValue, prev_output_tokens = kNoValue, target = kNoValue,
           tgt_lengths = kNoValue;
-  ValueId encoder_out = kNoValue; // (B, Ts, d)
-  ValueId logits = kNoValue;      // (B·Tt, V) (rows of padded target positions are computed but meaningless);
-                                  // not kept after a run unless graph.mark_output(logits) is called
-  ValueId loss = kNoValue;        // scalar: label-smoothed cross-entropy, mean over non-pad targets
+  ValueId encoder_out = kNoValue;       // (B, Ts, d)
+  ValueId logits = kNoValue;            // (B·Tt, V) (rows of padded target positions are computed but meaningless);
+                                        // not kept after a run unless graph.mark_output(logits) is called
+  ValueId loss = kNoValue;              // scalar: label-smoothed cross-entropy, mean over non-pad targets
   std::vector<AttentionSite> attention; // every attention module, in graph order
   int64_t B = 0, Ts = 0, Tt = 0;
 };

@@ -25,21 +25,28 @@ struct Metric {
 
 // The metrics, in the order they are shown (docs/METHOD.md §7 and the GCT loss terms).
 const Metric kMetrics[] = {
-    {"orthogonality", "inter-head orthogonality Σ|QᵢᵀQⱼ|, as defined (grows with batch and length); high = low diversity"},
-    {"orthogonality_norm", "inter-head orthogonality, normalised by the norms; high = low diversity"},
+    {"orthogonality",
+     "inter-head orthogonality Σ|QᵢᵀQⱼ|, as defined (grows with batch and length); high = low diversity"},
+    {"orthogonality_norm", "inter-head orthogonality, normalized by the norms; high = low diversity"},
     {"context_nonorth", "context-vector non-orthogonality ‖CᵢᵀCⱼ‖_F, as defined; high = low diversity"},
-    {"context_nonorth_norm", "context-vector non-orthogonality, normalised; high = low diversity"},
+    {"context_nonorth_norm", "context-vector non-orthogonality, normalized; high = low diversity"},
     {"output_dissimilarity", "output dissimilarity −mean cos(oᵢ, oⱼ); high = diverse"},
     {"attention_variance_mean", "intra-head attention diversity: variance of the attention weights, mean over heads"},
     {"dunn", "Dunn index of the HUDS clustering: high = compact, well separated groups"},
-    {"silhouette", "Silhouette coefficient of the HUDS clustering (−1 … 1), standard (a head alone in its group scores 0): high = compact, well separated groups"},
-    {"silhouette_ght", "Silhouette as the paper's Fig. 2 script computes it (a divided by the group size, a head alone scores 1): high = compact, well separated groups"},
-    {"homogenisation", "GCT homogenisation term: heads against their group centre (docs/METHOD.md §4)"},
-    {"diversification", "GCT diversification term: group centres against each other (docs/METHOD.md §4)"},
+    {"silhouette",
+     "Silhouette coefficient of the HUDS clustering (−1 … 1), standard (a head alone in its group scores 0): high = "
+     "compact, well separated groups"},
+    {"silhouette_ght",
+     "Silhouette as the paper's Fig. 2 script computes it (a divided by the group size, a head alone scores 1): high = "
+     "compact, well separated groups"},
+    {"homogenization", "GCT homogenization term: heads against their group center (docs/METHOD.md §4)"},
+    {"diversification", "GCT diversification term: group centers against each other (docs/METHOD.md §4)"},
 };
 
 // The update of a head_metrics line (its position in the file when it has none).
-double update_of(const json& line, size_t index) { return number_at(line, "update").value_or(static_cast<double>(index)); }
+double update_of(const json& line, size_t index) {
+  return number_at(line, "update").value_or(static_cast<double>(index));
+}
 
 // The modules of the run's head_metrics lines, in order of first appearance.
 std::vector<std::string> module_names(const RunData& r) {
@@ -52,11 +59,12 @@ std::vector<std::string> module_names(const RunData& r) {
   return names;
 }
 
-// One more than the largest "layers.N" index among the module names (for the module colours).
+// One more than the largest "layers.N" index among the module names (for the module colors).
 int layer_count(const std::vector<std::string>& modules) {
   int layers = 1;
   for (const std::string& m : modules)
-    if (const size_t at = m.find("layers."); at != std::string::npos) layers = std::max(layers, std::atoi(m.c_str() + at + 7) + 1);
+    if (const size_t at = m.find("layers."); at != std::string::npos)
+      layers = std::max(layers, std::atoi(m.c_str() + at + 7) + 1);
   return layers;
 }
 
@@ -105,17 +113,18 @@ std::string run_metric_charts(const RunData& r, size_t run_index) {
   const int layers = layer_count(modules);
   std::string s = "<ul class=\"swatches\">";
   for (const std::string& m : modules)
-    s += "<li><span class=\"sw\" style=\"background:" + svg::module_colour(m, layers) + "\"></span>" + html::escape(m) + "</li>";
+    s += "<li><span class=\"sw\" style=\"background:" + svg::module_color(m, layers) + "\"></span>" + html::escape(m) +
+         "</li>";
   s += "</ul>\n<div class=\"charts small\">\n";
   std::vector<std::string> missing;
   for (const Metric& metric : kMetrics) {
     svg::LineChart c;
     c.title = metric.key, c.x_label = "update", c.y_label = metric.key;
     c.width = 360, c.height = 220, c.legend = false;
-    c.markers = phase_markers(r, run_colour(run_index), "");
+    c.markers = phase_markers(r, run_color(run_index), "");
     bool any = false;
     for (const std::string& module : modules) {
-      svg::Series series{module, svg::module_colour(module, layers), {}, {}};
+      svg::Series series{module, svg::module_color(module, layers), {}, {}};
       for (size_t i = 0; i < r.head_metrics.size(); ++i)
         if (const json* m = find_module(r.head_metrics[i], module)) {
           const std::optional<double> v = number_at(*m, metric.key);
@@ -140,9 +149,10 @@ std::string run_metric_charts(const RunData& r, size_t run_index) {
   return s;
 }
 
-// The colour range of a module's two matrices: [min, max], or symmetric around 0 (diverging) when
+// The color range of a module's two matrices: [min, max], or symmetric around 0 (diverging) when
 // the values have both signs.
-void colour_range(const std::vector<std::vector<double>>& a, const std::vector<std::vector<double>>& b, svg::Heatmap& h) {
+void color_range(const std::vector<std::vector<double>>& a, const std::vector<std::vector<double>>& b,
+                 svg::Heatmap& h) {
   double lo = std::numeric_limits<double>::infinity(), hi = -lo;
   for (const auto* m : {&a, &b})
     for (const auto& row : *m)
@@ -165,7 +175,8 @@ std::string similarity_map(const json& line, size_t index, const json& module, c
   if (const auto e = number_at(line, "epoch")) h.title += ", epoch " + html::number(*e);
   const bool renumbered = !kept.empty() && kept.size() == h.values.size() && number_at(module, "heads") &&
                           static_cast<size_t>(*number_at(module, "heads")) == kept.size();
-  for (size_t i = 0; i < h.values.size(); ++i) h.labels.push_back(svg::head_label(renumbered ? kept[i] : static_cast<int64_t>(i)));
+  for (size_t i = 0; i < h.values.size(); ++i)
+    h.labels.push_back(svg::head_label(renumbered ? kept[i] : static_cast<int64_t>(i)));
   return svg::heatmap(h);
 }
 
@@ -178,7 +189,7 @@ std::string run_similarity(const RunData& r) {
                   (number_at(first, "groups") ? html::number(*number_at(first, "groups")) : std::string("?")) +
                   " HUDS groups. Left: the first measurement; right: the last" +
                   (r.head_metrics.size() == 1 ? std::string(" (the same: only one measurement)") : std::string()) +
-                  ". Coloured chips next to the head labels are the HUDS group labels.</p>\n";
+                  ". Colored chips next to the head labels are the HUDS group labels.</p>\n";
   s += "<div class=\"modules\">\n";
   for (const std::string& module : module_names(r)) {
     const json* a = find_module(first, module);
@@ -187,8 +198,9 @@ std::string run_similarity(const RunData& r) {
     const auto ma = a ? matrix_at(*a, "similarity") : std::vector<std::vector<double>>{};
     const auto mb = b ? matrix_at(*b, "similarity") : std::vector<std::vector<double>>{};
     svg::Heatmap range;
-    colour_range(ma, mb, range);
-    s += ma.empty() ? not_available("similarity at the first measurement") : similarity_map(first, 0, *a, {}, "first", range);
+    color_range(ma, mb, range);
+    s += ma.empty() ? not_available("similarity at the first measurement")
+                    : similarity_map(first, 0, *a, {}, "first", range);
     s += mb.empty() ? not_available("similarity at the last measurement")
                     : similarity_map(last, last_index, *b, kept_heads(r, module), "last", range);
     s += "</div></div>\n";
@@ -199,9 +211,10 @@ std::string run_similarity(const RunData& r) {
 } // namespace
 
 std::string head_metrics_section(const std::vector<RunData>& runs) {
-  std::string s = "<section id=\"head-metrics\"><h2>Head metrics</h2>\n<p class=\"note\">Per attention module, measured on a "
-                  "held-out batch (head_metrics.jsonl). A y axis marked “log” is logarithmic (the values span more than "
-                  "two decades).</p>\n";
+  std::string s =
+      "<section id=\"head-metrics\"><h2>Head metrics</h2>\n<p class=\"note\">Per attention module, measured on a "
+      "held-out batch (head_metrics.jsonl). A y axis marked “log” is logarithmic (the values span more than "
+      "two decades).</p>\n";
   for (size_t i = 0; i < runs.size(); ++i) {
     s += "<h3>" + html::escape(runs[i].name) + "</h3>\n";
     s += runs[i].head_metrics.empty() ? not_available("head_metrics.jsonl", "the run measured no head metrics")
@@ -211,9 +224,10 @@ std::string head_metrics_section(const std::vector<RunData>& runs) {
 }
 
 std::string similarity_section(const std::vector<RunData>& runs) {
-  std::string s = "<section id=\"similarity\"><h2>Head similarity (HUDS)</h2>\n<p class=\"note\">The similarity matrices "
-                  "HUDS clusters, before and after group-constrained training; heads of one group should form "
-                  "blocks of high similarity after GCT. After pruning, heads keep their original numbers.</p>\n";
+  std::string s =
+      "<section id=\"similarity\"><h2>Head similarity (HUDS)</h2>\n<p class=\"note\">The similarity matrices "
+      "HUDS clusters, before and after group-constrained training; heads of one group should form "
+      "blocks of high similarity after GCT. After pruning, heads keep their original numbers.</p>\n";
   for (const RunData& r : runs) {
     s += "<h3>" + html::escape(r.name) + "</h3>\n";
     s += r.head_metrics.empty() ? not_available("head similarity", "no head_metrics.jsonl") : run_similarity(r);

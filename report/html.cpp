@@ -17,10 +17,14 @@ size_t utf8_sequence_length(std::string_view s, size_t i) {
   if (c < 0x80) return 1;
   size_t n = 0;
   unsigned min = 0, cp = 0;
-  if ((c & 0xE0) == 0xC0) n = 2, min = 0x80, cp = c & 0x1F;
-  else if ((c & 0xF0) == 0xE0) n = 3, min = 0x800, cp = c & 0x0F;
-  else if ((c & 0xF8) == 0xF0) n = 4, min = 0x10000, cp = c & 0x07;
-  else return 0;
+  if ((c & 0xE0) == 0xC0)
+    n = 2, min = 0x80, cp = c & 0x1F;
+  else if ((c & 0xF0) == 0xE0)
+    n = 3, min = 0x800, cp = c & 0x0F;
+  else if ((c & 0xF8) == 0xF0)
+    n = 4, min = 0x10000, cp = c & 0x07;
+  else
+    return 0;
   if (i + n > s.size()) return 0;
   for (size_t k = 1; k < n; ++k) {
     if ((byte(i + k) & 0xC0) != 0x80) return 0;
@@ -31,7 +35,8 @@ size_t utf8_sequence_length(std::string_view s, size_t i) {
 }
 
 // printf into a std::string.
-template <class... A> std::string format(const char* fmt, A... args) {
+template <class... A>
+std::string format(const char* fmt, A... args) {
   char buf[64];
   std::snprintf(buf, sizeof buf, fmt, args...);
   return buf;
@@ -56,14 +61,26 @@ std::string escape(std::string_view text) {
       continue;
     }
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
       default:
-        if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7F) out += "\xEF\xBF\xBD";
-        else out += static_cast<char>(c);
+        if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7F)
+          out += "\xEF\xBF\xBD";
+        else
+          out += static_cast<char>(c);
     }
     ++i;
   }

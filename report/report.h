@@ -7,7 +7,7 @@
 //               overlaid, training phases ("phase" in log.jsonl) as dashed vertical lines
 //   head        per run, one small chart per head-diversity metric with a line per attention module
 //   similarity  per run and module, the HUDS similarity matrix at the first and the last
-//               measurement, heads labelled with their HUDS groups
+//               measurement, heads labeled with their HUDS groups
 //   v2s         per run, the Voting-to-Stay votes and groups, the heads kept, and the pruning summary
 //   study       with --study: a study's comparison with its statistics, the metric against head
 //               compactness (the paper's Fig. 2) and compactness against updates (Fig. 4)
@@ -26,7 +26,7 @@
 namespace pillars::report {
 
 struct ReportOptions {
-  std::string title; // "" = "Pillars report: <run names>"
+  std::string title;    // "" = "Pillars report: <run names>"
   nlohmann::json study; // a study's table.json (`pillars study --table`), or null: no study section
 };
 

@@ -62,10 +62,13 @@ std::vector<json> read_lines(const fs::path& path, std::vector<std::string>& not
   while (std::getline(in, line)) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     json j = json::parse(line, nullptr, false);
-    if (j.is_object()) out.push_back(std::move(j));
-    else ++bad;
+    if (j.is_object())
+      out.push_back(std::move(j));
+    else
+      ++bad;
   }
-  if (bad) notes.push_back(path.filename().string() + ": " + std::to_string(bad) + " line(s) not JSON objects, skipped");
+  if (bad)
+    notes.push_back(path.filename().string() + ": " + std::to_string(bad) + " line(s) not JSON objects, skipped");
   return out;
 }
 
@@ -77,7 +80,8 @@ std::string path_tail(const std::string& dir, size_t k) {
     if (!s.empty() && s != "/" && s != ".") parts.push_back(s);
   }
   std::string out;
-  for (size_t i = parts.size() > k ? parts.size() - k : 0; i < parts.size(); ++i) out += (out.empty() ? "" : "/") + parts[i];
+  for (size_t i = parts.size() > k ? parts.size() - k : 0; i < parts.size(); ++i)
+    out += (out.empty() ? "" : "/") + parts[i];
   return out.empty() ? dir : out;
 }
 
@@ -140,7 +144,8 @@ double flops_per_token(const TransformerConfig& cfg) {
   if (cfg.decoder_only)
     return count_flops(build_lm_training_graph(cfg, kFlopsBatch, kFlopsLength, options).graph).total() /
            (kFlopsBatch * kFlopsLength);
-  return count_flops(build_seq2seq_training_graph(cfg, kFlopsBatch, kFlopsLength, kFlopsLength, options).graph).total() /
+  return count_flops(build_seq2seq_training_graph(cfg, kFlopsBatch, kFlopsLength, kFlopsLength, options).graph)
+             .total() /
          (kFlopsBatch * kFlopsLength);
 }
 
@@ -213,7 +218,8 @@ RunData load_run(const std::string& dir_name, const std::string& split, bool mod
   for (json& line : r.log) ght::read_legacy_keys(line);
   read_log(r);
   for (json& line : read_lines(dir / "head_metrics.jsonl", r.notes))
-    if (string_at(line, "type", "head_metrics") == "head_metrics" && line.contains("modules") && line["modules"].is_array()) {
+    if (string_at(line, "type", "head_metrics") == "head_metrics" && line.contains("modules") &&
+        line["modules"].is_array()) {
       for (json& m : line["modules"]) {
         ght::read_legacy_keys(m);
         if (m.is_object()) m.erase("pairs");

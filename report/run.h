@@ -45,18 +45,18 @@ extern const char* const kFlopsMethod;
 constexpr int kFlopsBatch = 1, kFlopsLength = 32;
 
 struct RunData {
-  std::string dir;    // as given on the command line
-  std::string name;   // a short name for legends and tables (the directory's name, made unique)
-  nlohmann::json config;                  // config.json, or null
-  std::vector<nlohmann::json> log;        // the log.jsonl lines that parsed (objects only)
-  std::vector<Point> train_loss;          // "train" lines
+  std::string dir;                 // as given on the command line
+  std::string name;                // a short name for legends and tables (the directory's name, made unique)
+  nlohmann::json config;           // config.json, or null
+  std::vector<nlohmann::json> log; // the log.jsonl lines that parsed (objects only)
+  std::vector<Point> train_loss;   // "train" lines
   std::vector<Point> valid_loss, valid_ppl, valid_bleu, valid_rouge; // "valid" lines
-  std::vector<PhaseStart> phases;         // in log order
-  std::vector<nlohmann::json> head_metrics; // head_metrics.jsonl lines of type "head_metrics"
-  nlohmann::json votes, prune, eval;        // votes.json, prune.json, eval_<split>.json, or null
-  std::string eval_file;                    // the eval file's name ("" when none)
+  std::vector<PhaseStart> phases;                                    // in log order
+  std::vector<nlohmann::json> head_metrics;                          // head_metrics.jsonl lines of type "head_metrics"
+  nlohmann::json votes, prune, eval; // votes.json, prune.json, eval_<split>.json, or null
+  std::string eval_file;             // the eval file's name ("" when none)
   ModelStats model;
-  std::vector<std::string> notes;           // problems met while reading (shown in the report)
+  std::vector<std::string> notes; // problems met while reading (shown in the report)
 };
 
 // Reads the run directory `dir`. `split` names the evaluation file (eval_<split>.json); "" means

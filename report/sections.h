@@ -9,14 +9,14 @@
 
 namespace pillars::report {
 
-// The colour of the i-th run in every chart and table.
-std::string run_colour(size_t i);
+// The color of the i-th run in every chart and table.
+std::string run_color(size_t i);
 
 // A paragraph saying that something is not available, and why (both escaped).
 std::string not_available(const std::string& what, const std::string& why = "");
 
-// The phase starts of a run as chart markers (labelled "<prefix>phase").
-std::vector<svg::Marker> phase_markers(const RunData& run, const std::string& colour, const std::string& prefix);
+// The phase starts of a run as chart markers (labeled "<prefix>phase").
+std::vector<svg::Marker> phase_markers(const RunData& run, const std::string& color, const std::string& prefix);
 
 // report.cpp: the table comparing the runs, and the training/validation curves.
 std::string runs_section(const std::vector<RunData>& runs);

@@ -5,9 +5,9 @@
 //                    with the paired t-test and the sign test, and each seed's paired-bootstrap
 //                    interval
 //   Fig. 2           the paper's figure: the test metric against the heads' compactness
-//                    (Silhouette and homogenisation at the last measurement before pruning), one
-//                    dot per run, a colour per system
-//   Fig. 4           homogenisation and diversification against updates, one line per run
+//                    (Silhouette and homogenization at the last measurement before pruning), one
+//                    dot per run, a color per system
+//   Fig. 4           homogenization and diversification against updates, one line per run
 //   validation       the validation metric against updates, one line per run (has it levelled off?)
 #include <cmath>
 
@@ -39,17 +39,21 @@ std::string comparison_tables(const json& t) {
       const int dec = metric == "loss" ? 4 : metric == "sentences_per_second" ? 1 : 2;
       s += "<h3>" + html::escape(sp["split"].get<std::string>()) + ": " + html::escape(metric) +
            (m["higher_is_better"].get<bool>() ? " (higher is better)" : " (lower is better)") + "</h3>\n";
-      s += "<div class=\"wide\"><table class=\"runs\"><tr><th>system</th><th class=\"num\">seeds</th><th class=\"num\">mean ± sd</th>"
+      s += "<div class=\"wide\"><table class=\"runs\"><tr><th>system</th><th class=\"num\">seeds</th><th "
+           "class=\"num\">mean ± sd</th>"
            "<th class=\"num\">Δ mean</th><th class=\"num\">t-test p</th><th class=\"num\">sign test</th>"
            "<th>per seed: Δ [95 % interval] p (paired bootstrap)</th></tr>\n";
       size_t i = 0;
       for (const json& row : m["systems"]) {
         const size_t n = row["values"].size();
-        s += "<tr><td class=\"run\"><span class=\"sw\" style=\"display:inline-block;width:10px;height:10px;background:" + run_colour(i++) +
-             "\"></span> " + html::escape(row["system"].get<std::string>()) + "</td><td class=\"num\">" + std::to_string(n) +
-             "</td><td class=\"num\">" +
-             (n ? html::fixed(row["mean"].get<double>(), dec) + (n > 1 ? " ± " + html::fixed(row["sd"].get<double>(), dec) : "") : "n/a") +
-             "</td>";
+        s +=
+            "<tr><td class=\"run\"><span class=\"sw\" style=\"display:inline-block;width:10px;height:10px;background:" +
+            run_color(i++) + "\"></span> " + html::escape(row["system"].get<std::string>()) +
+            "</td><td class=\"num\">" + std::to_string(n) + "</td><td class=\"num\">" +
+            (n ? html::fixed(row["mean"].get<double>(), dec) +
+                     (n > 1 ? " ± " + html::fixed(row["sd"].get<double>(), dec) : "")
+               : "n/a") +
+            "</td>";
         if (!row.contains("vs_baseline")) {
           s += "<td colspan=\"4\">baseline</td></tr>\n";
           continue;
@@ -61,9 +65,10 @@ std::string comparison_tables(const json& t) {
           boot += (boot.empty() ? "" : "; ") + std::string("s") + std::to_string(b["seed"].get<int64_t>()) + " " +
                   signed_text(b["diff"].get<double>(), dec) + " [" + signed_text(b["low"].get<double>(), dec) + ", " +
                   signed_text(b["high"].get<double>(), dec) + "] " + p_text(b["p"]);
-        s += "<td class=\"num\">" + (paired ? signed_text(v["mean_diff"].get<double>(), dec) : "n/a") + "</td><td class=\"num\">" +
-             (paired ? p_text(v["t_p"]) : "n/a") + "</td><td class=\"num\">" +
-             (paired ? std::to_string(v["sign_plus"].get<int64_t>()) + "/" + std::to_string(v["sign_n"].get<int64_t>()) + ", " + p_text(v["sign_p"])
+        s += "<td class=\"num\">" + (paired ? signed_text(v["mean_diff"].get<double>(), dec) : "n/a") +
+             "</td><td class=\"num\">" + (paired ? p_text(v["t_p"]) : "n/a") + "</td><td class=\"num\">" +
+             (paired ? std::to_string(v["sign_plus"].get<int64_t>()) + "/" +
+                           std::to_string(v["sign_n"].get<int64_t>()) + ", " + p_text(v["sign_p"])
                      : "n/a") +
              "</td><td class=\"mono\">" + (boot.empty() ? "n/a" : boot) + "</td></tr>\n";
       }
@@ -96,7 +101,8 @@ std::string compactness_chart(const json& t, const char* key, const std::string&
   c.x_label = label + " (mean over modules, last measurement)";
   c.y_label = metric;
   c.y_scale = svg::YScale::linear;
-  for (size_t i = 0; i < t["systems"].size(); ++i) c.series.push_back({t["systems"][i].get<std::string>(), run_colour(i), {}, {}});
+  for (size_t i = 0; i < t["systems"].size(); ++i)
+    c.series.push_back({t["systems"][i].get<std::string>(), run_color(i), {}, {}});
   for (const json& run : t["runs"]) {
     const double x = last_head_value(run, key);
     const json& e = run["eval"].contains(split) ? run["eval"][split] : json();
@@ -117,7 +123,9 @@ std::string curve_chart(const json& t, const char* key, const std::string& label
   c.y_scale = svg::YScale::linear;
   for (const json& run : t["runs"]) {
     svg::Series s{run["system"].get<std::string>() + " s" + std::to_string(run["seed"].get<int64_t>()),
-                  run_colour(system_index(t, run["system"].get<std::string>())), {}, {}};
+                  run_color(system_index(t, run["system"].get<std::string>())),
+                  {},
+                  {}};
     for (const json& p : run["heads"])
       if (p[key].is_number()) s.x.push_back(p["update"].get<double>()), s.y.push_back(p[key].get<double>());
     c.series.push_back(std::move(s));
@@ -133,7 +141,9 @@ std::string valid_chart(const json& t) {
   c.y_scale = svg::YScale::linear;
   for (const json& run : t["runs"]) {
     svg::Series s{run["system"].get<std::string>() + " s" + std::to_string(run["seed"].get<int64_t>()),
-                  run_colour(system_index(t, run["system"].get<std::string>())), {}, {}};
+                  run_color(system_index(t, run["system"].get<std::string>())),
+                  {},
+                  {}};
     for (const json& p : run["valid"]) {
       c.y_label = "validation " + p["metric"].get<std::string>();
       s.x.push_back(p["update"].get<double>()), s.y.push_back(p["value"].get<double>());
@@ -149,19 +159,23 @@ std::string study_section(const json& t) {
   std::string s = "<section id=\"study\"><h2>Study " + html::escape(t.value("study", "")) + "</h2>\n";
   if (!t.value("description", "").empty()) s += "<p>" + html::escape(t["description"].get<std::string>()) + "</p>\n";
   s += "<p class=\"meta\">Every run " + std::to_string(t.value("updates", int64_t{0})) + " updates; baseline " +
-       html::escape(t.value("baseline", "")) + "; device " + html::escape(t.value("device", "")) + ", isa " + html::escape(t.value("isa", "")) +
-       ", " + std::to_string(t.value("threads", int64_t{0})) + " thread(s). Δ = system − baseline.</p>\n";
+       html::escape(t.value("baseline", "")) + "; device " + html::escape(t.value("device", "")) + ", isa " +
+       html::escape(t.value("isa", "")) + ", " + std::to_string(t.value("threads", int64_t{0})) +
+       " thread(s). Δ = system − baseline.</p>\n";
   s += comparison_tables(t);
   s += "<h3>Validation during training</h3>\n<div class=\"charts\">" + valid_chart(t) + "</div>\n";
   s += "<h3>The metric against the heads' compactness (the paper's Fig. 2)</h3>\n<div class=\"charts\">" +
-       compactness_chart(t, "silhouette", "Silhouette") + compactness_chart(t, "homogenisation", "homogenisation") + "</div>\n";
-  s += "<h3>Compactness during training (the paper's Fig. 4)</h3>\n<div class=\"charts\">" + curve_chart(t, "homogenisation", "homogenisation") +
-       curve_chart(t, "diversification", "diversification") + "</div>\n";
+       compactness_chart(t, "silhouette", "Silhouette") + compactness_chart(t, "homogenization", "homogenization") +
+       "</div>\n";
+  s += "<h3>Compactness during training (the paper's Fig. 4)</h3>\n<div class=\"charts\">" +
+       curve_chart(t, "homogenization", "homogenization") + curve_chart(t, "diversification", "diversification") +
+       "</div>\n";
   for (const json& r : t["missing"])
-    s += "<p class=\"note\">Not finished: " + html::escape(r["system"].get<std::string>()) + " s" + std::to_string(r["seed"].get<int64_t>()) + "</p>\n";
+    s += "<p class=\"note\">Not finished: " + html::escape(r["system"].get<std::string>()) + " s" +
+         std::to_string(r["seed"].get<int64_t>()) + "</p>\n";
   for (const json& r : t["excluded"])
-    s += "<p class=\"note\">Left out: " + html::escape(r["system"].get<std::string>()) + " s" + std::to_string(r["seed"].get<int64_t>()) + ": " +
-         html::escape(r["reason"].get<std::string>()) + "</p>\n";
+    s += "<p class=\"note\">Left out: " + html::escape(r["system"].get<std::string>()) + " s" +
+         std::to_string(r["seed"].get<int64_t>()) + ": " + html::escape(r["reason"].get<std::string>()) + "</p>\n";
   return s + "</section>\n";
 }
 

@@ -16,7 +16,7 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-// "#rrggbb" of a colour given as three channels in [0, 255].
+// "#rrggbb" of a color given as three channels in [0, 255].
 std::string hex(double r, double g, double b) {
   char buf[8];
   auto c = [](double v) { return static_cast<int>(std::lround(std::clamp(v, 0.0, 255.0))); };
@@ -24,13 +24,15 @@ std::string hex(double r, double g, double b) {
   return buf;
 }
 
-// Linear interpolation through colour stops (each "#rrggbb", evenly spaced over [0, 1]).
+// Linear interpolation through color stops (each "#rrggbb", evenly spaced over [0, 1]).
 std::string interpolate(const std::vector<const char*>& stops, double t) {
   t = std::clamp(std::isfinite(t) ? t : 0.0, 0.0, 1.0);
   const double pos = t * static_cast<double>(stops.size() - 1);
   const size_t i = std::min(static_cast<size_t>(pos), stops.size() - 2);
   const double f = pos - static_cast<double>(i);
-  auto channel = [](const char* s, int k) { return static_cast<double>(std::strtol(std::string(s + 1 + 2 * k, 2).c_str(), nullptr, 16)); };
+  auto channel = [](const char* s, int k) {
+    return static_cast<double>(std::strtol(std::string(s + 1 + 2 * k, 2).c_str(), nullptr, 16));
+  };
   return hex(channel(stops[i], 0) * (1 - f) + channel(stops[i + 1], 0) * f,
              channel(stops[i], 1) * (1 - f) + channel(stops[i + 1], 1) * f,
              channel(stops[i], 2) * (1 - f) + channel(stops[i + 1], 2) * f);
@@ -47,21 +49,22 @@ std::string text(double x, double y, const std::string& content, const std::stri
 
 // <line> from (x1, y1) to (x2, y2) with extra attributes.
 std::string line(double x1, double y1, double x2, double y2, const std::string& attrs) {
-  return "<line x1=\"" + coord(x1) + "\" y1=\"" + coord(y1) + "\" x2=\"" + coord(x2) + "\" y2=\"" + coord(y2) +
-         "\" " + attrs + "/>";
+  return "<line x1=\"" + coord(x1) + "\" y1=\"" + coord(y1) + "\" x2=\"" + coord(x2) + "\" y2=\"" + coord(y2) + "\" " +
+         attrs + "/>";
 }
 
-// <rect> at (x, y) of size w × h with a fill colour and optional extra content (a <title>).
+// <rect> at (x, y) of size w × h with a fill color and optional extra content (a <title>).
 std::string rect(double x, double y, double w, double h, const std::string& fill, const std::string& inner = "") {
-  std::string s = "<rect x=\"" + coord(x) + "\" y=\"" + coord(y) + "\" width=\"" + coord(w) + "\" height=\"" + coord(h) +
-                  "\" fill=\"" + fill + "\"";
+  std::string s = "<rect x=\"" + coord(x) + "\" y=\"" + coord(y) + "\" width=\"" + coord(w) + "\" height=\"" +
+                  coord(h) + "\" fill=\"" + fill + "\"";
   return inner.empty() ? s + "/>" : s + ">" + inner + "</rect>";
 }
 
 // The opening <svg> tag of a chart of the given size; `label` is its accessible name.
 std::string open_svg(double w, double h, const std::string& label, const char* cls = "chart") {
-  return "<svg class=\"" + std::string(cls) + "\" width=\"" + coord(w) + "\" height=\"" + coord(h) + "\" viewBox=\"0 0 " +
-         coord(w) + " " + coord(h) + "\" role=\"img\" aria-label=\"" + html::escape(label) + "\">";
+  return "<svg class=\"" + std::string(cls) + "\" width=\"" + coord(w) + "\" height=\"" + coord(h) +
+         "\" viewBox=\"0 0 " + coord(w) + " " + coord(h) + "\" role=\"img\" aria-label=\"" + html::escape(label) +
+         "\">";
 }
 
 // Whether a point can be drawn on the chart's y scale.
@@ -75,7 +78,7 @@ std::string legend_rows(const std::vector<Series>& series, double width, double 
   for (const Series& s : series) {
     const double w = 26 + text_width(s.name) + 14;
     if (x > 10 && x + w > width - 6) x = 10, y += 16;
-    out += line(x, y - 4, x + 20, y - 4, "stroke=\"" + s.colour + "\" stroke-width=\"2.5\"");
+    out += line(x, y - 4, x + 20, y - 4, "stroke=\"" + s.color + "\" stroke-width=\"2.5\"");
     out += text(x + 25, y, s.name);
     x += w;
   }
@@ -162,31 +165,34 @@ Axis make_axis(double lo, double hi, bool log, double px_lo, double px_hi, int t
   return a;
 }
 
-// ---- colours ------------------------------------------------------------------------------------
+// ---- colors ------------------------------------------------------------------------------------
 
 std::string palette(size_t i) {
-  static const char* colours[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
-                                  "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"};
-  return colours[i % 10];
+  static const char* colors[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
+                                 "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"};
+  return colors[i % 10];
 }
 
-std::string module_colour(const std::string& module, int layers) {
+std::string module_color(const std::string& module, int layers) {
   int hue = 280; // other
-  if (module.find("encoder_attn") != std::string::npos) hue = 28;
-  else if (module.rfind("decoder", 0) == 0) hue = 135;
-  else if (module.rfind("encoder", 0) == 0) hue = 212;
+  if (module.find("encoder_attn") != std::string::npos)
+    hue = 28;
+  else if (module.rfind("decoder", 0) == 0)
+    hue = 135;
+  else if (module.rfind("encoder", 0) == 0)
+    hue = 212;
   int layer = 0;
   const size_t at = module.find("layers.");
   if (at != std::string::npos) layer = std::atoi(module.c_str() + at + 7);
   const double t = layers > 1 ? std::clamp(static_cast<double>(layer) / (layers - 1), 0.0, 1.0) : 0.0;
-  // Lower layers darker; the hue also turns a little with the layer, so that neighbours differ.
+  // Lower layers darker; the hue also turns a little with the layer, so that neighbors differ.
   char buf[40];
   std::snprintf(buf, sizeof buf, "hsl(%d,70%%,%d%%)", hue + static_cast<int>(std::lround(40 * (t - 0.5))),
                 static_cast<int>(std::lround(24 + 44 * t)));
   return buf;
 }
 
-std::string colour_map(double t, bool diverging) {
+std::string color_map(double t, bool diverging) {
   if (diverging) return interpolate({"#3b4cc0", "#8db0fe", "#f2f2f2", "#f49a7b", "#b40426"}, t);
   return interpolate({"#440154", "#3b528b", "#21918c", "#5ec962", "#fde725"}, t);
 }
@@ -233,15 +239,16 @@ std::string line_chart(const LineChart& c) {
   out += line(left, top, left, bottom, "class=\"axis\"") + line(left, bottom, right, bottom, "class=\"axis\"");
   out += text((left + right) / 2, bottom + 33, c.x_label, "text-anchor=\"middle\" class=\"axis-label\"");
   const std::string ylabel = c.y_label + (log ? " (log)" : "");
-  out += "<text x=\"14\" y=\"" + coord((top + bottom) / 2) + "\" text-anchor=\"middle\" class=\"axis-label\" transform=\"rotate(-90 14 " +
-         coord((top + bottom) / 2) + ")\">" + html::escape(ylabel) + "</text>";
+  out += "<text x=\"14\" y=\"" + coord((top + bottom) / 2) +
+         "\" text-anchor=\"middle\" class=\"axis-label\" transform=\"rotate(-90 14 " + coord((top + bottom) / 2) +
+         ")\">" + html::escape(ylabel) + "</text>";
   if (log) out += text(right, 17, "log scale", "text-anchor=\"end\" class=\"log-tag\"");
 
-  // Markers: dashed vertical lines, labels staggered so that neighbours do not overlap.
+  // Markers: dashed vertical lines, labels staggered so that neighbors do not overlap.
   for (size_t i = 0; i < c.markers.size(); ++i) {
     const Marker& m = c.markers[i];
     const double px = x.scale(m.x);
-    out += line(px, top, px, bottom, "stroke=\"" + m.colour + "\" stroke-dasharray=\"5 3\" stroke-width=\"1.2\"");
+    out += line(px, top, px, bottom, "stroke=\"" + m.color + "\" stroke-dasharray=\"5 3\" stroke-width=\"1.2\"");
     out += text(px + 3, top + 9 + 11 * static_cast<double>(i % 3), m.label, "class=\"marker\"");
   }
 
@@ -255,21 +262,24 @@ std::string line_chart(const LineChart& c) {
     for (size_t i = 0; i < n; ++i) drawn += drawable(s.x[i], s.y[i], log);
     auto flush = [&] {
       if (in_segment >= 2)
-        out += "<polyline fill=\"none\" stroke=\"" + s.colour + "\" stroke-width=\"1.7\" stroke-linejoin=\"round\" points=\"" +
-               points + "\">" + tip + "</polyline>";
+        out += "<polyline fill=\"none\" stroke=\"" + s.color +
+               "\" stroke-width=\"1.7\" stroke-linejoin=\"round\" points=\"" + points + "\">" + tip + "</polyline>";
       points.clear();
       in_segment = 0;
     };
     for (size_t i = 0; i < n; ++i) {
-      if (!drawable(s.x[i], s.y[i], log)) { flush(); continue; }
+      if (!drawable(s.x[i], s.y[i], log)) {
+        flush();
+        continue;
+      }
       const double px = x.scale(s.x[i]), py = y.scale(s.y[i]);
       if (!points.empty()) points += ' ';
       points.append(coord(px)).append(",").append(coord(py));
       ++in_segment;
-      const bool alone = (i == 0 || !drawable(s.x[i - 1], s.y[i - 1], log)) &&
-                         (i + 1 == n || !drawable(s.x[i + 1], s.y[i + 1], log));
+      const bool alone =
+          (i == 0 || !drawable(s.x[i - 1], s.y[i - 1], log)) && (i + 1 == n || !drawable(s.x[i + 1], s.y[i + 1], log));
       if (alone || drawn <= 30)
-        out += "<circle cx=\"" + coord(px) + "\" cy=\"" + coord(py) + "\" r=\"2.4\" fill=\"" + s.colour + "\"><title>" +
+        out += "<circle cx=\"" + coord(px) + "\" cy=\"" + coord(py) + "\" r=\"2.4\" fill=\"" + s.color + "\"><title>" +
                html::escape(s.name) + ": " + html::number(s.y[i]) + " at " + html::number(s.x[i]) + "</title></circle>";
     }
     flush();
@@ -309,16 +319,17 @@ std::string heatmap(const Heatmap& m) {
   for (size_t r = 0; r < m.values.size(); ++r)
     for (size_t c = 0; c < m.values[r].size(); ++c) {
       const double v = m.values[r][c];
-      const std::string fill = std::isfinite(v) ? colour_map((v - m.lo) / span, m.diverging) : "#eeeeee";
-      const std::string tip = "<title>" + html::escape(label(r)) + " · " + html::escape(label(c)) + ": " + html::number(v) + "</title>";
+      const std::string fill = std::isfinite(v) ? color_map((v - m.lo) / span, m.diverging) : "#eeeeee";
+      const std::string tip =
+          "<title>" + html::escape(label(r)) + " · " + html::escape(label(c)) + ": " + html::number(v) + "</title>";
       out += rect(gx + static_cast<double>(c) * cell, gy + static_cast<double>(r) * cell, cell, cell, fill, tip);
     }
-  // The colour bar, top = hi, with three labels.
+  // The color bar, top = hi, with three labels.
   const double bar_h = std::max(size, 60.0);
   const int steps = 40;
   for (int k = 0; k < steps; ++k) {
     const double t = 1 - (k + 0.5) / steps;
-    out += rect(bar_x, gy + bar_h * k / steps, 12, bar_h / steps + 0.5, colour_map(t, m.diverging));
+    out += rect(bar_x, gy + bar_h * k / steps, 12, bar_h / steps + 0.5, color_map(t, m.diverging));
   }
   out += text(bar_x + 16, gy + 8, html::number(m.hi));
   out += text(bar_x + 16, gy + bar_h / 2 + 3.5, html::number((m.lo + m.hi) / 2));

@@ -1,5 +1,5 @@
 // A small SVG chart library for `pillars report`: scales with "nice" ticks (linear and
-// logarithmic), line charts with a legend and vertical markers, heatmaps with a colour bar.
+// logarithmic), line charts with a legend and vertical markers, heatmaps with a color bar.
 // Every function returns a self-contained <svg> element as a string (no ids, no external
 // references), so charts can be pasted into a page in any number.
 //
@@ -56,26 +56,26 @@ struct Axis {
 // The axis for data in [lo, hi] drawn between the pixels px_lo and px_hi.
 Axis make_axis(double lo, double hi, bool log, double px_lo, double px_hi, int target_ticks = 5);
 
-// ---- colours ------------------------------------------------------------------------------------
+// ---- colors ------------------------------------------------------------------------------------
 
-// The i-th colour of a 10-colour categorical palette (Tableau 10), "#rrggbb"; repeats after 10.
+// The i-th color of a 10-color categorical palette (Tableau 10), "#rrggbb"; repeats after 10.
 std::string palette(size_t i);
 
-// A colour for an attention module by its name: the hue says the kind (encoder self-attention
+// A color for an attention module by its name: the hue says the kind (encoder self-attention
 // blue, decoder self-attention green, decoder cross-attention orange, anything else purple), the
 // lightness (and a small turn of the hue) the layer (darker = lower layer) out of `layers` layers.
-std::string module_colour(const std::string& module, int layers);
+std::string module_color(const std::string& module, int layers);
 
-// The colour at t ∈ [0, 1] of a sequential map (viridis-like, dark blue → yellow) or, when
+// The color at t ∈ [0, 1] of a sequential map (viridis-like, dark blue → yellow) or, when
 // `diverging`, of a blue → white → red map (white at t = 0.5).
-std::string colour_map(double t, bool diverging);
+std::string color_map(double t, bool diverging);
 
 // ---- line charts --------------------------------------------------------------------------------
 
 // One line: points (x[i], y[i]); a non-finite y breaks the line (a gap).
 struct Series {
   std::string name;
-  std::string colour;
+  std::string color;
   std::vector<double> x, y;
 };
 
@@ -83,7 +83,7 @@ struct Series {
 struct Marker {
   double x = 0;
   std::string label;
-  std::string colour = "#777";
+  std::string color = "#777";
 };
 
 enum class YScale { automatic, linear, log };
@@ -92,7 +92,7 @@ struct LineChart {
   std::string title, x_label, y_label;
   std::vector<Series> series;
   std::vector<Marker> markers;
-  int width = 440, height = 260;   // of the plot with its axes; the legend adds rows below
+  int width = 440, height = 260;      // of the plot with its axes; the legend adds rows below
   YScale y_scale = YScale::automatic; // automatic: log when spans_decades(all y values)
   bool legend = true;                 // draw the series names below the plot
 };
@@ -106,13 +106,13 @@ struct Heatmap {
   std::string title;
   std::vector<std::vector<double>> values; // rows × columns (rows may be ragged: missing = blank)
   std::vector<std::string> labels;         // one per row/column ("h0", …); may be empty
-  std::vector<int> groups;                 // a group per row/column (drawn as coloured chips); may be empty
-  double lo = 0, hi = 1;                   // the colour scale's range
+  std::vector<int> groups;                 // a group per row/column (drawn as colored chips); may be empty
+  double lo = 0, hi = 1;                   // the color scale's range
   bool diverging = false;                  // blue–white–red around the middle of [lo, hi]
   int cell = 0;                            // cell size in pixels; 0 = chosen from the size
 };
 
-// The heatmap as <svg class="chart" …> with a colour bar; each cell has a tooltip with its value.
+// The heatmap as <svg class="chart" …> with a color bar; each cell has a tooltip with its value.
 std::string heatmap(const Heatmap& map);
 
 // "h3": the label of head 3.

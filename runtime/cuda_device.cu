@@ -54,8 +54,8 @@ void cuda_free(void* p) { cuda::device_free(p); }
 
 std::string cuda_memory_summary() {
   const cuda::AllocatorStats s = cuda::allocator_stats();
-  return str_cat("in use ", gigabytes(s.in_use), ", cached ", gigabytes(s.cached), ", peak ", gigabytes(s.peak_in_use), ", ",
-                 s.device_mallocs, " cudaMalloc calls, ", s.cache_hits, " cache hits");
+  return str_cat("in use ", gigabytes(s.in_use), ", cached ", gigabytes(s.cached), ", peak ", gigabytes(s.peak_in_use),
+                 ", ", s.device_mallocs, " cudaMalloc calls, ", s.cache_hits, " cache hits");
 }
 
 size_t cuda_peak_memory_bytes() { return cuda::allocator_stats().peak_in_use; }

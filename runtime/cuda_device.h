@@ -1,4 +1,4 @@
-// The CUDA backend as seen from plain C++: device discovery, memory, copies, synchronisation,
+// The CUDA backend as seen from plain C++: device discovery, memory, copies, synchronization,
 // precision and CUDA graphs. No CUDA types appear here, so any file may include it.
 //
 // Everything here also exists in a CPU-only build (runtime/cuda_device_none.cpp gives the no-CUDA
@@ -17,11 +17,11 @@
 
 namespace pillars {
 
-int cuda_device_count();                 // 0 when built without CUDA or no GPU/driver is present
+int cuda_device_count(); // 0 when built without CUDA or no GPU/driver is present
 // Makes this process use GPU `ordinal` instead of the first (the ranks of a data-parallel job on one
 // machine take one GPU each). Before anything else touches the GPU.
 void cuda_use_device(int ordinal);
-std::string cuda_unavailable_reason();   // why cuda_device_count() is 0 ("" when it is not)
+std::string cuda_unavailable_reason();    // why cuda_device_count() is 0 ("" when it is not)
 std::string cuda_device_name(int device); // e.g. "NVIDIA H100 80GB HBM3"
 
 // Device memory from the caching allocator (runtime/cuda_runtime.h): freed blocks are reused.
@@ -40,7 +40,7 @@ void cuda_copy_to_device(void* dst, const void* src, size_t bytes); // returns o
 void cuda_copy_to_host(void* dst, const void* src, size_t bytes);   // waits for the stream
 void cuda_copy_on_device(void* dst, const void* src, size_t bytes); // queued
 void cuda_zero(void* dst, size_t bytes);                            // queued
-void cuda_synchronize(); // waits for the stream; throws if a kernel failed
+void cuda_synchronize();                                            // waits for the stream; throws if a kernel failed
 
 // Stream-ordered host work, capturable into a CUDA graph (the executor's host fallback uses it):
 // page-locked ("pinned") host memory, copies queued on the stream to and from it, and a host

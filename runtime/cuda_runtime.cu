@@ -38,7 +38,7 @@ cublasHandle_t cublas() {
     PILLARS_CUDA_CHECK(cublasCreate(&created));
     PILLARS_CUDA_CHECK(cublasSetStream(created, stream()));
     // A workspace of our own: without one cuBLAS may allocate inside a call, which a CUDA graph
-    // capture does not allow (and which would synchronise the device).
+    // capture does not allow (and which would synchronize the device).
     static void* workspace = device_alloc(kCublasWorkspaceBytes);
     PILLARS_CUDA_CHECK(cublasSetWorkspace(created, workspace, kCublasWorkspaceBytes));
     return created;
@@ -89,8 +89,8 @@ size_t round_size(size_t bytes) {
 
 struct Allocator {
   std::mutex mutex;
-  std::multimap<size_t, void*> free_blocks;        // size → block, smallest fitting first
-  std::unordered_map<void*, size_t> live;          // block → size
+  std::multimap<size_t, void*> free_blocks; // size → block, smallest fitting first
+  std::unordered_map<void*, size_t> live;   // block → size
   AllocatorStats stats;
 
   void* allocate(size_t bytes) {

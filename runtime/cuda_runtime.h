@@ -2,10 +2,10 @@
 // the cuBLAS handle, and the caching allocator behind every device tensor.
 //
 // Every kernel of the backend is launched on cuda::stream() (one in-order stream per process), so
-// ops run in graph order without any synchronisation between them; the host waits only where it
+// ops run in graph order without any synchronization between them; the host waits only where it
 // reads a result back (Tensor::to, Executor::fetch). Kernel launches are checked with
 // PILLARS_CUDA_LAUNCHED() right after the <<< >>>: a bad configuration throws at once, naming the
-// kernel; an asynchronous fault surfaces at the next synchronising call.
+// kernel; an asynchronous fault surfaces at the next synchronizing call.
 //
 // This header is for nvcc only (.cu files); C++ code talks to the backend through runtime/cuda_device.h.
 #pragma once
@@ -30,8 +30,8 @@ void check(cublasStatus_t status, const char* what, const char* file, int line);
 // After a launch: a bad grid/block/shared-memory request is reported here, with the kernel's name.
 #define PILLARS_CUDA_LAUNCHED(kernel_name) ::pillars::cuda::check(cudaGetLastError(), kernel_name, __FILE__, __LINE__)
 
-cudaStream_t stream();           // the backend's stream (created on first use)
-cublasHandle_t cublas();         // bound to stream()
+cudaStream_t stream();   // the backend's stream (created on first use)
+cublasHandle_t cublas(); // bound to stream()
 cublasLtHandle_t cublas_lt();
 const cudaDeviceProp& device_properties(); // of the current device, read once
 
@@ -44,7 +44,7 @@ inline unsigned blocks_for(int64_t n, int64_t per_block) {
 }
 
 // ---- the caching allocator ------------------------------------------------------------------------
-// cudaMalloc/cudaFree synchronise the device and cost tens of microseconds; a training step that
+// cudaMalloc/cudaFree synchronize the device and cost tens of microseconds; a training step that
 // allocated per op would be launch-bound. Freed blocks go back to a free list keyed by their
 // rounded size and are handed out again; cudaMalloc runs only when no cached block fits, and when
 // it fails the cache is released and the call retried once. Blocks are freed in stream order:
@@ -57,7 +57,7 @@ struct AllocatorStats {
   uint64_t device_mallocs = 0, cache_hits = 0;
 };
 AllocatorStats allocator_stats();
-void reset_peak_in_use(); // peak_in_use ← in_use: a measurement's peak starts from here
+void reset_peak_in_use();     // peak_in_use ← in_use: a measurement's peak starts from here
 void release_cached_blocks(); // return every cached block to the driver
 
 // ---- precision (runtime/cuda_device.h says what fp32 and bf16 mean) ------------------------------

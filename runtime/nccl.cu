@@ -41,8 +41,10 @@ CommunicationStream& communication() {
 
 void sum_on(cudaStream_t stream, void* comm, float* data, int64_t n, int root) {
   const size_t count = static_cast<size_t>(n);
-  if (root < 0) check(ncclAllReduce(data, data, count, ncclFloat32, ncclSum, as_comm(comm), stream), "ncclAllReduce");
-  else check(ncclReduce(data, data, count, ncclFloat32, ncclSum, root, as_comm(comm), stream), "ncclReduce");
+  if (root < 0)
+    check(ncclAllReduce(data, data, count, ncclFloat32, ncclSum, as_comm(comm), stream), "ncclAllReduce");
+  else
+    check(ncclReduce(data, data, count, ncclFloat32, ncclSum, root, as_comm(comm), stream), "ncclReduce");
 }
 
 } // namespace
@@ -67,7 +69,7 @@ void* nccl_init(const char id[kNcclIdBytes], int rank, int size) {
 void nccl_destroy(void* comm) {
   if (!comm) return;
   // While an exception unwinds on one rank alone (a non-finite loss, a failed save on rank 0), a
-  // communicator of several ranks is left to the process's end: ncclCommDestroy synchronises NCCL's
+  // communicator of several ranks is left to the process's end: ncclCommDestroy synchronizes NCCL's
   // streams and, depending on the NCCL version, meets the node's other ranks, which are still
   // training; this rank could then block before tools/run_job.cpp's catch prints the error and ends
   // the job with MPI_Abort. (ncclCommAbort is reported to wait for the other ranks too.) A
@@ -93,7 +95,8 @@ void nccl_join() {
 }
 
 void nccl_broadcast(void* comm, float* data, int64_t n, int root) {
-  check(ncclBroadcast(data, data, static_cast<size_t>(n), ncclFloat32, root, as_comm(comm), cuda::stream()), "ncclBroadcast");
+  check(ncclBroadcast(data, data, static_cast<size_t>(n), ncclFloat32, root, as_comm(comm), cuda::stream()),
+        "ncclBroadcast");
 }
 
 } // namespace pillars

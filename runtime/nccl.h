@@ -3,7 +3,7 @@
 //
 // NCCL moves the data GPU to GPU (NVLink, InfiniBand, or through the host) with kernels of its
 // own; every call here is queued on cuda::stream() behind the backward that produced the buffer,
-// so it needs no synchronisation with the host. The ranks meet through a unique id that rank 0
+// so it needs no synchronization with the host. The ranks meet through a unique id that rank 0
 // makes and the others receive by MPI (the bootstrap).
 //
 // Like device.h, these are plain functions on device pointers and sizes, defined by
@@ -18,8 +18,8 @@ constexpr int kNcclIdBytes = 128; // NCCL_UNIQUE_ID_BYTES
 
 bool nccl_available(); // this build has NCCL
 
-void nccl_unique_id(char id[kNcclIdBytes]);                          // on rank 0
-void* nccl_init(const char id[kNcclIdBytes], int rank, int size);     // collective: every rank calls it
+void nccl_unique_id(char id[kNcclIdBytes]);                       // on rank 0
+void* nccl_init(const char id[kNcclIdBytes], int rank, int size); // collective: every rank calls it
 void nccl_destroy(void* comm);
 
 // In place, queued on the backend's stream: the element-wise sum over the ranks, into every rank's
@@ -32,7 +32,7 @@ void nccl_broadcast(void* comm, float* data, int64_t n, int root);
 // stream (NCCL's own, beside the backend's), to start once the backend's stream has reached this
 // point; the backward queued after it on the backend's stream runs meanwhile:
 //
-//   backend's stream:  … grads of bucket 0 ─●─ backward of the earlier layers … ───────●─ optimiser
+//   backend's stream:  … grads of bucket 0 ─●─ backward of the earlier layers … ───────●─ optimizer
 //                                           │ (event)                               (event)│
 //   communication:                          └─ sum of bucket 0 ─ sum of bucket 1 … ─────┘
 //

@@ -8,8 +8,9 @@ namespace pillars {
 
 namespace {
 [[noreturn]] void no_nccl() {
-  throw InputError("this build of pillars has no NCCL (it comes with the CUDA toolkit: configure with nvcc and "
-                   "libnccl present); train data-parallel on the CPU (train.device \"cpu\")");
+  throw InputError(
+      "this build of pillars has no NCCL (it comes with the CUDA toolkit: configure with nvcc and "
+      "libnccl present); train data-parallel on the CPU (train.device \"cpu\")");
 }
 } // namespace
 

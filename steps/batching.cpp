@@ -23,7 +23,8 @@ std::mt19937_64 rng_for(uint64_t seed, int64_t epoch, uint64_t salt) {
 
 // Fisher–Yates with our own index draw: std::shuffle's use of the engine is implementation
 // defined, this is the same on every standard library.
-template <class T> void shuffle(std::vector<T>& v, std::mt19937_64& rng) {
+template <class T>
+void shuffle(std::vector<T>& v, std::mt19937_64& rng) {
   for (size_t i = v.size(); i > 1; --i) {
     const size_t j = static_cast<size_t>(rng() % i);
     std::swap(v[i - 1], v[j]);
@@ -36,14 +37,16 @@ Bucketing::Bucketing(std::vector<int64_t> src_lengths, std::vector<int64_t> tgt_
     : src_(std::move(src_lengths)), tgt_(std::move(tgt_lengths)), options_(options) {
   PILLARS_CHECK(src_.empty() || src_.size() == tgt_.size(), "batching: ", src_.size(), " source lengths for ",
                 tgt_.size(), " targets");
-  PILLARS_CHECK(options_.max_tokens >= 1 && options_.length_multiple >= 1, "batching: max_tokens and length_multiple must be >= 1");
+  PILLARS_CHECK(options_.max_tokens >= 1 && options_.length_multiple >= 1,
+                "batching: max_tokens and length_multiple must be >= 1");
   std::map<std::pair<int64_t, int64_t>, std::vector<int64_t>> by_shape; // (Tt, Ts) → sentences
   for (size_t i = 0; i < tgt_.size(); ++i) {
     const int64_t Ts = src_.empty() ? 0 : round_up(src_[i], options_.length_multiple);
     const int64_t Tt = round_up(tgt_[i], options_.length_multiple);
     if (std::max(Ts, Tt) > options_.max_tokens)
-      throw InputError(str_cat("batching: sentence ", i, " has ", std::max(Ts, Tt), " padded tokens, more than max_tokens = ",
-                               options_.max_tokens, " (raise data.max_tokens or lower data.max_source_len/max_target_len)"));
+      throw InputError(str_cat("batching: sentence ", i, " has ", std::max(Ts, Tt),
+                               " padded tokens, more than max_tokens = ", options_.max_tokens,
+                               " (raise data.max_tokens or lower data.max_source_len/max_target_len)"));
     by_shape[{Tt, Ts}].push_back(static_cast<int64_t>(i));
   }
   for (auto& [shape, members] : by_shape) groups_.push_back(std::move(members));
@@ -62,7 +65,8 @@ std::vector<Batch> Bucketing::cut(const std::vector<std::vector<int64_t>>& group
       Batch b;
       b.Ts = Ts, b.Tt = Tt;
       const size_t end = std::min(members.size(), at + static_cast<size_t>(per_batch));
-      b.indices.assign(members.begin() + static_cast<std::ptrdiff_t>(at), members.begin() + static_cast<std::ptrdiff_t>(end));
+      b.indices.assign(members.begin() + static_cast<std::ptrdiff_t>(at),
+                       members.begin() + static_cast<std::ptrdiff_t>(end));
       batches.push_back(std::move(b));
     }
   }
@@ -80,8 +84,9 @@ std::vector<Batch> Bucketing::epoch(uint64_t seed, int64_t epoch) const {
 
 std::vector<Batch> Bucketing::in_order() const { return cut(groups_); }
 
-Seq2SeqBatch make_seq2seq_batch(const std::vector<std::vector<int32_t>>& src, const std::vector<std::vector<int32_t>>& tgt,
-                                const Batch& batch, int32_t pad, int32_t eos) {
+Seq2SeqBatch make_seq2seq_batch(const std::vector<std::vector<int32_t>>& src,
+                                const std::vector<std::vector<int32_t>>& tgt, const Batch& batch, int32_t pad,
+                                int32_t eos) {
   Seq2SeqBatch t;
   t.B = static_cast<int64_t>(batch.indices.size()), t.Ts = batch.Ts, t.Tt = batch.Tt;
   t.src_tokens.assign(static_cast<size_t>(t.B * t.Ts), pad);

@@ -20,9 +20,9 @@
 namespace pillars::train {
 
 struct BatchingOptions {
-  int64_t max_tokens = 4096;     // B · max(Ts, Tt) ≤ max_tokens
-  int64_t length_multiple = 8;   // padded lengths are multiples of this
-  int64_t max_sentences = 0;     // 0 = no limit on B
+  int64_t max_tokens = 4096;   // B · max(Ts, Tt) ≤ max_tokens
+  int64_t length_multiple = 8; // padded lengths are multiples of this
+  int64_t max_sentences = 0;   // 0 = no limit on B
 };
 
 struct Batch {
@@ -48,7 +48,7 @@ class Bucketing {
   std::vector<std::vector<int64_t>> groups_; // sentence indices per padded shape, ascending
 };
 
-// The tensors of a translation/summarisation batch (right-padded with pad):
+// The tensors of a translation/summarization batch (right-padded with pad):
 //   src_tokens         (B, Ts)   the source sentence, eos last
 //   src_lengths        (B)
 //   prev_output_tokens (B, Tt)   eos, y_1, …, y_{n−1}   (teacher forcing: the target shifted right)
@@ -60,7 +60,8 @@ struct Seq2SeqBatch {
   int64_t target_tokens = 0;
 };
 
-Seq2SeqBatch make_seq2seq_batch(const std::vector<std::vector<int32_t>>& src, const std::vector<std::vector<int32_t>>& tgt,
-                                const Batch& batch, int32_t pad, int32_t eos);
+Seq2SeqBatch make_seq2seq_batch(const std::vector<std::vector<int32_t>>& src,
+                                const std::vector<std::vector<int32_t>>& tgt, const Batch& batch, int32_t pad,
+                                int32_t eos);
 
 } // namespace pillars::train

@@ -48,7 +48,7 @@ void gate_heads(StepGraph& s, const std::vector<HeadGate>& gate_of) {
         xi = xi == kNoValue ? x : ops::mul(g, xi, x);
       }
       if (xi == kNoValue) continue;
-      const ValueId o = value_map[static_cast<size_t>(site.out)];                            // (B, Tq, H, Dh)
+      const ValueId o = value_map[static_cast<size_t>(site.out)];                                    // (B, Tq, H, Dh)
       read_as[static_cast<size_t>(site.out)] = ops::mul(g, o, ops::reshape(g, xi, {site.heads, 1})); // ξ_h · O_h
       gates[m] = xi;
     }

@@ -60,7 +60,8 @@ void StepGraph::renumber(const std::vector<const OpDef*>& old_ops, const std::ve
   for (auto& [name, in] : inputs) remap(in.value, value_map);
   for (LoggedTerm& t : terms) remap(t.value, value_map);
   for (AttentionSite& s : attention) {
-    for (ValueId* v : {&s.q, &s.k, &s.v, &s.out, &s.probs, &s.gate, &s.query_lengths, &s.key_lengths}) remap(*v, value_map);
+    for (ValueId* v : {&s.q, &s.k, &s.v, &s.out, &s.probs, &s.gate, &s.query_lengths, &s.key_lengths})
+      remap(*v, value_map);
     if (s.node >= 0) s.node = node_map.at(static_cast<size_t>(s.node));
   }
   // A node the new graph copies keeps its origin; a node it made, or one that took an old node's

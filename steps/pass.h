@@ -58,19 +58,19 @@ struct LoggedTerm {
 
 struct StepGraph {
   Graph graph;
-  bool train = false;              // a training step (dropout, autodiff) or an evaluation step
-  Device device = Device::cpu;     // where it will run (plan_memory sizes that device's scratch)
-  ValueId logits = kNoValue;       // (rows, V): the model's scores of the next token (kNoValue
-                                   // after fuse_linear_cross_entropy: the step never makes them)
-  ValueId loss = kNoValue;         // scalar: the model's task loss (what the log reports)
-  ValueId objective = kNoValue;    // scalar: what autodiff differentiates, the loss plus the
-                                   // terms of the method's passes (GCT, disagreement, L0)
-  std::vector<AttentionSite> attention; // every attention module (models/transformer.h)
-  std::vector<ValueId> params, grads;   // autodiff: each parameter leaf and its gradient
-                                        // (kNoValue where the objective does not depend on it)
-  int first_backward_node = -1;         // autodiff: the first node of the backward (-1: none yet)
-  MemoryPlan memory;                    // plan_memory: where every value lives in the arena
-  std::map<std::string, ValueId, std::less<>> named;  // values readers fetch after a run (outputs)
+  bool train = false;                                  // a training step (dropout, autodiff) or an evaluation step
+  Device device = Device::cpu;                         // where it will run (plan_memory sizes that device's scratch)
+  ValueId logits = kNoValue;                           // (rows, V): the model's scores of the next token (kNoValue
+                                                       // after fuse_linear_cross_entropy: the step never makes them)
+  ValueId loss = kNoValue;                             // scalar: the model's task loss (what the log reports)
+  ValueId objective = kNoValue;                        // scalar: what autodiff differentiates, the loss plus the
+                                                       // terms of the method's passes (GCT, disagreement, L0)
+  std::vector<AttentionSite> attention;                // every attention module (models/transformer.h)
+  std::vector<ValueId> params, grads;                  // autodiff: each parameter leaf and its gradient
+                                                       // (kNoValue where the objective does not depend on it)
+  int first_backward_node = -1;                        // autodiff: the first node of the backward (-1: none yet)
+  MemoryPlan memory;                                   // plan_memory: where every value lives in the arena
+  std::map<std::string, ValueId, std::less<>> named;   // values readers fetch after a run (outputs)
   std::map<std::string, RunInput, std::less<>> inputs; // run-time inputs by name, with their fill
   std::vector<LoggedTerm> terms;                       // what the progress log reports
   // Per node: the index (in the pass list) of the pass that added it; kByModel for the model's.
@@ -81,7 +81,8 @@ struct StepGraph {
   // A step graph of a model's forward graph (Seq2SeqGraph, LmGraph): its graph, logits, loss and
   // attention sites; the objective starts as the loss. The model's inputs are found
   // again by name once the passes are done (they may renumber values).
-  template <class Model> static StepGraph of(Model&& m, bool train, Device device) {
+  template <class Model>
+  static StepGraph of(Model&& m, bool train, Device device) {
     StepGraph s;
     s.graph = std::move(m.graph);
     s.train = train, s.device = device;
@@ -113,10 +114,10 @@ struct StepGraph {
 
 // The settings that turn the optional passes on.
 struct PassSettings {
-  bool fuse_linear = false;             // train.fuse_linear_activation
-  bool fuse_cross_entropy = false;      // train.fuse_linear_cross_entropy
+  bool fuse_linear = false;                                          // train.fuse_linear_activation
+  bool fuse_cross_entropy = false;                                   // train.fuse_linear_cross_entropy
   int64_t cross_entropy_block_bytes = kLinearCrossEntropyBlockBytes; // its block of logits (tests shrink it)
-  bool bf16_saved_activations = false;  // train.saved_activations = bf16
+  bool bf16_saved_activations = false;                               // train.saved_activations = bf16
 };
 
 struct Pass {

@@ -71,7 +71,7 @@ float StepCache::run(Compiled& c, const StepInfo& info) {
     }
   if (watcher_) watcher_(StepRun{c.step, ex, info});
   if (info.train) {
-    // The optimiser's view of every parameter and its gradient. The gradients are views into the
+    // The optimizer's view of every parameter and its gradient. The gradients are views into the
     // shared arena, so the slots are rebuilt every step (another shape's executor may have moved
     // the arena since).
     slots_.clear();
@@ -105,7 +105,8 @@ void StepCache::watch_gradients(Compiled& c, int64_t target_tokens) {
     c.param_names.clear(), c.gradient_ready.clear();
     for (size_t i = 0; i < c.step.params.size(); ++i) {
       c.param_names.push_back(g.producer(c.step.params[i]).name);
-      if (c.step.grads[i] != kNoValue) c.gradient_ready.push_back({static_cast<size_t>(g.value(c.step.grads[i]).producer), i});
+      if (c.step.grads[i] != kNoValue)
+        c.gradient_ready.push_back({static_cast<size_t>(g.value(c.step.grads[i]).producer), i});
     }
     std::sort(c.gradient_ready.begin(), c.gradient_ready.end());
   }
@@ -149,7 +150,8 @@ float Seq2SeqSteps::run(const Seq2SeqBatch& b, uint64_t seed, bool train) {
   ex.bind(c.input("prev_output_tokens"), Tensor::from_i32({b.B, b.Tt}, b.prev_output_tokens));
   ex.bind(c.input("target"), Tensor::from_i32({b.B * b.Tt}, b.target));
   if (c.has_input("tgt_lengths"))
-    ex.bind(c.input("tgt_lengths"), Tensor::from_i32({b.B}, row_lengths(b.target, b.B, b.Tt, static_cast<int32_t>(cfg_.pad_id))));
+    ex.bind(c.input("tgt_lengths"),
+            Tensor::from_i32({b.B}, row_lengths(b.target, b.B, b.Tt, static_cast<int32_t>(cfg_.pad_id))));
   return cache_.run(c, info(b.target_tokens, seed, train));
 }
 

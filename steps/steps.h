@@ -98,7 +98,8 @@ class StepCache {
   StepCache(ParamStore& params, StepRecipes recipes) : params_(params), recipes_(std::move(recipes)) {}
   // The compiled step of `key` (a batch shape), built by `build` (the model's forward graph, from
   // the recipe's options, as a StepGraph) on first use.
-  Compiled& get(const std::vector<int64_t>& key, bool train, const std::function<StepGraph(const GraphOptions&)>& build);
+  Compiled& get(const std::vector<int64_t>& key, bool train,
+                const std::function<StepGraph(const GraphOptions&)>& build);
   // Runs a bound step: binds the run-time inputs, runs the executor, adds up the logged terms and
   // calls the watcher; on a training step, slots() then holds every parameter with its gradient.
   // Returns the task loss.
@@ -122,7 +123,7 @@ class StepCache {
   std::function<void(const StepRun&)> watcher_;
   size_t next_ready_ = 0; // the next entry of gradient_ready to report in this run
   std::map<std::string, std::pair<double, int64_t>> term_sums_; // key → (Σ value / divide_by, runs)
-  std::shared_ptr<SharedArena> arena_; // on the parameters' device (see steps.cpp)
+  std::shared_ptr<SharedArena> arena_;                          // on the parameters' device (see steps.cpp)
   std::map<std::vector<int64_t>, std::unique_ptr<Compiled>> train_, eval_;
   std::vector<optim::ParamSlot> slots_;
 };
@@ -181,7 +182,8 @@ class LmSteps : public ModelSteps {
   LmSteps(const TransformerConfig& cfg, ParamStore& params, StepRecipes recipes)
       : ModelSteps(cfg, params, std::move(recipes)) {}
   // tokens, target: (B·T) ids each (target = tokens shifted by one), pad where a block is short.
-  float train(int64_t B, int64_t T, const std::vector<int32_t>& tokens, const std::vector<int32_t>& target, uint64_t seed);
+  float train(int64_t B, int64_t T, const std::vector<int32_t>& tokens, const std::vector<int32_t>& target,
+              uint64_t seed);
   double eval(int64_t B, int64_t T, const std::vector<int32_t>& tokens, const std::vector<int32_t>& target);
 
  private:

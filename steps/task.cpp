@@ -11,7 +11,6 @@ namespace pillars::train {
 
 namespace {
 
-
 std::vector<int64_t> lengths_of(const std::vector<std::vector<int32_t>>& lists) {
   std::vector<int64_t> n;
   for (const auto& l : lists) n.push_back(static_cast<int64_t>(l.size()));
@@ -22,7 +21,9 @@ class Seq2SeqTask : public TrainingTask {
  public:
   Seq2SeqTask(const TransformerConfig& cfg, ParamStore& params, const Seq2SeqData& data, int64_t max_tokens,
               StepRecipes recipes)
-      : data_(data), pad_(static_cast<int32_t>(cfg.pad_id)), max_tokens_(max_tokens),
+      : data_(data),
+        pad_(static_cast<int32_t>(cfg.pad_id)),
+        max_tokens_(max_tokens),
         steps_(cfg, params, std::move(recipes)),
         train_(lengths_of(data.train_src), lengths_of(data.train_tgt), {.max_tokens = max_tokens}),
         batches_per_epoch_(static_cast<int64_t>(train_.in_order().size())) {}
@@ -58,8 +59,9 @@ std::vector<Batch> block_batches(std::vector<int64_t> blocks, int64_t T, int64_t
   for (size_t at = 0; at < blocks.size(); at += static_cast<size_t>(B)) {
     Batch b;
     b.Tt = T;
-    b.indices.assign(blocks.begin() + static_cast<std::ptrdiff_t>(at),
-                     blocks.begin() + static_cast<std::ptrdiff_t>(std::min(blocks.size(), at + static_cast<size_t>(B))));
+    b.indices.assign(
+        blocks.begin() + static_cast<std::ptrdiff_t>(at),
+        blocks.begin() + static_cast<std::ptrdiff_t>(std::min(blocks.size(), at + static_cast<size_t>(B))));
     out.push_back(std::move(b));
   }
   return out;
@@ -69,10 +71,14 @@ class LmTask : public TrainingTask {
  public:
   LmTask(const TransformerConfig& cfg, ParamStore& params, const LmData& data, int64_t T, int64_t max_tokens,
          StepRecipes recipes)
-      : data_(data), pad_(static_cast<int32_t>(cfg.pad_id)), T_(T), max_tokens_(max_tokens),
+      : data_(data),
+        pad_(static_cast<int32_t>(cfg.pad_id)),
+        T_(T),
+        max_tokens_(max_tokens),
         steps_(cfg, params, std::move(recipes)) {
     PILLARS_CHECK(T <= max_tokens, "data.block_size ", T, " exceeds data.max_tokens ", max_tokens);
-    PILLARS_CHECK(data.train.size() > 1 && data.valid.size() > 1, "language model: empty training or validation stream");
+    PILLARS_CHECK(data.train.size() > 1 && data.valid.size() > 1,
+                  "language model: empty training or validation stream");
     const int64_t n = lm_blocks(data.train, T), B = std::max<int64_t>(1, max_tokens / T);
     batches_per_epoch_ = (n + B - 1) / B;
   }
@@ -81,7 +87,8 @@ class LmTask : public TrainingTask {
   std::vector<Batch> epoch(uint64_t seed, int64_t epoch) const override {
     std::vector<int64_t> blocks(static_cast<size_t>(lm_blocks(data_.train, T_)));
     for (size_t i = 0; i < blocks.size(); ++i) blocks[i] = static_cast<int64_t>(i);
-    std::seed_seq seq{static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32), static_cast<uint32_t>(epoch), 0x1au};
+    std::seed_seq seq{static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32), static_cast<uint32_t>(epoch),
+                      0x1au};
     std::mt19937_64 rng(seq);
     for (size_t i = blocks.size(); i > 1; --i) std::swap(blocks[i - 1], blocks[static_cast<size_t>(rng() % i)]);
     return block_batches(blocks, T_, max_tokens_);
@@ -126,7 +133,8 @@ void make_lm_batch(const std::vector<int32_t>& stream, const Batch& batch, int32
   }
 }
 
-std::vector<std::pair<double, int64_t>> lm_block_nll(LmSteps& steps, const std::vector<int32_t>& stream, int64_t T, int32_t pad) {
+std::vector<std::pair<double, int64_t>> lm_block_nll(LmSteps& steps, const std::vector<int32_t>& stream, int64_t T,
+                                                     int32_t pad) {
   std::vector<std::pair<double, int64_t>> rows;
   std::vector<int32_t> x, y;
   for (int64_t i = 0, n = lm_blocks(stream, T); i < n; ++i) {
@@ -170,8 +178,8 @@ std::pair<double, int64_t> lm_nll(LmSteps& steps, const std::vector<int32_t>& st
   return {nll, tokens};
 }
 
-std::unique_ptr<TrainingTask> make_seq2seq_task(const TransformerConfig& cfg, ParamStore& params, const Seq2SeqData& data,
-                                                int64_t max_tokens, StepRecipes recipes) {
+std::unique_ptr<TrainingTask> make_seq2seq_task(const TransformerConfig& cfg, ParamStore& params,
+                                                const Seq2SeqData& data, int64_t max_tokens, StepRecipes recipes) {
   PILLARS_CHECK(!data.train_src.empty() && data.train_src.size() == data.train_tgt.size(),
                 "training set is empty or misaligned");
   PILLARS_CHECK(!data.valid_src.empty() && data.valid_src.size() == data.valid_tgt.size(),

@@ -1,8 +1,8 @@
 // What the training loop trains: a task hands it batches, runs forward + backward on one, and
 // measures the validation loss. Two tasks share the loop (train/trainer.h):
 //
-//   Seq2SeqTask  translation and summarisation: sentence pairs batched by a token budget
-//   LmTask       language modelling: the token stream cut into blocks of block_size tokens,
+//   Seq2SeqTask  translation and summarization: sentence pairs batched by a token budget
+//   LmTask       language modeling: the token stream cut into blocks of block_size tokens,
 //                each block predicting the stream shifted by one (fairseq's
 //                --sample-break-mode none)
 #pragma once
@@ -49,8 +49,8 @@ struct LmData {
 };
 
 // `recipes`: how its training and evaluation steps are made (train/pass_list.h step_recipes).
-std::unique_ptr<TrainingTask> make_seq2seq_task(const TransformerConfig& cfg, ParamStore& params, const Seq2SeqData& data,
-                                                int64_t max_tokens, StepRecipes recipes);
+std::unique_ptr<TrainingTask> make_seq2seq_task(const TransformerConfig& cfg, ParamStore& params,
+                                                const Seq2SeqData& data, int64_t max_tokens, StepRecipes recipes);
 std::unique_ptr<TrainingTask> make_lm_task(const TransformerConfig& cfg, ParamStore& params, const LmData& data,
                                            int64_t block_size, int64_t max_tokens, StepRecipes recipes);
 
@@ -66,7 +66,8 @@ std::pair<double, int64_t> lm_nll(LmSteps& steps, const std::vector<int32_t>& st
 // Each block's negative log-likelihood (nats) and target tokens, in stream order, one block at a
 // time (forward only, without dropout): the rows a paired bootstrap of a language model's loss
 // resamples (eval_<split>.nll). Their sums are lm_nll's, up to the rounding of another batch shape.
-std::vector<std::pair<double, int64_t>> lm_block_nll(LmSteps& steps, const std::vector<int32_t>& stream, int64_t T, int32_t pad);
+std::vector<std::pair<double, int64_t>> lm_block_nll(LmSteps& steps, const std::vector<int32_t>& stream, int64_t T,
+                                                     int32_t pad);
 
 // The blocks of a token stream: block i is tokens [i·T, (i+1)·T) predicting [i·T + 1, (i+1)·T + 1);
 // the last block is shorter (right-padded in a batch). Writes a batch's (B·T) inputs and targets.

@@ -31,8 +31,9 @@ RunRecord read_run_record(const RunPaths& p) {
   json j;
   try {
     j = json::parse(read_input_file(p.record, 1 << 20));
-    if (!j.is_object() || !j.value("system", json()).is_string() || j["system"] != p.system || !j.value("seed", json()).is_number_integer() ||
-        j["seed"] != p.seed || !j.value("trained", json()).is_boolean() || !j.value("evaluated", json()).is_array() ||
+    if (!j.is_object() || !j.value("system", json()).is_string() || j["system"] != p.system ||
+        !j.value("seed", json()).is_number_integer() || j["seed"] != p.seed ||
+        !j.value("trained", json()).is_boolean() || !j.value("evaluated", json()).is_array() ||
         !j.value("commands", json()).is_array())
       throw InputError("not the record of this run (system, seed, trained, evaluated, commands)");
     r.trained = j["trained"].get<bool>();
@@ -47,7 +48,11 @@ RunRecord read_run_record(const RunPaths& p) {
 }
 
 void write_run_record(const RunPaths& p, const RunRecord& r) {
-  const json j = {{"system", p.system}, {"seed", p.seed}, {"trained", r.trained}, {"evaluated", r.evaluated}, {"commands", r.commands}};
+  const json j = {{"system", p.system},
+                  {"seed", p.seed},
+                  {"trained", r.trained},
+                  {"evaluated", r.evaluated},
+                  {"commands", r.commands}};
   io::atomic_write_file(p.record, j.dump(1) + "\n");
 }
 
@@ -67,7 +72,8 @@ int64_t last_update_in(const fs::path& log) {
     size_t end = tail.find('\n', at);
     if (end == std::string::npos) end = tail.size();
     const json line = json::parse(tail.substr(at, end - at), nullptr, /*allow_exceptions=*/false);
-    if (line.is_object() && line.contains("update") && line["update"].is_number_integer()) update = line["update"].get<int64_t>();
+    if (line.is_object() && line.contains("update") && line["update"].is_number_integer())
+      update = line["update"].get<int64_t>();
     at = end + 1;
   }
   return update;
@@ -76,7 +82,8 @@ int64_t last_update_in(const fs::path& log) {
 } // namespace
 
 int64_t latest_update(const RunPaths& p) {
-  return std::max(last_update_in(fs::path(p.dir) / "log.jsonl"), last_update_in(fs::path(p.dir) / "pruned" / "log.jsonl"));
+  return std::max(last_update_in(fs::path(p.dir) / "log.jsonl"),
+                  last_update_in(fs::path(p.dir) / "pruned" / "log.jsonl"));
 }
 
 } // namespace pillars::study

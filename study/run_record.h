@@ -15,10 +15,10 @@
 namespace pillars::study {
 
 struct RunPaths {
-  std::string dir;        // STUDY_DIR/<system>/s<seed>: the run (`pillars train --out`)
-  std::string final_dir;  // dir, or dir/pruned for a system that prunes: the model that is tested
-  std::string record;     // dir/study_run.json
-  std::string log;        // STUDY_DIR/logs/<system>-s<seed>.log
+  std::string dir;       // STUDY_DIR/<system>/s<seed>: the run (`pillars train --out`)
+  std::string final_dir; // dir, or dir/pruned for a system that prunes: the model that is tested
+  std::string record;    // dir/study_run.json
+  std::string log;       // STUDY_DIR/logs/<system>-s<seed>.log
   std::string system;
   int64_t seed = 0;
 };
@@ -26,8 +26,8 @@ RunPaths run_paths(const std::string& study_dir, const std::string& system, int6
 
 struct RunRecord {
   bool trained = false;
-  std::set<std::string> evaluated;    // test splits with an eval_<split>.json from the study
-  std::vector<std::string> commands;  // every step that succeeded, as a shell would run it
+  std::set<std::string> evaluated;   // test splits with an eval_<split>.json from the study
+  std::vector<std::string> commands; // every step that succeeded, as a shell would run it
 };
 // The record, or an empty one when the file does not exist.
 RunRecord read_run_record(const RunPaths& p);

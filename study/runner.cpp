@@ -36,14 +36,18 @@ struct Run {
   RunPaths paths;
   RunRecord record;
   std::deque<std::vector<std::string>> steps; // argv of each step left (argv[0] = the binary)
-  pid_t pid = 0;                               // the running step's process, 0 when none
-  std::vector<std::string> splits;             // the test splits it is evaluated on
+  pid_t pid = 0;                              // the running step's process, 0 when none
+  std::vector<std::string> splits;            // the test splits it is evaluated on
   std::string label() const { return str_cat(system->name, " s", seed); }
 };
 
 // What the study is run under, written at its first start and checked at every later one.
 json study_conditions(const StudySpec& s, Device device) {
-  return {{"study", s.name}, {"device", enum_name(device)}, {"precision", enum_name(s.precision)}, {"isa", s.isa}, {"threads", s.threads}};
+  return {{"study", s.name},
+          {"device", enum_name(device)},
+          {"precision", enum_name(s.precision)},
+          {"isa", s.isa},
+          {"threads", s.threads}};
 }
 
 // STUDY_DIR/study.json, the conditions its runs were made under (nullopt: no study there yet).
@@ -74,24 +78,31 @@ void check_conditions(const std::string& dir, const json& now) {
 }
 
 // `pillars train`, or `pillars prune --from` the source system's model for a "prune_from" system.
-std::vector<std::string> train_step(const std::string& binary, const StudySpec& s, const Run& r, const std::string& study_dir) {
+std::vector<std::string> train_step(const std::string& binary, const StudySpec& s, const Run& r,
+                                    const std::string& study_dir) {
   const bool prune = !r.system->prune_from.empty();
   std::vector<std::string> argv{binary, prune ? "prune" : "train", r.system->experiment};
   for (const std::string& o : run_overrides(s, *r.system, r.seed)) argv.insert(argv.end(), {"--set", o});
   if (prune)
-    argv.insert(argv.end(), {"--from", (fs::path(study_dir) / r.system->prune_from / str_cat("s", r.seed) / "checkpoint_last.safetensors").string()});
+    argv.insert(
+        argv.end(),
+        {"--from",
+         (fs::path(study_dir) / r.system->prune_from / str_cat("s", r.seed) / "checkpoint_last.safetensors").string()});
   argv.insert(argv.end(), {"--out", r.paths.dir, "--threads", std::to_string(s.threads), "--no-eval"});
   // A run that has saved continues; one stopped before its first save left files that a new
   // start moves aside (--overwrite: a folder with a run's files is refused otherwise).
   const bool saved = fs::exists(fs::path(r.paths.dir) / (prune ? "prune.json" : "checkpoint_last.safetensors"));
-  if (saved) argv.push_back("--resume");
-  else if (!train::run_files_in(r.paths.dir).empty()) argv.push_back("--overwrite");
+  if (saved)
+    argv.push_back("--resume");
+  else if (!train::run_files_in(r.paths.dir).empty())
+    argv.push_back("--overwrite");
   return argv;
 }
 
-std::vector<std::string> eval_step(const std::string& binary, const StudySpec& s, const Run& r, const std::string& split,
-                                   Device device) {
-  std::vector<std::string> argv{binary, "eval", r.paths.final_dir, "--split", split, "--threads", std::to_string(s.threads)};
+std::vector<std::string> eval_step(const std::string& binary, const StudySpec& s, const Run& r,
+                                   const std::string& split, Device device) {
+  std::vector<std::string> argv{binary, "eval",      r.paths.final_dir,        "--split",
+                                split,  "--threads", std::to_string(s.threads)};
   if (device == Device::cuda) argv.insert(argv.end(), {"--device", "cuda"});
   return argv;
 }
@@ -209,25 +220,30 @@ int run_study(const StudySpec& s, const RunnerOptions& o) {
     std::string active;
     for (const Run& r : runs) {
       if (r.steps.empty() && r.pid == 0) ++finished;
-      if (r.pid) ++running, active += str_cat(active.empty() ? "" : ", ", r.label(), " ", std::min(s.updates, latest_update(r.paths)));
+      if (r.pid)
+        ++running,
+            active += str_cat(active.empty() ? "" : ", ", r.label(), " ", std::min(s.updates, latest_update(r.paths)));
     }
     const int64_t done = updates_done();
     const double seconds = std::chrono::duration<double>(Clock::now() - started).count();
     const double rate = seconds > 0 ? static_cast<double>(done - done_at_start) / seconds : 0;
-    std::printf("study %s: %lld/%zu runs done, %lld running (%s); %lld/%lld updates; %s\n", s.name.c_str(),
-                static_cast<long long>(finished), runs.size(), static_cast<long long>(running), active.c_str(),
-                static_cast<long long>(done), static_cast<long long>(total_updates),
-                rate > 0 ? str_cat(rate < 10 ? std::to_string(rate).substr(0, 4) : std::to_string(static_cast<int64_t>(rate)),
-                                   " updates/s, ETA ", duration_text(static_cast<double>(total_updates - done) / rate),
-                                   " (training; evaluations come on top)").c_str()
-                         : "rate not measured yet");
+    std::printf(
+        "study %s: %lld/%zu runs done, %lld running (%s); %lld/%lld updates; %s\n", s.name.c_str(),
+        static_cast<long long>(finished), runs.size(), static_cast<long long>(running), active.c_str(),
+        static_cast<long long>(done), static_cast<long long>(total_updates),
+        rate > 0 ? str_cat(rate < 10 ? std::to_string(rate).substr(0, 4) : std::to_string(static_cast<int64_t>(rate)),
+                           " updates/s, ETA ", duration_text(static_cast<double>(total_updates - done) / rate),
+                           " (training; evaluations come on top)")
+                       .c_str()
+                 : "rate not measured yet");
     std::fflush(stdout);
   };
 
   int stop = 0;
   while (true) {
     if (!stop && (stop = stop_signal()) != 0) {
-      std::printf("study %s: %s; stopping the running runs (each saves its checkpoint)\n", s.name.c_str(), signal_name(stop));
+      std::printf("study %s: %s; stopping the running runs (each saves its checkpoint)\n", s.name.c_str(),
+                  signal_name(stop));
       std::fflush(stdout);
       for (const Run& r : runs)
         if (r.pid) ::kill(r.pid, SIGTERM);
@@ -247,14 +263,16 @@ int run_study(const StudySpec& s, const RunnerOptions& o) {
       if (!ready(r)) continue;
       r.pid = start_step(r.steps.front(), r.paths.log, s);
       ++running;
-      if (!o.quiet) std::printf("study %s: started %s (%s); log %s\n", s.name.c_str(), r.label().c_str(), r.steps.front()[1].c_str(), r.paths.log.c_str());
+      if (!o.quiet)
+        std::printf("study %s: started %s (%s); log %s\n", s.name.c_str(), r.label().c_str(),
+                    r.steps.front()[1].c_str(), r.paths.log.c_str());
     }
     if (running == 0) {
       for (const Run& r : runs)
         if (!r.steps.empty() && !stop) { // waiting on a source that failed
           ++failed;
-          std::fprintf(stderr, "study %s: %s: not run, its source %s s%lld did not finish\n", s.name.c_str(), r.label().c_str(),
-                       r.system->prune_from.c_str(), static_cast<long long>(r.seed));
+          std::fprintf(stderr, "study %s: %s: not run, its source %s s%lld did not finish\n", s.name.c_str(),
+                       r.label().c_str(), r.system->prune_from.c_str(), static_cast<long long>(r.seed));
         }
       break;
     }
@@ -268,8 +286,10 @@ int run_study(const StudySpec& s, const RunnerOptions& o) {
         const std::string what = r.steps.front()[1];
         const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
         if (code == 0) {
-          if (what == "train" || what == "prune") r.record.trained = true;
-          else r.record.evaluated.insert(r.steps.front()[4]);
+          if (what == "train" || what == "prune")
+            r.record.trained = true;
+          else
+            r.record.evaluated.insert(r.steps.front()[4]);
           r.record.commands.push_back(shell_words(r.steps.front()));
           write_run_record(r.paths, r.record);
           r.steps.pop_front();
@@ -281,8 +301,8 @@ int run_study(const StudySpec& s, const RunnerOptions& o) {
           }
         } else if (!stop) {
           ++failed;
-          std::fprintf(stderr, "study %s: %s: `%s` failed with exit status %d; its log: %s\n", s.name.c_str(), r.label().c_str(),
-                       what.c_str(), code, r.paths.log.c_str());
+          std::fprintf(stderr, "study %s: %s: `%s` failed with exit status %d; its log: %s\n", s.name.c_str(),
+                       r.label().c_str(), what.c_str(), code, r.paths.log.c_str());
           r.steps.clear();
         }
       }
@@ -297,11 +317,13 @@ int run_study(const StudySpec& s, const RunnerOptions& o) {
   }
   report(true);
   if (failed) {
-    std::fprintf(stderr, "study %s: %lld run%s failed (see above); the others finished\n", s.name.c_str(), static_cast<long long>(failed),
-                 failed == 1 ? "" : "s");
+    std::fprintf(stderr, "study %s: %lld run%s failed (see above); the others finished\n", s.name.c_str(),
+                 static_cast<long long>(failed), failed == 1 ? "" : "s");
     return 1;
   }
-  if (!o.quiet) std::printf("study %s: every run finished; `pillars study %s --table` compares them\n", s.name.c_str(), s.path.c_str());
+  if (!o.quiet)
+    std::printf("study %s: every run finished; `pillars study %s --table` compares them\n", s.name.c_str(),
+                s.path.c_str());
   return 0;
 }
 

@@ -33,11 +33,11 @@
 namespace pillars::study {
 
 struct RunnerOptions {
-  std::string study_dir;          // "" = studies/<name>
-  int64_t jobs = 0;               // runs at once; 0 = max(1, cores / threads)
-  std::string binary;             // the pillars binary for the steps ("" = this process's own)
-  bool dry_run = false;           // print the steps that would run, run nothing
-  bool quiet = false;             // no progress lines
+  std::string study_dir; // "" = studies/<name>
+  int64_t jobs = 0;      // runs at once; 0 = max(1, cores / threads)
+  std::string binary;    // the pillars binary for the steps ("" = this process's own)
+  bool dry_run = false;  // print the steps that would run, run nothing
+  bool quiet = false;    // no progress lines
 };
 
 // The study folder RunnerOptions names.

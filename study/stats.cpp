@@ -38,7 +38,8 @@ double beta_continued_fraction(double x, double a, double b) {
   double f = d;
   for (int m = 1; m <= 10000; ++m) {
     const double m2 = 2.0 * m;
-    for (const double coef : {m * (b - m) * x / ((a + m2 - 1) * (a + m2)), -(a + m) * (a + b + m) * x / ((a + m2) * (a + m2 + 1))}) {
+    for (const double coef :
+         {m * (b - m) * x / ((a + m2 - 1) * (a + m2)), -(a + m) * (a + b + m) * x / ((a + m2) * (a + m2 + 1))}) {
       d = 1 + coef * d;
       if (std::fabs(d) < kTiny) d = kTiny;
       c = 1 + coef / c;
@@ -57,7 +58,8 @@ double incomplete_beta(double x, double a, double b) {
   PILLARS_CHECK(a > 0 && b > 0 && x >= 0 && x <= 1, "incomplete_beta: need a, b > 0 and 0 <= x <= 1");
   if (x == 0 || x == 1) return x;
   // x^a (1−x)^b / B(a, b), with B through lgamma.
-  const double front = std::exp(std::lgamma(a + b) - std::lgamma(a) - std::lgamma(b) + a * std::log(x) + b * std::log1p(-x));
+  const double front =
+      std::exp(std::lgamma(a + b) - std::lgamma(a) - std::lgamma(b) + a * std::log(x) + b * std::log1p(-x));
   // Symmetry I_x(a, b) = 1 − I_{1−x}(b, a) keeps the fraction where it converges.
   if (x < (a + 1) / (a + b + 2)) return front * beta_continued_fraction(x, a, b) / a;
   return 1 - front * beta_continued_fraction(1 - x, b, a) / b;
@@ -102,7 +104,8 @@ PairedTest sign_test(const std::vector<double>& x, const std::vector<double>& y)
   // Two-sided exact binomial test at ½: the probability of every outcome no more likely than the
   // one observed (scipy's rule, with its relative tolerance of 1e-7 for equal probabilities).
   auto pmf = [n](int64_t k) {
-    return std::exp(std::lgamma(n + 1.0) - std::lgamma(k + 1.0) - std::lgamma(n - k + 1.0) - static_cast<double>(n) * std::log(2.0));
+    return std::exp(std::lgamma(n + 1.0) - std::lgamma(k + 1.0) - std::lgamma(n - k + 1.0) -
+                    static_cast<double>(n) * std::log(2.0));
   };
   const double observed = pmf(plus);
   double p = 0;
@@ -142,7 +145,7 @@ BootstrapResult paired_bootstrap(const StatRows& system, const StatRows& baselin
     for (size_t i = 0; i < n; ++i) idx[i] = static_cast<size_t>(rng.next() % n);
     diffs[static_cast<size_t>(s)] = score(sum_rows(system, idx)) - score(sum_rows(baseline, idx));
   }
-  // p: how often a resample's |difference|, centred on the resamples' mean, exceeds the real one.
+  // p: how often a resample's |difference|, centered on the resamples' mean, exceeds the real one.
   double mean_abs = 0;
   for (double d : diffs) mean_abs += std::fabs(d);
   mean_abs /= static_cast<double>(samples);

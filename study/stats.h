@@ -34,14 +34,14 @@ MeanSd mean_sd(const std::vector<double>& x);
 
 // Student's t distribution: P(T ≤ t) with `df` degrees of freedom (df > 0).
 double student_t_cdf(double t, double df);
-// The regularised incomplete beta function I_x(a, b), 0 ≤ x ≤ 1, a, b > 0.
+// The regularized incomplete beta function I_x(a, b), 0 ≤ x ≤ 1, a, b > 0.
 double incomplete_beta(double x, double a, double b);
 
 struct PairedTest {
-  int64_t n = 0;         // pairs used
-  double mean_diff = 0;  // mean of x − y
-  double statistic = 0;  // t (t-test) or the number of positive differences (sign test)
-  double p = 1;          // two-sided
+  int64_t n = 0;        // pairs used
+  double mean_diff = 0; // mean of x − y
+  double statistic = 0; // t (t-test) or the number of positive differences (sign test)
+  double p = 1;         // two-sided
 };
 // The paired t-test of x against y (x[i] and y[i] are a pair). With n < 2, or all differences
 // equal (sd 0), p is NaN: the test is undefined, and the table says so.
@@ -55,17 +55,17 @@ using StatRows = std::vector<std::vector<double>>;
 using CorpusScore = std::function<double(const std::vector<double>& sums)>;
 
 struct BootstrapResult {
-  double system = 0, baseline = 0;  // the scores of the whole test set
-  double diff = 0;                  // system − baseline
-  double low = 0, high = 0;         // 95 % interval of the resampled differences
-  double p = 1;                     // sacreBLEU's p-value for |diff|
+  double system = 0, baseline = 0; // the scores of the whole test set
+  double diff = 0;                 // system − baseline
+  double low = 0, high = 0;        // 95 % interval of the resampled differences
+  double p = 1;                    // sacreBLEU's p-value for |diff|
   int64_t samples = 0;
 };
 // The paired bootstrap: `samples` resamples of the n sentence indices, drawn with SplitMix64 from
 // `seed` (index = next() mod n: the script that checks this test draws the same indices), each
 // scored for both systems. The interval is sacreBLEU's: the sorted differences at positions
 // ⌊S/40⌋ and S − ⌊S/40⌋ − 1. The p-value is sacreBLEU's too: with δ_s = |score_sys − score_base|
-// of resample s, centred by their mean, p = (#{δ_s − mean(δ) > |diff|} + 1) / (S + 1); where the
+// of resample s, centered by their mean, p = (#{δ_s − mean(δ) > |diff|} + 1) / (S + 1); where the
 // two systems score exactly the same (diff = 0), p = 1 (sacreBLEU's rule would give 1/(S + 1)).
 BootstrapResult paired_bootstrap(const StatRows& system, const StatRows& baseline, const CorpusScore& score,
                                  int64_t samples = 1000, uint64_t seed = 12345);

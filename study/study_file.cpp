@@ -27,7 +27,8 @@ class Reader {
     auto it = obj.find(key);
     return it == obj.end() || it->is_null() ? nullptr : &*it;
   }
-  std::string string(const json& obj, const std::string& key, const std::string& field, std::string fallback, bool required) const {
+  std::string string(const json& obj, const std::string& key, const std::string& field, std::string fallback,
+                     bool required) const {
     const json* v = find(obj, key);
     if (!v) {
       if (required) fail(field, "is required");
@@ -36,8 +37,8 @@ class Reader {
     if (!v->is_string()) fail(field, str_cat("must be a string, got ", v->dump()));
     return v->get<std::string>();
   }
-  int64_t integer(const json& obj, const std::string& key, const std::string& field, int64_t fallback, int64_t lo, int64_t hi,
-                  bool required) const {
+  int64_t integer(const json& obj, const std::string& key, const std::string& field, int64_t fallback, int64_t lo,
+                  int64_t hi, bool required) const {
     const json* v = find(obj, key);
     if (!v) {
       if (required) fail(field, "is required");
@@ -96,7 +97,8 @@ std::vector<std::string> run_overrides(const StudySpec& s, const SystemSpec& sys
   ValidationContext ctx;
   const Experiment plain = load_experiment(sys.experiment, sys.overrides, ctx);
   if (plain.prune.method != ght::PruneMethod::none)
-    for (const char* o : {"prune.finetune_updates=0", "prune.finetune_epochs=1000000", "prune.finetune_minutes=0", "prune.finetune_patience=0"})
+    for (const char* o : {"prune.finetune_updates=0", "prune.finetune_epochs=1000000", "prune.finetune_minutes=0",
+                          "prune.finetune_patience=0"})
       out.push_back(o);
   out.push_back(str_cat("train.device=\"", enum_name(s.device), "\""));
   // The study's precision where the experiment's differs (a CPU study of an fp32 experiment passes
@@ -115,7 +117,8 @@ Experiment run_experiment_config(const StudySpec& s, const SystemSpec& sys, int6
 
 StudySpec parse_study(const std::string& text, const std::string& origin, const std::string& dir) {
   if (const auto at = schema::json_too_deep(text, limits::kMaxJsonDepth))
-    throw InputError(str_cat(origin, ":", at->line, ":", at->column, ": invalid JSON: nested more than ", limits::kMaxJsonDepth, " levels deep"));
+    throw InputError(str_cat(origin, ":", at->line, ":", at->column, ": invalid JSON: nested more than ",
+                             limits::kMaxJsonDepth, " levels deep"));
   json doc;
   try {
     doc = json::parse(text);
@@ -124,9 +127,12 @@ StudySpec parse_study(const std::string& text, const std::string& origin, const 
   }
   if (!doc.is_object()) throw InputError(str_cat(origin, ": a study file is a JSON object"));
   const Reader r(doc, origin);
-  r.only_keys(doc, "", {"name", "description", "base", "set", "systems", "baseline", "seeds", "updates", "test_splits",
-                        "device", "precision", "threads", "isa"});
-  auto resolve = [&](const std::string& p) { return fs::path(p).is_absolute() || dir.empty() ? p : (fs::path(dir) / p).lexically_normal().string(); };
+  r.only_keys(doc, "",
+              {"name", "description", "base", "set", "systems", "baseline", "seeds", "updates", "test_splits", "device",
+               "precision", "threads", "isa"});
+  auto resolve = [&](const std::string& p) {
+    return fs::path(p).is_absolute() || dir.empty() ? p : (fs::path(dir) / p).lexically_normal().string();
+  };
 
   StudySpec s;
   s.path = origin;
@@ -147,7 +153,8 @@ StudySpec parse_study(const std::string& text, const std::string& origin, const 
     r.only_keys(js, field, {"name", "experiment", "set", "description", "prune_from"});
     SystemSpec sys;
     sys.name = r.string(js, "name", field + ".name", "", true);
-    if (!valid_name(sys.name)) r.fail(field + ".name", str_cat("must be 1-64 of A-Z a-z 0-9 . _ -, got \"", sys.name, "\""));
+    if (!valid_name(sys.name))
+      r.fail(field + ".name", str_cat("must be 1-64 of A-Z a-z 0-9 . _ -, got \"", sys.name, "\""));
     if (!names.insert(sys.name).second) r.fail(field + ".name", str_cat("\"", sys.name, "\" names two systems"));
     const std::string exp = r.string(js, "experiment", field + ".experiment", base, false);
     if (exp.empty()) r.fail(field + ".experiment", "is required when the study has no \"base\"");
@@ -163,11 +170,13 @@ StudySpec parse_study(const std::string& text, const std::string& origin, const 
   if (!names.count(s.baseline)) r.fail("baseline", str_cat("names no system: \"", s.baseline, "\""));
 
   const json* seeds = r.find(doc, "seeds");
-  if (!seeds || !seeds->is_array() || seeds->empty() || seeds->size() > 1000) r.fail("seeds", "must be an array of 1 to 1000 integers");
+  if (!seeds || !seeds->is_array() || seeds->empty() || seeds->size() > 1000)
+    r.fail("seeds", "must be an array of 1 to 1000 integers");
   std::set<int64_t> seen;
   for (size_t i = 0; i < seeds->size(); ++i) {
     const json& v = (*seeds)[i];
-    if (!v.is_number_integer() || v.get<int64_t>() < 0) r.fail(str_cat("seeds[", i, "]"), str_cat("must be an integer >= 0, got ", v.dump()));
+    if (!v.is_number_integer() || v.get<int64_t>() < 0)
+      r.fail(str_cat("seeds[", i, "]"), str_cat("must be an integer >= 0, got ", v.dump()));
     if (!seen.insert(v.get<int64_t>()).second) r.fail(str_cat("seeds[", i, "]"), str_cat("repeats seed ", v.dump()));
     s.seeds.push_back(v.get<int64_t>());
   }
@@ -176,7 +185,8 @@ StudySpec parse_study(const std::string& text, const std::string& origin, const 
     if (!splits->is_array()) r.fail("test_splits", "must be an array of split names");
     for (size_t i = 0; i < splits->size(); ++i) {
       const json& v = (*splits)[i];
-      if (!v.is_string() || !valid_name(v.get<std::string>())) r.fail(str_cat("test_splits[", i, "]"), str_cat("must be a split name, got ", v.dump()));
+      if (!v.is_string() || !valid_name(v.get<std::string>()))
+        r.fail(str_cat("test_splits[", i, "]"), str_cat("must be a split name, got ", v.dump()));
       s.test_splits.push_back(v.get<std::string>());
     }
   }
@@ -197,8 +207,9 @@ StudySpec parse_study(const std::string& text, const std::string& origin, const 
     try {
       const Experiment e = run_experiment_config(s, sys, s.seeds.front());
       if (e.prune.method != ght::PruneMethod::none && e.prune.finetune_schedule != ght::FinetuneSchedule::continue_)
-        throw InputError("\"prune.finetune_schedule\" must be \"continue\" in a study: under \"restart\" fine-tuning has a "
-                         "budget of its own, so the system could not make the study's updates");
+        throw InputError(
+            "\"prune.finetune_schedule\" must be \"continue\" in a study: under \"restart\" fine-tuning has a "
+            "budget of its own, so the system could not make the study's updates");
       if (!sys.prune_from.empty() && e.prune.method == ght::PruneMethod::none)
         throw InputError(str_cat("\"prune_from\" needs a \"prune.method\" to prune with (it is \"none\")"));
       const data::DatasetSpec& ds = data::find_dataset(e.data.dataset);

@@ -41,15 +41,15 @@
 namespace pillars::study {
 
 struct SystemSpec {
-  std::string name;                  // folder name and table row: [A-Za-z0-9._-]+
-  std::string experiment;            // path of its experiment file (resolved against the study file)
+  std::string name;                   // folder name and table row: [A-Za-z0-9._-]+
+  std::string experiment;             // path of its experiment file (resolved against the study file)
   std::vector<std::string> overrides; // "key=json" — the study's "set", then the system's own
   std::string prune_from;             // "" or an earlier system whose trained model this one prunes
 };
 
 struct StudySpec {
-  std::string path;        // the study file
-  std::string name;        // default: the file's stem
+  std::string path; // the study file
+  std::string name; // default: the file's stem
   std::string description;
   std::vector<SystemSpec> systems;
   std::string baseline;

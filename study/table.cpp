@@ -30,8 +30,8 @@ struct RunData {
   int64_t seed = 0;
   RunPaths paths;
   Experiment config;
-  std::string excluded;                     // why it is left out ("" = usable)
-  std::map<std::string, json> eval;         // split → eval_<split>.json
+  std::string excluded;                             // why it is left out ("" = usable)
+  std::map<std::string, json> eval;                 // split → eval_<split>.json
   std::map<std::string, StatRows> bleu, rouge, nll; // split → per-sentence statistics
 };
 
@@ -57,7 +57,8 @@ void differing_keys(const json& a, const json& b, const std::string& prefix, std
     for (const auto& [k, v] : a.items()) keys.insert(k);
     for (const auto& [k, v] : b.items()) keys.insert(k);
     for (const std::string& k : keys)
-      differing_keys(a.contains(k) ? a[k] : json(), b.contains(k) ? b[k] : json(), prefix.empty() ? k : prefix + "." + k, out);
+      differing_keys(a.contains(k) ? a[k] : json(), b.contains(k) ? b[k] : json(),
+                     prefix.empty() ? k : prefix + "." + k, out);
   } else if (a != b) {
     out.push_back(str_cat(prefix, " (", a.dump(), " in the run, ", b.dump(), " in the study)"));
   }
@@ -87,15 +88,17 @@ json head_curve(const RunPaths& p) {
   json curve = json::array();
   for (const std::string& line : read_lines(fs::path(p.dir) / "head_metrics.jsonl")) {
     const json j = json::parse(line, nullptr, false);
-    if (!j.is_object() || !j.contains("modules") || !j["modules"].is_array() || !j.value("update", json()).is_number()) continue;
+    if (!j.is_object() || !j.contains("modules") || !j["modules"].is_array() || !j.value("update", json()).is_number())
+      continue;
     json point = {{"update", j["update"]}};
     json modules = j["modules"];
     for (json& m : modules) ght::read_legacy_keys(m);
-    for (const char* key : {"homogenisation", "diversification", "silhouette", "silhouette_ght", "dunn"}) {
+    for (const char* key : {"homogenization", "diversification", "silhouette", "silhouette_ght", "dunn"}) {
       double sum = 0;
       int n = 0;
       for (const json& m : modules)
-        if (m.is_object() && m.contains(key) && m[key].is_number() && std::isfinite(m[key].get<double>())) sum += m[key].get<double>(), ++n;
+        if (m.is_object() && m.contains(key) && m[key].is_number() && std::isfinite(m[key].get<double>()))
+          sum += m[key].get<double>(), ++n;
       point[key] = n ? json(sum / n) : json();
     }
     curve.push_back(point);
@@ -129,7 +132,9 @@ json levelled_off(const json& curve, int64_t budget) {
   const bool higher = metric != "loss";
   const double cut = 0.8 * static_cast<double>(budget);
   std::optional<double> before, after;
-  auto better = [&](std::optional<double>& best, double v) { best = !best ? v : higher ? std::max(*best, v) : std::min(*best, v); };
+  auto better = [&](std::optional<double>& best, double v) {
+    best = !best ? v : higher ? std::max(*best, v) : std::min(*best, v);
+  };
   for (const json& point : curve) {
     if (point["metric"] != metric) continue;
     better(point["update"].get<double>() <= cut ? before : after, point["value"].get<double>());
@@ -142,12 +147,14 @@ json levelled_off(const json& curve, int64_t budget) {
 // The part of a machine record that decides the arithmetic.
 json arithmetic_of(const json& machine) {
   json a;
-  for (const char* k : {"isa", "threads", "device", "precision", "ranks"}) a[k] = machine.is_object() && machine.contains(k) ? machine[k] : json();
+  for (const char* k : {"isa", "threads", "device", "precision", "ranks"})
+    a[k] = machine.is_object() && machine.contains(k) ? machine[k] : json();
   return a;
 }
 
 // Per-sentence statistics: BLEU's sufficient statistics [sys_len, ref_len, matches 1..4, totals 1..4].
-StatRows bleu_rows(const std::vector<std::string>& hyps, const std::vector<std::vector<std::string>>& refs, const metrics::BleuOptions& o) {
+StatRows bleu_rows(const std::vector<std::string>& hyps, const std::vector<std::vector<std::string>>& refs,
+                   const metrics::BleuOptions& o) {
   StatRows rows;
   for (size_t i = 0; i < hyps.size(); ++i) {
     std::vector<std::string_view> r;
@@ -166,7 +173,9 @@ CorpusScore bleu_score(const metrics::BleuOptions& o) {
     metrics::BleuStats st;
     st.sys_len = static_cast<int64_t>(sums[0]), st.ref_len = static_cast<int64_t>(sums[1]);
     const size_t n = (sums.size() - 2) / 2;
-    for (size_t k = 0; k < n; ++k) st.counts.push_back(static_cast<int64_t>(sums[2 + k])), st.totals.push_back(static_cast<int64_t>(sums[2 + n + k]));
+    for (size_t k = 0; k < n; ++k)
+      st.counts.push_back(static_cast<int64_t>(sums[2 + k])),
+          st.totals.push_back(static_cast<int64_t>(sums[2 + n + k]));
     return metrics::compute_bleu(st, o).score;
   };
 }
@@ -193,7 +202,8 @@ StatRows nll_rows(const fs::path& path) {
   StatRows rows;
   for (const std::string& line : read_lines(path)) {
     double nll = 0, tokens = 0;
-    if (std::sscanf(line.c_str(), "%lf %lf", &nll, &tokens) != 2) throw InputError(str_cat(path.string(), ": a line is not \"nll tokens\": ", line));
+    if (std::sscanf(line.c_str(), "%lf %lf", &nll, &tokens) != 2)
+      throw InputError(str_cat(path.string(), ": a line is not \"nll tokens\": ", line));
     rows.push_back({nll, tokens});
   }
   return rows;
@@ -201,7 +211,7 @@ StatRows nll_rows(const fs::path& path) {
 double loss_of(const std::vector<double>& sums) { return sums[1] > 0 ? sums[0] / sums[1] : 0; }
 
 struct Metric {
-  std::string name;   // the eval_<split>.json key
+  std::string name; // the eval_<split>.json key
   bool higher_better;
   std::map<std::string, StatRows> RunData::*rows; // per-sentence statistics, if any
   CorpusScore score;
@@ -225,7 +235,8 @@ json study_table(const StudySpec& s, const std::string& study_dir, int64_t boots
       r.config = run_experiment_config(s, sys, seed);
       r.paths = run_paths(study_dir, sys.name, seed, r.config.prune.method != ght::PruneMethod::none);
       const RunRecord rec = read_run_record(r.paths);
-      const std::vector<std::string> run_splits = s.test_splits.empty() ? std::vector<std::string>{train::test_split_of(r.config)} : s.test_splits;
+      const std::vector<std::string> run_splits =
+          s.test_splits.empty() ? std::vector<std::string>{train::test_split_of(r.config)} : s.test_splits;
       for (const std::string& sp : run_splits)
         if (std::find(splits.begin(), splits.end(), sp) == splits.end()) splits.push_back(sp);
       bool complete = rec.trained;
@@ -234,10 +245,13 @@ json study_table(const StudySpec& s, const std::string& study_dir, int64_t boots
         missing.push_back({{"system", sys.name}, {"seed", seed}});
         continue;
       }
-      auto exclude = [&](const std::string& why) { excluded.push_back({{"system", sys.name}, {"seed", seed}, {"reason", why}}); };
+      auto exclude = [&](const std::string& why) {
+        excluded.push_back({{"system", sys.name}, {"seed", seed}, {"reason", why}});
+      };
       // The config it ran with against the one the study gives it.
       std::vector<std::string> diff;
-      differing_keys(without_paths(to_json(train::load_run_config(r.paths.dir))), without_paths(to_json(r.config)), "", diff);
+      differing_keys(without_paths(to_json(train::load_run_config(r.paths.dir))), without_paths(to_json(r.config)), "",
+                     diff);
       if (!diff.empty()) {
         std::string list;
         for (const std::string& d : diff) list += (list.empty() ? "" : "; ") + d;
@@ -260,11 +274,14 @@ json study_table(const StudySpec& s, const std::string& study_dir, int64_t boots
         cpus.insert(m.value("cpu", "?")), commits.insert(m.value("commit", "?"));
         json a = arithmetic_of(m);
         if (expected_arithmetic.is_null()) {
-          expected_arithmetic = {{"isa", s.isa == "native" ? a["isa"] : json(s.isa)}, {"threads", s.threads},
-                                 {"device", enum_name(s.device)}, {"precision", enum_name(s.precision)},
+          expected_arithmetic = {{"isa", s.isa == "native" ? a["isa"] : json(s.isa)},
+                                 {"threads", s.threads},
+                                 {"device", enum_name(s.device)},
+                                 {"precision", enum_name(s.precision)},
                                  {"ranks", 1}};
         }
-        if (a != expected_arithmetic) why = str_cat("ran with ", a.dump(), ", the study with ", expected_arithmetic.dump());
+        if (a != expected_arithmetic)
+          why = str_cat("ran with ", a.dump(), ", the study with ", expected_arithmetic.dump());
       }
       if (machines.empty()) why = "its logs have no start line";
       if (!why.empty()) {
@@ -284,13 +301,16 @@ json study_table(const StudySpec& s, const std::string& study_dir, int64_t boots
         const auto& refs = refs_cache[key];
         const std::vector<std::string> hyps = read_lines(dir / str_cat("eval_", sp, ".hyp"));
         if (refs.empty() || hyps.size() != refs[0].size()) {
-          why = str_cat((dir / str_cat("eval_", sp, ".hyp")).string(), " has ", hyps.size(), " lines for ", refs.empty() ? 0 : refs[0].size(), " references");
+          why = str_cat((dir / str_cat("eval_", sp, ".hyp")).string(), " has ", hyps.size(), " lines for ",
+                        refs.empty() ? 0 : refs[0].size(), " references");
           break;
         }
         metrics::BleuOptions bo;
         bo.lowercase = r.config.eval.sacrebleu_lowercase;
-        if (r.config.task == data::Task::translation) r.bleu[sp] = bleu_rows(hyps, refs, bo);
-        else r.rouge[sp] = rouge_rows(hyps, refs);
+        if (r.config.task == data::Task::translation)
+          r.bleu[sp] = bleu_rows(hyps, refs, bo);
+        else
+          r.rouge[sp] = rouge_rows(hyps, refs);
         if (fs::exists(dir / str_cat("eval_", sp, ".nll"))) r.nll[sp] = nll_rows(dir / str_cat("eval_", sp, ".nll"));
       }
       if (!why.empty()) {
@@ -300,10 +320,20 @@ json study_table(const StudySpec& s, const std::string& study_dir, int64_t boots
       runs.push_back(std::move(r));
     }
 
-  json table = {{"study", s.name},         {"description", s.description}, {"file", s.path},        {"updates", s.updates},
-                {"seeds", s.seeds},        {"baseline", s.baseline},       {"device", enum_name(s.device)},
-                {"isa", s.isa},            {"threads", s.threads},         {"cpus", cpus},          {"commits", commits},
-                {"excluded", excluded},    {"missing", missing},           {"bootstrap_samples", bootstrap_samples}};
+  json table = {{"study", s.name},
+                {"description", s.description},
+                {"file", s.path},
+                {"updates", s.updates},
+                {"seeds", s.seeds},
+                {"baseline", s.baseline},
+                {"device", enum_name(s.device)},
+                {"isa", s.isa},
+                {"threads", s.threads},
+                {"cpus", cpus},
+                {"commits", commits},
+                {"excluded", excluded},
+                {"missing", missing},
+                {"bootstrap_samples", bootstrap_samples}};
   json systems = json::array();
   for (const SystemSpec& sys : s.systems) systems.push_back(sys.name);
   table["systems"] = systems;
@@ -316,10 +346,9 @@ json study_table(const StudySpec& s, const std::string& study_dir, int64_t boots
   metrics::BleuOptions bo;
   bo.lowercase = !runs.empty() && runs.front().config.eval.sacrebleu_lowercase;
   const std::vector<Metric> all_metrics = {
-      {"bleu", true, &RunData::bleu, bleu_score(bo)},       {"rouge1", true, &RunData::rouge, column_mean(0)},
-      {"rouge2", true, &RunData::rouge, column_mean(1)},    {"rougeL", true, &RunData::rouge, column_mean(2)},
-      {"loss", false, &RunData::nll, loss_of},
-      {"sentences_per_second", true, nullptr, nullptr}};
+      {"bleu", true, &RunData::bleu, bleu_score(bo)},    {"rouge1", true, &RunData::rouge, column_mean(0)},
+      {"rouge2", true, &RunData::rouge, column_mean(1)}, {"rougeL", true, &RunData::rouge, column_mean(2)},
+      {"loss", false, &RunData::nll, loss_of},           {"sentences_per_second", true, nullptr, nullptr}};
 
   json split_tables = json::array();
   for (const std::string& sp : splits) {
@@ -329,7 +358,8 @@ json study_table(const StudySpec& s, const std::string& study_dir, int64_t boots
       for (const RunData& r : runs) present = present || (r.eval.count(sp) && r.eval.at(sp).contains(m.name));
       if (!present) continue;
       auto value = [&](const RunData* r) -> std::optional<double> {
-        if (!r || !r->eval.count(sp) || !r->eval.at(sp).contains(m.name) || !r->eval.at(sp)[m.name].is_number()) return std::nullopt;
+        if (!r || !r->eval.count(sp) || !r->eval.at(sp).contains(m.name) || !r->eval.at(sp)[m.name].is_number())
+          return std::nullopt;
         return r->eval.at(sp)[m.name].get<double>();
       };
       json rows = json::array();
@@ -349,16 +379,22 @@ json study_table(const StudySpec& s, const std::string& study_dir, int64_t boots
             const auto va = value(a), vb = value(b);
             if (!va || !vb) continue;
             x.push_back(*va), y.push_back(*vb), paired_seeds.push_back(seed);
-            if (m.rows && (a->*m.rows).count(sp) && (b->*m.rows).count(sp) && (a->*m.rows).at(sp).size() == (b->*m.rows).at(sp).size()) {
-              const BootstrapResult br = paired_bootstrap((a->*m.rows).at(sp), (b->*m.rows).at(sp), m.score, bootstrap_samples,
-                                                          12345 + static_cast<uint64_t>(seed));
+            if (m.rows && (a->*m.rows).count(sp) && (b->*m.rows).count(sp) &&
+                (a->*m.rows).at(sp).size() == (b->*m.rows).at(sp).size()) {
+              const BootstrapResult br = paired_bootstrap((a->*m.rows).at(sp), (b->*m.rows).at(sp), m.score,
+                                                          bootstrap_samples, 12345 + static_cast<uint64_t>(seed));
               boot.push_back({{"seed", seed}, {"diff", br.diff}, {"low", br.low}, {"high", br.high}, {"p", br.p}});
             }
           }
           const PairedTest t = paired_t_test(x, y), sg = sign_test(x, y);
           auto num = [](double v) { return std::isfinite(v) ? json(v) : json(); };
-          row["vs_baseline"] = {{"seeds", paired_seeds}, {"mean_diff", t.mean_diff}, {"t", num(t.statistic)}, {"t_p", num(t.p)},
-                                {"sign_plus", static_cast<int64_t>(sg.statistic)}, {"sign_n", sg.n}, {"sign_p", sg.p},
+          row["vs_baseline"] = {{"seeds", paired_seeds},
+                                {"mean_diff", t.mean_diff},
+                                {"t", num(t.statistic)},
+                                {"t_p", num(t.p)},
+                                {"sign_plus", static_cast<int64_t>(sg.statistic)},
+                                {"sign_n", sg.n},
+                                {"sign_p", sg.p},
                                 {"bootstrap", boot}};
         }
         rows.push_back(row);
@@ -375,8 +411,13 @@ json study_table(const StudySpec& s, const std::string& study_dir, int64_t boots
     json evals = json::object();
     for (const auto& [sp, e] : r.eval) evals[sp] = e;
     const json valid = valid_curve(r.paths);
-    run_list.push_back({{"system", r.system->name}, {"seed", r.seed}, {"dir", r.paths.final_dir}, {"eval", evals},
-                        {"heads", head_curve(r.paths)}, {"valid", valid}, {"levelled_off", levelled_off(valid, s.updates)}});
+    run_list.push_back({{"system", r.system->name},
+                        {"seed", r.seed},
+                        {"dir", r.paths.final_dir},
+                        {"eval", evals},
+                        {"heads", head_curve(r.paths)},
+                        {"valid", valid},
+                        {"levelled_off", levelled_off(valid, s.updates)}});
   }
   table["runs"] = run_list;
   return table;
@@ -399,7 +440,7 @@ std::string p_text(const json& p) {
 // The heads at the last measurement of each run's first phase (the mean over attention modules),
 // as mean ± sd over the seeds of each system: what the paper's Fig. 2 and Fig. 4 are about.
 std::string compactness_markdown(const json& t) {
-  const char* measures[] = {"homogenisation", "diversification", "silhouette", "dunn"};
+  const char* measures[] = {"homogenization", "diversification", "silhouette", "dunn"};
   std::string rows;
   for (const auto& system : t["systems"]) {
     std::string cells;
@@ -407,18 +448,21 @@ std::string compactness_markdown(const json& t) {
     for (const char* key : measures) {
       std::vector<double> last;
       for (const auto& r : t["runs"])
-        if (r["system"] == system && !r["heads"].empty() && r["heads"].back()[key].is_number()) last.push_back(r["heads"].back()[key].get<double>());
+        if (r["system"] == system && !r["heads"].empty() && r["heads"].back()[key].is_number())
+          last.push_back(r["heads"].back()[key].get<double>());
       runs = std::max<int64_t>(runs, static_cast<int64_t>(last.size()));
       const MeanSd ms = mean_sd(last);
-      cells += " | " + (last.empty() ? std::string("–") : fixed(ms.mean, 3) + (last.size() > 1 ? " ± " + fixed(ms.sd, 3) : ""));
+      cells += " | " +
+               (last.empty() ? std::string("–") : fixed(ms.mean, 3) + (last.size() > 1 ? " ± " + fixed(ms.sd, 3) : ""));
     }
     if (runs) rows += str_cat("| ", system.get<std::string>(), " | ", runs, cells, " |\n");
   }
   if (rows.empty()) return "";
   return "## Heads at the end of the first phase (mean over modules; mean ± sd over seeds)\n\n"
-         "Homogenisation is the mean cosine of a head with its group's centre (higher: groups more compact); "
-         "diversification is the mean cosine between group centres (lower: groups further apart).\n\n"
-         "| system | seeds | homogenisation | diversification | Silhouette | Dunn |\n|---|---|---|---|---|---|\n" + rows + "\n";
+         "Homogenization is the mean cosine of a head with its group's center (higher: groups more compact); "
+         "diversification is the mean cosine between group centers (lower: groups further apart).\n\n"
+         "| system | seeds | homogenization | diversification | Silhouette | Dunn |\n|---|---|---|---|---|---|\n" +
+         rows + "\n";
 }
 
 } // namespace
@@ -430,22 +474,30 @@ std::string table_markdown(const json& t) {
   std::string cpus, commits;
   for (const auto& c : t["cpus"]) cpus += (cpus.empty() ? "" : "; ") + c.get<std::string>();
   for (const auto& c : t["commits"]) commits += (commits.empty() ? "" : ", ") + c.get<std::string>();
-  out += str_cat("Every run: ", t["updates"].get<int64_t>(), " updates, device ", t["device"].get<std::string>(), ", isa ",
-                 t["isa"].get<std::string>(), ", ", t["threads"].get<int64_t>(), " thread(s). Baseline: ", t["baseline"].get<std::string>(),
-                 ". CPUs: ", cpus.empty() ? "-" : cpus, ". Commits: ", commits.empty() ? "-" : commits, ".\n\n");
-  out += "Δ is system − baseline. Across seeds: the paired t-test (p) and the sign test (positive/paired seeds, p). "
-         "Per seed: paired bootstrap over test sentences (" + std::to_string(t["bootstrap_samples"].get<int64_t>()) +
-         " resamples), Δ [95 % interval] p.\n\n";
+  out += str_cat("Every run: ", t["updates"].get<int64_t>(), " updates, device ", t["device"].get<std::string>(),
+                 ", isa ", t["isa"].get<std::string>(), ", ", t["threads"].get<int64_t>(),
+                 " thread(s). Baseline: ", t["baseline"].get<std::string>(), ". CPUs: ", cpus.empty() ? "-" : cpus,
+                 ". Commits: ", commits.empty() ? "-" : commits, ".\n\n");
+  out +=
+      "Δ is system − baseline. Across seeds: the paired t-test (p) and the sign test (positive/paired seeds, p). "
+      "Per seed: paired bootstrap over test sentences (" +
+      std::to_string(t["bootstrap_samples"].get<int64_t>()) + " resamples), Δ [95 % interval] p.\n\n";
   for (const auto& sp : t["splits"]) {
     for (const auto& m : sp["metrics"]) {
       const std::string metric = m["metric"].get<std::string>();
       const int dec = metric == "loss" ? 4 : 2;
-      out += str_cat("## ", sp["split"].get<std::string>(), ": ", metric, m["higher_is_better"].get<bool>() ? " (higher is better)" : " (lower is better)", "\n\n");
-      out += "| system | seeds | mean ± sd | Δ mean | t-test p | sign test | per seed: Δ [95 % interval] p |\n|---|---|---|---|---|---|---|\n";
+      out += str_cat("## ", sp["split"].get<std::string>(), ": ", metric,
+                     m["higher_is_better"].get<bool>() ? " (higher is better)" : " (lower is better)", "\n\n");
+      out +=
+          "| system | seeds | mean ± sd | Δ mean | t-test p | sign test | per seed: Δ [95 % interval] p "
+          "|\n|---|---|---|---|---|---|---|\n";
       for (const auto& row : m["systems"]) {
         const int64_t n = static_cast<int64_t>(row["values"].size());
-        out += str_cat("| ", row["system"].get<std::string>(), " | ", n, " | ",
-                       n ? fixed(row["mean"].get<double>(), dec) + (n > 1 ? " ± " + fixed(row["sd"].get<double>(), dec) : "") : "–", " | ");
+        out += str_cat(
+            "| ", row["system"].get<std::string>(), " | ", n, " | ",
+            n ? fixed(row["mean"].get<double>(), dec) + (n > 1 ? " ± " + fixed(row["sd"].get<double>(), dec) : "")
+              : "–",
+            " | ");
         if (!row.contains("vs_baseline")) {
           out += "(baseline) | | | |\n";
           continue;
@@ -454,11 +506,15 @@ std::string table_markdown(const json& t) {
         const int64_t paired = static_cast<int64_t>(v["seeds"].size());
         std::string boot;
         for (const auto& b : v["bootstrap"])
-          boot += str_cat(boot.empty() ? "" : "; ", "s", b["seed"].get<int64_t>(), " ", signed_fixed(b["diff"].get<double>(), dec), " [",
-                          signed_fixed(b["low"].get<double>(), dec), ", ", signed_fixed(b["high"].get<double>(), dec), "] ", p_text(b["p"]));
-        out += str_cat(paired ? signed_fixed(v["mean_diff"].get<double>(), dec) : "–", " | ", paired ? p_text(v["t_p"]) : "–", " | ",
-                       paired ? str_cat(v["sign_plus"].get<int64_t>(), "/", v["sign_n"].get<int64_t>(), ", ", p_text(v["sign_p"])) : "–", " | ",
-                       boot.empty() ? "–" : boot, " |\n");
+          boot += str_cat(boot.empty() ? "" : "; ", "s", b["seed"].get<int64_t>(), " ",
+                          signed_fixed(b["diff"].get<double>(), dec), " [", signed_fixed(b["low"].get<double>(), dec),
+                          ", ", signed_fixed(b["high"].get<double>(), dec), "] ", p_text(b["p"]));
+        out += str_cat(
+            paired ? signed_fixed(v["mean_diff"].get<double>(), dec) : "–", " | ", paired ? p_text(v["t_p"]) : "–",
+            " | ",
+            paired ? str_cat(v["sign_plus"].get<int64_t>(), "/", v["sign_n"].get<int64_t>(), ", ", p_text(v["sign_p"]))
+                   : "–",
+            " | ", boot.empty() ? "–" : boot, " |\n");
       }
       out += "\n";
     }
@@ -467,21 +523,28 @@ std::string table_markdown(const json& t) {
   std::string rising, unknown;
   for (const auto& r : t["runs"]) {
     const std::string name = str_cat(r["system"].get<std::string>(), " s", r["seed"].get<int64_t>());
-    if (r["levelled_off"].is_null()) unknown += (unknown.empty() ? "" : ", ") + name;
-    else if (!r["levelled_off"].get<bool>()) rising += (rising.empty() ? "" : ", ") + name;
+    if (r["levelled_off"].is_null())
+      unknown += (unknown.empty() ? "" : ", ") + name;
+    else if (!r["levelled_off"].get<bool>())
+      rising += (rising.empty() ? "" : ", ") + name;
   }
-  out += "Convergence (validation's best gained less than 0.5 BLEU/ROUGE, or 1 % of the loss, over the last fifth of the budget): ";
-  out += rising.empty() && unknown.empty() ? "every run levelled off.\n\n"
-                                           : str_cat(rising.empty() ? "" : "still rising: " + rising + ". ",
-                                                     unknown.empty() ? "" : "too few validations to tell: " + unknown + ".", "\n\n");
+  out +=
+      "Convergence (validation's best gained less than 0.5 BLEU/ROUGE, or 1 % of the loss, over the last fifth of the "
+      "budget): ";
+  out += rising.empty() && unknown.empty()
+             ? "every run levelled off.\n\n"
+             : str_cat(rising.empty() ? "" : "still rising: " + rising + ". ",
+                       unknown.empty() ? "" : "too few validations to tell: " + unknown + ".", "\n\n");
   if (!t["missing"].empty()) {
     out += "Not finished yet: ";
     std::string list;
-    for (const auto& r : t["missing"]) list += str_cat(list.empty() ? "" : ", ", r["system"].get<std::string>(), " s", r["seed"].get<int64_t>());
+    for (const auto& r : t["missing"])
+      list += str_cat(list.empty() ? "" : ", ", r["system"].get<std::string>(), " s", r["seed"].get<int64_t>());
     out += list + ".\n\n";
   }
   for (const auto& r : t["excluded"])
-    out += str_cat("Left out: ", r["system"].get<std::string>(), " s", r["seed"].get<int64_t>(), ": ", r["reason"].get<std::string>(), ".\n");
+    out += str_cat("Left out: ", r["system"].get<std::string>(), " s", r["seed"].get<int64_t>(), ": ",
+                   r["reason"].get<std::string>(), ".\n");
   return out;
 }
 

@@ -44,11 +44,26 @@ int __real_posix_memalign(void**, size_t, size_t);
 static void count_one() {
   if (g_counting.load(std::memory_order_relaxed)) g_allocations.fetch_add(1, std::memory_order_relaxed);
 }
-void* __wrap_malloc(size_t n) { count_one(); return __real_malloc(n); }
-void* __wrap_calloc(size_t n, size_t size) { count_one(); return __real_calloc(n, size); }
-void* __wrap_realloc(void* p, size_t n) { count_one(); return __real_realloc(p, n); }
-void* __wrap_aligned_alloc(size_t alignment, size_t n) { count_one(); return __real_aligned_alloc(alignment, n); }
-int __wrap_posix_memalign(void** p, size_t alignment, size_t n) { count_one(); return __real_posix_memalign(p, alignment, n); }
+void* __wrap_malloc(size_t n) {
+  count_one();
+  return __real_malloc(n);
+}
+void* __wrap_calloc(size_t n, size_t size) {
+  count_one();
+  return __real_calloc(n, size);
+}
+void* __wrap_realloc(void* p, size_t n) {
+  count_one();
+  return __real_realloc(p, n);
+}
+void* __wrap_aligned_alloc(size_t alignment, size_t n) {
+  count_one();
+  return __real_aligned_alloc(alignment, n);
+}
+int __wrap_posix_memalign(void** p, size_t alignment, size_t n) {
+  count_one();
+  return __real_posix_memalign(p, alignment, n);
+}
 }
 
 namespace pillars::testing {

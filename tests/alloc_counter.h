@@ -12,9 +12,9 @@ namespace pillars::testing {
 
 class AllocationCounter {
  public:
-  AllocationCounter();   // resets the count and starts counting
-  ~AllocationCounter();  // stops counting
-  long stop();           // stops counting and returns the number of allocations seen
+  AllocationCounter();                    // resets the count and starts counting
+  ~AllocationCounter();                   // stops counting
+  long stop();                            // stops counting and returns the number of allocations seen
   bool active() const { return active_; } // false: our operator new is not the one in use
  private:
   bool active_ = false;

@@ -10,7 +10,7 @@
 #
 # Tolerance. Two ranks with u = 1 add two partial gradients, which is the one process's sum in the
 # same rounding (a + b = b + a exactly): those cases (LM and translation) are checked bit for bit,
-# parameters and optimiser state. So is ZeRO-1 (it changes who updates a parameter, not the
+# parameters and optimizer state. So is ZeRO-1 (it changes who updates a parameter, not the
 # arithmetic), and so are 3 ranks with u = 1 here (Open MPI adds three buffers in rank order for
 # these sizes; not a guarantee of the MPI standard, so the 3-rank cases are checked with the
 # tolerance below and print whether they were exact). With u > 1 each rank first sums its own
@@ -63,17 +63,17 @@ for name in A:
     norm2 += sum(x * x for x in A[name])
     if exact and A[name].tobytes() != B[name].tobytes():
         sys.exit(f"{what}: {name} is not bit-identical (difference {math.sqrt(d2):.3g})")
-if exact:  # the optimiser state too (under ZeRO-1, gathered from the ranks into the checkpoint)
+if exact:  # the optimizer state too (under ZeRO-1, gathered from the ranks into the checkpoint)
     OA, OB = tensors(one, True), tensors(many, True)
-    assert OA.keys() == OB.keys(), f"{what}: optimiser state entries differ: {sorted(set(OA) ^ set(OB))[:4]}"
+    assert OA.keys() == OB.keys(), f"{what}: optimizer state entries differ: {sorted(set(OA) ^ set(OB))[:4]}"
     for name in OA:
         if OA[name] != OB[name]:
-            sys.exit(f"{what}: optimiser state {name} is not bit-identical")
+            sys.exit(f"{what}: optimizer state {name} is not bit-identical")
 worst = math.sqrt(diff2 / norm2)  # over the whole parameter vector
 la, lb = losses(one), losses(many)
 assert [u for u, _ in la] == [u for u, _ in lb] and len(la) == updates, (la, lb)
 loss_worst = max(abs(x - y) / abs(x) for (_, x), (_, y) in zip(la, lb))
-print(f"{what}: {len(A)} tensors, " + ("bit-identical, optimiser state too" if exact else
+print(f"{what}: {len(A)} tensors, " + ("bit-identical, optimizer state too" if exact else
       f"relative difference {worst:.3g}; losses {loss_worst:.3g}" + (" (bit-identical)" if worst == 0 else "")))
 if worst > 1e-5 or loss_worst > 1e-6:
     sys.exit(f"{what}: beyond the tolerance (parameters 1e-5, losses 1e-6)")
@@ -149,7 +149,7 @@ print("importance: 2 ranks scored the heads as one process on", a["batches"], "b
 PY
 compare "$W/imp1/pruned" "$W/imp2/pruned" 1 "importance pruning then fine-tuning, 2 ranks vs 1 process × 2" 5
 # A checkpoint does not depend on the world size: 2 ranks under ZeRO-1 train 10 updates (the
-# optimiser state gathered from both into checkpoint_last), then one process (update_freq 2: the
+# optimizer state gathered from both into checkpoint_last), then one process (update_freq 2: the
 # same batches per update) resumes to 20 and ends where the 1-process run did, bit for bit; so
 # does a resume by the same 2 ranks.
 mpirun -np 2 "$P" train "$EXP" --out "$W/rs" $LM --set train.update_freq=1 --set train.max_updates=10 --set parallel.zero_stage=1 || fail "2 ranks, 10 updates"

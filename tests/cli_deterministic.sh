@@ -6,13 +6,13 @@
 # SHA-256 of checkpoint_last's tensor data shows (not its pillars.checksum, which also covers the
 # metadata, where a run's timings are recorded), and identical logged losses.
 # Nor on interruptions in a pruning run: V2S after 10 updates, then fine-tuning that continues phase
-# 1's optimiser and schedule (prune.finetune_schedule "continue") to update 70, stopped by SIGTERM
-# in the fine-tuning and resumed, ends with the uninterrupted run's parameters and optimiser state
+# 1's optimizer and schedule (prune.finetune_schedule "continue") to update 70, stopped by SIGTERM
+# in the fine-tuning and resumed, ends with the uninterrupted run's parameters and optimizer state
 # and logs its losses, its update numbers running on from phase 1's.
 # Usage: cli_deterministic.sh PILLARS_BINARY WORK_DIR. Exit 77 (skipped) without the data.
 . "$(dirname "$0")/cli_lib.sh"
 FLAGS="--set data.block_size=64 --set model.layers=2 --set train.log_every=1 --set train.max_updates=6 --no-eval --quiet --threads 2"
-# The SHA-256 of a checkpoint's tensor data (parameters and optimiser state: the bytes after the
+# The SHA-256 of a checkpoint's tensor data (parameters and optimizer state: the bytes after the
 # safetensors header).
 checksum() { python3 - "$1/checkpoint_last.safetensors" <<'PY'
 import hashlib, struct, sys

@@ -9,7 +9,7 @@
 #     60 s, no temporary file left, the stop logged, and checkpoint_last's update equals the last
 #     update this process logged;
 #   - each run continues with --resume (the next round's run), and once it ends its final
-#     parameters and optimiser state (the tensor-data checksum of checkpoint_last and
+#     parameters and optimizer state (the tensor-data checksum of checkpoint_last and
 #     checkpoint_best) equal an uninterrupted run's, and every loss it ever logged equals that run's
 #     loss at the same update.
 # The moments are random, drawn from a seed printed first: KILL_LOOP_SEED=S reruns the same plan.
@@ -212,7 +212,7 @@ def finish_and_compare(run):
         got = saved(os.path.join(run, name))
         if got != (updates, checksum):
             fail(f"{run}/{name}: (update, tensor checksum) {got}, the uninterrupted run's {(updates, checksum)}")
-    print(f"{run}: resumed to update {UPDATES}; final parameters and optimiser state equal the uninterrupted run's "
+    print(f"{run}: resumed to update {UPDATES}; final parameters and optimizer state equal the uninterrupted run's "
           f"(checksums {ref_final['checkpoint_last.safetensors'][1]}, {ref_final['checkpoint_best.safetensors'][1]}); "
           f"{logged} logged losses all equal", flush=True)
 

@@ -5,13 +5,13 @@ Every file in experiments/ is trained for its first 20 updates by the real `pill
 the same seed, two threads and a small slice of its data in small batches (the table below), then, for the GHT
 experiments, through its prune step (V2S votes, importance or gates on a few batches) and 20 more
 updates of fine-tuning: both phases share train.max_updates = 40 and prune.finetune_updates = 20
-holds the second half back for the fine-tuning, which carries on phase 1's optimiser and schedule
+holds the second half back for the fine-tuning, which carries on phase 1's optimizer and schedule
 (prune.finetune_schedule "continue", the default). Beside the files, a few variants are pinned
 (NAME@VARIANT: VARIANTS below), e.g. ght/ght.json@restart, the fine-tuning as it was before
-"continue" became the default: a fresh optimiser for one epoch after the 20 updates, whose pins
+"continue" became the default: a fresh optimizer for one epoch after the 20 updates, whose pins
 were recorded before that change and must not move. Everything the run writes that a user reads is collected:
 
-  log.jsonl            every training line (loss, lr, the GCT / regulariser terms) and validation
+  log.jsonl            every training line (loss, lr, the GCT / regularizer terms) and validation
   head_metrics.jsonl   the head-diversity measurements
   votes.json           V2S's votes and groups (importance.json: Michel et al.'s scores)
   prune.json           which heads stayed, parameter counts
@@ -36,7 +36,7 @@ and contracts the floating-point arithmetic, so after 20 updates such a build di
 Release one by about 1e-5, more in quantities that are small differences of large ones (head
 metrics), and a vote may then flip. There the check is that the whole pipeline runs without a
 sanitizer report, writes every pinned value, with the same words, and that the first phase's
-losses agree to a relative 1e-3 (a change of behaviour, such as another dropout stream, moves them
+losses agree to a relative 1e-3 (a change of behavior, such as another dropout stream, moves them
 by more than 1e-2).
 
 CTest runs --check once per experiment file (CMakeLists.txt). Needs $PILLARS_DATA (the dataset

@@ -106,10 +106,10 @@ struct Case {
 };
 
 inline std::string describe(const char* path, const Case& c) {
-  return std::string(path) + " " + (c.trans_a ? "T" : "N") + (c.trans_b ? "T" : "N") +
-         " M=" + std::to_string(c.M) + " N=" + std::to_string(c.N) + " K=" + std::to_string(c.K) +
-         " alpha=" + std::to_string(c.alpha) + " beta=" + std::to_string(c.beta) + " pads=" + std::to_string(c.pad_a) +
-         "," + std::to_string(c.pad_b) + "," + std::to_string(c.pad_c);
+  return std::string(path) + " " + (c.trans_a ? "T" : "N") + (c.trans_b ? "T" : "N") + " M=" + std::to_string(c.M) +
+         " N=" + std::to_string(c.N) + " K=" + std::to_string(c.K) + " alpha=" + std::to_string(c.alpha) +
+         " beta=" + std::to_string(c.beta) + " pads=" + std::to_string(c.pad_a) + "," + std::to_string(c.pad_b) + "," +
+         std::to_string(c.pad_c);
 }
 
 // A stored (M, K) or (K, M) when transposed, B (K, N) or (N, K), C (M, N).
@@ -143,8 +143,8 @@ inline int64_t compare(const char* path, const Case& c, const Operands& op, cons
       const double tol = (double(c.K) + 16) * FLT_EPSILON * (std::fabs(c.alpha) * bound.at(i, j) + c0) + FLT_MIN;
       const float got = C.at(i, j), want = expected.at(i, j);
       if (!(std::fabs(double(got) - double(want)) <= tol) && wrong++ == 0) // also catches NaN
-        FAIL_CHECK(describe(path, c) << ": C(" << i << "," << j << ") = " << got << ", expected " << want << " (tolerance "
-                               << tol << ")");
+        FAIL_CHECK(describe(path, c) << ": C(" << i << "," << j << ") = " << got << ", expected " << want
+                                     << " (tolerance " << tol << ")");
     }
     for (int64_t j = c.N; j < C.ld; ++j)
       if (C.at(i, j) != kSentinel && wrong++ == 0)

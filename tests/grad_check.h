@@ -58,13 +58,13 @@ using GraphBuilder = std::function<ValueId(Graph&, const std::vector<ValueId>&)>
 
 struct GradCheckOptions {
   uint32_t seed = 1;
-  float lo = -1.0f, hi = 1.0f;      // range of the random f32 inputs
-  double h = 1e-2;                  // step, scaled by max(1, |x|)
-  double rtol = 5e-3;               // see the comment above
-  double noise_ulps = 64;           // k in the rounding-noise bound
-  std::map<int, Tensor> fixed{};    // input index → the tensor to use (never differentiated)
-  std::vector<int> no_grad{};       // further f32 inputs not to differentiate
-  int64_t max_elements = 0;         // > 0: check at most this many (evenly spaced) elements per input
+  float lo = -1.0f, hi = 1.0f;   // range of the random f32 inputs
+  double h = 1e-2;               // step, scaled by max(1, |x|)
+  double rtol = 5e-3;            // see the comment above
+  double noise_ulps = 64;        // k in the rounding-noise bound
+  std::map<int, Tensor> fixed{}; // input index → the tensor to use (never differentiated)
+  std::vector<int> no_grad{};    // further f32 inputs not to differentiate
+  int64_t max_elements = 0;      // > 0: check at most this many (evenly spaced) elements per input
 };
 
 // max_i |a_i − b_i| / max_i |b_i|: how far `a` is from the reference `b`, relative to b's
@@ -119,8 +119,9 @@ inline std::vector<std::vector<float>> gradients_of(const GraphBuilder& build, c
   ex.run();
   std::vector<std::vector<float>> out;
   for (size_t k = 0; k < wrt.size(); ++k)
-    out.push_back(d[k] == kNoValue ? std::vector<float>(static_cast<size_t>(inputs[static_cast<size_t>(wrt[k])].numel()), 0.0f)
-                                   : ex.value(d[k]).to_vector());
+    out.push_back(d[k] == kNoValue
+                      ? std::vector<float>(static_cast<size_t>(inputs[static_cast<size_t>(wrt[k])].numel()), 0.0f)
+                      : ex.value(d[k]).to_vector());
   return out;
 }
 
@@ -141,7 +142,8 @@ inline void check_gradients(const GraphBuilder& build, const std::vector<Shape>&
   for (size_t i = 0; i < shapes.size(); ++i) {
     const auto fixed = opt.fixed.find(static_cast<int>(i));
     const bool is_fixed = fixed != opt.fixed.end();
-    inputs.push_back(is_fixed ? fixed->second : random_tensor(shapes[i], opt.seed + 7919u * static_cast<uint32_t>(i), opt.lo, opt.hi));
+    inputs.push_back(is_fixed ? fixed->second
+                              : random_tensor(shapes[i], opt.seed + 7919u * static_cast<uint32_t>(i), opt.lo, opt.hi));
     const bool excluded = std::find(opt.no_grad.begin(), opt.no_grad.end(), static_cast<int>(i)) != opt.no_grad.end();
     differentiate.push_back(!is_fixed && !excluded && inputs.back().dtype() == DType::f32);
   }
@@ -176,7 +178,8 @@ inline void check_gradients(const GraphBuilder& build, const std::vector<Shape>&
     const ValueId gv = grads[next_grad++];
     Tensor& x = inputs[i];
     const int64_t n = x.numel();
-    const std::vector<float> analytic = gv == kNoValue ? std::vector<float>(static_cast<size_t>(n), 0.0f) : ex.value(gv).to_vector();
+    const std::vector<float> analytic =
+        gv == kNoValue ? std::vector<float>(static_cast<size_t>(n), 0.0f) : ex.value(gv).to_vector();
     const int64_t stride = opt.max_elements > 0 ? std::max<int64_t>(1, n / opt.max_elements) : 1;
     std::vector<int64_t> checked;
     std::vector<double> numeric, noise;

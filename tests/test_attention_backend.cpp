@@ -39,8 +39,8 @@ void bind_batch(Executor& ex, const Seq2SeqGraph& m) {
 
 struct StepResult {
   float loss = 0;
-  std::vector<Tensor> grads;    // one per parameter, in graph.params() order
-  std::vector<Tensor> a_grams;  // GHT's Gram matrix of feature map A per module (when asked)
+  std::vector<Tensor> grads;   // one per parameter, in graph.params() order
+  std::vector<Tensor> a_grams; // GHT's Gram matrix of feature map A per module (when asked)
   std::vector<AttentionSite> sites;
 };
 
@@ -92,12 +92,13 @@ TEST_CASE("attention backends: naive and pillars give the same loss and gradient
     const StepResult fused = run_step(AttentionBackend::pillars, seed);
     const StepResult naive = run_step(AttentionBackend::naive, seed);
     // Both compute in float32 and differ only in the order of sums (online softmax against a
-    // materialised one): a few ulps of the values involved, far below any dropout mismatch,
+    // materialized one): a few ulps of the values involved, far below any dropout mismatch,
     // which would change the loss in its second digit.
     CHECK(std::abs(fused.loss - naive.loss) <= 1e-5f * std::abs(naive.loss));
     REQUIRE(fused.grads.size() == naive.grads.size());
     double worst = 0;
-    for (size_t i = 0; i < fused.grads.size(); ++i) worst = std::max(worst, relative_error(fused.grads[i], naive.grads[i]));
+    for (size_t i = 0; i < fused.grads.size(); ++i)
+      worst = std::max(worst, relative_error(fused.grads[i], naive.grads[i]));
     MESSAGE("seed ", seed, ": loss ", naive.loss, ", largest relative gradient difference ", worst);
     CHECK(worst <= 1e-5);
   }
@@ -146,7 +147,8 @@ TEST_CASE("attention backends: cudnn nodes refuse the CPU, and the experiment sa
   CHECK_THROWS_WITH_AS(train::check_device_settings(e), doctest::Contains("train.attention_backend"), InputError);
 
   j["train"]["attention_backend"] = "flash";
-  CHECK_THROWS_WITH_AS(parse_experiment(j, "bad_backend.json"), doctest::Contains("train.attention_backend"), InputError);
+  CHECK_THROWS_WITH_AS(parse_experiment(j, "bad_backend.json"), doctest::Contains("train.attention_backend"),
+                       InputError);
   CHECK(parse_enum<AttentionBackend>("naive", "train.attention_backend") == AttentionBackend::naive);
   CHECK_THROWS_AS(parse_enum<AttentionBackend>("flash", "train.attention_backend"), InputError);
 }

@@ -3,7 +3,7 @@
 // The chain of trust:
 //   1. a float64 loop written here (forward and backward, no blocking, no tricks) is checked
 //      against central finite differences in float64;
-//   2. the materialised reference (attention_reference.cpp) is checked against the float64 loop;
+//   2. the materialized reference (attention_reference.cpp) is checked against the float64 loop;
 //   3. the fused kernels (attention.cpp) are checked against the reference, on every SIMD level this
 //      CPU has, over odd lengths, cross-attention, causal and padding masks, dropout and strided
 //      views into a fused QKV projection; and their backward against finite differences of their
@@ -38,11 +38,11 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 struct Config {
   int64_t B = 2, H = 2, Tq = 7, Tk = 7, D = 16;
   bool causal = false;
-  std::vector<int32_t> key_lengths;  // empty: no padding mask
+  std::vector<int32_t> key_lengths; // empty: no padding mask
   float dropout = 0.0f;
-  bool fused_qkv = false;  // Q, K, V as views into one (B, T, 3, H, D) buffer (needs Tq == Tk)
-  float spread = 2.0f;     // inputs ~ U(−spread, spread): 2 makes the softmax peaked, so the
-                           // online max really moves between key blocks
+  bool fused_qkv = false; // Q, K, V as views into one (B, T, 3, H, D) buffer (needs Tq == Tk)
+  float spread = 2.0f;    // inputs ~ U(−spread, spread): 2 makes the softmax peaked, so the
+                          // online max really moves between key blocks
 
   std::string describe() const {
     std::ostringstream s;
@@ -61,7 +61,7 @@ struct Config {
 struct Problem {
   AttentionParams p;
   std::vector<float> qkv_storage, q_storage, k_storage, v_storage, o_storage, do_storage;
-  std::vector<float> grad_storage;  // the gradients' buffer, shaped like the inputs' storage
+  std::vector<float> grad_storage; // the gradients' buffer, shaped like the inputs' storage
   const float *Q, *K, *V;
   std::vector<float> lse, probs;
 
@@ -104,7 +104,7 @@ struct Problem {
 };
 
 struct Gradients {
-  std::vector<float> storage;  // one buffer for a fused problem, else dQ | dK | dV concatenated
+  std::vector<float> storage; // one buffer for a fused problem, else dQ | dK | dV concatenated
   float *dQ, *dK, *dV;
 };
 
@@ -126,20 +126,18 @@ Gradients make_gradients(const Problem& pr, const Config& c) {
 
 // Element (b, t, h, d) of a strided (B, T, H, D) tensor.
 template <class T>
-T& at(T* x, int64_t batch_stride, int64_t token_stride, int64_t H, int64_t D, int64_t b, int64_t t,
-      int64_t h, int64_t d) {
+T& at(T* x, int64_t batch_stride, int64_t token_stride, int64_t H, int64_t D, int64_t b, int64_t t, int64_t h,
+      int64_t d) {
   return x[b * batch_stride + t * token_stride + h * D + d];
 }
 
 // A strided float tensor → a contiguous (B, T, H, D) float64 one.
-std::vector<double> gather(const float* x, int64_t bs, int64_t ts, int64_t B, int64_t T, int64_t H,
-                           int64_t D) {
+std::vector<double> gather(const float* x, int64_t bs, int64_t ts, int64_t B, int64_t T, int64_t H, int64_t D) {
   std::vector<double> y(B * T * H * D);
   for (int64_t b = 0; b < B; ++b)
     for (int64_t t = 0; t < T; ++t)
       for (int64_t h = 0; h < H; ++h)
-        for (int64_t d = 0; d < D; ++d)
-          y[((b * T + t) * H + h) * D + d] = at(x, bs, ts, H, D, b, t, h, d);
+        for (int64_t d = 0; d < D; ++d) y[((b * T + t) * H + h) * D + d] = at(x, bs, ts, H, D, b, t, h, d);
   return y;
 }
 
@@ -149,9 +147,7 @@ std::vector<double> gather(const float* x, int64_t bs, int64_t ts, int64_t B, in
 struct Attention64 {
   const AttentionParams& p;
 
-  int64_t idx(int64_t T, int64_t b, int64_t t, int64_t h, int64_t d) const {
-    return ((b * T + t) * p.H + h) * p.D + d;
-  }
+  int64_t idx(int64_t T, int64_t b, int64_t t, int64_t h, int64_t d) const { return ((b * T + t) * p.H + h) * p.D + d; }
   double multiplier(int64_t b, int64_t h, int64_t i, int64_t j) const {
     if (p.dropout_p <= 0) return 1.0;
     const uint64_t e = static_cast<uint64_t>(((b * p.H + h) * p.Tq + i) * p.Tk + j);
@@ -164,8 +160,8 @@ struct Attention64 {
     return !padded && !future;
   }
   // Row (b, h, i) of P = softmax(scale · q kᵀ + mask); returns the log-sum-exp (−inf: no key).
-  double probabilities(const std::vector<double>& q, const std::vector<double>& k, int64_t b,
-                       int64_t h, int64_t i, std::vector<double>& P) const {
+  double probabilities(const std::vector<double>& q, const std::vector<double>& k, int64_t b, int64_t h, int64_t i,
+                       std::vector<double>& P) const {
     P.assign(p.Tk, 0.0);
     double max = -kInf, sum = 0;
     for (int64_t j = 0; j < p.Tk; ++j) {
@@ -175,15 +171,14 @@ struct Attention64 {
       P[j] = double(p.scale) * s;
       max = std::max(max, P[j]);
     }
-    if (max == -kInf) return -kInf;  // no visible key: P stays 0
+    if (max == -kInf) return -kInf; // no visible key: P stays 0
     for (int64_t j = 0; j < p.Tk; ++j) sum += (P[j] = visible(b, i, j) ? std::exp(P[j] - max) : 0.0);
     for (int64_t j = 0; j < p.Tk; ++j) P[j] /= sum;
     return max + std::log(sum);
   }
   // o (B, Tq, H, D), lse (B, H, Tq), probs (B, H, Tq, Tk)
-  void forward(const std::vector<double>& q, const std::vector<double>& k,
-               const std::vector<double>& v, std::vector<double>& o, std::vector<double>& lse,
-               std::vector<double>& probs) const {
+  void forward(const std::vector<double>& q, const std::vector<double>& k, const std::vector<double>& v,
+               std::vector<double>& o, std::vector<double>& lse, std::vector<double>& probs) const {
     o.assign(p.B * p.Tq * p.H * p.D, 0.0);
     lse.assign(p.B * p.H * p.Tq, 0.0);
     probs.assign(p.B * p.H * p.Tq * p.Tk, 0.0);
@@ -201,9 +196,9 @@ struct Attention64 {
         }
   }
   // The textbook backward: dS_ij = P_ij (dP_ij − Σ_k P_ik dP_ik).
-  void backward(const std::vector<double>& q, const std::vector<double>& k,
-                const std::vector<double>& v, const std::vector<double>& dout,
-                std::vector<double>& dq, std::vector<double>& dk, std::vector<double>& dv) const {
+  void backward(const std::vector<double>& q, const std::vector<double>& k, const std::vector<double>& v,
+                const std::vector<double>& dout, std::vector<double>& dq, std::vector<double>& dk,
+                std::vector<double>& dv) const {
     dq.assign(q.size(), 0.0), dk.assign(k.size(), 0.0), dv.assign(v.size(), 0.0);
     std::vector<double> P, dP(p.Tk);
     for (int64_t b = 0; b < p.B; ++b)
@@ -248,7 +243,7 @@ double error(const A& a, const Bv& b) {
   return err / scale;
 }
 
-struct Results {  // everything one implementation produced, in float64, contiguous
+struct Results { // everything one implementation produced, in float64, contiguous
   std::vector<double> o, lse, probs, dq, dk, dv;
 };
 
@@ -267,7 +262,7 @@ Results run(Problem& pr, const Config& c, ForwardFn forward, BackwardFn backward
   r.dq = gather(g.dQ, p.q_batch_stride, p.q_token_stride, p.B, p.Tq, p.H, p.D);
   r.dk = gather(g.dK, p.k_batch_stride, p.k_token_stride, p.B, p.Tk, p.H, p.D);
   r.dv = gather(g.dV, p.v_batch_stride, p.v_token_stride, p.B, p.Tk, p.H, p.D);
-  bool all_written = true;  // a NaN left over means an element was never written
+  bool all_written = true; // a NaN left over means an element was never written
   for (auto* grads : {&r.dq, &r.dk, &r.dv})
     for (double x : *grads) all_written = all_written && std::isfinite(x);
   CHECK(all_written);
@@ -309,12 +304,12 @@ std::vector<Isa> available_isas() {
 // The configurations of the fused-vs-reference sweep.
 std::vector<Config> sweep() {
   std::vector<Config> configs;
-  const int64_t dims[] = {16, 32, 64, 20};  // 20: not a multiple of the 16-float padding
+  const int64_t dims[] = {16, 32, 64, 20}; // 20: not a multiple of the 16-float padding
   int n = 0;
   for (int64_t Tq : {1, 7, 33, 65, 130})
-    for (int64_t Tk : {Tq, Tq == 1 ? int64_t{5} : Tq / 2 + 3, Tq + 61})  // self, shorter, longer
+    for (int64_t Tk : {Tq, Tq == 1 ? int64_t{5} : Tq / 2 + 3, Tq + 61}) // self, shorter, longer
       for (bool causal : {false, true})
-        for (int mask = 0; mask < 3; ++mask) {  // 0: none; 1: key lengths (one 0); 2: dropout
+        for (int mask = 0; mask < 3; ++mask) { // 0: none; 1: key lengths (one 0); 2: dropout
           Config c;
           c.B = 3, c.H = 2, c.Tq = Tq, c.Tk = Tk, c.D = dims[n++ % 4], c.causal = causal;
           if (mask == 1) c.key_lengths = {int32_t(Tk), int32_t(Tk / 2 + 1), 0};
@@ -408,7 +403,7 @@ TEST_CASE("attention kernel: float64 backward matches central finite differences
       CHECK(std::abs((plus - minus) / (2 * eps) - (*grad)[e]) <= 1e-7);
       checked += (*grad)[e] != 0.0;
     }
-  CHECK(checked > 30);  // the masks leave most gradients non-zero: the check is not vacuous
+  CHECK(checked > 30); // the masks leave most gradients non-zero: the check is not vacuous
 }
 
 TEST_CASE("attention kernel: reference matches the float64 loop") {
@@ -443,7 +438,7 @@ TEST_CASE("attention kernel: fused matches reference on every SIMD level") {
   for (const Config& c : sweep()) check_fused_matches_reference(c);
 }
 
-TEST_CASE("attention kernel: fused matches reference at summarisation lengths (512 keys)") {
+TEST_CASE("attention kernel: fused matches reference at summarization lengths (512 keys)") {
   // SAMSum's sources are up to 512 tokens, far beyond the sweep's 191: cross-attention from 40
   // summary positions, and encoder self-attention, over 512 keys with one padded batch row.
   Config cross;
@@ -473,11 +468,11 @@ TEST_CASE("attention kernel: rows that see no key give zeros, lse -inf and zero 
         }
         for (int64_t j = 0; j < c.Tk; ++j) CHECK(r.probs[((b * c.H + h) * c.Tq + i) * c.Tk + j] == 0.0);
       }
-  for (int64_t e = c.Tk * c.H * c.D; e < 2 * c.Tk * c.H * c.D; ++e) {  // batch 1: no key is seen
+  for (int64_t e = c.Tk * c.H * c.D; e < 2 * c.Tk * c.H * c.D; ++e) { // batch 1: no key is seen
     CHECK(r.dk[e] == 0.0);
     CHECK(r.dv[e] == 0.0);
   }
-  CHECK(std::isfinite(error(r.o, r.o)));  // no NaN anywhere in O (error() returns inf on NaN)
+  CHECK(std::isfinite(error(r.o, r.o))); // no NaN anywhere in O (error() returns inf on NaN)
 
   // No keys at all (Tk = 0): every row sees nothing.
   Config empty;
@@ -565,7 +560,8 @@ TEST_CASE("attention kernel: dropout drops exactly the Philox elements") {
   std::fill(pr.v_storage.begin(), pr.v_storage.end(), 0.0f);
   for (int64_t b = 0; b < c.B; ++b)
     for (int64_t j = 0; j < c.Tk; ++j)
-      for (int64_t h = 0; h < c.H; ++h) at(pr.v_storage.data(), p.v_batch_stride, p.v_token_stride, c.H, c.D, b, j, h, j) = 1.0f;
+      for (int64_t h = 0; h < c.H; ++h)
+        at(pr.v_storage.data(), p.v_batch_stride, p.v_token_stride, c.H, c.D, b, j, h, j) = 1.0f;
   for (Isa isa : available_isas())
     for (uint64_t offset : {0, 8, 3}) {
       const ScopedIsa scoped(isa);
@@ -588,7 +584,7 @@ TEST_CASE("attention kernel: dropout drops exactly the Philox elements") {
       CHECK(wrong_drops == 0);
       CHECK(wrong_keeps == 0);
       const double fraction = double(dropped) / double(c.B * c.H * c.Tq * c.Tk);
-      CHECK(fraction == doctest::Approx(0.25).epsilon(0.1));  // 10240 draws: σ ≈ 0.004
+      CHECK(fraction == doctest::Approx(0.25).epsilon(0.1)); // 10240 draws: σ ≈ 0.004
     }
 }
 
@@ -614,9 +610,9 @@ TEST_CASE("attention kernel: fused backward matches finite differences of the fu
     return L;
   };
   const float eps = 1e-2f;
-  for (auto [x, grad] : {std::pair{&pr.q_storage, g.dQ}, std::pair{&pr.k_storage, g.dK},
-                         std::pair{&pr.v_storage, g.dV}})
-    for (size_t e = 0; e < x->size(); ++e) {  // contiguous layout: gradient e ↔ input e
+  for (auto [x, grad] :
+       {std::pair{&pr.q_storage, g.dQ}, std::pair{&pr.k_storage, g.dK}, std::pair{&pr.v_storage, g.dV}})
+    for (size_t e = 0; e < x->size(); ++e) { // contiguous layout: gradient e ↔ input e
       const float saved = (*x)[e];
       (*x)[e] = saved + eps;
       const double plus = loss();
@@ -659,7 +655,7 @@ TEST_CASE("attention kernel: no allocation once shapes repeat") {
     attention_forward(p, pr.Q, pr.K, pr.V, pr.O(), pr.lse.data(), nullptr);
     attention_backward(p, pr.Q, pr.K, pr.V, pr.O(), pr.lse.data(), pr.dO(), g.dQ, g.dK, g.dV);
   };
-  step();  // warm-up: scratch (and OpenMP's thread team) reach their size
+  step(); // warm-up: scratch (and OpenMP's thread team) reach their size
   pillars::testing::AllocationCounter counter;
   if (!counter.active()) {
     MESSAGE("operator new is not ours (sanitizer build): allocation count not checked");

@@ -26,8 +26,9 @@ struct Case {
   float dropout = 0.0f;
   bool emit_probs = false;
   std::string name() const {
-    return pillars::str_cat("B", B, " Tq", Tq, " Tk", Tk, " H", H, " D", D, causal ? " causal" : "", lengths.empty() ? "" : " lengths",
-                            dropout > 0 ? " dropout" : "", emit_probs ? " probs" : "");
+    return pillars::str_cat("B", B, " Tq", Tq, " Tk", Tk, " H", H, " D", D, causal ? " causal" : "",
+                            lengths.empty() ? "" : " lengths", dropout > 0 ? " dropout" : "",
+                            emit_probs ? " probs" : "");
   }
 };
 
@@ -55,7 +56,8 @@ Run run(const Case& c, bool fused) {
     out = ops::attention_reference(g, q, k, v, opt, c.emit_probs ? &probs : nullptr);
   }
   ValueId loss = ops::sum_all(g, ops::mul(g, out, g.constant(random_tensor(g.shape(out), 5))));
-  if (probs != kNoValue) loss = ops::add(g, loss, ops::sum_all(g, ops::mul(g, probs, g.constant(random_tensor(g.shape(probs), 6)))));
+  if (probs != kNoValue)
+    loss = ops::add(g, loss, ops::sum_all(g, ops::mul(g, probs, g.constant(random_tensor(g.shape(probs), 6)))));
   const std::vector<ValueId> grads = autodiff(g, loss, {q, k, v});
   g.mark_output(out);
   if (probs != kNoValue) g.mark_output(probs);
@@ -89,9 +91,9 @@ TEST_CASE("op: attention fused equals attention_reference: outputs, probabilitie
       {2, 5, 5, 3, 4},
       {2, 7, 7, 2, 8, true},
       {2, 3, 5, 2, 4, false, {5, 2}},
-      {2, 3, 6, 3, 5, true, {6, 4}},      // causal with Tq < Tk: bottom-right aligned
-      {1, 6, 3, 2, 3, true},              // Tq > Tk: the first rows see nothing (o = 0)
-      {3, 4, 9, 2, 7, false, {0, 9, 1}},  // a batch with no keys at all
+      {2, 3, 6, 3, 5, true, {6, 4}},     // causal with Tq < Tk: bottom-right aligned
+      {1, 6, 3, 2, 3, true},             // Tq > Tk: the first rows see nothing (o = 0)
+      {3, 4, 9, 2, 7, false, {0, 9, 1}}, // a batch with no keys at all
       {2, 9, 9, 2, 16, true, {9, 5}, 0.2f},
       {2, 5, 7, 3, 4, false, {7, 3}, 0.0f, true},
       {2, 6, 6, 2, 5, true, {6, 4}, 0.3f, true},

@@ -1,5 +1,5 @@
 // Checkpoints that check themselves (train/checkpoint.h, engine/io/safetensors.h): a flipped bit
-// in the tensor data, a NaN weight (or optimiser value), a parameter that is not F32, tensors the
+// in the tensor data, a NaN weight (or optimizer value), a parameter that is not F32, tensors the
 // recorded config does not have, a checkpoint used with another run's dictionary, and one whose
 // recorded model is not the run's, and a trainer state out of range or with a kept-checkpoint list
 // naming another file are all refused with the file and the tensor or field named.
@@ -82,7 +82,8 @@ TEST_CASE("checkpoints: a flipped bit in the tensor data is refused, naming the 
   CHECK(m.find("does not match its checksum") != std::string::npos);
 }
 
-TEST_CASE("checkpoints: one without a checksum is refused unless allowed, and an edited trainer state is caught by it") {
+TEST_CASE(
+    "checkpoints: one without a checksum is refused unless allowed, and an edited trainer state is caught by it") {
   testing::ScratchDir tmp("pillars_ckcheck_");
   const TransformerConfig cfg = transformer_config("tiny");
   ParamStore p;
@@ -182,9 +183,10 @@ TEST_CASE("checkpoints: a checkpoint used with another run's dictionary is refus
 namespace {
 
 // A checkpoint written tensor by tensor (what another tool, or a corrupted rewrite, could leave):
-// the tiny model's parameters with `replace` swapped in, and optimiser entries `extra`.
+// the tiny model's parameters with `replace` swapped in, and optimizer entries `extra`.
 std::string write_raw_checkpoint(const fs::path& dir, const TransformerConfig& cfg, const std::string& name,
-                                 const std::vector<io::NamedTensor>& replace, const std::vector<io::NamedTensor>& extra = {}) {
+                                 const std::vector<io::NamedTensor>& replace,
+                                 const std::vector<io::NamedTensor>& extra = {}) {
   ParamStore p;
   init_transformer_params(cfg, p, 1);
   std::vector<io::NamedTensor> tensors;
@@ -194,7 +196,8 @@ std::string write_raw_checkpoint(const fs::path& dir, const TransformerConfig& c
   }
   tensors.insert(tensors.end(), extra.begin(), extra.end());
   const std::string path = (dir / name).string();
-  io::save_safetensors(path, tensors, {{"pillars.model", to_json(cfg).dump()}, {"pillars.state", to_json(TrainerState{}).dump()}});
+  io::save_safetensors(path, tensors,
+                       {{"pillars.model", to_json(cfg).dump()}, {"pillars.state", to_json(TrainerState{}).dump()}});
   return path;
 }
 
@@ -214,13 +217,14 @@ TEST_CASE("checkpoints: a parameter of another dtype than F32 is refused, naming
   CHECK(m.find("\"" + name + "\" is I32") != std::string::npos);
 }
 
-TEST_CASE("checkpoints: a NaN in the optimiser state is refused (a resumed run would turn it into NaN weights)") {
+TEST_CASE("checkpoints: a NaN in the optimizer state is refused (a resumed run would turn it into NaN weights)") {
   testing::ScratchDir tmp("pillars_ckcheck_");
   const TransformerConfig cfg = transformer_config("tiny");
   Tensor m = Tensor::empty({4}, DType::f32);
   m.fill(0.0f);
   m.data<float>()[2] = std::nanf("");
-  const std::string path = write_raw_checkpoint(tmp.path, cfg, "opt.safetensors", {}, {{"optimizer.decoder.layers.0.fc1.bias.exp_avg", m}});
+  const std::string path =
+      write_raw_checkpoint(tmp.path, cfg, "opt.safetensors", {}, {{"optimizer.decoder.layers.0.fc1.bias.exp_avg", m}});
   const std::string msg = message_of([&] { load_checkpoint(path); });
   CHECK(msg.find(path) != std::string::npos);
   CHECK(msg.find("optimizer state \"optimizer.decoder.layers.0.fc1.bias.exp_avg\"") != std::string::npos);
@@ -279,12 +283,18 @@ TEST_CASE("checkpoints: the trainer state is read strictly, each bad field named
 
   // Each bad value: the message names the file and the field.
   const std::vector<std::pair<std::string, nlohmann::json>> bad = {
-      {"epoch", 0},          {"epoch", 1.5},
-      {"epoch", "2"},        {"batch_in_epoch", -1},
-      {"updates", -1},       {"updates", int64_t{1} << 62},
-      {"updates", 1e30},     {"updates", uint64_t{18446744073709551615ull}},
-      {"bad_validations", -2}, {"last_validated_update", 121},
-      {"elapsed_seconds", -1.0}, {"has_best", 1},
+      {"epoch", 0},
+      {"epoch", 1.5},
+      {"epoch", "2"},
+      {"batch_in_epoch", -1},
+      {"updates", -1},
+      {"updates", int64_t{1} << 62},
+      {"updates", 1e30},
+      {"updates", uint64_t{18446744073709551615ull}},
+      {"bad_validations", -2},
+      {"last_validated_update", 121},
+      {"elapsed_seconds", -1.0},
+      {"has_best", 1},
       {"kept", nlohmann::json::array()},
   };
   for (const auto& [key, value] : bad) {
@@ -298,12 +308,14 @@ TEST_CASE("checkpoints: the trainer state is read strictly, each bad field named
 
   for (const char* name : {"checkpoint_e1_u2.safetensors", "checkpoint_e10_u12345.safetensors"})
     CHECK_MESSAGE(is_kept_checkpoint_name(name), name);
-  for (const char* name : {"../checkpoint_e1_u2.safetensors", "/tmp/checkpoint_e1_u2.safetensors", "pruned/checkpoint_e1_u2.safetensors",
-                           "dict.txt", "checkpoint_last.safetensors", "checkpoint_best.safetensors", "checkpoint_avg.safetensors",
-                           "checkpoint_e1_u2.json", "checkpoint_e1_u2.safetensors/..", "checkpoint_e_u2.safetensors", ""}) {
+  for (const char* name :
+       {"../checkpoint_e1_u2.safetensors", "/tmp/checkpoint_e1_u2.safetensors", "pruned/checkpoint_e1_u2.safetensors",
+        "dict.txt", "checkpoint_last.safetensors", "checkpoint_best.safetensors", "checkpoint_avg.safetensors",
+        "checkpoint_e1_u2.json", "checkpoint_e1_u2.safetensors/..", "checkpoint_e_u2.safetensors", ""}) {
     CHECK_MESSAGE(!is_kept_checkpoint_name(name), name);
     nlohmann::json j = good;
     j["kept"] = {{name, 1.0}};
-    CHECK(message_of([&] { (void)trainer_state_from_json(j, "ck.safetensors"); }).find("\"kept\"") != std::string::npos);
+    CHECK(message_of([&] { (void)trainer_state_from_json(j, "ck.safetensors"); }).find("\"kept\"") !=
+          std::string::npos);
   }
 }

@@ -1,5 +1,5 @@
 // The CUDA attention kernels (kernels/cuda/attention.h) against a float64 reference written here:
-// naive loops that materialise each row of S, independent of every kernel.
+// naive loops that materialize each row of S, independent of every kernel.
 //
 //   fp32 path:   ‖out − ref‖ / ‖ref‖ ≤ 1e-5 for O, lse, dQ, dK, dV (fp32 sums over ≤ 257 terms land
 //                near 1e-6; 1e-5 leaves room without letting an indexing error through).
@@ -38,8 +38,8 @@
 #include "kernels/philox.h"
 
 using namespace pillars;
-using pillars::testing::no_gpu;
 using cuda::Precision;
+using pillars::testing::no_gpu;
 
 namespace {
 
@@ -215,9 +215,9 @@ Results reference(const Case& c, const Inputs& in, const Rounding& rd) {
           const double ds = rd.pr(prob[j] * (dp[j] - delta));
           const double pz = rd.pr(prob[j]) * c.keep(b, h, i, j);
           for (int64_t d = 0; d < c.D; ++d) {
-            dsum[d] += ds * rd.op(in.k[at(c, c.Tk, b, j, h, d)]);                       // dQ
+            dsum[d] += ds * rd.op(in.k[at(c, c.Tk, b, j, h, d)]);                               // dQ
             r.dk[at(c, c.Tk, b, j, h, d)] += scale * ds * rd.op(in.q[at(c, c.Tq, b, i, h, d)]); // dK
-            r.dv[at(c, c.Tk, b, j, h, d)] += pz * rd.op(in.dout[at(c, c.Tq, b, i, h, d)]);    // dV
+            r.dv[at(c, c.Tk, b, j, h, d)] += pz * rd.op(in.dout[at(c, c.Tq, b, i, h, d)]);      // dV
           }
         }
         for (int64_t d = 0; d < c.D; ++d) r.dq[at(c, c.Tq, b, i, h, d)] = scale * dsum[d];
@@ -246,7 +246,10 @@ struct DeviceBuffer {
   ~DeviceBuffer() { cuda_free(p); }
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  template <class T> T* as() const { return static_cast<T*>(p); }
+  template <class T>
+  T* as() const {
+    return static_cast<T*>(p);
+  }
   void poison() const { // NaN in float and in bf16
     const std::vector<unsigned char> nan_bytes(bytes, 0xFF);
     cuda_copy_to_device(p, nan_bytes.data(), bytes);
@@ -450,7 +453,7 @@ TEST_CASE("cuda attention: the fp32 path matches the float64 reference") {
 TEST_CASE("cuda attention: the bf16 tensor-core path is as accurate as naive bf16 attention") {
   if (no_gpu()) return;
   uint32_t seed = 100;
-  const int64_t lengths[][2] = {{1, 1},   {17, 17},  {64, 64}, {100, 100}, {257, 257},
+  const int64_t lengths[][2] = {{1, 1},    {17, 17},  {64, 64},  {100, 100}, {257, 257},
                                 {17, 100}, {100, 17}, {64, 257}, {257, 64}};
   for (int64_t D : {32, 64, 128})
     for (const auto& tt : lengths)
@@ -537,8 +540,8 @@ TEST_CASE("cuda attention: fp32 dropout equals the CPU kernels") {
       p.rng_offset = c.offset;
       std::vector<float> o(c.q_elems()), lse(c.rows()), dq(c.q_elems()), dk(c.k_elems()), dv(c.k_elems());
       cpu::attention_forward(p, in.q.data(), in.k.data(), in.v.data(), o.data(), lse.data(), nullptr);
-      cpu::attention_backward(p, in.q.data(), in.k.data(), in.v.data(), o.data(), lse.data(), in.dout.data(),
-                              dq.data(), dk.data(), dv.data());
+      cpu::attention_backward(p, in.q.data(), in.k.data(), in.v.data(), o.data(), lse.data(), in.dout.data(), dq.data(),
+                              dk.data(), dv.data());
       auto as_double = [](const std::vector<float>& x) { return std::vector<double>(x.begin(), x.end()); };
       CHECK(non_finite(out.o) == 0);
       CHECK(relative_error(out.o, as_double(o)) <= 1e-5);

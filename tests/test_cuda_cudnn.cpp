@@ -89,7 +89,8 @@ TEST_CASE("cudnn attention: a cudnn node refuses to run on the CPU executor") {
   ex.bind("q", random_tensor({2, 5, 2, 8}, 1));
   ex.bind("k", random_tensor({2, 5, 2, 8}, 2));
   ex.bind("v", random_tensor({2, 5, 2, 8}, 3));
-  CHECK_THROWS_WITH_AS(ex.run(), doctest::Contains("train.attention_backend \"cudnn\" needs train.device \"cuda\""), Error);
+  CHECK_THROWS_WITH_AS(ex.run(), doctest::Contains("train.attention_backend \"cudnn\" needs train.device \"cuda\""),
+                       Error);
 }
 
 TEST_CASE("cudnn attention: unsupported options are refused, naming the backend") {
@@ -145,7 +146,10 @@ struct DeviceBuffer {
   }
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  template <class T> T* as() const { return static_cast<T*>(p); }
+  template <class T>
+  T* as() const {
+    return static_cast<T*>(p);
+  }
   void poison() const { // NaN as float
     const std::vector<unsigned char> nan_bytes(bytes, 0xFF);
     cuda_copy_to_device(p, nan_bytes.data(), bytes);
@@ -208,7 +212,8 @@ struct AttentionResults {
 AttentionResults run_attention(const AttentionCase& c, bool cudnn) {
   const size_t qn = static_cast<size_t>(c.B * c.Tq * c.H * c.D), kn = static_cast<size_t>(c.B * c.Tk * c.H * c.D);
   const size_t rows = static_cast<size_t>(c.B * c.H * c.Tq);
-  const DeviceBuffer q = upload(normal(qn, 1)), k = upload(normal(kn, 2)), v = upload(normal(kn, 3)), d_o = upload(normal(qn, 4));
+  const DeviceBuffer q = upload(normal(qn, 1)), k = upload(normal(kn, 2)), v = upload(normal(kn, 3)),
+                     d_o = upload(normal(qn, 4));
   DeviceBuffer o(qn * 4), lse(rows * 4), dq(qn * 4), dk(kn * 4), dv(kn * 4), lengths(c.lengths.size() * 4);
   for (const DeviceBuffer* b : {&o, &lse, &dq, &dk, &dv}) b->poison();
   if (!c.lengths.empty()) cuda_copy_to_device(lengths.p, c.lengths.data(), c.lengths.size() * 4);
@@ -216,16 +221,19 @@ AttentionResults run_attention(const AttentionCase& c, bool cudnn) {
   const float scale = 1.0f / std::sqrt(static_cast<float>(c.D));
   if (cudnn) {
     cuda::CudnnAttentionArgs a;
-    a.B = c.B, a.H = c.H, a.Tq = c.Tq, a.Tk = c.Tk, a.D = c.D, a.scale = scale, a.causal = c.causal, a.key_lengths = len;
+    a.B = c.B, a.H = c.H, a.Tq = c.Tq, a.Tk = c.Tk, a.D = c.D, a.scale = scale, a.causal = c.causal,
+    a.key_lengths = len;
     DeviceBuffer workspace(cuda::cudnn_attention_backward_workspace(a));
     cuda::cudnn_attention_forward(a, q.p, k.p, v.p, o.p, lse.as<float>(), nullptr);
     cuda::cudnn_attention_backward(a, q.p, k.p, v.p, o.p, lse.as<float>(), d_o.p, dq.p, dk.p, dv.p, workspace.p);
   } else {
     cuda::AttentionArgs a;
-    a.B = c.B, a.H = c.H, a.Tq = c.Tq, a.Tk = c.Tk, a.D = c.D, a.scale = scale, a.causal = c.causal, a.key_lengths = len;
+    a.B = c.B, a.H = c.H, a.Tq = c.Tq, a.Tk = c.Tk, a.D = c.D, a.scale = scale, a.causal = c.causal,
+    a.key_lengths = len;
     a.precision = cuda::Precision::bf16;
     DeviceBuffer workspace(cuda::attention_backward_workspace(a));
-    cuda::attention_forward<float>(a, q.as<float>(), k.as<float>(), v.as<float>(), o.as<float>(), lse.as<float>(), nullptr);
+    cuda::attention_forward<float>(a, q.as<float>(), k.as<float>(), v.as<float>(), o.as<float>(), lse.as<float>(),
+                                   nullptr);
     cuda::attention_backward<float>(a, q.as<float>(), k.as<float>(), v.as<float>(), o.as<float>(), lse.as<float>(),
                                     d_o.as<float>(), dq.as<float>(), dk.as<float>(), dv.as<float>(), workspace.p);
   }
@@ -259,7 +267,7 @@ TEST_CASE("cudnn attention: the cuDNN backend matches our bf16 kernels, forward 
         AttentionCase c;
         c.D = D, c.Tq = tt[0], c.Tk = tt[1];
         c.causal = variant & 1;
-        if (c.causal && c.Tq > c.Tk) continue; // refused (see the case above)
+        if (c.causal && c.Tq > c.Tk) continue;                   // refused (see the case above)
         if (c.causal && c.Tq != c.Tk && (variant & 2)) continue; // refused too, with key padding
         if (variant & 2) {
           c.B = 3;
@@ -290,9 +298,11 @@ TEST_CASE("cudnn softmax: cudnnSoftmaxForward/Backward match our softmax kernels
     for (float& e : x) e *= 4.0f;
     const DeviceBuffer dx_in = upload(x), dy = upload(normal(n, 8));
     DeviceBuffer y_ours(n * 4), y_cudnn(n * 4), g_ours(n * 4), g_cudnn(n * 4);
-    cuda::softmax_forward({.outer = rows, .len = cols, .inner = 1, .log = false}, dx_in.as<float>(), y_ours.as<float>());
+    cuda::softmax_forward({.outer = rows, .len = cols, .inner = 1, .log = false}, dx_in.as<float>(),
+                          y_ours.as<float>());
     cuda::cudnn_softmax_forward(rows, cols, dx_in.as<float>(), y_cudnn.as<float>());
-    cuda::softmax_backward({.outer = rows, .len = cols, .inner = 1, .log = false}, y_ours.as<float>(), dy.as<float>(), g_ours.as<float>());
+    cuda::softmax_backward({.outer = rows, .len = cols, .inner = 1, .log = false}, y_ours.as<float>(), dy.as<float>(),
+                           g_ours.as<float>());
     cuda::cudnn_softmax_backward(rows, cols, y_ours.as<float>(), dy.as<float>(), g_cudnn.as<float>());
     cuda_synchronize();
     CHECK(relative_error(download(y_cudnn, n), download(y_ours, n)) <= 1e-6);
@@ -300,7 +310,8 @@ TEST_CASE("cudnn softmax: cudnnSoftmaxForward/Backward match our softmax kernels
   }
 }
 
-TEST_CASE("cudnn attention: a cudnn node on the CUDA executor matches the pillars node, also replayed as a CUDA graph") {
+TEST_CASE(
+    "cudnn attention: a cudnn node on the CUDA executor matches the pillars node, also replayed as a CUDA graph") {
   if (no_cudnn()) return;
   const Precision precision = cuda_precision();
   cuda_set_precision(Precision::bf16); // our kernels on the tensor cores, as cuDNN always is
@@ -311,7 +322,8 @@ TEST_CASE("cudnn attention: a cudnn node on the CUDA executor matches the pillar
     INFO(what);
     std::vector<std::vector<float>> results[2];
     for (int kernel = 0; kernel < 2; ++kernel) {
-      AttentionGraph m(B, Tq, Tk, H, D, causal, true, kernel ? ops::AttentionKernel::cudnn : ops::AttentionKernel::pillars);
+      AttentionGraph m(B, Tq, Tk, H, D, causal, true,
+                       kernel ? ops::AttentionKernel::cudnn : ops::AttentionKernel::pillars);
       Executor ex(m.g, Device::cuda);
       ex.enable_graph_capture(true);
       ex.bind("q", random_tensor({B, Tq, H, D}, 1, -2.0f, 2.0f));

@@ -80,7 +80,8 @@ TEST_CASE("cuda executor: a tiny transformer training step matches the CPU in fp
   for (size_t i = 0; i < s.grads.size(); ++i) {
     if (s.grads[i] == kNoValue) continue;
     CAPTURE(s.m.graph.producer(s.m.graph.params()[i]).name);
-    CHECK(distance(gpu.fetch(s.grads[i]).to_vector(), cpu.value(s.grads[i]).to_vector()) <= 1e-4 * norm(cpu.value(s.grads[i]).to_vector()) + 1e-6);
+    CHECK(distance(gpu.fetch(s.grads[i]).to_vector(), cpu.value(s.grads[i]).to_vector()) <=
+          1e-4 * norm(cpu.value(s.grads[i]).to_vector()) + 1e-6);
   }
 }
 
@@ -100,7 +101,7 @@ TEST_CASE("cuda executor: CUDA graph replay gives the eager results and reads ea
     captured.run();
     const float le = eager.fetch(s.m.loss).to_vector()[0], lc = captured.fetch(s.m.loss).to_vector()[0];
     CAPTURE(seed);
-    CHECK(lc == le); // the same kernels in the same order: the forward is bit-identical
+    CHECK(lc == le);       // the same kernels in the same order: the forward is bit-identical
     CHECK(le != previous); // a new seed draws new dropout masks, also inside the replayed graph
     previous = le;
     // The embedding gradient adds rows with atomics (summation order varies run to run), so the
@@ -137,16 +138,17 @@ TEST_CASE("cuda executor: host-fallback ops (HUDS, GCT) are captured into the CU
   if (no_gpu()) return;
   cuda_set_precision(Precision::fp32);
   Graph g;
-  const ValueId x = g.input("x", {2, 40, 6, 8});                 // (B, T, H, D) a feature map
+  const ValueId x = g.input("x", {2, 40, 6, 8}); // (B, T, H, D) a feature map
   const ValueId lengths = g.input("lengths", {2}, DType::i32);
-  const ValueId G = ops::head_gram(g, x, lengths);               // (H, H) on the GPU
-  const ValueId labels = ght::huds_cluster(g, G, 3, /*seed=*/17); // host fallback, reads the run seed
+  const ValueId G = ops::head_gram(g, x, lengths);                           // (H, H) on the GPU
+  const ValueId labels = ght::huds_cluster(g, G, 3, /*seed=*/17);            // host fallback, reads the run seed
   const ght::GctTerms r = ght::gct_metric_loss(g, G, labels, 3, 1.0f, 1.0f); // host fallback
   const ValueId dx = autodiff(g, r.loss, {x})[0];
   for (ValueId v : {labels, r.loss, dx}) g.mark_output(v);
 
   Tensor xv = Tensor::empty({2, 40, 6, 8});
-  for (int64_t i = 0; i < xv.numel(); ++i) xv.data<float>()[i] = std::sin(0.37f * static_cast<float>(i)) + 0.1f * static_cast<float>(i % 6);
+  for (int64_t i = 0; i < xv.numel(); ++i)
+    xv.data<float>()[i] = std::sin(0.37f * static_cast<float>(i)) + 0.1f * static_cast<float>(i % 6);
   const Tensor lv = Tensor::from_i32({2}, {40, 23});
   Executor cpu(g), gpu(g, Device::cuda);
   gpu.enable_graph_capture(true);
@@ -180,7 +182,7 @@ TEST_CASE("cuda executor: an error inside a host-fallback kernel surfaces at the
   for (int64_t i = 0; i < 16; ++i) Gv.data<float>()[i] = static_cast<float>(i % 5);
   gpu.bind(G, Gv);
   gpu.bind(labels, Tensor::from_i32({4}, {0, 1, 7, 0})); // 7 is not a group of 2
-  gpu.run(); // queued: the CPU kernel runs later, on the stream's thread
+  gpu.run();                                             // queued: the CPU kernel runs later, on the stream's thread
   CHECK_THROWS_WITH_AS(gpu.fetch(loss), doctest::Contains("labels[2] = 7"), Error);
   gpu.bind(labels, Tensor::from_i32({4}, {0, 1, 1, 0}));
   gpu.run();

@@ -54,8 +54,8 @@ std::vector<float> host_values(const Tensor& t) {
 }
 
 // The token-weighted sums of two batches' gradients, accumulated in buckets where `params` are.
-std::map<std::string, std::vector<float>> bucket_sums(ParamStore& params, const TransformerConfig& cfg, dist::DeviceSums* sums,
-                                                      bool overlap = true) {
+std::map<std::string, std::vector<float>> bucket_sums(ParamStore& params, const TransformerConfig& cfg,
+                                                      dist::DeviceSums* sums, bool overlap = true) {
   using pillars::testing::random_sentences;
   const auto src = random_sentences({7, 3, 5, 6, 2, 4}, 32, 1), tgt = random_sentences({4, 6, 2, 5, 7, 3}, 32, 2);
   train::StepContext context;

@@ -113,7 +113,8 @@ double relative_error(const std::vector<float>& got, const std::vector<float>& w
 
 // Builds the case's output y with `build`, adds loss = Σ y ∘ w and its gradient, runs both
 // executors and compares y and every gradient.
-void check_op(const std::string& name, double bound, const std::function<ValueId(Case&)>& build, bool expect_all_on_gpu = true) {
+void check_op(const std::string& name, double bound, const std::function<ValueId(Case&)>& build,
+              bool expect_all_on_gpu = true) {
   CAPTURE(name);
   Case c;
   const ValueId y = build(c);
@@ -134,7 +135,8 @@ void check_op(const std::string& name, double bound, const std::function<ValueId
   }
   cpu.run();
   gpu.run();
-  if (expect_all_on_gpu) CHECK_MESSAGE(gpu.host_fallback_ops().empty(), "ran on the host: ", gpu.host_fallback_ops().front());
+  if (expect_all_on_gpu)
+    CHECK_MESSAGE(gpu.host_fallback_ops().empty(), "ran on the host: ", gpu.host_fallback_ops().front());
   for (size_t k = 0; k < compare.size(); ++k) {
     const double err = relative_error(gpu.fetch(compare[k]).to_vector(), cpu.value(compare[k]).to_vector());
     CAPTURE(k); // 0: the output, then the gradients of the inputs in order
@@ -151,8 +153,12 @@ TEST_CASE("cuda ops: elementwise, broadcasting and activations match the CPU") {
   check_op("add same shape", exact, [](Case& c) { return ops::add(c.g, c.input({7, 33}), c.input({7, 33})); });
   check_op("add bias", exact, [](Case& c) { return ops::add(c.g, c.input({5, 6, 40}), c.input({40})); });
   check_op("sub bias first", exact, [](Case& c) { return ops::sub(c.g, c.input({40}), c.input({5, 6, 40})); });
-  check_op("mul middle broadcast", exact, [](Case& c) { return ops::mul(c.g, c.input({4, 1, 9}), c.input({4, 7, 9})); });
-  check_op("div outer", exact, [](Case& c) { return ops::div(c.g, c.input({3, 5, 1}), c.input({1, 5, 6}, true, 0.5f, 2.0f)); });
+  check_op("mul middle broadcast", exact, [](Case& c) {
+    return ops::mul(c.g, c.input({4, 1, 9}), c.input({4, 7, 9}));
+  });
+  check_op("div outer", exact, [](Case& c) {
+    return ops::div(c.g, c.input({3, 5, 1}), c.input({1, 5, 6}, true, 0.5f, 2.0f));
+  });
   check_op("scale", exact, [](Case& c) { return ops::scale(c.g, c.input({1000}), -0.37f); });
   check_op("add_scalar", exact, [](Case& c) { return ops::add_scalar(c.g, c.input({1000}), 2.5f); });
   check_op("exp", exact, [](Case& c) { return ops::exp(c.g, c.input({513})); });
@@ -162,7 +168,9 @@ TEST_CASE("cuda ops: elementwise, broadcasting and activations match the CPU") {
   check_op("relu", exact, [](Case& c) { return ops::relu(c.g, c.input({64, 65})); });
   check_op("leaky_relu", exact, [](Case& c) { return ops::leaky_relu(c.g, c.input({64, 65}), 0.01f); });
   check_op("gelu", 1e-6, [](Case& c) { return ops::gelu(c.g, c.input({64, 65})); });
-  check_op("fill then add", exact, [](Case& c) { return ops::add(c.g, c.input({3, 4}), ops::fill(c.g, {3, 4}, 1.5f)); });
+  check_op("fill then add", exact, [](Case& c) {
+    return ops::add(c.g, c.input({3, 4}), ops::fill(c.g, {3, 4}, 1.5f));
+  });
   check_op("broadcast_to", exact, [](Case& c) { return ops::broadcast_to(c.g, c.input({3, 1, 5}), {2, 3, 4, 5}); });
   check_op("sum_to rows", 1e-5, [](Case& c) { return ops::sum_to(c.g, c.input({300, 70}), {70}); });
   check_op("sum_to general", 1e-5, [](Case& c) { return ops::sum_to(c.g, c.input({6, 5, 7}), {6, 1, 7}); });
@@ -201,8 +209,9 @@ TEST_CASE("cuda ops: cast gives the CPU's bf16 bits for every kind of float, NaN
     if (got.data<uint16_t>()[i] != want.data<uint16_t>()[i] && mismatched++ == 0) first = i;
   if (first >= 0) {
     char line[96];
-    std::snprintf(line, sizeof line, "first mismatch: f32 0x%08x gave 0x%04x on the GPU, 0x%04x on the CPU", bits[static_cast<size_t>(first)],
-                  unsigned{got.data<uint16_t>()[first]}, unsigned{want.data<uint16_t>()[first]});
+    std::snprintf(line, sizeof line, "first mismatch: f32 0x%08x gave 0x%04x on the GPU, 0x%04x on the CPU",
+                  bits[static_cast<size_t>(first)], unsigned{got.data<uint16_t>()[first]},
+                  unsigned{want.data<uint16_t>()[first]});
     MESSAGE(std::string(line));
   }
   CHECK(mismatched == 0);
@@ -219,8 +228,9 @@ TEST_CASE("cuda ops: reductions and shape ops match the CPU") {
   check_op("permute 3 axes", 1e-6, [](Case& c) { return ops::permute(c.g, c.input({4, 6, 7}), {2, 0, 1}); });
   check_op("slice", 1e-6, [](Case& c) { return ops::slice(c.g, c.input({4, 10, 3}), 1, 2, 7); });
   check_op("concat", 1e-6, [](Case& c) { return ops::concat(c.g, {c.input({2, 3, 5}), c.input({2, 4, 5})}, 1); });
-  check_op("reshape then transpose", 1e-6,
-           [](Case& c) { return ops::transpose(c.g, ops::reshape(c.g, c.input({6, 10}), {3, 2, 10}), 0, 2); });
+  check_op("reshape then transpose", 1e-6, [](Case& c) {
+    return ops::transpose(c.g, ops::reshape(c.g, c.input({6, 10}), {3, 2, 10}), 0, 2);
+  });
 }
 
 TEST_CASE("cuda ops: matmul in every transpose and batch form matches the CPU") {
@@ -230,17 +240,21 @@ TEST_CASE("cuda ops: matmul in every transpose and batch form matches the CPU") 
     for (bool tb : {false, true}) {
       const std::string flags = str_cat(ta ? "T" : "N", tb ? "T" : "N");
       check_op("matmul 2-D " + flags, 1e-5, [&](Case& c) {
-        return ops::matmul(c.g, c.input(ta ? Shape{37, 19} : Shape{19, 37}), c.input(tb ? Shape{23, 37} : Shape{37, 23}), ta, tb);
+        return ops::matmul(c.g, c.input(ta ? Shape{37, 19} : Shape{19, 37}),
+                           c.input(tb ? Shape{23, 37} : Shape{37, 23}), ta, tb);
       });
       check_op("matmul batched " + flags, 1e-5, [&](Case& c) {
         return ops::matmul(c.g, c.input(ta ? Shape{3, 2, 16, 9} : Shape{3, 2, 9, 16}),
                            c.input(tb ? Shape{3, 2, 11, 16} : Shape{3, 2, 16, 11}), ta, tb);
       });
       check_op("matmul shared weight " + flags, 1e-5, [&](Case& c) {
-        return ops::matmul(c.g, c.input(ta ? Shape{4, 16, 9} : Shape{4, 9, 16}), c.input(tb ? Shape{11, 16} : Shape{16, 11}), ta, tb);
+        return ops::matmul(c.g, c.input(ta ? Shape{4, 16, 9} : Shape{4, 9, 16}),
+                           c.input(tb ? Shape{11, 16} : Shape{16, 11}), ta, tb);
       });
     }
-  check_op("linear", 1e-5, [](Case& c) { return ops::linear(c.g, c.input({5, 7, 64}), c.input({48, 64}), c.input({48})); });
+  check_op("linear", 1e-5, [](Case& c) {
+    return ops::linear(c.g, c.input({5, 7, 64}), c.input({48, 64}), c.input({48}));
+  });
 }
 
 TEST_CASE("cuda ops: linear_act (cuBLASLt bias/ReLU epilogues) matches the CPU") {
@@ -270,7 +284,8 @@ TEST_CASE("cuda ops: cuBLASLt's GELU epilogue is a GELU, exact or the tanh form"
   // which (a relative error near 1e-7 means exact; near 1e-4 means the tanh form).
   setenv("PILLARS_CUBLASLT_GELU", "1", 1);
   Case c;
-  const ValueId y = ops::linear_act(c.g, c.input({4, 33, 64}), c.input({64, 64}), c.input({64}), ops::Activation::gelu).y;
+  const ValueId y =
+      ops::linear_act(c.g, c.input({4, 33, 64}), c.input({64, 64}), c.input({64}), ops::Activation::gelu).y;
   c.g.mark_output(y);
   Executor cpu(c.g);
   Executor gpu(c.g, Device::cuda);
@@ -286,7 +301,8 @@ TEST_CASE("cuda ops: cuBLASLt's GELU epilogue is a GELU, exact or the tanh form"
   // anything past 1e-3 is not a GELU at all.
   CHECK(err <= 1e-3);
   MESSAGE("CUBLASLT_EPILOGUE_GELU_AUX_BIAS vs the exact GELU on the CPU: relative error ", err,
-          std::string(err <= 1e-5 ? " (exact: it may become linear_act's default)" : " (not the exact GELU: keep the BIAS epilogue)"));
+          std::string(err <= 1e-5 ? " (exact: it may become linear_act's default)"
+                                  : " (not the exact GELU: keep the BIAS epilogue)"));
 }
 
 TEST_CASE("cuda ops: a row split over a cluster is covered exactly, in aligned slices a block can hold") {
@@ -320,7 +336,8 @@ TEST_CASE("cuda ops: softmax, layer norm, cross-entropy, embedding, dropout, mas
   // cluster walk several rows (both halves of the double-buffered exchange); rows of −inf make
   // whole slices and whole rows that see nothing.
   const bool clusters = softmax_clusters_available();
-  MESSAGE(std::string(clusters ? "softmax: this GPU runs the cluster kernels too" : "softmax: no cluster kernels on this GPU"));
+  MESSAGE(std::string(clusters ? "softmax: this GPU runs the cluster kernels too"
+                               : "softmax: no cluster kernels on this GPU"));
   for (const bool use_clusters : {false, true}) {
     if (use_clusters && !clusters) continue;
     CAPTURE(use_clusters);
@@ -329,13 +346,21 @@ TEST_CASE("cuda ops: softmax, layer norm, cross-entropy, embedding, dropout, mas
       if (use_clusters && (len <= 8192 || len > 131072)) continue;
       const int64_t launched = softmax_cluster_launches();
       check_op(str_cat("softmax len ", len), 1e-5, [&](Case& c) { return ops::softmax(c.g, c.input({3, len}), -1); });
-      check_op(str_cat("log_softmax len ", len), 1e-5, [&](Case& c) { return ops::log_softmax(c.g, c.input({3, len}), -1); });
-      if (!use_clusters) CHECK(softmax_cluster_launches() == launched);
-      else if (len <= 65536) CHECK(softmax_cluster_launches() > launched); // clusters of ≤ 8 blocks always fit
-      else MESSAGE("softmax len ", len, ": ", softmax_cluster_launches() > launched ? "clusters of 9 blocks" : "no 9-block clusters here");
+      check_op(str_cat("log_softmax len ", len), 1e-5, [&](Case& c) {
+        return ops::log_softmax(c.g, c.input({3, len}), -1);
+      });
+      if (!use_clusters)
+        CHECK(softmax_cluster_launches() == launched);
+      else if (len <= 65536)
+        CHECK(softmax_cluster_launches() > launched); // clusters of ≤ 8 blocks always fit
+      else
+        MESSAGE("softmax len ", len, ": ",
+                softmax_cluster_launches() > launched ? "clusters of 9 blocks" : "no 9-block clusters here");
     }
     check_op("softmax 300 rows of 20000", 1e-5, [&](Case& c) { return ops::softmax(c.g, c.input({300, 20000}), -1); });
-    check_op("log_softmax 300 rows of 20000", 1e-5, [&](Case& c) { return ops::log_softmax(c.g, c.input({300, 20000}), -1); });
+    check_op("log_softmax 300 rows of 20000", 1e-5, [&](Case& c) {
+      return ops::log_softmax(c.g, c.input({300, 20000}), -1);
+    });
     // Row 0: its first 6700 elements −inf (the whole first slice of three); row 1: all −inf.
     check_op("softmax rows of 20000 with -inf slices", 1e-5, [&](Case& c) {
       const ValueId x = c.input({3, 20000});
@@ -352,14 +377,21 @@ TEST_CASE("cuda ops: softmax, layer norm, cross-entropy, embedding, dropout, mas
       return ops::layer_norm(c.g, c.input({2, 9, D}), c.input({D}), c.input({D}), 1e-5f);
     });
   }
-  check_op("layer_norm without affine", 1e-5, [](Case& c) { return ops::layer_norm(c.g, c.input({33, 40}), kNoValue, kNoValue, 1e-5f); });
+  check_op("layer_norm without affine", 1e-5, [](Case& c) {
+    return ops::layer_norm(c.g, c.input({33, 40}), kNoValue, kNoValue, 1e-5f);
+  });
   for (float eps : {0.0f, 0.1f}) {
     check_op(str_cat("cross_entropy smoothing ", eps), 1e-5, [&](Case& c) {
-      return ops::cross_entropy(c.g, c.input({37, 1003}), c.ints_from({37}, [] {
-        std::vector<int32_t> t(37);
-        for (int i = 0; i < 37; ++i) t[static_cast<size_t>(i)] = i % 5 == 0 ? 1 : (i * 97) % 1003; // 1 is ignore_index
-        return t;
-      }()), eps, 1);
+      return ops::cross_entropy(c.g, c.input({37, 1003}),
+                                c.ints_from({37},
+                                            [] {
+                                              std::vector<int32_t> t(37);
+                                              for (int i = 0; i < 37; ++i)
+                                                t[static_cast<size_t>(i)] =
+                                                    i % 5 == 0 ? 1 : (i * 97) % 1003; // 1 is ignore_index
+                                              return t;
+                                            }()),
+                                eps, 1);
     });
   }
   // The other team sizes of the cross-entropy row kernels: 16-byte units (V a multiple of 4), 256
@@ -388,10 +420,12 @@ TEST_CASE("cuda ops: fused attention matches the CPU in fp32 mode") {
     bool causal;
     float dropout;
   };
-  for (const Shape5 s : {Shape5{2, 9, 9, 2, 16, false, 0.0f}, Shape5{2, 40, 40, 3, 32, true, 0.0f}, Shape5{3, 17, 70, 2, 64, false, 0.0f},
-                         Shape5{2, 65, 65, 2, 64, true, 0.2f}, Shape5{1, 1, 130, 1, 128, false, 0.0f}}) {
-    check_op(str_cat("attention B", s.B, " Tq", s.Tq, " Tk", s.Tk, " H", s.H, " D", s.D, s.causal ? " causal" : "", " p", s.dropout), 1e-5,
-             [&](Case& c) {
+  for (const Shape5 s : {Shape5{2, 9, 9, 2, 16, false, 0.0f}, Shape5{2, 40, 40, 3, 32, true, 0.0f},
+                         Shape5{3, 17, 70, 2, 64, false, 0.0f}, Shape5{2, 65, 65, 2, 64, true, 0.2f},
+                         Shape5{1, 1, 130, 1, 128, false, 0.0f}}) {
+    check_op(str_cat("attention B", s.B, " Tq", s.Tq, " Tk", s.Tk, " H", s.H, " D", s.D, s.causal ? " causal" : "",
+                     " p", s.dropout),
+             1e-5, [&](Case& c) {
                ops::AttentionOptions opt;
                opt.causal = s.causal;
                opt.dropout = s.dropout;
@@ -399,7 +433,8 @@ TEST_CASE("cuda ops: fused attention matches the CPU in fp32 mode") {
                std::vector<int32_t> lengths(static_cast<size_t>(s.B), static_cast<int32_t>(s.Tk));
                lengths[0] = static_cast<int32_t>(std::max<int64_t>(1, s.Tk / 2));
                opt.key_lengths = c.ints_from({s.B}, lengths);
-               return ops::attention(c.g, c.input({s.B, s.Tq, s.H, s.D}), c.input({s.B, s.Tk, s.H, s.D}), c.input({s.B, s.Tk, s.H, s.D}), opt)
+               return ops::attention(c.g, c.input({s.B, s.Tq, s.H, s.D}), c.input({s.B, s.Tk, s.H, s.D}),
+                                     c.input({s.B, s.Tk, s.H, s.D}), opt)
                    .out;
              });
   }
@@ -444,6 +479,10 @@ TEST_CASE("cuda ops: an op without a CUDA kernel runs through the host fallback"
   if (no_gpu()) return;
   cuda_set_precision(Precision::fp32);
   // GHT's head_mean has only a CPU kernel: the GPU executor copies its input out and its output back.
-  check_op("head_mean via the host", 1e-5, [](Case& c) { return ght::head_mean(c.g, c.input({2, 5, 3, 4})); },
-           /*expect_all_on_gpu=*/false);
+  check_op(
+      "head_mean via the host", 1e-5,
+      [](Case& c) {
+        return ght::head_mean(c.g, c.input({2, 5, 3, 4}));
+      },
+      /*expect_all_on_gpu=*/false);
 }

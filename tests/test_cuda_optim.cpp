@@ -1,9 +1,9 @@
-// The GPU optimiser kernels (kernels/cuda/adam.h) against the CPU kernels (kernels/cpu/adam.h):
+// The GPU optimizer kernels (kernels/cuda/adam.h) against the CPU kernels (kernels/cpu/adam.h):
 // Adam (with and without AMSGrad, with L2 weight decay), AdamW, SGD (plain, heavy-ball momentum
 // with dampening, Nesterov), scale, and the deterministic sum of squares.
 //
 // Each case runs several steps on random parameters, moments and gradients (fresh gradients every
-// step), with n = 100003 — not a multiple of the block size (256) nor of 4, so the vectorised
+// step), with n = 100003 — not a multiple of the block size (256) nor of 4, so the vectorized
 // kernels' scalar tail runs — once on 16-byte aligned buffers (the float4 kernels) and once on
 // buffers shifted by one float (the scalar kernels). After every step each state tensor must
 // agree with the CPU's to 1e-6 relative: |gpu − cpu| ≤ 1e-6·|cpu|. The kernels are written to
@@ -97,7 +97,8 @@ void expect_close(const std::vector<float>& gpu, const std::vector<float>& cpu, 
   INFO(what, ": ", identical, " of ", cpu.size(), " elements bit-identical");
   if (bad > 0) INFO("first mismatch at ", first_bad, ": gpu ", gpu[first_bad], ", cpu ", cpu[first_bad]);
   CHECK(bad == 0);
-  if (identical != cpu.size()) MESSAGE(what, ": ", cpu.size() - identical, " elements differ in their bits (within tolerance)");
+  if (identical != cpu.size())
+    MESSAGE(what, ": ", cpu.size() - identical, " elements differ in their bits (within tolerance)");
 }
 
 struct AdamCase {
@@ -108,7 +109,8 @@ struct AdamCase {
 
 // The arguments of update t of kN elements, as engine/optim/adam.cpp computes them (in double,
 // rounded once); Args is cpu::AdamArgs or cuda::AdamArgs (the same fields).
-template <class Args> Args adam_args(const AdamCase& a, int64_t t) {
+template <class Args>
+Args adam_args(const AdamCase& a, int64_t t) {
   const double bias_correction1 = 1 - std::pow(a.beta1, double(t));
   const double bias_correction2 = 1 - std::pow(a.beta2, double(t));
   return {.n = kN,
@@ -162,12 +164,20 @@ void run_sgd_case(const SgdCase& s, int shift) {
     CAPTURE(step);
     // As engine/optim/sgd.cpp fills them; the first update sets the buffer to d (the random start
     // is overwritten).
-    const cpu::SgdArgs c{.n = kN, .weight_decay = float(s.weight_decay), .momentum = float(s.momentum),
-                         .one_minus_dampening = float(1 - s.dampening), .neg_lr = float(-s.lr),
-                         .nesterov = s.nesterov, .first = step == 0};
-    const cuda::SgdArgs dc{.n = c.n, .weight_decay = c.weight_decay, .momentum = c.momentum,
-                           .one_minus_dampening = c.one_minus_dampening, .neg_lr = c.neg_lr,
-                           .nesterov = c.nesterov, .first = c.first};
+    const cpu::SgdArgs c{.n = kN,
+                         .weight_decay = float(s.weight_decay),
+                         .momentum = float(s.momentum),
+                         .one_minus_dampening = float(1 - s.dampening),
+                         .neg_lr = float(-s.lr),
+                         .nesterov = s.nesterov,
+                         .first = step == 0};
+    const cuda::SgdArgs dc{.n = c.n,
+                           .weight_decay = c.weight_decay,
+                           .momentum = c.momentum,
+                           .one_minus_dampening = c.one_minus_dampening,
+                           .neg_lr = c.neg_lr,
+                           .nesterov = c.nesterov,
+                           .first = c.first};
     const std::vector<float> g = uniform(rng, kN, -1.0f, 1.0f);
     cpu::sgd_update(c, p.data(), g.data(), has_buffer ? buf.data() : nullptr);
     dg.upload(g);

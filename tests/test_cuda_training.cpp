@@ -36,11 +36,18 @@ Experiment experiment_on(const std::string& device) {
   nlohmann::json j = {
       {"task", "translation"},
       {"seed", 5},
-      {"data", {{"dataset", "multi30k-de-en"}, {"source", "de"}, {"target", "en"}, {"bpe_merges", 2000},
-                {"max_tokens", 1024}, {"train_fraction", 0.2}}},
-      {"model", {{"config", "small"}, {"d_model", 64}, {"heads", 4}, {"ffn", 128}, {"enc_layers", 2}, {"dec_layers", 2}}},
+      {"data",
+       {{"dataset", "multi30k-de-en"},
+        {"source", "de"},
+        {"target", "en"},
+        {"bpe_merges", 2000},
+        {"max_tokens", 1024},
+        {"train_fraction", 0.2}}},
+      {"model",
+       {{"config", "small"}, {"d_model", 64}, {"heads", 4}, {"ffn", 128}, {"enc_layers", 2}, {"dec_layers", 2}}},
       {"optim", {{"lr", 2e-3}, {"warmup_updates", 50}}},
-      {"train", {{"max_updates", 100}, {"valid_bleu", false}, {"keep_best", 1}, {"device", device}, {"precision", "fp32"}}}};
+      {"train",
+       {{"max_updates", 100}, {"valid_bleu", false}, {"keep_best", 1}, {"device", device}, {"precision", "fp32"}}}};
   return parse_experiment(j, "test_cuda_training.json");
 }
 
@@ -76,8 +83,8 @@ TEST_CASE("cuda training: 100 fp32 updates on Multi30k follow the CPU run's loss
     if (u < 10) first10 = std::max(first10, rel);
     all = std::max(all, rel);
   }
-  MESSAGE("largest relative loss deviation: ", first10, " over updates 1-10, ", all, " over 1-100 (CPU ", cpu.front(), " → ",
-          cpu.back(), ", GPU ", gpu.front(), " → ", gpu.back(), ")");
+  MESSAGE("largest relative loss deviation: ", first10, " over updates 1-10, ", all, " over 1-100 (CPU ", cpu.front(),
+          " → ", cpu.back(), ", GPU ", gpu.front(), " → ", gpu.back(), ")");
   CHECK(first10 <= 1e-3);
   CHECK(all <= 2e-2);
   CHECK(gpu.back() < gpu.front() - 1.0); // and it learns

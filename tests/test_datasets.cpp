@@ -62,12 +62,16 @@ struct ScopedEnv {
   std::string old;
   ScopedEnv(std::string n, const std::string& value) : name(std::move(n)) {
     if (const char* v = std::getenv(name.c_str())) had = true, old = v;
-    if (value.empty()) ::unsetenv(name.c_str());
-    else ::setenv(name.c_str(), value.c_str(), 1);
+    if (value.empty())
+      ::unsetenv(name.c_str());
+    else
+      ::setenv(name.c_str(), value.c_str(), 1);
   }
   ~ScopedEnv() {
-    if (had) ::setenv(name.c_str(), old.c_str(), 1);
-    else ::unsetenv(name.c_str());
+    if (had)
+      ::setenv(name.c_str(), old.c_str(), 1);
+    else
+      ::unsetenv(name.c_str());
   }
 };
 
@@ -86,7 +90,9 @@ struct Sandbox {
   TempDir cache{fast_temp_base()};
   ScopedEnv env_cache, env_offline, env_data;
   explicit Sandbox(const std::string& mirror)
-      : env_cache("PILLARS_CACHE", cache.path.string()), env_offline("PILLARS_OFFLINE", "1"), env_data("PILLARS_DATA", mirror) {}
+      : env_cache("PILLARS_CACHE", cache.path.string()),
+        env_offline("PILLARS_OFFLINE", "1"),
+        env_data("PILLARS_DATA", mirror) {}
 };
 
 std::string real_mirror() {
@@ -112,7 +118,8 @@ std::string decompress(const std::string& path) {
   return out;
 }
 
-template <class F> std::string error_of(F&& f) {
+template <class F>
+std::string error_of(F&& f) {
   try {
     f();
   } catch (const std::exception& e) {
@@ -121,7 +128,9 @@ template <class F> std::string error_of(F&& f) {
   return "(no error)";
 }
 
-bool contains(const std::string& haystack, const std::string& needle) { return haystack.find(needle) != std::string::npos; }
+bool contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
 
 } // namespace
 
@@ -198,7 +207,7 @@ TEST_CASE("registry table is self-consistent") {
     CAPTURE(d.name);
     CHECK(names.insert(d.name).second);
     CHECK(!d.sources.empty());
-    CHECK(!d.licence.empty());
+    CHECK(!d.license.empty());
     std::set<std::string> paths;
     for (const FileSpec& f : d.files) {
       CHECK(paths.insert(f.path).second);
@@ -229,7 +238,9 @@ TEST_CASE("registry table is self-consistent") {
   const DatasetSpec& bbc = find_dataset("bbc-news-summary");
   CHECK(bbc.split("train").examples + bbc.split("valid").examples + bbc.split("test").examples == 2225);
   const DatasetSpec& shakespeare = find_dataset("tinyshakespeare");
-  CHECK(shakespeare.split("train").examples + shakespeare.split("valid").examples + shakespeare.split("test").examples == 40000);
+  CHECK(shakespeare.split("train").examples + shakespeare.split("valid").examples +
+            shakespeare.split("test").examples ==
+        40000);
 }
 
 TEST_CASE("unknown dataset, split or field names the nearest valid one") {
@@ -282,12 +293,12 @@ TEST_CASE("a checksum mismatch in the mirror is an error, never a fallback") {
   write_file(mirror / "ptb/ptb.valid.txt", " a modified file \n");
   const std::string msg = error_of([] { resolve_file("ptb", "ptb.valid.txt"); });
   CHECK(contains(msg, "checksum mismatch"));
-  CHECK(contains(msg, f.sha256));                                // expected
-  CHECK(contains(msg, sha256_hex(" a modified file \n")));       // actual
-  CHECK(contains(msg, mirror / "ptb/ptb.valid.txt"));             // where it came from
+  CHECK(contains(msg, f.sha256));                          // expected
+  CHECK(contains(msg, sha256_hex(" a modified file \n"))); // actual
+  CHECK(contains(msg, mirror / "ptb/ptb.valid.txt"));      // where it came from
   CHECK_THROWS_AS(resolve_file("ptb", "ptb.valid.txt"), Error);
   CHECK(!fs::exists(cache_path("ptb", "ptb.valid.txt"))); // nothing was installed
-  CHECK(is_present("ptb") == false); // train and test are not in this mirror at all
+  CHECK(is_present("ptb") == false);                      // train and test are not in this mirror at all
 }
 
 TEST_CASE("the download path verifies what curl fetched") {
@@ -427,7 +438,7 @@ TEST_CASE("every dataset in the mirror loads with the registry's counts") {
   for (const std::string& line : read_field("iwslt14-de-en", "valid", "de.bpe")) bpe_lines += contains(line, "@@ ");
   CHECK(bpe_lines > 1000);
   const auto samsum = read_field("samsum", "train", "source");
-  CHECK(contains(samsum[0], "\n"));    // turns are separated by real line breaks after unescaping
+  CHECK(contains(samsum[0], "\n")); // turns are separated by real line breaks after unescaping
   CHECK(!contains(samsum[0], "\\n"));
   const auto ids = read_field("samsum", "train", "id");
   size_t empty_dialogues = 0;
@@ -466,7 +477,7 @@ TEST_CASE("data import round trip") {
   write_file(src / "train.en", "a house .\ntwo cats .\nthree dogs .\n");
   write_file(src / "valid.de", "vier\n");
   write_file(src / "valid.en", "four\n");
-  write_file(src / "test.de", "fünf\nsechs");   // no final newline: still two lines
+  write_file(src / "test.de", "fünf\nsechs"); // no final newline: still two lines
   write_file(src / "test.en", "five\nsix\n");
   write_file(src / "code", "#version: 0.2\ne n\n");
   write_file(src / "dict.de.txt", "ignored 1\n"); // not <split>.<lang>
@@ -477,7 +488,8 @@ TEST_CASE("data import round trip") {
   const DatasetSpec spec = import_translation(opt, quiet);
   CHECK(spec.splits.size() == 3);
   CHECK(spec.train == "train");
-  CHECK(read_field("my-corpus", "train", "de") == std::vector<std::string>{"ein haus .", "zwei katzen .", "drei hunde ."});
+  CHECK(read_field("my-corpus", "train", "de") ==
+        std::vector<std::string>{"ein haus .", "zwei katzen .", "drei hunde ."});
   CHECK(read_field("my-corpus", "train", "en")[2] == "three dogs .");
   CHECK(read_field("my-corpus", "test", "de") == std::vector<std::string>{"fünf", "sechs"});
   CHECK(read_file(resolve_file("my-corpus", find_dataset("my-corpus").asset("bpe.codes"))) == "#version: 0.2\ne n\n");
@@ -522,7 +534,7 @@ TEST_CASE("data import round trip") {
   CHECK(find_dataset("both").files.size() == 2);
 }
 
-TEST_CASE("data import recognises files identical to the registry's") {
+TEST_CASE("data import recognizes files identical to the registry's") {
   const std::string mirror = real_mirror();
   if (mirror.empty()) {
     SKIP_TEST("import recognition: PILLARS_DATA is not set");
@@ -533,7 +545,8 @@ TEST_CASE("data import recognises files identical to the registry's") {
   for (const char* lang : {"de", "en"}) // the mirror's IWSLT'14 test set, imported as a user's own
     fs::copy_file(resolve_file("iwslt14-de-en", std::string("test.") + lang), src / (std::string("test.") + lang));
   std::vector<std::string> lines;
-  const DatasetSpec spec = import_translation({src.path.string(), "mine", "de", "en"}, [&](const std::string& l) { lines.push_back(l); });
+  const DatasetSpec spec =
+      import_translation({src.path.string(), "mine", "de", "en"}, [&](const std::string& l) { lines.push_back(l); });
   CHECK(contains(spec.notes, "test.de: identical to iwslt14-de-en/test.de"));
   CHECK(contains(find_dataset("mine").notes, "test.en: identical to iwslt14-de-en/test.en"));
   CHECK(read_field("mine", "test", "en") == read_field("iwslt14-de-en", "test", "en"));
@@ -556,9 +569,12 @@ TEST_CASE("data import rejects bad input and leaves nothing behind") {
   msg = error_of([&] { import_translation({src.path.string(), "bad", "de", "en"}, quiet); });
   CHECK(contains(msg, "no partner valid.en"));
 
-  CHECK_THROWS_AS(import_translation({src.path.string(), "ptb", "de", "en"}, quiet), InputError);      // built-in name
-  CHECK_THROWS_AS(import_translation({src.path.string(), "../x", "de", "en"}, quiet), InputError);     // not a plain name
-  CHECK_THROWS_AS(import_translation({src.path.string(), "ok", "de", "de"}, quiet), InputError);       // same language
-  CHECK_THROWS_AS(import_translation({src / "nope", "ok", "de", "en"}, quiet), InputError);            // no such folder
-  CHECK(contains(error_of([&] { import_translation({src.path.string(), "ok", "fr", "en"}, quiet); }), "no partner train.fr"));
+  CHECK_THROWS_AS(import_translation({src.path.string(), "ptb", "de", "en"}, quiet), InputError);  // built-in name
+  CHECK_THROWS_AS(import_translation({src.path.string(), "../x", "de", "en"}, quiet), InputError); // not a plain name
+  CHECK_THROWS_AS(import_translation({src.path.string(), "ok", "de", "de"}, quiet), InputError);   // same language
+  CHECK_THROWS_AS(import_translation({src / "nope", "ok", "de", "en"}, quiet), InputError);        // no such folder
+  CHECK(contains(error_of([&] {
+                   import_translation({src.path.string(), "ok", "fr", "en"}, quiet);
+                 }),
+                 "no partner train.fr"));
 }

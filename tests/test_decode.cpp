@@ -33,8 +33,8 @@ std::vector<float> graph_logprobs(const TransformerConfig& cfg, ParamStore& para
   for (const auto& p : prev) Tt = std::max<int64_t>(Tt, static_cast<int64_t>(p.size()));
   Seq2SeqGraph m = build_seq2seq_training_graph(cfg, B, Ts, Tt, 0.0f, 0, /*train=*/false);
   m.graph.mark_output(m.logits);
-  std::vector<int32_t> st(B * Ts, static_cast<int32_t>(cfg.pad_id)), sl(B), pt(B * Tt, static_cast<int32_t>(cfg.pad_id)),
-      tg(B * Tt, static_cast<int32_t>(cfg.pad_id));
+  std::vector<int32_t> st(B * Ts, static_cast<int32_t>(cfg.pad_id)), sl(B),
+      pt(B * Tt, static_cast<int32_t>(cfg.pad_id)), tg(B * Tt, static_cast<int32_t>(cfg.pad_id));
   for (int64_t b = 0; b < B; ++b) {
     sl[b] = static_cast<int32_t>(src[b].size());
     std::copy(src[b].begin(), src[b].end(), st.begin() + b * Ts);
@@ -125,7 +125,8 @@ void check_teacher_forcing(TransformerConfig cfg, const std::vector<std::vector<
 }
 
 TransformerConfig pruned(TransformerConfig cfg) {
-  cfg.module_heads = {{"encoder.layers.0.self_attn", 1}, {"decoder.layers.0.self_attn", 1}, {"decoder.layers.1.encoder_attn", 1}};
+  cfg.module_heads = {
+      {"encoder.layers.0.self_attn", 1}, {"decoder.layers.0.self_attn", 1}, {"decoder.layers.1.encoder_attn", 1}};
   return cfg;
 }
 
@@ -142,7 +143,8 @@ TEST_CASE("decode: step-by-step log-probabilities equal the training graph, pre-
   check_teacher_forcing(cfg);
 }
 
-TEST_CASE("decode: step-by-step log-probabilities equal the training graph, pruned heads (GHT-PS), pre- and post-norm") {
+TEST_CASE(
+    "decode: step-by-step log-probabilities equal the training graph, pruned heads (GHT-PS), pre- and post-norm") {
   for (bool pre : {false, true}) {
     TransformerConfig cfg = pruned(transformer_config("tiny"));
     cfg.pre_norm = pre;
@@ -194,7 +196,8 @@ TEST_CASE("decode: the language model's steps equal its training graph, pre- and
         for (int64_t v = 0; v < cfg.vocab; ++v) mx = std::max<double>(mx, row[v]);
         for (int64_t v = 0; v < cfg.vocab; ++v) sum += std::exp(row[v] - mx);
         for (int64_t v = 0; v < cfg.vocab; ++v)
-          worst = std::max<double>(worst, std::abs(lp.data<float>()[b * cfg.vocab + v] - (row[v] - mx - std::log(sum))));
+          worst =
+              std::max<double>(worst, std::abs(lp.data<float>()[b * cfg.vocab + v] - (row[v] - mx - std::log(sum))));
       }
     }
     INFO("worst |diff| = ", worst);
@@ -219,12 +222,14 @@ TEST_CASE("decode: reordering rows carries their cached keys and values") {
   dec.step(swap);
   const Tensor lp = dec.log_probs().clone();
   for (int row = 0; row < 2; ++row) {
-    const std::vector<int32_t> history = row == 0 ? std::vector<int32_t>{2, 10, 11, 12} : std::vector<int32_t>{2, 8, 9, 12};
+    const std::vector<int32_t> history =
+        row == 0 ? std::vector<int32_t>{2, 10, 11, 12} : std::vector<int32_t>{2, 8, 9, 12};
     StepDecoder one(cfg, params);
     one.start(src, 1, 4);
     for (int32_t t = 0; t < 4; ++t) one.step(forced({history[t]}, t, 1));
     const Tensor ref = one.log_probs();
-    for (int64_t v = 0; v < V; ++v) CHECK(lp.data<float>()[row * V + v] == doctest::Approx(ref.data<float>()[v]).epsilon(1e-6));
+    for (int64_t v = 0; v < V; ++v)
+      CHECK(lp.data<float>()[row * V + v] == doctest::Approx(ref.data<float>()[v]).epsilon(1e-6));
   }
 }
 
@@ -311,8 +316,10 @@ TEST_CASE("decode: beam 1 is greedy search") {
     std::vector<float> lp(t.data<float>(), t.data<float>() + cfg.vocab);
     lp[0] = lp[1] = -INFINITY;
     if (step == 0) lp[2] = -INFINITY;
-    if (step == 6) input = 2;
-    else input = static_cast<int32_t>(std::max_element(lp.begin(), lp.end()) - lp.begin());
+    if (step == 6)
+      input = 2;
+    else
+      input = static_cast<int32_t>(std::max_element(lp.begin(), lp.end()) - lp.begin());
     tokens.push_back(input);
     if (input == 2) break;
   }
@@ -378,7 +385,9 @@ TEST_CASE("decode: the language model graph is causal, position t sees only toke
 
 // ---- on a GPU ---------------------------------------------------------------------------------
 
-TEST_CASE("decode on CUDA: step-by-step log-probabilities equal the training graph (pre/post-norm, pruned, long sources, compaction)") {
+TEST_CASE(
+    "decode on CUDA: step-by-step log-probabilities equal the training graph (pre/post-norm, pruned, long sources, "
+    "compaction)") {
   if (pillars::testing::no_gpu()) return;
   for (bool pre : {false, true}) {
     TransformerConfig cfg = transformer_config("tiny");
@@ -421,7 +430,8 @@ TEST_CASE("decode on CUDA: the cache and beam ops equal their CPU kernels bit fo
                 rule = g.input("rule", {6}, DType::i32);
   const ValueId written = ops::cache_write(g, ops::cache_gather(g, cache, origin, filled), x, pos);
   g.mark_output(written);
-  const ops::BeamCandidates c = ops::beam_candidates(g, lp, rs, rule, {.beam = 2, .candidates = 5, .pad = 1, .bos = 0, .eos = 2});
+  const ops::BeamCandidates c =
+      ops::beam_candidates(g, lp, rs, rule, {.beam = 2, .candidates = 5, .pad = 1, .bos = 0, .eos = 2});
   g.mark_output(c.scores);
   g.mark_output(c.index);
   std::vector<float> cache_v(60), x_v(12), lp_v(42);
@@ -457,7 +467,8 @@ TEST_CASE("decode on CUDA: the cache and beam ops equal their CPU kernels bit fo
   for (int r = 0; r < 3; ++r)
     for (int t = 0; t < 3; ++t)
       if (t < filled_v[r] || t == pos_v[r])
-        for (int w = 0; w < 4; ++w) CHECK(cpu[0].data<float>()[(r * 3 + t) * 4 + w] == gpu[0].data<float>()[(r * 3 + t) * 4 + w]);
+        for (int w = 0; w < 4; ++w)
+          CHECK(cpu[0].data<float>()[(r * 3 + t) * 4 + w] == gpu[0].data<float>()[(r * 3 + t) * 4 + w]);
   CHECK(std::memcmp(cpu[1].raw(), gpu[1].raw(), cpu[1].nbytes()) == 0);
   CHECK(std::memcmp(cpu[2].raw(), gpu[2].raw(), cpu[2].nbytes()) == 0);
   CHECK(std::memcmp(gpu[1].raw(), gpu_again[1].raw(), gpu[1].nbytes()) == 0); // and the GPU repeats itself

@@ -95,9 +95,15 @@ const std::string* trained_run() {
   nlohmann::json j = {
       {"task", "translation"},
       {"seed", 7},
-      {"data", {{"dataset", "multi30k-de-en"}, {"source", "de"}, {"target", "en"}, {"bpe_merges", 2000},
-                {"max_tokens", 2048}, {"train_fraction", 0.5}}},
-      {"model", {{"config", "small"}, {"d_model", 128}, {"heads", 4}, {"ffn", 256}, {"enc_layers", 2}, {"dec_layers", 2}}},
+      {"data",
+       {{"dataset", "multi30k-de-en"},
+        {"source", "de"},
+        {"target", "en"},
+        {"bpe_merges", 2000},
+        {"max_tokens", 2048},
+        {"train_fraction", 0.5}}},
+      {"model",
+       {{"config", "small"}, {"d_model", 128}, {"heads", 4}, {"ffn", 256}, {"enc_layers", 2}, {"dec_layers", 2}}},
       {"optim", {{"lr", 2e-3}, {"warmup_updates", 100}}},
       {"train", {{"max_updates", 300}, {"valid_bleu", false}, {"log_every", 100}, {"keep_best", 1}}},
       {"eval", {{"beam", 4}, {"batch_sentences", 128}}}};
@@ -117,8 +123,9 @@ double bleu_at(const std::string& run, Precision p) {
 
 void check_bleu(cpu::Isa isa, const char* path) {
   if (testing::sanitized_build()) {
-    SKIP_TEST("under the sanitizers: it trains 300 updates first (tests/test_env.h, sanitized_build); the "
-              "decoder's bf16 path runs under them in the first case of this file");
+    SKIP_TEST(
+        "under the sanitizers: it trains 300 updates first (tests/test_env.h, sanitized_build); the "
+        "decoder's bf16 path runs under them in the first case of this file");
     return;
   }
   if (!testing::have_dataset("multi30k-de-en")) {
@@ -140,7 +147,7 @@ void check_bleu(cpu::Isa isa, const char* path) {
 TEST_CASE("decode bf16: beam search BLEU on a trained Multi30k model within 1.0 of fp32, portable path") {
   // The portable path runs below avx512_bf16: the best fp32 level this CPU has (at most avx512).
   const cpu::Isa isa = static_cast<int>(cpu::detected_isa()) < static_cast<int>(cpu::Isa::avx512) ? cpu::detected_isa()
-                                                                                                   : cpu::Isa::avx512;
+                                                                                                  : cpu::Isa::avx512;
   check_bleu(isa, "portable");
 }
 

@@ -113,13 +113,17 @@ inline RunResult run_pillars(const std::string& binary, const std::vector<std::s
   ScratchDir tmp("pillars_cli_");
   std::string cmd = shell_quote(binary);
   for (const std::string& a : args) cmd.append(" ").append(shell_quote(a));
-  cmd.append(" >").append(shell_quote((tmp.path / "out").string())).append(" 2>").append(shell_quote((tmp.path / "err").string()));
+  cmd.append(" >")
+      .append(shell_quote((tmp.path / "out").string()))
+      .append(" 2>")
+      .append(shell_quote((tmp.path / "err").string()));
   const int status = std::system(cmd.c_str());
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, read_file(tmp.path / "out"), read_file(tmp.path / "err")};
 }
 
 // Random sentences of the given lengths (eos = 2 last), ids in [4, vocab).
-inline std::vector<std::vector<int32_t>> random_sentences(const std::vector<int>& lengths, int64_t vocab, uint32_t seed) {
+inline std::vector<std::vector<int32_t>> random_sentences(const std::vector<int>& lengths, int64_t vocab,
+                                                          uint32_t seed) {
   std::mt19937 rng(seed);
   std::uniform_int_distribution<int32_t> tok(4, static_cast<int32_t>(vocab) - 1);
   std::vector<std::vector<int32_t>> s;

@@ -47,7 +47,7 @@ TEST_CASE("executor: a repeated training step of the tiny transformer allocates 
   pillars::testing::AllocationCounter counter;
   ex.set_seed(5);
   ex.run();
-  ex.bind(s.m.src_tokens, src); // new tensors: views of them are re-pointed without allocating
+  ex.bind(s.m.src_tokens, src);          // new tensors: views of them are re-pointed without allocating
   ex.bind(s.m.prev_output_tokens, prev); // (by id: a long name would allocate a std::string here)
   ex.run();
   const long allocations = counter.stop();
@@ -102,13 +102,17 @@ TEST_CASE("executor: executors sharing one arena give the results of executors w
     ex.bind_params(a.params);
     std::vector<int32_t> src(36), prev(32), tgt(32);
     for (size_t i = 0; i < src.size(); ++i) src[i] = 4 + static_cast<int32_t>(i % 20);
-    for (size_t i = 0; i < prev.size(); ++i) prev[i] = 4 + static_cast<int32_t>((i * 7) % 20), tgt[i] = 4 + static_cast<int32_t>((i * 3) % 20);
+    for (size_t i = 0; i < prev.size(); ++i)
+      prev[i] = 4 + static_cast<int32_t>((i * 7) % 20), tgt[i] = 4 + static_cast<int32_t>((i * 3) % 20);
     ex.bind("src_tokens", Tensor::from_i32({4, 9}, src));
     ex.bind("src_lengths", Tensor::from_i32({4}, {9, 5, 9, 7}));
     ex.bind("prev_output_tokens", Tensor::from_i32({4, 8}, prev));
     ex.bind("target", Tensor::from_i32({32}, tgt));
   };
-  auto loss_of = [](Executor& ex, ValueId loss) { ex.run(); return ex.value(loss).data<float>()[0]; };
+  auto loss_of = [](Executor& ex, ValueId loss) {
+    ex.run();
+    return ex.value(loss).data<float>()[0];
+  };
 
   Executor own_small(a.m.graph), own_big(big.graph);
   a.bind(own_small);
@@ -120,7 +124,7 @@ TEST_CASE("executor: executors sharing one arena give the results of executors w
   a.bind(small);
   CHECK(loss_of(small, a.m.loss) == small_ref);
   const uint64_t generation = shared->generation;
-  Executor large(big.graph, shared); // grows the arena
+  Executor large(big.graph, shared);      // grows the arena
   CHECK(shared->generation > generation); // (grown by at least a quarter: the larger graph needs more than that here)
   bind_big(large);
   CHECK(loss_of(large, big.loss) == big_ref);

@@ -44,8 +44,18 @@ const std::string kReady = kSource + "/experiments";
 // do not depend on either).
 ValidationContext real_context() {
   ValidationContext ctx;
-  ctx.dataset_names = {"multi30k-de-en", "iwslt14-de-en", "wikitext-2", "wikitext-103", "ptb", "tinyshakespeare", "samsum", "dialogsum",
-                       "aeslc", "bbc-news-summary", "sotu", "debian-synopsis",
+  ctx.dataset_names = {"multi30k-de-en",
+                       "iwslt14-de-en",
+                       "wikitext-2",
+                       "wikitext-103",
+                       "ptb",
+                       "tinyshakespeare",
+                       "samsum",
+                       "dialogsum",
+                       "aeslc",
+                       "bbc-news-summary",
+                       "sotu",
+                       "debian-synopsis",
                        "iwslt14-de-en-full"}; // a user import: the full IWSLT'14 training set is not in the mirror
   ctx.model_configs = {"tiny", "small", "base", "lite1", "lite2", "lm-small", "lm-wt103", "bench"};
   // The built-in datasets' splits and fields are code (datasets/registry_table_*.cpp), not files:
@@ -96,7 +106,8 @@ const json& value_at(const json& j, const std::string& dotted) {
   return j.at(json::json_pointer(ptr));
 }
 
-const char* kMinimal = R"({"task": "translation", "data": {"dataset": "multi30k-de-en"}, "model": {"config": "small"}})";
+const char* kMinimal =
+    R"({"task": "translation", "data": {"dataset": "multi30k-de-en"}, "model": {"config": "small"}})";
 
 } // namespace
 
@@ -104,9 +115,11 @@ TEST_CASE("experiment files: every broken file fails with its expected message")
   const json expected = read_json(kBroken + "/EXPECTED.json");
   std::set<std::string> files;
   for (const auto& entry : fs::directory_iterator(kBroken))
-    if (entry.path().extension() == ".json" && entry.path().filename() != "EXPECTED.json") files.insert(entry.path().filename().string());
+    if (entry.path().extension() == ".json" && entry.path().filename() != "EXPECTED.json")
+      files.insert(entry.path().filename().string());
   CHECK(files.size() >= 20);
-  for (const auto& [name, entry] : expected.items()) CHECK_MESSAGE(files.count(name), "EXPECTED.json lists a missing file: ", name);
+  for (const auto& [name, entry] : expected.items())
+    CHECK_MESSAGE(files.count(name), "EXPECTED.json lists a missing file: ", name);
   for (const std::string& name : files) {
     CAPTURE(name);
     REQUIRE_MESSAGE(expected.contains(name), "no expected message in EXPECTED.json for ", name);
@@ -161,7 +174,8 @@ TEST_CASE("schema: the binary prints the schema and the field table and checks a
 TEST_CASE("experiment files: the ready files in experiments/ validate and round trip") {
   std::set<std::string> names;
   for (const auto& entry : fs::recursive_directory_iterator(kReady)) {
-    if (entry.path().extension() != ".json" || entry.path().parent_path().filename() == "studies") continue; // study files: test_study
+    if (entry.path().extension() != ".json" || entry.path().parent_path().filename() == "studies")
+      continue; // study files: test_study
     const std::string path = entry.path().string();
     CAPTURE(path);
     names.insert(entry.path().filename().string());
@@ -170,16 +184,32 @@ TEST_CASE("experiment files: the ready files in experiments/ validate and round 
     CHECK(e.name == entry.path().stem().string());
     CHECK(parse_experiment(to_json(e), "config.json", real_context()) == e);
   }
-  for (const char* f : {"multi30k-de-en.json", "multi30k-de-en-cuda.json", "multi30k-de-en-long.json", "iwslt14-de-en-base.json", "wikitext2-lm.json", "ptb-lm.json", "samsum.json",
-                        "tinyshakespeare-lm.json"})
+  for (const char* f :
+       {"multi30k-de-en.json", "multi30k-de-en-cuda.json", "multi30k-de-en-long.json", "iwslt14-de-en-base.json",
+        "wikitext2-lm.json", "ptb-lm.json", "samsum.json", "tinyshakespeare-lm.json"})
     CHECK_MESSAGE(names.count(f), "missing ready file experiments/", f);
   // The GHT comparison, its baselines and Table 3's ablations (experiments/ght/).
-  for (const char* f : {"vanilla.json", "ght.json", "lite1.json", "lite2.json", "disagreement-subspace.json",
-                        "disagreement-position.json", "disagreement-output.json", "michel.json", "voita.json", "drophead.json",
-                        "ablation-no-homogenising.json", "ablation-no-diversifying.json", "ablation-ps-no-homogenising.json",
-                        "ablation-ps-no-diversifying.json", "ablation-v2s-at-start.json", "ablation-v2s-after-plain.json",
-                        "ablation-random-heads.json", "ablation-random-member.json", "ablation-gc-both-stages.json",
-                        "ptb-ght.json", "samsum-ght.json"})
+  for (const char* f : {"vanilla.json",
+                        "ght.json",
+                        "lite1.json",
+                        "lite2.json",
+                        "disagreement-subspace.json",
+                        "disagreement-position.json",
+                        "disagreement-output.json",
+                        "michel.json",
+                        "voita.json",
+                        "drophead.json",
+                        "ablation-no-homogenizing.json",
+                        "ablation-no-diversifying.json",
+                        "ablation-ps-no-homogenizing.json",
+                        "ablation-ps-no-diversifying.json",
+                        "ablation-v2s-at-start.json",
+                        "ablation-v2s-after-plain.json",
+                        "ablation-random-heads.json",
+                        "ablation-random-member.json",
+                        "ablation-gc-both-stages.json",
+                        "ptb-ght.json",
+                        "samsum-ght.json"})
     CHECK_MESSAGE(names.count(f), "missing ready file experiments/ght/", f);
   const Experiment ght_exp = load_experiment(kReady + "/ght/ght.json", {}, real_context());
   // GHT-PS with the paper's IWSLT de-en setting for it (Table 7): O, α 0.5, β 0.7; GHT: V, α 0.7, β 0.5.
@@ -296,10 +326,12 @@ TEST_CASE("experiment files: every enum value maps to the C++ enum and back") {
 }
 
 TEST_CASE("experiment files: --set overrides apply before validation and the last one wins") {
-  const TempFile file(R"({"task": "translation", "data": {"dataset": "multi30k-de-en"}, "model": {"config": "small"}, "optim": {"lr": 0.0005}})");
+  const TempFile file(
+      R"({"task": "translation", "data": {"dataset": "multi30k-de-en"}, "model": {"config": "small"}, "optim": {"lr": 0.0005}})");
   const Experiment e = load_experiment(file.path,
-                                       {"optim.lr=1e-3", "model.config=base", "data.test_split=test_2017_mscoco", "optim.lr=2e-3", "name=2024", "optim.betas=[0.8, 0.9]",
-                                        "model.heads=4", "model.heads=null", "train.max_minutes=90", "eval.split=test_2017_flickr"},
+                                       {"optim.lr=1e-3", "model.config=base", "data.test_split=test_2017_mscoco",
+                                        "optim.lr=2e-3", "name=2024", "optim.betas=[0.8, 0.9]", "model.heads=4",
+                                        "model.heads=null", "train.max_minutes=90", "eval.split=test_2017_flickr"},
                                        real_context());
   CHECK(e.optim.lr == 2e-3);
   CHECK(e.model.config == "base");
@@ -322,14 +354,17 @@ TEST_CASE("experiment files: --set overrides apply before validation and the las
 TEST_CASE("experiment files: missing or unreadable files and wrongly shaped input") {
   const std::string missing = kBroken + "/no-such-file.json";
   CHECK(error_of([&] { load_experiment(missing); }) == missing + ": cannot read: No such file or directory");
-  CHECK(error_of([&] { load_experiment(kBroken); }) == kBroken + ": cannot read: it is a directory, not a regular file");
-  CHECK(error_of([&] { parse_experiment(json::parse("3"), "x.json"); }) == "x.json: the top level must be a JSON object, got 3 (number)");
+  CHECK(error_of([&] { load_experiment(kBroken); }) ==
+        kBroken + ": cannot read: it is a directory, not a regular file");
+  CHECK(error_of([&] { parse_experiment(json::parse("3"), "x.json"); }) ==
+        "x.json: the top level must be a JSON object, got 3 (number)");
   json j = json::parse(kMinimal);
   j["seed"] = -1;
   CHECK(error_of([&] { parse_experiment(j, "x.json"); }) == "x.json: \"seed\" must be an integer >= 0, got -1");
   j = json::parse(kMinimal);
   j["optim"] = {{"optimizer", nullptr}};
-  CHECK(error_of([&] { parse_experiment(j, "x.json"); }) == "x.json: \"optim.optimizer\" must be one of \"adam\", \"adamw\", \"sgd\", got null");
+  CHECK(error_of([&] { parse_experiment(j, "x.json"); }) ==
+        "x.json: \"optim.optimizer\" must be one of \"adam\", \"adamw\", \"sgd\", got null");
 }
 
 TEST_CASE("schema: nearest key and edit distance") {
@@ -346,15 +381,18 @@ TEST_CASE("schema: the JSON Schema describes every field and is self-consistent"
   const json s = experiment_json_schema();
   CHECK(s["$schema"] == "https://json-schema.org/draft/2020-12/schema");
   // Only keywords of draft 2020-12 that we mean to use.
-  const std::set<std::string> keywords = {"$schema", "title", "description", "type", "properties", "required", "additionalProperties", "default", "enum",
-                                          "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "items", "minItems", "maxItems", "minLength", "pattern"};
+  const std::set<std::string> keywords = {
+      "$schema",  "title",    "description", "type",    "properties",       "required",         "additionalProperties",
+      "default",  "enum",     "minimum",     "maximum", "exclusiveMinimum", "exclusiveMaximum", "items",
+      "minItems", "maxItems", "minLength",   "pattern"};
   std::function<void(const json&, const std::string&)> walk = [&](const json& node, const std::string& at) {
     CAPTURE(at);
     for (const auto& [k, v] : node.items()) CHECK_MESSAGE(keywords.count(k), "unexpected keyword ", k);
     CHECK(node.contains("type"));
     if (node["type"] == "object") {
       CHECK(node["additionalProperties"] == false);
-      for (const auto& r : node.value("required", json::array())) CHECK(node["properties"].contains(r.get<std::string>()));
+      for (const auto& r : node.value("required", json::array()))
+        CHECK(node["properties"].contains(r.get<std::string>()));
       for (const auto& [k, v] : node["properties"].items()) {
         CHECK(!v.value("description", "").empty());
         const std::string path = at.empty() ? k : at + "." + k;
@@ -387,10 +425,12 @@ TEST_CASE("schema: the JSON Schema describes every field and is self-consistent"
 
 TEST_CASE("schema: the Markdown table lists every field and experiments README shows it") {
   const std::string table = experiment_markdown();
-  for (const schema::Field& f : experiment_fields()) CHECK_MESSAGE(table.find("`" + f.path + "`") != std::string::npos, f.path);
+  for (const schema::Field& f : experiment_fields())
+    CHECK_MESSAGE(table.find("`" + f.path + "`") != std::string::npos, f.path);
   std::ifstream in(kReady + "/README.md");
   const std::string readme(std::istreambuf_iterator<char>(in), {});
-  CHECK_MESSAGE(readme.find(table) != std::string::npos, "experiments/README.md: regenerate the field table with `pillars schema --markdown`");
+  CHECK_MESSAGE(readme.find(table) != std::string::npos,
+                "experiments/README.md: regenerate the field table with `pillars schema --markdown`");
 }
 
 TEST_CASE("experiment files: only regular files are read, and refused at once otherwise") {
@@ -425,18 +465,21 @@ TEST_CASE("experiment files: nesting is bounded before the parser sees it") {
   std::string msg = error_of([&] { load_experiment(whole.path, {}); });
   CHECK(msg == whole.path + ":1:65: invalid JSON: nested more than 64 levels deep (an experiment file needs 2)");
   TempFile inside(R"({"task": "translation",
-  "description": )" + deep + "}");
+  "description": )" +
+                  deep + "}");
   msg = error_of([&] { load_experiment(inside.path, {}); });
   CHECK(msg == inside.path + ":2:81: invalid JSON: nested more than 64 levels deep (an experiment file needs 2)");
   // Brackets inside strings do not count.
-  TempFile quoted(R"({"task": "translation", "data": {"dataset": "multi30k-de-en"}, "model": {"config": "small"}, "description": ")" +
-                  std::string(1000, '[') + "\"}");
+  TempFile quoted(
+      R"({"task": "translation", "data": {"dataset": "multi30k-de-en"}, "model": {"config": "small"}, "description": ")" +
+      std::string(1000, '[') + "\"}");
   CHECK_NOTHROW(load_experiment(quoted.path, {}));
   // And through --set.
   TempFile ok(kMinimal);
   msg = error_of([&] { load_experiment(ok.path, {"description=" + deep}); });
   CHECK(msg.find(ok.path + ": --set description=") == 0);
-  CHECK(msg.find("\"description\": the value is nested more than 64 levels deep (at character 65)") != std::string::npos);
+  CHECK(msg.find("\"description\": the value is nested more than 64 levels deep (at character 65)") !=
+        std::string::npos);
 }
 
 TEST_CASE("experiment files: a number beyond double is an input error naming the file, the place and the field") {
@@ -449,19 +492,24 @@ TEST_CASE("experiment files: a number beyond double is an input error naming the
 TEST_CASE("experiment files: every ready file's splits and fields exist in its dataset") {
   // real_context() knows the built-in datasets: a typo in any split or field of a ready file fails here.
   for (const auto& entry : fs::recursive_directory_iterator(kReady)) {
-    if (entry.path().extension() != ".json" || entry.path().parent_path().filename() == "studies") continue; // study files: test_study
+    if (entry.path().extension() != ".json" || entry.path().parent_path().filename() == "studies")
+      continue; // study files: test_study
     CAPTURE(entry.path().string());
     CHECK_NOTHROW(load_experiment(entry.path().string(), {}, real_context()));
   }
   // The checks themselves, one per reference.
   TempFile f(kMinimal);
   CHECK(error_of([&] { load_experiment(f.path, {"data.test_split=test_2016_flikr"}, real_context()); })
-            .find("\"data.test_split\": unknown split of dataset \"multi30k-de-en\": \"test_2016_flikr\" — did you mean \"test_2016_flickr\"?") !=
-        std::string::npos);
-  CHECK(error_of([&] { load_experiment(f.path, {"data.source=fr"}, real_context()); }).find("\"data.source\": unknown field of split") !=
-        std::string::npos);
-  CHECK(error_of([&] { load_experiment(f.path, {"task=language_modeling", "model.config=lm-small"}, real_context()); })
-            .find("\"data.dataset\" \"multi30k-de-en\" is a translation dataset, but \"task\" is \"language_modeling\"") != std::string::npos);
+            .find("\"data.test_split\": unknown split of dataset \"multi30k-de-en\": \"test_2016_flikr\" — did you "
+                  "mean \"test_2016_flickr\"?") != std::string::npos);
+  CHECK(error_of([&] {
+          load_experiment(f.path, {"data.source=fr"}, real_context());
+        }).find("\"data.source\": unknown field of split") != std::string::npos);
+  CHECK(
+      error_of([&] {
+        load_experiment(f.path, {"task=language_modeling", "model.config=lm-small"}, real_context());
+      }).find("\"data.dataset\" \"multi30k-de-en\" is a translation dataset, but \"task\" is \"language_modeling\"") !=
+      std::string::npos);
 }
 
 TEST_CASE("experiment files: the model a file asks for is checked against this machine's memory") {
@@ -470,7 +518,8 @@ TEST_CASE("experiment files: the model a file asks for is checked against this m
   ctx.check_memory = true;
   // Every size within its own bound, together far beyond any machine: 1024 layers of d 65536.
   const std::string msg = error_of([&] {
-    load_experiment(f.path, {"model.d_model=65536", "model.heads=64", "model.enc_layers=1024", "model.dec_layers=1024"}, ctx);
+    load_experiment(f.path, {"model.d_model=65536", "model.heads=64", "model.enc_layers=1024", "model.dec_layers=1024"},
+                    ctx);
   });
   CAPTURE(msg);
   CHECK(msg.rfind(f.path + ": ", 0) == 0);

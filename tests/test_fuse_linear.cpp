@@ -37,15 +37,14 @@ using namespace pillars;
 using pillars::testing::check_gradients;
 using pillars::testing::count_op;
 using pillars::testing::evaluate;
-using pillars::testing::gradients_of;
 using pillars::testing::GradCheckOptions;
+using pillars::testing::gradients_of;
 using pillars::testing::max_relative_difference;
 using pillars::testing::random_tensor;
 
 namespace {
 
 constexpr double kSameBound = 1e-6; // relative to the tensor's largest magnitude (see the top comment)
-
 
 ValueId fused_builder(Graph& g, const std::vector<ValueId>& in, ops::Activation act) {
   return ops::linear_act(g, in[0], in[1], in[2], act).y;
@@ -65,15 +64,20 @@ TEST_CASE("linear_act: forward equals ops::linear then relu/gelu, and a double-p
       CAPTURE(shape_str(xs));
       const int64_t in = 7, out = 6, rows = numel(xs) / in;
       const Tensor x = random_tensor(xs, 11), w = random_tensor({out, in}, 12), b = random_tensor({out}, 13);
-      const auto fused = evaluate([act](Graph& g, const std::vector<ValueId>& v) { return fused_builder(g, v, act); }, {x, w, b});
-      const auto unfused = evaluate([act](Graph& g, const std::vector<ValueId>& v) { return unfused_builder(g, v, act); }, {x, w, b});
+      const auto fused =
+          evaluate([act](Graph& g, const std::vector<ValueId>& v) { return fused_builder(g, v, act); }, {x, w, b});
+      const auto unfused =
+          evaluate([act](Graph& g, const std::vector<ValueId>& v) { return unfused_builder(g, v, act); }, {x, w, b});
       CHECK(fused == unfused); // same GEMM call, same per-element arithmetic: bit for bit
       // pre (gelu only) is the linear layer's output.
       if (gelu) {
-        const auto pre = evaluate([](Graph& g, const std::vector<ValueId>& v) {
-          return ops::linear_act(g, v[0], v[1], v[2], ops::Activation::gelu).pre;
-        }, {x, w, b});
-        const auto lin = evaluate([](Graph& g, const std::vector<ValueId>& v) { return ops::linear(g, v[0], v[1], v[2]); }, {x, w, b});
+        const auto pre = evaluate(
+            [](Graph& g, const std::vector<ValueId>& v) {
+              return ops::linear_act(g, v[0], v[1], v[2], ops::Activation::gelu).pre;
+            },
+            {x, w, b});
+        const auto lin = evaluate(
+            [](Graph& g, const std::vector<ValueId>& v) { return ops::linear(g, v[0], v[1], v[2]); }, {x, w, b});
         CHECK(pre == lin);
       }
       const float *xp = x.data<float>(), *wp = w.data<float>(), *bp = b.data<float>();
@@ -103,8 +107,10 @@ TEST_CASE("linear_act: gradients match central finite differences and the unfuse
   uint32_t seed = 1;
   for (;; ++seed) {
     REQUIRE(seed < 1000);
-    const Tensor x = random_tensor(xs, seed), w = random_tensor(ws, seed + 7919u), b = random_tensor(bs, seed + 2 * 7919u);
-    const auto z = evaluate([](Graph& g, const std::vector<ValueId>& v) { return ops::linear(g, v[0], v[1], v[2]); }, {x, w, b});
+    const Tensor x = random_tensor(xs, seed), w = random_tensor(ws, seed + 7919u),
+                 b = random_tensor(bs, seed + 2 * 7919u);
+    const auto z =
+        evaluate([](Graph& g, const std::vector<ValueId>& v) { return ops::linear(g, v[0], v[1], v[2]); }, {x, w, b});
     bool clear = true;
     for (float v : z) clear = clear && std::fabs(v) > 0.05f;
     if (clear) break;
@@ -113,24 +119,30 @@ TEST_CASE("linear_act: gradients match central finite differences and the unfuse
     CAPTURE(act == ops::Activation::gelu);
     GradCheckOptions o;
     o.seed = seed;
-    check_gradients([act](Graph& g, const std::vector<ValueId>& v) { return fused_builder(g, v, act); }, {xs, ws, bs}, o);
+    check_gradients([act](Graph& g, const std::vector<ValueId>& v) { return fused_builder(g, v, act); }, {xs, ws, bs},
+                    o);
     // 2-D x: the path without the row flattening.
-    check_gradients([act](Graph& g, const std::vector<ValueId>& v) { return fused_builder(g, v, act); }, {{6, 4}, ws, bs},
-                    GradCheckOptions{.seed = 3, .lo = 0.1f, .hi = 1.0f}); // all z > 0: no kink
+    check_gradients([act](Graph& g, const std::vector<ValueId>& v) { return fused_builder(g, v, act); },
+                    {{6, 4}, ws, bs}, GradCheckOptions{.seed = 3, .lo = 0.1f, .hi = 1.0f}); // all z > 0: no kink
     // Against the unfused graph's gradients (same backward ops): bit for bit in practice.
-    const Tensor x = random_tensor(xs, 21), w = random_tensor(ws, 22), b = random_tensor(bs, 23), R = random_tensor({2, 3, 5}, 24);
-    const auto fused = gradients_of([act](Graph& g, const std::vector<ValueId>& v) { return fused_builder(g, v, act); }, {x, w, b}, R, {0, 1, 2});
-    const auto unfused = gradients_of([act](Graph& g, const std::vector<ValueId>& v) { return unfused_builder(g, v, act); }, {x, w, b}, R, {0, 1, 2});
+    const Tensor x = random_tensor(xs, 21), w = random_tensor(ws, 22), b = random_tensor(bs, 23),
+                 R = random_tensor({2, 3, 5}, 24);
+    const auto fused = gradients_of([act](Graph& g, const std::vector<ValueId>& v) { return fused_builder(g, v, act); },
+                                    {x, w, b}, R, {0, 1, 2});
+    const auto unfused = gradients_of(
+        [act](Graph& g, const std::vector<ValueId>& v) { return unfused_builder(g, v, act); }, {x, w, b}, R, {0, 1, 2});
     for (size_t k = 0; k < 3; ++k) {
       CAPTURE(k);
       CHECK(max_relative_difference(fused[k], unfused[k]) <= kSameBound);
     }
   }
   // A reader of pre gets its gradient added to the activation's.
-  check_gradients([](Graph& g, const std::vector<ValueId>& v) {
-    const ops::LinearAct la = ops::linear_act(g, v[0], v[1], v[2], ops::Activation::gelu);
-    return ops::add(g, la.y, ops::scale(g, la.pre, 0.5f));
-  }, {xs, ws, bs});
+  check_gradients(
+      [](Graph& g, const std::vector<ValueId>& v) {
+        const ops::LinearAct la = ops::linear_act(g, v[0], v[1], v[2], ops::Activation::gelu);
+        return ops::add(g, la.y, ops::scale(g, la.pre, 0.5f));
+      },
+      {xs, ws, bs});
 }
 
 namespace {
@@ -150,11 +162,11 @@ struct SmallNet {
       params[name + ".bias"] = random_tensor({out}, ++seed);
       return ops::linear(g, in, g.param(name + ".weight", {out, d}), g.param(name + ".bias", {out}));
     };
-    const ValueId h1 = ops::relu(g, linear(x, "fc1", 5));               // fused
-    const ValueId h2 = ops::gelu(g, linear(h1, "fc2", 6));              // fused
-    const ValueId l3 = linear(h2, "fc3", 6);                            // two readers: left alone
+    const ValueId h1 = ops::relu(g, linear(x, "fc1", 5));  // fused
+    const ValueId h2 = ops::gelu(g, linear(h1, "fc2", 6)); // fused
+    const ValueId l3 = linear(h2, "fc3", 6);               // two readers: left alone
     const ValueId h3 = ops::add(g, ops::relu(g, l3), l3);
-    kept_output = linear(h3, "fc4", 6);                                 // a graph output: left alone
+    kept_output = linear(h3, "fc4", 6); // a graph output: left alone
     g.mark_output(kept_output);
     const ValueId h4 = ops::relu(g, kept_output);
     loss = ops::sum_all(g, ops::mul(g, h4, g.constant(random_tensor({2, 3, 6}, 99))));
@@ -233,7 +245,8 @@ struct ModelRun {
   std::map<std::string, std::vector<float>> grads;
 };
 
-template <class M, class Bind> ModelRun run_model(M& m, ParamStore& store, Bind bind) {
+template <class M, class Bind>
+ModelRun run_model(M& m, ParamStore& store, Bind bind) {
   m.graph.mark_output(m.loss);
   const std::vector<ValueId> params = m.graph.params();
   const std::vector<ValueId> grads = autodiff(m.graph, m.loss, params);
@@ -260,8 +273,8 @@ void compare(const ModelRun& fused, const ModelRun& unfused) {
     worst = std::max(worst, d);
     CHECK(d <= kSameBound);
   }
-  MESSAGE("loss ", unfused.loss, " vs ", fused.loss, "; largest relative gradient difference over ", unfused.grads.size(),
-          " parameters: ", worst);
+  MESSAGE("loss ", unfused.loss, " vs ", fused.loss, "; largest relative gradient difference over ",
+          unfused.grads.size(), " parameters: ", worst);
 }
 
 // The pass on a step's graph, as the pass list runs it; returns the chains fused.
@@ -272,7 +285,8 @@ int fuse(train::StepGraph& s) {
   return fused;
 }
 
-template <class M> void check_sites(const M& m) {
+template <class M>
+void check_sites(const M& m) {
   for (const AttentionSite& s : m.attention) {
     CAPTURE(s.module);
     REQUIRE(s.node >= 0);
@@ -311,7 +325,8 @@ TEST_CASE("fuse_linear_activation: the tiny transformer's loss and every gradien
     CHECK(fused.graph.nodes().size() == nodes_before - 2 * static_cast<size_t>(cfg.enc_layers + cfg.dec_layers));
     REQUIRE(fused.attention.size() == plain.attention.size());
     check_sites(fused);
-    for (size_t i = 0; i < fused.attention.size(); ++i) CHECK(fused.graph.shape(fused.attention[i].probs) == plain.graph.shape(plain.attention[i].probs));
+    for (size_t i = 0; i < fused.attention.size(); ++i)
+      CHECK(fused.graph.shape(fused.attention[i].probs) == plain.graph.shape(plain.attention[i].probs));
     CHECK(fused.graph.shape(fused.logits) == plain.graph.shape(plain.logits));
     compare(run_model(fused, store, bind), run_model(plain, store, bind));
   }
@@ -337,7 +352,9 @@ TEST_CASE("fuse_linear_activation: a decoder-only tiny language model is unchang
   compare(run_model(fused, store, bind), run_model(plain, store, bind));
 }
 
-TEST_CASE("fusions before the head gates: DropHead and Hard-Concrete gates train with both fusions, with the unfused losses") {
+TEST_CASE(
+    "fusions before the head gates: DropHead and Hard-Concrete gates train with both fusions, with the unfused "
+    "losses") {
   if (!testing::have_dataset("multi30k-de-en")) {
     SKIP_TEST("PILLARS_DATA does not hold multi30k-de-en");
     return;
@@ -350,14 +367,26 @@ TEST_CASE("fusions before the head gates: DropHead and Hard-Concrete gates train
     nlohmann::json j = {
         {"task", "translation"},
         {"seed", 5},
-        {"data", {{"dataset", "multi30k-de-en"}, {"source", "de"}, {"target", "en"}, {"bpe_merges", 2000},
-                  {"max_tokens", 1024}, {"train_fraction", 0.2}}},
-        {"model", {{"config", "small"}, {"d_model", 64}, {"heads", 4}, {"ffn", 128}, {"enc_layers", 2}, {"dec_layers", 2}}},
+        {"data",
+         {{"dataset", "multi30k-de-en"},
+          {"source", "de"},
+          {"target", "en"},
+          {"bpe_merges", 2000},
+          {"max_tokens", 1024},
+          {"train_fraction", 0.2}}},
+        {"model",
+         {{"config", "small"}, {"d_model", 64}, {"heads", 4}, {"ffn", 128}, {"enc_layers", 2}, {"dec_layers", 2}}},
         {"optim", {{"lr", 2e-3}, {"warmup_updates", 50}}},
-        {"train", {{"max_updates", 5}, {"valid_bleu", false}, {"log_every", 1}, {"keep_best", 1},
-                   {"fuse_linear_activation", fuse}, {"fuse_linear_cross_entropy", fuse}}},
+        {"train",
+         {{"max_updates", 5},
+          {"valid_bleu", false},
+          {"log_every", 1},
+          {"keep_best", 1},
+          {"fuse_linear_activation", fuse},
+          {"fuse_linear_cross_entropy", fuse}}},
         {"heads", heads}};
-    const std::string name = std::string(heads.contains("drophead") ? "drophead" : "gates") + (fuse ? "_fused" : "_plain");
+    const std::string name =
+        std::string(heads.contains("drophead") ? "drophead" : "gates") + (fuse ? "_fused" : "_plain");
     train::SessionOptions so;
     so.run_dir = (tmp.path / name).string(), so.quiet = true, so.evaluate = false;
     train::run_experiment(parse_experiment(j, name + ".json"), so);

@@ -88,8 +88,10 @@ struct Operands {
         C0(c.M, c.N, c.N + c.pad_c, kSentinel) {
     A.fill_random(rng);
     B.fill_random(rng);
-    if (c.beta == 0.0f) C0.fill(kNaN); // BLAS: beta == 0 means C is not read
-    else C0.fill_random(rng);
+    if (c.beta == 0.0f)
+      C0.fill(kNaN); // BLAS: beta == 0 means C is not read
+    else
+      C0.fill_random(rng);
   }
 };
 
@@ -102,8 +104,8 @@ int64_t check_against_reference(const Case& c, const Operands& op, Product&& pro
   pillars::cpu::sgemm_reference(c.trans_a, c.trans_b, c.M, c.N, c.K, c.alpha, op.A.data.data(), op.A.ld,
                                 op.B.data.data(), op.B.ld, c.beta, expected.data.data(), expected.ld);
   const Matrix absA = op.A.abs(), absB = op.B.abs();
-  pillars::cpu::sgemm_reference(c.trans_a, c.trans_b, c.M, c.N, c.K, 1.0f, absA.data.data(), absA.ld,
-                                absB.data.data(), absB.ld, 0.0f, bound.data.data(), bound.ld);
+  pillars::cpu::sgemm_reference(c.trans_a, c.trans_b, c.M, c.N, c.K, 1.0f, absA.data.data(), absA.ld, absB.data.data(),
+                                absB.ld, 0.0f, bound.data.data(), bound.ld);
   int64_t wrong = 0;
   for (int64_t i = 0; i < c.M; ++i) {
     for (int64_t j = 0; j < c.N; ++j) {
@@ -112,8 +114,8 @@ int64_t check_against_reference(const Case& c, const Operands& op, Product&& pro
       const float got = C.at(i, j), want = expected.at(i, j);
       if (!(std::fabs(double(got) - double(want)) <= tol)) { // also catches NaN
         if (wrong++ == 0)
-          FAIL_CHECK(describe(c) << ": C(" << i << "," << j << ") = " << got << ", expected " << want
-                                 << " (tolerance " << tol << ")");
+          FAIL_CHECK(describe(c) << ": C(" << i << "," << j << ") = " << got << ", expected " << want << " (tolerance "
+                                 << tol << ")");
       }
     }
     for (int64_t j = c.N; j < C.ld; ++j) // the stride gap must be untouched
@@ -126,8 +128,8 @@ int64_t check_against_reference(const Case& c, const Operands& op, Product&& pro
 int64_t check_sgemm(const Case& c, std::mt19937& rng) {
   const Operands op(c, rng);
   return check_against_reference(c, op, [&](Matrix& C) {
-    pillars::cpu::sgemm(c.trans_a, c.trans_b, c.M, c.N, c.K, c.alpha, op.A.data.data(), op.A.ld,
-                        op.B.data.data(), op.B.ld, c.beta, C.data.data(), C.ld);
+    pillars::cpu::sgemm(c.trans_a, c.trans_b, c.M, c.N, c.K, c.alpha, op.A.data.data(), op.A.ld, op.B.data.data(),
+                        op.B.ld, c.beta, C.data.data(), C.ld);
   });
 }
 
@@ -191,8 +193,8 @@ TEST_CASE("gemm: leading dimensions larger than the width") {
     pillars::cpu::ScopedIsa forced(isa);
     for (bool ta : kTrans)
       for (bool tb : kTrans)
-        for (Case c : {Case{ta, tb, 33, 65, 17, 1.0f, 0.0f, 3, 5, 7}, Case{ta, tb, 150, 70, 260, -1.0f, 2.0f, 1, 64, 16},
-                       Case{ta, tb, 1, 1, 1, 1.0f, 1.0f, 9, 9, 9}})
+        for (Case c : {Case{ta, tb, 33, 65, 17, 1.0f, 0.0f, 3, 5, 7},
+                       Case{ta, tb, 150, 70, 260, -1.0f, 2.0f, 1, 64, 16}, Case{ta, tb, 1, 1, 1, 1.0f, 1.0f, 9, 9, 9}})
           CHECK(check_sgemm(c, rng) == 0);
   }
 }
@@ -215,8 +217,7 @@ TEST_CASE("gemm: empty products and alpha = 0 follow BLAS") {
     // alpha == 0: C = beta · C, A and B are not read (NaNs there must not leak into C).
     const std::vector<float> nan_operand(6, kNaN);
     C = {1, 2, 3, 4};
-    pillars::cpu::sgemm(false, false, 2, 2, 3, 0.0f, nan_operand.data(), 3, nan_operand.data(), 2, -1.0f,
-                        C.data(), 2);
+    pillars::cpu::sgemm(false, false, 2, 2, 3, 0.0f, nan_operand.data(), 3, nan_operand.data(), 2, -1.0f, C.data(), 2);
     CHECK(C == std::vector<float>{-1, -2, -3, -4});
   }
 }
@@ -237,8 +238,8 @@ TEST_CASE("gemm: single-threaded and correct inside an OpenMP parallel region") 
   for (int i = 0; i < kProducts; ++i) {
     const Case& c = cases[size_t(i)];
     const Operands& op = ops[size_t(i)];
-    pillars::cpu::sgemm(c.trans_a, c.trans_b, c.M, c.N, c.K, c.alpha, op.A.data.data(), op.A.ld,
-                        op.B.data.data(), op.B.ld, c.beta, results[size_t(i)].data.data(), results[size_t(i)].ld);
+    pillars::cpu::sgemm(c.trans_a, c.trans_b, c.M, c.N, c.K, c.alpha, op.A.data.data(), op.A.ld, op.B.data.data(),
+                        op.B.ld, c.beta, results[size_t(i)].data.data(), results[size_t(i)].ld);
   }
   for (int i = 0; i < kProducts; ++i)
     CHECK(check_against_reference(cases[size_t(i)], ops[size_t(i)], [&](Matrix& C) { C = results[size_t(i)]; }) == 0);
@@ -272,8 +273,8 @@ TEST_CASE("gemm: batched products, small (threaded across the batch) and large (
         std::copy(op.B.data.begin(), op.B.data.end(), B.begin() + i * sb);
         std::copy(op.C0.data.begin(), op.C0.data.end(), C.begin() + i * sc);
       }
-      pillars::cpu::sgemm_batched(c.trans_a, c.trans_b, bc.batch, c.M, c.N, c.K, c.alpha, A.data(), ops[0].A.ld,
-                                  sa, B.data(), ops[0].B.ld, sb, c.beta, C.data(), ops[0].C0.ld, sc);
+      pillars::cpu::sgemm_batched(c.trans_a, c.trans_b, bc.batch, c.M, c.N, c.K, c.alpha, A.data(), ops[0].A.ld, sa,
+                                  B.data(), ops[0].B.ld, sb, c.beta, C.data(), ops[0].C0.ld, sc);
       for (int64_t i = 0; i < bc.batch; ++i)
         CHECK(check_against_reference(c, ops[size_t(i)], [&](Matrix& out) {
                 std::copy(C.begin() + i * sc, C.begin() + i * sc + int64_t(out.data.size()), out.data.begin());

@@ -52,8 +52,8 @@ void check_layouts_and_shapes(const Path& path) {
   // passes over K (at most 512 pairs: K = 1030 runs as 258 + 257 pairs, K = 2049 as 342 + 342 +
   // 341, its last pair padded).
   const Case model_shapes[] = {
-      {false, false, 100, 256, 1024}, {false, true, 70, 1000, 256},      {true, false, 256, 300, 515},
-      {false, false, 97, 257, 515},   {true, true, 193, 65, 1030},       {false, true, 1, 700, 2049},
+      {false, false, 100, 256, 1024}, {false, true, 70, 1000, 256},         {true, false, 256, 300, 515},
+      {false, false, 97, 257, 515},   {true, true, 193, 65, 1030},          {false, true, 1, 700, 2049},
       {true, false, 300, 1, 77},      {false, false, 4096 / 32, 256, 1024},
   };
   for (Case c : model_shapes) {
@@ -112,10 +112,11 @@ void check_scalars_strides_and_threads(const Path& path) {
   for (int i = 0; i < kProducts; ++i) {
     const Case& k = cases[size_t(i)];
     const Operands& op = ops[size_t(i)];
-    pillars::cpu::gemm_bf16(k.trans_a, k.trans_b, k.M, k.N, k.K, k.alpha, op.A.data.data(), op.A.ld,
-                            op.B.data.data(), op.B.ld, k.beta, results[size_t(i)].data.data(), results[size_t(i)].ld);
+    pillars::cpu::gemm_bf16(k.trans_a, k.trans_b, k.M, k.N, k.K, k.alpha, op.A.data.data(), op.A.ld, op.B.data.data(),
+                            op.B.ld, k.beta, results[size_t(i)].data.data(), results[size_t(i)].ld);
   }
-  for (int i = 0; i < kProducts; ++i) CHECK(compare(path.name, cases[size_t(i)], ops[size_t(i)], results[size_t(i)]) == 0);
+  for (int i = 0; i < kProducts; ++i)
+    CHECK(compare(path.name, cases[size_t(i)], ops[size_t(i)], results[size_t(i)]) == 0);
 }
 
 } // namespace

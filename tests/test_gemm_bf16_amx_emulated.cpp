@@ -144,7 +144,8 @@ TEST_CASE("gemm_bf16: the amx kernel on emulated tiles, every layout, ragged sha
     int64_t wrong = 0;
     for (int64_t M : mn_sizes)
       for (int64_t N : mn_sizes)
-        for (int64_t K : k_sizes) wrong += check_emulated({layout[0], layout[1], M, N, K, 0.75f, K % 2 ? 0.5f : 0.0f}, rng);
+        for (int64_t K : k_sizes)
+          wrong += check_emulated({layout[0], layout[1], M, N, K, 0.75f, K % 2 ? 0.5f : 0.0f}, rng);
     CHECK_MESSAGE(wrong == 0, (layout[0] ? "T" : "N"), (layout[1] ? "T" : "N"));
     CHECK(check_emulated({layout[0], layout[1], 97, 260, 300, -1.0f, 2.0f, 3, 5, 7}, rng) == 0); // strided
   }

@@ -33,9 +33,9 @@ struct Shape {
 };
 
 const Shape kShapes[] = {
-    {false, true, 1, 64, 64, 0},     {false, true, 5, 200, 33, 3},   {false, false, 7, 65, 128, 0},
-    {true, false, 33, 17, 9, 1},     {true, true, 96, 130, 257, 2},  {false, true, 100, 512, 512, 0},
-    {false, true, 3, 1000, 256, 0},  {true, true, 1, 1, 1, 0},       {false, false, 130, 70, 1025, 5},
+    {false, true, 1, 64, 64, 0},    {false, true, 5, 200, 33, 3},  {false, false, 7, 65, 128, 0},
+    {true, false, 33, 17, 9, 1},    {true, true, 96, 130, 257, 2}, {false, true, 100, 512, 512, 0},
+    {false, true, 3, 1000, 256, 0}, {true, true, 1, 1, 1, 0},      {false, false, 130, 70, 1025, 5},
 };
 
 std::vector<float> random_matrix(int64_t rows, int64_t ld, std::mt19937& rng) {
@@ -74,13 +74,16 @@ void check_path(const Path& path) {
     const std::vector<uint16_t> A16 = rounded(A), B16 = rounded(B);
     for (const float beta : {0.0f, 0.5f}) {
       std::vector<float> want = C0, got = C0, prepacked = C0, cached = C0;
-      pillars::cpu::gemm_bf16(s.ta, s.tb, s.M, s.N, s.K, 1.25f, A16.data(), lda, B16.data(), ldb, beta, want.data(), ldc);
-      pillars::cpu::gemm_bf16_f32(s.ta, s.tb, s.M, s.N, s.K, 1.25f, A.data(), lda, B.data(), ldb, beta, got.data(), ldc);
+      pillars::cpu::gemm_bf16(s.ta, s.tb, s.M, s.N, s.K, 1.25f, A16.data(), lda, B16.data(), ldb, beta, want.data(),
+                              ldc);
+      pillars::cpu::gemm_bf16_f32(s.ta, s.tb, s.M, s.N, s.K, 1.25f, A.data(), lda, B.data(), ldb, beta, got.data(),
+                                  ldc);
       CHECK(same_bits(got, want));
       const pillars::cpu::Bf16PackedB packed(s.tb, s.N, s.K, B.data(), ldb);
       CHECK(packed.matches(s.tb, s.N, s.K, B.data(), ldb));
       CHECK_FALSE(packed.matches(!s.tb, s.N, s.K, B.data(), ldb));
-      pillars::cpu::gemm_bf16_f32_prepacked(s.ta, s.M, s.N, s.K, 1.25f, A.data(), lda, packed, beta, prepacked.data(), ldc);
+      pillars::cpu::gemm_bf16_f32_prepacked(s.ta, s.M, s.N, s.K, 1.25f, A.data(), lda, packed, beta, prepacked.data(),
+                                            ldc);
       CHECK(same_bits(prepacked, want));
       // Through gemm_at_precision with B allowed in an installed weight cache: packed once, reused.
       pillars::cpu::Bf16WeightCache cache;

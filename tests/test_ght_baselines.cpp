@@ -1,10 +1,10 @@
 // The head-level baselines (ght/baselines.h) on the `tiny` config widened to 4 heads (d 32, Dh 8),
 // driven through train::Seq2SeqSteps like the trainer drives them.
 //
-//  * Disagreement: the regulariser the graph adds (objective − loss, and its logged term) equals λ · the
+//  * Disagreement: the regularizer the graph adds (objective − loss, and its logged term) equals λ · the
 //    mean over modules of the mean pairwise cosine, computed here in float64 from the graph's own
-//    V / A / O tensors over the valid positions only; its gradient (gradients with the regulariser
-//    minus without) equals central finite differences of the regulariser.
+//    V / A / O tensors over the valid positions only; its gradient (gradients with the regularizer
+//    minus without) equals central finite differences of the regularizer.
 //  * DropHead: the V-shaped rate, the masks' determinism, statistics and rescaling; the gates the
 //    graph was fed are drophead_gates(seed, update, module, H, p(t)); a step equals the model with
 //    those gates fixed; at t = ½ and in evaluation the model is unchanged.
@@ -13,13 +13,13 @@
 //    formula, d objective / d log α against finite differences, log α = 20 ⇒ gates exactly 1.
 //    DropHead and Hard-Concrete together (one head_gates pass): the graph's gate is the product.
 //  * Michel importance: Σ_b |∂L_b/∂ξ_h| equals finite differences of the no-dropout, unsmoothed loss
-//    on a gate parameter, summed over two batches; the per-module L2 normalisation; the caller's
+//    on a gate parameter, summed over two batches; the per-module L2 normalization; the caller's
 //    store untouched. top_k_selection: order, ties, limits.
 // Tolerances: the graph runs in f32; a float64 recomputation from the same f32 tensors agrees to
 // ~1e-6 relative (Approx epsilon 1e-5). Finite differences use h = 1e-2 and pass when
 // |analytic − numeric| ≤ atol + 5e-3·|numeric|: on the f32 objective of ~3.5 (rounding ≈ 3e-7, over
 // 2h ≈ 2e-5) atol = 3e-5, against gradients of 3e-4 … 1e-1 (observed errors ≤ 1.3e-5 and ≤ 0.05 %);
-// on the regulariser alone (a scalar ~0.3) atol = 1e-6, gradients 7e-4 … 1.4e-2 (observed ≤ 8e-7).
+// on the regularizer alone (a scalar ~0.3) atol = 1e-6, gradients 7e-4 … 1.4e-2 (observed ≤ 8e-7).
 // The model uses GELU so that the loss is smooth within the step (see Model).
 #include <doctest/doctest.h>
 
@@ -156,7 +156,8 @@ train::StepRecipes fixed_gates() {
     return s.graph.param("head_gate." + site.module, {site.heads});
   };
   for (train::StepRecipe* recipe : {&r.train, &r.eval})
-    recipe->passes.insert(recipe->passes.begin(), {"head_gates", [gate](train::StepGraph& s) { train::gate_heads(s, {gate}); }});
+    recipe->passes.insert(recipe->passes.begin(),
+                          {"head_gates", [gate](train::StepGraph& s) { train::gate_heads(s, {gate}); }});
   return r;
 }
 
@@ -192,7 +193,8 @@ double mean_pairwise_cos(const std::vector<std::vector<double>>& e) {
     for (size_t j = 0; j < H; ++j) {
       if (i == j) continue;
       double dot = 0, ni = 0, nj = 0;
-      for (size_t k = 0; k < e[i].size(); ++k) dot += e[i][k] * e[j][k], ni += e[i][k] * e[i][k], nj += e[j][k] * e[j][k];
+      for (size_t k = 0; k < e[i].size(); ++k)
+        dot += e[i][k] * e[j][k], ni += e[i][k] * e[i][k], nj += e[j][k] * e[j][k];
       sum += dot / std::sqrt(ni * nj);
     }
   return sum / static_cast<double>(H * (H - 1));
@@ -228,7 +230,8 @@ double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 
 // ---- 1. Disagreement ----------------------------------------------------------------------------
 
-TEST_CASE("baselines: the disagreement term equals lambda times the float64 mean pairwise cosine of the graph tensors") {
+TEST_CASE(
+    "baselines: the disagreement term equals lambda times the float64 mean pairwise cosine of the graph tensors") {
   Model m;
   const train::Seq2SeqBatch b = small_batch();
   const std::vector<int> src = src_lengths(b), tgt = tgt_lengths(b);
@@ -236,8 +239,9 @@ TEST_CASE("baselines: the disagreement term equals lambda times the float64 mean
     CAPTURE(enum_name(variant));
     const FeatureMap feature_map = feature_map_of(variant);
     Reader spy;
-    train::Seq2SeqSteps steps(m.cfg, m.params,
-                              spy.recipes(method_steps({.regularizer = Regularizer::disagreement, .disagreement = variant, .lambda = 0.7})));
+    train::Seq2SeqSteps steps(
+        m.cfg, m.params,
+        spy.recipes(method_steps({.regularizer = Regularizer::disagreement, .disagreement = variant, .lambda = 0.7})));
     spy.watch(steps);
     const float loss = steps.train(b, kSeed);
     const Reader::Run r = spy.last;
@@ -264,7 +268,7 @@ TEST_CASE("baselines: the disagreement term equals lambda times the float64 mean
     CHECK(terms.at("disagreement_mean_cosine") == doctest::Approx(expected).epsilon(1e-5));
     CHECK(r.objective - r.loss == doctest::Approx(0.7 * expected).epsilon(1e-4));
 
-    // Evaluation graphs carry no regulariser and ask for no feature maps.
+    // Evaluation graphs carry no regularizer and ask for no feature maps.
     train::Seq2SeqSteps plain(m.cfg, m.params, method_steps({}));
     CHECK(steps.eval(b) == plain.eval(b));
   }
@@ -274,14 +278,15 @@ TEST_CASE("baselines: the disagreement term equals lambda times the float64 mean
   CHECK_THROWS_AS(parse_enum<Disagreement>("V", "heads.disagreement"), InputError);
 }
 
-TEST_CASE("baselines: the disagreement gradient equals finite differences of the regulariser") {
+TEST_CASE("baselines: the disagreement gradient equals finite differences of the regularizer") {
   Model m;
   const train::Seq2SeqBatch b = small_batch();
   // subspace, λ = 1
   train::Seq2SeqSteps with(m.cfg, m.params, method_steps({.regularizer = Regularizer::disagreement, .lambda = 1.0})),
       without(m.cfg, m.params, method_steps({}));
   const auto mean_cosine = [&] { return with.take_terms().at("disagreement_mean_cosine"); };
-  for (const std::string name : {"encoder.layers.0.self_attn.v_proj.bias", "decoder.layers.1.encoder_attn.v_proj.bias"}) {
+  for (const std::string name :
+       {"encoder.layers.0.self_attn.v_proj.bias", "decoder.layers.1.encoder_attn.v_proj.bias"}) {
     with.train(b, kSeed);
     with.take_terms();
     const std::vector<float> g_with = grad_of(with.slots(), name)->to_vector();
@@ -460,8 +465,8 @@ TEST_CASE("baselines: Hard-Concrete training gates, L0 term and the gradient wit
   add_hard_concrete_parameters(m.params, m.cfg);
   random_log_alpha(m.params, m.cfg, 4);
   Reader spy;
-  train::Seq2SeqSteps steps(m.cfg, m.params,
-                            spy.recipes(method_steps({.gates = HeadGates::hard_concrete, .l0_lambda = 0.5}, /*seed=*/13)));
+  train::Seq2SeqSteps steps(
+      m.cfg, m.params, spy.recipes(method_steps({.gates = HeadGates::hard_concrete, .l0_lambda = 0.5}, /*seed=*/13)));
   spy.watch(steps);
   const train::Seq2SeqBatch b = small_batch();
   steps.set_progress(11, 0.3);
@@ -505,7 +510,8 @@ TEST_CASE("baselines: Hard-Concrete training gates, L0 term and the gradient wit
       steps.train(b, kSeed);
       const double om = spy.last.objective;
       x[h] = x0;
-      check_derivative(analytic[h], (op - om) / (static_cast<double>(xp) - xm), 3e-5, name + " head " + std::to_string(h));
+      check_derivative(analytic[h], (op - om) / (static_cast<double>(xp) - xm), 3e-5,
+                       name + " head " + std::to_string(h));
     }
   }
 }
@@ -514,7 +520,8 @@ TEST_CASE("baselines: Hard-Concrete gates that are all open leave the training l
   Model m;
   add_hard_concrete_parameters(m.params, m.cfg, 20.0f);
   Reader spy;
-  train::Seq2SeqSteps steps(m.cfg, m.params, spy.recipes(method_steps({.gates = HeadGates::hard_concrete, .l0_lambda = 1.0}))),
+  train::Seq2SeqSteps steps(m.cfg, m.params,
+                            spy.recipes(method_steps({.gates = HeadGates::hard_concrete, .l0_lambda = 1.0}))),
       plain(m.cfg, m.params, method_steps({}));
   spy.watch(steps);
   const train::Seq2SeqBatch b = small_batch();
@@ -530,8 +537,8 @@ TEST_CASE("baselines: DropHead and Hard-Concrete gates together multiply") {
   random_log_alpha(m.params, m.cfg, 4);
   Reader spy;
   // One seed for both streams (the experiment's): DropHead's and the noise's differ by their salts.
-  train::Seq2SeqSteps steps(m.cfg, m.params,
-                            spy.recipes(method_steps({.drophead = 0.5, .gates = HeadGates::hard_concrete}, /*seed=*/13)));
+  train::Seq2SeqSteps steps(
+      m.cfg, m.params, spy.recipes(method_steps({.drophead = 0.5, .gates = HeadGates::hard_concrete}, /*seed=*/13)));
   spy.watch(steps);
   steps.set_progress(7, 0.0);
   steps.train(small_batch(), kSeed);
@@ -550,13 +557,14 @@ TEST_CASE("baselines: DropHead and Hard-Concrete gates together multiply") {
 
 // ---- 4. Michel importance -----------------------------------------------------------------------
 
-TEST_CASE("baselines: Michel head importance equals finite differences on the gates, normalised per module") {
+TEST_CASE("baselines: Michel head importance equals finite differences on the gates, normalized per module") {
   Model m;
   train::Seq2SeqData data;
   data.train_src = kSrc, data.train_tgt = kTgt, data.valid_src = kSrc, data.valid_tgt = kTgt;
   const int64_t max_tokens = 24; // 6 sentences of padded length 8: 2 batches of 3
   const TaskFactory factory = [&](ParamStore& params) {
-    return train::make_seq2seq_task(m.cfg, params, data, max_tokens, train::step_recipes(train::importance_context(false)));
+    return train::make_seq2seq_task(m.cfg, params, data, max_tokens,
+                                    train::step_recipes(train::importance_context(false)));
   };
   const size_t before = m.params.size();
   ImportanceSettings s;
@@ -603,8 +611,10 @@ TEST_CASE("baselines: Michel head importance equals finite differences on the ga
     for (size_t h = 0; h < 4; ++h) {
       check_derivative(imp.raw.at(module)[h], I[h], 3e-5, module + " head " + std::to_string(h));
       CHECK(imp.normalized.at(module)[h] == doctest::Approx(I[h] / norm).epsilon(2e-2));
-      CHECK(imp.normalized.at(module)[h] == doctest::Approx(imp.raw.at(module)[h] / std::sqrt(std::inner_product(
-                                                imp.raw.at(module).begin(), imp.raw.at(module).end(), imp.raw.at(module).begin(), 0.0))));
+      CHECK(imp.normalized.at(module)[h] ==
+            doctest::Approx(imp.raw.at(module)[h] /
+                            std::sqrt(std::inner_product(imp.raw.at(module).begin(), imp.raw.at(module).end(),
+                                                         imp.raw.at(module).begin(), 0.0))));
     }
   }
 
@@ -616,7 +626,8 @@ TEST_CASE("baselines: Michel head importance equals finite differences on the ga
 // ---- 5. Selection -------------------------------------------------------------------------------
 
 TEST_CASE("baselines: top_k_selection keeps the highest scores, ties to the lower index, indices ascending") {
-  const HeadScores scores = {{"a", {0.1, 0.5, 0.5, 0.2}}, {"b", {1.0, 1.0, 1.0, 1.0}}, {"c", {3.0, 1.0}}, {"d", {0.0, 2.0, -1.0, 2.5}}};
+  const HeadScores scores = {
+      {"a", {0.1, 0.5, 0.5, 0.2}}, {"b", {1.0, 1.0, 1.0, 1.0}}, {"c", {3.0, 1.0}}, {"d", {0.0, 2.0, -1.0, 2.5}}};
   const HeadSelection k1 = top_k_selection(scores, 1);
   CHECK(k1.at("a") == std::vector<int>{1});
   CHECK(k1.at("b") == std::vector<int>{0});

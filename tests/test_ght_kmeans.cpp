@@ -31,20 +31,21 @@ Vectors random_vectors(int k, int dim, uint32_t seed) {
   return E;
 }
 
-// k vectors in C clusters: centre c is `separation` times a random normal vector, members add
+// k vectors in C clusters: center c is `separation` times a random normal vector, members add
 // noise of standard deviation `noise`; truth[i] is head i's cluster, assigned in a scrambled order.
-Vectors clustered_vectors(int k, int C, int dim, uint32_t seed, double separation, double noise, std::vector<int>& truth) {
+Vectors clustered_vectors(int k, int C, int dim, uint32_t seed, double separation, double noise,
+                          std::vector<int>& truth) {
   std::mt19937 rng(seed);
   std::normal_distribution<double> n(0.0, 1.0);
   truth.resize(static_cast<size_t>(k));
   for (int i = 0; i < k; ++i) truth[static_cast<size_t>(i)] = i % C;
   std::shuffle(truth.begin(), truth.end(), rng);
-  Vectors centres(static_cast<size_t>(C), std::vector<double>(static_cast<size_t>(dim)));
-  for (auto& c : centres)
+  Vectors centers(static_cast<size_t>(C), std::vector<double>(static_cast<size_t>(dim)));
+  for (auto& c : centers)
     for (double& x : c) x = separation * n(rng);
   Vectors E;
   for (int i = 0; i < k; ++i) {
-    std::vector<double> e = centres[static_cast<size_t>(truth[static_cast<size_t>(i)])];
+    std::vector<double> e = centers[static_cast<size_t>(truth[static_cast<size_t>(i)])];
     for (double& x : e) x += noise * n(rng);
     E.push_back(e);
   }
@@ -107,8 +108,10 @@ double dunn_direct(const Vectors& E, const std::vector<int>& labels) {
   for (size_t i = 0; i < E.size(); ++i)
     for (size_t j = 0; j < E.size(); ++j) {
       if (i == j) continue;
-      if (labels[i] == labels[j]) within = std::max(within, distance(E[i], E[j]));
-      else across = std::min(across, distance(E[i], E[j]));
+      if (labels[i] == labels[j])
+        within = std::max(within, distance(E[i], E[j]));
+      else
+        across = std::min(across, distance(E[i], E[j]));
     }
   return across / within;
 }
@@ -132,7 +135,8 @@ double silhouette_direct(const Vectors& E, const std::vector<int>& labels) {
     const double a = sum[static_cast<size_t>(own)] / count[static_cast<size_t>(own)];
     double b = kInf;
     for (int c = 0; c < C; ++c)
-      if (c != own && count[static_cast<size_t>(c)] > 0) b = std::min(b, sum[static_cast<size_t>(c)] / count[static_cast<size_t>(c)]);
+      if (c != own && count[static_cast<size_t>(c)] > 0)
+        b = std::min(b, sum[static_cast<size_t>(c)] / count[static_cast<size_t>(c)]);
     total += (b - a) / std::max(a, b);
   }
   return total / static_cast<double>(E.size());
@@ -155,7 +159,8 @@ double silhouette_ght_direct(const Vectors& E, const std::vector<int>& labels) {
     const double a = sum[static_cast<size_t>(own)] / size[static_cast<size_t>(own)];
     double b = kInf;
     for (int c = 0; c < C; ++c)
-      if (c != own && size[static_cast<size_t>(c)] > 0) b = std::min(b, sum[static_cast<size_t>(c)] / size[static_cast<size_t>(c)]);
+      if (c != own && size[static_cast<size_t>(c)] > 0)
+        b = std::min(b, sum[static_cast<size_t>(c)] / size[static_cast<size_t>(c)]);
     total += (b - a) / std::max(a, b);
   }
   return total / static_cast<double>(E.size());
@@ -185,7 +190,8 @@ TEST_CASE("ght kmeans: from the Gram matrix equals K-means on the explicit vecto
             // The inertia is Σ_i ‖e_i − μ_c(i)‖² of the returned labels (means of the members).
             double inertia = 0;
             for (int i = 0; i < k; ++i) {
-              const double d = distance(E[static_cast<size_t>(i)], centroid(E, from_vectors.labels, from_vectors.labels[static_cast<size_t>(i)]));
+              const double d = distance(E[static_cast<size_t>(i)],
+                                        centroid(E, from_vectors.labels, from_vectors.labels[static_cast<size_t>(i)]));
               inertia += d * d;
             }
             CHECK(close(from_vectors.inertia, inertia, 1e-9, 1e-12));
@@ -269,7 +275,8 @@ TEST_CASE("ght kmeans: tolerance and max_iterations stop the Lloyd iterations wh
   for (int n = 1; n <= full.iterations + 2; ++n) {
     prefix.push_back(kmeans_gram(G, k, C, seed, {.max_iterations = n, .tolerance = 0.0}));
     CHECK(prefix[static_cast<size_t>(n)].iterations == std::min(n, full.iterations));
-    CHECK(kmeans_vectors(E, C, seed, {.max_iterations = n, .tolerance = 0.0}).labels == prefix[static_cast<size_t>(n)].labels);
+    CHECK(kmeans_vectors(E, C, seed, {.max_iterations = n, .tolerance = 0.0}).labels ==
+          prefix[static_cast<size_t>(n)].labels);
   }
   CHECK(prefix[static_cast<size_t>(full.iterations)].labels == full.labels);
   // The shifts of the sequence are not all 0 before the end (the stop rule has something to cut).
@@ -303,7 +310,8 @@ TEST_CASE("ght kmeans: degenerate inputs give valid groups, bad arguments are er
   // to the lower group) and each emptied group takes the lowest head of a group of two or more
   // (ties among the farthest go to the lower head): heads 0, 1, ... open groups 1, 2, ...
   const std::vector<double> zeros(64, 0.0);
-  const std::vector<std::vector<int>> expected{{0, 0, 0, 0, 0, 0, 0, 0}, {0, 1, 2, 2, 2, 2, 2, 2}, {0, 1, 2, 3, 4, 5, 6, 7}};
+  const std::vector<std::vector<int>> expected{
+      {0, 0, 0, 0, 0, 0, 0, 0}, {0, 1, 2, 2, 2, 2, 2, 2}, {0, 1, 2, 3, 4, 5, 6, 7}};
   for (int C : {1, 3, 8})
     for (uint64_t seed = 0; seed < 10; ++seed) {
       const Clustering r = kmeans_gram(zeros, 8, C, seed);
@@ -312,7 +320,7 @@ TEST_CASE("ght kmeans: degenerate inputs give valid groups, bad arguments are er
       CHECK(r.inertia == 0.0);
     }
   // Two distinct vectors A (heads 0, 2, 3, 5) and B (heads 1, 4), three groups: k-means++ puts a
-  // centre on each and the third on a duplicate; the heads of the duplicated vector tie and all join
+  // center on each and the third on a duplicate; the heads of the duplicated vector tie and all join
   // the lower of its two groups, and the emptied one is re-seeded with head 0, the lowest of the
   // (all equally far) heads: {0}, the B heads, the other A heads.
   Vectors E(6, std::vector<double>{1.0, 2.0});
@@ -363,13 +371,16 @@ TEST_CASE("ght kmeans: Dunn index and Silhouette, both conventions, equal a dire
   CHECK(dunn_index(gram_of(line), 4, {0, 0, 1, 1}) == doctest::Approx(9.0).epsilon(1e-12));
   CHECK(silhouette(gram_of(line), 4, {0, 0, 1, 1}) == doctest::Approx((9.5 / 10.5 + 8.5 / 9.5) / 2).epsilon(1e-12));
   // A singleton scores 0: groups {0}, {1, 10, 11}: s(1) = (1 − 9.5)/9.5, s(10) = (10 − 5)/10, s(11) = (11 − 5.5)/11.
-  CHECK(silhouette(gram_of(line), 4, {0, 1, 1, 1}) == doctest::Approx((-8.5 / 9.5 + 5.0 / 10 + 5.5 / 11) / 4).epsilon(1e-12));
+  CHECK(silhouette(gram_of(line), 4, {0, 1, 1, 1}) ==
+        doctest::Approx((-8.5 / 9.5 + 5.0 / 10 + 5.5 / 11) / 4).epsilon(1e-12));
   // The authors' convention divides a by the group's size: groups {0, 1}, {10, 11}: a = 1/2 for
   // every head; s = (10.5 − 0.5)/10.5 for 0 and 11, (9.5 − 0.5)/9.5 for 1 and 10.
-  CHECK(silhouette_ght(gram_of(line), 4, {0, 0, 1, 1}) == doctest::Approx((10.0 / 10.5 + 9.0 / 9.5) / 2).epsilon(1e-12));
+  CHECK(silhouette_ght(gram_of(line), 4, {0, 0, 1, 1}) ==
+        doctest::Approx((10.0 / 10.5 + 9.0 / 9.5) / 2).epsilon(1e-12));
   // Groups {0}, {1, 10, 11}: the singleton 0 has a = 0 → s = 1; s(1): a = (9 + 10)/3, b = 1 →
   // (1 − 19/3)/(19/3) = −16/19; s(10): a = (9 + 1)/3, b = 10 → 2/3; s(11): a = (10 + 1)/3, b = 11 → 2/3.
-  CHECK(silhouette_ght(gram_of(line), 4, {0, 1, 1, 1}) == doctest::Approx((1.0 - 16.0 / 19 + 2.0 / 3 + 2.0 / 3) / 4).epsilon(1e-12));
+  CHECK(silhouette_ght(gram_of(line), 4, {0, 1, 1, 1}) ==
+        doctest::Approx((1.0 - 16.0 / 19 + 2.0 / 3 + 2.0 / 3) / 4).epsilon(1e-12));
 
   // Random vectors and labellings (with singletons and empty label values).
   std::mt19937 rng(99);
@@ -384,8 +395,10 @@ TEST_CASE("ght kmeans: Dunn index and Silhouette, both conventions, equal a dire
       const std::vector<double> G = gram_of(E);
       INFO("k ", k, ", trial ", trial);
       const double dunn = dunn_direct(E, labels), sil = silhouette_direct(E, labels);
-      if (std::isinf(dunn)) CHECK(std::isinf(dunn_index(G, k, labels)));
-      else CHECK(close(dunn_index(G, k, labels), dunn, 1e-9, 1e-12));
+      if (std::isinf(dunn))
+        CHECK(std::isinf(dunn_index(G, k, labels)));
+      else
+        CHECK(close(dunn_index(G, k, labels), dunn, 1e-9, 1e-12));
       CHECK(close(silhouette(G, k, labels), sil, 1e-9, 1e-12));
       CHECK(close(silhouette_ght(G, k, labels), silhouette_ght_direct(E, labels), 1e-9, 1e-12));
       CHECK(silhouette_ght(G, k, labels) >= silhouette(G, k, labels) - 1e-12); // a smaller a, head by head

@@ -37,11 +37,14 @@ Vectors flatten_heads(const Tensor& x, const std::vector<int32_t>& lengths) {
   for (int64_t b = 0; b < B; ++b)
     for (int64_t t = 0; t < (lengths.empty() ? T : lengths[static_cast<size_t>(b)]); ++t)
       for (int64_t h = 0; h < H; ++h)
-        for (int64_t d = 0; d < D; ++d) e[static_cast<size_t>(h)].push_back(x.data<float>()[((b * T + t) * H + h) * D + d]);
+        for (int64_t d = 0; d < D; ++d)
+          e[static_cast<size_t>(h)].push_back(x.data<float>()[((b * T + t) * H + h) * D + d]);
   return e;
 }
 
-double dot(const std::vector<double>& a, const std::vector<double>& b) { return std::inner_product(a.begin(), a.end(), b.begin(), 0.0); }
+double dot(const std::vector<double>& a, const std::vector<double>& b) {
+  return std::inner_product(a.begin(), a.end(), b.begin(), 0.0);
+}
 
 // The cosine as the ops define it: a·b / sqrt(max(‖a‖²‖b‖², eps²)).
 double cosine(const std::vector<double>& a, const std::vector<double>& b) {
@@ -69,7 +72,8 @@ GctRef gct_reference(const Vectors& e, const std::vector<int>& labels, int C, do
   std::vector<std::vector<double>> mu;
   for (int c = 0; c < C; ++c) mu.push_back(mean_of(e, labels, c));
   double hom = 0, div = 0;
-  for (size_t i = 0; i < e.size(); ++i) hom += cosine(e[i], mu[static_cast<size_t>(labels[i])]) / static_cast<double>(e.size());
+  for (size_t i = 0; i < e.size(); ++i)
+    hom += cosine(e[i], mu[static_cast<size_t>(labels[i])]) / static_cast<double>(e.size());
   int pairs = 0;
   for (int a = 0; a < C; ++a)
     for (int b = a + 1; b < C; ++b)
@@ -86,18 +90,21 @@ std::vector<double> gram_of(const Vectors& e) {
   return G;
 }
 
-Tensor to_f32(const Shape& s, const std::vector<double>& v) { return Tensor::from(s, std::vector<float>(v.begin(), v.end())); }
+Tensor to_f32(const Shape& s, const std::vector<double>& v) {
+  return Tensor::from(s, std::vector<float>(v.begin(), v.end()));
+}
 std::vector<int> to_int(const std::vector<float>& v) { return std::vector<int>(v.begin(), v.end()); }
 std::vector<int32_t> to_i32(const std::vector<int>& v) { return std::vector<int32_t>(v.begin(), v.end()); }
 
-bool close(double got, double want, double rel, double abs) { return std::fabs(got - want) <= abs + rel * std::fabs(want); }
-
+bool close(double got, double want, double rel, double abs) {
+  return std::fabs(got - want) <= abs + rel * std::fabs(want);
+}
 
 // x (B, T, H, D) → head_gram → gct_metric_loss with fixed labels; `which` picks the output.
 Builder gct_of_x(int C, float alpha, float beta, int which = 0) {
   return [=](Graph& g, const std::vector<ValueId>& in) {
     const ght::GctTerms t = ght::gct_metric_loss(g, ops::head_gram(g, in[0], in[1]), in[2], C, alpha, beta);
-    return which == 0 ? t.loss : which == 1 ? t.homogenisation : t.diversification;
+    return which == 0 ? t.loss : which == 1 ? t.homogenization : t.diversification;
   };
 }
 
@@ -145,10 +152,10 @@ TEST_CASE("ght op: gct_metric_loss equals a float64 computation from the explici
     std::vector<int> labels;
   };
   const std::vector<Case> cases{{2, {0, 1, 1, 0, 1, 0}},
-                                {3, {0, 2, 2, 0, 2, 0}},  // group 1 empty: one pair
+                                {3, {0, 2, 2, 0, 2, 0}}, // group 1 empty: one pair
                                 {4, {0, 1, 2, 3, 1, 0}},
                                 {1, {0, 0, 0, 0, 0, 0}},  // one group: no diversification term
-                                {6, {0, 1, 2, 3, 4, 5}}}; // C = k: every head its own centre
+                                {6, {0, 1, 2, 3, 4, 5}}}; // C = k: every head its own center
   for (const Case& c : cases)
     for (auto [alpha, beta] : {std::pair{0.7f, 0.5f}, std::pair{0.0f, 1.0f}, std::pair{1.0f, 0.0f}}) {
       const GctRef want = gct_reference(e, c.labels, c.C, alpha, beta);
@@ -167,13 +174,15 @@ TEST_CASE("ght op: gct_metric_loss equals a float64 computation from the explici
   const std::vector<Tensor> in{x, i32({3}, lengths), i32({6}, {0, 1, 1, 0, 1, 0})};
   const GctRef want = gct_reference(flatten_heads(x, lengths), {0, 1, 1, 0, 1, 0}, 2, 0.7, 0.5);
   CHECK(close(evaluate(gct_of_x(2, 0.7f, 0.5f), in)[0], want.R, 1e-5, 1e-6));
-  const std::vector<float> dx = pillars::testing::gradients_of(gct_of_x(2, 0.7f, 0.5f), in, Tensor::full({}, 1.0f), {0})[0];
+  const std::vector<float> dx =
+      pillars::testing::gradients_of(gct_of_x(2, 0.7f, 0.5f), in, Tensor::full({}, 1.0f), {0})[0];
   CHECK(std::all_of(dx.begin(), dx.end(), [](float v) { return std::isfinite(v); }));
 
   // Fully padded batch: G = 0, R = 0 and a zero gradient, no NaN.
   const std::vector<Tensor> padded{x, i32({3}, {0, 0, 0}), i32({6}, {0, 1, 1, 0, 1, 0})};
   CHECK(evaluate(gct_of_x(2, 0.7f, 0.5f), padded)[0] == 0.0f);
-  const std::vector<float> d0 = pillars::testing::gradients_of(gct_of_x(2, 0.7f, 0.5f), padded, Tensor::full({}, 1.0f), {0})[0];
+  const std::vector<float> d0 =
+      pillars::testing::gradients_of(gct_of_x(2, 0.7f, 0.5f), padded, Tensor::full({}, 1.0f), {0})[0];
   CHECK(std::all_of(d0.begin(), d0.end(), [](float v) { return v == 0.0f; }));
 
   // A label outside [0, C) is an error naming it.
@@ -184,8 +193,11 @@ TEST_CASE("ght op: gct_metric_loss equals a float64 computation from the explici
 TEST_CASE("ght op: gct_metric_loss gradient through head_gram equals finite differences, labels fixed") {
   const Shape shape{2, 5, 6, 3};
   const Tensor lengths = i32({2}, {5, 3});
-  const std::vector<std::pair<int, std::vector<int32_t>>> cases{
-      {2, {0, 1, 1, 0, 1, 0}}, {3, {0, 2, 2, 0, 2, 1}}, {3, {0, 2, 2, 0, 2, 0}}, {1, {0, 0, 0, 0, 0, 0}}, {6, {0, 1, 2, 3, 4, 5}}};
+  const std::vector<std::pair<int, std::vector<int32_t>>> cases{{2, {0, 1, 1, 0, 1, 0}},
+                                                                {3, {0, 2, 2, 0, 2, 1}},
+                                                                {3, {0, 2, 2, 0, 2, 0}},
+                                                                {1, {0, 0, 0, 0, 0, 0}},
+                                                                {6, {0, 1, 2, 3, 4, 5}}};
   for (const auto& [C, labels] : cases) {
     INFO("C ", C);
     const GradCheckOptions o{.seed = static_cast<uint32_t>(C), .fixed = {{1, lengths}, {2, i32({6}, labels)}}};
@@ -201,20 +213,22 @@ TEST_CASE("ght op: gct_metric_loss gradient equals a float64 central difference 
   const std::vector<int32_t> lengths{4, 3};
   const std::vector<int> labels{0, 2, 0, 1, 2};
   const float alpha = 0.7f, beta = 0.5f;
-  const std::vector<float> analytic =
-      pillars::testing::gradients_of(gct_of_x(3, alpha, beta), {x, i32({2}, lengths), i32({5}, to_i32(labels))}, Tensor::full({}, 1.0f), {0})[0];
+  const std::vector<float> analytic = pillars::testing::gradients_of(
+      gct_of_x(3, alpha, beta), {x, i32({2}, lengths), i32({5}, to_i32(labels))}, Tensor::full({}, 1.0f), {0})[0];
   std::vector<double> numeric(analytic.size(), 0.0);
   double largest = 0;
   for (size_t k = 0; k < numeric.size(); ++k) {
     // Perturb in double: flatten, then nudge the one component x[k] maps to (if it is valid).
-    const int64_t T = 4, H = 5, D = 3, b = static_cast<int64_t>(k) / (T * H * D), t = (static_cast<int64_t>(k) / (H * D)) % T;
+    const int64_t T = 4, H = 5, D = 3, b = static_cast<int64_t>(k) / (T * H * D),
+                  t = (static_cast<int64_t>(k) / (H * D)) % T;
     const int64_t h_ = (static_cast<int64_t>(k) / D) % H, d = static_cast<int64_t>(k) % D;
     if (t >= lengths[static_cast<size_t>(b)]) continue; // padding: no effect
     const size_t component = static_cast<size_t>(((b == 0 ? 0 : lengths[0]) + t) * D + d);
     Vectors plus = flatten_heads(x, lengths), minus = plus;
     const double h = 1e-6;
     plus[static_cast<size_t>(h_)][component] += h, minus[static_cast<size_t>(h_)][component] -= h;
-    numeric[k] = (gct_reference(plus, labels, 3, alpha, beta).R - gct_reference(minus, labels, 3, alpha, beta).R) / (2 * h);
+    numeric[k] =
+        (gct_reference(plus, labels, 3, alpha, beta).R - gct_reference(minus, labels, 3, alpha, beta).R) / (2 * h);
     largest = std::max(largest, std::fabs(numeric[k]));
   }
   REQUIRE(largest > 0);
@@ -229,12 +243,13 @@ TEST_CASE("ght op: gct_metric_loss gradient w.r.t. each entry of G, the formula 
   // entry δ_ij at a time, so this checks ∂R/∂G_ij entrywise (dG is not symmetric).
   const Vectors e = flatten_heads(random_tensor({2, 4, 6, 5}, 51), {});
   const Tensor G0 = to_f32({6, 6}, gram_of(e));
-  for (auto [C, labels] : {std::pair{2, std::vector<int32_t>{0, 1, 1, 0, 1, 0}}, std::pair{3, std::vector<int32_t>{1, 1, 0, 2, 0, 1}}}) {
+  for (auto [C, labels] :
+       {std::pair{2, std::vector<int32_t>{0, 1, 1, 0, 1, 0}}, std::pair{3, std::vector<int32_t>{1, 1, 0, 2, 0, 1}}}) {
     INFO("C ", C);
     for (int which : {0, 1, 2}) {
       const Builder f = [&, C = C, which](Graph& g, const std::vector<ValueId>& in) {
         const ght::GctTerms t = ght::gct_metric_loss(g, ops::add(g, g.constant(G0), in[0]), in[1], C, 0.7f, 0.5f);
-        return which == 0 ? t.loss : which == 1 ? t.homogenisation : t.diversification;
+        return which == 0 ? t.loss : which == 1 ? t.homogenization : t.diversification;
       };
       check_gradients(f, {{6, 6}, {6}}, GradCheckOptions{.lo = -1e-3f, .hi = 1e-3f, .fixed = {{1, i32({6}, labels)}}});
     }
@@ -251,7 +266,8 @@ TEST_CASE("ght op: GCT with HUDS inside the checked function, well-separated hea
   for (int64_t t = 0; t < 12; ++t)
     for (int64_t h = 0; h < 6; ++h)
       for (int64_t d = 0; d < 4; ++d)
-        base.data<float>()[(t * 6 + h) * 4 + d] = (group[h] == 0 ? p0 : p1).data<float>()[t * 4 + d] + 0.25f * own.data<float>()[(t * 6 + h) * 4 + d];
+        base.data<float>()[(t * 6 + h) * 4 + d] =
+            (group[h] == 0 ? p0 : p1).data<float>()[t * 4 + d] + 0.25f * own.data<float>()[(t * 6 + h) * 4 + d];
   const Tensor lengths = i32({2}, {6, 4});
   const Builder labels_of = [&](Graph& g, const std::vector<ValueId>& in) {
     return ght::huds_cluster(g, ops::head_gram(g, ops::add(g, in[0], g.constant(base)), in[1]), 2, 7);
@@ -310,7 +326,7 @@ TEST_CASE("ght op: head_mean averages the valid tokens only, and its gradient") 
 
 namespace {
 // (1/k) Σ_i [−α·log p_i(y_i) − β/(C−1)·Σ_{c≠y_i} log(1 − p_i(c))] in double, straight from the
-// definition: p by exponentiating and normalising, log(1 − p) as written (β term 0 when C = 1).
+// definition: p by exponentiating and normalizing, log(1 − p) as written (β term 0 when C = 1).
 double classification_reference(const Tensor& z, const std::vector<int32_t>& y, double alpha, double beta) {
   const int64_t k = z.dim(0), C = z.dim(1);
   double R = 0;
@@ -334,7 +350,9 @@ double cross_entropy_reference(const Tensor& z, const std::vector<int32_t>& y) {
 } // namespace
 
 TEST_CASE("ght op: gct_classification_loss equals a float64 reference, and its gradient") {
-  const Builder f = [](Graph& g, const std::vector<ValueId>& in) { return ght::gct_classification_loss(g, in[0], in[1], 0.7f, 0.5f); };
+  const Builder f = [](Graph& g, const std::vector<ValueId>& in) {
+    return ght::gct_classification_loss(g, in[0], in[1], 0.7f, 0.5f);
+  };
   for (int C : {2, 3, 5}) {
     const Tensor z = random_tensor({7, C}, static_cast<uint32_t>(80 + C), -2.0f, 2.0f);
     std::vector<int32_t> y(7);
@@ -343,19 +361,24 @@ TEST_CASE("ght op: gct_classification_loss equals a float64 reference, and its g
     const double want = classification_reference(z, y, 0.7, 0.5), ce = cross_entropy_reference(z, y);
     CHECK(close(evaluate(f, {z, i32({7}, y)})[0], want, 1e-5, 1e-6));
     // C = 2: the only other group's 1 − p is p of the own group, so R = (α+β)·CE. C > 2: not so.
-    if (C == 2) CHECK(want == doctest::Approx(1.2 * ce).epsilon(1e-12));
-    else CHECK(std::fabs(want - 1.2 * ce) > 0.05 * want);
+    if (C == 2)
+      CHECK(want == doctest::Approx(1.2 * ce).epsilon(1e-12));
+    else
+      CHECK(std::fabs(want - 1.2 * ce) > 0.05 * want);
     check_gradients(f, {{7, C}, {7}}, GradCheckOptions{.lo = -2.0f, .hi = 2.0f, .fixed = {{1, i32({7}, y)}}});
   }
   // α only is the mean cross-entropy (ops::cross_entropy); one group: CE = 0 and no other group, R = 0.
   const Tensor z = random_tensor({7, 4}, 90, -2.0f, 2.0f);
   const Tensor y = i32({7}, {0, 3, 1, 1, 2, 0, 3});
-  const Builder ce_only = [](Graph& g, const std::vector<ValueId>& in) { return ght::gct_classification_loss(g, in[0], in[1], 1.0f, 0.0f); };
+  const Builder ce_only = [](Graph& g, const std::vector<ValueId>& in) {
+    return ght::gct_classification_loss(g, in[0], in[1], 1.0f, 0.0f);
+  };
   const Builder ce = [](Graph& g, const std::vector<ValueId>& in) { return ops::cross_entropy(g, in[0], in[1]); };
   CHECK(evaluate(ce_only, {z, y})[0] == doctest::Approx(evaluate(ce, {z, y})[0]).epsilon(1e-6));
   const Tensor z1 = random_tensor({5, 1}, 91);
   CHECK(evaluate(f, {z1, i32({5}, {0, 0, 0, 0, 0})})[0] == 0.0f);
-  const std::vector<float> d1 = pillars::testing::gradients_of(f, {z1, i32({5}, {0, 0, 0, 0, 0})}, Tensor::full({}, 1.0f), {0})[0];
+  const std::vector<float> d1 =
+      pillars::testing::gradients_of(f, {z1, i32({5}, {0, 0, 0, 0, 0})}, Tensor::full({}, 1.0f), {0})[0];
   CHECK(std::all_of(d1.begin(), d1.end(), [](float v) { return v == 0.0f; }));
   CHECK_THROWS_WITH_AS(evaluate(f, {z, i32({7}, {0, 4, 1, 1, 2, 0, 3})}), doctest::Contains("labels[1] = 4"), Error);
 }
@@ -364,7 +387,9 @@ TEST_CASE("ght op: gct_classification_loss of one head falls as its own group's 
   // One head, own group 0, logits (m, rest...): raising the margin m must lower R at every step,
   // towards 0 (both terms are −log of a probability that tends to 1). The literal reading of
   // Eq. 4(A), −β/(C−1)·Σ log p_v, would turn back up once p_own passes α/(α+β).
-  const Builder f = [](Graph& g, const std::vector<ValueId>& in) { return ght::gct_classification_loss(g, in[0], in[1], 0.5f, 0.7f); };
+  const Builder f = [](Graph& g, const std::vector<ValueId>& in) {
+    return ght::gct_classification_loss(g, in[0], in[1], 0.5f, 0.7f);
+  };
   for (const std::vector<float>& rest : {std::vector<float>{0.0f}, {0.3f, -0.5f}, {1.0f, 0.0f, -2.0f, 0.5f}}) {
     const int C = static_cast<int>(rest.size()) + 1;
     INFO("C ", C);
@@ -409,7 +434,9 @@ TEST_CASE("ght op: mean_pairwise_cosine equals the mean cosine of the flattened 
   const Shape shape{2, 5, 6, 3};
   const Tensor x = random_tensor(shape, 101);
   const std::vector<int32_t> lengths{5, 2};
-  const Builder f = [](Graph& g, const std::vector<ValueId>& in) { return ght::mean_pairwise_cosine(g, ops::head_gram(g, in[0], in[1])); };
+  const Builder f = [](Graph& g, const std::vector<ValueId>& in) {
+    return ght::mean_pairwise_cosine(g, ops::head_gram(g, in[0], in[1]));
+  };
   const Vectors e = flatten_heads(x, lengths);
   double want = 0;
   for (size_t i = 0; i < 6; ++i)
@@ -419,7 +446,9 @@ TEST_CASE("ght op: mean_pairwise_cosine equals the mean cosine of the flattened 
   check_gradients(f, {shape, {2}}, GradCheckOptions{.fixed = {{1, i32({2}, lengths)}}});
   // Entrywise in G (G0 + δ).
   const Tensor G0 = to_f32({6, 6}, gram_of(e));
-  const Builder on_g = [&](Graph& g, const std::vector<ValueId>& in) { return ght::mean_pairwise_cosine(g, ops::add(g, g.constant(G0), in[0])); };
+  const Builder on_g = [&](Graph& g, const std::vector<ValueId>& in) {
+    return ght::mean_pairwise_cosine(g, ops::add(g, g.constant(G0), in[0]));
+  };
   check_gradients(on_g, {{6, 6}}, GradCheckOptions{.lo = -1e-3f, .hi = 1e-3f});
   // One head: no pair, 0. Identical heads: 1. A zero head: cosine 0 with it, not NaN.
   const Builder plain = [](Graph& g, const std::vector<ValueId>& in) { return ght::mean_pairwise_cosine(g, in[0]); };

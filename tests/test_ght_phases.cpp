@@ -29,16 +29,21 @@ namespace fs = std::filesystem;
 
 namespace {
 
-
 // d 64, 4 heads, 2+2 layers (6 attention modules), 5 % of Multi30k: two epochs of GCT, a vote on
 // 6 batches, one epoch of fine-tuning.
 Experiment ght_experiment() {
   nlohmann::json j = {
       {"task", "translation"},
       {"seed", 5},
-      {"data", {{"dataset", "multi30k-de-en"}, {"source", "de"}, {"target", "en"}, {"bpe_merges", 1000},
-                {"max_tokens", 1024}, {"train_fraction", 0.05}}},
-      {"model", {{"config", "small"}, {"d_model", 64}, {"heads", 4}, {"ffn", 128}, {"enc_layers", 2}, {"dec_layers", 2}}},
+      {"data",
+       {{"dataset", "multi30k-de-en"},
+        {"source", "de"},
+        {"target", "en"},
+        {"bpe_merges", 1000},
+        {"max_tokens", 1024},
+        {"train_fraction", 0.05}}},
+      {"model",
+       {{"config", "small"}, {"d_model", 64}, {"heads", 4}, {"ffn", 128}, {"enc_layers", 2}, {"dec_layers", 2}}},
       {"optim", {{"lr", 2e-3}, {"warmup_updates", 20}}},
       {"train", {{"max_epochs", 10}, {"valid_bleu", false}, {"log_every", 1000}, {"keep_best", 1}}},
       {"heads", {{"regularizer", "gct"}, {"groups", 2}, {"alpha", 0.7}, {"beta", 0.5}, {"metrics_sentences", 8}}},
@@ -94,14 +99,16 @@ bool same_parameters(const LoadedCheckpoint& a, const LoadedCheckpoint& b) {
   for (const std::string& name : a.params.names()) {
     const Tensor& x = a.params.get(name);
     const Tensor& y = b.params.get(name);
-    if (x.shape() != y.shape() || !std::equal(x.data<float>(), x.data<float>() + x.numel(), y.data<float>())) return false;
+    if (x.shape() != y.shape() || !std::equal(x.data<float>(), x.data<float>() + x.numel(), y.data<float>()))
+      return false;
   }
   return true;
 }
 
 } // namespace
 
-TEST_CASE("ght phases: GCT training, V2S and fine-tuning make a GHT and a smaller GHT-PS run, and prune --from agrees") {
+TEST_CASE(
+    "ght phases: GCT training, V2S and fine-tuning make a GHT and a smaller GHT-PS run, and prune --from agrees") {
   if (!testing::have_dataset("multi30k-de-en")) {
     SKIP_TEST("PILLARS_DATA does not hold multi30k-de-en");
     return;
@@ -185,8 +192,8 @@ TEST_CASE("ght phases: the vote is deterministic for a seed and counts one vote 
   auto make_task = [&] { return train::make_task(e, cfg, params, RunData{.pairs = &p.data}, vote_context(e)); };
   ght::VoteSettings s;
   s.groups = 2, s.max_batches = 4, s.seed = 11;
-  for (ght::KeepRule rule : {ght::KeepRule::per_group, ght::KeepRule::top_c, ght::KeepRule::score, ght::KeepRule::random,
-                             ght::KeepRule::random_member}) {
+  for (ght::KeepRule rule : {ght::KeepRule::per_group, ght::KeepRule::top_c, ght::KeepRule::score,
+                             ght::KeepRule::random, ght::KeepRule::random_member}) {
     s.rule = rule;
     CAPTURE(enum_name(rule));
     const ght::VoteResult a = ght::vote(make_task, s, true), b = ght::vote(make_task, s, true);
@@ -211,7 +218,9 @@ TEST_CASE("ght phases: the vote is deterministic for a seed and counts one vote 
   }
 }
 
-TEST_CASE("ght phases: \"continue\" fine-tunes on phase 1's optimiser and schedule up to train.max_updates, and resumes exactly") {
+TEST_CASE(
+    "ght phases: \"continue\" fine-tunes on phase 1's optimizer and schedule up to train.max_updates, and resumes "
+    "exactly") {
   if (!testing::have_dataset("multi30k-de-en")) {
     SKIP_TEST("PILLARS_DATA does not hold multi30k-de-en");
     return;
@@ -229,7 +238,7 @@ TEST_CASE("ght phases: \"continue\" fine-tunes on phase 1's optimiser and schedu
   REQUIRE(u1 < total);
   CHECK(phase1.state.epoch == 2);
 
-  // checkpoint_pruned carries phase 1's optimiser state, sliced to the kept heads of prune.json.
+  // checkpoint_pruned carries phase 1's optimizer state, sliced to the kept heads of prune.json.
   ght::HeadSelection keep;
   const nlohmann::json prune = read_json(run / "prune.json");
   for (const auto& m : prune["modules"]) keep[m["module"].get<std::string>()] = m["kept"].get<std::vector<int>>();
@@ -275,14 +284,15 @@ TEST_CASE("ght phases: \"continue\" fine-tunes on phase 1's optimiser and schedu
   CHECK(train_lines(cut / "pruned" / "log.jsonl") == lines);
   CHECK(same_parameters(load_checkpoint((cut / "pruned" / "checkpoint_last.safetensors").string()), last));
 
-  // `pillars prune --from` phase 1's checkpoint continues from its optimiser state just so.
+  // `pillars prune --from` phase 1's checkpoint continues from its optimizer state just so.
   SessionOptions from = quiet_run(tmp.path / "from");
   from.prune_from = (run / "checkpoint_last.safetensors").string();
   run_experiment(e, from);
   CHECK(train_lines(tmp.path / "from" / "pruned" / "log.jsonl") == lines);
-  CHECK(same_parameters(load_checkpoint((tmp.path / "from" / "pruned" / "checkpoint_last.safetensors").string()), last));
+  CHECK(
+      same_parameters(load_checkpoint((tmp.path / "from" / "pruned" / "checkpoint_last.safetensors").string()), last));
 
-  // A checkpoint without optimiser state (checkpoint_best) falls back to "restart", and says so in
+  // A checkpoint without optimizer state (checkpoint_best) falls back to "restart", and says so in
   // the fine-tuning's config.
   SessionOptions from_best = quiet_run(tmp.path / "from_best");
   from_best.prune_from = (run / "checkpoint_best.safetensors").string();
@@ -293,7 +303,9 @@ TEST_CASE("ght phases: \"continue\" fine-tunes on phase 1's optimiser and schedu
   CHECK(train_lines(tmp.path / "from_best" / "pruned" / "log.jsonl").begin()->first == 1);
 }
 
-TEST_CASE("ght phases: \"restart\" fine-tunes with a fresh optimiser at phase 1's last learning rate, counted from update 1") {
+TEST_CASE(
+    "ght phases: \"restart\" fine-tunes with a fresh optimizer at phase 1's last learning rate, counted from update "
+    "1") {
   if (!testing::have_dataset("multi30k-de-en")) {
     SKIP_TEST("PILLARS_DATA does not hold multi30k-de-en");
     return;

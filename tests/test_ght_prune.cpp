@@ -82,7 +82,6 @@ std::vector<float> logits(const TransformerConfig& cfg, ParamStore& params, cons
   return std::vector<float>(l.data<float>(), l.data<float>() + l.numel());
 }
 
-
 // A store of random values with the names and shapes of `like` (a gradient, say).
 ParamStore random_like(const ParamStore& like, uint32_t seed) {
   std::mt19937 rng(seed);
@@ -95,14 +94,14 @@ ParamStore random_like(const ParamStore& like, uint32_t seed) {
   return out;
 }
 
-// One optimiser step of `params` with the gradients `grads` (same names).
+// One optimizer step of `params` with the gradients `grads` (same names).
 void step(optim::Optimizer& optimizer, ParamStore& params, const ParamStore& grads, float lr) {
   std::vector<optim::ParamSlot> slots;
   for (const std::string& name : params.names()) slots.push_back({name, params.get(name), grads.get(name)});
   optimizer.step(slots, lr);
 }
 
-// The entry `name` of an optimiser state (fails the test when it is absent).
+// The entry `name` of an optimizer state (fails the test when it is absent).
 const Tensor& entry(const optim::NamedTensors& state, const std::string& name) {
   for (const auto& [n, t] : state)
     if (n == name) return t;
@@ -215,7 +214,9 @@ TEST_CASE("ght prune: a pruned checkpoint reloads and evaluates to the same outp
   fs::remove_all(dir);
 }
 
-TEST_CASE("ght prune: the optimiser state is sliced like the parameters, and Adam goes on for the kept heads as on the full model") {
+TEST_CASE(
+    "ght prune: the optimizer state is sliced like the parameters, and Adam goes on for the kept heads as on the full "
+    "model") {
   const TransformerConfig cfg = four_head_config();
   ParamStore full;
   init_transformer_params(cfg, full, 3);
@@ -253,14 +254,15 @@ TEST_CASE("ght prune: the optimiser state is sliced like the parameters, and Ada
   const Tensor& v_out2 = entry(sliced, "decoder.layers.1.encoder_attn.out_proj.weight.exp_avg_sq");
   REQUIRE(v_out2.shape() == Shape{32, 8});
   for (int64_t r = 0; r < 32; ++r)
-    CHECK(std::equal(v_out2.data<float>() + r * 8, v_out2.data<float>() + (r + 1) * 8, v_out.data<float>() + r * 32 + 16));
+    CHECK(std::equal(v_out2.data<float>() + r * 8, v_out2.data<float>() + (r + 1) * 8,
+                     v_out.data<float>() + r * 32 + 16));
   // The step counts stay (Adam's bias correction reads them); the dropped parameter's state is gone.
   CHECK(entry(sliced, "step").data<int64_t>()[0] == 3);
   CHECK(entry(sliced, "decoder.layers.1.encoder_attn.q_proj.weight.step").data<int64_t>()[0] == 3);
   for (const auto& [name, t] : sliced) CHECK_MESSAGE(name.rfind("head_gate.", 0) != 0, name);
   CHECK(sliced.size() == 1 + ps.params.size() * 4); // "step", then per parameter its step and 3 buffers
 
-  // An optimiser loaded with the sliced state takes the step the full one takes, restricted to the
+  // An optimizer loaded with the sliced state takes the step the full one takes, restricted to the
   // kept heads, bit for bit (Adam is elementwise; the removed heads' gradients just drop out).
   ParamStore grads = random_like(full, 99);
   optim::Adam continued(adam.options());
@@ -278,5 +280,6 @@ TEST_CASE("ght prune: the optimiser state is sliced like the parameters, and Ada
   // A state of another model is refused, naming the entry.
   TransformerConfig other = cfg;
   other.d_model = 64;
-  CHECK_THROWS_WITH_AS(ght::prune_optimizer_state(other, state, keep), doctest::Contains("optimizer state '"), InputError);
+  CHECK_THROWS_WITH_AS(ght::prune_optimizer_state(other, state, keep), doctest::Contains("optimizer state '"),
+                       InputError);
 }

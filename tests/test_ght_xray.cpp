@@ -4,7 +4,7 @@
 //    module tensors (seeded, rounded to f32, garbage in every padded position) and each metric
 //    computed from its definition in float64 PyTorch on the gathered valid rows. Both sides work in
 //    double on the same f32 inputs, so they agree to rounding: Approx epsilon 1e-9.
-//  * Closed forms: the extremes of the normalised metrics (1 for rank-one heads with equal-magnitude
+//  * Closed forms: the extremes of the normalized metrics (1 for rank-one heads with equal-magnitude
 //    coordinates, −1 / +1 output dissimilarity for equal / opposite heads, 0 and (K−1)/K² variance).
 //  * The whole model (the `tiny` config): measure_head_metrics reports xray() of the graph's own
 //    tensors with the lengths and causal masks that belong to each module, and appending padding
@@ -162,9 +162,9 @@ void check_same_metrics(const HeadMetrics& a, const HeadMetrics& b, double eps) 
     same(x.xray.output_dissimilarity, y.xray.output_dissimilarity, "output_dissimilarity");
     same(x.xray.attention_variance, y.xray.attention_variance, "attention_variance");
     same(x.similarity, y.similarity, "similarity");
-    same({x.silhouette, x.silhouette_ght, x.homogenisation, x.diversification},
-         {y.silhouette, y.silhouette_ght, y.homogenisation, y.diversification},
-         "silhouette, silhouette_ght, homogenisation, diversification");
+    same({x.silhouette, x.silhouette_ght, x.homogenization, x.diversification},
+         {y.silhouette, y.silhouette_ght, y.homogenization, y.diversification},
+         "silhouette, silhouette_ght, homogenization, diversification");
     CHECK(std::isinf(x.dunn) == std::isinf(y.dunn));
     if (!std::isinf(x.dunn)) CHECK(x.dunn == doctest::Approx(y.dunn).epsilon(eps));
   }
@@ -192,12 +192,11 @@ void check_json_close(const json& got, const json& expected, const std::string& 
   }
 }
 
-
 } // namespace
 
 // ================================================================================================
 
-TEST_CASE("xray: the four metrics, raw and normalised, match float64 PyTorch on the golden cases") {
+TEST_CASE("xray: the four metrics, raw and normalized, match float64 PyTorch on the golden cases") {
   const json golden = load_golden();
   REQUIRE(golden.at("cases").size() == 3);
   for (const json& c : golden["cases"]) {
@@ -214,7 +213,8 @@ TEST_CASE("xray: the four metrics, raw and normalised, match float64 PyTorch on 
     check_matrix(m.output_dissimilarity, e["output_dissimilarity"], H, 1e-9, "output_dissimilarity");
     const std::vector<double> variance = e["attention_variance"];
     REQUIRE(m.attention_variance.size() == variance.size());
-    for (size_t h = 0; h < variance.size(); ++h) CHECK(m.attention_variance[h] == doctest::Approx(variance[h]).epsilon(1e-9));
+    for (size_t h = 0; h < variance.size(); ++h)
+      CHECK(m.attention_variance[h] == doctest::Approx(variance[h]).epsilon(1e-9));
 
     // The module's scalars: means over pairs i < j, and over heads for the variance.
     CHECK(m.orthogonality_mean == doctest::Approx(golden_pair_mean(e["orthogonality"])).epsilon(1e-9));
@@ -244,13 +244,13 @@ TEST_CASE("xray: feature-map Gram matrices, cosines and GCT terms match float64 
       check_matrix(G, e["gram"][name], H, 1e-9, "gram");
       check_matrix(cosine_from_gram(G, H), e["similarity"][name], H, 1e-9, "similarity");
       const GroupCosines gc = group_cosines(G, static_cast<int>(H), labels, groups);
-      CHECK(gc.homogenisation == doctest::Approx(e["homogenisation"][name].get<double>()).epsilon(1e-9));
+      CHECK(gc.homogenization == doctest::Approx(e["homogenization"][name].get<double>()).epsilon(1e-9));
       CHECK(gc.diversification == doctest::Approx(e["diversification"][name].get<double>()).epsilon(1e-9));
     }
   }
 }
 
-TEST_CASE("xray: the normalised metrics reach their bounds on hand-made heads, and ignore the activation scale") {
+TEST_CASE("xray: the normalized metrics reach their bounds on hand-made heads, and ignore the activation scale") {
   const int64_t T = 5, H = 3, D = 4;
   ModuleTensors t = blank(T, H, D);
   // Queries: every head, every token a multiple of (1, −1, 1, −1): rank one, equal magnitudes.
@@ -258,7 +258,8 @@ TEST_CASE("xray: the normalised metrics reach their bounds on hand-made heads, a
   for (int64_t n = 0; n < T; ++n)
     for (int64_t d = 0; d < D; ++d) {
       const float sign = d % 2 == 0 ? 1.0f : -1.0f;
-      for (int64_t h = 0; h < H; ++h) at4(t.q, 0, n, h, d) = static_cast<float>(n + 1) * static_cast<float>(h + 1) * sign;
+      for (int64_t h = 0; h < H; ++h)
+        at4(t.q, 0, n, h, d) = static_cast<float>(n + 1) * static_cast<float>(h + 1) * sign;
       const float o = static_cast<float>(n + 2) * static_cast<float>(d + 1);
       at4(t.out, 0, n, 0, d) = o, at4(t.out, 0, n, 1, d) = o, at4(t.out, 0, n, 2, d) = -o;
     }
@@ -284,7 +285,7 @@ TEST_CASE("xray: the normalised metrics reach their bounds on hand-made heads, a
   const double sum_n2 = 1 + 4 + 9 + 16 + 25;
   CHECK(m.orthogonality[0 * H + 2] == doctest::Approx(sum_n2 * 3 * D * D).epsilon(1e-12));
 
-  // Scaling every activation changes the raw forms by the square and the normalised ones not at all.
+  // Scaling every activation changes the raw forms by the square and the normalized ones not at all.
   ModuleTensors scaled = t;
   scaled.q = t.q.clone(), scaled.out = t.out.clone();
   for (Tensor* x : {&scaled.q, &scaled.out})
@@ -319,7 +320,8 @@ TEST_CASE("xray: a causal module's variance counts only the keys each query sees
   CHECK(parse_enum<FeatureMap>("A", "--feature-map") == FeatureMap::A);
 }
 
-TEST_CASE("head metrics: the tiny model's numbers are xray of its own graph tensors, with each module's lengths and mask") {
+TEST_CASE(
+    "head metrics: the tiny model's numbers are xray of its own graph tensors, with each module's lengths and mask") {
   TinyModel model(/*heads=*/4);
   const train::Seq2SeqBatch batch = held_out_batch(kSrc, kTgt, 3, 1, 2);
   CHECK(batch.B == 3);
@@ -362,7 +364,8 @@ TEST_CASE("head metrics: the tiny model's numbers are xray of its own graph tens
         for (int64_t r = 0; r < t.query_lengths[static_cast<size_t>(b)]; ++r) {
           const int64_t Tq = t.probs.dim(2), Tk = t.probs.dim(3);
           const float* row = t.probs.data<float>() + ((b * s.heads + h) * Tq + r) * Tk;
-          const int64_t end = t.causal ? std::min<int64_t>(t.key_lengths[static_cast<size_t>(b)], r + 1) : t.key_lengths[static_cast<size_t>(b)];
+          const int64_t end = t.causal ? std::min<int64_t>(t.key_lengths[static_cast<size_t>(b)], r + 1)
+                                       : t.key_lengths[static_cast<size_t>(b)];
           double sum = 0;
           for (int64_t j = 0; j < end; ++j) sum += row[j];
           CHECK(sum == doctest::Approx(1.0).epsilon(1e-5));
@@ -435,10 +438,23 @@ TEST_CASE("head metrics: JSON has exactly the agreed keys, non-finite numbers ar
   for (const auto& [k, v] : j.items()) top.insert(k);
   CHECK(top == std::set<std::string>{"type", "update", "epoch", "feature_map", "groups", "modules"});
   REQUIRE(j["modules"].size() == 6);
-  const std::set<std::string> module_keys = {
-      "module", "heads", "orthogonality", "orthogonality_norm", "context_nonorth", "context_nonorth_norm",
-      "output_dissimilarity", "attention_variance", "attention_variance_mean", "similarity", "labels", "dunn",
-      "silhouette", "silhouette_ght", "homogenisation", "diversification", "pairs"};
+  const std::set<std::string> module_keys = {"module",
+                                             "heads",
+                                             "orthogonality",
+                                             "orthogonality_norm",
+                                             "context_nonorth",
+                                             "context_nonorth_norm",
+                                             "output_dissimilarity",
+                                             "attention_variance",
+                                             "attention_variance_mean",
+                                             "similarity",
+                                             "labels",
+                                             "dunn",
+                                             "silhouette",
+                                             "silhouette_ght",
+                                             "homogenization",
+                                             "diversification",
+                                             "pairs"};
   const std::set<std::string> pair_keys = {"orthogonality", "orthogonality_norm", "context_nonorth",
                                            "context_nonorth_norm", "output_dissimilarity"};
   for (const json& mod : j["modules"]) {
@@ -504,7 +520,8 @@ TEST_CASE("metrics command: bad input exits with 2 and a message") {
   CHECK(help.out.find("--sentences") != std::string::npos);
 }
 
-TEST_CASE("metrics command: prints the in-process measurement of a trained run's checkpoint, as the trainer logged it") {
+TEST_CASE(
+    "metrics command: prints the in-process measurement of a trained run's checkpoint, as the trainer logged it") {
   const std::string binary = pillars_binary();
   if (binary.empty() || !testing::have_dataset("multi30k-de-en")) {
     SKIP_TEST("needs the pillars binary and PILLARS_DATA with multi30k-de-en");
@@ -514,10 +531,16 @@ TEST_CASE("metrics command: prints the in-process measurement of a trained run's
   const json spec = {
       {"task", "translation"},
       {"seed", 4},
-      {"data", {{"dataset", "multi30k-de-en"}, {"source", "de"}, {"target", "en"}, {"bpe_merges", 500},
-                {"max_tokens", 512}, {"train_fraction", 0.02}}},
+      {"data",
+       {{"dataset", "multi30k-de-en"},
+        {"source", "de"},
+        {"target", "en"},
+        {"bpe_merges", 500},
+        {"max_tokens", 512},
+        {"train_fraction", 0.02}}},
       {"model", {{"config", "tiny"}, {"d_model", 32}, {"heads", 4}, {"ffn", 32}}},
-      {"heads", {{"metrics", true}, {"metrics_every", 1}, {"metrics_sentences", 5}, {"feature_map", "A"}, {"groups", 3}}},
+      {"heads",
+       {{"metrics", true}, {"metrics_every", 1}, {"metrics_sentences", 5}, {"feature_map", "A"}, {"groups", 3}}},
       {"train", {{"max_updates", 2}, {"valid_bleu", false}, {"log_every", 1000}}}};
   const Experiment e = parse_experiment(spec, "test_ght_xray.json");
   const std::string run = (dir.path / "run").string();
@@ -526,7 +549,8 @@ TEST_CASE("metrics command: prints the in-process measurement of a trained run's
   train::run_experiment(e, so);
 
   // Every setting from the run (heads.metrics_sentences, feature_map, groups; seed).
-  const RunResult r = run_pillars(binary, {"metrics", run, "--checkpoint", "last", "-o", (dir.path / "m.json").string()});
+  const RunResult r =
+      run_pillars(binary, {"metrics", run, "--checkpoint", "last", "-o", (dir.path / "m.json").string()});
   CAPTURE(r.err);
   REQUIRE(r.code == 0);
   const json printed = json::parse(pillars::testing::read_file(dir.path / "m.json"));
@@ -554,8 +578,8 @@ TEST_CASE("metrics command: prints the in-process measurement of a trained run's
   check_json_close(printed, logged, "");
 
   // Options override the run's settings.
-  const RunResult v = run_pillars(binary, {"metrics", run, "--checkpoint", "last", "--sentences", "3", "--feature-map", "V",
-                                           "--groups", "2", "--seed", "7"});
+  const RunResult v = run_pillars(binary, {"metrics", run, "--checkpoint", "last", "--sentences", "3", "--feature-map",
+                                           "V", "--groups", "2", "--seed", "7"});
   REQUIRE(v.code == 0);
   const json j = json::parse(v.out);
   CHECK(j["feature_map"] == "V");
@@ -564,4 +588,19 @@ TEST_CASE("metrics command: prints the in-process measurement of a trained run's
   m = measure_head_metrics(ck.config, ck.params, held_out_batch(p.data, 3, 1, 2), o);
   m.update = ck.state.updates, m.epoch = j["epoch"];
   check_json_close(j, to_json(m), "");
+}
+
+TEST_CASE("head metrics: keys that older files spell the British way read under their current names") {
+  nlohmann::json module = {{"homogenisation", 0.25}}; // as older files wrote it; spelling: kept
+  pillars::ght::read_legacy_keys(module);
+  CHECK(module["homogenization"].get<double>() == 0.25);
+  nlohmann::json line = {{"gct_homogenisation", 0.5}}; // spelling: kept
+  pillars::ght::read_legacy_keys(line);
+  CHECK(line["gct_homogenization"].get<double>() == 0.5);
+  nlohmann::json both = {{"homogenisation", 0.25}, {"homogenization", 0.75}}; // spelling: kept
+  pillars::ght::read_legacy_keys(both);
+  CHECK(both["homogenization"].get<double>() == 0.75); // the current name wins
+  nlohmann::json not_object = nlohmann::json::array();
+  pillars::ght::read_legacy_keys(not_object);
+  CHECK(not_object.empty());
 }

@@ -1,8 +1,8 @@
 // The transformer builder against an independent implementation (golden test), plus the model's
-// bookkeeping: parameter names and counts, initialisation, configs, dropout determinism.
+// bookkeeping: parameter names and counts, initialization, configs, dropout determinism.
 //
 // Golden file: tests/golden/transformer_1x1.json, written by tests/golden/make_transformer_golden.py
-// (a 1+1-layer model written directly in float64 PyTorch, randomly initialised, dropout 0,
+// (a 1+1-layer model written directly in float64 PyTorch, randomly initialized, dropout 0,
 // label smoothing 0.1). We load its parameters, build our graph with its config, run forward and
 // autodiff, and compare logits, loss and every parameter gradient.
 //
@@ -52,7 +52,8 @@ TransformerConfig config_from_json(const json& j) {
   TransformerConfig c;
   c.vocab = j.at("vocab"), c.d_model = j.at("d_model"), c.heads = j.at("heads"), c.ffn = j.at("ffn");
   c.enc_layers = j.at("enc_layers"), c.dec_layers = j.at("dec_layers");
-  c.pre_norm = j.at("pre_norm"), c.activation = parse_enum<ops::Activation>(j.at("activation").get<std::string>(), "activation");
+  c.pre_norm = j.at("pre_norm"),
+  c.activation = parse_enum<ops::Activation>(j.at("activation").get<std::string>(), "activation");
   c.dropout = j.at("dropout"), c.attention_dropout = j.at("attention_dropout");
   c.activation_dropout = j.at("activation_dropout"), c.pad_id = j.at("pad_id");
   c.share_all_embeddings = j.at("share_all_embeddings");
@@ -71,7 +72,8 @@ double max_abs(const std::vector<double>& v) {
 }
 
 // max |ours[i] − ref[i]| over the indices kept by `keep` (all when empty).
-double max_abs_diff(const std::vector<float>& ours, const std::vector<double>& ref, const std::vector<bool>& keep = {}) {
+double max_abs_diff(const std::vector<float>& ours, const std::vector<double>& ref,
+                    const std::vector<bool>& keep = {}) {
   double m = 0.0;
   for (size_t i = 0; i < ref.size(); ++i)
     if (keep.empty() || keep[i]) m = std::max(m, std::abs(static_cast<double>(ours[i]) - ref[i]));
@@ -259,7 +261,7 @@ TEST_CASE("model: named configs validate, bad configs are rejected with the fiel
   CHECK_THROWS_AS(c.validate(), InputError);
 }
 
-TEST_CASE("model: the graph uses exactly the initialised parameters, with the same shapes") {
+TEST_CASE("model: the graph uses exactly the initialized parameters, with the same shapes") {
   std::vector<TransformerConfig> variants;
   TransformerConfig c = transformer_config("tiny");
   variants.push_back(c);
@@ -297,7 +299,7 @@ TEST_CASE("model: the graph uses exactly the initialised parameters, with the sa
   CHECK(cross.probs == kNoValue);
 }
 
-TEST_CASE("model: initialisation is deterministic and follows fairseq's scheme") {
+TEST_CASE("model: initialization is deterministic and follows fairseq's scheme") {
   const TransformerConfig cfg = transformer_config("tiny");
   ParamStore a, b, c;
   init_transformer_params(cfg, a, 42);
@@ -378,9 +380,9 @@ TEST_CASE("model: a tiny training graph with dropout is deterministic for a seed
     return out;
   };
   const std::vector<float> first = run(7, true), again = run(7, true), other = run(8, true), eval = run(7, false);
-  CHECK(first == again);  // bitwise: same seed, same masks, same numbers
-  CHECK(first != other);  // another seed draws other masks
-  CHECK(first != eval);   // and dropout really is on in training
+  CHECK(first == again); // bitwise: same seed, same masks, same numbers
+  CHECK(first != other); // another seed draws other masks
+  CHECK(first != eval);  // and dropout really is on in training
   for (float x : first) REQUIRE(std::isfinite(x));
 }
 

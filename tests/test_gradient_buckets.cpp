@@ -201,8 +201,8 @@ TEST_CASE("gradient bucket layout: whole parameters, and ZeRO-1 owners that shar
   std::set<std::string> all;
   size_t sum = 0;
   for (const auto& o : owned) all.insert(o.begin(), o.end()), sum += o.size();
-  CHECK(sum == all.size());                 // no parameter owned twice
-  CHECK(all.size() == m.params.names().size()); // and none left out
+  CHECK(sum == all.size());                      // no parameter owned twice
+  CHECK(all.size() == m.params.names().size());  // and none left out
   for (const auto& o : owned) CHECK(!o.empty()); // every rank has a share
 }
 

@@ -137,10 +137,10 @@ void check_case(const Case& c) {
 TEST_CASE("matmul in bf16 on the CPU: output and gradients vs float64 on the bf16-rounded operands") {
   MESSAGE("gemm_bf16 path: ", std::string(cpu::gemm_bf16_path()));
   const Case cases[] = {
-      {{3, 13, 70}, {33, 70}, false, true},       // linear: x (B, T, in) · W (out, in)ᵀ; dx = dC W, dW = dCᵀ x
-      {{2, 5, 40}, {40, 7}, false, false},        // x · W with W (in, out)
-      {{2, 40, 5}, {40, 7}, true, false},         // a transposed batched operand times a shared weight
-      {{40, 17}, {40, 9}, true, false},           // the weight gradient's layout, 2-D: Xᵀ · dC
+      {{3, 13, 70}, {33, 70}, false, true},        // linear: x (B, T, in) · W (out, in)ᵀ; dx = dC W, dW = dCᵀ x
+      {{2, 5, 40}, {40, 7}, false, false},         // x · W with W (in, out)
+      {{2, 40, 5}, {40, 7}, true, false},          // a transposed batched operand times a shared weight
+      {{40, 17}, {40, 9}, true, false},            // the weight gradient's layout, 2-D: Xᵀ · dC
       {{2, 3, 5, 40}, {2, 3, 7, 40}, false, true}, // attention from ops: Q Kᵀ per (batch, head)
       {{2, 3, 5, 7}, {2, 3, 7, 40}, false, false}, // and P V
   };
@@ -152,7 +152,8 @@ TEST_CASE("matmul in bf16 on the CPU: linear_act is still exactly linear then th
   const auto run = [&](bool fused) {
     Graph g;
     const ValueId xi = g.input("x", x.shape()), wi = g.input("w", w.shape()), bi = g.input("b", bias.shape());
-    const ValueId y = fused ? ops::linear_act(g, xi, wi, bi, ops::Activation::relu).y : ops::relu(g, ops::linear(g, xi, wi, bi));
+    const ValueId y =
+        fused ? ops::linear_act(g, xi, wi, bi, ops::Activation::relu).y : ops::relu(g, ops::linear(g, xi, wi, bi));
     g.mark_output(y);
     Executor ex(g);
     ex.bind(xi, x), ex.bind(wi, w), ex.bind(bi, bias);

@@ -120,14 +120,16 @@ TEST_CASE("bleu: sacreBLEU raw_corpus_bleu, effective order and statistics cases
   const json& g = load("sacrebleu_published.json");
   for (const json& c : g["raw_corpus_bleu_cases"]) {
     CAPTURE(c["source"].get<std::string>());
-    const BleuResult r = corpus_bleu(c["hyps"].get<std::vector<std::string>>(),
-                                     c["refs"].get<std::vector<std::vector<std::string>>>(), raw_options(c["smooth_value"]));
+    const BleuResult r =
+        corpus_bleu(c["hyps"].get<std::vector<std::string>>(), c["refs"].get<std::vector<std::vector<std::string>>>(),
+                    raw_options(c["smooth_value"]));
     CHECK(std::abs(r.score / 100 - c["score_over_100"].get<double>()) < c["eps"].get<double>());
   }
   for (const json& c : g["statistics_cases"]) {
     CAPTURE(c["source"].get<std::string>());
-    const BleuResult r = corpus_bleu(c["hyps"].get<std::vector<std::string>>(),
-                                     c["refs"].get<std::vector<std::vector<std::string>>>(), raw_options(c["smooth_value"]));
+    const BleuResult r =
+        corpus_bleu(c["hyps"].get<std::vector<std::string>>(), c["refs"].get<std::vector<std::vector<std::string>>>(),
+                    raw_options(c["smooth_value"]));
     CHECK(r.counts == c["counts"].get<std::vector<std::int64_t>>());
     CHECK(r.totals == c["totals"].get<std::vector<std::int64_t>>());
   }
@@ -232,15 +234,18 @@ TEST_CASE("bleu: hand-checked tokenizer and Unicode details") {
   CHECK(tokenize_13a("Hello, world!") == "Hello , world !");
   CHECK(tokenize_13a("It costs $3.50, i.e. 3,500 cents.") == "It costs $ 3.50 , i . e . 3,500 cents .");
   CHECK(tokenize_13a("a.,b") == "a . , b");
-  CHECK(tokenize_13a("1-2 a-b") == "1 - 2 a-b");     // dash split only after a digit
+  CHECK(tokenize_13a("1-2 a-b") == "1 - 2 a-b");                             // dash split only after a digit
   CHECK(tokenize_13a("&quot;x&quot; &amp;lt; <skipped>y") == "\" x \" < y"); // amp before lt
   CHECK(tokenize_13a("e-\nmail\nnext") == "email next");
   CHECK(tokenize_13a("\xC3\xA9t\xC3\xA9.") == "\xC3\xA9t\xC3\xA9 ."); // "été." -> "été ."
-  CHECK(tokenize_13a("a\xC2\xA0" "b\xE3\x80\x80" "c") == "a b c"); // NBSP and ideographic space split
+  CHECK(tokenize_13a("a\xC2\xA0"
+                     "b\xE3\x80\x80"
+                     "c") == "a b c"); // NBSP and ideographic space split
   CHECK(tokenize_char("ab c") == "a b   c");
   BleuOptions lc;
   lc.lowercase = true;
-  CHECK(bleu_preprocess("\xCE\x9F\xCE\x94\xCE\x9F\xCE\xA3 \xC3\x84", lc) == "\xCE\xBF\xCE\xB4\xCE\xBF\xCF\x82 \xC3\xA4"); // ΟΔΟΣ Ä -> οδος ä
+  CHECK(bleu_preprocess("\xCE\x9F\xCE\x94\xCE\x9F\xCE\xA3 \xC3\x84", lc) ==
+        "\xCE\xBF\xCE\xB4\xCE\xBF\xCF\x82 \xC3\xA4"); // ΟΔΟΣ Ä -> οδος ä
   CHECK(bleu_preprocess("x \t\n", BleuOptions{}) == "x");
 }
 

@@ -1,4 +1,4 @@
-// fairseq's tokenised BLEU (metrics/fairseq_bleu.h).
+// fairseq's tokenized BLEU (metrics/fairseq_bleu.h).
 //
 // Reference: NLTK 3.8's corpus_bleu without smoothing on whitespace tokens with one reference
 // (tests/golden/metrics/bleu_nltk.json, config "fairseq_ref0", made by make_bleu_golden.py), which

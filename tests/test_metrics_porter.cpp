@@ -48,12 +48,16 @@ TEST_CASE("porter: the paper's examples and NLTK's departures") {
 
 TEST_CASE("porter: Python lowercase rules used by the metrics") {
   CHECK(to_lower("ABC xyz") == "abc xyz");
-  CHECK(to_lower("\xC3\x84\xC3\x96") == "\xC3\xA4\xC3\xB6");             // ÄÖ -> äö
-  CHECK(to_lower("\xC4\xB0") == "i\xCC\x87");                             // İ -> i + U+0307
-  CHECK(to_lower("\xE2\x84\xAA") == "k");                                 // Kelvin sign -> k
-  CHECK(to_lower("\xCE\xA3") == "\xCF\x83");                              // lone Σ -> σ
+  CHECK(to_lower("\xC3\x84\xC3\x96") == "\xC3\xA4\xC3\xB6");                                   // ÄÖ -> äö
+  CHECK(to_lower("\xC4\xB0") == "i\xCC\x87");                                                  // İ -> i + U+0307
+  CHECK(to_lower("\xE2\x84\xAA") == "k");                                                      // Kelvin sign -> k
+  CHECK(to_lower("\xCE\xA3") == "\xCF\x83");                                                   // lone Σ -> σ
   CHECK(to_lower("\xCE\x9F\xCE\xA3 \xCE\xA3\xCE\x9F") == "\xCE\xBF\xCF\x82 \xCF\x83\xCE\xBF"); // ΟΣ ΣΟ -> ος σο
-  CHECK(to_lower("a\xFF" "B") == "a\xFF" "b");                            // undecodable byte kept
-  CHECK(split_whitespace(" a\xC2\xA0" "b\tc\xE2\x80\xA8 ") == std::vector<std::string>{"a", "b", "c"});
+  CHECK(to_lower("a\xFF"
+                 "B") ==
+        "a\xFF"
+        "b"); // undecodable byte kept
+  CHECK(split_whitespace(" a\xC2\xA0"
+                         "b\tc\xE2\x80\xA8 ") == std::vector<std::string>{"a", "b", "c"});
   CHECK(std::string(rstrip("x \xE3\x80\x80\n")) == "x");
 }

@@ -62,9 +62,7 @@ const RougeScore& pick(const RougeScores& s, const std::string& type) {
 }
 
 // unittest's assertAlmostEqual(a, b, places): round(a - b, places) == 0.
-bool almost_equal(double a, double b, int places) {
-  return std::abs(a - b) < 0.5 * std::pow(10.0, -places);
-}
+bool almost_equal(double a, double b, int places) { return std::abs(a - b) < 0.5 * std::pow(10.0, -places); }
 
 void check_score(const RougeScore& got, const json& c) {
   const int places = c["places"];
@@ -155,8 +153,8 @@ TEST_CASE("rouge: several references take the best F per type, the corpus takes 
   CHECK(c.n == 2);
   CHECK(c.mean.rouge1.fmeasure == doctest::Approx((2.0 / 3.0 + 1.0) / 2));
   CHECK(c.mean.rouge2.fmeasure == doctest::Approx((1.0 / 3.0 + 0.0) / 2));
-  CHECK_THROWS_WITH_AS(corpus_rouge({"a", "b"}, {{"a"}}), doctest::Contains("2 predictions but reference stream 0 has 1"),
-                       pillars::InputError);
+  CHECK_THROWS_WITH_AS(corpus_rouge({"a", "b"}, {{"a"}}),
+                       doctest::Contains("2 predictions but reference stream 0 has 1"), pillars::InputError);
 }
 
 TEST_CASE("rouge: rougeLsum follows rouge-score's backtracking tie rule") {

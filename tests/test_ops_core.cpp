@@ -18,15 +18,18 @@ namespace {
 void check_close(const std::vector<float>& got, const std::vector<double>& want, double tol = 1e-5) {
   REQUIRE(got.size() == want.size());
   for (size_t i = 0; i < got.size(); ++i) {
-    if (tol == 0) CHECK(static_cast<double>(got[i]) == want[i]); // data movement: bit-exact
-    else CHECK(got[i] == doctest::Approx(want[i]).epsilon(tol).scale(1.0));
+    if (tol == 0)
+      CHECK(static_cast<double>(got[i]) == want[i]); // data movement: bit-exact
+    else
+      CHECK(got[i] == doctest::Approx(want[i]).epsilon(tol).scale(1.0));
   }
 }
 
 } // namespace
 
 TEST_CASE("op: binary ops broadcast like numpy and their gradients sum back") {
-  const Shape shapes[][2] = {{{3, 4}, {3, 4}}, {{2, 3, 4}, {4}}, {{2, 3, 4}, {3, 1}}, {{1, 4}, {3, 1}}, {{5}, {}}, {{2, 1, 3}, {2, 4, 1}}};
+  const Shape shapes[][2] = {{{3, 4}, {3, 4}}, {{2, 3, 4}, {4}}, {{2, 3, 4}, {3, 1}},
+                             {{1, 4}, {3, 1}}, {{5}, {}},        {{2, 1, 3}, {2, 4, 1}}};
   for (const auto& s : shapes) {
     CAPTURE(shape_str(s[0]));
     CAPTURE(shape_str(s[1]));
@@ -36,7 +39,8 @@ TEST_CASE("op: binary ops broadcast like numpy and their gradients sum back") {
     GradCheckOptions away_from_zero;
     away_from_zero.lo = 0.5f;
     away_from_zero.hi = 2.0f;
-    check_gradients([](Graph& g, const std::vector<ValueId>& in) { return ops::div(g, in[0], in[1]); }, {s[0], s[1]}, away_from_zero);
+    check_gradients([](Graph& g, const std::vector<ValueId>& in) { return ops::div(g, in[0], in[1]); }, {s[0], s[1]},
+                    away_from_zero);
   }
   // Values: a (2,3) − b (3) broadcast.
   const Tensor a = random_tensor({2, 3}, 1), b = random_tensor({3}, 2);
@@ -94,7 +98,9 @@ TEST_CASE("op: sum / mean / max over every axis") {
     CAPTURE(axis);
     for (int kind = 0; kind < 3; ++kind) {
       auto build = [axis, kind](Graph& g, const std::vector<ValueId>& in) {
-        return kind == 0 ? ops::sum(g, in[0], axis) : kind == 1 ? ops::mean(g, in[0], axis, true) : ops::max(g, in[0], axis);
+        return kind == 0   ? ops::sum(g, in[0], axis)
+               : kind == 1 ? ops::mean(g, in[0], axis, true)
+                           : ops::max(g, in[0], axis);
       };
       const auto y = evaluate(build, {x});
       // Reference in double.
@@ -122,7 +128,11 @@ TEST_CASE("op: sum / mean / max over every axis") {
 
 TEST_CASE("op: permute, transpose, slice, concat, reshape move data exactly") {
   const Tensor x = random_tensor({2, 3, 4}, 5);
-  const auto p = evaluate([](Graph& g, const std::vector<ValueId>& in) { return ops::permute(g, in[0], {2, 0, 1}); }, {x});
+  const auto p = evaluate(
+      [](Graph& g, const std::vector<ValueId>& in) {
+        return ops::permute(g, in[0], {2, 0, 1});
+      },
+      {x});
   std::vector<double> want;
   for (int k = 0; k < 4; ++k)
     for (int i = 0; i < 2; ++i)
@@ -135,13 +145,25 @@ TEST_CASE("op: permute, transpose, slice, concat, reshape move data exactly") {
       for (int k = 0; k < 4; ++k) want.push_back(x.data<float>()[(i * 3 + j) * 4 + k]);
   check_close(s, want, 0);
 
-  check_gradients([](Graph& g, const std::vector<ValueId>& in) { return ops::permute(g, in[0], {2, 0, 1}); }, {{2, 3, 4}});
-  check_gradients([](Graph& g, const std::vector<ValueId>& in) { return ops::transpose(g, in[0], -1, -2); }, {{2, 3, 4}});
+  check_gradients(
+      [](Graph& g, const std::vector<ValueId>& in) {
+        return ops::permute(g, in[0], {2, 0, 1});
+      },
+      {{2, 3, 4}});
+  check_gradients([](Graph& g, const std::vector<ValueId>& in) { return ops::transpose(g, in[0], -1, -2); },
+                  {{2, 3, 4}});
   check_gradients([](Graph& g, const std::vector<ValueId>& in) { return ops::slice(g, in[0], -1, 1, 3); }, {{2, 3, 4}});
   check_gradients([](Graph& g, const std::vector<ValueId>& in) { return ops::pad_slice(g, in[0], 0, 2, 5); }, {{2, 3}});
-  check_gradients([](Graph& g, const std::vector<ValueId>& in) { return ops::reshape(g, in[0], {4, -1}); }, {{2, 3, 4}});
-  check_gradients([](Graph& g, const std::vector<ValueId>& in) { return ops::concat(g, {in[0], in[1], in[0]}, 1); },
-                  {{2, 3, 4}, {2, 1, 4}});
+  check_gradients(
+      [](Graph& g, const std::vector<ValueId>& in) {
+        return ops::reshape(g, in[0], {4, -1});
+      },
+      {{2, 3, 4}});
+  check_gradients(
+      [](Graph& g, const std::vector<ValueId>& in) {
+        return ops::concat(g, {in[0], in[1], in[0]}, 1);
+      },
+      {{2, 3, 4}, {2, 1, 4}});
 }
 
 TEST_CASE("op: matmul in every transpose combination, batched and mixed") {
@@ -176,7 +198,10 @@ TEST_CASE("op: matmul in every transpose combination, batched and mixed") {
       CAPTURE(ta);
       CAPTURE(tb);
       const Shape sa = ta ? Shape{2, 4, 3} : Shape{2, 3, 4}, sb = tb ? Shape{5, 4} : Shape{4, 5};
-      check_gradients([ta, tb](Graph& g, const std::vector<ValueId>& in) { return ops::matmul(g, in[0], in[1], ta, tb); }, {sa, sb});
+      check_gradients(
+          [ta, tb](Graph& g, const std::vector<ValueId>& in) { return ops::matmul(g, in[0], in[1], ta, tb); },
+          {sa, sb});
     }
-  check_gradients([](Graph& g, const std::vector<ValueId>& in) { return ops::linear(g, in[0], in[1], in[2]); }, {{2, 3, 4}, {5, 4}, {5}});
+  check_gradients([](Graph& g, const std::vector<ValueId>& in) { return ops::linear(g, in[0], in[1], in[2]); },
+                  {{2, 3, 4}, {5, 4}, {5}});
 }

@@ -46,7 +46,8 @@ struct Split {
 };
 Split split(const Shape& s, int64_t axis) {
   Split r;
-  for (int64_t i = 0; i < static_cast<int64_t>(s.size()); ++i) (i < axis ? r.outer : i == axis ? r.len : r.inner) *= s[i];
+  for (int64_t i = 0; i < static_cast<int64_t>(s.size()); ++i)
+    (i < axis ? r.outer : i == axis ? r.len : r.inner) *= s[i];
   return r;
 }
 
@@ -67,13 +68,14 @@ std::vector<double> softmax_ref(const Tensor& x, int64_t axis, bool log) {
 
 Tensor ids_tensor(const Shape& s, const std::vector<int32_t>& v) { return Tensor::from_i32(s, v); }
 
-
 } // namespace
 
 // ---- vec_math -------------------------------------------------------------------------------------
 
 TEST_CASE("op: vec_math fast_exp and fast_log are within 2 ulp of the correctly rounded result") {
-  const auto ulps = [](float a, float b) { return std::abs(int64_t(std::bit_cast<int32_t>(a)) - std::bit_cast<int32_t>(b)); };
+  const auto ulps = [](float a, float b) {
+    return std::abs(int64_t(std::bit_cast<int32_t>(a)) - std::bit_cast<int32_t>(b));
+  };
   int64_t worst_exp = 0, worst_log = 0;
   for (float x = -87.0f; x < 88.5f; x += 0.00731f)
     worst_exp = std::max(worst_exp, ulps(cpu::fast_exp(x), static_cast<float>(std::exp(double(x)))));
@@ -112,15 +114,18 @@ TEST_CASE("op: softmax and log_softmax match a double reference on every axis") 
 
 TEST_CASE("op: softmax of a fully masked (-inf) row is 0, log_softmax is -inf, never NaN") {
   const Tensor x = Tensor::from({2, 3}, {-kInf, -kInf, -kInf, 1.0f, -kInf, 1.0f});
-  const std::vector<float> p = evaluate([](Graph& g, const std::vector<ValueId>& in) { return ops::softmax(g, in[0]); }, {x});
+  const std::vector<float> p =
+      evaluate([](Graph& g, const std::vector<ValueId>& in) { return ops::softmax(g, in[0]); }, {x});
   CHECK(p == std::vector<float>{0, 0, 0, 0.5f, 0, 0.5f});
-  const std::vector<float> lp = evaluate([](Graph& g, const std::vector<ValueId>& in) { return ops::log_softmax(g, in[0]); }, {x});
+  const std::vector<float> lp =
+      evaluate([](Graph& g, const std::vector<ValueId>& in) { return ops::log_softmax(g, in[0]); }, {x});
   CHECK(lp[0] == -kInf);
   CHECK(lp[4] == -kInf);
   CHECK(lp[3] == doctest::Approx(std::log(0.5)));
   // Along axis 0 (the strided path) as well.
-  const std::vector<float> p0 = evaluate([](Graph& g, const std::vector<ValueId>& in) { return ops::softmax(g, in[0], 0); },
-                                         {Tensor::from({2, 2}, {-kInf, 0.0f, -kInf, 0.0f})});
+  const std::vector<float> p0 =
+      evaluate([](Graph& g, const std::vector<ValueId>& in) { return ops::softmax(g, in[0], 0); },
+               {Tensor::from({2, 2}, {-kInf, 0.0f, -kInf, 0.0f})});
   CHECK(p0 == std::vector<float>{0, 0.5f, 0, 0.5f});
 }
 
@@ -129,9 +134,11 @@ TEST_CASE("op: softmax and log_softmax gradients equal finite differences") {
     for (bool log : {false, true}) {
       CAPTURE(axis);
       CAPTURE(log);
-      check_gradients([&](Graph& g, const std::vector<ValueId>& in) {
-        return log ? ops::log_softmax(g, in[0], axis) : ops::softmax(g, in[0], axis);
-      }, {{3, 4, 5}}, GradCheckOptions{.lo = -3.0f, .hi = 3.0f});
+      check_gradients(
+          [&](Graph& g, const std::vector<ValueId>& in) {
+            return log ? ops::log_softmax(g, in[0], axis) : ops::softmax(g, in[0], axis);
+          },
+          {{3, 4, 5}}, GradCheckOptions{.lo = -3.0f, .hi = 3.0f});
     }
 }
 
@@ -168,7 +175,8 @@ TEST_CASE("op: layer_norm matches a double reference, with and without affine") 
     for (int affine = 0; affine < 3; ++affine) { // none, γ only, γ and β
       CAPTURE(shape_str(shape));
       CAPTURE(affine);
-      const LayerNormRef ref = layer_norm_ref(x, affine ? gamma.data<float>() : nullptr, affine == 2 ? beta.data<float>() : nullptr, 1e-5);
+      const LayerNormRef ref =
+          layer_norm_ref(x, affine ? gamma.data<float>() : nullptr, affine == 2 ? beta.data<float>() : nullptr, 1e-5);
       Graph g;
       const ValueId xv = g.input("x", shape), gv = g.input("g", {D}), bv = g.input("b", {D});
       const ValueId y = ops::layer_norm(g, xv, affine ? gv : kNoValue, affine == 2 ? bv : kNoValue, 1e-5f);
@@ -190,7 +198,8 @@ TEST_CASE("op: layer_norm gradients equal finite differences and the composed re
     const auto build = [affine](bool fused) {
       return [affine, fused](Graph& g, const std::vector<ValueId>& in) {
         const ValueId gamma = affine ? in[1] : kNoValue, beta = affine == 2 ? in[2] : kNoValue;
-        return fused ? ops::layer_norm(g, in[0], gamma, beta, 1e-5f) : ops::layer_norm_reference(g, in[0], gamma, beta, 1e-5f);
+        return fused ? ops::layer_norm(g, in[0], gamma, beta, 1e-5f)
+                     : ops::layer_norm_reference(g, in[0], gamma, beta, 1e-5f);
       };
     };
     const std::vector<Shape> shapes{{3, 2, 7}, {7}, {7}};
@@ -207,7 +216,8 @@ TEST_CASE("op: layer_norm gradients equal finite differences and the composed re
       std::vector<int> wrt{0};
       if (affine) wrt.push_back(1);
       if (affine == 2) wrt.push_back(2);
-      const auto fused = pillars::testing::gradients_of(build(true), in, R, wrt), composed = pillars::testing::gradients_of(build(false), in, R, wrt);
+      const auto fused = pillars::testing::gradients_of(build(true), in, R, wrt),
+                 composed = pillars::testing::gradients_of(build(false), in, R, wrt);
       for (size_t k = 0; k < wrt.size(); ++k) {
         CAPTURE(wrt[k]); // 0: dx, 1: dγ, 2: dβ
         check_close(fused[k], to_double(composed[k]), 1e-4, 1e-5);
@@ -266,14 +276,16 @@ TEST_CASE("op: embedding rejects an id outside the vocabulary, naming the id and
   const Builder f = [](Graph& g, const std::vector<ValueId>& in) { return ops::embedding(g, in[0], in[1]); };
   CHECK_THROWS_WITH_AS(evaluate(f, {random_tensor({11, 3}, 1), ids_tensor({3}, {1, 11, 2})}),
                        doctest::Contains("id 11 at position 1 is outside the vocabulary [0, 11)"), Error);
-  CHECK_THROWS_WITH_AS(evaluate(f, {random_tensor({11, 3}, 1), ids_tensor({1}, {-1})}), doctest::Contains("id -1"), Error);
+  CHECK_THROWS_WITH_AS(evaluate(f, {random_tensor({11, 3}, 1), ids_tensor({1}, {-1})}), doctest::Contains("id -1"),
+                       Error);
 }
 
 // ---- dropout, masked_fill ---------------------------------------------------------------------------
 
 namespace {
 std::vector<float> run_dropout(const Tensor& x, float p, uint64_t seed, uint64_t offset) {
-  return evaluate([=](Graph& g, const std::vector<ValueId>& in) { return ops::dropout(g, in[0], p, seed, offset); }, {x});
+  return evaluate([=](Graph& g, const std::vector<ValueId>& in) { return ops::dropout(g, in[0], p, seed, offset); },
+                  {x});
 }
 } // namespace
 
@@ -294,13 +306,12 @@ TEST_CASE("op: dropout keeps element i iff philox_uniform(seed, offset, i) >= p,
   // The dropped count is Binomial(n, p): within 4σ of n·p.
   const double sigma = std::sqrt(n * p * (1.0 - p));
   CHECK(std::fabs(dropped - n * p) < 4 * sigma);
-  CHECK(run_dropout(x, p, 1234, 8) == y);        // same stream, same mask
-  CHECK(run_dropout(x, p, 1234, 12) != y);       // another offset, another mask
-  CHECK(run_dropout(x, p, 99, 8) != y);          // another seed, another mask
+  CHECK(run_dropout(x, p, 1234, 8) == y);  // same stream, same mask
+  CHECK(run_dropout(x, p, 1234, 12) != y); // another offset, another mask
+  CHECK(run_dropout(x, p, 99, 8) != y);    // another seed, another mask
   // An offset that is not a multiple of 4 starts mid-way through a Philox block.
   const std::vector<float> odd = run_dropout(x, p, 1234, 5);
-  for (int64_t i = 0; i < 100; ++i)
-    CHECK((odd[i] != 0.0f) == (philox_uniform(1234, 5, static_cast<uint64_t>(i)) >= p));
+  for (int64_t i = 0; i < 100; ++i) CHECK((odd[i] != 0.0f) == (philox_uniform(1234, 5, static_cast<uint64_t>(i)) >= p));
 }
 
 TEST_CASE("op: dropout backward applies the same mask and scale, p = 0 is the identity, p = 1 zeroes") {
@@ -403,21 +414,56 @@ TEST_CASE("op: cross_entropy matches a double reference (smoothing 0 and 0.1, ig
 TEST_CASE("op: cross_entropy gradient equals finite differences") {
   const Tensor t = ids_tensor({5}, {3, -100, 0, 6, 3});
   for (float eps : {0.0f, 0.1f})
-    check_gradients([eps](Graph& g, const std::vector<ValueId>& in) { return ops::cross_entropy(g, in[0], in[1], eps); },
-                    {{5, 7}, {}}, GradCheckOptions{.lo = -3.0f, .hi = 3.0f, .fixed = {{1, t}}});
+    check_gradients(
+        [eps](Graph& g, const std::vector<ValueId>& in) { return ops::cross_entropy(g, in[0], in[1], eps); },
+        {{5, 7}, {}}, GradCheckOptions{.lo = -3.0f, .hi = 3.0f, .fixed = {{1, t}}});
 }
 
 TEST_CASE("op: cross_entropy matches PyTorch (tests/golden/make_ce_reference.py)") {
   // torch 1.13.0a0: F.cross_entropy(ignore_index=-1, label_smoothing=0.1)
   const double kTorchLoss = 1.8454814677839559;
-  const std::vector<double> kTorchGrad = {
-      0.0049765789196366894, 0.039215918021329663, 0.096844661367891494, -0.15459684483390135, 0.016178869164278679,
-      -1.5059354216528931e-05, -0.002604123285018686, -0.10611932608311747, 0.091711229131590688, 0.016452896195298269,
-      -0.00064367878931305747, -0.0026154318391243369, -0.0021968382027367727, 0.0034111495874026548, 0, 0, 0, 0, 0, 0,
-      0, -0.0014253933824461154, -0.0025441573269187265, 0.001132254340976259, 0.047291628630126564,
-      0.14195981312959399, 0.038341302270327261, -0.2247554476616592, -0.0021172981924234388, 0.010234240626444258,
-      -0.10338366609562651, 0.093871055232711234, 0.0049896623226508251, -0.0023604157272503635,
-      -0.0012335781665060257, 0, 0, 0, 0, 0, 0, 0};
+  const std::vector<double> kTorchGrad = {0.0049765789196366894,
+                                          0.039215918021329663,
+                                          0.096844661367891494,
+                                          -0.15459684483390135,
+                                          0.016178869164278679,
+                                          -1.5059354216528931e-05,
+                                          -0.002604123285018686,
+                                          -0.10611932608311747,
+                                          0.091711229131590688,
+                                          0.016452896195298269,
+                                          -0.00064367878931305747,
+                                          -0.0026154318391243369,
+                                          -0.0021968382027367727,
+                                          0.0034111495874026548,
+                                          0,
+                                          0,
+                                          0,
+                                          0,
+                                          0,
+                                          0,
+                                          0,
+                                          -0.0014253933824461154,
+                                          -0.0025441573269187265,
+                                          0.001132254340976259,
+                                          0.047291628630126564,
+                                          0.14195981312959399,
+                                          0.038341302270327261,
+                                          -0.2247554476616592,
+                                          -0.0021172981924234388,
+                                          0.010234240626444258,
+                                          -0.10338366609562651,
+                                          0.093871055232711234,
+                                          0.0049896623226508251,
+                                          -0.0023604157272503635,
+                                          -0.0012335781665060257,
+                                          0,
+                                          0,
+                                          0,
+                                          0,
+                                          0,
+                                          0,
+                                          0};
   const int64_t N = 6, V = 7;
   std::vector<float> x;
   for (int64_t n = 0; n < N; ++n)
@@ -426,7 +472,6 @@ TEST_CASE("op: cross_entropy matches PyTorch (tests/golden/make_ce_reference.py)
   CHECK(got.loss == doctest::Approx(kTorchLoss).epsilon(1e-6));
   check_close(got.grad, kTorchGrad, 1e-5, 1e-7);
 }
-
 
 // ---- head Gram matrix -----------------------------------------------------------------------------
 
@@ -457,7 +502,8 @@ std::vector<double> head_gram_grad_ref(const Tensor& x, const std::vector<int32_
       for (int64_t i = 0; i < H; ++i)
         for (int64_t j = 0; j < H; ++j)
           for (int64_t d = 0; d < D; ++d)
-            dx[((b * T + t) * H + i) * D + d] += (double(rv[i * H + j]) + rv[j * H + i]) * xv[((b * T + t) * H + j) * D + d];
+            dx[((b * T + t) * H + i) * D + d] +=
+                (double(rv[i * H + j]) + rv[j * H + i]) * xv[((b * T + t) * H + j) * D + d];
   return dx;
 }
 } // namespace
@@ -478,9 +524,11 @@ TEST_CASE("op: head_gram equals the Gram matrix of the flattened valid features,
               head_gram_ref(big, {301, 17, 150, 0, 299}), 1e-5, 1e-4);
   // The backward against its formula, in double (with lengths, so padding gets 0; small and big).
   const Tensor R = random_tensor({4, 4}, 8), R3 = random_tensor({3, 3}, 9);
-  check_close(pillars::testing::gradients_of(with_lengths, {x, lengths}, R, {0})[0], head_gram_grad_ref(x, {7, 2, 0}, R), 1e-4, 1e-5);
+  check_close(pillars::testing::gradients_of(with_lengths, {x, lengths}, R, {0})[0],
+              head_gram_grad_ref(x, {7, 2, 0}, R), 1e-4, 1e-5);
   check_close(pillars::testing::gradients_of(without, {x}, R, {0})[0], head_gram_grad_ref(x, {}, R), 1e-4, 1e-5);
   check_close(pillars::testing::gradients_of(with_lengths, {big, ids_tensor({5}, {301, 17, 150, 0, 299})}, R3, {0})[0],
               head_gram_grad_ref(big, {301, 17, 150, 0, 299}, R3), 1e-4, 1e-5);
-  CHECK_THROWS_WITH_AS(evaluate(with_lengths, {x, ids_tensor({3}, {7, 8, 0})}), doctest::Contains("lengths[1] = 8"), Error);
+  CHECK_THROWS_WITH_AS(evaluate(with_lengths, {x, ids_tensor({3}, {7, 8, 0})}), doctest::Contains("lengths[1] = 8"),
+                       Error);
 }

@@ -1,14 +1,14 @@
-// Optimisers, learning-rate schedules and gradient clipping against PyTorch / fairseq.
+// Optimizers, learning-rate schedules and gradient clipping against PyTorch / fairseq.
 //
 // The reference values are tests/golden/optim_trajectories.json, written by
 // tests/golden/make_optim_golden.py (torch 1.13): 10-step trajectories of torch.optim.Adam, AdamW
 // and SGD on three parameters, with the gradients torch computed at each step; fairseq's and
 // torch's learning-rate schedules; torch.nn.utils.clip_grad_norm_ results. The test feeds the
-// recorded gradients to our optimisers, so it needs no autograd and no PyTorch at run time.
+// recorded gradients to our optimizers, so it needs no autograd and no PyTorch at run time.
 //
 // Tolerance: 1e-6 relative, measured against each tensor's largest magnitude (a norm-wise relative
 // error, as for the tensor as a whole). We perform the same float32 operations in the same order as
-// torch's single-tensor optimisers, with the scalar coefficients computed in double and rounded
+// torch's single-tensor optimizers, with the scalar coefficients computed in double and rounded
 // once as torch does; the one difference is FMA contraction: torch's AVX2 kernels round a + α·b
 // once (add_ with alpha is an FMA; make_optim_golden.py's SGD trajectory is reproduced bit for bit
 // by p = fma(−lr, d, p)), our baseline-x86-64 build rounds the product and the sum. Each
@@ -92,9 +92,9 @@ void set_grads(std::vector<ParamSlot>& slots, const json& grads) {
 
 std::unique_ptr<Optimizer> make_optimizer(const json& o) {
   if (o["kind"] == "adam")
-    return std::make_unique<Adam>(o["betas"][0].get<double>(), o["betas"][1].get<double>(),
-                                  o["eps"].get<double>(), o["weight_decay"].get<double>(),
-                                  o["decoupled"].get<bool>(), o["amsgrad"].get<bool>());
+    return std::make_unique<Adam>(o["betas"][0].get<double>(), o["betas"][1].get<double>(), o["eps"].get<double>(),
+                                  o["weight_decay"].get<double>(), o["decoupled"].get<bool>(),
+                                  o["amsgrad"].get<bool>());
   return std::make_unique<SGD>(o["momentum"].get<double>(), o["dampening"].get<double>(),
                                o["weight_decay"].get<double>(), o["nesterov"].get<bool>());
 }
@@ -137,8 +137,7 @@ void run_steps(const json& run, Optimizer& opt, std::vector<ParamSlot>& slots, i
 }
 
 bool same_bits(const Tensor& a, const Tensor& b) {
-  return a.dtype() == b.dtype() && a.shape() == b.shape() &&
-         std::memcmp(a.raw(), b.raw(), a.nbytes()) == 0;
+  return a.dtype() == b.dtype() && a.shape() == b.shape() && std::memcmp(a.raw(), b.raw(), a.nbytes()) == 0;
 }
 
 bool same_state(const NamedTensors& a, const NamedTensors& b) {
@@ -173,15 +172,14 @@ NamedTensors with(NamedTensors state, const std::string& name, Tensor t) {
 
 } // namespace
 
-// ---- optimisers ----------------------------------------------------------------------------
+// ---- optimizers ----------------------------------------------------------------------------
 
 TEST_CASE("optim: Adam, AdamW and SGD follow torch.optim trajectories") {
   for (const json& run : golden()["runs"]) {
     const std::string name = run["name"];
     CAPTURE(name);
     std::unique_ptr<Optimizer> opt = make_optimizer(run["optimizer"]);
-    const std::unique_ptr<Schedule> schedule =
-        run["schedule"].is_null() ? nullptr : make_schedule(run["schedule"]);
+    const std::unique_ptr<Schedule> schedule = run["schedule"].is_null() ? nullptr : make_schedule(run["schedule"]);
     std::vector<ParamSlot> slots = initial_slots();
     double worst = 0;
     std::string where;
@@ -199,8 +197,8 @@ TEST_CASE("optim: Adam, AdamW and SGD follow torch.optim trajectories") {
           const double e = std::fabs(got[i] - expected[i].get<double>()) / scale;
           if (e > worst) {
             worst = e;
-            where = str_cat("step ", step, " ", slots[k].name, "[", i, "]: ", got[i], " vs ",
-                            expected[i].get<double>(), " (largest |value| ", scale, ")");
+            where = str_cat("step ", step, " ", slots[k].name, "[", i, "]: ", got[i], " vs ", expected[i].get<double>(),
+                            " (largest |value| ", scale, ")");
           }
         }
       }
@@ -211,7 +209,8 @@ TEST_CASE("optim: Adam, AdamW and SGD follow torch.optim trajectories") {
   }
 }
 
-TEST_CASE("optim: state saved to a safetensors file after 5 steps and loaded into a fresh optimiser continues bit for bit") {
+TEST_CASE(
+    "optim: state saved to a safetensors file after 5 steps and loaded into a fresh optimizer continues bit for bit") {
   for (const json& run : golden()["runs"]) {
     const std::string name = run["name"];
     CAPTURE(name);
@@ -229,7 +228,8 @@ TEST_CASE("optim: state saved to a safetensors file after 5 steps and loaded int
       // Through a real checkpoint file: safetensors on disk (i64 step counters included).
       std::vector<io::NamedTensor> to_file;
       for (const auto& [n, t] : first->state()) to_file.push_back({n, t});
-      const std::string path = (std::filesystem::temp_directory_path() / ("pillars_optim_state_" + name + ".safetensors")).string();
+      const std::string path =
+          (std::filesystem::temp_directory_path() / ("pillars_optim_state_" + name + ".safetensors")).string();
       io::save_safetensors(path, to_file);
       for (auto& nt : io::load_safetensors(path).tensors) saved.emplace_back(nt.name, nt.tensor);
       std::filesystem::remove(path);
@@ -250,8 +250,8 @@ TEST_CASE("optim: state entries are named per parameter") {
   Adam adam(0.9, 0.98, 1e-8, 0, false, /*amsgrad=*/true);
   SGD sgd(0.9, 0, 0, true);
   SGD plain(0, 0, 0, false);
-  for (Optimizer* opt : {static_cast<Optimizer*>(&adam), static_cast<Optimizer*>(&sgd),
-                         static_cast<Optimizer*>(&plain)}) {
+  for (Optimizer* opt :
+       {static_cast<Optimizer*>(&adam), static_cast<Optimizer*>(&sgd), static_cast<Optimizer*>(&plain)}) {
     std::vector<ParamSlot> copy = deep_copy(slots);
     opt->step(copy, 0.1f);
     opt->step(copy, 0.1f);
@@ -278,8 +278,10 @@ TEST_CASE("optim: load_state names the missing, unexpected or mismatched entry")
   for (const auto& [n, t] : good) before.emplace_back(n, t.clone());
 
   Adam fresh(0.9, 0.98, 1e-8, 0, false);
-  CHECK_THROWS_WITH_AS(fresh.load_state(without(good, "bias.exp_avg_sq")), doctest::Contains("'bias.exp_avg_sq'"), InputError);
-  CHECK_THROWS_WITH_AS(fresh.load_state(without(good, "decoder.k.step")), doctest::Contains("'decoder.k.step'"), InputError);
+  CHECK_THROWS_WITH_AS(fresh.load_state(without(good, "bias.exp_avg_sq")), doctest::Contains("'bias.exp_avg_sq'"),
+                       InputError);
+  CHECK_THROWS_WITH_AS(fresh.load_state(without(good, "decoder.k.step")), doctest::Contains("'decoder.k.step'"),
+                       InputError);
   CHECK_THROWS_WITH_AS(fresh.load_state(without(good, "step")), doctest::Contains("'step'"), InputError);
   CHECK_THROWS_WITH_AS(fresh.load_state(with(good, "bias.momentum_buffer", Tensor::zeros({5}))),
                        doctest::Contains("'bias.momentum_buffer'"), InputError);
@@ -359,7 +361,8 @@ TEST_CASE("optim: gradient accumulation gives the token-weighted mean gradient (
     const bool missing = b == 1;
     cpu::accumulate_weighted(n, acc.data(), missing ? nullptr : g.data(), tokens[b], b == 0);
     if (!missing)
-      for (int64_t i = 0; i < n; ++i) want[static_cast<size_t>(i)] += static_cast<double>(tokens[b]) * g[static_cast<size_t>(i)];
+      for (int64_t i = 0; i < n; ++i)
+        want[static_cast<size_t>(i)] += static_cast<double>(tokens[b]) * g[static_cast<size_t>(i)];
   }
   cpu::divide(n, acc.data(), 612.0f);
   double worst = 0;
@@ -410,10 +413,16 @@ TEST_CASE("optim: threaded kernels give the same bits as small serial pieces") {
     g[i] = std::cos(0.0037f * float(i)) * 1e-2f;
   }
   std::vector<float> p2 = p, m2 = m, v2 = v;
-  const cpu::AdamArgs c{.n = n, .beta1 = 0.9f, .one_minus_beta1 = 0.1f, .beta2 = 0.98f,
-                       .one_minus_beta2 = float(1 - 0.98), .l2 = 1e-4f, .decay = 1.0f,
-                       .neg_step_size = -0.01f / 0.1f,
-                       .bias_correction2_sqrt = float(std::sqrt(1 - 0.98)), .eps = 1e-8f};
+  const cpu::AdamArgs c{.n = n,
+                        .beta1 = 0.9f,
+                        .one_minus_beta1 = 0.1f,
+                        .beta2 = 0.98f,
+                        .one_minus_beta2 = float(1 - 0.98),
+                        .l2 = 1e-4f,
+                        .decay = 1.0f,
+                        .neg_step_size = -0.01f / 0.1f,
+                        .bias_correction2_sqrt = float(std::sqrt(1 - 0.98)),
+                        .eps = 1e-8f};
   cpu::adam_update(c, p.data(), g.data(), m.data(), v.data(), nullptr);
   for (int64_t i = 0; i < n; i += 1000) {
     cpu::AdamArgs part = c;
@@ -473,14 +482,19 @@ TEST_CASE("optim: schedule formulas at chosen steps") {
   CHECK(rel_err(cosine.lr(6), 5.5e-4) <= kRelTol);
   CHECK(rel_err(cosine.lr(11), 1e-3) <= kRelTol);
   // ... with warm-up 4 from 0 and shrink 0.5, t_mult 2: cycles of 10, 20 after the warm-up.
-  Cosine warm({.max_lr = 1e-3, .min_lr = 0, .warmup_steps = 4, .warmup_init_lr = 0, .period = 10,
-               .t_mult = 2, .lr_shrink = 0.5});
+  Cosine warm({.max_lr = 1e-3,
+               .min_lr = 0,
+               .warmup_steps = 4,
+               .warmup_init_lr = 0,
+               .period = 10,
+               .t_mult = 2,
+               .lr_shrink = 0.5});
   CHECK(warm.lr(1) == 0.0f);
   CHECK(rel_err(warm.lr(3), 0.5e-3) <= kRelTol);
   CHECK(rel_err(warm.lr(5), 1e-3) <= kRelTol);
-  CHECK(rel_err(warm.lr(15), 0.5e-3) <= kRelTol);           // start of cycle 1
-  CHECK(rel_err(warm.lr(25), 0.5e-3 * 0.5) <= kRelTol);     // half-way through it
-  CHECK(rel_err(warm.lr(35), 0.25e-3) <= kRelTol);          // start of cycle 2
+  CHECK(rel_err(warm.lr(15), 0.5e-3) <= kRelTol);       // start of cycle 1
+  CHECK(rel_err(warm.lr(25), 0.5e-3 * 0.5) <= kRelTol); // half-way through it
+  CHECK(rel_err(warm.lr(35), 0.25e-3) <= kRelTol);      // start of cycle 2
 
   Linear linear(1e-3, 4, 12, 1e-5);
   CHECK(rel_err(linear.lr(1), 2.5e-4) <= kRelTol);
@@ -495,7 +509,7 @@ TEST_CASE("optim: schedule formulas at chosen steps") {
 
   CHECK_THROWS_AS(isqrt.lr(0), Error);
   CHECK_THROWS_AS(InverseSqrt(1e-3, 0), InputError);
-  CHECK_THROWS_AS(Cosine({.max_lr = 1e-3}), InputError);                         // no period
+  CHECK_THROWS_AS(Cosine({.max_lr = 1e-3}), InputError); // no period
   CHECK_THROWS_AS(Cosine({.max_lr = 1e-3, .period = 10, .t_mult = 0.5}), InputError);
   CHECK_THROWS_AS(Cosine({.max_lr = 1e-5, .min_lr = 1e-3, .period = 10}), InputError);
   CHECK_THROWS_AS(Linear(1e-3, 10, 10), InputError);

@@ -47,12 +47,13 @@ TEST_CASE("pass list: each entry runs where its condition on the experiment hold
   c.train = false; // validation measures the task loss alone
   CHECK(names(step_passes(c)) == std::vector<std::string>{"plan_memory"});
 
-  // Fine-tuning after pruning: the regulariser off, unless prune.finetune_regularizer.
+  // Fine-tuning after pruning: the regularizer off, unless prune.finetune_regularizer.
   const Experiment pruned = experiment({{"regularizer", "gct"}, {"groups", 2}}, {{"method", "v2s"}});
   StepContext f = finetune_context(pruned);
   f.train = true;
   CHECK(names(step_passes(f)) == std::vector<std::string>{"autodiff", "plan_memory"});
-  const Experiment kept = experiment({{"regularizer", "gct"}, {"groups", 2}}, {{"method", "v2s"}, {"finetune_regularizer", true}});
+  const Experiment kept =
+      experiment({{"regularizer", "gct"}, {"groups", 2}}, {{"method", "v2s"}, {"finetune_regularizer", true}});
   f = finetune_context(kept);
   f.train = true;
   CHECK(names(step_passes(f)) == std::vector<std::string>{"gct", "autodiff", "plan_memory"});
@@ -78,8 +79,8 @@ TEST_CASE("pass list: each entry runs where its condition on the experiment hold
   c = step_context(experiment(nlohmann::json::object()));
   c.train = true;
   c.passes = {.fuse_linear = true, .fuse_cross_entropy = true, .bf16_saved_activations = true};
-  CHECK(names(step_passes(c)) == std::vector<std::string>{"fuse_linear_activation", "fuse_linear_cross_entropy", "autodiff",
-                                                          "saved_activations", "plan_memory"});
+  CHECK(names(step_passes(c)) == std::vector<std::string>{"fuse_linear_activation", "fuse_linear_cross_entropy",
+                                                          "autodiff", "saved_activations", "plan_memory"});
 }
 
 TEST_CASE("pass list: a fusion after the GCT pass keeps the step graph's records") {
@@ -92,7 +93,8 @@ TEST_CASE("pass list: a fusion after the GCT pass keeps the step graph's records
   PassList passes = step_passes(c); // gct, autodiff, plan_memory
   PassList reordered;
   for (const PassEntry& p : pass_list())
-    if (std::string(p.name) == "fuse_linear_activation") reordered.push_back({p.name, [run = p.run, c](StepGraph& g) { run(g, c); }});
+    if (std::string(p.name) == "fuse_linear_activation")
+      reordered.push_back({p.name, [run = p.run, c](StepGraph& g) { run(g, c); }});
   passes.insert(passes.begin() + 1, reordered.front()); // gct, fuse_linear_activation, autodiff, plan_memory
   run_passes(passes, s);
   const ValueId r = s.named_value("gct.regularizer");
@@ -101,6 +103,6 @@ TEST_CASE("pass list: a fusion after the GCT pass keeps the step graph's records
   CHECK(s.graph.shape(r).empty());
   REQUIRE(s.inputs.contains("gct.inverse_target_tokens"));
   CHECK(s.graph.find_input("gct.inverse_target_tokens") == s.inputs.at("gct.inverse_target_tokens").value);
-  REQUIRE(s.terms.size() == 3); // gct_regularizer, gct_homogenisation, gct_diversification
+  REQUIRE(s.terms.size() == 3); // gct_regularizer, gct_homogenization, gct_diversification
   for (const LoggedTerm& t : s.terms) CHECK(s.graph.shape(t.value).empty());
 }

@@ -38,7 +38,8 @@ TEST_CASE("progress: in a file, whole lines at most every interval, none for the
     line.update(200, 200); // the last count: finish() writes it
     line.finish(200, 0.5);
   }
-  CHECK(contents(f) == "decoded 64/200 sentences\ndecoded 128/200 sentences\ndecoded 200/200 sentences (400.0 sentences/s)\n");
+  CHECK(contents(f) ==
+        "decoded 64/200 sentences\ndecoded 128/200 sentences\ndecoded 200/200 sentences (400.0 sentences/s)\n");
   std::fclose(f);
 
   std::FILE* g = std::tmpfile();

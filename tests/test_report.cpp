@@ -70,8 +70,8 @@ size_t occurrences(const std::string& text, const std::string& needle) {
 }
 
 // The modules of the fixture model (2+2 layers): encoder self, decoder self and cross attention.
-const std::vector<std::string> kModules = {"encoder.layers.0.self_attn", "encoder.layers.1.self_attn",
-                                           "decoder.layers.0.self_attn", "decoder.layers.1.self_attn",
+const std::vector<std::string> kModules = {"encoder.layers.0.self_attn",    "encoder.layers.1.self_attn",
+                                           "decoder.layers.0.self_attn",    "decoder.layers.1.self_attn",
                                            "decoder.layers.0.encoder_attn", "decoder.layers.1.encoder_attn"};
 
 // The fixture's model: the "tiny" config with 4 heads, pruned to 2 heads in every module.
@@ -97,19 +97,29 @@ json similarity(const std::vector<int>& labels, double within, double across) {
 // every file the report reads, a checkpoint included, plus an unknown line type and a broken line.
 void write_ght_run(const fs::path& dir, const std::string& module_suffix = "") {
   fs::create_directories(dir);
-  write(dir, "config.json", json{{"name", "ght-fixture"}, {"task", "translation"}, {"data", {{"test_split", "test"}}}}.dump(2));
+  write(dir, "config.json",
+        json{{"name", "ght-fixture"}, {"task", "translation"}, {"data", {{"test_split", "test"}}}}.dump(2));
   std::string log = json{{"type", "start"}, {"epoch", 1}, {"update", 0}, {"parameters", 12345}}.dump() + "\n";
   log += "{\"type\":\"mystery\",\"note\":\"an unknown line type\"}\nthis line is not JSON\n";
   for (int u = 10; u <= 200; u += 10) {
     const char* phase = u <= 100 ? "gct" : "finetune";
-    log += json{{"type", "train"}, {"epoch", 1 + u / 100}, {"update", u}, {"loss", 9.0 * std::exp(-u / 80.0) + 2},
-                {"lr", 1e-3}, {"tokens_per_s", 900}, {"elapsed_seconds", u}, {"phase", phase}}
-               .dump() +
-           "\n";
+    log +=
+        json{{"type", "train"}, {"epoch", 1 + u / 100}, {"update", u},          {"loss", 9.0 * std::exp(-u / 80.0) + 2},
+             {"lr", 1e-3},      {"tokens_per_s", 900},  {"elapsed_seconds", u}, {"phase", phase}}
+            .dump() +
+        "\n";
     if (u % 50 == 0)
-      log += json{{"type", "valid"}, {"epoch", 1 + u / 100}, {"update", u}, {"loss", 8.0 * std::exp(-u / 60.0) + 2.2},
-                  {"ppl", 3000 * std::exp(-u / 25.0) + 9}, {"best", true}, {"seconds", 1.5}, {"elapsed_seconds", u + 1},
-                  {"bleu", 30.0 * (1 - std::exp(-u / 70.0))}, {"phase", phase}, {"unknown_field", "ignored"}}
+      log += json{{"type", "valid"},
+                  {"epoch", 1 + u / 100},
+                  {"update", u},
+                  {"loss", 8.0 * std::exp(-u / 60.0) + 2.2},
+                  {"ppl", 3000 * std::exp(-u / 25.0) + 9},
+                  {"best", true},
+                  {"seconds", 1.5},
+                  {"elapsed_seconds", u + 1},
+                  {"bleu", 30.0 * (1 - std::exp(-u / 70.0))},
+                  {"phase", phase},
+                  {"unknown_field", "ignored"}}
                  .dump() +
              "\n";
   }
@@ -124,26 +134,40 @@ void write_ght_run(const fs::path& dir, const std::string& module_suffix = "") {
     json modules = json::array();
     for (size_t m = 0; m < kModules.size(); ++m) {
       const double g = static_cast<double>(u) / 200, k = static_cast<double>(m + 1);
-      modules.push_back({{"module", kModules[m] + module_suffix}, {"heads", labels.size()},
+      modules.push_back({{"module", kModules[m] + module_suffix},
+                         {"heads", labels.size()},
                          {"orthogonality", 1000.0 * k * std::exp(-u / 20.0)}, // spans decades: log axis
-                         {"orthogonality_norm", 0.5 - 0.2 * g + 0.02 * k}, {"context_nonorth", 40 - 10 * g + k},
-                         {"context_nonorth_norm", 0.3 + 0.1 * g}, {"output_dissimilarity", -0.4 + 0.3 * g - 0.01 * k},
-                         {"attention_variance", json::array()}, {"attention_variance_mean", 0.01 * k + 0.002 * g},
-                         {"similarity", similarity(labels, 0.2 + 0.7 * g, 0.1 - 0.5 * g)}, {"labels", labels},
-                         {"dunn", u == 0 ? json(nullptr) : json(0.5 + g * k)}, {"silhouette", -0.1 + 0.8 * g},
-                         {"silhouette_ght", 0.1 + 0.7 * g}, {"homogenisation", 0.3 + 0.6 * g}, {"diversification", 0.2 - 0.5 * g}, {"pairs", json::object()}});
+                         {"orthogonality_norm", 0.5 - 0.2 * g + 0.02 * k},
+                         {"context_nonorth", 40 - 10 * g + k},
+                         {"context_nonorth_norm", 0.3 + 0.1 * g},
+                         {"output_dissimilarity", -0.4 + 0.3 * g - 0.01 * k},
+                         {"attention_variance", json::array()},
+                         {"attention_variance_mean", 0.01 * k + 0.002 * g},
+                         {"similarity", similarity(labels, 0.2 + 0.7 * g, 0.1 - 0.5 * g)},
+                         {"labels", labels},
+                         {"dunn", u == 0 ? json(nullptr) : json(0.5 + g * k)},
+                         {"silhouette", -0.1 + 0.8 * g},
+                         {"silhouette_ght", 0.1 + 0.7 * g},
+                         {"homogenization", 0.3 + 0.6 * g},
+                         {"diversification", 0.2 - 0.5 * g},
+                         {"pairs", json::object()}});
     }
-    metrics += json{{"type", "head_metrics"}, {"update", u}, {"epoch", 1 + u / 100}, {"feature_map", "V"}, {"groups", 2},
-                    {"modules", modules}}
+    metrics += json{{"type", "head_metrics"}, {"update", u}, {"epoch", 1 + u / 100},
+                    {"feature_map", "V"},     {"groups", 2}, {"modules", modules}}
                    .dump() +
                "\n";
   }
   write(dir, "head_metrics.jsonl", metrics);
 
-  json votes = {{"rule", "per_group"}, {"feature_map", "V"}, {"groups", 2}, {"batches", 40}, {"modules", json::array()}};
+  json votes = {
+      {"rule", "per_group"}, {"feature_map", "V"}, {"groups", 2}, {"batches", 40}, {"modules", json::array()}};
   json prune = {{"from", (dir / "checkpoint_gct.safetensors").string()}, {"modules", json::array()}};
   for (const std::string& m : kModules) {
-    votes["modules"].push_back({{"module", m + module_suffix}, {"heads", 4}, {"votes", {31, 9, 26, 14}}, {"groups", {0, 0, 1, 1}}, {"kept", {0, 2}}});
+    votes["modules"].push_back({{"module", m + module_suffix},
+                                {"heads", 4},
+                                {"votes", {31, 9, 26, 14}},
+                                {"groups", {0, 0, 1, 1}},
+                                {"kept", {0, 2}}});
     prune["modules"].push_back({{"module", m + module_suffix}, {"heads_before", 4}, {"kept", {0, 2}}});
   }
   // The model, pruned, saved as the evaluated checkpoint.
@@ -160,10 +184,16 @@ void write_ght_run(const fs::path& dir, const std::string& module_suffix = "") {
   prune["params_after_no_embeddings"] = count_parameters(params, false);
   write(dir, "votes.json", votes.dump(2));
   write(dir, "prune.json", prune.dump(2));
-  write(dir, "eval_test.json", json{{"checkpoint", (dir / "checkpoint_best.safetensors").string()}, {"split", "test"},
-                                    {"sentences", 1000}, {"loss", 2.31}, {"ppl", 10.07}, {"beam", 5},
-                                    {"sentences_per_second", 123.4}, {"bleu", 35.42}}
-                                   .dump(2));
+  write(dir, "eval_test.json",
+        json{{"checkpoint", (dir / "checkpoint_best.safetensors").string()},
+             {"split", "test"},
+             {"sentences", 1000},
+             {"loss", 2.31},
+             {"ppl", 10.07},
+             {"beam", 5},
+             {"sentences_per_second", 123.4},
+             {"bleu", 35.42}}
+            .dump(2));
 }
 
 // A vanilla run: a log and an evaluation, nothing else (no head metrics, votes, pruning, checkpoint).
@@ -171,15 +201,20 @@ void write_vanilla_run(const fs::path& dir) {
   fs::create_directories(dir);
   std::string log;
   for (int u = 10; u <= 200; u += 10) {
-    log += json{{"type", "train"}, {"epoch", 1}, {"update", u}, {"loss", 9.5 * std::exp(-u / 90.0) + 2.1}}.dump() + "\n";
+    log +=
+        json{{"type", "train"}, {"epoch", 1}, {"update", u}, {"loss", 9.5 * std::exp(-u / 90.0) + 2.1}}.dump() + "\n";
     if (u % 50 == 0)
-      log += json{{"type", "valid"}, {"update", u}, {"loss", 8.2 * std::exp(-u / 70.0) + 2.3}, {"ppl", 2500 * std::exp(-u / 30.0) + 10},
+      log += json{{"type", "valid"},
+                  {"update", u},
+                  {"loss", 8.2 * std::exp(-u / 70.0) + 2.3},
+                  {"ppl", 2500 * std::exp(-u / 30.0) + 10},
                   {"bleu", 28.0 * (1 - std::exp(-u / 80.0))}}
                  .dump() +
              "\n";
   }
   write(dir, "log.jsonl", log);
-  write(dir, "eval_test.json", json{{"split", "test"}, {"loss", 2.4}, {"ppl", 11.0}, {"sentences_per_second", 101.5}, {"bleu", 34.4}}.dump());
+  write(dir, "eval_test.json",
+        json{{"split", "test"}, {"loss", 2.4}, {"ppl", 11.0}, {"sentences_per_second", 101.5}, {"bleu", 34.4}}.dump());
 }
 
 // Runs a shell command; returns its exit code (−1 if it did not exit normally).
@@ -204,8 +239,10 @@ std::string file_url(const fs::path& path) {
   static const char* hex = "0123456789ABCDEF";
   std::string url = "file://";
   for (unsigned char c : fs::absolute(path).string()) {
-    if (std::isalnum(c) || std::string("/-_.~").find(static_cast<char>(c)) != std::string::npos) url += static_cast<char>(c);
-    else url += '%', url += hex[c >> 4], url += hex[c & 15];
+    if (std::isalnum(c) || std::string("/-_.~").find(static_cast<char>(c)) != std::string::npos)
+      url += static_cast<char>(c);
+    else
+      url += '%', url += hex[c >> 4], url += hex[c & 15];
   }
   return url;
 }
@@ -219,9 +256,11 @@ struct BrowserResult {
 
 // Opens `page` in headless chromium (a fresh profile in `scratch`); `extra` adds flags (a
 // screenshot); without a screenshot the DOM is dumped.
-BrowserResult open_in_browser(const std::string& chromium, const fs::path& page, const fs::path& scratch, const std::string& extra = "") {
+BrowserResult open_in_browser(const std::string& chromium, const fs::path& page, const fs::path& scratch,
+                              const std::string& extra = "") {
   const fs::path dom = scratch / "dom.html", err = scratch / "stderr.txt", profile = scratch / "profile";
-  std::string cmd = "timeout 120 " + chromium + " --headless=new --no-sandbox --disable-gpu --enable-logging=stderr --v=0 " +
+  std::string cmd = "timeout 120 " + chromium +
+                    " --headless=new --no-sandbox --disable-gpu --enable-logging=stderr --v=0 " +
                     "--no-first-run --user-data-dir=" + shell_quote(profile.string()) + " --virtual-time-budget=5000 " +
                     (extra.empty() ? std::string("--dump-dom ") : extra + " ") + shell_quote(file_url(page)) + " >" +
                     shell_quote(dom.string()) + " 2>" + shell_quote(err.string());
@@ -230,7 +269,8 @@ BrowserResult open_in_browser(const std::string& chromium, const fs::path& page,
   r.dom = slurp(dom);
   std::istringstream lines(slurp(err));
   for (std::string line; std::getline(lines, line);)
-    if (line.find(":CONSOLE") != std::string::npos || line.find("Uncaught") != std::string::npos) r.console.push_back(line);
+    if (line.find(":CONSOLE") != std::string::npos || line.find("Uncaught") != std::string::npos)
+      r.console.push_back(line);
   return r;
 }
 
@@ -262,7 +302,8 @@ TEST_CASE("report svg: nice ticks cover the range in steps of 1, 2 or 5 times a 
   CHECK(svg::nice_ticks(3.2, 9.7, 5) == std::vector<double>{3, 4, 5, 6, 7, 8, 9, 10});
   CHECK(svg::nice_ticks(0, 200, 6) == std::vector<double>{0, 50, 100, 150, 200});
   CHECK(svg::nice_ticks(-0.37, 0.52, 5) == std::vector<double>{-0.4, -0.2, 0, 0.2, 0.4, 0.6});
-  for (const auto& [lo, hi] : std::vector<std::pair<double, double>>{{1e-4, 3e-4}, {-7, 1234}, {0.001, 0.0013}, {5, 5}, {0, 0}}) {
+  for (const auto& [lo, hi] :
+       std::vector<std::pair<double, double>>{{1e-4, 3e-4}, {-7, 1234}, {0.001, 0.0013}, {5, 5}, {0, 0}}) {
     CAPTURE(lo);
     CAPTURE(hi);
     const std::vector<double> t = svg::nice_ticks(lo, hi, 5);
@@ -325,11 +366,17 @@ TEST_CASE("report svg: a line chart goes log when the data spans decades and say
 TEST_CASE("report html: escaping neutralises markup, quotes and invalid bytes") {
   CHECK(html::escape("<script>alert('x')</script> & \"y\"") ==
         "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; &quot;y&quot;");
-  CHECK(html::escape("Gr\xC3\xBC\xC3\x9F\x65 \xE2\x86\x92 ok") == "Gr\xC3\xBC\xC3\x9F\x65 \xE2\x86\x92 ok"); // UTF-8 kept
-  CHECK(html::escape("a\xFF" "b") == "a\xEF\xBF\xBD" "b");          // a stray byte
-  CHECK(html::escape("\xC3") == "\xEF\xBF\xBD");                     // a truncated sequence
-  CHECK(html::escape("\xC0\xAF") == "\xEF\xBF\xBD\xEF\xBF\xBD");     // an overlong '/'
-  CHECK(html::escape(std::string("a\0b", 3)) == "a\xEF\xBF\xBD" "b"); // a NUL
+  CHECK(html::escape("Gr\xC3\xBC\xC3\x9F\x65 \xE2\x86\x92 ok") ==
+        "Gr\xC3\xBC\xC3\x9F\x65 \xE2\x86\x92 ok"); // UTF-8 kept
+  CHECK(html::escape("a\xFF"
+                     "b") ==
+        "a\xEF\xBF\xBD"
+        "b");                                                    // a stray byte
+  CHECK(html::escape("\xC3") == "\xEF\xBF\xBD");                 // a truncated sequence
+  CHECK(html::escape("\xC0\xAF") == "\xEF\xBF\xBD\xEF\xBF\xBD"); // an overlong '/'
+  CHECK(html::escape(std::string("a\0b", 3)) ==
+        "a\xEF\xBF\xBD"
+        "b"); // a NUL
   CHECK(html::number(0.25) == "0.25");
   CHECK(html::number(1200) == "1200");
   CHECK(html::number(2e-5) == "2e-5");
@@ -341,7 +388,8 @@ TEST_CASE("report html: escaping neutralises markup, quotes and invalid bytes") 
 
 TEST_CASE("report: a run with only log.jsonl renders, every other section says not available") {
   TempDir t;
-  write(t.path, "log.jsonl", "{\"type\":\"train\",\"update\":10,\"loss\":5.0}\n{\"type\":\"train\",\"update\":20,\"loss\":4.0}\n");
+  write(t.path, "log.jsonl",
+        "{\"type\":\"train\",\"update\":10,\"loss\":5.0}\n{\"type\":\"train\",\"update\":20,\"loss\":4.0}\n");
   std::vector<RunData> runs = {load_run(t.path.string(), "")};
   assign_names(runs);
   CHECK(runs[0].train_loss.size() == 2);
@@ -350,19 +398,24 @@ TEST_CASE("report: a run with only log.jsonl renders, every other section says n
   CHECK_FALSE(runs[0].model.parameters.has_value());
   const std::string page = render_report(runs, {});
   CHECK(count_charts(page) == 1); // the training loss
-  for (const char* missing : {"validation loss: not available", "validation BLEU: not available", "head_metrics.jsonl: not available",
-                              "head similarity: not available", "votes.json: not available", "prune.json: not available"})
+  for (const char* missing :
+       {"validation loss: not available", "validation BLEU: not available", "head_metrics.jsonl: not available",
+        "head similarity: not available", "votes.json: not available", "prune.json: not available"})
     CHECK_MESSAGE(page.find(missing) != std::string::npos, missing);
   CHECK(page.find("data-expected=\"1\"") != std::string::npos);
 }
 
 TEST_CASE("report: broken optional files are noted and skipped, not fatal") {
   TempDir t;
-  write(t.path, "log.jsonl", "not json\n[1,2]\n{\"type\":\"valid\",\"update\":\"ten\",\"loss\":3}\n{\"type\":\"valid\",\"update\":5,\"loss\":3}\n");
+  write(t.path, "log.jsonl",
+        "not "
+        "json\n[1,2]\n{\"type\":\"valid\",\"update\":\"ten\",\"loss\":3}\n{\"type\":\"valid\",\"update\":5,\"loss\":3}"
+        "\n");
   write(t.path, "votes.json", "{\"rule\": ");
   write(t.path, "prune.json", "[1, 2, 3]");
-  write(t.path, "head_metrics.jsonl", "{\"type\":\"head_metrics\",\"update\":1,\"modules\":\"oops\"}\n{\"type\":\"head_metrics\",\"update\":2,"
-                                      "\"modules\":[{\"module\":\"m\",\"similarity\":[[1,\"x\"],[null]],\"labels\":[0,\"?\"]}]}\n");
+  write(t.path, "head_metrics.jsonl",
+        "{\"type\":\"head_metrics\",\"update\":1,\"modules\":\"oops\"}\n{\"type\":\"head_metrics\",\"update\":2,"
+        "\"modules\":[{\"module\":\"m\",\"similarity\":[[1,\"x\"],[null]],\"labels\":[0,\"?\"]}]}\n");
   write(t.path, "eval_test.json", "{\"bleu\": \"high\", \"ppl\": null}");
   RunData r = load_run(t.path.string(), "");
   CHECK(r.valid_loss.size() == 1);
@@ -399,10 +452,12 @@ TEST_CASE("report: a missing run directory, or one without log.jsonl, is an inpu
   write_vanilla_run(t.path / "ok");
   const fs::path err = t.path / "err.txt";
   const std::string out = shell_quote((t.path / "r.html").string());
-  CHECK(shell(shell_quote(binary) + " report " + shell_quote((t.path / "ok").string()) + " " + shell_quote(missing) + " -o " + out + " 2>" + shell_quote(err.string())) == 2);
+  CHECK(shell(shell_quote(binary) + " report " + shell_quote((t.path / "ok").string()) + " " + shell_quote(missing) +
+              " -o " + out + " 2>" + shell_quote(err.string())) == 2);
   CHECK(slurp(err).find(missing) != std::string::npos);
   CHECK_FALSE(fs::exists(t.path / "r.html"));
-  CHECK(shell(shell_quote(binary) + " report " + shell_quote(t.path.string()) + " -o " + out + " 2>" + shell_quote(err.string())) == 2);
+  CHECK(shell(shell_quote(binary) + " report " + shell_quote(t.path.string()) + " -o " + out + " 2>" +
+              shell_quote(err.string())) == 2);
   CHECK(slurp(err).find("has no log.jsonl") != std::string::npos);
   CHECK(shell(shell_quote(binary) + " report --help >/dev/null") == 0);
 }
@@ -464,7 +519,8 @@ TEST_CASE("report: the GHT fixture fills every section") {
   CHECK(page.find("h0, h2") != std::string::npos);
   CHECK(page.find("votes.json: not available") != std::string::npos); // the vanilla run
   // Self-contained: no external reference of any kind.
-  for (const char* external : {"http:", "https:", "src=", "url(", "@import", "<link", "//cdn"}) CHECK_MESSAGE(page.find(external) == std::string::npos, external);
+  for (const char* external : {"http:", "https:", "src=", "url(", "@import", "<link", "//cdn"})
+    CHECK_MESSAGE(page.find(external) == std::string::npos, external);
 }
 
 TEST_CASE("report: headless chromium renders every chart without console errors, and the check can fail") {
@@ -485,8 +541,9 @@ TEST_CASE("report: headless chromium renders every chart without console errors,
   const fs::path page = out / "report.html", png = out / "report.png";
   fs::remove(png);
   fs::remove(page); // an earlier run's: `report -o` replaces a file only with --force
-  REQUIRE(shell(shell_quote(binary) + " report " + shell_quote((t.path / "ght").string()) + " " + shell_quote((t.path / "vanilla").string()) +
-                " --title 'GHT fixture' -o " + shell_quote(page.string()) + " >/dev/null") == 0);
+  REQUIRE(shell(shell_quote(binary) + " report " + shell_quote((t.path / "ght").string()) + " " +
+                shell_quote((t.path / "vanilla").string()) + " --title 'GHT fixture' -o " + shell_quote(page.string()) +
+                " >/dev/null") == 0);
 
   const BrowserResult r = open_in_browser(chromium, page, t.path);
   REQUIRE(r.code == 0);
@@ -497,7 +554,8 @@ TEST_CASE("report: headless chromium renders every chart without console errors,
   CHECK(render_check(r.dom, "data-rendered") == "27");
   CHECK(render_check(r.dom, "data-errors") == "0");
 
-  const BrowserResult shot = open_in_browser(chromium, page, t.path, "--screenshot=" + shell_quote(png.string()) + " --window-size=1400,3000");
+  const BrowserResult shot =
+      open_in_browser(chromium, page, t.path, "--screenshot=" + shell_quote(png.string()) + " --window-size=1400,3000");
   CHECK(shot.code == 0);
   const std::string bytes = slurp(png);
   CHECK(bytes.size() > 20000);
@@ -509,7 +567,8 @@ TEST_CASE("report: headless chromium renders every chart without console errors,
   const fs::path broken = t.path / "broken.html", empty = t.path / "empty.html";
   std::string with_error = html, with_empty = html;
   with_error.insert(with_error.rfind("</body>"), "<script>no_such_function_in_the_report();</script>\n");
-  with_empty.insert(with_empty.find("<div id=\"render-check\""), "<svg class=\"chart\" width=\"40\" height=\"40\"></svg>\n");
+  with_empty.insert(with_empty.find("<div id=\"render-check\""),
+                    "<svg class=\"chart\" width=\"40\" height=\"40\"></svg>\n");
   write(t.path, "broken.html", with_error);
   write(t.path, "empty.html", with_empty);
   const BrowserResult e = open_in_browser(chromium, broken, t.path);

@@ -8,7 +8,7 @@
 // symbolic link is refused by every writer, its target left as it was.
 //
 // These run in every build, the sanitized one included; tests/cli_run_guard.sh, cli_kill_loop.sh
-// and cli_disk_full.sh check the same behaviour through the real binary (Release build only).
+// and cli_disk_full.sh check the same behavior through the real binary (Release build only).
 // Signals and resource limits are process-wide, so those cases run in a forked child that reports
 // through its exit code.
 #include <doctest/doctest.h>
@@ -49,7 +49,8 @@ int in_child(const std::function<int()>& child) {
 
 } // namespace
 
-TEST_CASE("DirLock: a second writer is refused naming the folder and the holder's PID, and gets the lock once it is free") {
+TEST_CASE(
+    "DirLock: a second writer is refused naming the folder and the holder's PID, and gets the lock once it is free") {
   ScratchDir dir("pillars_lock_");
   const std::string d = dir.path.string();
   {
@@ -94,8 +95,9 @@ TEST_CASE("remove_stale_temp_files removes NAME.tmp.PID and NAME.tmp.PID.N and n
     CHECK_MESSAGE(fs::exists(dir.path / kept), kept);
 }
 
-TEST_CASE("stop signals: the first is recorded for the training loop, a repeated SIGTERM or SIGUSR1 changes nothing, "
-          "a SIGINT then ends the process with 130") {
+TEST_CASE(
+    "stop signals: the first is recorded for the training loop, a repeated SIGTERM or SIGUSR1 changes nothing, "
+    "a SIGINT then ends the process with 130") {
   const int status = in_child([] {
     install_stop_handlers();
     if (stop_signal() != 0) return 1;
@@ -104,15 +106,16 @@ TEST_CASE("stop signals: the first is recorded for the training loop, a repeated
     ::raise(SIGTERM);                       // as a launcher's repeat would: the stop under way goes on
     ::raise(SIGUSR1);
     if (stop_signal() != SIGUSR1) return 3;
-    ::raise(SIGINT);                        // Ctrl-C again: _exit(128 + SIGINT) inside the handler
+    ::raise(SIGINT); // Ctrl-C again: _exit(128 + SIGINT) inside the handler
     return 4;
   });
   CHECK(status == 128 + SIGINT);
   CHECK(std::string(signal_name(SIGINT)) == "SIGINT");
 }
 
-TEST_CASE("stop signals: SIGHUP stops like SIGTERM and a repeat changes nothing, SIGPIPE and SIGXFSZ are ignored, so the "
-          "write fails with EPIPE") {
+TEST_CASE(
+    "stop signals: SIGHUP stops like SIGTERM and a repeat changes nothing, SIGPIPE and SIGXFSZ are ignored, so the "
+    "write fails with EPIPE") {
   const int status = in_child([] {
     install_stop_handlers();
     ::raise(SIGHUP);
@@ -167,7 +170,9 @@ TEST_CASE("LineFile: a write that fails throws naming the file and leaves no par
   // the limit is reached, after a short write of what still fits).
   const int status = in_child([&] {
     ::signal(SIGXFSZ, SIG_IGN);
-    struct rlimit limit {64, 64};
+    struct rlimit limit {
+      64, 64
+    };
     if (::setrlimit(RLIMIT_FSIZE, &limit) != 0) return 10;
     io::LineFile file(log.string());
     file.append(std::string(40, 'a')); // 41 bytes: fits
@@ -183,8 +188,9 @@ TEST_CASE("LineFile: a write that fails throws naming the file and leaves no par
 }
 
 // What a link in a run folder must not do: change the file it points at, or vanish unremarked.
-TEST_CASE("a run file that is a symbolic link is refused, naming it, by LineFile, AtomicFile, DirLock and refuse_links_in, "
-          "and the target is left as it was") {
+TEST_CASE(
+    "a run file that is a symbolic link is refused, naming it, by LineFile, AtomicFile, DirLock and refuse_links_in, "
+    "and the target is left as it was") {
   ScratchDir dir("pillars_links_");
   const fs::path target = dir.path / "elsewhere.txt";
   write_file(target, "precious\n");
@@ -199,7 +205,8 @@ TEST_CASE("a run file that is a symbolic link is refused, naming it, by LineFile
   auto names_link = [&](const std::string& message, const fs::path& link) {
     return message.find(link.string() + " is a symbolic link (to " + target.string() + ")") != std::string::npos;
   };
-  const fs::path log = dir.path / "log.jsonl", lock = dir.path / ".lock", ckpt = dir.path / "checkpoint_last.safetensors";
+  const fs::path log = dir.path / "log.jsonl", lock = dir.path / ".lock",
+                 ckpt = dir.path / "checkpoint_last.safetensors";
   for (const fs::path& link : {log, lock, ckpt}) fs::create_symlink(target, link);
 
   CHECK(names_link(refusal([&] { io::LineFile f(log.string()); }), log));
@@ -230,6 +237,7 @@ TEST_CASE("a run file that is a symbolic link is refused, naming it, by LineFile
   // A dangling link: following it would create the file it names.
   const fs::path planted = dir.path / "planted.jsonl", dangling = dir.path / "head_metrics.jsonl";
   fs::create_symlink(planted, dangling);
-  CHECK(refusal([&] { io::LineFile f(dangling.string()); }).find(dangling.string() + " is a symbolic link") != std::string::npos);
+  CHECK(refusal([&] { io::LineFile f(dangling.string()); }).find(dangling.string() + " is a symbolic link") !=
+        std::string::npos);
   CHECK_FALSE(fs::exists(planted));
 }

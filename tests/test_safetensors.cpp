@@ -40,8 +40,8 @@ struct TempDir {
   fs::path path;
   TempDir() {
     std::random_device rd;
-    path = fs::temp_directory_path() /
-           ("pillars_safetensors_" + std::to_string(::getpid()) + "_" + std::to_string(rd()));
+    path =
+        fs::temp_directory_path() / ("pillars_safetensors_" + std::to_string(::getpid()) + "_" + std::to_string(rd()));
     fs::create_directories(path);
   }
   ~TempDir() {
@@ -207,7 +207,8 @@ TEST_CASE("safetensors: reads the Python-written fixture") {
   const std::string path = kGolden + "/fixture.safetensors";
   REQUIRE(fs::exists(path));
   const io::SafetensorsContents c = io::load_safetensors(path);
-  CHECK(c.metadata == std::map<std::string, std::string>{{"format", "pt"}, {"producer", "make_safetensors_fixture.py"}});
+  CHECK(c.metadata ==
+        std::map<std::string, std::string>{{"format", "pt"}, {"producer", "make_safetensors_fixture.py"}});
 
   // In file offset order, which is neither alphabetical nor the header's order.
   REQUIRE(c.tensors.size() == 6);
@@ -296,10 +297,18 @@ TEST_CASE("safetensors: a C++-written file reads back in the independent Python 
     REQUIRE(values.size() == static_cast<size_t>(t.numel()));
     for (int64_t k = 0; k < t.numel(); ++k) {
       switch (t.dtype()) {
-        case DType::f32: CHECK(bits(static_cast<float>(values[k].get<double>())) == bits(t.data<float>()[k])); break;
-        case DType::bf16: CHECK(jt[i]["bits"][k].get<uint16_t>() == t.data<uint16_t>()[k]); break;
-        case DType::i32: CHECK(values[k].get<int32_t>() == t.data<int32_t>()[k]); break;
-        case DType::i64: CHECK(values[k].get<int64_t>() == t.data<int64_t>()[k]); break;
+        case DType::f32:
+          CHECK(bits(static_cast<float>(values[k].get<double>())) == bits(t.data<float>()[k]));
+          break;
+        case DType::bf16:
+          CHECK(jt[i]["bits"][k].get<uint16_t>() == t.data<uint16_t>()[k]);
+          break;
+        case DType::i32:
+          CHECK(values[k].get<int32_t>() == t.data<int32_t>()[k]);
+          break;
+        case DType::i64:
+          CHECK(values[k].get<int64_t>() == t.data<int64_t>()[k]);
+          break;
       }
     }
   }
@@ -352,7 +361,8 @@ TEST_CASE("safetensors: corrupt headers and layouts are rejected with the path a
        "extent 1.0 is not an integer"},
       {"string extent", st_file(R"({"w": {"dtype": "F32", "shape": ["1"], "data_offsets": [0, 4]}})", f4),
        "is not an integer"},
-      {"huge shape", st_file(R"({"w": {"dtype": "F32", "shape": [4611686018427387904, 4], "data_offsets": [0, 4]}})", f4),
+      {"huge shape",
+       st_file(R"({"w": {"dtype": "F32", "shape": [4611686018427387904, 4], "data_offsets": [0, 4]}})", f4),
        "too large"},
       {"offsets not a pair", st_file(R"({"w": {"dtype": "F32", "shape": [1], "data_offsets": [0]}})", f4),
        "must be [begin, end]"},
@@ -368,24 +378,29 @@ TEST_CASE("safetensors: corrupt headers and layouts are rejected with the path a
        "byte size mismatch"},
       {"overlapping tensors",
        st_file(R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]},
-                   "b": {"dtype": "F32", "shape": [2], "data_offsets": [4, 12]}})", f12),
+                   "b": {"dtype": "F32", "shape": [2], "data_offsets": [4, 12]}})",
+               f12),
        "overlap"},
       {"empty tensor inside another",
        st_file(R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]},
-                   "e": {"dtype": "F32", "shape": [0], "data_offsets": [4, 4]}})", f8),
+                   "e": {"dtype": "F32", "shape": [0], "data_offsets": [4, 4]}})",
+               f8),
        "overlap"},
       {"hole between tensors",
        st_file(R"({"a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]},
-                   "b": {"dtype": "F32", "shape": [1], "data_offsets": [8, 12]}})", f12),
+                   "b": {"dtype": "F32", "shape": [1], "data_offsets": [8, 12]}})",
+               f12),
        "gap"},
       {"hole at the start", st_file(R"({"a": {"dtype": "F32", "shape": [1], "data_offsets": [4, 8]}})", f8), "gap"},
       {"trailing bytes", st_file(R"({"a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}})", f8),
        "trailing bytes"},
       {"duplicate tensor names",
        st_file(R"({"w": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]},
-                   "w": {"dtype": "F32", "shape": [1], "data_offsets": [4, 8]}})", f8),
+                   "w": {"dtype": "F32", "shape": [1], "data_offsets": [4, 8]}})",
+               f8),
        "duplicate tensor name \"w\""},
-      {"duplicate field", st_file(R"({"w": {"dtype": "F32", "dtype": "I32", "shape": [1], "data_offsets": [0, 4]}})", f4),
+      {"duplicate field",
+       st_file(R"({"w": {"dtype": "F32", "dtype": "I32", "shape": [1], "data_offsets": [0, 4]}})", f4),
        "duplicate key \"dtype\""},
       {"metadata not an object", st_file(R"({"__metadata__": ["a"]})"), "must be a JSON object"},
       {"metadata value not a string", st_file(R"({"__metadata__": {"step": 5}})"),
@@ -425,7 +440,8 @@ TEST_CASE("safetensors: valid files the writer would not produce are accepted") 
   CHECK(c.tensors[4].tensor.data<float>()[0] == 2.0f);
 }
 
-TEST_CASE("safetensors: the checksum covers the metadata and the tensor names, and older data-only checksums still check") {
+TEST_CASE(
+    "safetensors: the checksum covers the metadata and the tensor names, and older data-only checksums still check") {
   TempDir dir;
   const std::string path = dir.file("ck.safetensors");
   io::save_safetensors(path, {{"w", f32({2}, {1, 2})}}, {{"pillars.state", "{\"updates\":5}"}});
@@ -451,11 +467,14 @@ TEST_CASE("safetensors: the checksum covers the metadata and the tensor names, a
   write_bytes(path, st_file(old_header, std::string(reinterpret_cast<const char*>(data), sizeof data)));
   CHECK(io::load_safetensors(path).checksum == io::ChecksumCoverage::data);
   // No checksum: loaded unchecked, and said so.
-  write_bytes(path, st_file(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", std::string(reinterpret_cast<const char*>(data), sizeof data)));
+  write_bytes(path, st_file(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})",
+                            std::string(reinterpret_cast<const char*>(data), sizeof data)));
   CHECK(io::load_safetensors(path).checksum == io::ChecksumCoverage::none);
   // A checksum of neither kind.
-  write_bytes(path, st_file(R"({"__metadata__":{"pillars.checksum":"sha1:00"},"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})",
-                            std::string(reinterpret_cast<const char*>(data), sizeof data)));
+  write_bytes(
+      path,
+      st_file(R"({"__metadata__":{"pillars.checksum":"sha1:00"},"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})",
+              std::string(reinterpret_cast<const char*>(data), sizeof data)));
   check_load_fails(path, "mix64v2:");
 }
 
@@ -488,8 +507,7 @@ TEST_CASE("safetensors: a failed save leaves the previous file untouched and no 
       CHECK(fs::exists(f.temp_path()));
       CHECK(read_bytes(path) == good); // not visible before commit
       throw std::runtime_error("simulated failure");
-    } catch (const std::runtime_error&) {
-    }
+    } catch (const std::runtime_error&) {}
   }
   SUBCASE("a write error midway (file size limit)") {
     // Make write(2) fail with EFBIG once the temporary file passes 1 KiB; SIGXFSZ is ignored so

@@ -33,7 +33,7 @@ TEST_CASE("sample: u walks the cumulative probabilities of the allowed tokens, m
   CHECK(pick_token(lp.data(), 6, o, 0.56) == 3);
   CHECK(pick_token(lp.data(), 6, o, 0.58) == 4);
   CHECK(pick_token(lp.data(), 6, o, 0.999) == 4);
-  o.top_k = 0, o.top_p = 0.75f; // the shortest prefix with mass >= 0.75: 3, 4, 5 (0.9)
+  o.top_k = 0, o.top_p = 0.75f;                   // the shortest prefix with mass >= 0.75: 3, 4, 5 (0.9)
   CHECK(pick_token(lp.data(), 6, o, 0.43) == 3);  // 0.43 · 0.9 = 0.387 < 0.4
   CHECK(pick_token(lp.data(), 6, o, 0.50) == 4);  // 0.45: in [0.4, 0.7)
   CHECK(pick_token(lp.data(), 6, o, 0.999) == 5); // 0.899: token 2 is outside the nucleus

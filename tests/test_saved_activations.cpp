@@ -68,7 +68,6 @@ uint16_t narrow_one(uint32_t bits) {
   return y;
 }
 
-
 // ‖a − b‖₂ / ‖b‖₂
 double norm_relative_difference(const std::vector<float>& a, const std::vector<float>& b) {
   REQUIRE(a.size() == b.size());
@@ -152,7 +151,8 @@ TEST_CASE("cast: f32 → bf16 rounds to nearest with ties to even, keeps NaN and
   ex.bind("x", t);
   ex.run();
   const std::vector<float> got = ex.value(wide).to_vector();
-  for (int64_t i = 0; i < t.numel(); ++i) CHECK(got[static_cast<size_t>(i)] == bf16_to_f32(f32_to_bf16(t.data<float>()[i])));
+  for (int64_t i = 0; i < t.numel(); ++i)
+    CHECK(got[static_cast<size_t>(i)] == bf16_to_f32(f32_to_bf16(t.data<float>()[i])));
   CHECK_THROWS_WITH_AS(ops::cast(g, g.input("ids", {2}, DType::i32), DType::bf16),
                        doctest::Contains("cast: converts between f32 and bf16, not i32"), Error);
 }
@@ -160,10 +160,10 @@ TEST_CASE("cast: f32 → bf16 rounds to nearest with ties to even, keeps NaN and
 TEST_CASE("graph edits: redirect_input and reorder keep the graph well formed") {
   Graph g;
   const ValueId x = g.input("x", {4});
-  const ValueId a = ops::relu(g, x);          // node 1
-  const ValueId b = ops::scale(g, x, 2.0f);   // node 2
-  const ValueId c = ops::add(g, a, b);        // node 3
-  const ValueId d = ops::sum_all(g, c);       // node 4 (scalar)
+  const ValueId a = ops::relu(g, x);        // node 1
+  const ValueId b = ops::scale(g, x, 2.0f); // node 2
+  const ValueId c = ops::add(g, a, b);      // node 3
+  const ValueId d = ops::sum_all(g, c);     // node 4 (scalar)
   // The same shape and dtype, made earlier: allowed.
   g.redirect_input(3, 0, b);
   CHECK(g.node(3).inputs[0] == b);
@@ -184,7 +184,8 @@ TEST_CASE("graph edits: redirect_input and reorder keep the graph well formed") 
   CHECK_THROWS_WITH_AS(g.reorder({0, 1}), doctest::Contains("reorder of 6 nodes given 2"), Error);
 }
 
-TEST_CASE("saved_activations: y = relu(x Wᵀ), L = Σ y² — the loss is unchanged and dW is the float64 formula on bf16(y)") {
+TEST_CASE(
+    "saved_activations: y = relu(x Wᵀ), L = Σ y² — the loss is unchanged and dW is the float64 formula on bf16(y)") {
   const int64_t rows = 64, in = 32, out = 24; // y has 1,536 elements: above the pass's 1,024
   Graph g;
   const ValueId x = g.input("x", {rows, in});
@@ -291,7 +292,8 @@ TEST_CASE("saved_activations: a backward node that reads a stored value in two s
   ex.bind_params(store);
   ex.run();
   Graph fwd;
-  const ValueId fy = ops::relu(fwd, ops::matmul(fwd, fwd.input("x", {rows, in}), fwd.param("w", {out, in}), false, true));
+  const ValueId fy =
+      ops::relu(fwd, ops::matmul(fwd, fwd.input("x", {rows, in}), fwd.param("w", {out, in}), false, true));
   fwd.mark_output(fy);
   Executor fe(fwd);
   fe.bind("x", tx);
@@ -336,9 +338,9 @@ TEST_CASE("saved_activations: layer norm of an activation is the fp32 graph with
   build(pass, false);
   build(reference, true);
   const SavedActivations r = store_saved_activations_bf16(pass.g, pass.first_backward, 1);
-  CHECK(r.stored == 1);              // h
-  CHECK(r.rounded_in_forward == 1);  // for the layer norm's forward
-  CHECK(r.widened == 1);             // for its backward
+  CHECK(r.stored == 1);             // h
+  CHECK(r.rounded_in_forward == 1); // for the layer norm's forward
+  CHECK(r.widened == 1);            // for its backward
 
   const auto run = [&](const Built& b, const Tensor& delta) {
     Executor ex(b.g);
@@ -362,7 +364,9 @@ TEST_CASE("saved_activations: layer norm of an activation is the fp32 graph with
   }
 }
 
-TEST_CASE("saved_activations: the tiny transformer's step — loss and gradients within bf16 rounding, statistics made from what the backward reads, a smaller arena") {
+TEST_CASE(
+    "saved_activations: the tiny transformer's step — loss and gradients within bf16 rounding, statistics made from "
+    "what the backward reads, a smaller arena") {
   TransformerConfig cfg = transformer_config("tiny");
   ParamStore store;
   init_transformer_params(cfg, store, 7);
@@ -420,7 +424,8 @@ TEST_CASE("saved_activations: the tiny transformer's step — loss and gradients
   CHECK(changed > static_cast<int>(plain.grads.size()) / 2);
   const double arena_ratio = static_cast<double>(halved.s.memory.arena_bytes) / plain.s.memory.arena_bytes;
   MESSAGE(stored, " activations kept in bf16; arena ", plain.s.memory.arena_bytes, " → ", halved.s.memory.arena_bytes,
-          " bytes (", arena_ratio, "×); loss ", plain.loss, " → ", halved.loss, "; ‖Δ grad‖/‖grad‖ largest ", worst, ", over all ", overall);
+          " bytes (", arena_ratio, "×); loss ", plain.loss, " → ", halved.loss, "; ‖Δ grad‖/‖grad‖ largest ", worst,
+          ", over all ", overall);
   CHECK(arena_ratio < 0.8);
   // The attention sites still point at attention nodes (the pass moved them).
   for (const AttentionSite& site : halved.s.attention) CHECK(std::string(g.node(site.node).op->name) == "attention");
@@ -436,11 +441,22 @@ TEST_CASE("saved_activations: GCT training on Multi30k follows the fp32 run's lo
     nlohmann::json j = {
         {"task", "translation"},
         {"seed", 3},
-        {"data", {{"dataset", "multi30k-de-en"}, {"source", "de"}, {"target", "en"}, {"bpe_merges", 2000},
-                  {"max_tokens", 1024}, {"train_fraction", 0.2}}},
-        {"model", {{"config", "small"}, {"d_model", 64}, {"heads", 4}, {"ffn", 128}, {"enc_layers", 2}, {"dec_layers", 2}}},
+        {"data",
+         {{"dataset", "multi30k-de-en"},
+          {"source", "de"},
+          {"target", "en"},
+          {"bpe_merges", 2000},
+          {"max_tokens", 1024},
+          {"train_fraction", 0.2}}},
+        {"model",
+         {{"config", "small"}, {"d_model", 64}, {"heads", 4}, {"ffn", 128}, {"enc_layers", 2}, {"dec_layers", 2}}},
         {"optim", {{"lr", 2e-3}, {"warmup_updates", 50}}},
-        {"train", {{"max_updates", 20}, {"valid_bleu", false}, {"log_every", 1}, {"keep_best", 1}, {"saved_activations", storage}}},
+        {"train",
+         {{"max_updates", 20},
+          {"valid_bleu", false},
+          {"log_every", 1},
+          {"keep_best", 1},
+          {"saved_activations", storage}}},
         {"heads", {{"regularizer", "gct"}, {"feature_map", feature_map}, {"groups", 2}}}};
     const std::string name = storage + "_" + feature_map;
     train::SessionOptions so;
@@ -456,8 +472,8 @@ TEST_CASE("saved_activations: GCT training on Multi30k follows the fp32 run's lo
     REQUIRE(bf16.size() == 20);
     double worst = 0;
     for (size_t i = 0; i < fp32.size(); ++i) worst = std::max(worst, std::fabs(bf16[i] - fp32[i]) / fp32[i]);
-    MESSAGE("GCT on ", feature_map, ", 20 updates: last loss fp32 ", fp32.back(), ", bf16 saved activations ", bf16.back(),
-            "; largest relative difference ", worst);
+    MESSAGE("GCT on ", feature_map, ", 20 updates: last loss fp32 ", fp32.back(), ", bf16 saved activations ",
+            bf16.back(), "; largest relative difference ", worst);
     CHECK(worst < 1e-3);
     CHECK(bf16 != fp32);
   }

@@ -1,6 +1,6 @@
 // The hashes behind dataset verification: SHA-256 against the FIPS 180-4 / NIST example vectors
 // (including streamed input in awkward chunk sizes); SHA-1 against the same NIST examples and git's
-// blob ids (how `data import` recognises canonical files); MD5 against RFC 1321's test suite (MD5
+// blob ids (how `data import` recognizes canonical files); MD5 against RFC 1321's test suite (MD5
 // only decides the debian-synopsis split, but that rule must match `md5sum` and Python).
 #include <doctest/doctest.h>
 
@@ -22,8 +22,8 @@ TEST_CASE("sha256 NIST vectors") {
   // the 448-bit message: its padding needs a second block
   CHECK(sha256_hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq") ==
         "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
-  CHECK(sha256_hex("abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmnoijklmnopjklmnopqklmnopqrlmnopqrsmnopqrstnopqrstu") ==
-        "cf5b16a778af8380036ce59e7b0492370b249b11e8f07a51afac45037afee9d1");
+  CHECK(sha256_hex("abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmnoijklmnopjklmnopqklmnopqrlmnopqrsmno"
+                   "pqrstnopqrstu") == "cf5b16a778af8380036ce59e7b0492370b249b11e8f07a51afac45037afee9d1");
   CHECK(sha256_hex(std::string(1000000, 'a')) == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
 }
 
@@ -53,7 +53,8 @@ TEST_CASE("md5 RFC 1321 test suite") {
   CHECK(md5_hex("abc") == "900150983cd24fb0d6963f7d28e17f72");
   CHECK(md5_hex("message digest") == "f96b697d7cb7938d525a2f31aaf161d0");
   CHECK(md5_hex("abcdefghijklmnopqrstuvwxyz") == "c3fcd3d76192e4007dfb496cca67e13b");
-  CHECK(md5_hex("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789") == "d174ab98d277d9f5a5611c2c9f419d9f");
+  CHECK(md5_hex("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789") ==
+        "d174ab98d277d9f5a5611c2c9f419d9f");
   CHECK(md5_hex("12345678901234567890123456789012345678901234567890123456789012345678901234567890") ==
         "57edf4a22be3c955ac49da2e2107b67a");
   // the split rule's "md5 as an integer mod 100", as Python computes int(md5(x).hexdigest(), 16) % 100
@@ -65,7 +66,8 @@ TEST_CASE("md5 RFC 1321 test suite") {
 TEST_CASE("sha1 NIST vectors and git blob ids") {
   CHECK(sha1_hex("abc") == "a9993e364706816aba3e25717850c26c9cd0d89d");
   CHECK(sha1_hex("") == "da39a3ee5e6b4b0d3255bfef95601890afd80709");
-  CHECK(sha1_hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq") == "84983e441c3bd26ebaae4aa1f95129e5e54670f1");
+  CHECK(sha1_hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq") ==
+        "84983e441c3bd26ebaae4aa1f95129e5e54670f1");
   CHECK(sha1_hex(std::string(1000000, 'a')) == "34aa973cd4c4daa4f61eeb2bdbad27316534016f");
   const std::string path = (std::filesystem::temp_directory_path() / "pillars_git_blob_test.txt").string();
   std::ofstream(path, std::ios::binary) << "hello\n";

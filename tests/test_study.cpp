@@ -40,7 +40,8 @@ StatRows rows(const json& j) {
 double bleu_of(const std::vector<double>& s) {
   metrics::BleuStats st;
   st.sys_len = static_cast<int64_t>(s[0]), st.ref_len = static_cast<int64_t>(s[1]);
-  for (int k = 0; k < 4; ++k) st.counts.push_back(static_cast<int64_t>(s[2 + k])), st.totals.push_back(static_cast<int64_t>(s[6 + k]));
+  for (int k = 0; k < 4; ++k)
+    st.counts.push_back(static_cast<int64_t>(s[2 + k])), st.totals.push_back(static_cast<int64_t>(s[6 + k]));
   return metrics::compute_bleu(st).score;
 }
 
@@ -49,7 +50,8 @@ double bleu_of(const std::vector<double>& s) {
 TEST_CASE("study: incomplete beta and Student's t CDF match scipy") {
   const json g = golden();
   for (const json& c : g["betainc"])
-    CHECK_MESSAGE(incomplete_beta(c["x"], c["a"], c["b"]) == doctest::Approx(c["value"].get<double>()).epsilon(1e-10), c.dump());
+    CHECK_MESSAGE(incomplete_beta(c["x"], c["a"], c["b"]) == doctest::Approx(c["value"].get<double>()).epsilon(1e-10),
+                  c.dump());
   for (const json& c : g["t_cdf"])
     CHECK_MESSAGE(student_t_cdf(c["t"], c["df"]) == doctest::Approx(c["cdf"].get<double>()).epsilon(1e-10), c.dump());
 }
@@ -75,7 +77,9 @@ TEST_CASE("study: paired t-test and sign test match scipy") {
 TEST_CASE("study: paired bootstrap matches sacreBLEU's procedure") {
   const json g = golden();
   for (const json& c : g["bootstrap"]) {
-    const CorpusScore score = c["score"] == "bleu" ? CorpusScore(bleu_of) : CorpusScore([](const std::vector<double>& s) { return s[0] / s[1]; });
+    const CorpusScore score = c["score"] == "bleu"
+                                  ? CorpusScore(bleu_of)
+                                  : CorpusScore([](const std::vector<double>& s) { return s[0] / s[1]; });
     const BootstrapResult r = paired_bootstrap(rows(c["system"]), rows(c["baseline"]), score, c["samples"], c["seed"]);
     INFO(c["score"].get<std::string>());
     CHECK(r.system == doctest::Approx(c["system_score"].get<double>()).epsilon(1e-12));
@@ -95,7 +99,8 @@ TEST_CASE("study: paired bootstrap matches sacreBLEU's procedure") {
 TEST_CASE("study: mean and sample standard deviation") {
   const MeanSd m = mean_sd({31.9, 33.93, 35.87});
   CHECK(m.mean == doctest::Approx(33.9).epsilon(1e-12));
-  CHECK(m.sd == doctest::Approx(1.9851700179077856).epsilon(1e-12)); // n − 1 in the denominator (Python statistics.stdev)
+  CHECK(m.sd ==
+        doctest::Approx(1.9851700179077856).epsilon(1e-12)); // n − 1 in the denominator (Python statistics.stdev)
   CHECK(mean_sd({}).n == 0);
   CHECK(mean_sd({2.0}).sd == 0);
 }
@@ -124,12 +129,16 @@ TEST_CASE("study: a bad study file is refused naming the field") {
   refuse(R"({)" + ok_systems + R"(, "seeds": [1], "updates": 10, "isa": "sse9"})", "\"isa\"");
   refuse(R"({)" + ok_systems + R"(, "seeds": [1], "updates": 10, "device": "tpu"})", "\"device\"");
   refuse(R"({)" + ok_systems + R"(, "seeds": [1], "updates": 10, "threads": 0})", "\"threads\"");
-  refuse(R"({"systems": [{"name": "a"}, {"name": "a"}], "base": "../ght/vanilla.json", "seeds": [1], "updates": 10})", "\"systems[1].name\"");
-  refuse(R"({"systems": [{"name": "../x"}], "base": "../ght/vanilla.json", "seeds": [1], "updates": 10})", "\"systems[0].name\"");
+  refuse(R"({"systems": [{"name": "a"}, {"name": "a"}], "base": "../ght/vanilla.json", "seeds": [1], "updates": 10})",
+         "\"systems[1].name\"");
+  refuse(R"({"systems": [{"name": "../x"}], "base": "../ght/vanilla.json", "seeds": [1], "updates": 10})",
+         "\"systems[0].name\"");
   refuse(R"({"systems": [{"name": "a"}], "seeds": [1], "updates": 10})", "\"systems[0].experiment\"");
-  refuse(R"({"systems": [{"name": "a", "set": {"optim.lr": -1}}], "base": "../ght/vanilla.json", "seeds": [1], "updates": 10})",
-         "system \"a\"");
-  refuse(R"({"systems": [{"name": "a", "set": [1]}], "base": "../ght/vanilla.json", "seeds": [1], "updates": 10})", "\"systems[0].set\"");
+  refuse(
+      R"({"systems": [{"name": "a", "set": {"optim.lr": -1}}], "base": "../ght/vanilla.json", "seeds": [1], "updates": 10})",
+      "system \"a\"");
+  refuse(R"({"systems": [{"name": "a", "set": [1]}], "base": "../ght/vanilla.json", "seeds": [1], "updates": 10})",
+         "\"systems[0].set\"");
   refuse(R"({)" + ok_systems + R"(, "seeds": [1], "updates": 10, "test_splits": ["no_such_split"]})", "no_such_split");
 }
 

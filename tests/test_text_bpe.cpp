@@ -43,8 +43,9 @@ TEST_CASE("bpe learn: hand-computed example, merge by merge") {
   // 12. (lo we), (we r</w>): "we" > "lo": we r</w>     13. (lo wer</w>) 2
   // then every pair count is below 2: stop after 13 merges.
   const std::vector<std::pair<std::string, std::string>> expected = {
-      {"s", "t</w>"}, {"e", "st</w>"}, {"l", "o"},    {"w", "est</w>"}, {"n", "e"},    {"ne", "west</w>"}, {"lo", "w</w>"},
-      {"w", "i"},     {"wi", "d"},     {"wid", "est</w>"}, {"w", "e"}, {"we", "r</w>"}, {"lo", "wer</w>"}};
+      {"s", "t</w>"},     {"e", "st</w>"}, {"l", "o"},       {"w", "est</w>"}, {"n", "e"},
+      {"ne", "west</w>"}, {"lo", "w</w>"}, {"w", "i"},       {"wi", "d"},      {"wid", "est</w>"},
+      {"w", "e"},         {"we", "r</w>"}, {"lo", "wer</w>"}};
   const std::vector<int64_t> expected_freq = {9, 9, 7, 6, 6, 6, 5, 3, 3, 3, 2, 2, 2};
   std::vector<int64_t> freq;
   BpeCodes codes = learn_bpe(toy_counts(), {.num_merges = 100}, &freq);
@@ -106,8 +107,8 @@ TEST_CASE("bpe apply: apply_bpe.py semantics") {
   // overlapping occurrences merge left to right: x x x x</w> -> xx xx</w>
   CHECK(bpe.apply_line("xxxx") == "xx@@ xx");
   CHECK(bpe.apply_line("xxx") == "xx@@ x");
-  CHECK(bpe.apply_line("abc abab") == "abc ab@@ a@@ b"); // the last b is "b</w>"
-  CHECK(bpe.apply_line("a") == "a");                       // one character: never split
+  CHECK(bpe.apply_line("abc abab") == "abc ab@@ a@@ b");  // the last b is "b</w>"
+  CHECK(bpe.apply_line("a") == "a");                      // one character: never split
   CHECK(bpe.apply_line("  abc  xx \n") == "  abc xx \n"); // outer whitespace kept, inner collapsed
   CHECK(bpe.apply_line("   ") == "   ");
   CHECK(bpe.apply_line("") == "");
@@ -120,10 +121,10 @@ TEST_CASE("bpe apply: apply_bpe.py semantics") {
   CHECK(first_merge_only.apply_line("abc xxx") == "a@@ b@@ c xx@@ x");
 
   CHECK(remove_bpe("es ist diese pyrami@@ de .") == "es ist diese pyramide .");
-  CHECK(remove_bpe("a@@ b@@") == "ab");    // a final "@@" goes too
+  CHECK(remove_bpe("a@@ b@@") == "ab"); // a final "@@" goes too
   CHECK(remove_bpe("a@@ b@@ ") == "ab");
   CHECK(remove_bpe("x@@ y z@@", "##") == "x@@ y z@@");
-  CHECK(remove_bpe("a@@b") == "a@@b");     // only "@@ " and a final "@@"
+  CHECK(remove_bpe("a@@b") == "a@@b"); // only "@@ " and a final "@@"
 }
 
 TEST_CASE("bpe apply reproduces fairseq IWSLT14 bpe10k files") {
@@ -147,8 +148,10 @@ TEST_CASE("bpe apply reproduces fairseq IWSLT14 bpe10k files") {
       auto t0 = std::chrono::steady_clock::now();
       for (size_t i = 0; i < in.size(); ++i) {
         std::string out = bpe.apply_line(in[i]);
-        if (out == ref[i]) ++same;
-        else CHECK_MESSAGE(out == ref[i], "line ", i + 1, ": ", in[i]);
+        if (out == ref[i])
+          ++same;
+        else
+          CHECK_MESSAGE(out == ref[i], "line ", i + 1, ": ", in[i]);
         if (remove_bpe(out) == in[i]) ++round_trip;
       }
       double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -168,7 +171,8 @@ TEST_CASE("bpe learn on Multi30k: golden first 1000 merges and speed") {
   }
   WordCounts counts;
   for (std::string lang : {"de", "en"})
-    for (const std::string& line : test_text::read_xz_lines(*data + "/multi30k-de-en/tok/train.lc.norm.tok." + lang + ".xz"))
+    for (const std::string& line :
+         test_text::read_xz_lines(*data + "/multi30k-de-en/tok/train.lc.norm.tok." + lang + ".xz"))
       count_words(line, counts);
   auto t0 = std::chrono::steady_clock::now();
   BpeCodes codes = learn_bpe(counts, {.num_merges = 10000});

@@ -37,13 +37,28 @@ TEST_CASE("dictionary special symbols and finalize order") {
   d.finalize();
   // 4 specials + 7 words = 11, padded to 16 with madeupword0000..0004 (count 0)
   REQUIRE(d.size() == 16);
-  const std::vector<std::string> order = {"<s>", "<pad>", "</s>", "<unk>", "Beta", "mid", "a", "alpha", "beta", "zeta", "ä",
-                                          "madeupword0000", "madeupword0001", "madeupword0002", "madeupword0003", "madeupword0004"};
+  const std::vector<std::string> order = {"<s>",
+                                          "<pad>",
+                                          "</s>",
+                                          "<unk>",
+                                          "Beta",
+                                          "mid",
+                                          "a",
+                                          "alpha",
+                                          "beta",
+                                          "zeta",
+                                          "ä",
+                                          "madeupword0000",
+                                          "madeupword0001",
+                                          "madeupword0002",
+                                          "madeupword0003",
+                                          "madeupword0004"};
   for (size_t i = 0; i < order.size(); ++i) CHECK(d.symbol(int32_t(i)) == order[i]);
   CHECK(d.count(d.index("Beta")) == 5);
   CHECK(d.count(d.index("madeupword0002")) == 0);
   CHECK(d.to_text().starts_with("Beta 5\nmid 3\na 2\nalpha 2\n"));
-  CHECK(d.to_text().ends_with("ä 2\nmadeupword0000 0\nmadeupword0001 0\nmadeupword0002 0\nmadeupword0003 0\nmadeupword0004 0\n"));
+  CHECK(d.to_text().ends_with(
+      "ä 2\nmadeupword0000 0\nmadeupword0001 0\nmadeupword0002 0\nmadeupword0003 0\nmadeupword0004 0\n"));
 }
 
 TEST_CASE("dictionary threshold, nwords and padding factor") {
@@ -84,7 +99,8 @@ TEST_CASE("dictionary from lines, encode_line and decode") {
   CHECK(d.encode_line("es", /*append_eos=*/false) == std::vector<int32_t>{5});
   CHECK(d.decode(ids) == "es ist <unk> .");
   CHECK(d.decode({d.bos(), 5, d.pad(), 6, d.eos()}) == "es ist");
-  CHECK(split_whitespace(" a\u3000b\x1f" "c  ") == std::vector<std::string>{"a", "b", "c"});
+  CHECK(split_whitespace(" a\u3000b\x1f"
+                         "c  ") == std::vector<std::string>{"a", "b", "c"});
 }
 
 TEST_CASE("dictionary dict.txt save, load and errors") {
@@ -111,8 +127,10 @@ TEST_CASE("dictionary dict.txt save, load and errors") {
   CHECK_THROWS_AS(Dictionary::load("/nonexistent/dict.txt"), InputError);
   // 19 digits beyond int64 (tests/fuzz/regressions/dictionary/count-beyond-int64.txt): an input
   // error naming the file and line, not std::out_of_range("stoll").
-  CHECK_THROWS_WITH_AS(Dictionary::parse("a 1\nword 9999999999999999999\n", "d.txt"),
-                       "d.txt: line 2: incorrect dictionary format, expected '<token> <cnt> [flags]': \"word 9999999999999999999\"", InputError);
+  CHECK_THROWS_WITH_AS(
+      Dictionary::parse("a 1\nword 9999999999999999999\n", "d.txt"),
+      "d.txt: line 2: incorrect dictionary format, expected '<token> <cnt> [flags]': \"word 9999999999999999999\"",
+      InputError);
   CHECK(Dictionary::parse("a +5\nb -2\n").count(5) == -2); // signs, as Python's int() reads them
   Dictionary over = Dictionary::parse("a 1\na 7 #fairseq:overwrite\n");
   CHECK(over.index("a") == 5);

@@ -50,7 +50,9 @@ void check_cases(const std::vector<Case>& cases, const MosesOptions& o) {
 } // namespace
 
 TEST_CASE("moses unicode helpers: lossless UTF-8, Perl classes, Perl lc") {
-  std::string mixed = "Grüße \xE2\x80\x9E" "x\xFF\xC3(y"; // „ then a stray 0xFF and a truncated sequence
+  std::string mixed =
+      "Grüße \xE2\x80\x9E"
+      "x\xFF\xC3(y"; // „ then a stray 0xFF and a truncated sequence
   std::u32string u = utf8_decode(mixed);
   CHECK(utf8_encode(u) == mixed);
   CHECK(u[2] == U'ü');
@@ -81,21 +83,22 @@ TEST_CASE("moses nonbreaking prefixes en and de") {
 }
 
 TEST_CASE("moses tokenizer hand cases en") {
-  check_cases({{"Hello, world! It's 5,300 dollars.", "Hello , world ! It 's 5,300 dollars ."},
-               {"Mr. Smith arrived at 3 p.m. on Jan. 5. He left.", "Mr. Smith arrived at 3 p.m. on Jan. 5 . He left ."},
-               {"He said \"no\" (twice)... and left...", "He said \" no \" ( twice ) ... and left ..."},
-               {"The '90s and the 1990's were fun, weren't they?", "The ' 90s and the 1990 's were fun , weren 't they ?"},
-               {"See e.g. this, or No. 5 and No. Five.", "See e.g. this , or No. 5 and No . Five ."},
-               {"A well-known fact: 10-20 people.", "A well-known fact : 10-20 people ."},
-               {"AT&T <b> [x] | y", "AT & T < b > [ x ] | y"},
-               // tokenizer.perl's own rule for a final .' leaves two spaces and a trailing one
-               {"She said 'hello.'", "She said ' hello . ' "},
-               {"Größe: 5€ „Zitat“ — naïve café", "Größe : 5 € „ Zitat “ — naïve café"},
-               {"Wait...what?!", "Wait ... what ? !"},
-               {"", ""},
-               {" \t ", " \t "}, // blank lines are printed as they are
-               {"two\n", "two"}},
-              opts("en"));
+  check_cases(
+      {{"Hello, world! It's 5,300 dollars.", "Hello , world ! It 's 5,300 dollars ."},
+       {"Mr. Smith arrived at 3 p.m. on Jan. 5. He left.", "Mr. Smith arrived at 3 p.m. on Jan. 5 . He left ."},
+       {"He said \"no\" (twice)... and left...", "He said \" no \" ( twice ) ... and left ..."},
+       {"The '90s and the 1990's were fun, weren't they?", "The ' 90s and the 1990 's were fun , weren 't they ?"},
+       {"See e.g. this, or No. 5 and No. Five.", "See e.g. this , or No. 5 and No . Five ."},
+       {"A well-known fact: 10-20 people.", "A well-known fact : 10-20 people ."},
+       {"AT&T <b> [x] | y", "AT & T < b > [ x ] | y"},
+       // tokenizer.perl's own rule for a final .' leaves two spaces and a trailing one
+       {"She said 'hello.'", "She said ' hello . ' "},
+       {"Größe: 5€ „Zitat“ — naïve café", "Größe : 5 € „ Zitat “ — naïve café"},
+       {"Wait...what?!", "Wait ... what ? !"},
+       {"", ""},
+       {" \t ", " \t "}, // blank lines are printed as they are
+       {"two\n", "two"}},
+      opts("en"));
   check_cases({{"It's a well-known AT&T [x] 10-20 'fact'.",
                 "It &apos;s a well @-@ known AT &amp; T &#91; x &#93; 10 @-@ 20 &apos; fact &apos; ."}},
               opts("en", /*escape=*/true, /*aggressive=*/true));
@@ -107,17 +110,19 @@ TEST_CASE("moses tokenizer hand cases en") {
 }
 
 TEST_CASE("moses tokenizer hand cases de") {
-  check_cases({{"Das ist z.B. der 3. Mann, ca. 5 Leute usw. gingen.", "Das ist z.B. der 3. Mann , ca. 5 Leute usw. gingen ."},
-               {"Er sagte: „Das ist's!“ und ging.", "Er sagte : „ Das ist ' s ! “ und ging ."},
-               {"Am 1. Januar 2018 kostet es 1.000,50 €.", "Am 1. Januar 2018 kostet es 1.000,50 € ."},
-               {"Ein Mann trinkt Bier. Zwei Frauen tanzen.", "Ein Mann trinkt Bier . Zwei Frauen tanzen ."},
-               {"McDonald's ist bzw. war geöffnet.", "McDonald ' s ist bzw. war geöffnet ."}},
-              opts("de"));
+  check_cases(
+      {{"Das ist z.B. der 3. Mann, ca. 5 Leute usw. gingen.", "Das ist z.B. der 3. Mann , ca. 5 Leute usw. gingen ."},
+       {"Er sagte: „Das ist's!“ und ging.", "Er sagte : „ Das ist ' s ! “ und ging ."},
+       {"Am 1. Januar 2018 kostet es 1.000,50 €.", "Am 1. Januar 2018 kostet es 1.000,50 € ."},
+       {"Ein Mann trinkt Bier. Zwei Frauen tanzen.", "Ein Mann trinkt Bier . Zwei Frauen tanzen ."},
+       {"McDonald's ist bzw. war geöffnet.", "McDonald ' s ist bzw. war geöffnet ."}},
+      opts("de"));
   check_cases({{"Er sagte: „Das ist's!“ und ging.", "er sagte : &quot; das ist &apos; s ! &quot; und ging ."},
                {"Ein Mann trinkt Bier. Zwei Frauen tanzen.", "ein mann trinkt bier. zwei frauen tanzen ."},
                // normalize-punctuation -l de moves a period that ends the line after the quote
                {"Ein Schild: „Wir sind alle Arbeitnehmer.“", "ein schild : &quot; wir sind alle arbeitnehmer &quot; ."},
-               {"Eine Frau verlässt Trader Joe‘s, mit einem Wagen.", "eine frau verlässt trader joe &apos; s , mit einem wagen ."}},
+               {"Eine Frau verlässt Trader Joe‘s, mit einem Wagen.",
+                "eine frau verlässt trader joe &apos; s , mit einem wagen ."}},
               opts("de", true, false, true));
 }
 
@@ -133,7 +138,8 @@ TEST_CASE("moses detokenizer hand cases") {
   const std::vector<std::pair<std::string, std::string>> en = {
       {"Hello , world ! It &apos;s 5,300 dollars .", "Hello, world! It's 5,300 dollars."},
       {"He said &quot; no &quot; ( twice ) ... and left ...", "He said \"no\" (twice)... and left..."},
-      {"The &apos; 90s and the 1990 &apos;s were fun , weren &apos;t they ?", "The '90s and the 1990's were fun, weren't they?"},
+      {"The &apos; 90s and the 1990 &apos;s were fun , weren &apos;t they ?",
+       "The '90s and the 1990's were fun, weren't they?"},
       {"the Jones &apos; house", "the Jones' house"},
       {"A well @-@ known fact : 10 @-@ 20 people .", "A well-known fact: 10-20 people."},
       {"AT &amp; T &lt; b &gt; &#91; x &#93; &#124; y", "AT & T < b > [x] | y"},
@@ -161,7 +167,8 @@ TEST_CASE("moses reproduces the official Multi30k lc.norm.tok files") {
   int mismatches_2018 = 0;
   size_t total = 0;
   double seconds = 0;
-  for (std::string split : {"train", "val", "test_2016_flickr", "test_2017_flickr", "test_2017_mscoco", "test_2018_flickr"}) {
+  for (std::string split :
+       {"train", "val", "test_2016_flickr", "test_2017_flickr", "test_2017_mscoco", "test_2018_flickr"}) {
     for (std::string lang : {"de", "en"}) {
       auto raw = test_text::read_xz_lines(dir + "raw/" + split + "." + lang + ".xz");
       auto ref = test_text::read_xz_lines(dir + "tok/" + split + ".lc.norm.tok." + lang + ".xz");
@@ -209,7 +216,8 @@ TEST_CASE("moses detok of tok round trip on Multi30k raw") {
     return out;
   };
   for (std::string lang : {"de", "en"}) {
-    for (std::string split : {"train", "val", "test_2016_flickr", "test_2017_flickr", "test_2017_mscoco", "test_2018_flickr"}) {
+    for (std::string split :
+         {"train", "val", "test_2016_flickr", "test_2017_flickr", "test_2017_mscoco", "test_2018_flickr"}) {
       auto raw = test_text::read_xz_lines(*data + "/multi30k-de-en/raw/" + split + "." + lang + ".xz");
       size_t same = 0, same_spaces = 0;
       for (const std::string& line : raw) {
@@ -219,7 +227,8 @@ TEST_CASE("moses detok of tok round trip on Multi30k raw") {
       }
       double n = double(raw.size());
       MESSAGE(split << "." << lang << ": detok(tok(raw)) == raw for " << same << "/" << raw.size() << " = "
-                    << 100 * same / n << "%, up to whitespace " << same_spaces << " = " << 100 * same_spaces / n << "%");
+                    << 100 * same / n << "%, up to whitespace " << same_spaces << " = " << 100 * same_spaces / n
+                    << "%");
       CHECK(same_spaces / n >= 0.985);
     }
   }

@@ -109,7 +109,11 @@ TEST_CASE("token cache keyed prepare flow") {
     }
     dict.finalize();
     Hasher h;
-    h.add("moses").add(o.lang).add(uint64_t(o.lowercase)).add(uint64_t(o.normalize_punctuation)).add(uint64_t(o.escape));
+    h.add("moses")
+        .add(o.lang)
+        .add(uint64_t(o.lowercase))
+        .add(uint64_t(o.normalize_punctuation))
+        .add(uint64_t(o.escape));
     h.add(format_bpe_codes(codes)).add(dict.to_text());
     for (const auto& l : lines) h.add(l);
     uint64_t key = h.value();

@@ -23,15 +23,20 @@ namespace fs = std::filesystem;
 
 namespace {
 
-
 // A small model on a fifth of Multi30k: a few milliseconds per update.
 Experiment small_experiment(int64_t max_updates) {
   nlohmann::json j = {
       {"task", "translation"},
       {"seed", 3},
-      {"data", {{"dataset", "multi30k-de-en"}, {"source", "de"}, {"target", "en"}, {"bpe_merges", 2000},
-                {"max_tokens", 1024}, {"train_fraction", 0.2}}},
-      {"model", {{"config", "small"}, {"d_model", 64}, {"heads", 4}, {"ffn", 128}, {"enc_layers", 2}, {"dec_layers", 2}}},
+      {"data",
+       {{"dataset", "multi30k-de-en"},
+        {"source", "de"},
+        {"target", "en"},
+        {"bpe_merges", 2000},
+        {"max_tokens", 1024},
+        {"train_fraction", 0.2}}},
+      {"model",
+       {{"config", "small"}, {"d_model", 64}, {"heads", 4}, {"ffn", 128}, {"enc_layers", 2}, {"dec_layers", 2}}},
       {"optim", {{"lr", 2e-3}, {"warmup_updates", 50}}},
       {"train", {{"max_updates", max_updates}, {"valid_bleu", false}, {"log_every", 1000}, {"keep_best", 1}}}};
   return parse_experiment(j, "test_training.json");
@@ -62,7 +67,6 @@ Run train_for(const Experiment& e, const std::string& dir, bool resume) {
   return r;
 }
 
-
 } // namespace
 
 TEST_CASE("training: two hundred updates on Multi30k lower the validation loss by more than 2.5 nats") {
@@ -79,7 +83,8 @@ TEST_CASE("training: two hundred updates on Multi30k lower the validation loss b
   const Run trained = train_for(small_experiment(200), (tmp.path / "b").string(), false);
   REQUIRE(first.outcome.last_valid);
   REQUIRE(trained.outcome.last_valid);
-  MESSAGE("validation loss after 1 update: ", first.outcome.last_valid->loss, ", after 200: ", trained.outcome.last_valid->loss);
+  MESSAGE("validation loss after 1 update: ", first.outcome.last_valid->loss,
+          ", after 200: ", trained.outcome.last_valid->loss);
   CHECK(trained.outcome.last_valid->loss < first.outcome.last_valid->loss - 2.5);
 }
 
@@ -118,7 +123,8 @@ TEST_CASE("training: --resume refuses a directory without a run") {
   CHECK_THROWS_AS(train_for(small_experiment(5), (tmp.path / "empty").string(), true), InputError);
 }
 
-TEST_CASE("training: a small language model learns Penn Treebank: one hundred updates lower the validation loss by 2 nats") {
+TEST_CASE(
+    "training: a small language model learns Penn Treebank: one hundred updates lower the validation loss by 2 nats") {
   if (testing::sanitized_build()) {
     SKIP_TEST("under the sanitizers: a test of learning (tests/test_env.h, sanitized_build)");
     return;
@@ -130,12 +136,22 @@ TEST_CASE("training: a small language model learns Penn Treebank: one hundred up
   testing::ScratchDir tmp("pillars_training_", /*own_cache=*/true);
   auto run = [&](int64_t updates, const std::string& dir) {
     nlohmann::json j = {{"task", "language_modeling"},
-                        {"data", {{"dataset", "ptb"}, {"tokenizer", "none"}, {"bpe_merges", 0}, {"block_size", 64},
-                                  {"max_tokens", 2048}, {"train_fraction", 0.2}}},
+                        {"data",
+                         {{"dataset", "ptb"},
+                          {"tokenizer", "none"},
+                          {"bpe_merges", 0},
+                          {"block_size", 64},
+                          {"max_tokens", 2048},
+                          {"train_fraction", 0.2}}},
                         {"model", {{"config", "lm-small"}, {"d_model", 64}, {"ffn", 128}, {"layers", 2}}},
                         {"optim", {{"lr", 3e-3}, {"warmup_updates", 20}}},
-                        {"train", {{"max_updates", updates}, {"label_smoothing", 0.0}, {"best_metric", "ppl"},
-                                   {"valid_bleu", false}, {"log_every", 1000}, {"keep_best", 1}}}};
+                        {"train",
+                         {{"max_updates", updates},
+                          {"label_smoothing", 0.0},
+                          {"best_metric", "ppl"},
+                          {"valid_bleu", false},
+                          {"log_every", 1000},
+                          {"keep_best", 1}}}};
     const Experiment e = parse_experiment(j, "test_lm.json");
     PreparedLm p = prepare_lm(e, dir, false);
     const TransformerConfig cfg = model_config(e, static_cast<int64_t>(p.pipeline.dictionary().size()));
@@ -200,7 +216,8 @@ TEST_CASE("checkpoints: averaging gives the element-wise mean, and a checkpoint 
   }
 }
 
-TEST_CASE("training: resume refuses a changed experiment, and a finished run resumed with the same limits does nothing") {
+TEST_CASE(
+    "training: resume refuses a changed experiment, and a finished run resumed with the same limits does nothing") {
   if (!testing::have_dataset("multi30k-de-en")) {
     SKIP_TEST("PILLARS_DATA does not hold multi30k-de-en");
     return;
@@ -251,7 +268,9 @@ TEST_CASE("training: keep_best keeps exactly the best validated checkpoints, and
   CHECK(fs::exists(fs::path(dir) / "checkpoint_avg.safetensors"));
 }
 
-TEST_CASE("eval: --shuffle-sources pairs each target with another source, a model that reads its input loses, files are kept apart") {
+TEST_CASE(
+    "eval: --shuffle-sources pairs each target with another source, a model that reads its input loses, files are kept "
+    "apart") {
   if (testing::sanitized_build()) {
     SKIP_TEST("under the sanitizers: a test of learning (tests/test_env.h, sanitized_build)");
     return;
@@ -288,8 +307,13 @@ TEST_CASE("eval: a language model's per-block losses cover every block and sum t
   }
   testing::ScratchDir tmp("pillars_block_nll_", /*own_cache=*/true);
   nlohmann::json j = {{"task", "language_modeling"},
-                      {"data", {{"dataset", "ptb"}, {"tokenizer", "none"}, {"bpe_merges", 0}, {"block_size", 64},
-                                {"max_tokens", 2048}, {"train_fraction", 0.05}}},
+                      {"data",
+                       {{"dataset", "ptb"},
+                        {"tokenizer", "none"},
+                        {"bpe_merges", 0},
+                        {"block_size", 64},
+                        {"max_tokens", 2048},
+                        {"train_fraction", 0.05}}},
                       {"model", {{"config", "lm-small"}, {"d_model", 32}, {"ffn", 64}, {"layers", 1}, {"heads", 2}}},
                       {"train", {{"max_updates", 1}}}};
   const Experiment e = parse_experiment(j, "test_block_nll.json");

@@ -49,11 +49,22 @@ Experiment small_experiment(const std::string& precision) {
   nlohmann::json j = {
       {"task", "translation"},
       {"seed", 3},
-      {"data", {{"dataset", "multi30k-de-en"}, {"source", "de"}, {"target", "en"}, {"bpe_merges", 2000},
-                {"max_tokens", 1024}, {"train_fraction", 0.2}}},
-      {"model", {{"config", "small"}, {"d_model", 64}, {"heads", 4}, {"ffn", 128}, {"enc_layers", 2}, {"dec_layers", 2}}},
+      {"data",
+       {{"dataset", "multi30k-de-en"},
+        {"source", "de"},
+        {"target", "en"},
+        {"bpe_merges", 2000},
+        {"max_tokens", 1024},
+        {"train_fraction", 0.2}}},
+      {"model",
+       {{"config", "small"}, {"d_model", 64}, {"heads", 4}, {"ffn", 128}, {"enc_layers", 2}, {"dec_layers", 2}}},
       {"optim", {{"lr", 2e-3}, {"warmup_updates", 50}}},
-      {"train", {{"max_updates", kUpdates}, {"valid_bleu", false}, {"log_every", 1000}, {"keep_best", 1}, {"precision", precision}}}};
+      {"train",
+       {{"max_updates", kUpdates},
+        {"valid_bleu", false},
+        {"log_every", 1000},
+        {"keep_best", 1},
+        {"precision", precision}}}};
   return parse_experiment(j, "test_training_bf16.json");
 }
 
@@ -74,7 +85,8 @@ std::string recorded_precision(const fs::path& dir) {
   std::ifstream in(dir / "log.jsonl");
   for (std::string line; std::getline(in, line);) {
     const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
-    if (j.is_object() && j.value("type", "") == "start" && j.contains("machine")) return j["machine"].value("precision", "");
+    if (j.is_object() && j.value("type", "") == "start" && j.contains("machine"))
+      return j["machine"].value("precision", "");
   }
   return "";
 }
@@ -108,9 +120,10 @@ TEST_CASE("training in bf16 on the CPU: 200 updates on Multi30k follow the fp32 
   const double first = std::fabs(bf16[0] - fp32[0]) / fp32[0];
   const double tail_fp32 = mean_of_last(fp32, 50), tail_bf16 = mean_of_last(bf16, 50);
   const double tail = std::fabs(tail_bf16 - tail_fp32) / tail_fp32;
-  MESSAGE("gemm_bf16 path ", std::string(cpu::gemm_bf16_path()), "; relative loss deviation: update 1 ", first, ", largest ", largest,
-          ", mean of the last 50 ", tail, " (fp32 ", fp32.front(), " → ", tail_fp32, ", bf16 ", bf16.front(), " → ", tail_bf16, ")");
-  CHECK(first > 0);       // the products did round their operands
+  MESSAGE("gemm_bf16 path ", std::string(cpu::gemm_bf16_path()), "; relative loss deviation: update 1 ", first,
+          ", largest ", largest, ", mean of the last 50 ", tail, " (fp32 ", fp32.front(), " → ", tail_fp32, ", bf16 ",
+          bf16.front(), " → ", tail_bf16, ")");
+  CHECK(first > 0); // the products did round their operands
   CHECK(first <= 1e-3);
   CHECK(largest <= 2e-2);
   CHECK(tail <= 5e-3);

@@ -35,9 +35,9 @@ struct TinyStep {
 struct TinyStepOptions {
   train::PassSettings passes{}; // the optional passes to run
   Device device = Device::cpu;
-  bool mark_logits = false;    // mark the logits a graph output before the passes run
-  int64_t pad_every = 0;       // > 0: every pad_every-th target is the pad id (an ignored row)
-  int runs = 1;                // > 1 on a GPU: capture the step as a CUDA graph and replay it
+  bool mark_logits = false; // mark the logits a graph output before the passes run
+  int64_t pad_every = 0;    // > 0: every pad_every-th target is the pad id (an ignored row)
+  int runs = 1;             // > 1 on a GPU: capture the step as a CUDA graph and replay it
 };
 
 inline TinyStep tiny_step(const TransformerConfig& cfg, const ParamStore& store, const TinyStepOptions& opt) {
@@ -46,8 +46,10 @@ inline TinyStep tiny_step(const TransformerConfig& cfg, const ParamStore& store,
   o.dropout_seed = 99;
   const int64_t batch = 8, src = 24, tgt = 20;
   TinyStep r;
-  if (cfg.decoder_only) r.s = train::StepGraph::of(build_lm_training_graph(cfg, batch, tgt, o), true, opt.device);
-  else r.s = train::StepGraph::of(build_seq2seq_training_graph(cfg, batch, src, tgt, o), true, opt.device);
+  if (cfg.decoder_only)
+    r.s = train::StepGraph::of(build_lm_training_graph(cfg, batch, tgt, o), true, opt.device);
+  else
+    r.s = train::StepGraph::of(build_seq2seq_training_graph(cfg, batch, src, tgt, o), true, opt.device);
   if (opt.mark_logits) r.s.graph.mark_output(r.s.logits);
   train::run_passes(train::step_passes(train::StepContext{.train = true, .passes = opt.passes}), r.s);
   Executor ex(r.s.graph, opt.device, nullptr, r.s.memory);

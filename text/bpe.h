@@ -38,7 +38,7 @@
 namespace pillars::text {
 
 struct BpeCodes {
-  int version_major = 0, version_minor = 2; // "#version: 0.2"; files without a header are 0.1
+  int version_major = 0, version_minor = 2;                // "#version: 0.2"; files without a header are 0.1
   std::vector<std::pair<std::string, std::string>> merges; // in rank order
 };
 

@@ -31,7 +31,8 @@ void parse_version(std::string_view first_line, const std::string& name, BpeCode
   std::string num;
   for (size_t i = 0; i <= field.size(); ++i) {
     if (i == field.size() || field[i] == '.') {
-      if (num.empty() || num.size() > 6) throw InputError(str_cat(name, ": line 1: bad BPE codes version '", first_line, "'"));
+      if (num.empty() || num.size() > 6)
+        throw InputError(str_cat(name, ": line 1: bad BPE codes version '", first_line, "'"));
       parts.push_back(std::stoi(num));
       num.clear();
     } else if (field[i] >= '0' && field[i] <= '9') {
@@ -45,7 +46,8 @@ void parse_version(std::string_view first_line, const std::string& name, BpeCode
   codes.version_minor = parts.size() > 1 ? parts[1] : 0;
   if (parts.size() > 2 || !((codes.version_major == 0 && codes.version_minor == 1) ||
                             (codes.version_major == 0 && codes.version_minor == 2)))
-    throw InputError(str_cat(name, ": BPE codes version '", field, "' is not supported (0.1 or 0.2; byte-level codes are not)"));
+    throw InputError(
+        str_cat(name, ": BPE codes version '", field, "' is not supported (0.1 or 0.2; byte-level codes are not)"));
 }
 
 } // namespace
@@ -69,10 +71,13 @@ BpeCodes parse_bpe_codes(std::string_view text, const std::string& name) {
   size_t start = 0;
   for (;; ++line_no) {
     size_t nl = body.find('\n', start);
-    std::string_view item = strip(body.substr(start, nl == std::string_view::npos ? body.size() - start : nl - start), kStripChars);
+    std::string_view item =
+        strip(body.substr(start, nl == std::string_view::npos ? body.size() - start : nl - start), kStripChars);
     size_t sp = item.find(' ');
-    if (sp == std::string_view::npos || sp == 0 || sp + 1 == item.size() || item.find(' ', sp + 1) != std::string_view::npos)
-      throw InputError(str_cat(name, ": line ", line_no, ": a BPE merge must be exactly two units separated by one space, got '", item, "'"));
+    if (sp == std::string_view::npos || sp == 0 || sp + 1 == item.size() ||
+        item.find(' ', sp + 1) != std::string_view::npos)
+      throw InputError(str_cat(name, ": line ", line_no,
+                               ": a BPE merge must be exactly two units separated by one space, got '", item, "'"));
     codes.merges.emplace_back(std::string(item.substr(0, sp)), std::string(item.substr(sp + 1)));
     if (nl == std::string_view::npos) break;
     start = nl + 1;

@@ -145,8 +145,10 @@ class Learner {
       if (d == 0) continue;
       int64_t& c = stats_[k];
       c += d;
-      if (c > 0) heap_.push({c, k});
-      else stats_.erase(k);
+      if (c > 0)
+        heap_.push({c, k});
+      else
+        stats_.erase(k);
     }
   }
 

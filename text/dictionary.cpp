@@ -119,7 +119,8 @@ const std::string& Dictionary::symbol(int32_t id) const {
 }
 
 int64_t Dictionary::count(int32_t id) const {
-  PILLARS_CHECK(id >= 0 && size_t(id) < counts_.size(), "Dictionary::count: id ", id, " out of range (size ", size(), ")");
+  PILLARS_CHECK(id >= 0 && size_t(id) < counts_.size(), "Dictionary::count: id ", id, " out of range (size ", size(),
+                ")");
   return counts_[size_t(id)];
 }
 
@@ -159,10 +160,12 @@ Dictionary Dictionary::parse(std::string_view text, const std::string& name) {
     ++line_no;
     // line.rstrip().rsplit(" ", 1)
     std::string_view line = raw;
-    while (!line.empty() && (line.back() == ' ' || line.back() == '\t' || line.back() == '\r' || line.back() == '\v' || line.back() == '\f'))
+    while (!line.empty() && (line.back() == ' ' || line.back() == '\t' || line.back() == '\r' || line.back() == '\v' ||
+                             line.back() == '\f'))
       line.remove_suffix(1);
     auto bad = [&] {
-      return InputError(str_cat(name, ": line ", line_no, ": incorrect dictionary format, expected '<token> <cnt> [flags]': \"", raw, "\""));
+      return InputError(str_cat(name, ": line ", line_no,
+                                ": incorrect dictionary format, expected '<token> <cnt> [flags]': \"", raw, "\""));
     };
     size_t sp = line.rfind(' ');
     if (sp == std::string_view::npos) throw bad();
@@ -183,11 +186,13 @@ Dictionary Dictionary::parse(std::string_view text, const std::string& name) {
     // std::out_of_range would say only "stoll" (found by tests/fuzz/fuzz_dictionary).
     int64_t count = 0;
     const char* first = field.data() + (field[0] == '+' ? 1 : 0);
-    if (const auto [end, ec] = std::from_chars(first, field.data() + field.size(), count); ec != std::errc() || end != field.data() + field.size())
+    if (const auto [end, ec] = std::from_chars(first, field.data() + field.size(), count);
+        ec != std::errc() || end != field.data() + field.size())
       throw bad();
     std::string w(word);
     if (d.contains(w) && !overwrite)
-      throw InputError(str_cat(name, ": line ", line_no, ": duplicate word '", w, "' (add #fairseq:overwrite to replace an earlier one)"));
+      throw InputError(str_cat(name, ": line ", line_no, ": duplicate word '", w,
+                               "' (add #fairseq:overwrite to replace an earlier one)"));
     if (overwrite && d.contains(w)) {
       // add_symbol(overwrite=True) appends the word again as a new id and points the word at
       // it; the old entry stays in the list (decoding its id still gives the word).

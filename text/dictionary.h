@@ -60,7 +60,7 @@ class Dictionary {
   // (which fairseq would print as "<pad>"; callers strip padding before decoding anyway).
   std::string decode(const std::vector<int32_t>& ids) const;
 
-  std::string to_text() const;            // the dict.txt contents
+  std::string to_text() const;              // the dict.txt contents
   void save(const std::string& path) const; // atomic replace
   static Dictionary parse(std::string_view text, const std::string& name = "<dict>");
   static Dictionary load(const std::string& path); // errors: pillars::InputError naming the file

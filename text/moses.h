@@ -1,4 +1,4 @@
-// Moses-style tokenisation: ports of the Moses scripts lowercase.perl, normalize-punctuation.perl,
+// Moses-style tokenization: ports of the Moses scripts lowercase.perl, normalize-punctuation.perl,
 // tokenizer.perl and detokenizer.perl, rule for rule, for English and German.
 //
 //   text::MosesOptions o;                      // lang "en", no escaping, nothing else
@@ -42,7 +42,7 @@ struct MosesOptions {
   bool aggressive_hyphen = false;     // tokenizer.perl -a: "a-b" -> "a @-@ b"
   bool escape = false;                // tokenizer.perl without -no-escape
   bool normalize_punctuation = false; // run normalize-punctuation.perl -l lang first
-  bool lowercase = false;             // run lowercase.perl first (before normalising)
+  bool lowercase = false;             // run lowercase.perl first (before normalizing)
 };
 
 // One line in, the tokens separated by spaces out (see above for the exact rules).
@@ -53,8 +53,7 @@ std::string moses_detokenize(const std::string& line, const std::string& lang);
 
 // The individual scripts, for callers that want one step only.
 std::string moses_lowercase(const std::string& line); // lowercase.perl (Perl's lc)
-std::string moses_normalize_punctuation(const std::string& line, const std::string& lang,
-                                        bool penn = false);
+std::string moses_normalize_punctuation(const std::string& line, const std::string& lang, bool penn = false);
 
 // The nonbreaking-prefix table tokenizer.perl loads for `lang`: 0 = not a prefix, 1 = a prefix,
 // 2 = a prefix only before a number (#NUMERIC_ONLY#). Exposed for tests.

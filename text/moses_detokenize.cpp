@@ -27,7 +27,8 @@ bool is_cjk(char32_t c) {
 }
 
 // /^[chars or class]+$/
-template <class P> bool all_of_nonempty(const U& w, P&& in_class) {
+template <class P>
+bool all_of_nonempty(const U& w, P&& in_class) {
   if (w.empty()) return false;
   for (char32_t c : w)
     if (!in_class(c)) return false;
@@ -38,17 +39,17 @@ bool in(char32_t c, std::u32string_view set) { return set.find(c) != std::u32str
 
 U deescape(U t) {
   static const std::pair<U, U> kRules[] = {
-      {U"&bar;", U"|"},  // factor separator (legacy)
-      {U"&#124;", U"|"}, // factor separator
-      {U"&lt;", U"<"},   // xml
-      {U"&gt;", U">"},   // xml
-      {U"&bra;", U"["},  // syntax non-terminal (legacy)
-      {U"&ket;", U"]"},  // syntax non-terminal (legacy)
+      {U"&bar;", U"|"},   // factor separator (legacy)
+      {U"&#124;", U"|"},  // factor separator
+      {U"&lt;", U"<"},    // xml
+      {U"&gt;", U">"},    // xml
+      {U"&bra;", U"["},   // syntax non-terminal (legacy)
+      {U"&ket;", U"]"},   // syntax non-terminal (legacy)
       {U"&quot;", U"\""}, // xml
-      {U"&apos;", U"'"}, // xml
-      {U"&#91;", U"["},  // syntax non-terminal
-      {U"&#93;", U"]"},  // syntax non-terminal
-      {U"&amp;", U"&"},  // escape escape (last, so "&amp;lt;" becomes "&lt;")
+      {U"&apos;", U"'"},  // xml
+      {U"&#91;", U"["},   // syntax non-terminal
+      {U"&#93;", U"]"},   // syntax non-terminal
+      {U"&amp;", U"&"},   // escape escape (last, so "&amp;lt;" becomes "&lt;")
   };
   for (const auto& [from, to] : kRules) t = replace_all(t, from, to);
   return t;
@@ -93,8 +94,8 @@ U detokenize(const U& line, const std::string& lang) {
       // perform left shift on punctuation items
       out += w;
       prepend = U" ";
-    } else if (lang == "en" && i > 0 && w.size() >= 2 && w[0] == '\'' && is_alpha(w[1]) &&
-               !words[i - 1].empty() && is_alnum(words[i - 1].back())) {
+    } else if (lang == "en" && i > 0 && w.size() >= 2 && w[0] == '\'' && is_alpha(w[1]) && !words[i - 1].empty() &&
+               is_alnum(words[i - 1].back())) {
       // left-shift the contraction for English
       out += w;
       prepend = U" ";

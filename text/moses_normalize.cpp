@@ -65,9 +65,12 @@ S period_after_quote(const S& s) {
     size_t w = q + 1;
     while (w < t.size() && byte_space(t[w])) ++w;
     size_t end;
-    if (w < t.size() && t[w] != '<') end = w + 1;
-    else if (w > q + 1) end = w;
-    else return 0;
+    if (w < t.size() && t[w] != '<')
+      end = w + 1;
+    else if (w > q + 1)
+      end = w;
+    else
+      return 0;
     out += '"';
     out.append(t, i, q - i);
     out.append(t, q + 1, end - q - 1);
@@ -80,12 +83,13 @@ S period_after_quote(const S& s) {
 S moses_normalize_punctuation(const S& line, const S& lang, bool penn) {
   S s = line;
   if (s.empty() || s.back() != '\n') s += '\n'; // the script sees the line with its newline
-  std::erase(s, '\r');                           // s/\r//g;
+  std::erase(s, '\r');                          // s/\r//g;
   // remove extra spaces
   s = squeeze_spaces(rep(rep(s, "(", " ("), ")", ") ")); // s/\(/ \(/g; s/\)/\) /g; s/ +/ /g;
   // s/\) ([\.\!\:\?\;\,])/\)$1/g;
   s = subst(s, [](const S& t, size_t i, S& out) -> size_t {
-    if (i + 2 >= t.size() || t[i] != ')' || t[i + 1] != ' ' || !std::strchr(".!:?;,", t[i + 2]) || t[i + 2] == 0) return 0;
+    if (i + 2 >= t.size() || t[i] != ')' || t[i + 1] != ' ' || !std::strchr(".!:?;,", t[i + 2]) || t[i + 2] == 0)
+      return 0;
     out += ')';
     out += t[i + 2];
     return 3;
@@ -104,7 +108,7 @@ S moses_normalize_punctuation(const S& line, const S& lang, bool penn) {
 
   // normalize unicode punctuation
   if (!penn) {
-    s = rep(s, "`", "'");      // s/\`/\'/g;
+    s = rep(s, "`", "'");     // s/\`/\'/g;
     s = rep(s, "''", " \" "); // s/\'\'/ \" /g;
   }
   s = rep(s, "„", "\"");
@@ -154,7 +158,7 @@ S moses_normalize_punctuation(const S& line, const S& lang, bool penn) {
     // Czech is confused
   } else {
     // German/Spanish/French "quotation", followed by comma, style
-    s = rep(s, ",\"", "\",");   // s/,\"/\",/g;
+    s = rep(s, ",\"", "\",");  // s/,\"/\",/g;
     s = period_after_quote(s); // "don't fix period at end of sentence" (see the header)
   }
 

@@ -130,7 +130,8 @@ Nov
 Dec
 )";
 
-constexpr std::string_view kPrefixesDe = R"(#single letters: initials; no German word ends in a single lower-case letter either
+constexpr std::string_view kPrefixesDe =
+    R"(#single letters: initials; no German word ends in a single lower-case letter either
 A
 B
 C

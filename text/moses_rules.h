@@ -13,7 +13,8 @@
 
 namespace pillars::text::moses_detail {
 
-template <class S, class M> S subst(const S& s, M&& match) {
+template <class S, class M>
+S subst(const S& s, M&& match) {
   S out;
   out.reserve(s.size() + s.size() / 4 + 8);
   size_t i = 0;
@@ -29,12 +30,14 @@ template <class S, class M> S subst(const S& s, M&& match) {
   return out;
 }
 
-template <class S> bool starts_at(const S& s, size_t i, const S& what) {
+template <class S>
+bool starts_at(const S& s, size_t i, const S& what) {
   return i + what.size() <= s.size() && s.compare(i, what.size(), what) == 0;
 }
 
 // s/\Qfrom\E/to/g
-template <class S> S replace_all(const S& s, const S& from, const S& to) {
+template <class S>
+S replace_all(const S& s, const S& from, const S& to) {
   if (s.find(from) == S::npos) return s;
   return subst(s, [&](const S& t, size_t i, S& out) -> size_t {
     if (!starts_at(t, i, from)) return 0;
@@ -44,7 +47,8 @@ template <class S> S replace_all(const S& s, const S& from, const S& to) {
 }
 
 // s/ +/ /g
-template <class S> S squeeze_spaces(const S& s) {
+template <class S>
+S squeeze_spaces(const S& s) {
   S out;
   out.reserve(s.size());
   for (size_t i = 0; i < s.size(); ++i)
@@ -53,7 +57,8 @@ template <class S> S squeeze_spaces(const S& s) {
 }
 
 // s/^ //; s/ $//
-template <class S> S strip_one_space(S s) {
+template <class S>
+S strip_one_space(S s) {
   if (!s.empty() && s.front() == ' ') s.erase(0, 1);
   if (!s.empty() && s.back() == ' ') s.pop_back();
   return s;

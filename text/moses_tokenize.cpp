@@ -116,15 +116,32 @@ U escape_xml(const U& t) {
   out.reserve(t.size() + 16);
   for (char32_t c : t) {
     switch (c) {
-      case '&': out += U"&amp;"; break;   // escape escape
-      case '|': out += U"&#124;"; break;  // factor separator
-      case '<': out += U"&lt;"; break;    // xml
-      case '>': out += U"&gt;"; break;    // xml
-      case '\'': out += U"&apos;"; break; // xml
-      case '"': out += U"&quot;"; break;  // xml
-      case '[': out += U"&#91;"; break;   // syntax non-terminal
-      case ']': out += U"&#93;"; break;   // syntax non-terminal
-      default: out += c;
+      case '&':
+        out += U"&amp;";
+        break; // escape escape
+      case '|':
+        out += U"&#124;";
+        break; // factor separator
+      case '<':
+        out += U"&lt;";
+        break; // xml
+      case '>':
+        out += U"&gt;";
+        break; // xml
+      case '\'':
+        out += U"&apos;";
+        break; // xml
+      case '"':
+        out += U"&quot;";
+        break; // xml
+      case '[':
+        out += U"&#91;";
+        break; // syntax non-terminal
+      case ']':
+        out += U"&#93;";
+        break; // syntax non-terminal
+      default:
+        out += c;
     }
   }
   return out;

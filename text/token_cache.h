@@ -1,5 +1,5 @@
 // A binarised corpus of token ids on disk, keyed by a hash of everything that produced it, so
-// that `prepare` skips tokenising when nothing changed and redoes it when anything did.
+// that `prepare` skips tokenizing when nothing changed and redoes it when anything did.
 //
 //   text::Hasher h;                                   // a stable 64-bit hash (FNV-1a)
 //   h.add("moses lang=de lc=1 norm=1 esc=1");         // the tokenizer settings
@@ -44,8 +44,8 @@ class Hasher {
 };
 
 struct TokenizedCorpus {
-  std::vector<int32_t> ids;            // every line's ids, one after the other
-  std::vector<uint64_t> offsets{0};    // line i is ids[offsets[i], offsets[i + 1])
+  std::vector<int32_t> ids;         // every line's ids, one after the other
+  std::vector<uint64_t> offsets{0}; // line i is ids[offsets[i], offsets[i + 1])
 
   size_t num_lines() const { return offsets.size() - 1; }
   std::span<const int32_t> line(size_t i) const {

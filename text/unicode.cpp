@@ -46,7 +46,8 @@ std::u32string utf8_decode(std::string_view s) {
       }
     }
     // Reject overlong forms, surrogates and values past U+10FFFF: they are not well-formed UTF-8.
-    if (ok && ((len == 3 && (c < 0x800 || (c >= 0xD800 && c <= 0xDFFF))) || (len == 4 && (c < 0x10000 || c > 0x10FFFF))))
+    if (ok &&
+        ((len == 3 && (c < 0x800 || (c >= 0xD800 && c <= 0xDFFF))) || (len == 4 && (c < 0x10000 || c > 0x10FFFF))))
       ok = false;
     if (ok) {
       out.push_back(c);
@@ -103,9 +104,7 @@ bool is_lower(char32_t c) {
   if (c < 0x80) return c >= 'a' && c <= 'z';
   return in_ranges(detail::k_lower, detail::k_lower_size, c);
 }
-bool is_currency(char32_t c) {
-  return in_ranges(detail::k_currency, detail::k_currency_size, c);
-}
+bool is_currency(char32_t c) { return in_ranges(detail::k_currency, detail::k_currency_size, c); }
 bool is_space(char32_t c) {
   if (c < 0x80) return c == ' ' || (c >= 0x09 && c <= 0x0D);
   return in_ranges(detail::k_space, detail::k_space_size, c);
@@ -121,8 +120,7 @@ std::u32string perl_lc(std::u32string_view s) {
       out.push_back(c >= 'A' && c <= 'Z' ? c + 32 : c);
       continue;
     }
-    auto it = std::lower_bound(begin, end, c,
-                               [](const detail::LowerMap& m, char32_t v) { return m.from < v; });
+    auto it = std::lower_bound(begin, end, c, [](const detail::LowerMap& m, char32_t v) { return m.from < v; });
     if (it != end && it->from == c) {
       out.push_back(it->to0);
       if (it->to1) out.push_back(it->to1);

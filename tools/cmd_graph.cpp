@@ -67,7 +67,8 @@ int print_decoding(const Options& opt) {
     if (cfg.decoder_only) throw InputError("--decode encoder: a decoder-only model has no encoder");
     const EncoderGraph g = build_encoder_graph(cfg, opt.batch, opt.src_len);
     std::cout << "# the encoder graph of decoding, B " << opt.batch << ", source " << opt.src_len << ": "
-              << g.graph.nodes().size() << " nodes; its outputs are each decoder layer's cross-attention keys and values\n";
+              << g.graph.nodes().size()
+              << " nodes; its outputs are each decoder layer's cross-attention keys and values\n";
     print_graph(g.graph, std::cout);
     return 0;
   }
@@ -79,7 +80,8 @@ int print_decoding(const Options& opt) {
   shape.capacity = opt.tgt_len;
   shape.beam_candidates = 2 * opt.beam;
   const DecoderStepGraph g = build_decoder_step_graph(cfg, shape);
-  std::cout << "# one decoder step, " << opt.batch << " sentences × beam " << opt.beam << " = " << shape.rows << " rows";
+  std::cout << "# one decoder step, " << opt.batch << " sentences × beam " << opt.beam << " = " << shape.rows
+            << " rows";
   if (!cfg.decoder_only) std::cout << ", source " << opt.src_len;
   std::cout << ", caches of " << opt.tgt_len << " slots: " << g.graph.nodes().size() << " nodes\n";
   print_graph(g.graph, std::cout);
@@ -112,7 +114,10 @@ int print_step_passes(const Options& opt) {
   TransformerConfig cfg;
   const train::StepContext c = step_context_of(opt, cfg);
   int i = 0;
-  std::cout << "# the passes of this " << (opt.vote ? "V2S vote" : c.train ? "training" : "evaluation")
+  std::cout << "# the passes of this "
+            << (opt.vote  ? "V2S vote"
+                : c.train ? "training"
+                          : "evaluation")
             << " step, in order (train/pass_list.cpp)\n";
   for (const train::PassEntry& p : train::pass_list())
     if (p.applies(c)) std::cout << ++i << ". " << p.name << "\n     when: " << p.when << "\n     " << p.what << "\n";
@@ -126,10 +131,11 @@ int print_step(const Options& opt) {
   ParamStore params; // receives the method's own parameters (GCT classifiers, gate logits)
   train::add_method_parameters(c, cfg, params);
   const GraphOptions o = train::step_options(c);
-  train::StepGraph s = cfg.decoder_only
-                           ? train::StepGraph::of(build_lm_training_graph(cfg, opt.batch, opt.tgt_len, o), train, Device::cpu)
-                           : train::StepGraph::of(build_seq2seq_training_graph(cfg, opt.batch, opt.src_len, opt.tgt_len, o),
-                                                  train, Device::cpu);
+  train::StepGraph s =
+      cfg.decoder_only
+          ? train::StepGraph::of(build_lm_training_graph(cfg, opt.batch, opt.tgt_len, o), train, Device::cpu)
+          : train::StepGraph::of(build_seq2seq_training_graph(cfg, opt.batch, opt.src_len, opt.tgt_len, o), train,
+                                 Device::cpu);
   const train::PassList passes = train::step_passes(c);
   std::cout << "# " << (opt.vote ? "V2S vote" : train ? "training" : "evaluation") << " step, B " << opt.batch;
   if (!cfg.decoder_only) std::cout << ", source " << opt.src_len;
@@ -172,15 +178,20 @@ int print_step(const Options& opt) {
 } // namespace
 
 Command add_graph_command(CLI::App& app) {
-  CLI::App* cmd = app.add_subcommand("graph", "Print the graph of a training step after any pass (nodes the pass added marked +)");
+  CLI::App* cmd =
+      app.add_subcommand("graph", "Print the graph of a training step after any pass (nodes the pass added marked +)");
   auto opt = std::make_shared<Options>();
   cmd->add_option("experiment", opt->experiment, "experiment file: its model, its method's passes, its settings");
   cmd->add_option("--set", opt->sets, "override a field of the experiment, e.g. --set heads.groups=3");
-  cmd->add_option("--config", opt->config, "a named model config with no method, instead of an experiment (tiny, small, bench, "
-                                           "base, lite1, lite2, lm-small, lm-wt103)")
+  cmd->add_option("--config", opt->config,
+                  "a named model config with no method, instead of an experiment (tiny, small, bench, "
+                  "base, lite1, lite2, lm-small, lm-wt103)")
       ->check(CLI::IsMember(transformer_config_names()));
-  cmd->add_option("--after", opt->after, "show the graph after this pass (default: the model's forward graph, before any)");
-  cmd->add_flag("--passes", opt->passes, "list every pass, in the order a step runs them (with an experiment or --config: those its step runs), and exit");
+  cmd->add_option("--after", opt->after,
+                  "show the graph after this pass (default: the model's forward graph, before any)");
+  cmd->add_flag(
+      "--passes", opt->passes,
+      "list every pass, in the order a step runs them (with an experiment or --config: those its step runs), and exit");
   cmd->add_flag("--eval", opt->eval, "the evaluation step (no dropout, no backward) instead of the training step");
   cmd->add_flag("--vote", opt->vote, "the V2S vote's forward-only step of the experiment (its pass: v2s_vote)");
   cmd->add_flag("--fuse-linear", opt->fuse_linear, "run fuse_linear_activation (as train.fuse_linear_activation does)");
@@ -190,19 +201,24 @@ Command add_graph_command(CLI::App& app) {
                 "run saved_activations (as train.saved_activations = bf16 does); values under 1024 elements stay "
                 "f32, so give a batch that is not tiny (e.g. --batch 8 --tgt-len 32)");
   cmd->add_flag("--added-only", opt->added_only, "print only the nodes the pass added");
-  cmd->add_option("--decode", opt->decode, "print a decoding graph instead of a training step: encoder | step "
-                                           "(--batch sentences, --beam, --src-len, --tgt-len cache slots)")
+  cmd->add_option("--decode", opt->decode,
+                  "print a decoding graph instead of a training step: encoder | step "
+                  "(--batch sentences, --beam, --src-len, --tgt-len cache slots)")
       ->check(CLI::IsMember({"encoder", "step"}));
-  cmd->add_option("--beam", opt->beam, "with --decode step: rows per sentence")->check(CLI::Range(int64_t{1}, int64_t{1024}));
+  cmd->add_option("--beam", opt->beam, "with --decode step: rows per sentence")
+      ->check(CLI::Range(int64_t{1}, int64_t{1024}));
   cmd->add_option("--batch", opt->batch, "batch size")->check(CLI::Range(int64_t{1}, limits::kMaxBatchTokens));
   cmd->add_option("--src-len", opt->src_len, "source length")->check(CLI::Range(int64_t{1}, limits::kMaxBatchTokens));
-  cmd->add_option("--tgt-len", opt->tgt_len, "target length (the block length of a language model)")->check(CLI::Range(int64_t{1}, limits::kMaxBatchTokens));
+  cmd->add_option("--tgt-len", opt->tgt_len, "target length (the block length of a language model)")
+      ->check(CLI::Range(int64_t{1}, limits::kMaxBatchTokens));
   return {cmd, [opt]() {
-            if (opt->passes) return opt->experiment.empty() && opt->config.empty() ? print_pass_list() : print_step_passes(*opt);
+            if (opt->passes)
+              return opt->experiment.empty() && opt->config.empty() ? print_pass_list() : print_step_passes(*opt);
             // The graph is planned for this batch: its tokens are bounded as data.max_tokens is.
             if (opt->batch * std::max(opt->src_len, opt->tgt_len) > limits::kMaxBatchTokens)
-              throw InputError(str_cat("--batch × max(--src-len, --tgt-len) = ", opt->batch, " × ", std::max(opt->src_len, opt->tgt_len),
-                                       " is more than the ", limits::kMaxBatchTokens, " tokens a batch may hold"));
+              throw InputError(str_cat("--batch × max(--src-len, --tgt-len) = ", opt->batch, " × ",
+                                       std::max(opt->src_len, opt->tgt_len), " is more than the ",
+                                       limits::kMaxBatchTokens, " tokens a batch may hold"));
             if (!opt->experiment.empty() && !opt->config.empty())
               throw InputError("pillars graph: give an experiment file or --config, not both");
             if (opt->vote && opt->experiment.empty()) throw InputError("pillars graph --vote: give an experiment file");

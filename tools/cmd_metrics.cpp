@@ -46,8 +46,8 @@ struct MetricsOptions {
 // The first n pairs of a split, encoded as `pillars eval` encodes them (train/prepare.h).
 train::Seq2SeqBatch seq2seq_batch(const Experiment& e, const train::TextPipeline& pipeline, const std::string& split,
                                   int64_t n, int32_t pad) {
-  const train::EncodedPairs pairs =
-      train::encode_eval_pairs(e, pipeline, train::read_eval_split(e, split), static_cast<size_t>(std::max<int64_t>(n, 1)));
+  const train::EncodedPairs pairs = train::encode_eval_pairs(e, pipeline, train::read_eval_split(e, split),
+                                                             static_cast<size_t>(std::max<int64_t>(n, 1)));
   return ght::held_out_batch(pairs.src, pairs.tgt, n, pad, pipeline.dictionary().eos());
 }
 
@@ -73,24 +73,29 @@ int run_metrics(const MetricsOptions& opt) {
     std::string known;
     for (const data::SplitSpec& s : d.splits) known += str_cat(known.empty() ? "" : ", ", s.name);
     if (std::none_of(d.splits.begin(), d.splits.end(), [&](const data::SplitSpec& s) { return s.name == split; }))
-      throw InputError(str_cat("--split ", split, ": dataset ", d.name, " (the run's data.dataset) has no such split (its splits: ", known, ")"));
+      throw InputError(str_cat("--split ", split, ": dataset ", d.name,
+                               " (the run's data.dataset) has no such split (its splits: ", known, ")"));
   }
   const int32_t pad = static_cast<int32_t>(ck.config.pad_id);
 
   ght::HeadMetricsOptions mo;
-  mo.feature_map = opt.feature_map.empty() ? e.heads.feature_map : parse_enum<ght::FeatureMap>(opt.feature_map, "--feature-map");
+  mo.feature_map =
+      opt.feature_map.empty() ? e.heads.feature_map : parse_enum<ght::FeatureMap>(opt.feature_map, "--feature-map");
   mo.groups = static_cast<int>(opt.groups > 0 ? opt.groups : e.heads.groups);
   mo.seed = static_cast<uint64_t>(opt.seed >= 0 ? opt.seed : e.seed);
   const int64_t n = opt.sentences > 0 ? opt.sentences : e.heads.metrics_sentences;
-  ght::HeadMetrics m = ck.config.decoder_only
-                           ? ght::measure_head_metrics(ck.config, ck.params, lm_batch(e, pipeline, split, n, pad), mo)
-                           : ght::measure_head_metrics(ck.config, ck.params, seq2seq_batch(e, pipeline, split, n, pad), mo);
+  ght::HeadMetrics m =
+      ck.config.decoder_only
+          ? ght::measure_head_metrics(ck.config, ck.params, lm_batch(e, pipeline, split, n, pad), mo)
+          : ght::measure_head_metrics(ck.config, ck.params, seq2seq_batch(e, pipeline, split, n, pad), mo);
   m.update = ck.state.updates;
   m.epoch = ck.state.epoch - (ck.state.batch_in_epoch == 0 ? 1 : 0); // the trainer's log: the epoch just finished
 
   const std::string text = ght::to_json(m).dump(opt.pretty ? 2 : -1) + "\n";
-  if (opt.output.empty()) std::fputs(text.c_str(), stdout);
-  else io::atomic_write_file(opt.output, text);
+  if (opt.output.empty())
+    std::fputs(text.c_str(), stdout);
+  else
+    io::atomic_write_file(opt.output, text);
   return 0;
 }
 
@@ -98,20 +103,24 @@ int run_metrics(const MetricsOptions& opt) {
 
 Command add_metrics_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
-      "metrics", "Head-diversity metrics of a checkpoint (X-ray metrics, HUDS groups, Dunn, Silhouette, GCT terms) as JSON");
+      "metrics",
+      "Head-diversity metrics of a checkpoint (X-ray metrics, HUDS groups, Dunn, Silhouette, GCT terms) as JSON");
   cmd->footer(
       "On the first N sentence pairs (a language model: N blocks of data.block_size tokens) of the split, in "
       "evaluation mode, padding left out. Per attention module: orthogonality, context_nonorth (raw and _norm), "
       "output_dissimilarity, attention_variance, the feature map's cosine similarities, HUDS labels, dunn, "
-      "silhouette (standard) and silhouette_ght (the authors' Fig. 2 convention), homogenisation, diversification; scalars are means over head pairs, and pairs holds the H x H "
+      "silhouette (standard) and silhouette_ght (the authors' Fig. 2 convention), homogenization, diversification; "
+      "scalars are means over head pairs, and pairs holds the H x H "
       "matrices. Definitions: ght/xray.h and ght/head_metrics.h.");
   auto opt = std::make_shared<MetricsOptions>();
   cmd->add_option("run", opt->target, "run directory or checkpoint file (.safetensors in a run directory)")->required();
-  cmd->add_option("--checkpoint", opt->choice, "which checkpoint of a run directory (default: the run's eval.checkpoint)")
+  cmd->add_option("--checkpoint", opt->choice,
+                  "which checkpoint of a run directory (default: the run's eval.checkpoint)")
       ->check(CLI::IsMember({"best", "last", "average"}));
   cmd->add_option("--split", opt->split, "dataset split (default: the run's validation split)");
-  cmd->add_option("--sentences", opt->sentences,
-                  "held-out sentence pairs, or blocks for a language model (default: the run's heads.metrics_sentences)")
+  cmd->add_option(
+         "--sentences", opt->sentences,
+         "held-out sentence pairs, or blocks for a language model (default: the run's heads.metrics_sentences)")
       ->check(CLI::Range(int64_t{1}, limits::kMaxSentences));
   cmd->add_option("--feature-map", opt->feature_map,
                   "GHT feature map clustered and compared: V, A or O (default: the run's heads.feature_map)")

@@ -3,9 +3,9 @@
 // already trained, then the fine-tuning of the pruned model and its evaluation
 // (train/head_phases.h). The run directory gets votes.json, prune.json,
 // checkpoint_pruned.safetensors and pruned/ (the fine-tuning run). Under prune.finetune_schedule
-// "continue" the fine-tuning carries on the checkpoint's training: its optimiser state (sliced to
+// "continue" the fine-tuning carries on the checkpoint's training: its optimizer state (sliced to
 // the kept heads), update count and learning-rate schedule, until the experiment's train.max_updates;
-// a checkpoint without optimiser state (an averaged one) is fine-tuned as "restart" does, with a note.
+// a checkpoint without optimizer state (an averaged one) is fine-tuned as "restart" does, with a note.
 #include <omp.h>
 
 #include <cstdio>
@@ -24,8 +24,9 @@ namespace pillars::cli {
 
 Command add_prune_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
-      "prune", "Prune the heads of a trained checkpoint as an experiment's `prune` section says (V2S: vote, keep, remove), "
-               "then fine-tune and evaluate the smaller model");
+      "prune",
+      "Prune the heads of a trained checkpoint as an experiment's `prune` section says (V2S: vote, keep, remove), "
+      "then fine-tune and evaluate the smaller model");
   struct Options {
     std::string experiment, from, out;
     std::vector<std::string> sets;
@@ -33,7 +34,8 @@ Command add_prune_command(CLI::App& app) {
     int threads = 0;
   };
   auto opt = std::make_shared<Options>();
-  cmd->add_option("experiment", opt->experiment, "experiment file (its data, prune and eval sections are used)")->required();
+  cmd->add_option("experiment", opt->experiment, "experiment file (its data, prune and eval sections are used)")
+      ->required();
   cmd->add_option("--from", opt->from, "the trained checkpoint (.safetensors) to prune")->required();
   cmd->add_option("--set", opt->sets, "override a field: --set prune.keep=top_c")->take_all()->allow_extra_args(false);
   CLI::Option* out = cmd->add_option("--out", opt->out, "run directory (default: runs/<experiment name>-pruned)");
@@ -45,10 +47,12 @@ Command add_prune_command(CLI::App& app) {
   cmd->add_flag("--quiet", opt->quiet, "no progress lines");
   add_allow_unchecked_flag(cmd);
   return {cmd, [opt, out]() {
-            if (out->count() > 0 && opt->out.empty()) throw InputError("--out: an empty folder name (leave --out out for the default)");
+            if (out->count() > 0 && opt->out.empty())
+              throw InputError("--out: an empty folder name (leave --out out for the default)");
             const Experiment e = load_experiment(opt->experiment, opt->sets, default_validation_context());
             if (e.prune.method == ght::PruneMethod::none)
-              throw InputError(str_cat(opt->experiment, ": \"prune.method\" is \"none\": nothing to prune (set it, e.g. "
+              throw InputError(str_cat(opt->experiment,
+                                       ": \"prune.method\" is \"none\": nothing to prune (set it, e.g. "
                                        "--set prune.method=v2s)"));
             const int threads = opt->threads > 0 ? opt->threads : static_cast<int>(e.threads);
             if (threads > 0) omp_set_num_threads(threads);

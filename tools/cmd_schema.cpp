@@ -15,7 +15,8 @@
 namespace pillars::cli {
 
 Command add_schema_command(CLI::App& app) {
-  CLI::App* cmd = app.add_subcommand("schema", "Print the experiment files' JSON Schema or field table, or check an experiment file");
+  CLI::App* cmd = app.add_subcommand(
+      "schema", "Print the experiment files' JSON Schema or field table, or check an experiment file");
   struct Options {
     bool markdown = false;
     std::string check;
@@ -24,7 +25,8 @@ Command add_schema_command(CLI::App& app) {
   auto opt = std::make_shared<Options>();
   auto* markdown = cmd->add_flag("--markdown", opt->markdown, "print the field table in Markdown instead");
   auto* check = cmd->add_option("--check", opt->check, "validate this experiment file and print its resolved config");
-  cmd->add_option("--set", opt->overrides, "with --check: override a field, KEY=VALUE (dotted key, VALUE as JSON or plain text); repeatable")
+  cmd->add_option("--set", opt->overrides,
+                  "with --check: override a field, KEY=VALUE (dotted key, VALUE as JSON or plain text); repeatable")
       ->needs(check)
       ->allow_extra_args(false);
   markdown->excludes(check);

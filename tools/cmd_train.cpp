@@ -24,9 +24,10 @@ void add_overwrite_flag(CLI::App* cmd, bool& overwrite) {
 }
 
 void add_allow_unchecked_flag(CLI::App* cmd) {
-  cmd->add_flag_callback("--allow-unchecked", [] { train::allow_unchecked_checkpoints(true); },
-                         "load a checkpoint that records no checksum (pillars.checksum: another tool's file, or an "
-                         "edited one), which is refused otherwise");
+  cmd->add_flag_callback(
+      "--allow-unchecked", [] { train::allow_unchecked_checkpoints(true); },
+      "load a checkpoint that records no checksum (pillars.checksum: another tool's file, or an "
+      "edited one), which is refused otherwise");
 }
 
 Command add_train_command(CLI::App& app) {
@@ -52,7 +53,8 @@ Command add_train_command(CLI::App& app) {
   cmd->add_flag("--quiet", opt->quiet, "no progress lines");
   add_allow_unchecked_flag(cmd);
   return {cmd, [opt, out]() {
-            if (out->count() > 0 && opt->out.empty()) throw InputError("--out: an empty folder name (leave --out out for the default)");
+            if (out->count() > 0 && opt->out.empty())
+              throw InputError("--out: an empty folder name (leave --out out for the default)");
             const Experiment e = load_experiment(opt->experiment, opt->sets, default_validation_context());
             const int threads = opt->threads > 0 ? opt->threads : static_cast<int>(e.threads);
             if (threads > 0) omp_set_num_threads(threads);
@@ -84,16 +86,24 @@ Command add_eval_command(CLI::App& app) {
   auto opt = std::make_shared<Options>();
   cmd->add_option("run", opt->target, "run directory or checkpoint file (.safetensors in a run directory)")->required();
   cmd->add_option("--split", opt->split, "dataset split (default: the run's eval.split, else its test split)");
-  cmd->add_option("--checkpoint", opt->checkpoint, "which checkpoint of a run directory (default: the run's eval.checkpoint; last where that file is missing)")
+  cmd->add_option(
+         "--checkpoint", opt->checkpoint,
+         "which checkpoint of a run directory (default: the run's eval.checkpoint; last where that file is missing)")
       ->check(CLI::IsMember({"best", "last", "average"}));
-  cmd->add_option("--beam", opt->beam, "beam size, 1 = greedy (default: the run's eval.beam)")->check(CLI::Range(int64_t{1}, decode::kMaxBeam));
-  cmd->add_option("--lenpen", opt->lenpen, "length penalty: log-probability / length^lenpen (default: eval.lenpen)")->check(CLI::NonNegativeNumber);
-  cmd->add_option("--max-len-a", opt->max_len_a, "max target length = a * source length + b (default: eval.max_len_a)")->check(CLI::Range(0.0, 1000.0));
-  cmd->add_option("--max-len-b", opt->max_len_b, "see --max-len-a (default: eval.max_len_b)")->check(CLI::Range(int64_t{0}, limits::kMaxOutputLength));
-  cmd->add_option("--batch", opt->batch, "sentences per decoding batch (default: eval.batch_sentences)")->check(CLI::Range(int64_t{1}, limits::kMaxSentences));
+  cmd->add_option("--beam", opt->beam, "beam size, 1 = greedy (default: the run's eval.beam)")
+      ->check(CLI::Range(int64_t{1}, decode::kMaxBeam));
+  cmd->add_option("--lenpen", opt->lenpen, "length penalty: log-probability / length^lenpen (default: eval.lenpen)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--max-len-a", opt->max_len_a, "max target length = a * source length + b (default: eval.max_len_a)")
+      ->check(CLI::Range(0.0, 1000.0));
+  cmd->add_option("--max-len-b", opt->max_len_b, "see --max-len-a (default: eval.max_len_b)")
+      ->check(CLI::Range(int64_t{0}, limits::kMaxOutputLength));
+  cmd->add_option("--batch", opt->batch, "sentences per decoding batch (default: eval.batch_sentences)")
+      ->check(CLI::Range(int64_t{1}, limits::kMaxSentences));
   cmd->add_option("--threads", opt->threads, "CPU threads (0 = all cores)")->check(threads_range());
   cmd->add_option("--device", opt->device, "where to decode: cpu | cuda")->check(CLI::IsMember(enum_names<Device>()));
-  cmd->add_option("--precision", opt->precision, "decoding precision on the CPU: fp32 | bf16 (default: the run's eval.precision)")
+  cmd->add_option("--precision", opt->precision,
+                  "decoding precision on the CPU: fp32 | bf16 (default: the run's eval.precision)")
       ->check(CLI::IsMember(enum_names<Precision>()));
   cmd->add_flag("--shuffle-sources", opt->shuffle_sources,
                 "control run: score each target against the next example's source (does the model read its input?); "

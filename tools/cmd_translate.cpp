@@ -35,7 +35,8 @@ std::vector<std::string> read_sentences(std::istream& in) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (lines.empty() && line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);
     if (const size_t at = line.find('\0'); at != std::string::npos)
-      throw InputError(str_cat(where, ": holds a NUL byte (at byte ", at + 1, "): translate reads text, one sentence per line"));
+      throw InputError(
+          str_cat(where, ": holds a NUL byte (at byte ", at + 1, "): translate reads text, one sentence per line"));
     if (const size_t at = invalid_utf8_at(line); at != std::string::npos)
       throw InputError(str_cat(where, ": not valid UTF-8 (byte ", at + 1, " is 0x", hex_byte(line[at]),
                                "): translate reads UTF-8 text, one sentence per line"));
@@ -56,58 +57,67 @@ Command add_translate_command(CLI::App& app) {
     std::string device = "cpu", precision;
   };
   auto opt = std::make_shared<Options>();
-  cmd->add_option("checkpoint", opt->checkpoint, "checkpoint file in a run directory, or the run directory")->required();
-  cmd->add_option("--checkpoint", opt->choice, "which checkpoint of a run directory (default: the run's eval.checkpoint)")
+  cmd->add_option("checkpoint", opt->checkpoint, "checkpoint file in a run directory, or the run directory")
+      ->required();
+  cmd->add_option("--checkpoint", opt->choice,
+                  "which checkpoint of a run directory (default: the run's eval.checkpoint)")
       ->check(CLI::IsMember({"best", "last", "average"}));
-  cmd->add_option("--beam", opt->beam, "beam size, 1 = greedy (default: the run's eval.beam)")->check(CLI::Range(int64_t{1}, decode::kMaxBeam));
+  cmd->add_option("--beam", opt->beam, "beam size, 1 = greedy (default: the run's eval.beam)")
+      ->check(CLI::Range(int64_t{1}, decode::kMaxBeam));
   cmd->add_option("--lenpen", opt->lenpen, "length penalty: score / length^lenpen (default: eval.lenpen)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--max-len-a", opt->max_len_a, "max target length = a * source length + b (default: eval.max_len_a)")
       ->check(CLI::Range(0.0, 1000.0));
-  cmd->add_option("--max-len-b", opt->max_len_b, "see --max-len-a (default: eval.max_len_b)")->check(CLI::Range(int64_t{0}, limits::kMaxOutputLength));
+  cmd->add_option("--max-len-b", opt->max_len_b, "see --max-len-a (default: eval.max_len_b)")
+      ->check(CLI::Range(int64_t{0}, limits::kMaxOutputLength));
   cmd->add_option("--batch", opt->batch, "sentences per decoding batch (default: eval.batch_sentences)")
       ->check(CLI::Range(int64_t{1}, limits::kMaxSentences));
   cmd->add_option("--threads", opt->threads, "CPU threads (0 = all cores)")->check(threads_range());
   cmd->add_option("--device", opt->device, "where to decode: cpu | cuda")->check(CLI::IsMember(enum_names<Device>()));
-  cmd->add_option("--precision", opt->precision, "decoding precision on the CPU: fp32 | bf16 (default: the run's eval.precision)")
+  cmd->add_option("--precision", opt->precision,
+                  "decoding precision on the CPU: fp32 | bf16 (default: the run's eval.precision)")
       ->check(CLI::IsMember(enum_names<Precision>()));
   add_allow_unchecked_flag(cmd);
-  return {cmd, [opt]() {
-            if (opt->threads > 0) omp_set_num_threads(opt->threads);
-            const Device device = device_flag(opt->device);
-            const std::string run_dir = train::run_dir_of(opt->checkpoint);
-            const Experiment e = train::load_run_config(run_dir);
-            if (e.task == Task::language_modeling)
-              throw InputError(str_cat(run_dir, " is a language model run; `pillars translate` needs an encoder-decoder "
-                                       "(translation or summarization) run"));
-            const std::string path = train::checkpoint_path(opt->checkpoint, opt->choice, false);
-            train::LoadedCheckpoint ck = train::load_checkpoint(path);
-            const train::TextPipeline pipeline = train::TextPipeline::load(run_dir);
-            train::check_run_checkpoint(ck, path, pipeline, run_dir, e); // its dictionary and its model
-            const std::vector<std::string> lines = read_sentences(std::cin);
-            decode::SearchOptions so = train::search_options(e.eval, ck.config); // the run's, unless overridden
-            if (opt->beam > 0) so.beam = opt->beam;
-            if (opt->lenpen >= 0) so.lenpen = static_cast<float>(opt->lenpen);
-            if (opt->max_len_a >= 0) so.max_len_a = static_cast<float>(opt->max_len_a);
-            if (opt->max_len_b >= 0) so.max_len_b = opt->max_len_b;
-            const int64_t batch = opt->batch > 0 ? opt->batch : e.eval.batch_sentences;
-            const Precision precision =
-                opt->precision.empty() ? e.eval.precision : parse_enum<Precision>(opt->precision, "--precision");
-            if (precision == Precision::bf16 && device != Device::cpu)
-              throw InputError("--precision bf16 decodes on the CPU; on a GPU the precision is the device's");
-            const train::Translations t = train::translate_corpus(ck.config, ck.params.on(device), pipeline, lines, so, batch,
-                                                                  false, e.data.max_source_len, precision);
-            for (const std::string& s : t.text) std::printf("%s\n", s.c_str());
-            if (!t.truncated.empty())
-              std::fprintf(stderr, "warning: %zu input line%s (line %zu first) had more than data.max_source_len = %lld tokens and "
-                           "%s translated from the first %lld only, as in training\n", t.truncated.size(),
-                           t.truncated.size() == 1 ? "" : "s", t.truncated.front() + 1, static_cast<long long>(e.data.max_source_len),
-                           t.truncated.size() == 1 ? "was" : "were", static_cast<long long>(e.data.max_source_len - 1));
-            std::fprintf(stderr, "translated %zu sentences in %.2fs: %.1f sentences/s (%s, beam %lld, %s, %d threads)\n",
-                         lines.size(), t.seconds, t.sentences_per_second(), path.c_str(), static_cast<long long>(so.beam),
-                         device_name(device), omp_get_max_threads());
-            return 0;
-          }};
+  return {
+      cmd, [opt]() {
+        if (opt->threads > 0) omp_set_num_threads(opt->threads);
+        const Device device = device_flag(opt->device);
+        const std::string run_dir = train::run_dir_of(opt->checkpoint);
+        const Experiment e = train::load_run_config(run_dir);
+        if (e.task == Task::language_modeling)
+          throw InputError(str_cat(run_dir,
+                                   " is a language model run; `pillars translate` needs an encoder-decoder "
+                                   "(translation or summarization) run"));
+        const std::string path = train::checkpoint_path(opt->checkpoint, opt->choice, false);
+        train::LoadedCheckpoint ck = train::load_checkpoint(path);
+        const train::TextPipeline pipeline = train::TextPipeline::load(run_dir);
+        train::check_run_checkpoint(ck, path, pipeline, run_dir, e); // its dictionary and its model
+        const std::vector<std::string> lines = read_sentences(std::cin);
+        decode::SearchOptions so = train::search_options(e.eval, ck.config); // the run's, unless overridden
+        if (opt->beam > 0) so.beam = opt->beam;
+        if (opt->lenpen >= 0) so.lenpen = static_cast<float>(opt->lenpen);
+        if (opt->max_len_a >= 0) so.max_len_a = static_cast<float>(opt->max_len_a);
+        if (opt->max_len_b >= 0) so.max_len_b = opt->max_len_b;
+        const int64_t batch = opt->batch > 0 ? opt->batch : e.eval.batch_sentences;
+        const Precision precision =
+            opt->precision.empty() ? e.eval.precision : parse_enum<Precision>(opt->precision, "--precision");
+        if (precision == Precision::bf16 && device != Device::cpu)
+          throw InputError("--precision bf16 decodes on the CPU; on a GPU the precision is the device's");
+        const train::Translations t = train::translate_corpus(ck.config, ck.params.on(device), pipeline, lines, so,
+                                                              batch, false, e.data.max_source_len, precision);
+        for (const std::string& s : t.text) std::printf("%s\n", s.c_str());
+        if (!t.truncated.empty())
+          std::fprintf(stderr,
+                       "warning: %zu input line%s (line %zu first) had more than data.max_source_len = %lld tokens and "
+                       "%s translated from the first %lld only, as in training\n",
+                       t.truncated.size(), t.truncated.size() == 1 ? "" : "s", t.truncated.front() + 1,
+                       static_cast<long long>(e.data.max_source_len), t.truncated.size() == 1 ? "was" : "were",
+                       static_cast<long long>(e.data.max_source_len - 1));
+        std::fprintf(stderr, "translated %zu sentences in %.2fs: %.1f sentences/s (%s, beam %lld, %s, %d threads)\n",
+                     lines.size(), t.seconds, t.sentences_per_second(), path.c_str(), static_cast<long long>(so.beam),
+                     device_name(device), omp_get_max_threads());
+        return 0;
+      }};
 }
 
 } // namespace pillars::cli

@@ -14,8 +14,8 @@
 namespace pillars::cli {
 
 struct Command {
-  CLI::App* app;             // the subcommand, to ask whether it was chosen
-  std::function<int()> run;  // what runs when it was
+  CLI::App* app;            // the subcommand, to ask whether it was chosen
+  std::function<int()> run; // what runs when it was
 };
 
 // A --device flag's word as a Device, refused (InputError, exit 2) when it names a GPU this

@@ -22,7 +22,7 @@
 #                              a study stopped by the limit cannot be continued on another machine)
 #   RESULTS=1                  then docs/RESULTS.md's Multi30k comparison on the GPU (vanilla, GHT,
 #                              GHT-PS, Lite1, Michel et al., seeds 1-3, fp32 as recorded: about
-#                              35 s a run), summarised by tools/results_table.py; RESULTS_SYSTEMS
+#                              35 s a run), summarized by tools/results_table.py; RESULTS_SYSTEMS
 #                              and RESULTS_SEEDS choose fewer
 set -u
 BUNDLE=$1

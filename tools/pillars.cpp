@@ -41,18 +41,12 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("pillars 0.1"));
   const std::vector<pillars::cli::Command> commands = {
-      pillars::cli::add_train_command(app),
-      pillars::cli::add_prune_command(app),
-      pillars::cli::add_eval_command(app),
-      pillars::cli::add_translate_command(app),
-      pillars::cli::add_generate_command(app),
-      pillars::cli::add_metrics_command(app),
-      pillars::cli::add_bench_command(app),
-      pillars::cli::add_data_command(app),
-      pillars::cli::add_graph_command(app),
-      pillars::cli::add_schema_command(app),
-      pillars::cli::add_report_command(app),
-      pillars::cli::add_study_command(app),
+      pillars::cli::add_train_command(app),    pillars::cli::add_prune_command(app),
+      pillars::cli::add_eval_command(app),     pillars::cli::add_translate_command(app),
+      pillars::cli::add_generate_command(app), pillars::cli::add_metrics_command(app),
+      pillars::cli::add_bench_command(app),    pillars::cli::add_data_command(app),
+      pillars::cli::add_graph_command(app),    pillars::cli::add_schema_command(app),
+      pillars::cli::add_report_command(app),   pillars::cli::add_study_command(app),
   };
 
   // A mistyped command: CLI11 would only say that a subcommand is required.

@@ -51,7 +51,8 @@ nlohmann::json run_in_job(const Experiment& e, train::SessionOptions so) {
   } catch (const std::exception& err) {
     if (world.size() == 1) throw;
     const bool input = dynamic_cast<const InputError*>(&err) != nullptr;
-    std::fprintf(stderr, "pillars: rank %d of %d: %s%s\n", world.rank(), world.size(), input ? "" : "error: ", err.what());
+    std::fprintf(stderr, "pillars: rank %d of %d: %s%s\n", world.rank(), world.size(),
+                 input ? "" : "error: ", err.what());
     world.abort(input ? 2 : 1);
   }
   return {}; // not reached: abort() ends the process

@@ -8,7 +8,7 @@
 namespace pillars::cli {
 
 // Runs the experiment (train::run_experiment) in the job this process belongs to: under mpirun or
-// srun, a data-parallel job of several ranks (MPI initialised here; engine/dist/communicator.h);
+// srun, a data-parallel job of several ranks (MPI initialized here; engine/dist/communicator.h);
 // otherwise one process, and MPI never touched. Installs the stop handlers first (SIGTERM, SIGINT,
 // SIGUSR1, SIGHUP: finish the update, save, exit 128 + signal; SIGPIPE and SIGXFSZ ignored). In a job, an error on one rank ends the
 // whole job (it would otherwise leave the others waiting in their next collective), with the exit

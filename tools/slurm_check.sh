@@ -1,7 +1,7 @@
 #!/bin/sh
 # Data-parallel training under Slurm's srun, on a one-node Slurm cluster made for the purpose on
 # this machine (Debian's packages: apt-get install slurmd slurmctld slurm-client munge). Checks:
-#   1. `srun -n 2 --mpi=pmix pillars train …` is one job of 2 ranks: its parameters and optimiser
+#   1. `srun -n 2 --mpi=pmix pillars train …` is one job of 2 ranks: its parameters and optimizer
 #      state equal one process's with update_freq 2, bit for bit;
 #   2. scancel (SIGTERM to every task, then SIGKILL after KillWait) stops both ranks after the same
 #      update, rank 0 saves, and srun exits 143; so it does in a batch job (sbatch), where scancel
@@ -74,7 +74,7 @@ def tensors(run):
     return {k: data[v["data_offsets"][0]:v["data_offsets"][1]] for k, v in head.items() if k != "__metadata__"}
 a, b = (tensors(d) for d in sys.argv[1:])
 assert a.keys() == b.keys() and all(a[k] == b[k] for k in a), "not bit-identical"
-print(f"1. srun -n 2: {len(a)} tensors (parameters and optimiser state) bit-identical to one process x 2")
+print(f"1. srun -n 2: {len(a)} tensors (parameters and optimizer state) bit-identical to one process x 2")
 PY
 # stopped_by_sigterm RUN WHAT TAIL: the log of RUN ends with a SIGTERM stop at the update its
 # checkpoint_last holds.

@@ -8,7 +8,7 @@
 #
 # vanilla and GHT train for UPDATES updates (train.max_updates); GHT-PS trains with GCT for
 # UPDATES − FINETUNE_UPDATES updates, votes over 150 training batches, removes the heads V2S does not
-# keep and fine-tunes for FINETUNE_UPDATES (prune.finetune_updates) on phase 1's optimiser and
+# keep and fine-tunes for FINETUNE_UPDATES (prune.finetune_updates) on phase 1's optimizer and
 # learning-rate schedule: both phases share train.max_updates = UPDATES, and phase 1 leaves
 # prune.finetune_updates of them to the fine-tuning (prune.finetune_schedule "continue"). The
 # experiment files' fixed-epoch trigger is moved out of reach (prune.epoch=1000): phase 1 ends at

@@ -28,10 +28,13 @@ bool g_allow_unchecked = false;
 void check_checksum_recorded(const std::string& path, io::ChecksumCoverage coverage) {
   if (coverage != io::ChecksumCoverage::none) return;
   if (!g_allow_unchecked)
-    throw InputError(str_cat(path, ": no \"", io::kChecksumKey, "\" in its metadata, so neither its tensors nor its "
-                             "recorded config can be checked (written by another tool, or edited); pass --allow-unchecked "
-                             "to load it anyway"));
-  std::fprintf(stderr, "note: %s has no \"%s\"; loading it unchecked (--allow-unchecked)\n", path.c_str(), io::kChecksumKey);
+    throw InputError(
+        str_cat(path, ": no \"", io::kChecksumKey,
+                "\" in its metadata, so neither its tensors nor its "
+                "recorded config can be checked (written by another tool, or edited); pass --allow-unchecked "
+                "to load it anyway"));
+  std::fprintf(stderr, "note: %s has no \"%s\"; loading it unchecked (--allow-unchecked)\n", path.c_str(),
+               io::kChecksumKey);
 }
 
 } // namespace
@@ -92,8 +95,9 @@ LoadedCheckpoint load_checkpoint(const std::string& path) {
   for (const init::ParamSpec& spec : specs) {
     if (!c.params.contains(spec.name)) throw InputError(str_cat(path, ": parameter \"", spec.name, "\" is missing"));
     if (c.params.get(spec.name).shape() != spec.shape)
-      throw InputError(str_cat(path, ": parameter \"", spec.name, "\" has shape ", shape_str(c.params.get(spec.name).shape()),
-                               ", the model config implies ", shape_str(spec.shape)));
+      throw InputError(str_cat(path, ": parameter \"", spec.name, "\" has shape ",
+                               shape_str(c.params.get(spec.name).shape()), ", the model config implies ",
+                               shape_str(spec.shape)));
   }
   if (c.params.size() != specs.size())
     for (const std::string& name : c.params.names())
@@ -103,7 +107,7 @@ LoadedCheckpoint load_checkpoint(const std::string& path) {
                                  c.config.enc_layers, "+", c.config.dec_layers, " layers, d ", c.config.d_model,
                                  ") does not have: the metadata and the tensors disagree"));
   // Weights are finite: a NaN would decode garbage (or train it) without a word. So is the
-  // optimiser's state, which a resumed run would otherwise turn into NaN weights at its first update.
+  // optimizer's state, which a resumed run would otherwise turn into NaN weights at its first update.
   const auto check_finite = [&](const char* what, const std::string& name, const Tensor& t) {
     const float* p = t.data<float>();
     for (int64_t i = 0; i < t.numel(); ++i)
@@ -156,16 +160,18 @@ void check_model_config(const LoadedCheckpoint& ck, const std::string& path, con
   for (const auto& [key, value] : b.items()) {
     if (std::find(std::begin(kSettings), std::end(kSettings), key) != std::end(kSettings)) continue;
     if (a.contains(key) && a[key] == value) continue;
-    throw InputError(str_cat(path, ": its model (pillars.model) has ", key, " = ", a.contains(key) ? a[key].dump() : "nothing",
-                             ", but ", origin, " says ", experiment_field(key, expected), " = ", value.dump(),
+    throw InputError(str_cat(path, ": its model (pillars.model) has ", key, " = ",
+                             a.contains(key) ? a[key].dump() : "nothing", ", but ", origin, " says ",
+                             experiment_field(key, expected), " = ", value.dump(),
                              ": the checkpoint is of another model"));
   }
   // A pruned model keeps at most the heads it had.
   const std::vector<std::string> modules = attention_modules(expected);
   for (const auto& [module, heads] : got.module_heads) {
     if (std::find(modules.begin(), modules.end(), module) == modules.end() || heads > expected.heads_of(module))
-      throw InputError(str_cat(path, ": its model (pillars.model) has ", heads, " heads in \"", module, "\" (module_heads), but ",
-                               origin, " says ", expected.heads_of(module), " (model.heads): the checkpoint is of another model"));
+      throw InputError(str_cat(path, ": its model (pillars.model) has ", heads, " heads in \"", module,
+                               "\" (module_heads), but ", origin, " says ", expected.heads_of(module),
+                               " (model.heads): the checkpoint is of another model"));
   }
 }
 
@@ -198,7 +204,8 @@ ParamStore average_checkpoints(const std::vector<std::string>& paths, Transforme
   size_t i = 0;
   for (const std::string& name : first.params.names()) {
     float* p = first.params.get(name).data<float>();
-    for (size_t e = 0; e < sums[i].size(); ++e) p[e] = static_cast<float>(sums[i][e] / static_cast<double>(paths.size()));
+    for (size_t e = 0; e < sums[i].size(); ++e)
+      p[e] = static_cast<float>(sums[i][e] / static_cast<double>(paths.size()));
     ++i;
   }
   if (config_out) *config_out = first.config;

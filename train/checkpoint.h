@@ -1,13 +1,13 @@
-// Checkpoints: the model's parameters, the optimiser's state and the trainer's position, in one
+// Checkpoints: the model's parameters, the optimizer's state and the trainer's position, in one
 // safetensors file (written atomically: a crash never leaves a partial file under the name), with a
 // JSON twin beside it for people and tools (`checkpoint_last.safetensors` + `checkpoint_last.json`).
 //
 // Inside the safetensors file:
 //   tensors      every parameter under its own name ("encoder.layers.0.fc1.weight", ...), then the
-//                optimiser's state under "optimizer.<entry>" (engine/optim/optimizer.h)
+//                optimizer's state under "optimizer.<entry>" (engine/optim/optimizer.h)
 //   __metadata__ "pillars.model": the TransformerConfig as JSON,
 //                "pillars.state": the TrainerState as JSON
-// A checkpoint without optimiser state (an averaged or pruned model) is still a checkpoint: it
+// A checkpoint without optimizer state (an averaged or pruned model) is still a checkpoint: it
 // evaluates and translates, and `--resume` refuses it.
 #pragma once
 #include <map>
@@ -40,7 +40,7 @@ struct LoadedCheckpoint {
 // checksum at all (unless allow_unchecked_checkpoints(true): a file some other tool wrote or
 // rewrote cannot be told from a damaged one),
 // a parameter the recorded model config does not have or lacks, one of the wrong shape or of
-// another dtype than F32, or a weight or optimiser value that is NaN or infinite (naming the
+// another dtype than F32, or a weight or optimizer value that is NaN or infinite (naming the
 // tensor and the element).
 LoadedCheckpoint load_checkpoint(const std::string& path);
 

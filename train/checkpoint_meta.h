@@ -17,15 +17,15 @@ namespace pillars::train {
 // Where the trainer is: enough to continue exactly (the batch order and dropout seeds are functions
 // of the experiment seed, the epoch and the update number).
 struct TrainerState {
-  int64_t epoch = 1;            // the epoch in progress (1-based)
-  int64_t batch_in_epoch = 0;   // batches of `epoch` already trained
-  int64_t updates = 0;          // optimiser updates so far
-  double elapsed_seconds = 0;   // training time so far (over all resumed sessions)
-  double best_valid = 0;        // the best validation score so far (by train.best_metric)
+  int64_t epoch = 1;          // the epoch in progress (1-based)
+  int64_t batch_in_epoch = 0; // batches of `epoch` already trained
+  int64_t updates = 0;        // optimizer updates so far
+  double elapsed_seconds = 0; // training time so far (over all resumed sessions)
+  double best_valid = 0;      // the best validation score so far (by train.best_metric)
   bool has_best = false;
-  int64_t bad_validations = 0;  // consecutive validations without improvement (patience)
+  int64_t bad_validations = 0;        // consecutive validations without improvement (patience)
   int64_t last_validated_update = -1; // the update whose parameters were validated last
-  bool finished = false;        // training reached a stopping rule
+  bool finished = false;              // training reached a stopping rule
   std::string stop_reason;
   // The best checkpoints kept for averaging: file name → score.
   std::map<std::string, double> kept;

@@ -12,7 +12,9 @@ namespace pillars::train {
 std::vector<int64_t> batches_of_rank(const std::vector<int64_t>& tokens, int rank, int size) {
   std::vector<int64_t> order(tokens.size());
   for (size_t j = 0; j < order.size(); ++j) order[j] = static_cast<int64_t>(j);
-  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return tokens[static_cast<size_t>(a)] > tokens[static_cast<size_t>(b)]; });
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+    return tokens[static_cast<size_t>(a)] > tokens[static_cast<size_t>(b)];
+  });
   std::vector<int64_t> load(static_cast<size_t>(size), 0), mine;
   for (const int64_t j : order) {
     const size_t r = static_cast<size_t>(std::min_element(load.begin(), load.end()) - load.begin());
@@ -28,7 +30,9 @@ namespace {
 // The entries as bytes, each: name length (u32), name, dtype (u8), rank (u8), the extents (i64
 // each), the elements. Only between the ranks of one job, so no byte-order concerns.
 template <typename T>
-void put(std::string& out, T v) { out.append(reinterpret_cast<const char*>(&v), sizeof v); }
+void put(std::string& out, T v) {
+  out.append(reinterpret_cast<const char*>(&v), sizeof v);
+}
 
 std::string serialize(const optim::NamedTensors& entries) {
   std::string out;
@@ -47,7 +51,7 @@ optim::NamedTensors deserialize(const std::string& in) {
   optim::NamedTensors entries;
   size_t at = 0;
   const auto take = [&](void* to, size_t n) {
-    PILLARS_CHECK(at + n <= in.size(), "optimiser state from another rank is cut short");
+    PILLARS_CHECK(at + n <= in.size(), "optimizer state from another rank is cut short");
     std::memcpy(to, in.data() + at, n);
     at += n;
   };
@@ -71,7 +75,7 @@ optim::NamedTensors deserialize(const std::string& in) {
 
 void gather_optimizer_state(dist::Communicator& comm, const optim::Optimizer& mine,
                             const std::function<bool(const std::string& param)>& owns, optim::Optimizer& whole) {
-  optim::NamedTensors kept; // "step" (rank 0's, the same everywhere) and the owned parameters' entries
+  optim::NamedTensors kept;              // "step" (rank 0's, the same everywhere) and the owned parameters' entries
   for (auto& [name, t] : mine.state()) { // on the host (a GPU run keeps its state on the device)
     const size_t dot = name.rfind('.');
     if (name == "step" ? comm.is_root() : dot != std::string::npos && owns(name.substr(0, dot)))

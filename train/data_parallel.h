@@ -14,10 +14,10 @@
 //                           while the backward still runs: train/gradient_buckets.h)
 //   every rank              ∇ = acc / T: the gradient of the mean loss over all the update's target
 //                           tokens, as one process accumulating the same batches computes it;
-//                           then the same clipping and optimiser step on the same parameters
+//                           then the same clipping and optimizer step on the same parameters
 //                           (under ZeRO-1 each rank steps its share and sends it to the others).
 //
-// GHT in a job. The method's losses (GCT, the baselines' regularisers) and the HUDS grouping they
+// GHT in a job. The method's losses (GCT, the baselines' regularizers) and the HUDS grouping they
 // use act on each batch, as in one process: a rank computes them on its own batches, and their
 // gradients are summed with the rest. The heads' feature maps are never exchanged.
 //
@@ -49,7 +49,7 @@ namespace pillars::train {
 // the rank with the fewest tokens so far (ties: the lower rank); the same answer on every rank.
 std::vector<int64_t> batches_of_rank(const std::vector<int64_t>& tokens, int rank, int size);
 
-// ZeRO-1: the whole optimiser state, assembled at rank 0 into `whole` (a fresh optimiser of the same
+// ZeRO-1: the whole optimizer state, assembled at rank 0 into `whole` (a fresh optimizer of the same
 // kind) from every rank's entries of the parameters it owns (`owns`), so a checkpoint holds all of
 // it whatever the world size. A collective: every rank calls it; only rank 0's `whole` changes.
 void gather_optimizer_state(dist::Communicator& comm, const optim::Optimizer& mine,

@@ -57,11 +57,12 @@ Translations translate_corpus(const TransformerConfig& cfg, const ParamStore& pa
   return t;
 }
 
-BleuReport score_bleu(const Translations& t, const std::vector<std::vector<std::string>>& refs, const TextPipeline& pipeline,
-                      bool lowercase) {
+BleuReport score_bleu(const Translations& t, const std::vector<std::vector<std::string>>& refs,
+                      const TextPipeline& pipeline, bool lowercase) {
   PILLARS_CHECK(!refs.empty(), "score_bleu: no references");
   for (const auto& r : refs)
-    PILLARS_CHECK(r.size() == t.text.size(), "score_bleu: ", t.text.size(), " hypotheses but ", r.size(), " references");
+    PILLARS_CHECK(r.size() == t.text.size(), "score_bleu: ", t.text.size(), " hypotheses but ", r.size(),
+                  " references");
   BleuReport b;
   metrics::BleuOptions o;
   o.lowercase = lowercase;
@@ -83,22 +84,26 @@ BleuReport score_bleu(const Translations& t, const std::vector<std::vector<std::
 }
 
 std::vector<SentenceNll> sentence_nll(const TransformerConfig& cfg, const ParamStore& params,
-                                      const std::vector<std::vector<int32_t>>& src, const std::vector<std::vector<int32_t>>& tgt,
-                                      int64_t batch_sentences, std::optional<Precision> precision) {
-  PILLARS_CHECK(src.size() == tgt.size() && batch_sentences >= 1, "sentence_nll: ", src.size(), " sources for ", tgt.size(), " targets");
+                                      const std::vector<std::vector<int32_t>>& src,
+                                      const std::vector<std::vector<int32_t>>& tgt, int64_t batch_sentences,
+                                      std::optional<Precision> precision) {
+  PILLARS_CHECK(src.size() == tgt.size() && batch_sentences >= 1, "sentence_nll: ", src.size(), " sources for ",
+                tgt.size(), " targets");
   std::vector<SentenceNll> out(src.size());
   decode::StepDecoder decoder(cfg, params, params.device());
   if (precision) decoder.set_precision(*precision);
   const int64_t V = cfg.vocab;
   for (size_t at = 0; at < src.size(); at += static_cast<size_t>(batch_sentences)) {
     const size_t end = std::min(src.size(), at + static_cast<size_t>(batch_sentences));
-    const std::vector<std::vector<int32_t>> sources(src.begin() + static_cast<std::ptrdiff_t>(at), src.begin() + static_cast<std::ptrdiff_t>(end));
+    const std::vector<std::vector<int32_t>> sources(src.begin() + static_cast<std::ptrdiff_t>(at),
+                                                    src.begin() + static_cast<std::ptrdiff_t>(end));
     size_t longest = 0;
     for (size_t i = at; i < end; ++i) longest = std::max(longest, tgt[i].size());
     decoder.start(sources, /*rows_per_sentence=*/1, static_cast<int64_t>(longest) + 1);
     const size_t N = end - at;
     decode::StepDecoder::Step step;
-    for (size_t r = 0; r < N; ++r) step.row_origin.push_back(static_cast<int32_t>(r)), step.sentence_origin.push_back(static_cast<int32_t>(r));
+    for (size_t r = 0; r < N; ++r)
+      step.row_origin.push_back(static_cast<int32_t>(r)), step.sentence_origin.push_back(static_cast<int32_t>(r));
     step.tokens.resize(N);
     for (size_t t = 0; t < longest; ++t) {
       // Row r is fed y_{t−1} (eos at t = 0) and scored on y_t; rows past their end are fed eos

@@ -20,12 +20,12 @@
 namespace pillars::train {
 
 struct Translations {
-  std::vector<std::string> text;                 // detokenized hypotheses, input order
-  std::vector<std::vector<int32_t>> ids;          // the best hypothesis' ids (eos last)
-  double seconds = 0;                             // decoding time (encode + search)
+  std::vector<std::string> text;         // detokenized hypotheses, input order
+  std::vector<std::vector<int32_t>> ids; // the best hypothesis' ids (eos last)
+  double seconds = 0;                    // decoding time (encode + search)
   double sentences_per_second() const { return seconds > 0 ? static_cast<double>(text.size()) / seconds : 0; }
   int64_t generated_tokens = 0;
-  std::vector<size_t> truncated;                  // the sources cut to max_source_len (input order)
+  std::vector<size_t> truncated; // the sources cut to max_source_len (input order)
 };
 
 // batch_sentences is capped so that a batch has at most 2048 decoder rows (sentences × beam).
@@ -39,14 +39,14 @@ Translations translate_corpus(const TransformerConfig& cfg, const ParamStore& pa
                               std::optional<Precision> precision = std::nullopt);
 
 struct BleuReport {
-  double sacrebleu = 0;        // sacreBLEU's default BLEU of the detokenized output vs raw references
-  std::string sacrebleu_line;  // "BLEU = 34.12 67.1/43.2/… (BP = … ratio = … hyp_len = … ref_len = …)"
-  double tokenized = 0;        // fairseq's BLEU4 on Moses-tokenized, BPE-removed text (first reference)
+  double sacrebleu = 0;       // sacreBLEU's default BLEU of the detokenized output vs raw references
+  std::string sacrebleu_line; // "BLEU = 34.12 67.1/43.2/… (BP = … ratio = … hyp_len = … ref_len = …)"
+  double tokenized = 0;       // fairseq's BLEU4 on Moses-tokenized, BPE-removed text (first reference)
   std::string tokenized_line;
 };
 // refs[k][i]: reference k of sentence i (raw text).
-BleuReport score_bleu(const Translations& t, const std::vector<std::vector<std::string>>& refs, const TextPipeline& pipeline,
-                      bool lowercase);
+BleuReport score_bleu(const Translations& t, const std::vector<std::vector<std::string>>& refs,
+                      const TextPipeline& pipeline, bool lowercase);
 
 // The teacher-forced loss of each sentence: nll = −Σ_t log p(y_t | y_<t, x) in nats over its
 // target tokens (eos included), as the test loss counts them, so Σ nll / Σ tokens is the split's
@@ -58,7 +58,8 @@ struct SentenceNll {
   int64_t tokens = 0;
 };
 std::vector<SentenceNll> sentence_nll(const TransformerConfig& cfg, const ParamStore& params,
-                                      const std::vector<std::vector<int32_t>>& src, const std::vector<std::vector<int32_t>>& tgt,
-                                      int64_t batch_sentences, std::optional<Precision> precision = std::nullopt);
+                                      const std::vector<std::vector<int32_t>>& src,
+                                      const std::vector<std::vector<int32_t>>& tgt, int64_t batch_sentences,
+                                      std::optional<Precision> precision = std::nullopt);
 
 } // namespace pillars::train

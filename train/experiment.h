@@ -42,7 +42,9 @@ namespace pillars {
 using data::Task; // translation | language_modeling | summarization (datasets/registry.h)
 
 enum class Tokenizer : uint8_t { moses, none };
-constexpr auto enum_table(Tokenizer) { return enum_words<Tokenizer>({{Tokenizer::moses, "moses"}, {Tokenizer::none, "none"}}); }
+constexpr auto enum_table(Tokenizer) {
+  return enum_words<Tokenizer>({{Tokenizer::moses, "moses"}, {Tokenizer::none, "none"}});
+}
 
 enum class Optimizer : uint8_t { adam, adamw, sgd };
 constexpr auto enum_table(Optimizer) {
@@ -51,25 +53,30 @@ constexpr auto enum_table(Optimizer) {
 
 enum class Schedule : uint8_t { inverse_sqrt, cosine, linear, constant };
 constexpr auto enum_table(Schedule) {
-  return enum_words<Schedule>(
-      {{Schedule::inverse_sqrt, "inverse_sqrt"}, {Schedule::cosine, "cosine"}, {Schedule::linear, "linear"}, {Schedule::constant, "constant"}});
+  return enum_words<Schedule>({{Schedule::inverse_sqrt, "inverse_sqrt"},
+                               {Schedule::cosine, "cosine"},
+                               {Schedule::linear, "linear"},
+                               {Schedule::constant, "constant"}});
 }
 
 enum class BestMetric : uint8_t { loss, bleu, rouge, ppl };
 constexpr auto enum_table(BestMetric) {
-  return enum_words<BestMetric>({{BestMetric::loss, "loss"}, {BestMetric::bleu, "bleu"}, {BestMetric::rouge, "rouge"}, {BestMetric::ppl, "ppl"}});
+  return enum_words<BestMetric>(
+      {{BestMetric::loss, "loss"}, {BestMetric::bleu, "bleu"}, {BestMetric::rouge, "rouge"}, {BestMetric::ppl, "ppl"}});
 }
 
 enum class CheckpointChoice : uint8_t { best, last, average };
 constexpr auto enum_table(CheckpointChoice) {
-  return enum_words<CheckpointChoice>({{CheckpointChoice::best, "best"}, {CheckpointChoice::last, "last"}, {CheckpointChoice::average, "average"}});
+  return enum_words<CheckpointChoice>(
+      {{CheckpointChoice::best, "best"}, {CheckpointChoice::last, "last"}, {CheckpointChoice::average, "average"}});
 }
 
 // How a data-parallel job (several processes under mpirun or srun) sums its gradients: MPI's
 // collectives on the CPU, NCCL's on the GPU (auto: the one for train.device).
 enum class DistBackend : uint8_t { automatic, mpi, nccl };
 constexpr auto enum_table(DistBackend) {
-  return enum_words<DistBackend>({{DistBackend::automatic, "auto"}, {DistBackend::mpi, "mpi"}, {DistBackend::nccl, "nccl"}});
+  return enum_words<DistBackend>(
+      {{DistBackend::automatic, "auto"}, {DistBackend::mpi, "mpi"}, {DistBackend::nccl, "nccl"}});
 }
 
 // The members carry no defaults of their own: parse_experiment() fills every one from the table
@@ -117,19 +124,19 @@ struct TrainSettings {
   int64_t valid_max_sentences{}, keep_best{}, average_best{}, log_every{}, validate_every{};
   double save_every_minutes{};
   Device device{};
-  Precision precision{};               // base/precision.h; what bf16 covers differs by device (the schema)
+  Precision precision{};                // base/precision.h; what bf16 covers differs by device (the schema)
   AttentionBackend attention_backend{}; // cudnn: cuda only
   bool fuse_linear_activation{};
   bool fuse_linear_cross_entropy{};
-  Precision saved_activations{};        // bf16: the saved_activations pass (engine/passes/saved_activations.h)
+  Precision saved_activations{}; // bf16: the saved_activations pass (engine/passes/saved_activations.h)
   bool operator==(const TrainSettings&) const = default;
 };
 
 // Data-parallel training (train/data_parallel.h); a run in one process ignores it.
 struct ParallelSettings {
   DistBackend backend{};
-  double bucket_mb{}; // gradient bucket size
-  int64_t zero_stage{}; // 0: every rank keeps the optimiser state; 1: it is sharded over the ranks
+  double bucket_mb{};   // gradient bucket size
+  int64_t zero_stage{}; // 0: every rank keeps the optimizer state; 1: it is sharded over the ranks
   bool overlap{};       // start each bucket's sum during the backward (false: all after it)
   bool operator==(const ParallelSettings&) const = default;
 };

@@ -11,10 +11,14 @@
 
 namespace pillars::train {
 
-GradientBuckets::GradientBuckets(dist::Communicator& comm, ParamStore& params, double bucket_mb, int zero_stage, bool overlap,
-                                 dist::DeviceSums* device_sums)
-    : comm_(comm), device_sums_(device_sums), params_(params), bucket_bytes_(std::max<int64_t>(4, static_cast<int64_t>(bucket_mb * 1024 * 1024))),
-      zero_stage_(zero_stage), overlap_(overlap) {
+GradientBuckets::GradientBuckets(dist::Communicator& comm, ParamStore& params, double bucket_mb, int zero_stage,
+                                 bool overlap, dist::DeviceSums* device_sums)
+    : comm_(comm),
+      device_sums_(device_sums),
+      params_(params),
+      bucket_bytes_(std::max<int64_t>(4, static_cast<int64_t>(bucket_mb * 1024 * 1024))),
+      zero_stage_(zero_stage),
+      overlap_(overlap) {
   PILLARS_CHECK(zero_stage == 0 || zero_stage == 1, "gradient buckets: ZeRO stage ", zero_stage, " (0 or 1)");
 }
 
@@ -68,10 +72,12 @@ void GradientBuckets::lay_out(const std::vector<std::string>& names) {
 }
 
 void GradientBuckets::begin(const std::vector<std::string>& names, int64_t target_tokens) {
-  if (buckets_.empty()) lay_out(names);
+  if (buckets_.empty())
+    lay_out(names);
   else if (names != names_)
-    throw Error("data-parallel training: a training step has other parameters than the buckets were laid out for (a "
-                "model that changes, as pruning does, needs GradientBuckets of its own)");
+    throw Error(
+        "data-parallel training: a training step has other parameters than the buckets were laid out for (a "
+        "model that changes, as pruning does, needs GradientBuckets of its own)");
   weight_ = static_cast<float>(target_tokens);
   std::fill(reported_.begin(), reported_.end(), false);
   if (last_) {
@@ -81,14 +87,16 @@ void GradientBuckets::begin(const std::vector<std::string>& names, int64_t targe
 }
 
 void GradientBuckets::ready(size_t slot, const Tensor& grad) {
-  PILLARS_CHECK(slot < slots_.size() && !reported_[slot], "gradient buckets: slot ", slot, " reported twice or unknown");
+  PILLARS_CHECK(slot < slots_.size() && !reported_[slot], "gradient buckets: slot ", slot,
+                " reported twice or unknown");
   reported_[slot] = true;
   Tensor& acc = slots_[slot].grad;
   PILLARS_CHECK(!grad.defined() || (grad.numel() == acc.numel() && grad.device() == device_),
                 "gradient buckets: the gradient of ", names_[slot], " does not match its parameter");
   // A rank without a batch adds nothing: weight 0 on no gradient writes zeros.
-  optim::accumulate_weighted(device_, acc.numel(), acc.data<float>(), grad.defined() && counted_ ? grad.data<float>() : nullptr,
-                             counted_ ? weight_ : 0.0f, first_);
+  optim::accumulate_weighted(device_, acc.numel(), acc.data<float>(),
+                             grad.defined() && counted_ ? grad.data<float>() : nullptr, counted_ ? weight_ : 0.0f,
+                             first_);
   if (!last_) return;
   Bucket& b = buckets_[bucket_of_[slot]];
   if (--b.waiting == 0 && overlap_) start_ready();
@@ -100,9 +108,11 @@ void GradientBuckets::start_ready() {
 
 void GradientBuckets::start(Bucket& b) {
   if (device_ == Device::cuda) { // queued behind the bucket's gradients: nothing for the host to wait for
-    if (!device_sums_) return;      // one process: the sum over one rank is the bucket
-    if (overlap_) device_sums_->start_sum(b.flat.data<float>(), b.flat.numel(), b.owner); // beside the backward
-    else device_sums_->sum(b.flat.data<float>(), b.flat.numel(), b.owner);
+    if (!device_sums_) return;   // one process: the sum over one rank is the bucket
+    if (overlap_)
+      device_sums_->start_sum(b.flat.data<float>(), b.flat.numel(), b.owner); // beside the backward
+    else
+      device_sums_->sum(b.flat.data<float>(), b.flat.numel(), b.owner);
     return;
   }
   b.ticket = comm_.start_sum(b.flat.data<float>(), b.flat.numel(), b.owner);
@@ -140,7 +150,9 @@ bool GradientBuckets::owns(const std::string& param) const {
   return owns_bucket(buckets_[bucket_of_[it->second]]);
 }
 
-bool GradientBuckets::owns_bucket(const Bucket& b) const { return b.owner == dist::Communicator::kEveryRank || b.owner == comm_.rank(); }
+bool GradientBuckets::owns_bucket(const Bucket& b) const {
+  return b.owner == dist::Communicator::kEveryRank || b.owner == comm_.rank();
+}
 
 void GradientBuckets::divide(float tokens) {
   for (optim::ParamSlot& s : owned_) optim::divide(device_, s.grad.numel(), s.grad.data<float>(), tokens);
@@ -150,7 +162,8 @@ double GradientBuckets::clip_grad_norm(float max_norm) {
   // ‖g‖² = Σ_slots Σ_elements g², summed over the slots in order, each slot's part by its owner.
   std::vector<double> squares(slots_.size(), 0.0);
   for (size_t k = 0; k < slots_.size(); ++k)
-    if (owns_bucket(buckets_[bucket_of_[k]])) squares[k] = optim::sum_of_squares(device_, slots_[k].grad.numel(), slots_[k].grad.data<float>());
+    if (owns_bucket(buckets_[bucket_of_[k]]))
+      squares[k] = optim::sum_of_squares(device_, slots_[k].grad.numel(), slots_[k].grad.data<float>());
   if (zero_stage_ == 1) comm_.all_reduce_sum(squares.data(), static_cast<int64_t>(squares.size())); // x + 0 + … = x
   double sum = 0;
   for (const double s : squares) sum += s;
@@ -170,8 +183,10 @@ void GradientBuckets::share_parameters() {
     const bool mine = b.owner == comm_.rank();
     if (mine) // the bucket's accumulator space now carries the new values
       for (const size_t k : b.slots) slots_[k].grad.copy_from(slots_[k].value);
-    if (device_ == Device::cuda) device_sums_->broadcast(b.flat.data<float>(), b.flat.numel(), b.owner);
-    else comm_.broadcast(b.flat.data<float>(), b.flat.numel() * static_cast<int64_t>(sizeof(float)), b.owner);
+    if (device_ == Device::cuda)
+      device_sums_->broadcast(b.flat.data<float>(), b.flat.numel(), b.owner);
+    else
+      comm_.broadcast(b.flat.data<float>(), b.flat.numel() * static_cast<int64_t>(sizeof(float)), b.owner);
     if (mine) continue;
     for (const size_t k : b.slots) slots_[k].value.copy_from(slots_[k].grad);
   }

@@ -1,5 +1,5 @@
 // Gradient buckets: how the ranks of a data-parallel job sum their gradients while the backward is
-// still running, and how ZeRO-1 shares out the optimiser between them. One process that
+// still running, and how ZeRO-1 shares out the optimizer between them. One process that
 // accumulates several batches per update (train.update_freq > 1) uses them too, as a job of one
 // rank: the accumulation is the same, and the sum over one rank is the bucket itself.
 //
@@ -27,7 +27,7 @@
 //
 // ZeRO-1 (parallel.zero_stage 1). Each bucket has an owner rank (buckets dealt largest first to the
 // least loaded rank). A bucket's sum goes to its owner only (MPI_Ireduce, half the traffic of an
-// all-reduce); the owner alone keeps the optimiser state of the bucket's parameters and updates
+// all-reduce); the owner alone keeps the optimizer state of the bucket's parameters and updates
 // them, then sends the new values to every rank (share_parameters: a broadcast per bucket, which
 // together make ZeRO's all-gather). Clipping needs the norm of the whole summed gradient: each
 // owner computes the squared norms of its parameters and the ranks add them (clip_grad_norm).
@@ -80,7 +80,7 @@ class GradientBuckets final : public GradientObserver {
   // Waits for every sum of the update. Returns (name, parameter, Σ_ranks acc) per parameter in the
   // steps' order; with ZeRO-1 only this rank's own parameters (owns()) hold the sum.
   std::vector<optim::ParamSlot>& finish();
-  // The slots whose optimiser state this rank keeps and updates: all of them at stage 0.
+  // The slots whose optimizer state this rank keeps and updates: all of them at stage 0.
   const std::vector<optim::ParamSlot>& owned() const { return owned_; }
   bool owns(const std::string& param) const;
 
@@ -89,44 +89,44 @@ class GradientBuckets final : public GradientObserver {
   // Clips the summed gradient to max_norm by its global L2 norm, as optim::clip_grad_norm does for
   // all slots in one process (the same double sums, in the same order); returns the norm.
   double clip_grad_norm(float max_norm);
-  // ZeRO-1: after the optimiser stepped the owned parameters, every bucket's owner sends their new
+  // ZeRO-1: after the optimizer stepped the owned parameters, every bucket's owner sends their new
   // values to all ranks. Stage 0: nothing (every rank stepped every parameter).
   void share_parameters();
 
   int64_t bucket_count() const { return static_cast<int64_t>(buckets_.size()); }
-  int64_t bytes() const;            // of all buckets
+  int64_t bytes() const;                                // of all buckets
   double wait_seconds() const { return wait_seconds_; } // in finish(), over all updates: communication not hidden
 
  private:
   struct Bucket {
-    Tensor flat;                 // (numel) f32: the accumulators of its slots, back to back
-    std::vector<size_t> slots;   // slot indices, in layout order
+    Tensor flat;                                // (numel) f32: the accumulators of its slots, back to back
+    std::vector<size_t> slots;                  // slot indices, in layout order
     int owner = dist::Communicator::kEveryRank; // ZeRO-1: the rank that gets the sum
-    size_t waiting = 0;          // gradients still to come in the rank's last batch
-    int64_t ticket = -1;         // the sum in flight, or -1
+    size_t waiting = 0;                         // gradients still to come in the rank's last batch
+    int64_t ticket = -1;                        // the sum in flight, or -1
   };
   void lay_out(const std::vector<std::string>& names);
   void start(Bucket& b);
   void start_ready(); // starts the complete buckets from next_start_ on, in order, up to the first incomplete one
-  bool owns_bucket(const Bucket& b) const; // this rank keeps its optimiser state (every rank at stage 0)
+  bool owns_bucket(const Bucket& b) const; // this rank keeps its optimizer state (every rank at stage 0)
 
   dist::Communicator& comm_;
   dist::DeviceSums* device_sums_;
   ParamStore& params_;
-  Device device_ = Device::cpu;                      // where the parameters and the buckets are
+  Device device_ = Device::cpu; // where the parameters and the buckets are
   int64_t bucket_bytes_;
   int zero_stage_;
   bool overlap_;
-  std::vector<std::string> names_;                   // slot order
+  std::vector<std::string> names_; // slot order
   std::vector<Bucket> buckets_;
-  std::vector<size_t> bucket_of_;                    // slot → bucket
-  std::vector<optim::ParamSlot> slots_, owned_;      // accumulators as slots (views into buckets)
-  std::unordered_map<std::string, size_t> slot_of_;  // name → slot
-  std::vector<bool> reported_;                       // this batch: slot's gradient seen
+  std::vector<size_t> bucket_of_;                   // slot → bucket
+  std::vector<optim::ParamSlot> slots_, owned_;     // accumulators as slots (views into buckets)
+  std::unordered_map<std::string, size_t> slot_of_; // name → slot
+  std::vector<bool> reported_;                      // this batch: slot's gradient seen
   bool first_ = true, last_ = true, counted_ = true;
-  float weight_ = 0;                                 // this batch's target tokens
-  size_t in_flight_ = 0;                             // buckets started and not yet seen done
-  size_t next_start_ = 0;                            // the next bucket to start, in bucket order
+  float weight_ = 0;      // this batch's target tokens
+  size_t in_flight_ = 0;  // buckets started and not yet seen done
+  size_t next_start_ = 0; // the next bucket to start, in bucket order
   double wait_seconds_ = 0;
 };
 

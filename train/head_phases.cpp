@@ -52,7 +52,8 @@ ght::HeadSelection choose_heads(const Experiment& e, const TransformerConfig& cf
       s.max_batches = e.prune.vote_batches;
       const ght::VoteResult r =
           ght::vote([&] { return make_task(e, cfg, params, data, vote_context(e)); }, s, quiet, comm);
-      if (comm.is_root()) io::atomic_write_file((fs::path(run_dir) / "votes.json").string(), r.to_json().dump(1) + "\n");
+      if (comm.is_root())
+        io::atomic_write_file((fs::path(run_dir) / "votes.json").string(), r.to_json().dump(1) + "\n");
       return r.selection();
     }
     case ght::PruneMethod::importance: {
@@ -60,21 +61,26 @@ ght::HeadSelection choose_heads(const Experiment& e, const TransformerConfig& cf
       s.batches = e.prune.vote_batches;
       s.seed = static_cast<uint64_t>(e.seed);
       const ght::HeadImportance importance = ght::head_importance(
-          cfg, params, [&](ParamStore& p) { return make_task(e, cfg, p, data, importance_context(s.keep_label_smoothing)); }, s,
+          cfg, params,
+          [&](ParamStore& p) { return make_task(e, cfg, p, data, importance_context(s.keep_label_smoothing)); }, s,
           comm);
-      nlohmann::json j = {{"method", "importance"}, {"batches", importance.batches}, {"normalized", importance.normalized}};
+      nlohmann::json j = {
+          {"method", "importance"}, {"batches", importance.batches}, {"normalized", importance.normalized}};
       if (comm.is_root()) io::atomic_write_file((fs::path(run_dir) / "importance.json").string(), j.dump(1) + "\n");
       return ght::top_k_selection(importance.normalized, keep);
     }
-    case ght::PruneMethod::gates: return ght::top_k_selection(ght::expected_gates(params, cfg), keep);
-    case ght::PruneMethod::none: break;
+    case ght::PruneMethod::gates:
+      return ght::top_k_selection(ght::expected_gates(params, cfg), keep);
+    case ght::PruneMethod::none:
+      break;
   }
   throw Error("choose_heads: prune.method is \"none\"");
 }
 
 nlohmann::json prune_json(const std::string& from, const ght::PruneSummary& s) {
   nlohmann::json mods = nlohmann::json::array();
-  for (const auto& [module, m] : s.modules) mods.push_back({{"module", module}, {"heads_before", m.first}, {"kept", m.second}});
+  for (const auto& [module, m] : s.modules)
+    mods.push_back({{"module", module}, {"heads_before", m.first}, {"kept", m.second}});
   return {{"from", from},
           {"params_before", s.params_before},
           {"params_after", s.params_after},
@@ -82,7 +88,6 @@ nlohmann::json prune_json(const std::string& from, const ght::PruneSummary& s) {
           {"params_after_no_embeddings", s.params_after_no_embeddings},
           {"modules", mods}};
 }
-
 
 // ---- budgets and schedules of the two phases ----------------------------------------------------
 
@@ -100,7 +105,7 @@ Experiment phase1_experiment(const Experiment& e, bool prune) {
   return e1;
 }
 
-// "restart": a fresh optimiser at the learning rate phase 1 ended with, held constant (no second
+// "restart": a fresh optimizer at the learning rate phase 1 ended with, held constant (no second
 // warm-up), for the prune.finetune_* limits alone, counted from update 1.
 Experiment restarted_finetune(const Experiment& e, const TrainerState& phase1_end) {
   Experiment e2 = e;
@@ -118,7 +123,7 @@ Experiment restarted_finetune(const Experiment& e, const TrainerState& phase1_en
   return e2;
 }
 
-// "continue": the optimiser and the schedule are phase 1's (train_with_heads passes the start and
+// "continue": the optimizer and the schedule are phase 1's (train_with_heads passes the start and
 // the schedule's budget); the limits are the run's, counted on from where phase 1 stopped:
 //   updates  until train.max_updates in all, and at most prune.finetune_updates in phase 2 (0 = no cap);
 //   epochs   the rest of the epoch phase 1 stopped in, then at most prune.finetune_epochs more,
@@ -151,10 +156,11 @@ TrainerState continued_position(const TrainerState& at) {
   return s;
 }
 
-// Where phase 1 left the trainer, with its optimiser state: `pillars prune --from`'s checkpoint,
+// Where phase 1 left the trainer, with its optimizer state: `pillars prune --from`'s checkpoint,
 // phase 1's checkpoint_last (rank 0 wrote it at the end of phase 1; the other ranks of a job wait
 // for it), or the very beginning when there was no phase 1 (prune.epoch 0).
-TrainingStart phase1_end(const TrainingStart* from_checkpoint, bool phase1, const fs::path& last, dist::Communicator& comm) {
+TrainingStart phase1_end(const TrainingStart* from_checkpoint, bool phase1, const fs::path& last,
+                         dist::Communicator& comm) {
   if (from_checkpoint) return *from_checkpoint;
   if (!phase1) return {};
   comm.barrier();
@@ -162,8 +168,8 @@ TrainingStart phase1_end(const TrainingStart* from_checkpoint, bool phase1, cons
   return {c.state, std::move(c.optimizer_state)};
 }
 
-// The optimiser of the pruned model under "continue": phase 1's state with the kept heads' slices
-// of every buffer (ght/prune.h), loaded into an optimiser of the experiment's kind, which checks
+// The optimizer of the pruned model under "continue": phase 1's state with the kept heads' slices
+// of every buffer (ght/prune.h), loaded into an optimizer of the experiment's kind, which checks
 // every entry. Null when phase 1 left no state.
 std::unique_ptr<optim::Optimizer> pruned_optimizer(const Experiment& e, const TransformerConfig& cfg,
                                                    const optim::NamedTensors& state, const ght::HeadSelection& keep) {
@@ -172,8 +178,9 @@ std::unique_ptr<optim::Optimizer> pruned_optimizer(const Experiment& e, const Tr
   try {
     optimizer->load_state(ght::prune_optimizer_state(cfg, state, keep));
   } catch (const InputError& err) {
-    throw InputError(str_cat("prune: the trained model's optimiser state does not fit the experiment's optim section (\"",
-                             enum_name(e.optim.optimizer), "\"): ", err.what()));
+    throw InputError(
+        str_cat("prune: the trained model's optimizer state does not fit the experiment's optim section (\"",
+                enum_name(e.optim.optimizer), "\"): ", err.what()));
   }
   return optimizer;
 }
@@ -181,7 +188,8 @@ std::unique_ptr<optim::Optimizer> pruned_optimizer(const Experiment& e, const Tr
 } // namespace
 
 std::vector<std::string> train_with_heads(const Experiment& e, const TransformerConfig& cfg, ParamStore& params,
-                                          const RunData& data, const TrainOptions& base, const TrainingStart* from_checkpoint) {
+                                          const RunData& data, const TrainOptions& base,
+                                          const TrainingStart* from_checkpoint) {
   const std::string run_dir = base.run_dir;
   const bool prune = e.prune.method != ght::PruneMethod::none;
   const fs::path pruned_dir = fs::path(run_dir) / kPrunedDir;
@@ -192,7 +200,8 @@ std::vector<std::string> train_with_heads(const Experiment& e, const Transformer
 
   // ---- phase 1 ----------------------------------------------------------------------------------
   const Experiment e1 = phase1_experiment(e, prune);
-  const bool phase1 = from_checkpoint == nullptr && !(prune && e.prune.trigger == ght::PruneTrigger::epoch && e.prune.epoch == 0);
+  const bool phase1 =
+      from_checkpoint == nullptr && !(prune && e.prune.trigger == ght::PruneTrigger::epoch && e.prune.epoch == 0);
   if (from_checkpoint && !prune) throw InputError("pillars prune: the experiment's \"prune.method\" is \"none\"");
   if (phase1 && !(prune && fs::exists(prune_file))) {
     TrainOptions to = base;
@@ -209,7 +218,7 @@ std::vector<std::string> train_with_heads(const Experiment& e, const Transformer
   // Every rank of a data-parallel job removes the same heads; rank 0 alone writes the files, and the
   // others wait for them before the fine-tuning (which may read them back on a resume).
   // checkpoint_pruned holds the pruned model, phase 1's end state and, under "continue", phase 1's
-  // optimiser state sliced to the kept heads: all that phase 2 starts from.
+  // optimizer state sliced to the kept heads: all that phase 2 starts from.
   dist::Communicator& comm = base.communicator ? *base.communicator : dist::single_process();
   ght::PrunedModel ps;
   TrainingStart pruned_start;
@@ -218,7 +227,8 @@ std::vector<std::string> train_with_heads(const Experiment& e, const Transformer
     const ght::HeadSelection keep = choose_heads(e, cfg, params, data, run_dir, base.quiet, comm);
     ps = ght::prune_heads(cfg, params, keep);
     const ght::PruneSummary summary = ght::summarize_pruning(cfg, params, ps, keep);
-    const std::unique_ptr<optim::Optimizer> optimizer = continues(e) ? pruned_optimizer(e, cfg, end.optimizer_state, keep) : nullptr;
+    const std::unique_ptr<optim::Optimizer> optimizer =
+        continues(e) ? pruned_optimizer(e, cfg, end.optimizer_state, keep) : nullptr;
     pruned_start.state = end.state;
     if (optimizer) pruned_start.optimizer_state = optimizer->state();
     if (comm.is_root()) {
@@ -232,7 +242,7 @@ std::vector<std::string> train_with_heads(const Experiment& e, const Transformer
                    100.0 * (1.0 - static_cast<double>(summary.params_after_no_embeddings) /
                                       static_cast<double>(summary.params_before_no_embeddings)),
                    pruned_checkpoint.c_str());
-    // The optimiser's buffers are views of its live state: phase 2 gets copies.
+    // The optimizer's buffers are views of its live state: phase 2 gets copies.
     for (auto& [name, t] : pruned_start.optimizer_state) t = t.clone();
   } else {
     LoadedCheckpoint c = load_checkpoint(pruned_checkpoint.string());
@@ -242,7 +252,7 @@ std::vector<std::string> train_with_heads(const Experiment& e, const Transformer
   }
 
   // ---- phase 2: fine-tune the pruned model in run_dir/pruned -------------------------------------
-  // "continue" needs phase 1's optimiser state; a trained model without one (`pillars prune --from`
+  // "continue" needs phase 1's optimizer state; a trained model without one (`pillars prune --from`
   // an averaged or pruned checkpoint, or a run pruned before checkpoint_pruned kept it) is
   // fine-tuned as "restart" does, and pruned/config.json says so.
   const bool fallback = continues(e) && pruned_start.state.updates > 0 && pruned_start.optimizer_state.empty();
@@ -251,14 +261,16 @@ std::vector<std::string> train_with_heads(const Experiment& e, const Transformer
   if (fallback) {
     e2.prune.finetune_schedule = ght::FinetuneSchedule::restart;
     if (!base.quiet)
-      std::fprintf(stderr, "note: %s holds no optimiser state to continue from (was the model averaged, or pruned before?): "
-                           "fine-tuning restarts the optimiser at the learning rate training ended with, as "
-                           "prune.finetune_schedule \"restart\" does\n",
+      std::fprintf(stderr,
+                   "note: %s holds no optimizer state to continue from (was the model averaged, or pruned before?): "
+                   "fine-tuning restarts the optimizer at the learning rate training ended with, as "
+                   "prune.finetune_schedule \"restart\" does\n",
                    from_checkpoint ? "the checkpoint given with --from" : pruned_checkpoint.c_str());
   }
   if (comm.is_root()) {
     fs::create_directories(pruned_dir);
-    for (const char* f : {"pipeline.json", "dict.txt", "bpe.codes"}) copy_if_exists(fs::path(run_dir) / f, pruned_dir / f);
+    for (const char* f : {"pipeline.json", "dict.txt", "bpe.codes"})
+      copy_if_exists(fs::path(run_dir) / f, pruned_dir / f);
     io::atomic_write_file((pruned_dir / "config.json").string(), to_json(e2).dump(2) + "\n");
   }
   comm.barrier();
@@ -271,8 +283,9 @@ std::vector<std::string> train_with_heads(const Experiment& e, const Transformer
     to.start = TrainingStart{continued_position(pruned_start.state), std::move(pruned_start.optimizer_state)};
     to.schedule_budget = e.train;
     if (!base.quiet && !to.resume)
-      std::fprintf(stderr, "finetune: phase 1's optimiser and learning-rate schedule continue from update %lld (epoch %lld); "
-                           "the run ends at update %s, epoch %lld at the latest\n",
+      std::fprintf(stderr,
+                   "finetune: phase 1's optimizer and learning-rate schedule continue from update %lld (epoch %lld); "
+                   "the run ends at update %s, epoch %lld at the latest\n",
                    static_cast<long long>(pruned_start.state.updates), static_cast<long long>(pruned_start.state.epoch),
                    e2.train.max_updates > 0 ? std::to_string(e2.train.max_updates).c_str() : "(no limit)",
                    static_cast<long long>(e2.train.max_epochs));

@@ -1,13 +1,13 @@
 // A run with head methods (docs/METHOD.md §4–§5): the phases of one `pillars train`.
 //
-//   phase 1   train with the `heads` section's passes (GCT, a baseline's regulariser or gates),
+//   phase 1   train with the `heads` section's passes (GCT, a baseline's regularizer or gates),
 //             measuring head diversity on a held-out batch into head_metrics.jsonl;
 //             until the prune trigger (prune.epoch epochs, or the centroid shift below prune.rho)
 //   prune     V2S: vote over the training set and keep the winners (or Michel's importance, or
 //             Voita's gates); remove the other heads for real (ght/prune.h); write votes.json,
 //             prune.json and checkpoint_pruned.safetensors
 //   phase 2   fine-tune the pruned model in RUN/pruned/ (a run directory of its own: config,
-//             log, checkpoints, evaluation) with the regulariser off
+//             log, checkpoints, evaluation) with the regularizer off
 //
 // How phase 2 is scheduled (prune.finetune_schedule):
 //   continue (default; the authors' code trains on in one fairseq run) — phase 2 carries on phase
@@ -23,10 +23,10 @@
 //       epochs    phase 2 finishes the epoch phase 1 stopped in, then at most prune.finetune_epochs
 //                 more, never past train.max_epochs;
 //       prune.finetune_minutes, prune.finetune_patience   phase 2's own clock and early stopping.
-//     checkpoint_pruned carries the sliced optimiser state, so a run resumed after the prune and
-//     `pillars prune --from` continue from it. A trained model without optimiser state (--from an
+//     checkpoint_pruned carries the sliced optimizer state, so a run resumed after the prune and
+//     `pillars prune --from` continue from it. A trained model without optimizer state (--from an
 //     averaged checkpoint) falls back to "restart", with a note.
-//   restart — a fresh optimiser at a constant learning rate, the one phase 1 ended with, counted
+//   restart — a fresh optimizer at a constant learning rate, the one phase 1 ended with, counted
 //     from update 1, for prune.finetune_epochs / _updates / _minutes / _patience alone (0 = no limit).
 //
 // Resuming picks up where the run stopped: phase 1 from its checkpoint_last, the prune step is
@@ -49,7 +49,7 @@ namespace pillars::train {
 // Runs the phases of a pruning run (prune.method set); `base` carries the decode scorers and
 // checkpoint extras. Returns the run directories to evaluate, in order (run_dir, and run_dir/pruned).
 // from_checkpoint (non-null): `params` is a trained model (`pillars prune --from`) that was at this
-// trainer state, with this optimiser state (empty if its checkpoint has none); phase 1 is skipped.
+// trainer state, with this optimizer state (empty if its checkpoint has none); phase 1 is skipped.
 std::vector<std::string> train_with_heads(const Experiment& e, const TransformerConfig& cfg, ParamStore& params,
                                           const RunData& data, const TrainOptions& base,
                                           const TrainingStart* from_checkpoint = nullptr);

@@ -49,7 +49,8 @@ MemoryEstimate estimate_memory(const Experiment& e, const TransformerConfig& c) 
   const bool lm = c.decoder_only;
   const double tokens = static_cast<double>(e.data.max_tokens);
   const double layers = static_cast<double>(c.enc_layers + c.dec_layers);
-  const double longest = static_cast<double>(lm ? e.data.block_size : std::max(e.data.max_source_len, e.data.max_target_len));
+  const double longest =
+      static_cast<double>(lm ? e.data.block_size : std::max(e.data.max_source_len, e.data.max_target_len));
   // The logits and their gradient; with the head fused with its loss a training step keeps
   // neither, but an evaluation step still makes the logits.
   const double head = (e.train.fuse_linear_cross_entropy ? 1.0 : 2.0) * static_cast<double>(c.vocab);
@@ -57,9 +58,10 @@ MemoryEstimate estimate_memory(const Experiment& e, const TransformerConfig& c) 
   double step = tokens * per_token;
   if (e.train.fuse_linear_cross_entropy) // the fused head's scratch: one block of logits
     step += std::min(tokens * static_cast<double>(c.vocab), static_cast<double>(kLinearCrossEntropyBlockBytes) / 4.0);
-  const bool probabilities = e.train.attention_backend == AttentionBackend::naive ||
-                             (e.heads.feature_map == ght::FeatureMap::A &&
-                              (e.heads.regularizer != ght::Regularizer::none || e.prune.method == ght::PruneMethod::v2s));
+  const bool probabilities =
+      e.train.attention_backend == AttentionBackend::naive ||
+      (e.heads.feature_map == ght::FeatureMap::A &&
+       (e.heads.regularizer != ght::Regularizer::none || e.prune.method == ght::PruneMethod::v2s));
   if (probabilities) {
     const double modules = static_cast<double>(c.enc_layers + c.dec_layers * (lm ? 1 : 2));
     step += 2.0 * tokens * static_cast<double>(c.heads) * longest * modules; // P and its gradient
@@ -91,10 +93,11 @@ void check_memory(const Experiment& e, const TransformerConfig& cfg, const std::
   if (available <= 0) return;
   const MemoryEstimate m = estimate_memory(e, cfg);
   if (m.total() <= available) return;
-  throw InputError(str_cat(origin, ": \"model\" and \"data.max_tokens\": the run needs about ", gib(m.total()), " (the model, ",
-                           m.parameters, " parameters with gradients and optimiser state: ", gib(m.model_bytes), "; one training step of ",
-                           e.data.max_tokens, " tokens: ", gib(m.step_bytes), "), but this machine has ", gib(available),
-                           " available. Reduce model.d_model, model.ffn, the layers or data.max_tokens"));
+  throw InputError(
+      str_cat(origin, ": \"model\" and \"data.max_tokens\": the run needs about ", gib(m.total()), " (the model, ",
+              m.parameters, " parameters with gradients and optimizer state: ", gib(m.model_bytes),
+              "; one training step of ", e.data.max_tokens, " tokens: ", gib(m.step_bytes), "), but this machine has ",
+              gib(available), " available. Reduce model.d_model, model.ffn, the layers or data.max_tokens"));
 }
 
 } // namespace pillars::train

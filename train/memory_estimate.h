@@ -16,7 +16,7 @@
 //                                                     train.fuse_linear_cross_entropy, which
 //                                                     leaves only the evaluation step's logits,
 //                                                     plus its scratch: one block of logits)
-//               plus, where the attention probabilities are materialised (the naive backend, or a
+//               plus, where the attention probabilities are materialized (the naive backend, or a
 //               head method on the A feature map), 2·H·T per token and attention module (P and its
 //               gradient), with T the longest sequence.
 // Calibration: for `make run` (the small model, V ≈ 10k, 4,096 tokens) it says 0.68 GB for the
@@ -35,9 +35,9 @@
 namespace pillars::train {
 
 struct MemoryEstimate {
-  int64_t parameters = 0;     // P, the number of parameters
-  double model_bytes = 0;     // parameters + gradients + optimiser state
-  double step_bytes = 0;      // activations of one training step
+  int64_t parameters = 0; // P, the number of parameters
+  double model_bytes = 0; // parameters + gradients + optimizer state
+  double step_bytes = 0;  // activations of one training step
   double total() const { return model_bytes + step_bytes; }
 };
 

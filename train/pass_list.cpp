@@ -91,29 +91,23 @@ void saved_activations_pass(StepGraph& s, const StepContext&) {
 // ---- the list ----
 
 const std::array kPasses = {
-    PassEntry{"fuse_linear_activation",
-              [](const StepContext& c) { return c.passes.fuse_linear; },
-              fuse_linear_pass,
+    PassEntry{"fuse_linear_activation", [](const StepContext& c) { return c.passes.fuse_linear; }, fuse_linear_pass,
               "train.fuse_linear_activation",
               "replaces each linear → ReLU/GELU chain (matmul, add, activation) by one linear_act node "
               "(engine/passes/fuse_linear.h)"},
-    PassEntry{"fuse_linear_cross_entropy",
-              [](const StepContext& c) { return c.train && c.passes.fuse_cross_entropy; },
-              fuse_linear_cross_entropy_pass,
-              "train.fuse_linear_cross_entropy; training steps",
+    PassEntry{"fuse_linear_cross_entropy", [](const StepContext& c) { return c.train && c.passes.fuse_cross_entropy; },
+              fuse_linear_cross_entropy_pass, "train.fuse_linear_cross_entropy; training steps",
               "replaces the language-model head and its loss (matmul → cross_entropy) by one "
               "linear_cross_entropy node, which sweeps the rows in blocks and makes the gradients of "
               "the head's input and weight as it goes: the (N, V) logits are never stored "
               "(engine/passes/fuse_linear_cross_entropy.h)"},
-    PassEntry{"head_gates",
-              [](const StepContext& c) { return !head_gates_of(c).empty(); },
+    PassEntry{"head_gates", [](const StepContext& c) { return !head_gates_of(c).empty(); },
               [](StepGraph& s, const StepContext& c) { gate_heads(s, head_gates_of(c)); },
               "heads.drophead > 0 (training steps), heads.gates = hard_concrete, or Michel et al.'s "
               "importance steps",
               "per attention module the gates ξ (H): DropHead's mask input, the Hard-Concrete gate, the "
               "importance gate, multiplied; and ξ_h·O_h in front of out_proj (steps/head_gates.h)"},
-    PassEntry{"gct",
-              [](const StepContext& c) { return training(c) && c.heads.regularizer == Regularizer::gct; },
+    PassEntry{"gct", [](const StepContext& c) { return training(c) && c.heads.regularizer == Regularizer::gct; },
               [](StepGraph& s, const StepContext& c) { ght::gct(s, gct_settings(c)); },
               "heads.regularizer = gct; training steps",
               "per attention module m: the Gram matrix G_m of the heads' feature maps (head_gram), the "
@@ -135,30 +129,22 @@ const std::array kPasses = {
               "heads.gates = hard_concrete; training steps",
               "the mean probability that a head's gate is open (the L0 term); adds λ times it to the "
               "objective (ght/baselines.h)"},
-    PassEntry{"v2s_vote",
-              [](const StepContext& c) { return !c.train && c.purpose == StepPurpose::vote; },
+    PassEntry{"v2s_vote", [](const StepContext& c) { return !c.train && c.purpose == StepPurpose::vote; },
               [](StepGraph& s, const StepContext& c) { ght::v2s_vote(s, c.heads.feature_map); },
               "prune.method = v2s; the vote's forward-only steps",
               "per attention module the Gram matrix of the heads' feature maps, named for the vote "
               "(ght/voting.h)"},
-    PassEntry{"autodiff",
-              [](const StepContext& c) { return c.train; },
-              autodiff_pass,
-              "training steps",
+    PassEntry{"autodiff", [](const StepContext& c) { return c.train; }, autodiff_pass, "training steps",
               "appends the backward graph: the gradient of the objective with respect to every "
               "parameter (engine/passes/autodiff.h)"},
-    PassEntry{"saved_activations",
-              [](const StepContext& c) { return c.train && c.passes.bf16_saved_activations; },
-              saved_activations_pass,
-              "train.saved_activations = bf16; training steps",
+    PassEntry{"saved_activations", [](const StepContext& c) { return c.train && c.passes.bf16_saved_activations; },
+              saved_activations_pass, "train.saved_activations = bf16; training steps",
               "casts the activations the backward reads to bf16 right after the forward computes them, "
               "and back to f32 right before each node that reads them again (the backward's, and the "
               "layer norms, attention and cross-entropy whose statistics the backward reads): half the "
               "bytes live from the forward to the backward (engine/passes/saved_activations.h)"},
-    PassEntry{"plan_memory",
-              [](const StepContext&) { return true; },
-              [](StepGraph& s, const StepContext&) { s.memory = plan_memory(s.graph, s.device); },
-              "every step",
+    PassEntry{"plan_memory", [](const StepContext&) { return true; },
+              [](StepGraph& s, const StepContext&) { s.memory = plan_memory(s.graph, s.device); }, "every step",
               "adds no node: gives every computed value its offset in one arena, reusing the bytes of "
               "dead values (engine/passes/plan_memory.h)"},
 };
@@ -251,7 +237,8 @@ void add_method_parameters(const StepContext& c, const TransformerConfig& cfg, P
   if (c.heads.regularizer == Regularizer::gct) {
     for (const std::string& module : attention_modules(cfg))
       if (cfg.heads_of(module) < c.heads.groups)
-        throw InputError(str_cat("\"heads.groups\" (", c.heads.groups, ") exceeds the ", cfg.heads_of(module), " heads of ", module));
+        throw InputError(str_cat("\"heads.groups\" (", c.heads.groups, ") exceeds the ", cfg.heads_of(module),
+                                 " heads of ", module));
     ght::add_gct_parameters(params, cfg, gct_settings(c), c.seed);
   }
   if (c.heads.gates == HeadGates::hard_concrete) ght::add_hard_concrete_parameters(params, cfg);

@@ -31,12 +31,12 @@ enum class StepPurpose : uint8_t {
 struct StepContext {
   bool train = false; // a training step (dropout, autodiff) or an evaluation step
   StepPurpose purpose = StepPurpose::training;
-  PassSettings passes;                     // train.fuse_linear_activation, ..., train.saved_activations
+  PassSettings passes; // train.fuse_linear_activation, ..., train.saved_activations
   AttentionBackend attention_backend = AttentionBackend::pillars; // train.attention_backend
-  float label_smoothing = 0;               // train.label_smoothing (training steps only)
-  bool keep_label_smoothing = false;       // importance steps: keep it (default: none)
-  ght::HeadsSettings heads{};              // the `heads` section as this phase applies it
-  uint64_t seed = 1;                       // the experiment's seed (K-means, DropHead, gate noise)
+  float label_smoothing = 0;                                      // train.label_smoothing (training steps only)
+  bool keep_label_smoothing = false;                              // importance steps: keep it (default: none)
+  ght::HeadsSettings heads{};                                     // the `heads` section as this phase applies it
+  uint64_t seed = 1; // the experiment's seed (K-means, DropHead, gate noise)
 };
 
 struct PassEntry {
@@ -53,7 +53,7 @@ std::span<const PassEntry> pass_list();
 // The rewrite of a whole model (its config and parameters), after which every step's graph is
 // built anew from the model builder: V2S's head removal (train/head_phases.cpp).
 struct ModelPassInfo {
-  const char* name, *when, *what;
+  const char *name, *when, *what;
 };
 std::span<const ModelPassInfo> model_pass_list();
 
@@ -66,7 +66,7 @@ GraphOptions step_options(const StepContext& c);
 StepRecipes step_recipes(StepContext c);
 
 // The contexts of a run: its training (the experiment's settings), its fine-tuning after pruning
-// (DropHead and gates off, the regulariser only with prune.finetune_regularizer), and the two
+// (DropHead and gates off, the regularizer only with prune.finetune_regularizer), and the two
 // head-selection passes (forward-only vote, gated importance: the plain step, no label smoothing).
 StepContext step_context(const Experiment& e);
 StepContext finetune_context(const Experiment& e);

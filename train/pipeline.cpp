@@ -29,8 +29,12 @@ TextPipeline::TextPipeline(PipelineSettings settings, std::optional<text::BpeCod
 }
 
 nlohmann::json TextPipeline::to_json() const {
-  return {{"source_lang", settings_.source_lang}, {"target_lang", settings_.target_lang}, {"moses", settings_.moses},
-          {"lowercase", settings_.lowercase}, {"bpe", settings_.bpe}, {"vocab", dict_.size()},
+  return {{"source_lang", settings_.source_lang},
+          {"target_lang", settings_.target_lang},
+          {"moses", settings_.moses},
+          {"lowercase", settings_.lowercase},
+          {"bpe", settings_.bpe},
+          {"vocab", dict_.size()},
           {"dictionary", dictionary_checksum()}};
 }
 
@@ -87,7 +91,9 @@ std::string TextPipeline::segment(const std::string& line, bool source) const {
   return bpe_ ? bpe_->apply_line(tokens) : tokens;
 }
 
-std::vector<int32_t> TextPipeline::ids(const std::string& segmented) const { return dict_.encode_line(segmented, true); }
+std::vector<int32_t> TextPipeline::ids(const std::string& segmented) const {
+  return dict_.encode_line(segmented, true);
+}
 
 std::string TextPipeline::decode_target(const std::vector<int32_t>& ids) const {
   std::vector<int32_t> body = ids;

@@ -21,9 +21,9 @@ namespace pillars::train {
 
 struct PipelineSettings {
   std::string source_lang = "en", target_lang = "en"; // Moses language rules ("de", "en", ...)
-  bool moses = true;     // tokenize raw text (false: the text is already tokenized)
+  bool moses = true;                                  // tokenize raw text (false: the text is already tokenized)
   bool lowercase = false;
-  bool bpe = true;       // apply bpe.codes
+  bool bpe = true; // apply bpe.codes
 };
 
 class TextPipeline {

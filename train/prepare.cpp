@@ -23,20 +23,23 @@ using Clock = std::chrono::steady_clock;
 
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-std::string or_default(const std::string& chosen, const std::string& fallback, const char* what, const std::string& dataset) {
+std::string or_default(const std::string& chosen, const std::string& fallback, const char* what,
+                       const std::string& dataset) {
   if (!chosen.empty()) return chosen;
-  if (fallback.empty()) throw InputError(str_cat("dataset \"", dataset, "\" has no default ", what, " split; set data.", what, "_split"));
+  if (fallback.empty())
+    throw InputError(str_cat("dataset \"", dataset, "\" has no default ", what, " split; set data.", what, "_split"));
   return fallback;
 }
 
-// Moses has rules per language; fields like "de" or "en.tok" name theirs, summarisation fields are English.
+// Moses has rules per language; fields like "de" or "en.tok" name theirs, summarization fields are English.
 std::string language_of(const std::string& field) {
   const std::string base = field.substr(0, field.find('.'));
   return base.size() == 2 ? base : "en";
 }
 
 // Every reference field of a split: the target field, then target2, target3, ... as present.
-std::vector<std::string> reference_fields(const data::DatasetSpec& d, const std::string& split, const std::string& target) {
+std::vector<std::string> reference_fields(const data::DatasetSpec& d, const std::string& split,
+                                          const std::string& target) {
   std::vector<std::string> fields = {target};
   const data::SplitSpec& s = d.split(split);
   for (int k = 2; k < 10; ++k) {
@@ -75,7 +78,8 @@ struct Encoded {
 // A vocabulary so small (data.vocab_threshold, data.vocab_max) that most of the training text
 // becomes <unk> trains a model of <unk>: refused, naming the field, when more than half of the
 // training tokens (eos aside) are unknown words. (The schema's text of both fields says so.)
-void check_unknown_share(const DataSettings& ds, const std::string& experiment, const std::vector<Side>& sides, const std::vector<std::vector<std::vector<int32_t>>>& ids) {
+void check_unknown_share(const DataSettings& ds, const std::string& experiment, const std::vector<Side>& sides,
+                         const std::vector<std::vector<std::vector<int32_t>>>& ids) {
   int64_t tokens = 0, unknown = 0;
   for (size_t i = 0; i < sides.size(); ++i)
     if (sides[i].train)
@@ -85,22 +89,28 @@ void check_unknown_share(const DataSettings& ds, const std::string& experiment, 
   if (tokens == 0 || 2 * unknown <= tokens) return;
   const char* field = ds.vocab_threshold > 0 ? "data.vocab_threshold" : "data.vocab_max";
   const int64_t value = ds.vocab_threshold > 0 ? ds.vocab_threshold : ds.vocab_max;
-  throw schema::FieldError(field, str_cat("experiment \"", experiment, "\": \"", field, "\" (", value, ") turns ", unknown, " of the ", tokens, " training tokens (",
-                                          static_cast<int>(100.0 * static_cast<double>(unknown) / static_cast<double>(tokens)),
-                                          " %) into <unk>; at most half may be unknown words: lower it"));
+  throw schema::FieldError(
+      field, str_cat("experiment \"", experiment, "\": \"", field, "\" (", value, ") turns ", unknown, " of the ",
+                     tokens, " training tokens (",
+                     static_cast<int>(100.0 * static_cast<double>(unknown) / static_cast<double>(tokens)),
+                     " %) into <unk>; at most half may be unknown words: lower it"));
 }
 
 // The expensive part of preparation, for every task: tokenize each side (Moses, unless
 // data.tokenizer is "none"), read data.bpe_codes or learn data.bpe_merges merges jointly on the
 // training sides, segment every side, build the dictionary of the training sides, encode. Cached
 // under $PILLARS_CACHE/prepared/<key>, the key hashing every line and every setting involved.
-Encoded encode_sides(const PipelineSettings& ps, const DataSettings& ds, const std::string& experiment, const std::vector<Side>& sides,
-                     bool verbose) {
+Encoded encode_sides(const PipelineSettings& ps, const DataSettings& ds, const std::string& experiment,
+                     const std::vector<Side>& sides, bool verbose) {
   const auto t0 = Clock::now();
   std::optional<text::BpeCodes> given_codes;
   if (ds.bpe_codes) given_codes = text::read_bpe_codes(*ds.bpe_codes);
   text::Hasher h;
-  h.add("pillars-prepare-v2").add(ps.source_lang).add(ps.target_lang).add(uint64_t{ps.moses}).add(uint64_t{ps.lowercase});
+  h.add("pillars-prepare-v2")
+      .add(ps.source_lang)
+      .add(ps.target_lang)
+      .add(uint64_t{ps.moses})
+      .add(uint64_t{ps.lowercase});
   h.add(static_cast<uint64_t>(ds.bpe_merges)).add(given_codes ? text::format_bpe_codes(*given_codes) : "");
   h.add(static_cast<uint64_t>(ds.vocab_threshold)).add(static_cast<uint64_t>(ds.vocab_max));
   for (const Side& side : sides) {
@@ -117,8 +127,10 @@ Encoded encode_sides(const PipelineSettings& ps, const DataSettings& ds, const s
   bool cached = fs::exists(dir / "dict.txt") && (!ps.bpe || fs::exists(dir / "bpe.codes"));
   for (size_t i = 0; i < sides.size() && cached; ++i) {
     const auto c = text::load_token_cache(side_file(i), h.value());
-    if (!c) cached = false;
-    else out.ids[i] = to_lists(*c);
+    if (!c)
+      cached = false;
+    else
+      out.ids[i] = to_lists(*c);
   }
   if (cached) {
     out.dict = text::Dictionary::load((dir / "dict.txt").string());
@@ -151,8 +163,9 @@ Encoded encode_sides(const PipelineSettings& ps, const DataSettings& ds, const s
       text::LearnBpeOptions lo;
       lo.num_merges = static_cast<int>(ds.bpe_merges);
       out.codes = text::learn_bpe(counts, lo);
-      if (verbose) std::fprintf(stderr, "data: learned %zu BPE merges on %zu word types (%.1fs)\n", out.codes->merges.size(),
-                                counts.size(), since(t1));
+      if (verbose)
+        std::fprintf(stderr, "data: learned %zu BPE merges on %zu word types (%.1fs)\n", out.codes->merges.size(),
+                     counts.size(), since(t1));
     }
     text::BpeApplier bpe(*out.codes);
     for (auto& side : seg)
@@ -172,16 +185,20 @@ Encoded encode_sides(const PipelineSettings& ps, const DataSettings& ds, const s
   for (size_t i = 0; i < sides.size(); ++i) text::save_token_cache(side_file(i), h.value(), to_corpus(out.ids[i]));
   if (out.codes) text::write_bpe_codes((dir / "bpe.codes").string(), *out.codes);
   out.dict.save((dir / "dict.txt").string());
-  if (verbose) std::fprintf(stderr, "data: dictionary of %zu symbols; cached in %s (%.1fs)\n", out.dict.size(), dir.c_str(), since(t0));
+  if (verbose)
+    std::fprintf(stderr, "data: dictionary of %zu symbols; cached in %s (%.1fs)\n", out.dict.size(), dir.c_str(),
+                 since(t0));
   return out;
 }
 
 // The first train_fraction of the lines (at least one).
 void keep_fraction(std::vector<std::string>& lines, double fraction) {
-  if (fraction < 1.0) lines.resize(std::max<size_t>(1, static_cast<size_t>(fraction * static_cast<double>(lines.size()) + 0.5)));
+  if (fraction < 1.0)
+    lines.resize(std::max<size_t>(1, static_cast<size_t>(fraction * static_cast<double>(lines.size()) + 0.5)));
 }
 
-PipelineSettings pipeline_settings(const DataSettings& ds, const std::string& source_lang, const std::string& target_lang) {
+PipelineSettings pipeline_settings(const DataSettings& ds, const std::string& source_lang,
+                                   const std::string& target_lang) {
   PipelineSettings ps;
   ps.source_lang = source_lang, ps.target_lang = target_lang;
   ps.moses = ds.tokenizer == Tokenizer::moses;
@@ -246,28 +263,33 @@ EvalSplit read_eval_split(const Experiment& e, const std::string& split) {
 // Length limits that drop every training pair (translation drops the pairs longer than the limits)
 // leave nothing to train on: refused, naming the limit that dropped them.
 [[noreturn]] void refuse_emptied_split(const DataSettings& ds, const std::string& experiment,
-                                       const std::vector<std::vector<int32_t>>& src, const std::vector<std::vector<int32_t>>& tgt) {
+                                       const std::vector<std::vector<int32_t>>& src,
+                                       const std::vector<std::vector<int32_t>>& tgt) {
   size_t shortest_src = SIZE_MAX, shortest_tgt = SIZE_MAX;
   for (const auto& s : src) shortest_src = std::min(shortest_src, s.size());
   for (const auto& t : tgt) shortest_tgt = std::min(shortest_tgt, t.size());
   const bool source = shortest_src > static_cast<size_t>(ds.max_source_len);
   const bool target = shortest_tgt > static_cast<size_t>(ds.max_target_len);
   if (!source && !target)
-    throw schema::FieldError("data.max_source_len", str_cat("experiment \"", experiment, "\": \"data.max_source_len\" (", ds.max_source_len,
-                                                            ") and \"data.max_target_len\" (", ds.max_target_len, ") together drop every one of the ",
-                                                            src.size(), " training pairs, so none is left"));
+    throw schema::FieldError(
+        "data.max_source_len",
+        str_cat("experiment \"", experiment, "\": \"data.max_source_len\" (", ds.max_source_len,
+                ") and \"data.max_target_len\" (", ds.max_target_len, ") together drop every one of the ", src.size(),
+                " training pairs, so none is left"));
   const char* field = source ? "data.max_source_len" : "data.max_target_len";
-  throw schema::FieldError(field, str_cat("experiment \"", experiment, "\": \"", field, "\" (", source ? ds.max_source_len : ds.max_target_len,
-                                          ") is shorter than every one of the ", src.size(), " training ", source ? "sources" : "targets",
-                                          " (the shortest has ", source ? shortest_src : shortest_tgt,
-                                          " tokens, eos included), so no training pair is left"));
+  throw schema::FieldError(
+      field, str_cat("experiment \"", experiment, "\": \"", field, "\" (",
+                     source ? ds.max_source_len : ds.max_target_len, ") is shorter than every one of the ", src.size(),
+                     " training ", source ? "sources" : "targets", " (the shortest has ",
+                     source ? shortest_src : shortest_tgt, " tokens, eos included), so no training pair is left"));
 }
 
 PreparedSeq2Seq prepare_seq2seq(const Experiment& e, const std::string& run_dir, bool verbose) {
   const DataSettings& ds = e.data;
   if (!ds.bpe_joint && (ds.bpe_merges > 0 || ds.bpe_codes))
-    throw InputError("data.bpe_joint = false is not supported: source and target share one BPE and one dictionary "
-                     "(the model's embeddings are joint)");
+    throw InputError(
+        "data.bpe_joint = false is not supported: source and target share one BPE and one dictionary "
+        "(the model's embeddings are joint)");
   const std::string train_split = train_split_of(e), valid_split = valid_split_of(e);
   std::vector<Side> sides(4); // train source, train target, valid source, valid target
   sides[0] = {data::read_field(ds.dataset, train_split, ds.source), true, true};

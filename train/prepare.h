@@ -1,4 +1,4 @@
-// Data preparation for sequence-to-sequence tasks (translation, summarisation): from the dataset
+// Data preparation for sequence-to-sequence tasks (translation, summarization): from the dataset
 // registry's text to token ids, as the experiment's `data` section says.
 //
 //   PreparedSeq2Seq p = prepare_seq2seq(experiment, run_dir, /*verbose=*/true);
@@ -11,7 +11,7 @@
 // dictionary on the segmented training text (data.vocab_threshold, data.vocab_max, padded to a
 // multiple of 8); encode. Training pairs longer than max_source_len / max_target_len tokens are
 // dropped for translation (fairseq's --skip-invalid-size-inputs-valid-test) and truncated for
-// summarisation (the source keeps its first max_source_len − 1 tokens and its eos).
+// summarization (the source keeps its first max_source_len − 1 tokens and its eos).
 //
 // The expensive part (tokenize, learn, encode) is cached under $PILLARS_CACHE/prepared/<key>/,
 // where <key> hashes every input line and every setting that changes the result; a later run with
@@ -28,15 +28,15 @@ namespace pillars::train {
 
 struct PreparedSeq2Seq {
   TextPipeline pipeline;
-  Seq2SeqData data;                       // train and valid ids
-  std::vector<std::string> valid_source;  // raw text of the validation split
+  Seq2SeqData data;                      // train and valid ids
+  std::vector<std::string> valid_source; // raw text of the validation split
   std::vector<std::string> valid_target;
-  int64_t dropped_train = 0;              // training pairs over the length limits
+  int64_t dropped_train = 0; // training pairs over the length limits
 };
 
 PreparedSeq2Seq prepare_seq2seq(const Experiment& e, const std::string& run_dir, bool verbose);
 
-// Language modelling: the "text" field of the train and valid splits, tokenized (unless
+// Language modeling: the "text" field of the train and valid splits, tokenized (unless
 // data.tokenizer is "none"), BPE-segmented when data.bpe_merges > 0 (learned on train), a
 // dictionary of the training text, and each split as one stream: every line's ids, then eos.
 struct PreparedLm {
@@ -48,7 +48,7 @@ PreparedLm prepare_lm(const Experiment& e, const std::string& run_dir, bool verb
 std::vector<int32_t> lm_stream(const TextPipeline& pipeline, const std::vector<std::string>& lines);
 
 // The raw source lines and reference sets of a split (refs[k][i]: reference k of example i; the
-// summarisation datasets with several references give several sets).
+// summarization datasets with several references give several sets).
 struct EvalSplit {
   std::string name;
   std::vector<std::string> source;
@@ -60,7 +60,8 @@ EvalSplit read_eval_split(const Experiment& e, const std::string& split);
 struct EncodedPairs {
   std::vector<std::vector<int32_t>> src, tgt;
 };
-EncodedPairs encode_eval_pairs(const Experiment& e, const TextPipeline& pipeline, const EvalSplit& data, size_t limit = 0);
+EncodedPairs encode_eval_pairs(const Experiment& e, const TextPipeline& pipeline, const EvalSplit& data,
+                               size_t limit = 0);
 
 // The split names after applying the dataset's defaults to the experiment's choices.
 std::string train_split_of(const Experiment& e);

@@ -39,7 +39,8 @@ std::string format_number(double v) {
 std::string range_phrase(const Field& f) {
   std::string s;
   if (f.minimum) s += (f.exclusive_minimum ? " > " : " >= ") + format_number(*f.minimum);
-  if (f.maximum) s += std::string(f.minimum ? " and" : "") + (f.exclusive_maximum ? " < " : " <= ") + format_number(*f.maximum);
+  if (f.maximum)
+    s += std::string(f.minimum ? " and" : "") + (f.exclusive_maximum ? " < " : " <= ") + format_number(*f.maximum);
   return s;
 }
 
@@ -53,13 +54,27 @@ std::string allowed_list(const Field& f) {
 std::string type_phrase(const Field& f) {
   std::string s;
   switch (f.type) {
-    case Type::Section: s = "an object"; break;
-    case Type::String: s = f.non_empty ? "a non-empty string" : "a string"; break;
-    case Type::Integer: s = "an integer"; break;
-    case Type::Number: s = "a number"; break;
-    case Type::Boolean: s = "true or false"; break;
-    case Type::Enum: s = "one of " + allowed_list(f); break;
-    case Type::NumberArray: s = "an array of " + std::to_string(f.array_length) + " numbers"; break;
+    case Type::Section:
+      s = "an object";
+      break;
+    case Type::String:
+      s = f.non_empty ? "a non-empty string" : "a string";
+      break;
+    case Type::Integer:
+      s = "an integer";
+      break;
+    case Type::Number:
+      s = "a number";
+      break;
+    case Type::Boolean:
+      s = "true or false";
+      break;
+    case Type::Enum:
+      s = "one of " + allowed_list(f);
+      break;
+    case Type::NumberArray:
+      s = "an array of " + std::to_string(f.array_length) + " numbers";
+      break;
   }
   return f.nullable ? s + " or null" : s;
 }
@@ -77,7 +92,8 @@ bool in_range(const Field& f, double x) {
 }
 
 void check_range(const Field& f, const std::string& path, const json& v, const char* noun) {
-  if (!in_range(f, v.get<double>())) fail(path, quote(path) + " must be " + noun + range_phrase(f) + ", got " + describe_value(v, false));
+  if (!in_range(f, v.get<double>()))
+    fail(path, quote(path) + " must be " + noun + range_phrase(f) + ", got " + describe_value(v, false));
 }
 
 // Checks one present, non-section value and returns it in canonical form (integers as integers).
@@ -87,7 +103,8 @@ json check_value(const Field& f, const std::string& path, const json& v) {
     fail_type(f, path, v);
   }
   switch (f.type) {
-    case Type::Section: break; // handled by the caller
+    case Type::Section:
+      break; // handled by the caller
     case Type::String: {
       if (!v.is_string()) fail_type(f, path, v);
       const std::string& s = v.get_ref<const std::string&>();
@@ -103,7 +120,8 @@ json check_value(const Field& f, const std::string& path, const json& v) {
         if (d != std::floor(d) || std::fabs(d) > 9.2e18) fail_type(f, path, v);
         out = static_cast<int64_t>(d);
       } else if (v.is_number_unsigned()) {
-        if (v.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) fail(path, quote(path) + " is too large, got " + describe_value(v, false));
+        if (v.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))
+          fail(path, quote(path) + " is too large, got " + describe_value(v, false));
         out = v.get<int64_t>();
       } else if (!v.is_number_integer()) {
         fail_type(f, path, v);
@@ -129,8 +147,8 @@ json check_value(const Field& f, const std::string& path, const json& v) {
     case Type::NumberArray: {
       if (!v.is_array()) fail_type(f, path, v);
       if (static_cast<int>(v.size()) != f.array_length)
-        fail(path, quote(path) + " must be " + type_phrase(f) + ", got " + describe_value(v, false) + " (" + std::to_string(v.size()) +
-                       (v.size() == 1 ? " element)" : " elements)"));
+        fail(path, quote(path) + " must be " + type_phrase(f) + ", got " + describe_value(v, false) + " (" +
+                       std::to_string(v.size()) + (v.size() == 1 ? " element)" : " elements)"));
       for (size_t i = 0; i < v.size(); ++i) {
         const std::string at = path + "[" + std::to_string(i) + "]";
         if (!v[i].is_number()) fail(at, quote(at) + " must be a number, got " + describe_value(v[i], true));
@@ -142,7 +160,9 @@ json check_value(const Field& f, const std::string& path, const json& v) {
   return v;
 }
 
-std::string join(const std::string& parent, const std::string& name) { return parent.empty() ? name : parent + "." + name; }
+std::string join(const std::string& parent, const std::string& name) {
+  return parent.empty() ? name : parent + "." + name;
+}
 
 // "unknown key ..." with the best hint we can give: a sibling that looks like a typo, else a field
 // of the same name in another section, else the list of keys allowed here.
@@ -205,19 +225,30 @@ std::string escape_markdown(std::string s) {
 std::string markdown_type(const Field& f) {
   std::string s;
   switch (f.type) {
-    case Type::Section: return "object";
-    case Type::String: s = "string"; break;
-    case Type::Integer: s = "integer"; break;
-    case Type::Number: s = "number"; break;
-    case Type::Boolean: s = "boolean"; break;
+    case Type::Section:
+      return "object";
+    case Type::String:
+      s = "string";
+      break;
+    case Type::Integer:
+      s = "integer";
+      break;
+    case Type::Number:
+      s = "number";
+      break;
+    case Type::Boolean:
+      s = "boolean";
+      break;
     case Type::Enum:
       for (const std::string& a : f.allowed) s += (s.empty() ? "" : " | ") + quote(a);
       break;
-    case Type::NumberArray: s = std::to_string(f.array_length) + " numbers"; break;
+    case Type::NumberArray:
+      s = std::to_string(f.array_length) + " numbers";
+      break;
   }
   if (f.minimum && f.maximum)
-    s += std::string(" in ") + (f.exclusive_minimum ? "(" : "[") + format_number(*f.minimum) + ", " + format_number(*f.maximum) +
-         (f.exclusive_maximum ? ")" : "]");
+    s += std::string(" in ") + (f.exclusive_minimum ? "(" : "[") + format_number(*f.minimum) + ", " +
+         format_number(*f.maximum) + (f.exclusive_maximum ? ")" : "]");
   else if (f.minimum)
     s += (f.exclusive_minimum ? " > " : " ≥ ") + format_number(*f.minimum);
   else if (f.maximum)
@@ -230,7 +261,9 @@ json field_schema(const Field& f) {
   json s = json::object();
   auto typed = [&](const char* t) { s["type"] = f.nullable ? json::array({t, "null"}) : json(t); };
   auto bounds = [&](json& into) {
-    auto num = [](double v) { return v == std::floor(v) && std::fabs(v) < 1e15 ? json(static_cast<int64_t>(v)) : json(v); };
+    auto num = [](double v) {
+      return v == std::floor(v) && std::fabs(v) < 1e15 ? json(static_cast<int64_t>(v)) : json(v);
+    };
     if (f.minimum) into[f.exclusive_minimum ? "exclusiveMinimum" : "minimum"] = num(*f.minimum);
     if (f.maximum) into[f.exclusive_maximum ? "exclusiveMaximum" : "maximum"] = num(*f.maximum);
   };
@@ -249,9 +282,17 @@ json field_schema(const Field& f) {
       if (f.non_empty) s["minLength"] = 1;
       if (!f.pattern.empty()) s["pattern"] = f.pattern;
       break;
-    case Type::Integer: typed("integer"); bounds(s); break;
-    case Type::Number: typed("number"); bounds(s); break;
-    case Type::Boolean: typed("boolean"); break;
+    case Type::Integer:
+      typed("integer");
+      bounds(s);
+      break;
+    case Type::Number:
+      typed("number");
+      bounds(s);
+      break;
+    case Type::Boolean:
+      typed("boolean");
+      break;
     case Type::Enum: {
       typed("string");
       json values = f.allowed;
@@ -339,10 +380,14 @@ std::string markdown_table(const std::vector<Field>& fields) {
   os << "| key | type | default | description |\n|---|---|---|---|\n";
   for (const Field& f : fields) {
     std::string def;
-    if (f.required) def = "**required**";
-    else if (!f.default_note.empty()) def = f.default_note;
-    else if (f.type == Type::Section) def = "";
-    else def = "`" + describe_value(f.default_value, false) + "`";
+    if (f.required)
+      def = "**required**";
+    else if (!f.default_note.empty())
+      def = f.default_note;
+    else if (f.type == Type::Section)
+      def = "";
+    else
+      def = "`" + describe_value(f.default_value, false) + "`";
     const std::string key = f.type == Type::Section ? "**`" + f.path + "`**" : "`" + f.path + "`";
     os << "| " << key << " | " << escape_markdown(markdown_type(f)) << " | " << escape_markdown(def) << " | "
        << escape_markdown(f.description) << " |\n";
@@ -366,10 +411,12 @@ void apply_override(json& doc, const std::string& assignment, const std::vector<
   if (!doc.is_object()) fail("", "the top level must be a JSON object, got " + describe_value(doc, true));
 
   if (const auto at = json_too_deep(text, limits::kMaxJsonDepth))
-    fail(key, str_cat(quote(key), ": the value is nested more than ", limits::kMaxJsonDepth, " levels deep (at character ", at->column, ")"));
+    fail(key, str_cat(quote(key), ": the value is nested more than ", limits::kMaxJsonDepth,
+                      " levels deep (at character ", at->column, ")"));
   json value = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (value.is_discarded()) value = text;
-  if (const Field* f = find_field(fields, key); f && (f->type == Type::String || f->type == Type::Enum) && !value.is_string() && !value.is_null())
+  if (const Field* f = find_field(fields, key);
+      f && (f->type == Type::String || f->type == Type::Enum) && !value.is_string() && !value.is_null())
     value = text;
 
   json* cur = &doc;
@@ -378,7 +425,8 @@ void apply_override(json& doc, const std::string& assignment, const std::vector<
     path = join(path, parts[i]);
     json& next = (*cur)[parts[i]];
     if (next.is_null()) next = json::object();
-    if (!next.is_object()) fail(path, quote(path) + " is " + describe_value(next, true) + ", not an object: cannot set " + quote(key));
+    if (!next.is_object())
+      fail(path, quote(path) + " is " + describe_value(next, true) + ", not an object: cannot set " + quote(key));
     cur = &next;
   }
   (*cur)[parts.back()] = value;
@@ -393,7 +441,8 @@ size_t edit_distance(const std::string& a, const std::string& b) {
     for (size_t j = 1; j <= m; ++j) {
       const size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
       d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
-      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
     }
   return d[n][m];
 }
@@ -427,9 +476,12 @@ std::optional<TextPosition> json_too_deep(const std::string& text, int64_t max_d
     ++at.column;
     if (c == '\n') ++at.line, at.column = 0;
     if (in_string) {
-      if (escaped) escaped = false;
-      else if (c == '\\') escaped = true;
-      else if (c == '"') in_string = false;
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        in_string = false;
     } else if (c == '"') {
       in_string = true;
     } else if (c == '[' || c == '{') {
@@ -445,7 +497,11 @@ std::string describe_value(const json& v, bool with_kind) {
   std::string s = v.dump(-1, ' ', false, json::error_handler_t::replace);
   if (s.size() > 60) s = s.substr(0, 57) + "...";
   if (!with_kind || v.is_null()) return s;
-  const char* kind = v.is_string() ? "string" : v.is_boolean() ? "boolean" : v.is_number() ? "number" : v.is_array() ? "array" : "object";
+  const char* kind = v.is_string()    ? "string"
+                     : v.is_boolean() ? "boolean"
+                     : v.is_number()  ? "number"
+                     : v.is_array()   ? "array"
+                                      : "object";
   return s + " (" + kind + ")";
 }
 

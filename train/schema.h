@@ -4,7 +4,7 @@
 // `pillars schema` shows, and the Markdown field table of experiments/README.md.
 //
 //   std::vector<schema::Field> fields = {
-//       schema::Field::section("optim", "the optimiser"),
+//       schema::Field::section("optim", "the optimizer"),
 //       schema::Field::number("optim.lr", "peak learning rate").def(5e-4).greater_than(0),
 //       schema::Field::enumeration("optim.schedule", {"inverse_sqrt", "cosine"}, "...").def("inverse_sqrt"),
 //   };
@@ -30,16 +30,16 @@ namespace pillars::schema {
 enum class Type { Section, String, Integer, Number, Boolean, Enum, NumberArray };
 
 struct Field {
-  std::string path;                 // "optim.lr"
+  std::string path; // "optim.lr"
   Type type = Type::String;
   std::string description;
-  nlohmann::json default_value;     // null: no default (required, nullable-absent, or default_note)
-  std::string default_note;         // a default that the table cannot hold ("the file's stem")
+  nlohmann::json default_value; // null: no default (required, nullable-absent, or default_note)
+  std::string default_note;     // a default that the table cannot hold ("the file's stem")
   bool required = false;
-  bool nullable = false;            // null (or absent) is allowed and means "not set"
-  bool non_empty = false;           // strings: "" is not allowed
-  bool readable_path = false;       // strings: names a file that must be readable (checked by the caller)
-  std::string pattern, pattern_note; // strings: a regex the whole value must match, and its meaning in words
+  bool nullable = false;                  // null (or absent) is allowed and means "not set"
+  bool non_empty = false;                 // strings: "" is not allowed
+  bool readable_path = false;             // strings: names a file that must be readable (checked by the caller)
+  std::string pattern, pattern_note;      // strings: a regex the whole value must match, and its meaning in words
   std::optional<double> minimum, maximum; // numbers, integers, array elements
   bool exclusive_minimum = false, exclusive_maximum = false;
   std::vector<std::string> allowed; // enums
@@ -54,17 +54,55 @@ struct Field {
   static Field number_array(std::string path, int length, std::string description);
 
   // Chainable refinements: Field::integer("seed", "...").def(1).at_least(0)
-  Field& def(nlohmann::json v) { default_value = std::move(v); return *this; }
-  Field& note(std::string n) { default_note = std::move(n); return *this; }
-  Field& require() { required = true; return *this; }
-  Field& optional() { nullable = true; return *this; }
-  Field& not_empty() { non_empty = true; return *this; }
-  Field& readable() { readable_path = true; return *this; }
-  Field& matches(std::string regex, std::string meaning) { pattern = std::move(regex); pattern_note = std::move(meaning); return *this; }
-  Field& at_least(double v) { minimum = v; exclusive_minimum = false; return *this; }
-  Field& greater_than(double v) { minimum = v; exclusive_minimum = true; return *this; }
-  Field& at_most(double v) { maximum = v; exclusive_maximum = false; return *this; }
-  Field& less_than(double v) { maximum = v; exclusive_maximum = true; return *this; }
+  Field& def(nlohmann::json v) {
+    default_value = std::move(v);
+    return *this;
+  }
+  Field& note(std::string n) {
+    default_note = std::move(n);
+    return *this;
+  }
+  Field& require() {
+    required = true;
+    return *this;
+  }
+  Field& optional() {
+    nullable = true;
+    return *this;
+  }
+  Field& not_empty() {
+    non_empty = true;
+    return *this;
+  }
+  Field& readable() {
+    readable_path = true;
+    return *this;
+  }
+  Field& matches(std::string regex, std::string meaning) {
+    pattern = std::move(regex);
+    pattern_note = std::move(meaning);
+    return *this;
+  }
+  Field& at_least(double v) {
+    minimum = v;
+    exclusive_minimum = false;
+    return *this;
+  }
+  Field& greater_than(double v) {
+    minimum = v;
+    exclusive_minimum = true;
+    return *this;
+  }
+  Field& at_most(double v) {
+    maximum = v;
+    exclusive_maximum = false;
+    return *this;
+  }
+  Field& less_than(double v) {
+    maximum = v;
+    exclusive_maximum = true;
+    return *this;
+  }
 
   std::string name() const;   // the last path component: "lr"
   std::string parent() const; // the section's path: "optim" ("" at the top)

@@ -63,9 +63,12 @@ double forward_flops_per_token(const TransformerConfig& cfg) {
 
 std::string human(double n) {
   char buf[32];
-  if (n >= 1e9) std::snprintf(buf, sizeof buf, "%.2fG", n / 1e9);
-  else if (n >= 1e6) std::snprintf(buf, sizeof buf, "%.2fM", n / 1e6);
-  else std::snprintf(buf, sizeof buf, "%.1fk", n / 1e3);
+  if (n >= 1e9)
+    std::snprintf(buf, sizeof buf, "%.2fG", n / 1e9);
+  else if (n >= 1e6)
+    std::snprintf(buf, sizeof buf, "%.2fM", n / 1e6);
+  else
+    std::snprintf(buf, sizeof buf, "%.1fk", n / 1e3);
   return buf;
 }
 
@@ -75,15 +78,18 @@ DecodeScorer make_decode_scorer(const PreparedSeq2Seq& p, const Experiment& e, b
   const size_t limit = e.train.valid_max_sentences > 0
                            ? std::min(p.valid_source.size(), static_cast<size_t>(e.train.valid_max_sentences))
                            : p.valid_source.size();
-  const std::vector<std::string> sources(p.valid_source.begin(), p.valid_source.begin() + static_cast<std::ptrdiff_t>(limit));
-  const std::vector<std::string> refs(p.valid_target.begin(), p.valid_target.begin() + static_cast<std::ptrdiff_t>(limit));
+  const std::vector<std::string> sources(p.valid_source.begin(),
+                                         p.valid_source.begin() + static_cast<std::ptrdiff_t>(limit));
+  const std::vector<std::string> refs(p.valid_target.begin(),
+                                      p.valid_target.begin() + static_cast<std::ptrdiff_t>(limit));
   const TextPipeline* pipeline = &p.pipeline;
   const EvalSettings ev = e.eval;
   const int64_t max_source_len = e.data.max_source_len;
   return [=](const TransformerConfig& cfg, const ParamStore& params) -> double {
     decode::SearchOptions o = search_options(ev, cfg);
     o.beam = 1;
-    const Translations t = translate_corpus(cfg, params, *pipeline, sources, o, ev.batch_sentences, false, max_source_len);
+    const Translations t =
+        translate_corpus(cfg, params, *pipeline, sources, o, ev.batch_sentences, false, max_source_len);
     if (rouge) {
       metrics::RougeOptions ro;
       ro.use_stemmer = true;
@@ -105,7 +111,7 @@ struct Model {
   TransformerConfig cfg;
   ParamStore params;
   // Set when the model is a trained checkpoint (prune_from): where its training stood, with its
-  // optimiser state (empty when the checkpoint has none).
+  // optimizer state (empty when the checkpoint has none).
   std::optional<TrainingStart> trained;
 };
 
@@ -126,19 +132,23 @@ auto in_turn(const SessionOptions& options, Prepare prepare) {
   return prepared;
 }
 
-// The experiment's model for a vocabulary: initialised from the seed, or from model.init_from
+// The experiment's model for a vocabulary: initialized from the seed, or from model.init_from
 // (unless resuming: the trainer restores checkpoint_last then), and described on stderr.
 Model build_model(const Experiment& e, int64_t vocab, const SessionOptions& options) {
   if (!options.prune_from.empty()) { // a trained model to prune: its own config and parameters
     LoadedCheckpoint c = load_checkpoint(options.prune_from);
     if (c.config.vocab != vocab)
       throw InputError(str_cat("--from ", options.prune_from, ": the model's vocabulary has ", c.config.vocab,
-                               " entries, the experiment's dictionary ", vocab, " (was it trained with this experiment?)"));
-    check_model_config(c, options.prune_from, model_config(e, vocab), str_cat("the experiment \"", e.name, "\" (pillars prune --from)"));
+                               " entries, the experiment's dictionary ", vocab,
+                               " (was it trained with this experiment?)"));
+    check_model_config(c, options.prune_from, model_config(e, vocab),
+                       str_cat("the experiment \"", e.name, "\" (pillars prune --from)"));
     return {c.config, std::move(c.params), TrainingStart{c.state, std::move(c.optimizer_state)}};
   }
   Model m{model_config(e, vocab), {}, std::nullopt};
-  check_memory(e, m.cfg, str_cat("experiment \"", e.name, "\" (vocabulary ", vocab, ")")); // again, now that the vocabulary is known
+  check_memory(
+      e, m.cfg,
+      str_cat("experiment \"", e.name, "\" (vocabulary ", vocab, ")")); // again, now that the vocabulary is known
   init_transformer_params(m.cfg, m.params, static_cast<uint64_t>(e.seed));
   if (e.model.init_from && !options.resume) {
     LoadedCheckpoint from = load_checkpoint(*e.model.init_from);
@@ -153,10 +163,11 @@ Model build_model(const Experiment& e, int64_t vocab, const SessionOptions& opti
   if (!options.quiet) {
     const TransformerConfig& c = m.cfg;
     const std::string layers = c.decoder_only ? str_cat(c.dec_layers) : str_cat(c.enc_layers, "+", c.dec_layers);
-    std::fprintf(stderr, "model: %s, %s layers, d %lld, %lld heads, FFN %lld, vocab %lld: %s parameters (%s without "
+    std::fprintf(stderr,
+                 "model: %s, %s layers, d %lld, %lld heads, FFN %lld, vocab %lld: %s parameters (%s without "
                  "embeddings), %s FLOPs per target token (forward)\n",
-                 e.model.config.c_str(), layers.c_str(), static_cast<long long>(c.d_model), static_cast<long long>(c.heads),
-                 static_cast<long long>(c.ffn), static_cast<long long>(c.vocab),
+                 e.model.config.c_str(), layers.c_str(), static_cast<long long>(c.d_model),
+                 static_cast<long long>(c.heads), static_cast<long long>(c.ffn), static_cast<long long>(c.vocab),
                  human(static_cast<double>(count_parameters(m.params, true))).c_str(),
                  human(static_cast<double>(count_parameters(m.params, false))).c_str(),
                  human(forward_flops_per_token(c)).c_str());
@@ -177,7 +188,8 @@ TrainOptions train_options(const Experiment& e, const std::string& run_dir, cons
 
 // After training: the evaluation of every trained run directory on its test split (with pruning,
 // the first-phase model and the pruned one), unless switched off. Returns the last.
-nlohmann::json final_evaluation(const std::vector<std::string>& run_dirs, const SessionOptions& options, Device device) {
+nlohmann::json final_evaluation(const std::vector<std::string>& run_dirs, const SessionOptions& options,
+                                Device device) {
   if (!options.evaluate || !is_root(options)) return {}; // rank 0 evaluates
   EvalOptions eo;
   eo.quiet = options.quiet;
@@ -206,7 +218,8 @@ nlohmann::json train_and_evaluate(const Experiment& e, Model& m, const RunData& 
 // Makes, locks and fills the run directory once the data is prepared (run_experiment).
 using OpenRun = std::function<void(const TextPipeline& pipeline)>;
 
-nlohmann::json run_seq2seq(const Experiment& e, const std::string& run_dir, const SessionOptions& options, const OpenRun& open_run) {
+nlohmann::json run_seq2seq(const Experiment& e, const std::string& run_dir, const SessionOptions& options,
+                           const OpenRun& open_run) {
   PreparedSeq2Seq p = in_turn(options, [&](bool) { return prepare_seq2seq(e, "", !options.quiet); });
   open_run(p.pipeline);
   Model m = build_model(e, static_cast<int64_t>(p.pipeline.dictionary().size()), options);
@@ -216,7 +229,8 @@ nlohmann::json run_seq2seq(const Experiment& e, const std::string& run_dir, cons
   return train_and_evaluate(e, m, RunData{.pairs = &p.data}, to, options);
 }
 
-nlohmann::json run_lm(const Experiment& e, const std::string& run_dir, const SessionOptions& options, const OpenRun& open_run) {
+nlohmann::json run_lm(const Experiment& e, const std::string& run_dir, const SessionOptions& options,
+                      const OpenRun& open_run) {
   PreparedLm p = in_turn(options, [&](bool) { return prepare_lm(e, "", !options.quiet); });
   open_run(p.pipeline);
   Model m = build_model(e, static_cast<int64_t>(p.pipeline.dictionary().size()), options);
@@ -225,8 +239,8 @@ nlohmann::json run_lm(const Experiment& e, const std::string& run_dir, const Ses
 
 // Perplexity of a language model on a split: the split's stream in blocks of data.block_size,
 // each block's loss in `blocks` ("nll tokens" per line of eval_<split>.nll), the totals their sums.
-nlohmann::json evaluate_lm(const Experiment& e, LoadedCheckpoint& ck, const TextPipeline& pipeline, const std::string& split,
-                           std::vector<std::pair<double, int64_t>>& blocks) {
+nlohmann::json evaluate_lm(const Experiment& e, LoadedCheckpoint& ck, const TextPipeline& pipeline,
+                           const std::string& split, std::vector<std::pair<double, int64_t>>& blocks) {
   const std::vector<int32_t> stream = lm_stream(pipeline, data::read_field(e.data.dataset, split, "text"));
   LmSteps steps(ck.config, ck.params, step_recipes({}));
   blocks = lm_block_nll(steps, stream, e.data.block_size, static_cast<int32_t>(ck.config.pad_id));
@@ -234,7 +248,8 @@ nlohmann::json evaluate_lm(const Experiment& e, LoadedCheckpoint& ck, const Text
   int64_t tokens = 0;
   for (const auto& [block_nll, block_tokens] : blocks) nll += block_nll, tokens += block_tokens;
   const metrics::Perplexity ppl = metrics::perplexity(nll, tokens);
-  return {{"split", split}, {"tokens", tokens}, {"blocks", blocks.size()}, {"loss", ppl.nll}, {"ppl", ppl.ppl}, {"bits_per_token", ppl.bits}};
+  return {{"split", split},  {"tokens", tokens}, {"blocks", blocks.size()},
+          {"loss", ppl.nll}, {"ppl", ppl.ppl},   {"bits_per_token", ppl.bits}};
 }
 
 // "nll tokens" per line (eval_<split>.nll): each sentence's or block's loss, which a paired
@@ -248,7 +263,6 @@ std::vector<std::string> nll_lines(const std::vector<std::pair<double, int64_t>>
   }
   return lines;
 }
-
 
 // How an eval record names its checkpoint: relative to the run folder (it is always directly in
 // it: run_dir_of), so that a run moved or copied elsewhere reads its own checkpoint.
@@ -278,10 +292,12 @@ std::string run_dir_of(const std::string& path) {
 Experiment load_run_config(const std::string& run_dir) {
   const std::string path = (fs::path(run_dir) / "config.json").string();
   std::error_code ec;
-  if (!fs::exists(path, ec)) throw InputError(str_cat(path, ": cannot read (is ", run_dir, " a run directory made by `pillars train`?)"));
+  if (!fs::exists(path, ec))
+    throw InputError(str_cat(path, ": cannot read (is ", run_dir, " a run directory made by `pillars train`?)"));
   const std::string text = read_input_file(path, limits::kMaxExperimentBytes);
   if (const auto at = schema::json_too_deep(text, limits::kMaxJsonDepth))
-    throw InputError(str_cat(path, ":", at->line, ":", at->column, ": invalid JSON: nested more than ", limits::kMaxJsonDepth, " levels deep"));
+    throw InputError(str_cat(path, ":", at->line, ":", at->column, ": invalid JSON: nested more than ",
+                             limits::kMaxJsonDepth, " levels deep"));
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(text);
@@ -300,12 +316,14 @@ std::string checkpoint_path(const std::string& target, const std::string& choice
     if (!fs::exists(target)) throw InputError(str_cat(target, ": no such checkpoint or run directory"));
     return target;
   }
-  const CheckpointChoice which = choice.empty() ? load_run_config(target).eval.checkpoint : parse_enum<CheckpointChoice>(choice, "--checkpoint");
+  const CheckpointChoice which =
+      choice.empty() ? load_run_config(target).eval.checkpoint : parse_enum<CheckpointChoice>(choice, "--checkpoint");
   const std::string chosen = enum_name(which);
   const std::string file = str_cat("checkpoint_", which == CheckpointChoice::average ? "avg" : chosen, ".safetensors");
   const fs::path path = fs::path(target) / file;
   if (fs::exists(path)) return path.string();
-  if (!choice.empty()) throw InputError(str_cat(path.string(), " does not exist (the run has no ", chosen, " checkpoint)"));
+  if (!choice.empty())
+    throw InputError(str_cat(path.string(), " does not exist (the run has no ", chosen, " checkpoint)"));
   const fs::path last = fs::path(target) / "checkpoint_last.safetensors";
   if (!fs::exists(last)) throw InputError(str_cat(target, ": no checkpoint_last.safetensors (was the run trained?)"));
   if (!quiet) std::fprintf(stderr, "note: %s does not exist; using %s\n", path.c_str(), last.c_str());
@@ -313,9 +331,9 @@ std::string checkpoint_path(const std::string& target, const std::string& choice
 }
 
 std::vector<std::string> run_files_in(const std::string& dir) {
-  static const std::set<std::string> kNames = {"config.json", "pipeline.json", "dict.txt", "bpe.codes", "log.jsonl",
-                                               "head_metrics.jsonl", "votes.json", "prune.json", "importance.json",
-                                               ".lock", "pruned"};
+  static const std::set<std::string> kNames = {
+      "config.json", "pipeline.json", "dict.txt",        "bpe.codes", "log.jsonl", "head_metrics.jsonl",
+      "votes.json",  "prune.json",    "importance.json", ".lock",     "pruned"};
   std::vector<std::string> found;
   std::error_code ec;
   for (const fs::directory_entry& entry : fs::directory_iterator(dir, ec)) {
@@ -345,7 +363,8 @@ void check_log_file(const fs::path& path) {
     const nlohmann::json j = nlohmann::json::parse(text.begin() + static_cast<std::ptrdiff_t>(at),
                                                    text.begin() + static_cast<std::ptrdiff_t>(end), nullptr, false);
     if (!j.is_object())
-      throw InputError(str_cat(path.string(), ":", line, ": not a JSON object (", j.is_discarded() ? "invalid JSON" : j.type_name(),
+      throw InputError(str_cat(path.string(), ":", line, ": not a JSON object (",
+                               j.is_discarded() ? "invalid JSON" : j.type_name(),
                                "): the log was edited or damaged; --resume appends to it only when every line reads"));
     at = end + 1;
   }
@@ -359,12 +378,22 @@ void check_run_logs(const std::string& run_dir) {
 // Fields a resumed run may change: where it stops, how it logs, how it is evaluated. Anything
 // else would make the continuation a different experiment from the one the checkpoint belongs to.
 bool may_change_on_resume(const std::string& path) {
-  static const char* allowed[] = {"/name", "/description", "/threads", "/train/max_epochs", "/train/max_updates",
-                                  "/train/max_minutes", "/train/patience", "/train/log_every", "/train/save_every_minutes",
+  static const char* allowed[] = {"/name",
+                                  "/description",
+                                  "/threads",
+                                  "/train/max_epochs",
+                                  "/train/max_updates",
+                                  "/train/max_minutes",
+                                  "/train/patience",
+                                  "/train/log_every",
+                                  "/train/save_every_minutes",
                                   "/train/update_freq", // with the world size, it shares out each update's batches
-                                  "/train/valid_max_sentences", "/train/device",
-                                  "/train/attention_backend", "/train/fuse_linear_activation",
-                                  "/train/fuse_linear_cross_entropy", "/eval",
+                                  "/train/valid_max_sentences",
+                                  "/train/device",
+                                  "/train/attention_backend",
+                                  "/train/fuse_linear_activation",
+                                  "/train/fuse_linear_cross_entropy",
+                                  "/eval",
                                   "/parallel"}; // how the ranks talk: the same updates either way
   for (const char* a : allowed)
     if (path == a || path.rfind(std::string(a) + "/", 0) == 0) return true;
@@ -378,7 +407,8 @@ void check_resume_config(const Experiment& e, const std::string& run_dir) {
     const std::string path = change.at("path").get<std::string>();
     if (!may_change_on_resume(path))
       throw InputError(str_cat("--resume: the experiment differs from the run's ", run_dir, "/config.json at \"",
-                               path.substr(1), "\"; only stopping, logging and eval settings may change when resuming "
+                               path.substr(1),
+                               "\"; only stopping, logging and eval settings may change when resuming "
                                "(start a new run with --out instead)"));
   }
 }
@@ -392,7 +422,8 @@ std::string move_run_aside(const std::string& run_dir) {
   fs::path dir = fs::absolute(run_dir).lexically_normal();
   if (dir.filename().empty()) dir = dir.parent_path(); // "runs/x/"
   if (dir == fs::current_path() || dir == dir.root_path())
-    throw InputError(str_cat("--overwrite: --out ", run_dir, " is the current folder or the root; refusing to move it"));
+    throw InputError(
+        str_cat("--overwrite: --out ", run_dir, " is the current folder or the root; refusing to move it"));
   char stamp[32];
   const std::time_t now = std::time(nullptr);
   std::tm utc{};
@@ -429,11 +460,12 @@ void refuse_dangling_link(const std::string& run_dir) {
 void refuse_run_directory(const Experiment& e, const std::string& run_dir, const SessionOptions& options,
                           const std::vector<std::string>& found) {
   if (options.overwrite && options.resume)
-    throw InputError("--overwrite and --resume contradict each other: --resume continues the run in --out, "
-                     "--overwrite moves it aside to start a new one");
+    throw InputError(
+        "--overwrite and --resume contradict each other: --resume continues the run in --out, "
+        "--overwrite moves it aside to start a new one");
   refuse_dangling_link(run_dir);
   std::error_code ec;
-  if (!fs::is_directory(run_dir, ec)) return; // a new folder: nothing in it to refuse
+  if (!fs::is_directory(run_dir, ec)) return;      // a new folder: nothing in it to refuse
   if (options.overwrite && !found.empty()) return; // moved aside before anything else
   // A symbolic link among the run's files is refused before anything is written (base/run_guard.h).
   for (const fs::path& dir : {fs::path(run_dir), fs::path(run_dir) / "pruned"})
@@ -442,17 +474,20 @@ void refuse_run_directory(const Experiment& e, const std::string& run_dir, const
   const bool has_run = options.prune_from.empty() ? fs::exists(fs::path(run_dir) / "checkpoint_last.safetensors")
                                                   : fs::exists(fs::path(run_dir) / "prune.json");
   if (!options.resume && has_run)
-    throw InputError(str_cat(run_dir, " already holds a run (checkpoint_last.safetensors); pass --resume to continue it, "
+    throw InputError(str_cat(run_dir,
+                             " already holds a run (checkpoint_last.safetensors); pass --resume to continue it, "
                              "--overwrite to move it aside, or --out DIR for a new run"));
   if (!options.resume && !options.restart_unsaved && !found.empty()) {
     std::string names;
     for (size_t i = 0; i < found.size() && i < 5; ++i) names += (i ? ", " : "") + found[i];
     if (found.size() > 5) names += str_cat(" and ", found.size() - 5, " more");
-    throw InputError(str_cat("--out ", run_dir, " holds files of a run (", names, "); a new run does not mix its files with "
+    throw InputError(str_cat("--out ", run_dir, " holds files of a run (", names,
+                             "); a new run does not mix its files with "
                              "them: pass --overwrite to move them aside, --resume to continue a run, or --out DIR"));
   }
   if (options.resume && !has_run)
-    throw InputError(str_cat("--resume: ", run_dir, "/", options.prune_from.empty() ? "checkpoint_last.safetensors" : "prune.json",
+    throw InputError(str_cat("--resume: ", run_dir, "/",
+                             options.prune_from.empty() ? "checkpoint_last.safetensors" : "prune.json",
                              " does not exist (nothing to resume)"));
   if (options.resume || (options.restart_unsaved && fs::exists(fs::path(run_dir) / "config.json")))
     check_resume_config(e, run_dir); // the same experiment, started again
@@ -487,7 +522,8 @@ void open_run_directory(const Experiment& e, const std::string& run_dir, const S
   refuse_dangling_link(run_dir);
   fs::create_directories(run_dir, ec);
   if (ec || !fs::is_directory(run_dir))
-    io::throw_path_error(ec.value(), str_cat("--out ", run_dir, ": cannot make the run directory: ", ec ? ec.message() : "a file of that name exists"));
+    io::throw_path_error(ec.value(), str_cat("--out ", run_dir, ": cannot make the run directory: ",
+                                             ec ? ec.message() : "a file of that name exists"));
   const std::vector<std::string> found = run_files_in(run_dir); // before the lock makes a .lock
   lock.emplace(run_dir);
   refuse_run_directory(e, run_dir, options, found); // again: the folder may have changed while the data was prepared
@@ -500,7 +536,8 @@ void open_run_directory(const Experiment& e, const std::string& run_dir, const S
   io::atomic_write_file((fs::path(run_dir) / "config.json").string(), to_json(e).dump(2) + "\n");
   // A resumed run's pipeline is the one it started with (its data settings cannot change on
   // --resume): its files are written again only if one is missing.
-  const bool has_pipeline = fs::exists(fs::path(run_dir) / "pipeline.json") && fs::exists(fs::path(run_dir) / "dict.txt");
+  const bool has_pipeline =
+      fs::exists(fs::path(run_dir) / "pipeline.json") && fs::exists(fs::path(run_dir) / "dict.txt");
   if (!options.resume || !has_pipeline) pipeline.save(run_dir);
 }
 
@@ -509,13 +546,14 @@ void check_data_parallel(const Experiment& e, dist::Communicator& comm) {
   const std::string job = str_cat("a data-parallel job (", comm.describe(), ")");
   const bool gpu = e.train.device == Device::cuda;
   if (e.parallel.backend == DistBackend::mpi && gpu)
-    throw InputError(str_cat("parallel.backend \"mpi\" sums gradients on the CPU, but train.device is \"cuda\" in ", job,
-                             ": use \"nccl\" or \"auto\""));
+    throw InputError(str_cat("parallel.backend \"mpi\" sums gradients on the CPU, but train.device is \"cuda\" in ",
+                             job, ": use \"nccl\" or \"auto\""));
   if (e.parallel.backend == DistBackend::nccl && !gpu)
     throw InputError(str_cat("parallel.backend \"nccl\" sums gradients on GPUs, but train.device is \"cpu\" in ", job,
                              ": use \"mpi\" or \"auto\""));
   if (gpu && !nccl_available())
-    throw InputError(str_cat("train.device \"cuda\" in ", job, " needs NCCL, which this build of pillars lacks (it comes with "
+    throw InputError(str_cat("train.device \"cuda\" in ", job,
+                             " needs NCCL, which this build of pillars lacks (it comes with "
                              "the CUDA toolkit; configure where libnccl is found), or train on the CPU"));
 }
 
@@ -526,7 +564,8 @@ nlohmann::json run_experiment(const Experiment& e, const SessionOptions& options
   if (options.resume && !fs::is_directory(run_dir))
     throw InputError(str_cat("--resume: ", run_dir, " does not exist (nothing to resume)"));
   SessionOptions opts = options;
-  if (opts.resume && !fs::exists(fs::path(run_dir) / (opts.prune_from.empty() ? "checkpoint_last.safetensors" : "prune.json")) &&
+  if (opts.resume &&
+      !fs::exists(fs::path(run_dir) / (opts.prune_from.empty() ? "checkpoint_last.safetensors" : "prune.json")) &&
       saved_nothing(run_files_in(run_dir)))
     opts.resume = false, opts.restart_unsaved = true;
   // The checkpoints the run will start from are read once before the run directory is made, so a
@@ -547,7 +586,8 @@ nlohmann::json run_experiment(const Experiment& e, const SessionOptions& options
   dist::Communicator& comm = communicator(opts);
   if (comm.size() > 1) check_data_parallel(e, comm);
   if (opts.restart_unsaved && comm.is_root() && !opts.quiet)
-    std::fprintf(stderr, "--resume: %s holds a run that saved nothing yet; it starts again from update 0\n", run_dir.c_str());
+    std::fprintf(stderr, "--resume: %s holds a run that saved nothing yet; it starts again from update 0\n",
+                 run_dir.c_str());
   if (comm.is_root()) {
     // A live run's folder: say who holds it, whatever else it holds (under our own lock, later,
     // DirLock says it).
@@ -563,8 +603,10 @@ nlohmann::json run_experiment(const Experiment& e, const SessionOptions& options
   here.quiet = opts.quiet || !comm.is_root(); // one voice
   switch (e.task) {
     case Task::translation:
-    case Task::summarization: return run_seq2seq(e, run_dir, here, open_run);
-    case Task::language_modeling: return run_lm(e, run_dir, here, open_run);
+    case Task::summarization:
+      return run_seq2seq(e, run_dir, here, open_run);
+    case Task::language_modeling:
+      return run_lm(e, run_dir, here, open_run);
   }
   throw Error("run_experiment: unknown task");
 }
@@ -578,7 +620,9 @@ nlohmann::json evaluate_run(const std::string& target, const EvalOptions& option
   LoadedCheckpoint ck = load_checkpoint(checkpoint);
   const TextPipeline pipeline = TextPipeline::load(run_dir);
   check_run_checkpoint(ck, checkpoint, pipeline, run_dir, e); // its dictionary and its model
-  const std::string split = !options.split.empty() ? options.split : !e.eval.split.empty() ? e.eval.split : test_split_of(e);
+  const std::string split = !options.split.empty()  ? options.split
+                            : !e.eval.split.empty() ? e.eval.split
+                                                    : test_split_of(e);
   if (!options.split.empty()) {
     try {
       (void)data::find_dataset(e.data.dataset).split(split);
@@ -606,17 +650,23 @@ nlohmann::json evaluate_run(const std::string& target, const EvalOptions& option
   // the fp32 teacher-forced graph's). bf16 is the CPU's.
   const Precision precision = options.precision.value_or(e.eval.precision);
   if (precision == Precision::bf16 && options.device != Device::cpu)
-    throw InputError("eval.precision / --precision bf16 decodes on the CPU; on a GPU the decoding's precision is the device's");
+    throw InputError(
+        "eval.precision / --precision bf16 decodes on the CPU; on a GPU the decoding's precision is the device's");
   EvalSplit data = read_eval_split(e, split);
-  if (options.shuffle_sources && !data.source.empty()) std::rotate(data.source.begin(), data.source.begin() + 1, data.source.end());
+  if (options.shuffle_sources && !data.source.empty())
+    std::rotate(data.source.begin(), data.source.begin() + 1, data.source.end());
 
   // Teacher-forced loss and perplexity on the split (first reference).
   const EncodedPairs pairs = encode_eval_pairs(e, pipeline, data);
   Seq2SeqSteps steps(ck.config, ck.params, step_recipes({}));
-  const auto [nll, tokens] = seq2seq_nll(steps, pairs.src, pairs.tgt, e.data.max_tokens, static_cast<int32_t>(ck.config.pad_id));
+  const auto [nll, tokens] =
+      seq2seq_nll(steps, pairs.src, pairs.tgt, e.data.max_tokens, static_cast<int32_t>(ck.config.pad_id));
   const metrics::Perplexity ppl = metrics::perplexity(nll, tokens);
-  nlohmann::json result = {{"checkpoint", recorded_checkpoint(checkpoint)}, {"split", split}, {"sentences", data.source.size()},
-                            {"loss", ppl.nll}, {"ppl", ppl.ppl}};
+  nlohmann::json result = {{"checkpoint", recorded_checkpoint(checkpoint)},
+                           {"split", split},
+                           {"sentences", data.source.size()},
+                           {"loss", ppl.nll},
+                           {"ppl", ppl.ppl}};
   if (options.shuffle_sources) result["shuffled_sources"] = true;
 
   decode::SearchOptions so = search_options(e.eval, ck.config);
@@ -626,9 +676,8 @@ nlohmann::json evaluate_run(const std::string& target, const EvalOptions& option
   if (options.max_len_b) so.max_len_b = *options.max_len_b;
   const int64_t batch_sentences = options.batch_sentences.value_or(e.eval.batch_sentences);
   const ParamStore on_device = ck.params.on(options.device); // the decoder runs where its parameters are
-  const Translations t =
-      translate_corpus(ck.config, on_device, pipeline, data.source, so, batch_sentences, !options.quiet, e.data.max_source_len,
-                       precision);
+  const Translations t = translate_corpus(ck.config, on_device, pipeline, data.source, so, batch_sentences,
+                                          !options.quiet, e.data.max_source_len, precision);
   result["beam"] = so.beam;
   if (precision != Precision::fp32) result["precision"] = enum_name(precision);
   result["lenpen"] = so.lenpen;
@@ -655,9 +704,10 @@ nlohmann::json evaluate_run(const std::string& target, const EvalOptions& option
   write_lines((fs::path(run_dir) / (stem + ".nll")).string(), nll_lines(sentences));
   io::atomic_write_file((fs::path(run_dir) / (stem + ".json")).string(), result.dump(2) + "\n");
   if (!options.quiet) {
-    std::fprintf(stderr, "eval %s on %s%s: loss %.4f, ppl %.2f, %.1f sentences/s (beam %lld)\n", fs::path(checkpoint).filename().c_str(),
-                 split.c_str(), options.shuffle_sources ? " (shuffled sources)" : "", result["loss"].get<double>(), result["ppl"].get<double>(), t.sentences_per_second(),
-                 static_cast<long long>(so.beam));
+    std::fprintf(stderr, "eval %s on %s%s: loss %.4f, ppl %.2f, %.1f sentences/s (beam %lld)\n",
+                 fs::path(checkpoint).filename().c_str(), split.c_str(),
+                 options.shuffle_sources ? " (shuffled sources)" : "", result["loss"].get<double>(),
+                 result["ppl"].get<double>(), t.sentences_per_second(), static_cast<long long>(so.beam));
   }
   return result;
 }

@@ -22,7 +22,7 @@
 namespace pillars::train {
 
 struct SessionOptions {
-  std::string run_dir;   // "" = runs/<name>
+  std::string run_dir; // "" = runs/<name>
   bool resume = false;
   // A run folder that holds any of a run's files (run_files_in) is refused without --resume; with
   // --overwrite its whole content is first moved aside to a new sibling folder (never deleted).
@@ -31,7 +31,7 @@ struct SessionOptions {
   // first checkpoint: only start-up files and log lines) starts it again from update 0 in place.
   bool restart_unsaved = false;
   bool quiet = false;
-  bool evaluate = true;  // evaluate on the test split after training
+  bool evaluate = true; // evaluate on the test split after training
   // `pillars prune EXP --from CKPT`: start from this trained checkpoint, skip the first phase and
   // run the experiment's prune step and fine-tuning (train/head_phases.h).
   std::string prune_from;
@@ -45,8 +45,8 @@ struct SessionOptions {
 nlohmann::json run_experiment(const Experiment& e, const SessionOptions& options);
 
 struct EvalOptions {
-  std::string split;                  // "" = the experiment's eval.split / test split
-  std::string checkpoint;             // "" = eval.checkpoint of the run's config
+  std::string split;      // "" = the experiment's eval.split / test split
+  std::string checkpoint; // "" = eval.checkpoint of the run's config
   std::optional<int64_t> beam, batch_sentences, max_len_b;
   std::optional<double> lenpen, max_len_a;
   // The control for "does the model read its input?": pair every target with the next example's
@@ -55,7 +55,7 @@ struct EvalOptions {
   // the result goes to eval_<split>_shuffled.json/.hyp.
   bool shuffle_sources = false;
   bool quiet = false;
-  Device device = Device::cpu; // where the decoding runs (the parameters are copied there)
+  Device device = Device::cpu;        // where the decoding runs (the parameters are copied there)
   std::optional<Precision> precision; // the decoding's matmul precision (CPU); unset: the run's eval.precision
 };
 // Evaluates a trained run (its directory, or one of its checkpoint files): loss/perplexity and

@@ -27,8 +27,9 @@ TransformerConfig model_config(const Experiment& e, int64_t vocab) {
   const bool lm = e.task == Task::language_modeling;
   if (lm != c.decoder_only)
     throw InputError(str_cat("experiment \"", e.name, "\": \"model.config\": \"", e.model.config, "\" is ",
-                             c.decoder_only ? "a decoder-only language model" : "an encoder-decoder", ", but the task is \"",
-                             enum_name(e.task), "\" (use ", lm ? "lm-small or lm-wt103" : "small, base, lite1 or lite2", ")"));
+                             c.decoder_only ? "a decoder-only language model" : "an encoder-decoder",
+                             ", but the task is \"", enum_name(e.task), "\" (use ",
+                             lm ? "lm-small or lm-wt103" : "small, base, lite1 or lite2", ")"));
   try {
     c.validate();
   } catch (const InputError& err) {
@@ -51,7 +52,8 @@ std::unique_ptr<optim::Optimizer> make_optimizer(const OptimSettings& o) {
 
 std::unique_ptr<optim::Schedule> make_schedule(const OptimSettings& o, int64_t total_updates) {
   switch (o.schedule) {
-    case Schedule::constant: return std::make_unique<optim::Constant>(o.lr);
+    case Schedule::constant:
+      return std::make_unique<optim::Constant>(o.lr);
     case Schedule::inverse_sqrt:
       if (o.warmup_updates == 0) return std::make_unique<optim::Constant>(o.lr); // no warm-up: the peak throughout
       return std::make_unique<optim::InverseSqrt>(o.lr, o.warmup_updates, o.warmup_init_lr);
@@ -62,7 +64,8 @@ std::unique_ptr<optim::Schedule> make_schedule(const OptimSettings& o, int64_t t
       return std::make_unique<optim::Cosine>(c);
     }
     case Schedule::linear:
-      return std::make_unique<optim::Linear>(o.lr, o.warmup_updates, std::max(total_updates, o.warmup_updates + 1), o.min_lr);
+      return std::make_unique<optim::Linear>(o.lr, o.warmup_updates, std::max(total_updates, o.warmup_updates + 1),
+                                             o.min_lr);
   }
   throw Error("make_schedule: unknown schedule");
 }

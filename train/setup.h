@@ -1,4 +1,4 @@
-// From an experiment file to the objects a run needs: the model config, the optimiser and the
+// From an experiment file to the objects a run needs: the model config, the optimizer and the
 // learning-rate schedule. Each function reads one section of the Experiment (train/experiment.h).
 #pragma once
 #include <memory>

@@ -38,15 +38,18 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
-// The dropout seed of update u: a SplitMix64 mix of (experiment seed, u), so neighbouring
+// The dropout seed of update u: a SplitMix64 mix of (experiment seed, u), so neighboring
 // updates get unrelated Philox streams.
 uint64_t update_seed(uint64_t seed, int64_t update) { return mix_seeds(seed, static_cast<uint64_t>(update)); }
 
 std::string duration(double seconds) {
   const int64_t s = static_cast<int64_t>(seconds + 0.5);
   char buf[32];
-  if (s >= 3600) std::snprintf(buf, sizeof buf, "%lldh%02lldm", static_cast<long long>(s / 3600), static_cast<long long>(s / 60 % 60));
-  else std::snprintf(buf, sizeof buf, "%lldm%02llds", static_cast<long long>(s / 60), static_cast<long long>(s % 60));
+  if (s >= 3600)
+    std::snprintf(buf, sizeof buf, "%lldh%02lldm", static_cast<long long>(s / 3600),
+                  static_cast<long long>(s / 60 % 60));
+  else
+    std::snprintf(buf, sizeof buf, "%lldm%02llds", static_cast<long long>(s / 60), static_cast<long long>(s % 60));
   return buf;
 }
 
@@ -78,9 +81,13 @@ class RunLog {
     for (int i = 0; i < 2; ++i) {
       if (noted[i] || !std::ferror(streams[i].first)) continue;
       noted[i] = true;
-      nlohmann::json note = {{"type", "note"}, {"stream", streams[i].second},
-                             {"note", str_cat("a write to ", streams[i].second, " failed (its reader has gone: a closed pipe or "
-                                              "terminal); what the run prints there is dropped from here on; its progress is in this log")}};
+      nlohmann::json note = {
+          {"type", "note"},
+          {"stream", streams[i].second},
+          {"note",
+           str_cat("a write to ", streams[i].second,
+                   " failed (its reader has gone: a closed pipe or "
+                   "terminal); what the run prints there is dropped from here on; its progress is in this log")}};
       if (!phase_.empty()) note["phase"] = phase_;
       file_->append(note.dump());
     }
@@ -93,15 +100,22 @@ class RunLog {
 class Loop {
  public:
   Loop(const Experiment& e, const TransformerConfig& cfg, ParamStore& params, TrainingTask& task, const TrainOptions& o)
-      : e_(e), cfg_(cfg), params_(params), task_(task), o_(o),
-        comm_(o.communicator ? *o.communicator : dist::single_process()), voice_(comm_.is_root()),
-        log_((fs::path(o.run_dir) / "log.jsonl").string(), o.phase, voice_), optimizer_(make_optimizer(e.optim)) {
+      : e_(e),
+        cfg_(cfg),
+        params_(params),
+        task_(task),
+        o_(o),
+        comm_(o.communicator ? *o.communicator : dist::single_process()),
+        voice_(comm_.is_root()),
+        log_((fs::path(o.run_dir) / "log.jsonl").string(), o.phase, voice_),
+        optimizer_(make_optimizer(e.optim)) {
     batches_per_epoch_ = task.batches_per_epoch();
     // One update takes update_freq batches on each rank (data_parallel.h).
     const int64_t batches_per_update = e.train.update_freq * comm_.size();
     const int64_t updates_per_epoch = (batches_per_epoch_ + batches_per_update - 1) / batches_per_update;
     const auto planned = [updates_per_epoch](const TrainSettings& t) {
-      return t.max_updates > 0 ? std::min(t.max_epochs * updates_per_epoch, t.max_updates) : t.max_epochs * updates_per_epoch;
+      return t.max_updates > 0 ? std::min(t.max_epochs * updates_per_epoch, t.max_updates)
+                               : t.max_epochs * updates_per_epoch;
     };
     planned_updates_ = planned(e.train);
     schedule_ = make_schedule(e.optim, o.schedule_budget ? planned(*o.schedule_budget) : planned_updates_);
@@ -109,9 +123,11 @@ class Loop {
     // data-parallel job: in buckets, as the backward makes them (gradient_buckets.h; in one process
     // the sums over one rank are the buckets themselves).
     if (comm_.size() > 1 || e.train.update_freq > 1) {
-      if (comm_.size() > 1 && e.train.device == Device::cuda) device_sums_ = std::make_unique<dist::DeviceSums>(comm_); // NCCL
-      buckets_ = std::make_unique<GradientBuckets>(comm_, params_, e.parallel.bucket_mb, static_cast<int>(e.parallel.zero_stage),
-                                                   e.parallel.overlap, device_sums_.get());
+      if (comm_.size() > 1 && e.train.device == Device::cuda)
+        device_sums_ = std::make_unique<dist::DeviceSums>(comm_); // NCCL
+      buckets_ = std::make_unique<GradientBuckets>(comm_, params_, e.parallel.bucket_mb,
+                                                   static_cast<int>(e.parallel.zero_stage), e.parallel.overlap,
+                                                   device_sums_.get());
       task_.steps().set_gradient_observer(buckets_.get());
     }
   }
@@ -122,19 +138,30 @@ class Loop {
   Loop& operator=(const Loop&) = delete;
 
   TrainerOutcome run() {
-    if (o_.resume) restore();
-    else if (o_.start) start_from(*o_.start);
+    if (o_.resume)
+      restore();
+    else if (o_.start)
+      start_from(*o_.start);
     state_.finished = false, state_.stop_reason.clear();
     session_start_ = Clock::now();
     elapsed_at_start_ = state_.elapsed_seconds;
     // A resumed run that already meets a stopping rule (the same limits as before) does nothing.
     if (const std::string reason = limit_reached(); !reason.empty()) stop(reason);
     if (e_.train.patience > 0 && state_.bad_validations >= e_.train.patience) stop("patience");
-    log_.write({{"type", "start"}, {"resume", o_.resume}, {"epoch", state_.epoch}, {"update", state_.updates},
-                {"batches_per_epoch", batches_per_epoch_}, {"planned_updates", planned_updates_},
-                {"parameters", params_.numel()}, {"passes", task_.steps().training_passes()}, {"machine", machine_record()}});
+    log_.write({{"type", "start"},
+                {"resume", o_.resume},
+                {"epoch", state_.epoch},
+                {"update", state_.updates},
+                {"batches_per_epoch", batches_per_epoch_},
+                {"planned_updates", planned_updates_},
+                {"parameters", params_.numel()},
+                {"passes", task_.steps().training_passes()},
+                {"machine", machine_record()}});
     while (!state_.finished) {
-      if (state_.epoch > e_.train.max_epochs) { stop("max_epochs"); break; }
+      if (state_.epoch > e_.train.max_epochs) {
+        stop("max_epochs");
+        break;
+      }
       train_epoch();
       if (state_.finished) break;
       (void)agreed_limit(); // a stop signal that came during the epoch's last update
@@ -142,19 +169,24 @@ class Loop {
       // The epoch is complete.
       const bool validate_now = (state_.epoch % e_.train.validate_every) == 0;
       ++state_.epoch, state_.batch_in_epoch = 0;
-      if (validate_now && state_.last_validated_update != state_.updates) validate_and_checkpoint();
-      else save("checkpoint_last.safetensors", true);
+      if (validate_now && state_.last_validated_update != state_.updates)
+        validate_and_checkpoint();
+      else
+        save("checkpoint_last.safetensors", true);
     }
     if (stop_signal_) stopped_by(stop_signal_); // saves, logs, throws
     // Stopped inside an epoch or without a validation of the final parameters: validate them.
     if (state_.last_validated_update != state_.updates) validate_and_checkpoint();
     save("checkpoint_last.safetensors", true);
     if (e_.train.average_best > 0) average_best();
-    log_.write({{"type", "end"}, {"reason", state_.stop_reason}, {"update", state_.updates},
+    log_.write({{"type", "end"},
+                {"reason", state_.stop_reason},
+                {"update", state_.updates},
                 {"elapsed_seconds", state_.elapsed_seconds}},
                /*durable=*/true);
-    if (!quiet()) std::fprintf(stderr, "stopped: %s after %lld updates (%s)\n", state_.stop_reason.c_str(),
-                                static_cast<long long>(state_.updates), duration(state_.elapsed_seconds).c_str());
+    if (!quiet())
+      std::fprintf(stderr, "stopped: %s after %lld updates (%s)\n", state_.stop_reason.c_str(),
+                   static_cast<long long>(state_.updates), duration(state_.elapsed_seconds).c_str());
     outcome_.state = state_;
     return std::move(outcome_);
   }
@@ -166,10 +198,13 @@ class Loop {
   // the CPU kernels' instruction set, the thread count, the device and the precision, so a study
   // pairs only runs that agree on them (study/table.h). Every start line (a resume too) has one.
   nlohmann::json machine_record() const {
-    return {{"cpu", cpu_model_name()},         {"isa", cpu::isa_name(cpu::active_isa())},
-            {"threads", omp_get_max_threads()}, {"device", enum_name(e_.train.device)},
+    return {{"cpu", cpu_model_name()},
+            {"isa", cpu::isa_name(cpu::active_isa())},
+            {"threads", omp_get_max_threads()},
+            {"device", enum_name(e_.train.device)},
             {"precision", enum_name(e_.train.precision)},
-            {"ranks", comm_.size()},            {"commit", build_commit()}};
+            {"ranks", comm_.size()},
+            {"commit", build_commit()}};
   }
 
   // The stopping rules every rank must agree on, checked before every update: a stop signal on any
@@ -184,7 +219,8 @@ class Loop {
       save_due_ = periodic_save_due();
       return local;
     }
-    int64_t flags[4] = {stop_signal(), local == "max_updates", voice_ && local == "max_minutes", voice_ && periodic_save_due()};
+    int64_t flags[4] = {stop_signal(), local == "max_updates", voice_ && local == "max_minutes",
+                        voice_ && periodic_save_due()};
     comm_.all_reduce_max(flags, 4);
     stop_signal_ = static_cast<int>(flags[0]);
     save_due_ = flags[3] != 0;
@@ -211,7 +247,9 @@ class Loop {
   [[noreturn]] void stopped_by(int sig) {
     state_.stop_reason = signal_name(sig);
     save("checkpoint_last.safetensors", true);
-    log_.write({{"type", "end"}, {"reason", state_.stop_reason}, {"update", state_.updates},
+    log_.write({{"type", "end"},
+                {"reason", state_.stop_reason},
+                {"update", state_.updates},
                 {"elapsed_seconds", state_.elapsed_seconds}},
                /*durable=*/true);
     // In a job, every rank leaves only once rank 0 has saved and logged: a launcher ends the whole job
@@ -233,35 +271,37 @@ class Loop {
     if (!fs::exists(path)) throw InputError(str_cat("--resume: ", path, " does not exist (nothing to resume)"));
     LoadedCheckpoint c = load_checkpoint(path); // its state's fields each in range (checkpoint.h)
     if (c.optimizer_state.empty())
-      throw InputError(str_cat("--resume: ", path, " has no optimiser state (an averaged or pruned model?)"));
+      throw InputError(str_cat("--resume: ", path, " has no optimizer state (an averaged or pruned model?)"));
     // The position must lie within an epoch of this experiment (its data cannot change on resume):
     // the loop would index the epoch's batches from there.
     if (c.state.batch_in_epoch > batches_per_epoch_)
-      throw InputError(str_cat("--resume: ", path, ": \"pillars.state\" field \"batch_in_epoch\" is ", c.state.batch_in_epoch,
-                               ", but an epoch of this experiment has ", batches_per_epoch_, " batches (a damaged or edited checkpoint)"));
+      throw InputError(str_cat("--resume: ", path, ": \"pillars.state\" field \"batch_in_epoch\" is ",
+                               c.state.batch_in_epoch, ", but an epoch of this experiment has ", batches_per_epoch_,
+                               " batches (a damaged or edited checkpoint)"));
     for (const std::string& name : params_.names()) {
       if (!c.params.contains(name) || c.params.get(name).shape() != params_.get(name).shape())
-        throw InputError(str_cat("--resume: ", path, ": parameter \"", name, "\" is missing or has another shape than the "
+        throw InputError(str_cat("--resume: ", path, ": parameter \"", name,
+                                 "\" is missing or has another shape than the "
                                  "experiment's model (was the model section changed?)"));
       params_.get(name).copy_from(c.params.get(name));
     }
     try {
       optimizer_->load_state(c.optimizer_state);
     } catch (const InputError& err) {
-      throw InputError(str_cat("--resume: ", path, ": optimiser state: ", err.what()));
+      throw InputError(str_cat("--resume: ", path, ": optimizer state: ", err.what()));
     }
     state_ = c.state;
   }
 
   // A new session that continues another's training (TrainOptions::start): its position, and its
-  // optimiser state when it has one (moved to the parameters' device at the first update).
+  // optimizer state when it has one (moved to the parameters' device at the first update).
   void start_from(const TrainingStart& start) {
     state_ = start.state;
     if (start.optimizer_state.empty()) return;
     try {
       optimizer_->load_state(start.optimizer_state);
     } catch (const InputError& err) {
-      throw InputError(str_cat(o_.run_dir, ": the optimiser state to continue from: ", err.what()));
+      throw InputError(str_cat(o_.run_dir, ": the optimizer state to continue from: ", err.what()));
     }
   }
 
@@ -278,7 +318,7 @@ class Loop {
     }
   }
 
-  // One optimiser update from the next update_freq batches of the epoch (on each of the job's
+  // One optimizer update from the next update_freq batches of the epoch (on each of the job's
   // ranks: data_parallel.h).
   void update(const std::vector<Batch>& batches) {
     const int64_t k = std::min<int64_t>(e_.train.update_freq * comm_.size(),
@@ -315,7 +355,8 @@ class Loop {
       tokens += batch_tokens;
     }
     const float lr = schedule_->lr(u);
-    if (buckets_) step_from_buckets(loss_sum, tokens, lr);
+    if (buckets_)
+      step_from_buckets(loss_sum, tokens, lr);
     else { // one process, one batch per update: the step's own gradients
       std::vector<optim::ParamSlot>& slots = task_.steps().slots();
       if (e_.optim.clip_norm > 0) optim::clip_grad_norm(slots, static_cast<float>(e_.optim.clip_norm));
@@ -368,10 +409,13 @@ class Loop {
     const double seconds = std::chrono::duration<double>(Clock::now() - timing_start_).count();
     const double per_update = seconds / static_cast<double>(kTimed);
     const int64_t left = std::max<int64_t>(0, planned_updates_ - state_.updates);
-    std::fprintf(stderr, "timing: %lld updates at %.0f target tokens/s (%.2f s each): the %lld updates left of the %lld planned "
-                         "take about %s, plus validation\n",
-                 static_cast<long long>(kTimed), static_cast<double>(timing_tokens_) / std::max(seconds, 1e-9), per_update,
-                 static_cast<long long>(left), static_cast<long long>(planned_updates_), duration(per_update * static_cast<double>(left)).c_str());
+    std::fprintf(
+        stderr,
+        "timing: %lld updates at %.0f target tokens/s (%.2f s each): the %lld updates left of the %lld planned "
+        "take about %s, plus validation\n",
+        static_cast<long long>(kTimed), static_cast<double>(timing_tokens_) / std::max(seconds, 1e-9), per_update,
+        static_cast<long long>(left), static_cast<long long>(planned_updates_),
+        duration(per_update * static_cast<double>(left)).c_str());
   }
 
   void progress(float lr) {
@@ -384,8 +428,9 @@ class Loop {
     double eta = static_cast<double>(std::max<int64_t>(0, planned_updates_ - state_.updates)) * per_update;
     if (e_.train.max_minutes > 0) eta = std::min(eta, std::max(0.0, 60.0 * e_.train.max_minutes - now));
     nlohmann::json line = {{"type", "train"}, {"epoch", state_.epoch}, {"update", state_.updates}, {"loss", loss},
-                           {"lr", lr}, {"tokens_per_s", tok_s}, {"elapsed_seconds", now}};
-    for (const auto& [key, mean] : task_.steps().take_terms()) line[key] = mean; // the passes' terms, e.g. gct_regularizer
+                           {"lr", lr},        {"tokens_per_s", tok_s}, {"elapsed_seconds", now}};
+    for (const auto& [key, mean] : task_.steps().take_terms())
+      line[key] = mean; // the passes' terms, e.g. gct_regularizer
     log_.write(line);
     if (!quiet())
       std::fprintf(stderr, "epoch %3lld | update %6lld | loss %7.4f | lr %.3e | %7.0f tok/s | %s elapsed | ETA %s\n",
@@ -409,10 +454,13 @@ class Loop {
   // The validation score where higher is better.
   double score_of(const ValidScores& v) const {
     switch (e_.train.best_metric) {
-      case BestMetric::loss: return -v.loss;
-      case BestMetric::ppl: return -v.ppl;
+      case BestMetric::loss:
+        return -v.loss;
+      case BestMetric::ppl:
+        return -v.ppl;
       case BestMetric::bleu:
-        if (!v.bleu) throw InputError("train.best_metric is \"bleu\" but validation computes no BLEU (task or train.valid_bleu)");
+        if (!v.bleu)
+          throw InputError("train.best_metric is \"bleu\" but validation computes no BLEU (task or train.valid_bleu)");
         return *v.bleu;
       case BestMetric::rouge:
         if (!v.rouge) throw InputError("train.best_metric is \"rouge\" but validation computes no ROUGE");
@@ -436,12 +484,19 @@ class Loop {
     outcome_.last_valid = v;
     const double score = score_of(v);
     const bool improved = !state_.has_best || score > state_.best_valid;
-    if (improved) state_.best_valid = score, state_.has_best = true, state_.bad_validations = 0;
-    else ++state_.bad_validations;
+    if (improved)
+      state_.best_valid = score, state_.has_best = true, state_.bad_validations = 0;
+    else
+      ++state_.bad_validations;
     const double took = std::chrono::duration<double>(Clock::now() - t0).count();
-    nlohmann::json j = {{"type", "valid"}, {"epoch", state_.epoch - (state_.batch_in_epoch == 0 ? 1 : 0)},
-                        {"update", state_.updates}, {"loss", v.loss}, {"ppl", v.ppl}, {"best", improved},
-                        {"seconds", took}, {"elapsed_seconds", elapsed()}};
+    nlohmann::json j = {{"type", "valid"},
+                        {"epoch", state_.epoch - (state_.batch_in_epoch == 0 ? 1 : 0)},
+                        {"update", state_.updates},
+                        {"loss", v.loss},
+                        {"ppl", v.ppl},
+                        {"best", improved},
+                        {"seconds", took},
+                        {"elapsed_seconds", elapsed()}};
     if (v.bleu) j["bleu"] = *v.bleu;
     if (v.rouge) j["rouge"] = *v.rouge;
     log_.write(j);
@@ -450,7 +505,8 @@ class Loop {
       if (v.bleu) extra += str_cat(" | bleu ", std::round(*v.bleu * 100) / 100);
       if (v.rouge) extra += str_cat(" | rouge ", std::round(*v.rouge * 100) / 100);
       std::fprintf(stderr, "valid | update %6lld | loss %7.4f | ppl %8.2f%s%s (%.1fs)\n",
-                   static_cast<long long>(state_.updates), v.loss, v.ppl, extra.c_str(), improved ? " | best" : "", took);
+                   static_cast<long long>(state_.updates), v.loss, v.ppl, extra.c_str(), improved ? " | best" : "",
+                   took);
     }
     if (e_.train.patience > 0 && state_.bad_validations >= e_.train.patience) stop("patience");
     if (o_.after_validation)
@@ -497,21 +553,22 @@ class Loop {
     if (!o_.quiet) std::fprintf(stderr, "averaged %zu checkpoints into checkpoint_avg.safetensors\n", paths.size());
   }
 
-  // Every rank calls save() at the same points (under ZeRO-1 the optimiser state is gathered from
+  // Every rank calls save() at the same points (under ZeRO-1 the optimizer state is gathered from
   // all of them); rank 0 alone writes.
   void save(const std::string& name, bool with_optimizer) {
     if (with_optimizer) gather_optimizer();
     write(name, with_optimizer);
   }
 
-  // ZeRO-1: rank 0 assembles the whole optimiser state, which the next write() with the optimiser
+  // ZeRO-1: rank 0 assembles the whole optimizer state, which the next write() with the optimizer
   // saves. Every rank calls it. Without sharding (or before the first update has laid out the
-  // shards, when every rank still holds the whole state) rank 0's own optimiser is the whole one.
+  // shards, when every rank still holds the whole state) rank 0's own optimizer is the whole one.
   void gather_optimizer() {
     whole_optimizer_.reset();
     if (!buckets_ || e_.parallel.zero_stage == 0 || !shed_optimizer_state_) return;
     auto whole = make_optimizer(e_.optim);
-    gather_optimizer_state(comm_, *optimizer_, [&](const std::string& p) { return buckets_->owns(p); }, *whole);
+    gather_optimizer_state(
+        comm_, *optimizer_, [&](const std::string& p) { return buckets_->owns(p); }, *whole);
     if (voice_) whole_optimizer_ = std::move(whole);
   }
 
@@ -519,7 +576,9 @@ class Loop {
   void write(const std::string& name, bool with_optimizer) {
     if (!voice_) return; // one voice: rank 0 writes the run directory
     state_.elapsed_seconds = elapsed();
-    const optim::Optimizer* optimizer = !with_optimizer ? nullptr : whole_optimizer_ ? whole_optimizer_.get() : optimizer_.get();
+    const optim::Optimizer* optimizer = !with_optimizer    ? nullptr
+                                        : whole_optimizer_ ? whole_optimizer_.get()
+                                                           : optimizer_.get();
     save_checkpoint((fs::path(o_.run_dir) / name).string(), cfg_, params_, optimizer, state_, o_.checkpoint_extra);
     if (with_optimizer) {
       last_save_elapsed_ = state_.elapsed_seconds;
@@ -552,7 +611,7 @@ class Loop {
   std::unique_ptr<optim::Optimizer> whole_optimizer_; // ZeRO-1, rank 0: the gathered state to save
   bool shed_optimizer_state_ = false;                 // ZeRO-1: the state of others' parameters dropped
   bool save_due_ = false;                             // agreed_limit: save_every_minutes has come
-  std::vector<std::string> pending_removal_; // kept checkpoints that fell out of the best, to delete
+  std::vector<std::string> pending_removal_;          // kept checkpoints that fell out of the best, to delete
   Clock::time_point session_start_, window_start_;
   double elapsed_at_start_ = 0, last_save_elapsed_ = 0, window_loss_ = 0;
   int64_t window_tokens_ = 0, window_updates_ = 0;
@@ -643,11 +702,11 @@ void attach_metrics(TrainOptions& to, HeadMetricsLog& log, const Experiment& e, 
     if (every == 0) log.measure(cfg, params, s);
     if (!shift_trigger) return "";
     const double shift = log.shift();
-    if (!quiet && std::isfinite(shift)) std::fprintf(stderr, "heads: geometry shift %.3g (prune below %.3g)\n", shift, rho);
+    if (!quiet && std::isfinite(shift))
+      std::fprintf(stderr, "heads: geometry shift %.3g (prune below %.3g)\n", shift, rho);
     return shift < rho ? "centroid_shift" : "";
   };
 }
-
 
 } // namespace
 
@@ -657,15 +716,15 @@ std::unique_ptr<TrainingTask> make_task(const Experiment& e, const TransformerCo
   return make_lm_task(cfg, params, *data.stream, e.data.block_size, e.data.max_tokens, step_recipes(c));
 }
 
-TrainerOutcome train_phase(const Experiment& e, const Experiment& limits, const TransformerConfig& cfg, ParamStore& params,
-                           const RunData& data, const StepContext& c, TrainOptions to, bool shift_trigger) {
+TrainerOutcome train_phase(const Experiment& e, const Experiment& limits, const TransformerConfig& cfg,
+                           ParamStore& params, const RunData& data, const StepContext& c, TrainOptions to,
+                           bool shift_trigger) {
   add_method_parameters(c, cfg, params);
   HeadMetricsLog metrics(e, data, static_cast<int32_t>(cfg.pad_id), to.run_dir, to.phase.empty() ? "train" : to.phase);
   attach_metrics(to, metrics, limits, cfg, params, shift_trigger);
   const std::unique_ptr<TrainingTask> task = make_task(e, cfg, params, data, c);
   return train_model(limits, cfg, params, *task, to);
 }
-
 
 void check_device_settings(const Experiment& e) {
   if (e.train.device != Device::cuda) { // train.precision bf16 runs on any CPU (gemm_bf16's portable path)
@@ -674,8 +733,9 @@ void check_device_settings(const Experiment& e) {
     return;
   }
   if (e.eval.precision == Precision::bf16) // a GPU run evaluates its test split on the GPU
-    throw InputError("eval.precision \"bf16\" decodes on the CPU; a train.device \"cuda\" run evaluates on the GPU, at "
-                     "train.precision");
+    throw InputError(
+        "eval.precision \"bf16\" decodes on the CPU; a train.device \"cuda\" run evaluates on the GPU, at "
+        "train.precision");
   if (cuda_device_count() == 0) throw InputError("train.device is \"cuda\" but " + cuda_unavailable_reason());
 }
 
@@ -696,7 +756,7 @@ class CpuMatmulPrecision {
   Precision previous_;
 };
 
-// train.device = cuda: the parameters move to the GPU for the loop (so the steps, the optimiser
+// train.device = cuda: the parameters move to the GPU for the loop (so the steps, the optimizer
 // state and the gradients live there; steps/steps.h) and come back when it ends, however it
 // ends, so that what follows (pruning, evaluation, decoding) sees host parameters.
 class ParamsOnDevice {

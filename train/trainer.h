@@ -1,10 +1,10 @@
-// The training loop, for every task (steps/task.h: translation, summarisation, language modelling).
+// The training loop, for every task (steps/task.h: translation, summarization, language modeling).
 //
 //   PreparedSeq2Seq p = prepare_seq2seq(experiment, run_dir, /*verbose=*/true);    // train/prepare.h
 //   TrainerOutcome r = train_seq2seq(experiment, cfg, params, p.data, {.run_dir = dir, .resume = false});
 //
 // One epoch = the task's batches in the epoch's seeded order. Per batch: forward and
-// backward (steps/steps.h), optional gradient clipping, one optimiser update at the schedule's
+// backward (steps/steps.h), optional gradient clipping, one optimizer update at the schedule's
 // learning rate (update_freq > 1 accumulates several batches, weighted by their target tokens,
 // before each update). Every `validate_every` epochs: validation loss and perplexity, and BLEU when
 // the caller passes a decoder for it; the best validation so far (train.best_metric) is kept as
@@ -14,7 +14,7 @@
 //
 // Determinism: the batch order is a function of (seed, epoch) and every dropout mask of (seed,
 // update), so the same experiment gives the same losses, and `resume` (which restores parameters,
-// optimiser state and position from checkpoint_last) continues the uninterrupted run exactly.
+// optimizer state and position from checkpoint_last) continues the uninterrupted run exactly.
 //
 // Output in run_dir: log.jsonl (one JSON object per progress line, validation and checkpoint) and
 // the checkpoints; progress lines on stderr.
@@ -36,10 +36,10 @@
 namespace pillars::train {
 
 struct ValidScores {
-  double loss = 0;                // mean NLL per target token (nats)
-  double ppl = 0;                 // exp(loss)
-  std::optional<double> bleu;     // when a BLEU scorer was given
-  std::optional<double> rouge;    // when a ROUGE scorer was given
+  double loss = 0;             // mean NLL per target token (nats)
+  double ppl = 0;              // exp(loss)
+  std::optional<double> bleu;  // when a BLEU scorer was given
+  std::optional<double> rouge; // when a ROUGE scorer was given
 };
 
 // Extra validation metrics computed by decoding (BLEU, ROUGE): given the current model, returns
@@ -48,8 +48,8 @@ using DecodeScorer = std::function<double(const TransformerConfig&, const ParamS
 
 // Where a new session starts when it continues another's training instead of beginning it (it is
 // not a --resume: its run directory may be new): the trainer's position (update count, epoch, batch
-// in the epoch; the rest of the state as the caller sets it) and the optimiser's state (empty: a
-// fresh optimiser). Phase 2 of a pruning run under prune.finetune_schedule "continue" starts from
+// in the epoch; the rest of the state as the caller sets it) and the optimizer's state (empty: a
+// fresh optimizer). Phase 2 of a pruning run under prune.finetune_schedule "continue" starts from
 // phase 1's end so (train/head_phases.h).
 struct TrainingStart {
   TrainerState state;
@@ -59,13 +59,13 @@ struct TrainingStart {
 struct TrainOptions {
   std::string run_dir;
   bool resume = false;
-  bool quiet = false;               // no progress lines (tests)
-  DecodeScorer valid_bleu;          // optional
-  DecodeScorer valid_rouge;         // optional
-  nlohmann::json checkpoint_extra;  // stored in every checkpoint (dictionary, tokenizer, ...)
-  std::string phase;                // "" or the phase of a pruning run ("train", "finetune"; train/head_phases.h),
-                                    // written into every log line
-  // A session that is not resumed starts here instead of at update 0 with a fresh optimiser.
+  bool quiet = false;              // no progress lines (tests)
+  DecodeScorer valid_bleu;         // optional
+  DecodeScorer valid_rouge;        // optional
+  nlohmann::json checkpoint_extra; // stored in every checkpoint (dictionary, tokenizer, ...)
+  std::string phase;               // "" or the phase of a pruning run ("train", "finetune"; train/head_phases.h),
+                                   // written into every log line
+  // A session that is not resumed starts here instead of at update 0 with a fresh optimizer.
   std::optional<TrainingStart> start;
   // The budget the learning-rate schedule is planned over (cosine and linear reach their end at
   // its planned number of updates); unset: this session's own e.train. The two phases of a pruning
@@ -83,7 +83,7 @@ struct TrainOptions {
 
 struct TrainerOutcome {
   TrainerState state;
-  std::vector<float> losses;        // the training loss of every update of this session, in order
+  std::vector<float> losses; // the training loss of every update of this session, in order
   std::optional<ValidScores> last_valid;
 };
 
@@ -109,8 +109,9 @@ std::unique_ptr<TrainingTask> make_task(const Experiment& e, const TransformerCo
 // heads.metrics (with the shift trigger when asked) into to.run_dir/head_metrics.jsonl, and the
 // trainer under the limits of `limits` (e, or a phase's cut of it). A run without pruning is this
 // phase alone, with step_context(e).
-TrainerOutcome train_phase(const Experiment& e, const Experiment& limits, const TransformerConfig& cfg, ParamStore& params,
-                           const RunData& data, const StepContext& c, TrainOptions to, bool shift_trigger = false);
+TrainerOutcome train_phase(const Experiment& e, const Experiment& limits, const TransformerConfig& cfg,
+                           ParamStore& params, const RunData& data, const StepContext& c, TrainOptions to,
+                           bool shift_trigger = false);
 
 // train_model of sentence pairs and of a language model's token streams, with the experiment's step
 // settings but not its `heads` methods (train_phase, above, is the run's training).

@@ -6,12 +6,12 @@
 //
 // A DATA-PARALLEL JOB is N copies of the same program (ranks 0 … N−1), each holding the whole
 // model. Each update, every rank computes the gradient of its share of the update's batches; the
-// ranks sum their gradients (an all-reduce) and then apply the same optimiser step to the same
+// ranks sum their gradients (an all-reduce) and then apply the same optimizer step to the same
 // parameters, so the copies never drift apart. Rank 0 alone writes the run directory.
 //
 // WHERE THE PROCESSES COME FROM. A launcher starts them: `mpirun -np N pillars train …` (Open
 // MPI) or Slurm's `srun`. It tells each process its rank through the environment
-// (OMPI_COMM_WORLD_SIZE, PMI_SIZE, PMIX_RANK); world() looks for those variables and initialises
+// (OMPI_COMM_WORLD_SIZE, PMI_SIZE, PMIX_RANK); world() looks for those variables and initializes
 // MPI only when one is set. Without a launcher, world() is the single process and MPI is never
 // touched: every collective below is then the identity.
 //
@@ -30,8 +30,8 @@ class Communicator {
  public:
   virtual ~Communicator() = default;
 
-  virtual int rank() const = 0;  // 0 … size()−1
-  virtual int size() const = 0;  // the number of processes in the job
+  virtual int rank() const = 0;             // 0 … size()−1
+  virtual int size() const = 0;             // the number of processes in the job
   virtual std::string describe() const = 0; // "MPI, 2 processes" or "one process"
 
   // Element-wise sums over all ranks, in place: afterwards every rank holds x_0 + x_1 + … + x_{N−1}.
@@ -71,8 +71,8 @@ class Communicator {
   bool is_root() const { return rank() == 0; }
 };
 
-// The job this process is part of: MPI's world when a launcher started it (initialised on the
-// first call), else one process. MPI is finalised at exit. Throws pillars::InputError when a
+// The job this process is part of: MPI's world when a launcher started it (initialized on the
+// first call), else one process. MPI is finalized at exit. Throws pillars::InputError when a
 // launcher started several processes and this build has no MPI.
 Communicator& world();
 

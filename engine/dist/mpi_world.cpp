@@ -32,22 +32,24 @@ void check(int rc, const char* what) {
 template <typename T>
 void all_reduce(T* data, int64_t n, MPI_Datatype type, MPI_Op op, const char* what) {
   for (int64_t at = 0; at < n; at += kMaxCount)
-    check(MPI_Allreduce(MPI_IN_PLACE, data + at, static_cast<int>(std::min(kMaxCount, n - at)), type, op, MPI_COMM_WORLD), what);
+    check(
+        MPI_Allreduce(MPI_IN_PLACE, data + at, static_cast<int>(std::min(kMaxCount, n - at)), type, op, MPI_COMM_WORLD),
+        what);
 }
 
 class MpiWorld final : public Communicator {
  public:
   MpiWorld() {
-    int initialised = 0;
-    MPI_Initialized(&initialised);
-    if (!initialised) {
-      // FUNNELED: only the thread that initialised MPI calls it (OpenMP's workers never do).
+    int initialized = 0;
+    MPI_Initialized(&initialized);
+    if (!initialized) {
+      // FUNNELED: only the thread that initialized MPI calls it (OpenMP's workers never do).
       int provided = 0;
       check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
       std::atexit([] {
-        int finalised = 0;
-        MPI_Finalized(&finalised);
-        if (!finalised) MPI_Finalize();
+        int finalized = 0;
+        MPI_Finalized(&finalized);
+        if (!finalized) MPI_Finalize();
       });
     }
     MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
@@ -58,14 +60,23 @@ class MpiWorld final : public Communicator {
   int size() const override { return size_; }
   std::string describe() const override { return str_cat("MPI, ", size_, size_ == 1 ? " process" : " processes"); }
 
-  void all_reduce_sum(float* data, int64_t n) override { all_reduce(data, n, MPI_FLOAT, MPI_SUM, "MPI_Allreduce (float sum)"); }
-  void all_reduce_sum(double* data, int64_t n) override { all_reduce(data, n, MPI_DOUBLE, MPI_SUM, "MPI_Allreduce (double sum)"); }
-  void all_reduce_sum(int64_t* data, int64_t n) override { all_reduce(data, n, MPI_INT64_T, MPI_SUM, "MPI_Allreduce (int64 sum)"); }
-  void all_reduce_max(int64_t* data, int64_t n) override { all_reduce(data, n, MPI_INT64_T, MPI_MAX, "MPI_Allreduce (int64 max)"); }
+  void all_reduce_sum(float* data, int64_t n) override {
+    all_reduce(data, n, MPI_FLOAT, MPI_SUM, "MPI_Allreduce (float sum)");
+  }
+  void all_reduce_sum(double* data, int64_t n) override {
+    all_reduce(data, n, MPI_DOUBLE, MPI_SUM, "MPI_Allreduce (double sum)");
+  }
+  void all_reduce_sum(int64_t* data, int64_t n) override {
+    all_reduce(data, n, MPI_INT64_T, MPI_SUM, "MPI_Allreduce (int64 sum)");
+  }
+  void all_reduce_max(int64_t* data, int64_t n) override {
+    all_reduce(data, n, MPI_INT64_T, MPI_MAX, "MPI_Allreduce (int64 max)");
+  }
   void broadcast(void* data, int64_t bytes, int root) override {
     char* p = static_cast<char*>(data);
     for (int64_t at = 0; at < bytes; at += kMaxCount)
-      check(MPI_Bcast(p + at, static_cast<int>(std::min(kMaxCount, bytes - at)), MPI_BYTE, root, MPI_COMM_WORLD), "MPI_Bcast");
+      check(MPI_Bcast(p + at, static_cast<int>(std::min(kMaxCount, bytes - at)), MPI_BYTE, root, MPI_COMM_WORLD),
+            "MPI_Bcast");
   }
   void barrier() override { check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier"); }
 
@@ -106,7 +117,8 @@ class MpiWorld final : public Communicator {
   }
 
   std::vector<std::string> gather(const std::string& mine, int root) override {
-    if (static_cast<int64_t>(mine.size()) >= kMaxCount) throw Error(str_cat("MPI: gathering ", mine.size(), " bytes from one rank"));
+    if (static_cast<int64_t>(mine.size()) >= kMaxCount)
+      throw Error(str_cat("MPI: gathering ", mine.size(), " bytes from one rank"));
     const int length = static_cast<int>(mine.size());
     std::vector<int> lengths(static_cast<size_t>(size_)), offsets(static_cast<size_t>(size_));
     check(MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, root, MPI_COMM_WORLD), "MPI_Gather");
@@ -117,11 +129,13 @@ class MpiWorld final : public Communicator {
       if (total >= kMaxCount) throw Error(str_cat("MPI: gathering ", total, " bytes at one rank"));
       all.resize(static_cast<size_t>(total));
     }
-    check(MPI_Gatherv(mine.data(), length, MPI_BYTE, all.data(), lengths.data(), offsets.data(), MPI_BYTE, root, MPI_COMM_WORLD),
+    check(MPI_Gatherv(mine.data(), length, MPI_BYTE, all.data(), lengths.data(), offsets.data(), MPI_BYTE, root,
+                      MPI_COMM_WORLD),
           "MPI_Gatherv");
     std::vector<std::string> out;
     if (rank_ == root)
-      for (size_t r = 0; r < lengths.size(); ++r) out.push_back(all.substr(static_cast<size_t>(offsets[r]), static_cast<size_t>(lengths[r])));
+      for (size_t r = 0; r < lengths.size(); ++r)
+        out.push_back(all.substr(static_cast<size_t>(offsets[r]), static_cast<size_t>(lengths[r])));
     return out;
   }
 

@@ -6,7 +6,7 @@
 
 namespace pillars::dist {
 
-// Initialises MPI (once; finalised at exit) and returns the world communicator. A build without
+// Initializes MPI (once; finalized at exit) and returns the world communicator. A build without
 // MPI throws pillars::InputError when the launcher started more than one process, and otherwise
 // returns single_process().
 Communicator& mpi_world();

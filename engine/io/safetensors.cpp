@@ -36,7 +36,7 @@ using json = nlohmann::ordered_json;
 namespace {
 
 constexpr uint64_t kMaxHeaderBytes = 100'000'000; // the limit the reference implementation uses
-constexpr int kMaxJsonDepth = 64;                  // a valid header nests 3 deep
+constexpr int kMaxJsonDepth = 64;                 // a valid header nests 3 deep
 const char* const kMetadataKey = "__metadata__";
 
 // ---- dtypes ---------------------------------------------------------------------------------
@@ -45,8 +45,7 @@ struct DTypeName {
   const char* name;
   DType dtype;
 };
-constexpr DTypeName kDTypes[] = {
-    {"F32", DType::f32}, {"BF16", DType::bf16}, {"I32", DType::i32}, {"I64", DType::i64}};
+constexpr DTypeName kDTypes[] = {{"F32", DType::f32}, {"BF16", DType::bf16}, {"I32", DType::i32}, {"I64", DType::i64}};
 
 bool dtype_from_name(const std::string& name, DType& out) {
   for (const DTypeName& d : kDTypes)
@@ -80,7 +79,8 @@ std::string brief(const json& j) {
 }
 
 // Every reader error: "<path>: <what>".
-template <class... Args> [[noreturn]] void fail(const std::string& path, const Args&... what) {
+template <class... Args>
+[[noreturn]] void fail(const std::string& path, const Args&... what) {
   throw InputError(str_cat(path, ": ", what...));
 }
 
@@ -184,7 +184,7 @@ class InputFile {
     }
     if (!S_ISREG(st.st_mode)) {
       ::close(fd_);
-      const char* what = S_ISDIR(st.st_mode)   ? "a directory"
+      const char* what = S_ISDIR(st.st_mode)    ? "a directory"
                          : S_ISFIFO(st.st_mode) ? "a FIFO"
                          : S_ISCHR(st.st_mode)  ? "a character device"
                          : S_ISBLK(st.st_mode)  ? "a block device"
@@ -234,7 +234,9 @@ json parse_header(const std::string& path, const std::string& text) {
         if (depth >= kMaxJsonDepth) fail(path, "header JSON is nested more than ", kMaxJsonDepth, " levels deep");
         if (event == json::parse_event_t::object_start) open_objects.emplace_back();
         break;
-      case json::parse_event_t::object_end: open_objects.pop_back(); break;
+      case json::parse_event_t::object_end:
+        open_objects.pop_back();
+        break;
       case json::parse_event_t::key: {
         const std::string& key = parsed.get_ref<const std::string&>();
         if (!open_objects.back().insert(key).second) {
@@ -243,7 +245,8 @@ json parse_header(const std::string& path, const std::string& text) {
         }
         break;
       }
-      default: break;
+      default:
+        break;
     }
     return true;
   };
@@ -325,8 +328,10 @@ bool byte_size(const Shape& shape, DType dtype, uint64_t& out) {
   uint64_t n = dtype_size(dtype);
   bool has_zero = false;
   for (int64_t e : shape) {
-    if (e == 0) has_zero = true;
-    else if (__builtin_mul_overflow(n, static_cast<uint64_t>(e), &n) || n > limit) return false;
+    if (e == 0)
+      has_zero = true;
+    else if (__builtin_mul_overflow(n, static_cast<uint64_t>(e), &n) || n > limit)
+      return false;
   }
   out = has_zero ? 0 : n;
   return true;
@@ -347,8 +352,8 @@ TensorEntry parse_entry(const std::string& path, const std::string& name, const 
     fail(path, "tensor \"", name, "\": shape ", shape_str(t.shape), " is too large");
   if (t.end - t.begin != needed)
     fail(path, "tensor \"", name, "\": byte size mismatch: data_offsets [", t.begin, ", ", t.end, "] hold ",
-         t.end - t.begin, " bytes but shape ", shape_str(t.shape), " of ", safetensors_dtype_name(t.dtype),
-         " needs ", needed);
+         t.end - t.begin, " bytes but shape ", shape_str(t.shape), " of ", safetensors_dtype_name(t.dtype), " needs ",
+         needed);
   return t;
 }
 
@@ -358,8 +363,8 @@ void check_layout(const std::string& path, const std::vector<TensorEntry>& sorte
   const TensorEntry* previous = nullptr;
   for (const TensorEntry& t : sorted) {
     if (t.begin < expected)
-      fail(path, "tensors \"", previous->name, "\" [", previous->begin, ", ", previous->end, ") and \"", t.name,
-           "\" [", t.begin, ", ", t.end, ") overlap");
+      fail(path, "tensors \"", previous->name, "\" [", previous->begin, ", ", previous->end, ") and \"", t.name, "\" [",
+           t.begin, ", ", t.end, ") overlap");
     if (t.begin > expected)
       fail(path, "gap in the data: bytes [", expected, ", ", t.begin, ") before tensor \"", t.name,
            "\" belong to no tensor");
@@ -367,7 +372,8 @@ void check_layout(const std::string& path, const std::vector<TensorEntry>& sorte
     previous = &t;
   }
   if (expected != buffer_bytes)
-    fail(path, "gap in the data: ", buffer_bytes - expected, " trailing bytes after the last tensor belong to no tensor");
+    fail(path, "gap in the data: ", buffer_bytes - expected,
+         " trailing bytes after the last tensor belong to no tensor");
 }
 
 } // namespace
@@ -452,8 +458,10 @@ SafetensorsContents load_safetensors(const std::string& path) {
   const auto recorded = out.metadata.find(kChecksumKey);
   if (recorded != out.metadata.end()) {
     const std::string& text = recorded->second;
-    if (text.rfind(kChecksumPrefixComplete, 0) == 0) out.checksum = ChecksumCoverage::complete;
-    else if (text.rfind(kChecksumPrefixData, 0) == 0) out.checksum = ChecksumCoverage::data;
+    if (text.rfind(kChecksumPrefixComplete, 0) == 0)
+      out.checksum = ChecksumCoverage::complete;
+    else if (text.rfind(kChecksumPrefixData, 0) == 0)
+      out.checksum = ChecksumCoverage::data;
     else
       fail(path, "metadata \"", kChecksumKey, "\" is \"", text.substr(0, 40), "\", not a checksum pillars writes (",
            kChecksumPrefixComplete, " or ", kChecksumPrefixData, " and 16 hex digits): the file is corrupt or edited");
@@ -471,11 +479,12 @@ SafetensorsContents load_safetensors(const std::string& path) {
     out.tensors.push_back({e.name, std::move(t)});
   }
   if (out.checksum != ChecksumCoverage::none) {
-    const std::string computed = out.checksum == ChecksumCoverage::complete ? complete_checksum_text(checksum) : checksum.hex();
+    const std::string computed =
+        out.checksum == ChecksumCoverage::complete ? complete_checksum_text(checksum) : checksum.hex();
     if (recorded->second != computed)
       fail(path, "the file's content does not match its checksum (", kChecksumKey, " records ", recorded->second,
-           ", the ", out.checksum == ChecksumCoverage::complete ? "metadata and tensors give " : "tensor data gives ", computed,
-           "): the file is corrupt or was edited");
+           ", the ", out.checksum == ChecksumCoverage::complete ? "metadata and tensors give " : "tensor data gives ",
+           computed, "): the file is corrupt or was edited");
   }
   out.metadata.erase(kChecksumKey); // verified: the file's business, not the caller's
   return out;

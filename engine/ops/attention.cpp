@@ -101,8 +101,8 @@ NodeFlops flops_backward(const Graph& g, const Node& n) { return {.attention = 1
 // ---- forward -----------------------------------------------------------------------------------
 
 std::vector<OutputSpec> infer_forward(const Graph& g, const Node& n) {
-  const Dims d = check_qkv(g, "attention", n.inputs[0], n.inputs[1], n.inputs[2],
-                           n.inputs.size() > 3 ? n.inputs[3] : kNoValue);
+  const Dims d =
+      check_qkv(g, "attention", n.inputs[0], n.inputs[1], n.inputs[2], n.inputs.size() > 3 ? n.inputs[3] : kNoValue);
   std::vector<OutputSpec> out{{{d.B, d.Tq, d.H, d.D}, DType::f32}, {{d.B, d.H, d.Tq}, DType::f32}};
   if (emits_probs(n)) out.push_back({{d.B, d.H, d.Tq, d.Tk}, DType::f32});
   return out;
@@ -132,8 +132,8 @@ void cpu_backward(const KernelContext& c) {
   const Tensor &q = c.in[0], &k = c.in[1], &v = c.in[2];
   const cpu::AttentionParams p = kernel_params(c, q.shape(), k.shape(), c.in.size() > 6 ? &c.in[6] : nullptr);
   cpu::attention_backward(p, q.data<float>(), k.data<float>(), v.data<float>(), c.in[3].data<float>(),
-                          c.in[4].data<float>(), c.in[5].data<float>(), c.out[0].data<float>(),
-                          c.out[1].data<float>(), c.out[2].data<float>());
+                          c.in[4].data<float>(), c.in[5].data<float>(), c.out[0].data<float>(), c.out[1].data<float>(),
+                          c.out[2].data<float>());
 }
 
 // (B, T, H, D) ↔ (B, H, T, D): the same permutation both ways.
@@ -145,8 +145,8 @@ std::pair<ValueId, ValueId> grads_through_probs(Graph& g, const Node& n, ValueId
   const ValueId qh = swap_heads_and_tokens(g, n.inputs[0]), kh = swap_heads_and_tokens(g, n.inputs[1]);
   const float s = params_of<AttentionParams>(n).scale;
   const ValueId ds = scale(g, softmax_backward(g, n.outputs[2], dprobs, -1), s); // s · dS'
-  const ValueId dq = matmul(g, ds, kh);                   // (B, H, Tq, D)
-  const ValueId dk = matmul(g, ds, qh, /*trans_a=*/true); // (B, H, Tk, D)
+  const ValueId dq = matmul(g, ds, kh);                                          // (B, H, Tq, D)
+  const ValueId dk = matmul(g, ds, qh, /*trans_a=*/true);                        // (B, H, Tk, D)
   return {swap_heads_and_tokens(g, dq), swap_heads_and_tokens(g, dk)};
 }
 
@@ -156,7 +156,13 @@ ValueId sum_if_both(Graph& g, ValueId a, ValueId b) {
   return add(g, a, b);
 }
 
-const OpDef kAttentionBackward{.name = "attention_backward", .infer = infer_backward, .cpu = cpu_backward, .cuda = PILLARS_CUDA_KERNEL(attention_backward), .cuda_workspace = PILLARS_CUDA_WORKSPACE(attention_backward), .print = print_params, .flops = flops_backward};
+const OpDef kAttentionBackward{.name = "attention_backward",
+                               .infer = infer_backward,
+                               .cpu = cpu_backward,
+                               .cuda = PILLARS_CUDA_KERNEL(attention_backward),
+                               .cuda_workspace = PILLARS_CUDA_WORKSPACE(attention_backward),
+                               .print = print_params,
+                               .flops = flops_backward};
 
 std::vector<ValueId> vjp(Graph& g, const Node& n, const std::vector<ValueId>& dy, const std::vector<bool>& needs) {
   PILLARS_CHECK(dy[1] == kNoValue, "attention: gradients through the lse output are not supported");
@@ -190,7 +196,13 @@ AttentionParams params_from(const AttentionOptions& opt, int64_t D) {
 
 } // namespace
 
-const OpDef kAttention{.name = "attention", .infer = infer_forward, .cpu = cpu_forward, .cuda = PILLARS_CUDA_KERNEL(attention), .vjp = vjp, .print = print_params, .flops = flops_forward};
+const OpDef kAttention{.name = "attention",
+                       .infer = infer_forward,
+                       .cpu = cpu_forward,
+                       .cuda = PILLARS_CUDA_KERNEL(attention),
+                       .vjp = vjp,
+                       .print = print_params,
+                       .flops = flops_forward};
 
 AttentionResult attention(Graph& g, ValueId q, ValueId k, ValueId v, const AttentionOptions& opt) {
   const Dims d = check_qkv(g, "attention", q, k, v, opt.key_lengths);
@@ -207,8 +219,10 @@ ValueId attention_reference(Graph& g, ValueId q, ValueId k, ValueId v, const Att
   const ValueId qh = swap_heads_and_tokens(g, q), kh = swap_heads_and_tokens(g, k), vh = swap_heads_and_tokens(g, v);
   ValueId s = scale(g, matmul(g, qh, kh, false, /*trans_b=*/true), a.scale); // (B, H, Tq, Tk)
   if (opt.causal || opt.key_lengths != kNoValue) {
-    const std::vector<ValueId> lengths = opt.key_lengths == kNoValue ? std::vector<ValueId>{} : std::vector<ValueId>{opt.key_lengths};
-    const ValueId mask = g.add1(kAttentionMask, lengths, AttentionMaskParams{.Tq = d.Tq, .Tk = d.Tk, .causal = opt.causal});
+    const std::vector<ValueId> lengths =
+        opt.key_lengths == kNoValue ? std::vector<ValueId>{} : std::vector<ValueId>{opt.key_lengths};
+    const ValueId mask =
+        g.add1(kAttentionMask, lengths, AttentionMaskParams{.Tq = d.Tq, .Tk = d.Tk, .causal = opt.causal});
     s = masked_fill(g, s, mask, -std::numeric_limits<float>::infinity());
   }
   const ValueId p = softmax(g, s, -1);

@@ -22,12 +22,12 @@ constexpr auto enum_table(AttentionKernel) {
 }
 
 struct AttentionOptions {
-  float scale = 0.0f;            // 0 → 1/sqrt(D)
-  bool causal = false;           // query i sees keys j <= i (bottom-right aligned when Tq != Tk)
+  float scale = 0.0f;             // 0 → 1/sqrt(D)
+  bool causal = false;            // query i sees keys j <= i (bottom-right aligned when Tq != Tk)
   ValueId key_lengths = kNoValue; // i32 (B): keys j >= key_lengths[b] are padding
-  float dropout = 0.0f;          // on the attention probabilities
+  float dropout = 0.0f;           // on the attention probabilities
   uint64_t seed = 0, rng_offset = 0;
-  bool emit_probs = false;       // also return A (B, H, Tq, Tk), the probabilities before dropout
+  bool emit_probs = false; // also return A (B, H, Tq, Tk), the probabilities before dropout
   AttentionKernel kernel = AttentionKernel::pillars;
 };
 
@@ -40,7 +40,7 @@ struct AttentionResult {
 AttentionResult attention(Graph& g, ValueId q, ValueId k, ValueId v, const AttentionOptions& opt = {});
 
 // The composed reference: the same function from permute/matmul/masked_fill/softmax/dropout ops,
-// materialising (B, H, Tq, Tk). The test oracle for the fused op, and the "naive" baseline.
+// materializing (B, H, Tq, Tk). The test oracle for the fused op, and the "naive" baseline.
 // `probs`, if given, receives the probabilities before dropout (B, H, Tq, Tk), like emit_probs.
 ValueId attention_reference(Graph& g, ValueId q, ValueId k, ValueId v, const AttentionOptions& opt = {},
                             ValueId* probs = nullptr);
@@ -48,12 +48,12 @@ ValueId attention_reference(Graph& g, ValueId q, ValueId k, ValueId v, const Att
 // The parameters of an attention node and of its backward node (attention_backward), which
 // carries the same ones: params_of<AttentionParams>(node).
 struct AttentionParams {
-  float scale = 1.0f;       // s in softmax(s · Q Kᵀ + masks), resolved (AttentionOptions' 0 → 1/sqrt(D))
-  bool causal = false;      // query i sees keys j <= i + Tk − Tq (the diagonal at the bottom-right)
-  float dropout = 0.0f;     // dropout probability on the attention probabilities, in [0, 1)
-  uint64_t seed = 0;        // the dropout stream's seed; the executor's run seed is added at run time
-  uint64_t rng_offset = 0;  // the dropout stream's offset (kernels/philox.h)
-  bool emit_probs = false;  // the forward also outputs A (B, H, Tq, Tk), the probabilities before dropout
+  float scale = 1.0f;      // s in softmax(s · Q Kᵀ + masks), resolved (AttentionOptions' 0 → 1/sqrt(D))
+  bool causal = false;     // query i sees keys j <= i + Tk − Tq (the diagonal at the bottom-right)
+  float dropout = 0.0f;    // dropout probability on the attention probabilities, in [0, 1)
+  uint64_t seed = 0;       // the dropout stream's seed; the executor's run seed is added at run time
+  uint64_t rng_offset = 0; // the dropout stream's offset (kernels/philox.h)
+  bool emit_probs = false; // the forward also outputs A (B, H, Tq, Tk), the probabilities before dropout
   AttentionKernel kernel = AttentionKernel::pillars; // which implementation runs the node
 };
 

@@ -29,6 +29,10 @@ std::string print_mask(const Node& n) {
 
 } // namespace
 
-const OpDef kAttentionMask{.name = "attention_mask", .infer = infer_mask, .cpu = cpu_mask, .cuda = PILLARS_CUDA_KERNEL(attention_mask), .print = print_mask};
+const OpDef kAttentionMask{.name = "attention_mask",
+                           .infer = infer_mask,
+                           .cpu = cpu_mask,
+                           .cuda = PILLARS_CUDA_KERNEL(attention_mask),
+                           .print = print_mask};
 
 } // namespace pillars::ops

@@ -19,7 +19,7 @@ struct CastParams {
   DType to = DType::f32; // f32 or bf16; the input is the other one (or the same: a copy)
 };
 
-extern const OpDef kCast; // for passes that recognise their own nodes
+extern const OpDef kCast; // for passes that recognize their own nodes
 
 ValueId cast(Graph& g, ValueId x, DType to);
 

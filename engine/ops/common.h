@@ -19,7 +19,8 @@ inline int64_t normalize_axis(const char* op, int64_t axis, size_t rank) {
 }
 
 inline void expect_f32(const char* op, const Graph& g, ValueId v) {
-  PILLARS_CHECK(g.dtype(v) == DType::f32, op, ": expected an f32 input, got ", dtype_name(g.dtype(v)), shape_str(g.shape(v)));
+  PILLARS_CHECK(g.dtype(v) == DType::f32, op, ": expected an f32 input, got ", dtype_name(g.dtype(v)),
+                shape_str(g.shape(v)));
 }
 
 // (outer, n, inner) view of a shape around `axis`: the layout every axis-wise kernel uses.
@@ -31,9 +32,12 @@ struct AxisSplit {
 inline AxisSplit split_at(const Shape& s, int64_t axis) {
   AxisSplit r;
   for (int64_t i = 0; i < static_cast<int64_t>(s.size()); ++i) {
-    if (i < axis) r.outer *= s[static_cast<size_t>(i)];
-    else if (i == axis) r.n = s[static_cast<size_t>(i)];
-    else r.inner *= s[static_cast<size_t>(i)];
+    if (i < axis)
+      r.outer *= s[static_cast<size_t>(i)];
+    else if (i == axis)
+      r.n = s[static_cast<size_t>(i)];
+    else
+      r.inner *= s[static_cast<size_t>(i)];
   }
   return r;
 }

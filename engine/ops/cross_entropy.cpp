@@ -23,8 +23,8 @@ void check_logits_targets(const Graph& g, const char* op, ValueId logits, ValueI
   PILLARS_CHECK(g.dtype(logits) == DType::f32 && g.dtype(targets) == DType::i32, op,
                 ": expects f32 logits and i32 targets, got ", dtype_name(g.dtype(logits)), " and ",
                 dtype_name(g.dtype(targets)));
-  PILLARS_CHECK(!xs.empty() && xs.back() > 0 && Shape(xs.begin(), xs.end() - 1) == ts, op, ": logits ",
-                shape_str(xs), " and targets ", shape_str(ts), " do not match (want logits (..., V), targets (...))");
+  PILLARS_CHECK(!xs.empty() && xs.back() > 0 && Shape(xs.begin(), xs.end() - 1) == ts, op, ": logits ", shape_str(xs),
+                " and targets ", shape_str(ts), " do not match (want logits (..., V), targets (...))");
 }
 
 // The kernel's arguments: the op's CrossEntropyParams and the logits viewed as (N, V).
@@ -43,7 +43,8 @@ std::string print_params(const Node& n) {
 std::vector<OutputSpec> infer_forward(const Graph& g, const Node& n) {
   check_logits_targets(g, "cross_entropy", n.inputs[0], n.inputs[1]);
   const float smoothing = params_of<CrossEntropyParams>(n).smoothing;
-  PILLARS_CHECK(smoothing >= 0.0f && smoothing <= 1.0f, "cross_entropy: label smoothing ", smoothing, " is not in [0, 1]");
+  PILLARS_CHECK(smoothing >= 0.0f && smoothing <= 1.0f, "cross_entropy: label smoothing ", smoothing,
+                " is not in [0, 1]");
   return {{Shape{}, DType::f32}, {g.shape(n.inputs[1]), DType::f32}};
 }
 
@@ -73,7 +74,13 @@ void cpu_backward(const KernelContext& c) {
 
 // In place: each row's logits are read before the same positions of dlogits are written, so the
 // (N, V) gradient can take over the logits' buffer — the largest of a training step.
-const OpDef kCrossEntropyBackward{.name = "cross_entropy_backward", .infer = infer_backward, .cpu = cpu_backward, .cuda = PILLARS_CUDA_KERNEL(cross_entropy_backward), .cuda_workspace = PILLARS_CUDA_WORKSPACE(cross_entropy_backward), .print = print_params, .inplace = true};
+const OpDef kCrossEntropyBackward{.name = "cross_entropy_backward",
+                                  .infer = infer_backward,
+                                  .cpu = cpu_backward,
+                                  .cuda = PILLARS_CUDA_KERNEL(cross_entropy_backward),
+                                  .cuda_workspace = PILLARS_CUDA_WORKSPACE(cross_entropy_backward),
+                                  .print = print_params,
+                                  .inplace = true};
 
 std::vector<ValueId> vjp(Graph& g, const Node& n, const std::vector<ValueId>& dy, const std::vector<bool>& needs) {
   PILLARS_CHECK(dy[1] == kNoValue, "cross_entropy: gradients through the lse output are not supported");
@@ -83,11 +90,18 @@ std::vector<ValueId> vjp(Graph& g, const Node& n, const std::vector<ValueId>& dy
 
 } // namespace
 
-const OpDef kCrossEntropy{
-    .name = "cross_entropy", .infer = infer_forward, .cpu = cpu_forward, .cuda = PILLARS_CUDA_KERNEL(cross_entropy), .vjp = vjp, .workspace = workspace_forward, .cuda_workspace = PILLARS_CUDA_WORKSPACE(cross_entropy), .print = print_params};
+const OpDef kCrossEntropy{.name = "cross_entropy",
+                          .infer = infer_forward,
+                          .cpu = cpu_forward,
+                          .cuda = PILLARS_CUDA_KERNEL(cross_entropy),
+                          .vjp = vjp,
+                          .workspace = workspace_forward,
+                          .cuda_workspace = PILLARS_CUDA_WORKSPACE(cross_entropy),
+                          .print = print_params};
 
 ValueId cross_entropy(Graph& g, ValueId logits, ValueId targets, float smoothing, int64_t ignore_index) {
-  return g.add(kCrossEntropy, {logits, targets}, CrossEntropyParams{.smoothing = smoothing, .ignore_index = ignore_index})[0];
+  return g.add(kCrossEntropy, {logits, targets},
+               CrossEntropyParams{.smoothing = smoothing, .ignore_index = ignore_index})[0];
 }
 
 } // namespace pillars::ops

@@ -23,7 +23,6 @@ extern const OpDef kCrossEntropy;
 // Fused: the node's second output is the per-row log-sum-exp (N), all the backward needs besides
 // the logits (no (N, V) softmax is kept). A target outside [0, V) that is not ignore_index is an
 // error reported by the kernel.
-ValueId cross_entropy(Graph& g, ValueId logits, ValueId targets, float smoothing = 0.0f,
-                      int64_t ignore_index = -100);
+ValueId cross_entropy(Graph& g, ValueId logits, ValueId targets, float smoothing = 0.0f, int64_t ignore_index = -100);
 
 } // namespace pillars::ops

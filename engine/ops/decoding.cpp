@@ -20,8 +20,8 @@ namespace {
 void require_state(const Graph& g, const char* op, ValueId cache) {
   ValueId v = cache;
   while (!is_leaf(g.producer(v)) && g.producer(v).op->updates_input0) v = g.producer(v).inputs[0];
-  PILLARS_CHECK(g.producer(v).op == &kInputOp, op, ": the cache must be a graph input (state bound by the caller), got a ",
-                g.producer(v).op->name);
+  PILLARS_CHECK(g.producer(v).op == &kInputOp, op,
+                ": the cache must be a graph input (state bound by the caller), got a ", g.producer(v).op->name);
 }
 
 void expect_i32_rows(const Graph& g, const char* op, ValueId v, int64_t rows, const char* what) {
@@ -113,14 +113,25 @@ std::string print_beam(const Node& n) {
 
 NodeFlops no_flops(const Graph&, const Node&) { return {}; }
 
-const OpDef kCacheGather{.name = "cache_gather", .infer = infer_gather, .cpu = cpu_gather,
-                         .cuda = PILLARS_CUDA_KERNEL(cache_gather), .workspace = gather_workspace,
-                         .cuda_workspace = PILLARS_CUDA_WORKSPACE(cache_gather), .flops = no_flops,
+const OpDef kCacheGather{.name = "cache_gather",
+                         .infer = infer_gather,
+                         .cpu = cpu_gather,
+                         .cuda = PILLARS_CUDA_KERNEL(cache_gather),
+                         .workspace = gather_workspace,
+                         .cuda_workspace = PILLARS_CUDA_WORKSPACE(cache_gather),
+                         .flops = no_flops,
                          .updates_input0 = true};
-const OpDef kCacheWrite{.name = "cache_write", .infer = infer_write, .cpu = cpu_write,
-                        .cuda = PILLARS_CUDA_KERNEL(cache_write), .flops = no_flops, .updates_input0 = true};
-const OpDef kBeamCandidates{.name = "beam_candidates", .infer = infer_beam, .cpu = cpu_beam,
-                            .cuda = PILLARS_CUDA_KERNEL(beam_candidates), .print = print_beam};
+const OpDef kCacheWrite{.name = "cache_write",
+                        .infer = infer_write,
+                        .cpu = cpu_write,
+                        .cuda = PILLARS_CUDA_KERNEL(cache_write),
+                        .flops = no_flops,
+                        .updates_input0 = true};
+const OpDef kBeamCandidates{.name = "beam_candidates",
+                            .infer = infer_beam,
+                            .cpu = cpu_beam,
+                            .cuda = PILLARS_CUDA_KERNEL(beam_candidates),
+                            .print = print_beam};
 
 } // namespace
 

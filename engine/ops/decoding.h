@@ -28,8 +28,8 @@ ValueId cache_gather(Graph& g, ValueId cache, ValueId origin, ValueId filled = k
 ValueId cache_write(Graph& g, ValueId cache, ValueId x, ValueId positions);
 
 struct BeamCandidatesParams {
-  int64_t beam = 1;        // k: rows per sentence
-  int64_t candidates = 2;  // n: extensions kept per sentence (fairseq keeps 2k)
+  int64_t beam = 1;       // k: rows per sentence
+  int64_t candidates = 2; // n: extensions kept per sentence (fairseq keeps 2k)
   int32_t pad = tokens::kPad, bos = tokens::kBos, eos = tokens::kEos;
 };
 struct BeamCandidates {

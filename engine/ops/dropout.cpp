@@ -19,7 +19,10 @@ namespace {
 
 void cpu_dropout(const KernelContext& c) {
   const DropoutParams& p = params_of<DropoutParams>(c.node);
-  const cpu::DropoutArgs a{.n = c.in[0].numel(), .p = p.p, .scale = 1.0f / (1.0f - p.p), .seed = p.seed + c.run_seed,
+  const cpu::DropoutArgs a{.n = c.in[0].numel(),
+                           .p = p.p,
+                           .scale = 1.0f / (1.0f - p.p),
+                           .seed = p.seed + c.run_seed,
                            .offset = p.rng_offset};
   cpu::dropout(a, c.in[0].data<float>(), c.out[0].data<float>());
 }
@@ -31,7 +34,8 @@ std::vector<OutputSpec> infer_dropout(const Graph& g, const Node& n) {
   return {{g.shape(n.inputs[0]), DType::f32}};
 }
 
-std::vector<ValueId> vjp_dropout(Graph& g, const Node& n, const std::vector<ValueId>& dy, const std::vector<bool>& needs) {
+std::vector<ValueId> vjp_dropout(Graph& g, const Node& n, const std::vector<ValueId>& dy,
+                                 const std::vector<bool>& needs) {
   if (!needs[0] || dy[0] == kNoValue) return {kNoValue};
   const DropoutParams& p = params_of<DropoutParams>(n);
   return {dropout(g, dy[0], p.p, p.seed, p.rng_offset)};
@@ -42,7 +46,12 @@ std::string print_dropout(const Node& n) {
   return str_cat(" p=", p.p, " seed=", p.seed, " offset=", p.rng_offset);
 }
 
-const OpDef kDropout{.name = "dropout", .infer = infer_dropout, .cpu = cpu_dropout, .cuda = PILLARS_CUDA_KERNEL(dropout), .vjp = vjp_dropout, .print = print_dropout};
+const OpDef kDropout{.name = "dropout",
+                     .infer = infer_dropout,
+                     .cpu = cpu_dropout,
+                     .cuda = PILLARS_CUDA_KERNEL(dropout),
+                     .vjp = vjp_dropout,
+                     .print = print_dropout};
 
 // ---- masked_fill -------------------------------------------------------------------------------
 
@@ -51,8 +60,7 @@ std::vector<OutputSpec> infer_masked_fill(const Graph& g, const Node& n) {
   PILLARS_CHECK(g.dtype(n.inputs[0]) == DType::f32, "masked_fill: x must be f32");
   PILLARS_CHECK(g.dtype(n.inputs[1]) == DType::i32, "masked_fill: mask must be i32");
   bool ok = ms.size() <= xs.size();
-  for (size_t k = 1; ok && k <= ms.size(); ++k)
-    ok = ms[ms.size() - k] == 1 || ms[ms.size() - k] == xs[xs.size() - k];
+  for (size_t k = 1; ok && k <= ms.size(); ++k) ok = ms[ms.size() - k] == 1 || ms[ms.size() - k] == xs[xs.size() - k];
   PILLARS_CHECK(ok, "masked_fill: mask ", shape_str(ms), " does not broadcast to x ", shape_str(xs));
   return {{xs, DType::f32}};
 }
@@ -64,14 +72,20 @@ void cpu_masked_fill(const KernelContext& c) {
                    x.data<float>(), mask.data<int32_t>(), c.out[0].data<float>());
 }
 
-std::vector<ValueId> vjp_masked_fill(Graph& g, const Node& n, const std::vector<ValueId>& dy, const std::vector<bool>& needs) {
+std::vector<ValueId> vjp_masked_fill(Graph& g, const Node& n, const std::vector<ValueId>& dy,
+                                     const std::vector<bool>& needs) {
   if (!needs[0] || dy[0] == kNoValue) return {kNoValue, kNoValue};
   return {masked_fill(g, dy[0], n.inputs[1], 0.0f), kNoValue};
 }
 
 std::string print_masked_fill(const Node& n) { return str_cat(" value=", params_of<MaskedFillParams>(n).value); }
 
-const OpDef kMaskedFill{.name = "masked_fill", .infer = infer_masked_fill, .cpu = cpu_masked_fill, .cuda = PILLARS_CUDA_KERNEL(masked_fill), .vjp = vjp_masked_fill, .print = print_masked_fill};
+const OpDef kMaskedFill{.name = "masked_fill",
+                        .infer = infer_masked_fill,
+                        .cpu = cpu_masked_fill,
+                        .cuda = PILLARS_CUDA_KERNEL(masked_fill),
+                        .vjp = vjp_masked_fill,
+                        .print = print_masked_fill};
 
 } // namespace
 

@@ -10,9 +10,9 @@ namespace pillars::ops {
 
 // dropout (its gradient is the same op with the same parameters).
 struct DropoutParams {
-  float p = 0.0f;           // the probability of zeroing an element, in [0, 1]
-  uint64_t seed = 0;        // the stream's seed; the executor's run seed is added at run time
-  uint64_t rng_offset = 0;  // where in the stream element 0 draws (kernels/philox.h)
+  float p = 0.0f;          // the probability of zeroing an element, in [0, 1]
+  uint64_t seed = 0;       // the stream's seed; the executor's run seed is added at run time
+  uint64_t rng_offset = 0; // where in the stream element 0 draws (kernels/philox.h)
 };
 
 struct MaskedFillParams {

@@ -34,7 +34,8 @@ Shape broadcast_shapes(const char* op, const Shape& a, const Shape& b) {
   for (size_t i = 0; i < r; ++i) {
     const int64_t ea = i < r - a.size() ? 1 : a[i - (r - a.size())];
     const int64_t eb = i < r - b.size() ? 1 : b[i - (r - b.size())];
-    PILLARS_CHECK(ea == eb || ea == 1 || eb == 1, op, ": shapes ", shape_str(a), " and ", shape_str(b), " do not broadcast");
+    PILLARS_CHECK(ea == eb || ea == 1 || eb == 1, op, ": shapes ", shape_str(a), " and ", shape_str(b),
+                  " do not broadcast");
     out[i] = ea == 1 ? eb : ea;
   }
   return out;
@@ -48,14 +49,16 @@ std::vector<OutputSpec> infer_binary(const Graph& g, const Node& n) {
   return {{broadcast_shapes(n.op->name, g.shape(n.inputs[0]), g.shape(n.inputs[1])), DType::f32}};
 }
 
-template <cpu::BinaryKind K> void binary_cpu(const KernelContext& c) {
+template <cpu::BinaryKind K>
+void binary_cpu(const KernelContext& c) {
   cpu::binary_broadcast({.kind = K, .a_dims = c.in[0].shape(), .b_dims = c.in[1].shape(), .out_dims = c.out[0].shape()},
                         c.in[0].data<float>(), c.in[1].data<float>(), c.out[0].data<float>());
 }
 
 std::vector<ValueId> add_vjp(Graph& g, const Node& n, const std::vector<ValueId>& go, const std::vector<bool>& needs) {
   const ValueId gy = go[0];
-  return {needs[0] ? sum_to(g, gy, g.shape(n.inputs[0])) : kNoValue, needs[1] ? sum_to(g, gy, g.shape(n.inputs[1])) : kNoValue};
+  return {needs[0] ? sum_to(g, gy, g.shape(n.inputs[0])) : kNoValue,
+          needs[1] ? sum_to(g, gy, g.shape(n.inputs[1])) : kNoValue};
 }
 std::vector<ValueId> sub_vjp(Graph& g, const Node& n, const std::vector<ValueId>& go, const std::vector<bool>& needs) {
   const ValueId gy = go[0];
@@ -64,7 +67,8 @@ std::vector<ValueId> sub_vjp(Graph& g, const Node& n, const std::vector<ValueId>
 }
 std::vector<ValueId> mul_vjp(Graph& g, const Node& n, const std::vector<ValueId>& go, const std::vector<bool>& needs) {
   const ValueId gy = go[0], a = n.inputs[0], b = n.inputs[1];
-  return {needs[0] ? sum_to(g, mul(g, gy, b), g.shape(a)) : kNoValue, needs[1] ? sum_to(g, mul(g, gy, a), g.shape(b)) : kNoValue};
+  return {needs[0] ? sum_to(g, mul(g, gy, b), g.shape(a)) : kNoValue,
+          needs[1] ? sum_to(g, mul(g, gy, a), g.shape(b)) : kNoValue};
 }
 std::vector<ValueId> div_vjp(Graph& g, const Node& n, const std::vector<ValueId>& go, const std::vector<bool>& needs) {
   const ValueId gy = go[0], a = n.inputs[0], b = n.inputs[1], y = n.outputs[0];
@@ -72,9 +76,24 @@ std::vector<ValueId> div_vjp(Graph& g, const Node& n, const std::vector<ValueId>
           needs[1] ? sum_to(g, neg(g, div(g, mul(g, gy, y), b)), g.shape(b)) : kNoValue};
 }
 
-const OpDef kSub{.name = "sub", .infer = infer_binary, .cpu = binary_cpu<cpu::BinaryKind::sub>, .cuda = PILLARS_CUDA_KERNEL(sub), .vjp = sub_vjp, .inplace = true};
-const OpDef kMul{.name = "mul", .infer = infer_binary, .cpu = binary_cpu<cpu::BinaryKind::mul>, .cuda = PILLARS_CUDA_KERNEL(mul), .vjp = mul_vjp, .inplace = true};
-const OpDef kDiv{.name = "div", .infer = infer_binary, .cpu = binary_cpu<cpu::BinaryKind::div>, .cuda = PILLARS_CUDA_KERNEL(div), .vjp = div_vjp, .inplace = true};
+const OpDef kSub{.name = "sub",
+                 .infer = infer_binary,
+                 .cpu = binary_cpu<cpu::BinaryKind::sub>,
+                 .cuda = PILLARS_CUDA_KERNEL(sub),
+                 .vjp = sub_vjp,
+                 .inplace = true};
+const OpDef kMul{.name = "mul",
+                 .infer = infer_binary,
+                 .cpu = binary_cpu<cpu::BinaryKind::mul>,
+                 .cuda = PILLARS_CUDA_KERNEL(mul),
+                 .vjp = mul_vjp,
+                 .inplace = true};
+const OpDef kDiv{.name = "div",
+                 .infer = infer_binary,
+                 .cpu = binary_cpu<cpu::BinaryKind::div>,
+                 .cuda = PILLARS_CUDA_KERNEL(div),
+                 .vjp = div_vjp,
+                 .inplace = true};
 
 // ---- unary --------------------------------------------------------------------------------------
 
@@ -85,13 +104,18 @@ std::vector<OutputSpec> infer_unary(const Graph& g, const Node& n) {
 
 // The unary kernel's arguments for n elements: s is scale's factor, c add_scalar's constant; the
 // other kinds ignore them (and get the neutral 1, 0).
-template <cpu::UnaryKind K> cpu::UnaryArgs unary_args(const Node& node, int64_t n) {
-  if constexpr (K == cpu::UnaryKind::scale) return {.kind = K, .n = n, .s = params_of<ScaleParams>(node).factor};
-  else if constexpr (K == cpu::UnaryKind::add_scalar) return {.kind = K, .n = n, .c = params_of<AddScalarParams>(node).value};
-  else return {.kind = K, .n = n};
+template <cpu::UnaryKind K>
+cpu::UnaryArgs unary_args(const Node& node, int64_t n) {
+  if constexpr (K == cpu::UnaryKind::scale)
+    return {.kind = K, .n = n, .s = params_of<ScaleParams>(node).factor};
+  else if constexpr (K == cpu::UnaryKind::add_scalar)
+    return {.kind = K, .n = n, .c = params_of<AddScalarParams>(node).value};
+  else
+    return {.kind = K, .n = n};
 }
 
-template <cpu::UnaryKind K> void unary_cpu(const KernelContext& c) {
+template <cpu::UnaryKind K>
+void unary_cpu(const KernelContext& c) {
   cpu::unary(unary_args<K>(c.node, c.out[0].numel()), c.in[0].data<float>(), c.out[0].data<float>());
 }
 
@@ -126,12 +150,44 @@ std::vector<ValueId> gelu_vjp(Graph& g, const Node& n, const std::vector<ValueId
   return {gelu_backward(g, go[0], n.inputs[0])};
 }
 
-const OpDef kScale{.name = "scale", .infer = infer_unary, .cpu = unary_cpu<cpu::UnaryKind::scale>, .cuda = PILLARS_CUDA_KERNEL(scale), .vjp = scale_vjp, .print = print_scale, .inplace = true};
-const OpDef kAddScalar{.name = "add_scalar", .infer = infer_unary, .cpu = unary_cpu<cpu::UnaryKind::add_scalar>, .cuda = PILLARS_CUDA_KERNEL(add_scalar), .vjp = add_scalar_vjp, .print = print_add_scalar, .inplace = true};
-const OpDef kExp{.name = "exp", .infer = infer_unary, .cpu = unary_cpu<cpu::UnaryKind::exp>, .cuda = PILLARS_CUDA_KERNEL(exp), .vjp = exp_vjp, .inplace = true};
-const OpDef kLog{.name = "log", .infer = infer_unary, .cpu = unary_cpu<cpu::UnaryKind::log>, .cuda = PILLARS_CUDA_KERNEL(log), .vjp = log_vjp, .inplace = true};
-const OpDef kSqrt{.name = "sqrt", .infer = infer_unary, .cpu = unary_cpu<cpu::UnaryKind::sqrt>, .cuda = PILLARS_CUDA_KERNEL(sqrt), .vjp = sqrt_vjp, .inplace = true};
-const OpDef kTanh{.name = "tanh", .infer = infer_unary, .cpu = unary_cpu<cpu::UnaryKind::tanh>, .cuda = PILLARS_CUDA_KERNEL(tanh), .vjp = tanh_vjp, .inplace = true};
+const OpDef kScale{.name = "scale",
+                   .infer = infer_unary,
+                   .cpu = unary_cpu<cpu::UnaryKind::scale>,
+                   .cuda = PILLARS_CUDA_KERNEL(scale),
+                   .vjp = scale_vjp,
+                   .print = print_scale,
+                   .inplace = true};
+const OpDef kAddScalar{.name = "add_scalar",
+                       .infer = infer_unary,
+                       .cpu = unary_cpu<cpu::UnaryKind::add_scalar>,
+                       .cuda = PILLARS_CUDA_KERNEL(add_scalar),
+                       .vjp = add_scalar_vjp,
+                       .print = print_add_scalar,
+                       .inplace = true};
+const OpDef kExp{.name = "exp",
+                 .infer = infer_unary,
+                 .cpu = unary_cpu<cpu::UnaryKind::exp>,
+                 .cuda = PILLARS_CUDA_KERNEL(exp),
+                 .vjp = exp_vjp,
+                 .inplace = true};
+const OpDef kLog{.name = "log",
+                 .infer = infer_unary,
+                 .cpu = unary_cpu<cpu::UnaryKind::log>,
+                 .cuda = PILLARS_CUDA_KERNEL(log),
+                 .vjp = log_vjp,
+                 .inplace = true};
+const OpDef kSqrt{.name = "sqrt",
+                  .infer = infer_unary,
+                  .cpu = unary_cpu<cpu::UnaryKind::sqrt>,
+                  .cuda = PILLARS_CUDA_KERNEL(sqrt),
+                  .vjp = sqrt_vjp,
+                  .inplace = true};
+const OpDef kTanh{.name = "tanh",
+                  .infer = infer_unary,
+                  .cpu = unary_cpu<cpu::UnaryKind::tanh>,
+                  .cuda = PILLARS_CUDA_KERNEL(tanh),
+                  .vjp = tanh_vjp,
+                  .inplace = true};
 
 // ---- activation backward: (dy, x) → dx ------------------------------------------------------------
 
@@ -139,25 +195,39 @@ std::vector<OutputSpec> infer_same_as_first(const Graph& g, const Node& n) {
   PILLARS_CHECK(g.shape(n.inputs[0]) == g.shape(n.inputs[1]), n.op->name, ": shapes differ");
   return {{g.shape(n.inputs[0]), DType::f32}};
 }
-template <cpu::UnaryKind K> void activation_backward_cpu(const KernelContext& c) {
+template <cpu::UnaryKind K>
+void activation_backward_cpu(const KernelContext& c) {
   cpu::activation_backward({.kind = K, .n = c.out[0].numel()}, c.in[0].data<float>(), c.in[1].data<float>(),
                            c.out[0].data<float>());
 }
 // Second derivatives are not needed by anything in Pillars; these ops have no vjp.
-const OpDef kReluBackward{.name = "relu_backward", .infer = infer_same_as_first, .cpu = activation_backward_cpu<cpu::UnaryKind::relu>, .cuda = PILLARS_CUDA_KERNEL(relu_backward), .inplace = true};
-const OpDef kGeluBackward{.name = "gelu_backward", .infer = infer_same_as_first, .cpu = activation_backward_cpu<cpu::UnaryKind::gelu>, .cuda = PILLARS_CUDA_KERNEL(gelu_backward), .inplace = true};
+const OpDef kReluBackward{.name = "relu_backward",
+                          .infer = infer_same_as_first,
+                          .cpu = activation_backward_cpu<cpu::UnaryKind::relu>,
+                          .cuda = PILLARS_CUDA_KERNEL(relu_backward),
+                          .inplace = true};
+const OpDef kGeluBackward{.name = "gelu_backward",
+                          .infer = infer_same_as_first,
+                          .cpu = activation_backward_cpu<cpu::UnaryKind::gelu>,
+                          .cuda = PILLARS_CUDA_KERNEL(gelu_backward),
+                          .inplace = true};
 
 // ---- fill, sum_to, broadcast_to -----------------------------------------------------------------
 
-std::vector<OutputSpec> infer_fill(const Graph&, const Node& n) { return {{params_of<FillParams>(n).shape, DType::f32}}; }
+std::vector<OutputSpec> infer_fill(const Graph&, const Node& n) {
+  return {{params_of<FillParams>(n).shape, DType::f32}};
+}
 void fill_cpu(const KernelContext& c) { c.out[0].fill(params_of<FillParams>(c.node).value); }
 std::string print_fill(const Node& n) {
   const FillParams& p = params_of<FillParams>(n);
   return str_cat(" shape=", shape_str(p.shape), " value=", p.value);
 }
-const OpDef kFill{.name = "fill", .infer = infer_fill, .cpu = fill_cpu, .cuda = PILLARS_CUDA_KERNEL(fill), .print = print_fill};
+const OpDef kFill{
+    .name = "fill", .infer = infer_fill, .cpu = fill_cpu, .cuda = PILLARS_CUDA_KERNEL(fill), .print = print_fill};
 
-std::string print_target_shape(const Node& n) { return str_cat(" shape=", shape_str(params_of<TargetShapeParams>(n).shape)); }
+std::string print_target_shape(const Node& n) {
+  return str_cat(" shape=", shape_str(params_of<TargetShapeParams>(n).shape));
+}
 
 bool broadcastable_to(const Shape& from, const Shape& to) {
   if (from.size() > to.size()) return false;
@@ -170,8 +240,8 @@ bool broadcastable_to(const Shape& from, const Shape& to) {
 
 std::vector<OutputSpec> infer_sum_to(const Graph& g, const Node& n) {
   const Shape& target = params_of<TargetShapeParams>(n).shape;
-  PILLARS_CHECK(broadcastable_to(target, g.shape(n.inputs[0])), "sum_to: ", shape_str(target), " does not broadcast to ",
-                shape_str(g.shape(n.inputs[0])));
+  PILLARS_CHECK(broadcastable_to(target, g.shape(n.inputs[0])), "sum_to: ", shape_str(target),
+                " does not broadcast to ", shape_str(g.shape(n.inputs[0])));
   return {{target, DType::f32}};
 }
 void sum_to_cpu(const KernelContext& c) {
@@ -180,7 +250,12 @@ void sum_to_cpu(const KernelContext& c) {
 std::vector<ValueId> sum_to_vjp(Graph& g, const Node& n, const std::vector<ValueId>& go, const std::vector<bool>&) {
   return {broadcast_to(g, go[0], g.shape(n.inputs[0]))};
 }
-const OpDef kSumTo{.name = "sum_to", .infer = infer_sum_to, .cpu = sum_to_cpu, .cuda = PILLARS_CUDA_KERNEL(sum_to), .vjp = sum_to_vjp, .print = print_target_shape};
+const OpDef kSumTo{.name = "sum_to",
+                   .infer = infer_sum_to,
+                   .cpu = sum_to_cpu,
+                   .cuda = PILLARS_CUDA_KERNEL(sum_to),
+                   .vjp = sum_to_vjp,
+                   .print = print_target_shape};
 
 std::vector<OutputSpec> infer_broadcast_to(const Graph& g, const Node& n) {
   const Shape& target = params_of<TargetShapeParams>(n).shape;
@@ -191,13 +266,20 @@ std::vector<OutputSpec> infer_broadcast_to(const Graph& g, const Node& n) {
 void broadcast_to_cpu(const KernelContext& c) {
   // y = 0 + x, broadcast: reuse the binary kernel with a scalar zero.
   static const float zero = 0.0f;
-  cpu::binary_broadcast({.kind = cpu::BinaryKind::add, .a_dims = c.in[0].shape(), .b_dims = {}, .out_dims = c.out[0].shape()},
-                        c.in[0].data<float>(), &zero, c.out[0].data<float>());
+  cpu::binary_broadcast(
+      {.kind = cpu::BinaryKind::add, .a_dims = c.in[0].shape(), .b_dims = {}, .out_dims = c.out[0].shape()},
+      c.in[0].data<float>(), &zero, c.out[0].data<float>());
 }
-std::vector<ValueId> broadcast_to_vjp(Graph& g, const Node& n, const std::vector<ValueId>& go, const std::vector<bool>&) {
+std::vector<ValueId> broadcast_to_vjp(Graph& g, const Node& n, const std::vector<ValueId>& go,
+                                      const std::vector<bool>&) {
   return {sum_to(g, go[0], g.shape(n.inputs[0]))};
 }
-const OpDef kBroadcastTo{.name = "broadcast_to", .infer = infer_broadcast_to, .cpu = broadcast_to_cpu, .cuda = PILLARS_CUDA_KERNEL(broadcast_to), .vjp = broadcast_to_vjp, .print = print_target_shape};
+const OpDef kBroadcastTo{.name = "broadcast_to",
+                         .infer = infer_broadcast_to,
+                         .cpu = broadcast_to_cpu,
+                         .cuda = PILLARS_CUDA_KERNEL(broadcast_to),
+                         .vjp = broadcast_to_vjp,
+                         .print = print_target_shape};
 
 // ---- leaky_relu: the "Adding an op" recipe of docs/ARCHITECTURE.md, step by step -------------
 
@@ -214,7 +296,8 @@ void cpu_leaky_relu_backward(const KernelContext& c) {
 }
 
 // Step 6, the VJP: a backward op (it reads the input x, so the slope may have any sign).
-std::vector<ValueId> leaky_relu_vjp(Graph& g, const Node& n, const std::vector<ValueId>& go, const std::vector<bool>& needs) {
+std::vector<ValueId> leaky_relu_vjp(Graph& g, const Node& n, const std::vector<ValueId>& go,
+                                    const std::vector<bool>& needs) {
   if (!needs[0] || go[0] == kNoValue) return {kNoValue};
   return {leaky_relu_backward(g, go[0], n.inputs[0], params_of<LeakyReluParams>(n).slope)};
 }
@@ -224,17 +307,41 @@ std::string print_leaky_relu(const Node& n) { return str_cat(" slope=", params_o
 
 // Step 8, the OpDefs: every slot in one place (step 2's shape rules are the shared infer_unary and
 // infer_same_as_first; step 5's CUDA adapters are cuda::op_leaky_relu{,_backward}).
-const OpDef kLeakyRelu{.name = "leaky_relu", .infer = infer_unary, .cpu = cpu_leaky_relu, .cuda = PILLARS_CUDA_KERNEL(leaky_relu),
-                       .vjp = leaky_relu_vjp, .print = print_leaky_relu, .inplace = true};
-const OpDef kLeakyReluBackward{.name = "leaky_relu_backward", .infer = infer_same_as_first, .cpu = cpu_leaky_relu_backward,
-                               .cuda = PILLARS_CUDA_KERNEL(leaky_relu_backward), .print = print_leaky_relu, .inplace = true};
+const OpDef kLeakyRelu{.name = "leaky_relu",
+                       .infer = infer_unary,
+                       .cpu = cpu_leaky_relu,
+                       .cuda = PILLARS_CUDA_KERNEL(leaky_relu),
+                       .vjp = leaky_relu_vjp,
+                       .print = print_leaky_relu,
+                       .inplace = true};
+const OpDef kLeakyReluBackward{.name = "leaky_relu_backward",
+                               .infer = infer_same_as_first,
+                               .cpu = cpu_leaky_relu_backward,
+                               .cuda = PILLARS_CUDA_KERNEL(leaky_relu_backward),
+                               .print = print_leaky_relu,
+                               .inplace = true};
 
 } // namespace
 
 // The ops that engine/passes/fuse_linear.cpp matches (declared in the header).
-const OpDef kAdd{.name = "add", .infer = infer_binary, .cpu = binary_cpu<cpu::BinaryKind::add>, .cuda = PILLARS_CUDA_KERNEL(add), .vjp = add_vjp, .inplace = true};
-const OpDef kRelu{.name = "relu", .infer = infer_unary, .cpu = unary_cpu<cpu::UnaryKind::relu>, .cuda = PILLARS_CUDA_KERNEL(relu), .vjp = relu_vjp, .inplace = true};
-const OpDef kGelu{.name = "gelu", .infer = infer_unary, .cpu = unary_cpu<cpu::UnaryKind::gelu>, .cuda = PILLARS_CUDA_KERNEL(gelu), .vjp = gelu_vjp, .inplace = true};
+const OpDef kAdd{.name = "add",
+                 .infer = infer_binary,
+                 .cpu = binary_cpu<cpu::BinaryKind::add>,
+                 .cuda = PILLARS_CUDA_KERNEL(add),
+                 .vjp = add_vjp,
+                 .inplace = true};
+const OpDef kRelu{.name = "relu",
+                  .infer = infer_unary,
+                  .cpu = unary_cpu<cpu::UnaryKind::relu>,
+                  .cuda = PILLARS_CUDA_KERNEL(relu),
+                  .vjp = relu_vjp,
+                  .inplace = true};
+const OpDef kGelu{.name = "gelu",
+                  .infer = infer_unary,
+                  .cpu = unary_cpu<cpu::UnaryKind::gelu>,
+                  .cuda = PILLARS_CUDA_KERNEL(gelu),
+                  .vjp = gelu_vjp,
+                  .inplace = true};
 
 ValueId add(Graph& g, ValueId a, ValueId b) { return g.add1(kAdd, {a, b}); }
 ValueId sub(Graph& g, ValueId a, ValueId b) { return g.add1(kSub, {a, b}); }
@@ -251,12 +358,16 @@ ValueId relu(Graph& g, ValueId x) { return g.add1(kRelu, {x}); }
 ValueId gelu(Graph& g, ValueId x) { return g.add1(kGelu, {x}); }
 ValueId relu_backward(Graph& g, ValueId dy, ValueId x) { return g.add1(kReluBackward, {dy, x}); }
 ValueId gelu_backward(Graph& g, ValueId dy, ValueId x) { return g.add1(kGeluBackward, {dy, x}); }
-ValueId leaky_relu(Graph& g, ValueId x, float slope) { return g.add1(kLeakyRelu, {x}, LeakyReluParams{.slope = slope}); }
+ValueId leaky_relu(Graph& g, ValueId x, float slope) {
+  return g.add1(kLeakyRelu, {x}, LeakyReluParams{.slope = slope});
+}
 ValueId leaky_relu_backward(Graph& g, ValueId dy, ValueId x, float slope) {
   return g.add1(kLeakyReluBackward, {dy, x}, LeakyReluParams{.slope = slope});
 }
 
-ValueId fill(Graph& g, const Shape& shape, float value) { return g.add1(kFill, {}, FillParams{.shape = shape, .value = value}); }
+ValueId fill(Graph& g, const Shape& shape, float value) {
+  return g.add1(kFill, {}, FillParams{.shape = shape, .value = value});
+}
 ValueId sum_to(Graph& g, ValueId x, const Shape& shape) {
   if (g.shape(x) == shape) return x;
   return g.add1(kSumTo, {x}, TargetShapeParams{.shape = shape});

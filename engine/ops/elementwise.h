@@ -20,8 +20,8 @@ struct AddScalarParams {
 
 // fill: an f32 tensor of `shape` with every element `value` (no inputs).
 struct FillParams {
-  Shape shape;         // the output's shape ({} is a scalar)
-  float value = 0.0f;  // every element's value
+  Shape shape;        // the output's shape ({} is a scalar)
+  float value = 0.0f; // every element's value
 };
 
 // leaky_relu and leaky_relu_backward: y = x for x > 0, slope·x otherwise.
@@ -47,8 +47,8 @@ ValueId add(Graph& g, ValueId a, ValueId b);
 ValueId sub(Graph& g, ValueId a, ValueId b);
 ValueId mul(Graph& g, ValueId a, ValueId b);
 ValueId div(Graph& g, ValueId a, ValueId b);
-ValueId scale(Graph& g, ValueId x, float s);        // s · x
-ValueId add_scalar(Graph& g, ValueId x, float c);   // x + c
+ValueId scale(Graph& g, ValueId x, float s);      // s · x
+ValueId add_scalar(Graph& g, ValueId x, float c); // x + c
 ValueId neg(Graph& g, ValueId x);
 
 ValueId exp(Graph& g, ValueId x);
@@ -56,7 +56,7 @@ ValueId log(Graph& g, ValueId x);
 ValueId sqrt(Graph& g, ValueId x);
 ValueId tanh(Graph& g, ValueId x);
 ValueId relu(Graph& g, ValueId x);
-ValueId gelu(Graph& g, ValueId x);                  // exact: x · Φ(x) = x/2 · (1 + erf(x/√2))
+ValueId gelu(Graph& g, ValueId x);                    // exact: x · Φ(x) = x/2 · (1 + erf(x/√2))
 ValueId leaky_relu(Graph& g, ValueId x, float slope); // x (...) → y (...): x for x > 0, slope·x otherwise
 
 // Backward helpers (also ordinary ops): dy · [y > 0] given relu's output y, dy · gelu'(x).

@@ -18,8 +18,8 @@ void check_ids(const Graph& g, const char* op, ValueId ids) {
 // inputs: table (V, D), ids (...)
 std::vector<OutputSpec> infer_forward(const Graph& g, const Node& n) {
   const Shape& ts = g.shape(n.inputs[0]);
-  PILLARS_CHECK(ts.size() == 2 && g.dtype(n.inputs[0]) == DType::f32,
-                "embedding: table must be f32 (V, D), got ", dtype_name(g.dtype(n.inputs[0])), shape_str(ts));
+  PILLARS_CHECK(ts.size() == 2 && g.dtype(n.inputs[0]) == DType::f32, "embedding: table must be f32 (V, D), got ",
+                dtype_name(g.dtype(n.inputs[0])), shape_str(ts));
   check_ids(g, "embedding", n.inputs[1]);
   Shape out = g.shape(n.inputs[1]);
   out.push_back(ts[1]);
@@ -36,8 +36,8 @@ void cpu_forward(const KernelContext& c) {
 std::vector<OutputSpec> infer_backward(const Graph& g, const Node& n) {
   const Shape& ds = g.shape(n.inputs[0]);
   check_ids(g, "embedding_backward", n.inputs[1]);
-  PILLARS_CHECK(!ds.empty() && Shape(ds.begin(), ds.end() - 1) == g.shape(n.inputs[1]),
-                "embedding_backward: dout ", shape_str(ds), " does not match ids ", shape_str(g.shape(n.inputs[1])));
+  PILLARS_CHECK(!ds.empty() && Shape(ds.begin(), ds.end() - 1) == g.shape(n.inputs[1]), "embedding_backward: dout ",
+                shape_str(ds), " does not match ids ", shape_str(g.shape(n.inputs[1])));
   return {{{params_of<EmbeddingBackwardParams>(n).vocab, ds.back()}, DType::f32}};
 }
 
@@ -49,14 +49,23 @@ void cpu_backward(const KernelContext& c) {
 
 std::string print_backward(const Node& n) { return str_cat(" vocab=", params_of<EmbeddingBackwardParams>(n).vocab); }
 
-const OpDef kEmbeddingBackward{.name = "embedding_backward", .infer = infer_backward, .cpu = cpu_backward, .cuda = PILLARS_CUDA_KERNEL(embedding_backward), .print = print_backward};
+const OpDef kEmbeddingBackward{.name = "embedding_backward",
+                               .infer = infer_backward,
+                               .cpu = cpu_backward,
+                               .cuda = PILLARS_CUDA_KERNEL(embedding_backward),
+                               .print = print_backward};
 
 std::vector<ValueId> vjp(Graph& g, const Node& n, const std::vector<ValueId>& dy, const std::vector<bool>& needs) {
   if (!needs[0] || dy[0] == kNoValue) return {kNoValue, kNoValue};
-  return {g.add1(kEmbeddingBackward, {dy[0], n.inputs[1]}, EmbeddingBackwardParams{.vocab = g.shape(n.inputs[0])[0]}), kNoValue};
+  return {g.add1(kEmbeddingBackward, {dy[0], n.inputs[1]}, EmbeddingBackwardParams{.vocab = g.shape(n.inputs[0])[0]}),
+          kNoValue};
 }
 
-const OpDef kEmbedding{.name = "embedding", .infer = infer_forward, .cpu = cpu_forward, .cuda = PILLARS_CUDA_KERNEL(embedding), .vjp = vjp};
+const OpDef kEmbedding{.name = "embedding",
+                       .infer = infer_forward,
+                       .cpu = cpu_forward,
+                       .cuda = PILLARS_CUDA_KERNEL(embedding),
+                       .vjp = vjp};
 
 } // namespace
 

@@ -29,8 +29,8 @@ const int32_t* checked_lengths(const cpu::HeadGramArgs& a, const Tensor* lengths
 // inputs: x [, lengths] (head_gram) or x, dG [, lengths] (backward)
 std::vector<OutputSpec> infer_gram(const Graph& g, const Node& n, bool backward) {
   const Shape& xs = g.shape(n.inputs[0]);
-  PILLARS_CHECK(xs.size() == 4 && g.dtype(n.inputs[0]) == DType::f32, n.op->name,
-                ": x must be f32 (B, T, H, D), got ", shape_str(xs));
+  PILLARS_CHECK(xs.size() == 4 && g.dtype(n.inputs[0]) == DType::f32, n.op->name, ": x must be f32 (B, T, H, D), got ",
+                shape_str(xs));
   const size_t first_extra = backward ? 2 : 1;
   if (n.inputs.size() > first_extra) {
     const ValueId len = n.inputs[first_extra];
@@ -52,8 +52,8 @@ size_t workspace_gram(const Graph& g, const Node& n) {
 // inputs: x (B, T, H, D) [, lengths (B)] → G (H, H)
 void cpu_gram(const KernelContext& c) {
   const cpu::HeadGramArgs a = kernel_args(c.in[0]);
-  cpu::head_gram(a, c.in[0].data<float>(), checked_lengths(a, c.in.size() > 1 ? &c.in[1] : nullptr), c.out[0].data<float>(),
-                 c.workspace);
+  cpu::head_gram(a, c.in[0].data<float>(), checked_lengths(a, c.in.size() > 1 ? &c.in[1] : nullptr),
+                 c.out[0].data<float>(), c.workspace);
 }
 
 // inputs: x (B, T, H, D), dG (H, H) [, lengths (B)] → dx (B, T, H, D)
@@ -63,7 +63,9 @@ void cpu_gram_backward(const KernelContext& c) {
                           checked_lengths(a, c.in.size() > 2 ? &c.in[2] : nullptr), c.out[0].data<float>());
 }
 
-const OpDef kGramBackward{.name = "head_gram_backward", .infer = infer_gram_backward, .cpu = cpu_gram_backward,
+const OpDef kGramBackward{.name = "head_gram_backward",
+                          .infer = infer_gram_backward,
+                          .cpu = cpu_gram_backward,
                           .cuda = PILLARS_CUDA_KERNEL(head_gram_backward)};
 
 std::vector<ValueId> vjp_gram(Graph& g, const Node& n, const std::vector<ValueId>& dy, const std::vector<bool>& needs) {
@@ -75,8 +77,13 @@ std::vector<ValueId> vjp_gram(Graph& g, const Node& n, const std::vector<ValueId
   return grads;
 }
 
-const OpDef kGram{.name = "head_gram", .infer = infer_gram_forward, .cpu = cpu_gram, .cuda = PILLARS_CUDA_KERNEL(head_gram),
-                  .vjp = vjp_gram, .workspace = workspace_gram, .cuda_workspace = PILLARS_CUDA_WORKSPACE(head_gram)};
+const OpDef kGram{.name = "head_gram",
+                  .infer = infer_gram_forward,
+                  .cpu = cpu_gram,
+                  .cuda = PILLARS_CUDA_KERNEL(head_gram),
+                  .vjp = vjp_gram,
+                  .workspace = workspace_gram,
+                  .cuda_workspace = PILLARS_CUDA_WORKSPACE(head_gram)};
 
 } // namespace
 

@@ -29,8 +29,8 @@ std::vector<OutputSpec> infer_forward(const Graph& g, const Node& n) {
   PILLARS_CHECK(!xs.empty() && xs.back() > 0, "layer_norm: x must have a non-empty last axis, got ", shape_str(xs));
   for (size_t i = 1; i < n.inputs.size(); ++i) {
     detail::expect_f32("layer_norm", g, n.inputs[i]);
-    PILLARS_CHECK(g.shape(n.inputs[i]) == Shape{xs.back()}, "layer_norm: gamma/beta must have shape [",
-                  xs.back(), "] for x of shape ", shape_str(xs), ", got ", shape_str(g.shape(n.inputs[i])));
+    PILLARS_CHECK(g.shape(n.inputs[i]) == Shape{xs.back()}, "layer_norm: gamma/beta must have shape [", xs.back(),
+                  "] for x of shape ", shape_str(xs), ", got ", shape_str(g.shape(n.inputs[i])));
   }
   return {{xs, DType::f32}, {rows_shape(xs), DType::f32}, {rows_shape(xs), DType::f32}};
 }
@@ -41,8 +41,14 @@ void cpu_forward(const KernelContext& c) {
   const float* gamma = p.has_gamma ? c.in[1].data<float>() : nullptr;
   const float* beta = p.has_beta ? c.in[p.beta_input()].data<float>() : nullptr;
   const int64_t D = x.dim(-1);
-  cpu::layer_norm_forward({.N = x.numel() / D, .D = D, .x = x.data<float>(), .gamma = gamma, .beta = beta,
-                           .y = c.out[0].data<float>(), .mean = c.out[1].data<float>(), .rstd = c.out[2].data<float>(),
+  cpu::layer_norm_forward({.N = x.numel() / D,
+                           .D = D,
+                           .x = x.data<float>(),
+                           .gamma = gamma,
+                           .beta = beta,
+                           .y = c.out[0].data<float>(),
+                           .mean = c.out[1].data<float>(),
+                           .rstd = c.out[2].data<float>(),
                            .eps = p.eps});
 }
 
@@ -60,7 +66,8 @@ std::vector<OutputSpec> infer_backward(const Graph& g, const Node& n) {
   PILLARS_CHECK(g.shape(n.inputs[3]) == xs, "layer_norm_backward: dy ", shape_str(g.shape(n.inputs[3])),
                 " does not match x ", shape_str(xs));
   std::vector<OutputSpec> out{{xs, DType::f32}};
-  if (params_of<LayerNormBackwardParams>(n).param_grads) out.insert(out.end(), {{{xs.back()}, DType::f32}, {{xs.back()}, DType::f32}});
+  if (params_of<LayerNormBackwardParams>(n).param_grads)
+    out.insert(out.end(), {{{xs.back()}, DType::f32}, {{xs.back()}, DType::f32}});
   return out;
 }
 
@@ -69,14 +76,24 @@ void cpu_backward(const KernelContext& c) {
   const bool has_gamma = p.has_gamma, param_grads = p.param_grads;
   const Tensor& x = c.in[0];
   const int64_t D = x.dim(-1);
-  cpu::layer_norm_backward({.N = x.numel() / D, .D = D, .x = x.data<float>(),
-                            .gamma = has_gamma ? c.in[4].data<float>() : nullptr, .mean = c.in[1].data<float>(),
-                            .rstd = c.in[2].data<float>(), .dy = c.in[3].data<float>(), .dx = c.out[0].data<float>(),
+  cpu::layer_norm_backward({.N = x.numel() / D,
+                            .D = D,
+                            .x = x.data<float>(),
+                            .gamma = has_gamma ? c.in[4].data<float>() : nullptr,
+                            .mean = c.in[1].data<float>(),
+                            .rstd = c.in[2].data<float>(),
+                            .dy = c.in[3].data<float>(),
+                            .dx = c.out[0].data<float>(),
                             .dgamma = param_grads ? c.out[1].data<float>() : nullptr,
                             .dbeta = param_grads ? c.out[2].data<float>() : nullptr});
 }
 
-const OpDef kLayerNormBackward{.name = "layer_norm_backward", .infer = infer_backward, .cpu = cpu_backward, .cuda = PILLARS_CUDA_KERNEL(layer_norm_backward), .cuda_workspace = PILLARS_CUDA_WORKSPACE(layer_norm_backward), .print = print_backward};
+const OpDef kLayerNormBackward{.name = "layer_norm_backward",
+                               .infer = infer_backward,
+                               .cpu = cpu_backward,
+                               .cuda = PILLARS_CUDA_KERNEL(layer_norm_backward),
+                               .cuda_workspace = PILLARS_CUDA_WORKSPACE(layer_norm_backward),
+                               .print = print_backward};
 
 std::vector<ValueId> vjp(Graph& g, const Node& n, const std::vector<ValueId>& dy, const std::vector<bool>& needs) {
   PILLARS_CHECK(dy[1] == kNoValue && dy[2] == kNoValue,
@@ -98,7 +115,12 @@ std::vector<ValueId> vjp(Graph& g, const Node& n, const std::vector<ValueId>& dy
   return grads;
 }
 
-const OpDef kLayerNorm{.name = "layer_norm", .infer = infer_forward, .cpu = cpu_forward, .cuda = PILLARS_CUDA_KERNEL(layer_norm), .vjp = vjp, .print = print_forward};
+const OpDef kLayerNorm{.name = "layer_norm",
+                       .infer = infer_forward,
+                       .cpu = cpu_forward,
+                       .cuda = PILLARS_CUDA_KERNEL(layer_norm),
+                       .vjp = vjp,
+                       .print = print_forward};
 
 } // namespace
 
@@ -106,13 +128,14 @@ ValueId layer_norm(Graph& g, ValueId x, ValueId gamma, ValueId beta, float eps) 
   std::vector<ValueId> in{x};
   if (gamma != kNoValue) in.push_back(gamma);
   if (beta != kNoValue) in.push_back(beta);
-  return g.add(kLayerNorm, in, LayerNormParams{.eps = eps, .has_gamma = gamma != kNoValue, .has_beta = beta != kNoValue})[0];
+  return g.add(kLayerNorm, in,
+               LayerNormParams{.eps = eps, .has_gamma = gamma != kNoValue, .has_beta = beta != kNoValue})[0];
 }
 
 ValueId layer_norm_reference(Graph& g, ValueId x, ValueId gamma, ValueId beta, float eps) {
-  const ValueId centred = sub(g, x, mean(g, x, -1, /*keepdim=*/true));
-  const ValueId var = mean(g, mul(g, centred, centred), -1, /*keepdim=*/true);
-  ValueId y = div(g, centred, sqrt(g, add_scalar(g, var, eps)));
+  const ValueId centered = sub(g, x, mean(g, x, -1, /*keepdim=*/true));
+  const ValueId var = mean(g, mul(g, centered, centered), -1, /*keepdim=*/true);
+  ValueId y = div(g, centered, sqrt(g, add_scalar(g, var, eps)));
   if (gamma != kNoValue) y = mul(g, y, gamma);
   if (beta != kNoValue) y = add(g, y, beta);
   return y;

@@ -10,9 +10,9 @@ namespace pillars::ops {
 
 // layer_norm: inputs x [, gamma] [, beta] — the flags say which are present.
 struct LayerNormParams {
-  float eps = 1e-5f;      // added to the variance under the square root
-  bool has_gamma = false; // input 1 is gamma (the scale)
-  bool has_beta = false;  // beta (the shift) is the last input: beta_input()
+  float eps = 1e-5f;                                      // added to the variance under the square root
+  bool has_gamma = false;                                 // input 1 is gamma (the scale)
+  bool has_beta = false;                                  // beta (the shift) is the last input: beta_input()
   size_t beta_input() const { return has_gamma ? 2 : 1; } // beta's input index, when has_beta
 };
 

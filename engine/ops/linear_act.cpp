@@ -58,7 +58,8 @@ void linear_act_cpu(const KernelContext& c) {
                        b.data<float>(), y);
 }
 
-std::vector<ValueId> linear_act_vjp(Graph& g, const Node& n, const std::vector<ValueId>& go, const std::vector<bool>& needs) {
+std::vector<ValueId> linear_act_vjp(Graph& g, const Node& n, const std::vector<ValueId>& go,
+                                    const std::vector<bool>& needs) {
   const ValueId x = n.inputs[0], W = n.inputs[1];
   const bool gelu = is_gelu(n);
   ValueId dz = kNoValue;
@@ -66,10 +67,10 @@ std::vector<ValueId> linear_act_vjp(Graph& g, const Node& n, const std::vector<V
   if (gelu && go[1] != kNoValue) dz = dz == kNoValue ? go[1] : add(g, dz, go[1]);
   const int64_t out = g.shape(W)[0];
   ValueId dx = kNoValue, dW = kNoValue, db = kNoValue;
-  if (needs[0]) dx = matmul(g, dz, W);                                   // (..., out) · (out, in)
+  if (needs[0]) dx = matmul(g, dz, W); // (..., out) · (out, in)
   if (needs[1]) {
     const bool batched = g.shape(x).size() > 2;
-    const ValueId rows_dz = batched ? reshape(g, dz, {-1, out}) : dz;  // (N, out)
+    const ValueId rows_dz = batched ? reshape(g, dz, {-1, out}) : dz;            // (N, out)
     const ValueId rows_x = batched ? reshape(g, x, {-1, g.shape(x).back()}) : x; // (N, in)
     dW = matmul(g, rows_dz, rows_x, /*trans_a=*/true, /*trans_b=*/false);
   }
@@ -77,7 +78,9 @@ std::vector<ValueId> linear_act_vjp(Graph& g, const Node& n, const std::vector<V
   return {dx, dW, db};
 }
 
-std::string print_linear_act(const Node& n) { return str_cat(" activation=", enum_name(params_of<LinearActParams>(n).activation)); }
+std::string print_linear_act(const Node& n) {
+  return str_cat(" activation=", enum_name(params_of<LinearActParams>(n).activation));
+}
 
 // y (..., out) = act(x (..., in) · Wᵀ + b): the product's 2·in per element under "matmul", and the
 // bias add and the activation it replaces (one each per element) under "other", so a graph counts

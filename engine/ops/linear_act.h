@@ -8,7 +8,9 @@ namespace pillars::ops {
 
 // The feed-forward activation: ReLU, or the exact (erf) GELU. Also the experiment's model.activation.
 enum class Activation : uint8_t { relu, gelu };
-constexpr auto enum_table(Activation) { return enum_words<Activation>({{Activation::relu, "relu"}, {Activation::gelu, "gelu"}}); }
+constexpr auto enum_table(Activation) {
+  return enum_words<Activation>({{Activation::relu, "relu"}, {Activation::gelu, "gelu"}});
+}
 
 // linear_act's parameters (params_of<LinearActParams>(node)).
 struct LinearActParams {

@@ -56,21 +56,23 @@ cpu::LinearCrossEntropyParams kernel_params(const Node& n, const Shape& h, const
 }
 
 size_t workspace(const Graph& g, const Node& n) {
-  return static_cast<size_t>(cpu::linear_cross_entropy_scratch_floats(kernel_params(n, g.shape(n.inputs[0]), g.shape(n.inputs[1])))) * sizeof(float);
+  return static_cast<size_t>(
+             cpu::linear_cross_entropy_scratch_floats(kernel_params(n, g.shape(n.inputs[0]), g.shape(n.inputs[1])))) *
+         sizeof(float);
 }
 
 void cpu_forward(const KernelContext& c) {
-  c.out[0].data<float>()[0] =
-      cpu::linear_cross_entropy(kernel_params(c.node, c.in[0].shape(), c.in[1].shape()), c.in[0].data<float>(), c.in[1].data<float>(),
-                                c.in[2].data<int32_t>(), c.out[1].data<float>(), c.out[2].data<float>(),
-                                static_cast<float*>(c.workspace));
+  c.out[0].data<float>()[0] = cpu::linear_cross_entropy(
+      kernel_params(c.node, c.in[0].shape(), c.in[1].shape()), c.in[0].data<float>(), c.in[1].data<float>(),
+      c.in[2].data<int32_t>(), c.out[1].data<float>(), c.out[2].data<float>(), static_cast<float*>(c.workspace));
 }
 
 std::vector<ValueId> vjp(Graph& g, const Node& n, const std::vector<ValueId>& dy, const std::vector<bool>& needs) {
   PILLARS_CHECK(dy[1] == kNoValue && dy[2] == kNoValue,
                 "linear_cross_entropy: its gradient outputs cannot be differentiated again");
   if (dy[0] == kNoValue) return {kNoValue, kNoValue, kNoValue};
-  return {needs[0] ? mul(g, n.outputs[1], dy[0]) : kNoValue, needs[1] ? mul(g, n.outputs[2], dy[0]) : kNoValue, kNoValue};
+  return {needs[0] ? mul(g, n.outputs[1], dy[0]) : kNoValue, needs[1] ? mul(g, n.outputs[2], dy[0]) : kNoValue,
+          kNoValue};
 }
 
 std::string print_params(const Node& n) {

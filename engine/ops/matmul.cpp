@@ -25,18 +25,20 @@ struct MatmulDims {
 };
 
 MatmulDims matmul_dims(const Shape& a, const Shape& b, bool ta, bool tb) {
-  PILLARS_CHECK(a.size() >= 2 && b.size() >= 2, "matmul: operands must have rank >= 2, got ", shape_str(a), " and ", shape_str(b));
+  PILLARS_CHECK(a.size() >= 2 && b.size() >= 2, "matmul: operands must have rank >= 2, got ", shape_str(a), " and ",
+                shape_str(b));
   const size_t ra = a.size(), rb = b.size();
   MatmulDims d;
   d.M = ta ? a[ra - 1] : a[ra - 2];
   const int64_t ka = ta ? a[ra - 2] : a[ra - 1];
   d.K = tb ? b[rb - 1] : b[rb - 2];
   d.N = tb ? b[rb - 2] : b[rb - 1];
-  PILLARS_CHECK(ka == d.K, "matmul: inner extents differ: ", shape_str(a), (ta ? "ᵀ" : ""), " · ", shape_str(b), (tb ? "ᵀ" : ""));
+  PILLARS_CHECK(ka == d.K, "matmul: inner extents differ: ", shape_str(a), (ta ? "ᵀ" : ""), " · ", shape_str(b),
+                (tb ? "ᵀ" : ""));
   d.b_shared = rb == 2;
   if (!d.b_shared) {
-    PILLARS_CHECK(ra == rb && std::equal(a.begin(), a.end() - 2, b.begin()), "matmul: batch axes differ: ", shape_str(a), " and ",
-                  shape_str(b));
+    PILLARS_CHECK(ra == rb && std::equal(a.begin(), a.end() - 2, b.begin()),
+                  "matmul: batch axes differ: ", shape_str(a), " and ", shape_str(b));
   }
   d.batch = 1;
   for (size_t i = 0; i + 2 < ra; ++i) d.batch *= a[i];
@@ -68,13 +70,14 @@ void matmul_cpu(const KernelContext& c) {
     cpu::gemm_at_precision(false, tb, d.batch * d.M, d.N, d.K, alpha, A, lda, B, ldb, 0.0f, C, d.N);
     return;
   }
-  cpu::gemm_at_precision_batched(ta, tb, d.batch, d.M, d.N, d.K, alpha, A, lda, d.M * d.K, B, ldb, d.b_shared ? 0 : d.K * d.N,
-                                 0.0f, C, d.N, d.M * d.N);
+  cpu::gemm_at_precision_batched(ta, tb, d.batch, d.M, d.N, d.K, alpha, A, lda, d.M * d.K, B, ldb,
+                                 d.b_shared ? 0 : d.K * d.N, 0.0f, C, d.N, d.M * d.N);
 }
 
 ValueId matmul_scaled(Graph& g, ValueId a, ValueId b, bool ta, bool tb, float alpha);
 
-std::vector<ValueId> matmul_vjp(Graph& g, const Node& n, const std::vector<ValueId>& go, const std::vector<bool>& needs) {
+std::vector<ValueId> matmul_vjp(Graph& g, const Node& n, const std::vector<ValueId>& go,
+                                const std::vector<bool>& needs) {
   const ValueId A = n.inputs[0], B = n.inputs[1], dC = go[0];
   const MatmulParams& p = params_of<MatmulParams>(n);
   const bool ta = p.trans_a, tb = p.trans_b;
@@ -82,14 +85,17 @@ std::vector<ValueId> matmul_vjp(Graph& g, const Node& n, const std::vector<Value
   const bool b_shared = g.shape(B).size() == 2 && g.shape(A).size() > 2;
   ValueId dA = kNoValue, dB = kNoValue;
   if (needs[0]) {
-    if (!ta) dA = matmul_scaled(g, dC, B, false, !tb, alpha);
-    else if (!b_shared) dA = matmul_scaled(g, B, dC, tb, true, alpha);
-    else dA = transpose(g, matmul_scaled(g, dC, B, false, !tb, alpha), -1, -2); // dAᵀ = dC · op(B)ᵀ, per batch
+    if (!ta)
+      dA = matmul_scaled(g, dC, B, false, !tb, alpha);
+    else if (!b_shared)
+      dA = matmul_scaled(g, B, dC, tb, true, alpha);
+    else
+      dA = transpose(g, matmul_scaled(g, dC, B, false, !tb, alpha), -1, -2); // dAᵀ = dC · op(B)ᵀ, per batch
   }
   if (needs[1]) {
     ValueId a = A, dc = dC;
     bool a_trans = ta;
-    if (b_shared) { // flatten the batch into rows so that one product sums over it
+    if (b_shared) {                        // flatten the batch into rows so that one product sums over it
       if (ta) a = transpose(g, A, -1, -2); // (..., M, K): rows of op(A)
       a = reshape(g, a, {-1, g.shape(a).back()});
       dc = reshape(g, dC, {-1, g.shape(dC).back()});
@@ -102,7 +108,8 @@ std::vector<ValueId> matmul_vjp(Graph& g, const Node& n, const std::vector<Value
 
 std::string print_matmul(const Node& n) {
   const MatmulParams& p = params_of<MatmulParams>(n);
-  return str_cat(p.trans_a ? " trans_a" : "", p.trans_b ? " trans_b" : "", p.alpha != 1.0f ? str_cat(" alpha=", p.alpha) : "");
+  return str_cat(p.trans_a ? " trans_a" : "", p.trans_b ? " trans_b" : "",
+                 p.alpha != 1.0f ? str_cat(" alpha=", p.alpha) : "");
 }
 
 // C (..., M, N) = op(A) (..., M, K) · op(B): 2·K FLOPs per element of C.
@@ -114,7 +121,13 @@ NodeFlops flops_matmul(const Graph& g, const Node& n) {
 
 } // namespace
 
-const OpDef kMatmul{.name = "matmul", .infer = infer_matmul, .cpu = matmul_cpu, .cuda = PILLARS_CUDA_KERNEL(matmul), .vjp = matmul_vjp, .print = print_matmul, .flops = flops_matmul};
+const OpDef kMatmul{.name = "matmul",
+                    .infer = infer_matmul,
+                    .cpu = matmul_cpu,
+                    .cuda = PILLARS_CUDA_KERNEL(matmul),
+                    .vjp = matmul_vjp,
+                    .print = print_matmul,
+                    .flops = flops_matmul};
 
 namespace {
 ValueId matmul_scaled(Graph& g, ValueId a, ValueId b, bool ta, bool tb, float alpha) {
@@ -122,7 +135,9 @@ ValueId matmul_scaled(Graph& g, ValueId a, ValueId b, bool ta, bool tb, float al
 }
 } // namespace
 
-ValueId matmul(Graph& g, ValueId a, ValueId b, bool trans_a, bool trans_b) { return matmul_scaled(g, a, b, trans_a, trans_b, 1.0f); }
+ValueId matmul(Graph& g, ValueId a, ValueId b, bool trans_a, bool trans_b) {
+  return matmul_scaled(g, a, b, trans_a, trans_b, 1.0f);
+}
 
 ValueId linear(Graph& g, ValueId x, ValueId w, ValueId b) {
   PILLARS_CHECK(g.shape(w).size() == 2 && g.shape(x).back() == g.shape(w)[1], "linear: input ", shape_str(g.shape(x)),

@@ -21,8 +21,10 @@ namespace {
 Shape reduced_shape(const Shape& s, int64_t axis, bool keepdim) {
   Shape out;
   for (int64_t i = 0; i < static_cast<int64_t>(s.size()); ++i) {
-    if (i != axis) out.push_back(s[static_cast<size_t>(i)]);
-    else if (keepdim) out.push_back(1);
+    if (i != axis)
+      out.push_back(s[static_cast<size_t>(i)]);
+    else if (keepdim)
+      out.push_back(1);
   }
   return out;
 }
@@ -69,24 +71,46 @@ std::vector<ValueId> mean_vjp(Graph& g, const Node& n, const std::vector<ValueId
 }
 
 // max_backward(x, y, g) → dx: g routed to the first position where x equals the max.
-std::vector<OutputSpec> infer_max_backward(const Graph& g, const Node& n) { return {{g.shape(n.inputs[0]), DType::f32}}; }
+std::vector<OutputSpec> infer_max_backward(const Graph& g, const Node& n) {
+  return {{g.shape(n.inputs[0]), DType::f32}};
+}
 void max_backward_cpu(const KernelContext& c) {
   const AxisSplit sp = split_at(c.in[0].shape(), axis_of(c.node));
   cpu::max_backward({.outer = sp.outer, .n = sp.n, .inner = sp.inner}, c.in[0].data<float>(), c.in[1].data<float>(),
                     c.in[2].data<float>(), c.out[0].data<float>());
 }
 // max_backward carries max's ReduceParams (it reads the axis; keepdim only says how y was shaped).
-const OpDef kMaxBackward{.name = "max_backward", .infer = infer_max_backward, .cpu = max_backward_cpu, .cuda = PILLARS_CUDA_KERNEL(max_backward), .print = print_reduce};
+const OpDef kMaxBackward{.name = "max_backward",
+                         .infer = infer_max_backward,
+                         .cpu = max_backward_cpu,
+                         .cuda = PILLARS_CUDA_KERNEL(max_backward),
+                         .print = print_reduce};
 std::vector<ValueId> max_vjp(Graph& g, const Node& n, const std::vector<ValueId>& go, const std::vector<bool>&) {
   return {g.add1(kMaxBackward, {n.inputs[0], n.outputs[0], go[0]}, n.params)};
 }
 
-const OpDef kSum{.name = "sum", .infer = infer_reduce, .cpu = sum_cpu, .cuda = PILLARS_CUDA_KERNEL(sum), .vjp = sum_vjp, .print = print_reduce};
-const OpDef kMean{.name = "mean", .infer = infer_reduce, .cpu = mean_cpu, .cuda = PILLARS_CUDA_KERNEL(mean), .vjp = mean_vjp, .print = print_reduce};
-const OpDef kMax{.name = "max", .infer = infer_reduce, .cpu = max_cpu, .cuda = PILLARS_CUDA_KERNEL(max), .vjp = max_vjp, .print = print_reduce};
+const OpDef kSum{.name = "sum",
+                 .infer = infer_reduce,
+                 .cpu = sum_cpu,
+                 .cuda = PILLARS_CUDA_KERNEL(sum),
+                 .vjp = sum_vjp,
+                 .print = print_reduce};
+const OpDef kMean{.name = "mean",
+                  .infer = infer_reduce,
+                  .cpu = mean_cpu,
+                  .cuda = PILLARS_CUDA_KERNEL(mean),
+                  .vjp = mean_vjp,
+                  .print = print_reduce};
+const OpDef kMax{.name = "max",
+                 .infer = infer_reduce,
+                 .cpu = max_cpu,
+                 .cuda = PILLARS_CUDA_KERNEL(max),
+                 .vjp = max_vjp,
+                 .print = print_reduce};
 
 ValueId reduce(const OpDef& op, Graph& g, ValueId x, int64_t axis, bool keepdim) {
-  return g.add1(op, {x}, ReduceParams{.axis = detail::normalize_axis(op.name, axis, g.shape(x).size()), .keepdim = keepdim});
+  return g.add1(op, {x},
+                ReduceParams{.axis = detail::normalize_axis(op.name, axis, g.shape(x).size()), .keepdim = keepdim});
 }
 
 } // namespace

@@ -26,7 +26,8 @@ std::string print_reshape(const Node& n) { return str_cat(" shape=", shape_str(p
 std::vector<ValueId> reshape_vjp(Graph& g, const Node& n, const std::vector<ValueId>& go, const std::vector<bool>&) {
   return {reshape(g, go[0], g.shape(n.inputs[0]))};
 }
-const OpDef kReshape{.name = "reshape", .infer = infer_reshape, .vjp = reshape_vjp, .print = print_reshape, .is_view = true};
+const OpDef kReshape{
+    .name = "reshape", .infer = infer_reshape, .vjp = reshape_vjp, .print = print_reshape, .is_view = true};
 
 // ---- permute ------------------------------------------------------------------------------------
 
@@ -45,7 +46,9 @@ std::vector<OutputSpec> infer_permute(const Graph& g, const Node& n) {
 }
 
 void permute_cpu(const KernelContext& c) {
-  cpu::permute({.x_dims = c.in[0].shape(), .y_dims = c.out[0].shape(), .order = params_of<PermuteParams>(c.node).order,
+  cpu::permute({.x_dims = c.in[0].shape(),
+                .y_dims = c.out[0].shape(),
+                .order = params_of<PermuteParams>(c.node).order,
                 .elem_size = dtype_size(c.in[0].dtype())},
                c.in[0].raw(), c.out[0].raw());
 }
@@ -61,7 +64,12 @@ std::string print_permute(const Node& n) {
   for (size_t i = 0; i < order.size(); ++i) out += str_cat(i ? "," : "", order[i]);
   return out + "]";
 }
-const OpDef kPermute{.name = "permute", .infer = infer_permute, .cpu = permute_cpu, .cuda = PILLARS_CUDA_KERNEL(permute), .vjp = permute_vjp, .print = print_permute};
+const OpDef kPermute{.name = "permute",
+                     .infer = infer_permute,
+                     .cpu = permute_cpu,
+                     .cuda = PILLARS_CUDA_KERNEL(permute),
+                     .vjp = permute_vjp,
+                     .print = print_permute};
 
 // ---- slice / pad_slice / concat: all copy blocks of (outer, extent·inner) ----------------------
 
@@ -86,14 +94,22 @@ std::vector<OutputSpec> infer_pad_slice(const Graph& g, const Node& n) {
 void slice_cpu(const KernelContext& c) {
   const SliceParams& p = params_of<SliceParams>(c.node);
   const auto sp = detail::split_at(c.in[0].shape(), p.axis);
-  cpu::slice({.outer = sp.outer, .n = sp.n, .inner = sp.inner, .begin = p.begin, .len = p.end - p.begin,
+  cpu::slice({.outer = sp.outer,
+              .n = sp.n,
+              .inner = sp.inner,
+              .begin = p.begin,
+              .len = p.end - p.begin,
               .elem_size = dtype_size(c.in[0].dtype())},
              c.in[0].raw(), c.out[0].raw());
 }
 void pad_slice_cpu(const KernelContext& c) {
   const PadSliceParams& p = params_of<PadSliceParams>(c.node);
   const auto sp = detail::split_at(c.in[0].shape(), p.axis);
-  cpu::pad_slice({.outer = sp.outer, .n = sp.n, .inner = sp.inner, .begin = p.begin, .full = p.full,
+  cpu::pad_slice({.outer = sp.outer,
+                  .n = sp.n,
+                  .inner = sp.inner,
+                  .begin = p.begin,
+                  .full = p.full,
                   .elem_size = dtype_size(c.in[0].dtype())},
                  c.in[0].raw(), c.out[0].raw());
 }
@@ -113,8 +129,18 @@ std::string print_pad_slice(const Node& n) {
   const PadSliceParams& p = params_of<PadSliceParams>(n);
   return str_cat(" axis=", p.axis, " begin=", p.begin, " full=", p.full);
 }
-const OpDef kSlice{.name = "slice", .infer = infer_slice, .cpu = slice_cpu, .cuda = PILLARS_CUDA_KERNEL(slice), .vjp = slice_vjp, .print = print_slice};
-const OpDef kPadSlice{.name = "pad_slice", .infer = infer_pad_slice, .cpu = pad_slice_cpu, .cuda = PILLARS_CUDA_KERNEL(pad_slice), .vjp = pad_slice_vjp, .print = print_pad_slice};
+const OpDef kSlice{.name = "slice",
+                   .infer = infer_slice,
+                   .cpu = slice_cpu,
+                   .cuda = PILLARS_CUDA_KERNEL(slice),
+                   .vjp = slice_vjp,
+                   .print = print_slice};
+const OpDef kPadSlice{.name = "pad_slice",
+                      .infer = infer_pad_slice,
+                      .cpu = pad_slice_cpu,
+                      .cuda = PILLARS_CUDA_KERNEL(pad_slice),
+                      .vjp = pad_slice_vjp,
+                      .print = print_pad_slice};
 
 std::vector<OutputSpec> infer_concat(const Graph& g, const Node& n) {
   PILLARS_CHECK(!n.inputs.empty(), "concat: no inputs");
@@ -138,12 +164,14 @@ void concat_cpu(const KernelContext& c) {
   int64_t at = 0;
   for (const Tensor& x : c.in) {
     const int64_t xn = x.dim(static_cast<int>(axis));
-    cpu::concat_part({.outer = sp.outer, .x_n = xn, .y_n = sp.n, .at = at, .inner = sp.inner, .elem_size = dtype_size(x.dtype())},
-                     x.raw(), c.out[0].raw());
+    cpu::concat_part(
+        {.outer = sp.outer, .x_n = xn, .y_n = sp.n, .at = at, .inner = sp.inner, .elem_size = dtype_size(x.dtype())},
+        x.raw(), c.out[0].raw());
     at += xn;
   }
 }
-std::vector<ValueId> concat_vjp(Graph& g, const Node& n, const std::vector<ValueId>& go, const std::vector<bool>& needs) {
+std::vector<ValueId> concat_vjp(Graph& g, const Node& n, const std::vector<ValueId>& go,
+                                const std::vector<bool>& needs) {
   const int64_t axis = params_of<ConcatParams>(n).axis;
   std::vector<ValueId> out;
   int64_t at = 0;
@@ -155,7 +183,12 @@ std::vector<ValueId> concat_vjp(Graph& g, const Node& n, const std::vector<Value
   return out;
 }
 std::string print_concat(const Node& n) { return str_cat(" axis=", params_of<ConcatParams>(n).axis); }
-const OpDef kConcat{.name = "concat", .infer = infer_concat, .cpu = concat_cpu, .cuda = PILLARS_CUDA_KERNEL(concat), .vjp = concat_vjp, .print = print_concat};
+const OpDef kConcat{.name = "concat",
+                    .infer = infer_concat,
+                    .cpu = concat_cpu,
+                    .cuda = PILLARS_CUDA_KERNEL(concat),
+                    .vjp = concat_vjp,
+                    .print = print_concat};
 
 } // namespace
 
@@ -182,12 +215,16 @@ ValueId transpose(Graph& g, ValueId x, int64_t axis0, int64_t axis1) {
 }
 
 ValueId slice(Graph& g, ValueId x, int64_t axis, int64_t begin, int64_t end) {
-  return g.add1(kSlice, {x}, SliceParams{.axis = detail::normalize_axis("slice", axis, g.shape(x).size()), .begin = begin, .end = end});
+  return g.add1(
+      kSlice, {x},
+      SliceParams{.axis = detail::normalize_axis("slice", axis, g.shape(x).size()), .begin = begin, .end = end});
 }
 
 ValueId pad_slice(Graph& g, ValueId x, int64_t axis, int64_t begin, int64_t full) {
-  return g.add1(kPadSlice, {x},
-                PadSliceParams{.axis = detail::normalize_axis("pad_slice", axis, g.shape(x).size()), .begin = begin, .full = full});
+  return g.add1(
+      kPadSlice, {x},
+      PadSliceParams{
+          .axis = detail::normalize_axis("pad_slice", axis, g.shape(x).size()), .begin = begin, .full = full});
 }
 
 ValueId concat(Graph& g, const std::vector<ValueId>& xs, int64_t axis) {

@@ -33,19 +33,29 @@ std::vector<OutputSpec> infer_same_shape(const Graph& g, const Node& n) {
 
 std::string print_softmax(const Node& n) { return str_cat(" axis=", params_of<SoftmaxParams>(n).axis); }
 
-template <bool Log> void cpu_forward(const KernelContext& c) {
+template <bool Log>
+void cpu_forward(const KernelContext& c) {
   const cpu::SoftmaxArgs a = kernel_args(c.in[0].shape(), params_of<SoftmaxParams>(c.node).axis, Log);
   cpu::softmax_forward(a, c.in[0].data<float>(), c.out[0].data<float>());
 }
 
 // inputs: y, dy
-template <bool Log> void cpu_backward(const KernelContext& c) {
+template <bool Log>
+void cpu_backward(const KernelContext& c) {
   const cpu::SoftmaxArgs a = kernel_args(c.in[0].shape(), params_of<SoftmaxParams>(c.node).axis, Log);
   cpu::softmax_backward(a, c.in[0].data<float>(), c.in[1].data<float>(), c.out[0].data<float>());
 }
 
-const OpDef kSoftmaxBackward{.name = "softmax_backward", .infer = infer_same_shape, .cpu = cpu_backward<false>, .cuda = PILLARS_CUDA_KERNEL(softmax_backward), .print = print_softmax};
-const OpDef kLogSoftmaxBackward{.name = "log_softmax_backward", .infer = infer_same_shape, .cpu = cpu_backward<true>, .cuda = PILLARS_CUDA_KERNEL(log_softmax_backward), .print = print_softmax};
+const OpDef kSoftmaxBackward{.name = "softmax_backward",
+                             .infer = infer_same_shape,
+                             .cpu = cpu_backward<false>,
+                             .cuda = PILLARS_CUDA_KERNEL(softmax_backward),
+                             .print = print_softmax};
+const OpDef kLogSoftmaxBackward{.name = "log_softmax_backward",
+                                .infer = infer_same_shape,
+                                .cpu = cpu_backward<true>,
+                                .cuda = PILLARS_CUDA_KERNEL(log_softmax_backward),
+                                .print = print_softmax};
 
 template <bool Log>
 std::vector<ValueId> vjp(Graph& g, const Node& n, const std::vector<ValueId>& dy, const std::vector<bool>& needs) {
@@ -53,8 +63,18 @@ std::vector<ValueId> vjp(Graph& g, const Node& n, const std::vector<ValueId>& dy
   return {g.add1(Log ? kLogSoftmaxBackward : kSoftmaxBackward, {n.outputs[0], dy[0]}, n.params)};
 }
 
-const OpDef kSoftmax{.name = "softmax", .infer = infer_same_shape, .cpu = cpu_forward<false>, .cuda = PILLARS_CUDA_KERNEL(softmax), .vjp = vjp<false>, .print = print_softmax};
-const OpDef kLogSoftmax{.name = "log_softmax", .infer = infer_same_shape, .cpu = cpu_forward<true>, .cuda = PILLARS_CUDA_KERNEL(log_softmax), .vjp = vjp<true>, .print = print_softmax};
+const OpDef kSoftmax{.name = "softmax",
+                     .infer = infer_same_shape,
+                     .cpu = cpu_forward<false>,
+                     .cuda = PILLARS_CUDA_KERNEL(softmax),
+                     .vjp = vjp<false>,
+                     .print = print_softmax};
+const OpDef kLogSoftmax{.name = "log_softmax",
+                        .infer = infer_same_shape,
+                        .cpu = cpu_forward<true>,
+                        .cuda = PILLARS_CUDA_KERNEL(log_softmax),
+                        .vjp = vjp<true>,
+                        .print = print_softmax};
 ValueId add_softmax(Graph& g, const OpDef& op, ValueId x, int64_t axis) {
   // stored non-negative: prints plainly
   return g.add1(op, {x}, SoftmaxParams{.axis = detail::normalize_axis(op.name, axis, g.shape(x).size())});
@@ -66,7 +86,8 @@ ValueId softmax(Graph& g, ValueId x, int64_t axis) { return add_softmax(g, kSoft
 ValueId log_softmax(Graph& g, ValueId x, int64_t axis) { return add_softmax(g, kLogSoftmax, x, axis); }
 
 ValueId softmax_backward(Graph& g, ValueId y, ValueId dy, int64_t axis) {
-  return g.add1(kSoftmaxBackward, {y, dy}, SoftmaxParams{.axis = detail::normalize_axis("softmax_backward", axis, g.shape(y).size())});
+  return g.add1(kSoftmaxBackward, {y, dy},
+                SoftmaxParams{.axis = detail::normalize_axis("softmax_backward", axis, g.shape(y).size())});
 }
 
 } // namespace pillars::ops

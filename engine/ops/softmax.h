@@ -10,7 +10,7 @@ namespace pillars::ops {
 
 // softmax, log_softmax and their backward ops.
 struct SoftmaxParams {
-  int64_t axis = 0; // the normalised axis, stored non-negative (the builders normalise it)
+  int64_t axis = 0; // the normalized axis, stored non-negative (the builders normalize it)
 };
 
 // softmax / log-softmax along `axis` (default last), statistics in f32. A row that is entirely

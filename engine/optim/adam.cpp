@@ -20,8 +20,7 @@ void check_options(const AdamOptions& o) {
   if (!(o.beta1 >= 0 && o.beta1 < 1) || !(o.beta2 >= 0 && o.beta2 < 1))
     throw InputError(str_cat("Adam: betas must lie in [0, 1), got (", o.beta1, ", ", o.beta2, ")"));
   if (!(o.eps >= 0)) throw InputError(str_cat("Adam: eps must be >= 0, got ", o.eps));
-  if (!(o.weight_decay >= 0))
-    throw InputError(str_cat("Adam: weight_decay must be >= 0, got ", o.weight_decay));
+  if (!(o.weight_decay >= 0)) throw InputError(str_cat("Adam: weight_decay must be >= 0, got ", o.weight_decay));
 }
 
 // The kernel's arguments for update t of n elements: the scalars computed in double as torch

@@ -19,14 +19,26 @@ namespace {
 // The CPU's arguments as the GPU's struct: the same fields, the same floats.
 cuda::AdamArgs on_gpu(const cpu::AdamArgs& a) {
   static_assert(sizeof(cuda::AdamArgs) == sizeof(cpu::AdamArgs), "cpu::AdamArgs and cuda::AdamArgs differ");
-  return {.n = a.n, .beta1 = a.beta1, .one_minus_beta1 = a.one_minus_beta1, .beta2 = a.beta2,
-          .one_minus_beta2 = a.one_minus_beta2, .l2 = a.l2, .decay = a.decay, .neg_step_size = a.neg_step_size,
-          .bias_correction2_sqrt = a.bias_correction2_sqrt, .eps = a.eps};
+  return {.n = a.n,
+          .beta1 = a.beta1,
+          .one_minus_beta1 = a.one_minus_beta1,
+          .beta2 = a.beta2,
+          .one_minus_beta2 = a.one_minus_beta2,
+          .l2 = a.l2,
+          .decay = a.decay,
+          .neg_step_size = a.neg_step_size,
+          .bias_correction2_sqrt = a.bias_correction2_sqrt,
+          .eps = a.eps};
 }
 cuda::SgdArgs on_gpu(const cpu::SgdArgs& a) {
   static_assert(sizeof(cuda::SgdArgs) == sizeof(cpu::SgdArgs), "cpu::SgdArgs and cuda::SgdArgs differ");
-  return {.n = a.n, .weight_decay = a.weight_decay, .momentum = a.momentum, .one_minus_dampening = a.one_minus_dampening,
-          .neg_lr = a.neg_lr, .nesterov = a.nesterov, .first = a.first};
+  return {.n = a.n,
+          .weight_decay = a.weight_decay,
+          .momentum = a.momentum,
+          .one_minus_dampening = a.one_minus_dampening,
+          .neg_lr = a.neg_lr,
+          .nesterov = a.nesterov,
+          .first = a.first};
 }
 
 } // namespace
@@ -50,6 +62,8 @@ void accumulate_weighted(Device d, int64_t n, float* acc, const float* g, float 
   PILLARS_ON_DEVICE(d, cpu::accumulate_weighted(n, acc, g, w, first), cuda::accumulate_weighted(n, acc, g, w, first));
 }
 
-void divide(Device d, int64_t n, float* x, float s) { PILLARS_ON_DEVICE(d, cpu::divide(n, x, s), cuda::divide(n, x, s)); }
+void divide(Device d, int64_t n, float* x, float s) {
+  PILLARS_ON_DEVICE(d, cpu::divide(n, x, s), cuda::divide(n, x, s));
+}
 
 } // namespace pillars::optim

@@ -1,6 +1,6 @@
-// The optimisers' elementwise loops on whichever device holds the parameter: the CPU kernels of
+// The optimizers' elementwise loops on whichever device holds the parameter: the CPU kernels of
 // kernels/cpu/adam.h, or their CUDA twins (kernels/cuda/adam.h), which perform the same fp32
-// operations in the same order. The optimisers and clipping call these and never ask where a
+// operations in the same order. The optimizers and clipping call these and never ask where a
 // tensor lives; a CPU-only build throws a clear error for device tensors.
 #pragma once
 #include <cstdint>

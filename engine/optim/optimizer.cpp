@@ -18,8 +18,9 @@ Tensor count_tensor(int64_t value) {
 // keeps its step counts as float tensors).
 int64_t read_count(const std::string& name, const Tensor& t) {
   const auto bad = [&] {
-    return InputError(str_cat("optimizer state entry '", name, "' must be a non-negative count in a 1-element i64 tensor, got ",
-                              dtype_name(t.dtype()), " ", shape_str(t.shape())));
+    return InputError(str_cat("optimizer state entry '", name,
+                              "' must be a non-negative count in a 1-element i64 tensor, got ", dtype_name(t.dtype()),
+                              " ", shape_str(t.shape())));
   };
   if (!t.defined() || t.numel() != 1 || t.device() != Device::cpu) throw bad();
   if (t.dtype() == DType::i64) {
@@ -46,8 +47,9 @@ Optimizer::ParamState& Optimizer::state_for(const ParamSlot& slot) {
   const Tensor& g = slot.grad;
   PILLARS_CHECK(p.defined() && p.dtype() == DType::f32, "optimizer: parameter '", slot.name, "' must be an f32 tensor");
   PILLARS_CHECK(g.defined() && g.dtype() == DType::f32 && g.device() == p.device() && g.shape() == p.shape(),
-                "optimizer: the gradient of '", slot.name, "' must be an f32 ", device_name(p.device()), " tensor of shape ",
-                shape_str(p.shape()), ", got ", dtype_name(g.dtype()), " ", shape_str(g.shape()), " on ", device_name(g.device()));
+                "optimizer: the gradient of '", slot.name, "' must be an f32 ", device_name(p.device()),
+                " tensor of shape ", shape_str(p.shape()), ", got ", dtype_name(g.dtype()), " ", shape_str(g.shape()),
+                " on ", device_name(g.device()));
 
   auto it = params_.find(slot.name);
   if (it == params_.end()) {
@@ -71,8 +73,7 @@ NamedTensors Optimizer::state() const {
   out.emplace_back("step", count_tensor(steps_));
   for (const auto& [name, s] : params_) {
     out.emplace_back(name + ".step", count_tensor(s.step));
-    for (size_t k = 0; k < buffer_names_.size(); ++k)
-      out.emplace_back(name + "." + buffer_names_[k], s.buffers[k]);
+    for (size_t k = 0; k < buffer_names_.size(); ++k) out.emplace_back(name + "." + buffer_names_[k], s.buffers[k]);
   }
   return out;
 }
@@ -112,8 +113,7 @@ void Optimizer::load_state(const NamedTensors& entries) {
     }
     size_t k = 0;
     while (k < buffer_names_.size() && buffer_names_[k] != field) ++k;
-    if (k == buffer_names_.size())
-      throw InputError(str_cat("unexpected optimizer state entry '", name, "'"));
+    if (k == buffer_names_.size()) throw InputError(str_cat("unexpected optimizer state entry '", name, "'"));
     if (s.buffers[k].defined()) throw duplicate(name);
     if (!t.defined() || t.dtype() != DType::f32 || t.device() != Device::cpu)
       throw InputError(str_cat("optimizer state entry '", name, "' must be an f32 CPU tensor, got ",
@@ -129,9 +129,9 @@ void Optimizer::load_state(const NamedTensors& entries) {
       const std::string entry = param + "." + buffer_names_[k];
       if (!s.buffers[k].defined()) throw InputError(str_cat("optimizer state: missing entry '", entry, "'"));
       if (s.buffers[k].shape() != s.buffers[0].shape())
-        throw InputError(str_cat("optimizer state entry '", entry, "' has shape ",
-                                 shape_str(s.buffers[k].shape()), " but '", param, ".",
-                                 buffer_names_[0], "' has shape ", shape_str(s.buffers[0].shape())));
+        throw InputError(str_cat("optimizer state entry '", entry, "' has shape ", shape_str(s.buffers[k].shape()),
+                                 " but '", param, ".", buffer_names_[0], "' has shape ",
+                                 shape_str(s.buffers[0].shape())));
     }
   }
 

@@ -1,19 +1,19 @@
-// Optimizer: the interface every optimiser implements, and the per-parameter state they share.
+// Optimizer: the interface every optimizer implements, and the per-parameter state they share.
 //
 // One training update is
 //
-//   θ_{t} = U(θ_{t−1}, ∇L(θ_{t−1}), s_{t−1}, lr_t)       s = the optimiser's state
+//   θ_{t} = U(θ_{t−1}, ∇L(θ_{t−1}), s_{t−1}, lr_t)       s = the optimizer's state
 //
 // where U is Adam's or SGD's rule (adam.h, sgd.h) and lr_t comes from a Schedule (schedule.h).
-// The trainer hands the optimiser ParamSlots (name, value, gradient) and the learning rate; the
-// optimiser updates `value` in place.
+// The trainer hands the optimizer ParamSlots (name, value, gradient) and the learning rate; the
+// optimizer updates `value` in place.
 //
 // State. Each parameter, found by name, owns
 //   "<param>.step"                       its update count t (i64, 1 element), and
 //   "<param>.<buffer>"                   one f32 tensor per buffer, shaped like the parameter
 //                                        (Adam: exp_avg, exp_avg_sq [, max_exp_avg_sq];
 //                                         SGD with momentum: momentum_buffer),
-// and the optimiser owns "step", the number of step() calls (i64, 1 element). A parameter's
+// and the optimizer owns "step", the number of step() calls (i64, 1 element). A parameter's
 // state is created (zeros, t = 0) the first time it is stepped, so parameters may join later;
 // a parameter's t counts only its own updates, as in torch (per-parameter bias correction).
 // After a parameter's first update, step() allocates nothing.
@@ -33,7 +33,7 @@
 
 namespace pillars::optim {
 
-// One parameter as the optimiser sees it: f32 CPU tensors of equal shape. `value` is updated in
+// One parameter as the optimizer sees it: f32 CPU tensors of equal shape. `value` is updated in
 // place (it shares storage with the model's parameter). A slot with an undefined `grad` is skipped
 // (the parameter got no gradient this step), and its state is left untouched.
 struct ParamSlot {
@@ -66,11 +66,11 @@ class Optimizer {
 
  protected:
   struct ParamState {
-    int64_t step = 0;             // updates this parameter has received
-    std::vector<Tensor> buffers;  // buffers[k] is "<param>.<buffer_names[k]>"
+    int64_t step = 0;            // updates this parameter has received
+    std::vector<Tensor> buffers; // buffers[k] is "<param>.<buffer_names[k]>"
   };
 
-  // `buffer_names`: the per-parameter buffers this optimiser keeps, e.g. {"exp_avg", "exp_avg_sq"}.
+  // `buffer_names`: the per-parameter buffers this optimizer keeps, e.g. {"exp_avg", "exp_avg_sq"}.
   explicit Optimizer(std::vector<std::string> buffer_names);
 
   // The slot's state, created (zero buffers, step 0) on first sight. Checks that the slot is a pair
@@ -83,7 +83,7 @@ class Optimizer {
 
  private:
   std::vector<std::string> buffer_names_;
-  std::map<std::string, ParamState> params_;  // by parameter name
+  std::map<std::string, ParamState> params_; // by parameter name
   int64_t steps_ = 0;
 };
 

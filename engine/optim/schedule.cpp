@@ -9,9 +9,7 @@
 namespace pillars::optim {
 namespace {
 
-void check_step(int64_t step) {
-  PILLARS_CHECK(step >= 1, "learning-rate schedule: steps count from 1, got ", step);
-}
+void check_step(int64_t step) { PILLARS_CHECK(step >= 1, "learning-rate schedule: steps count from 1, got ", step); }
 
 } // namespace
 
@@ -53,8 +51,7 @@ Cosine::Cosine(const CosineOptions& options) : o_(options) {
     throw InputError(str_cat("cosine schedule: max_lr (", o_.max_lr, ") must be >= min_lr (", o_.min_lr, ")"));
   if (o_.warmup_steps < 0)
     throw InputError(str_cat("cosine schedule: warmup_steps must be >= 0, got ", o_.warmup_steps));
-  if (!(o_.lr_shrink >= 0))
-    throw InputError(str_cat("cosine schedule: lr_shrink must be >= 0, got ", o_.lr_shrink));
+  if (!(o_.lr_shrink >= 0)) throw InputError(str_cat("cosine schedule: lr_shrink must be >= 0, got ", o_.lr_shrink));
   if (o_.warmup_init_lr < 0) o_.warmup_init_lr = o_.min_lr;
   lr_step_ = o_.warmup_steps > 0 ? (o_.max_lr - o_.warmup_init_lr) / double(o_.warmup_steps) : 1.0;
 }
@@ -69,7 +66,7 @@ double Cosine::fairseq_lr(int64_t num_updates) const {
 
   const double c = double(num_updates - o_.warmup_steps); // updates since the warm-up
   const double P = o_.period, M = o_.t_mult;
-  double i, t_i, t;                                        // restart, its length, position in it
+  double i, t_i, t; // restart, its length, position in it
   if (M != 1) {
     // Cycle i starts at P·(Mⁱ − 1)/(M − 1); fairseq inverts that with a logarithm.
     const auto cycle = [&](double k, double& length, double& position) {
@@ -78,8 +75,8 @@ double Cosine::fairseq_lr(int64_t num_updates) const {
     };
     i = std::floor(std::log(1 - c / P * (1 - M)) / std::log(M));
     cycle(i, t_i, t);
-    while (t < 0 && i > 0) cycle(--i, t_i, t);     // the logarithm rounded up past a boundary
-    while (t >= t_i) cycle(++i, t_i, t);           // ... or down below one
+    while (t < 0 && i > 0) cycle(--i, t_i, t); // the logarithm rounded up past a boundary
+    while (t >= t_i) cycle(++i, t_i, t);       // ... or down below one
   } else {
     i = std::floor(c / P);
     t_i = P;
@@ -95,8 +92,8 @@ double Cosine::fairseq_lr(int64_t num_updates) const {
 Linear::Linear(double peak_lr, int64_t warmup_steps, int64_t total_steps, double end_lr)
     : peak_(peak_lr), end_(end_lr), warmup_(warmup_steps), total_(total_steps) {
   if (warmup_steps < 0 || total_steps <= warmup_steps)
-    throw InputError(str_cat("linear schedule: need 0 <= warmup_steps < total_steps, got warmup_steps = ",
-                             warmup_steps, ", total_steps = ", total_steps));
+    throw InputError(str_cat("linear schedule: need 0 <= warmup_steps < total_steps, got warmup_steps = ", warmup_steps,
+                             ", total_steps = ", total_steps));
 }
 
 float Linear::lr(int64_t step) const {

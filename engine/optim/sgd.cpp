@@ -16,17 +16,14 @@ std::vector<std::string> buffer_names(const SgdOptions& o) {
 
 void check_options(const SgdOptions& o) {
   if (!(o.momentum >= 0)) throw InputError(str_cat("SGD: momentum must be >= 0, got ", o.momentum));
-  if (!(o.weight_decay >= 0))
-    throw InputError(str_cat("SGD: weight_decay must be >= 0, got ", o.weight_decay));
+  if (!(o.weight_decay >= 0)) throw InputError(str_cat("SGD: weight_decay must be >= 0, got ", o.weight_decay));
   if (o.nesterov && (o.momentum <= 0 || o.dampening != 0))
     throw InputError("SGD: Nesterov momentum requires a momentum > 0 and zero dampening");
 }
 
 } // namespace
 
-SGD::SGD(const SgdOptions& options) : Optimizer(buffer_names(options)), options_(options) {
-  check_options(options_);
-}
+SGD::SGD(const SgdOptions& options) : Optimizer(buffer_names(options)), options_(options) { check_options(options_); }
 
 SGD::SGD(double momentum, double dampening, double weight_decay, bool nesterov)
     : SGD(SgdOptions{momentum, dampening, weight_decay, nesterov}) {}

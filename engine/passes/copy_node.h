@@ -21,7 +21,9 @@ struct ValueUses {
   std::vector<bool> is_output; // per value: marked as a graph output
 
   // Read by exactly one node and not an output: a fusion may swallow it.
-  bool single_use(ValueId v) const { return readers[static_cast<size_t>(v)] == 1 && !is_output[static_cast<size_t>(v)]; }
+  bool single_use(ValueId v) const {
+    return readers[static_cast<size_t>(v)] == 1 && !is_output[static_cast<size_t>(v)];
+  }
   // Read by no node and not an output: a fused node need not produce it.
   bool unused(ValueId v) const { return readers[static_cast<size_t>(v)] == 0 && !is_output[static_cast<size_t>(v)]; }
 };

@@ -18,7 +18,6 @@ namespace {
 constexpr size_t kAlign = 64;
 size_t align_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
-
 // A free list of [offset, offset + size) holes, merged when adjacent; the arena grows at the end.
 class Arena {
  public:
@@ -106,7 +105,8 @@ MemoryPlan plan_memory(const Graph& g, Device device) {
       dies_at[static_cast<size_t>(last_use[v])].push_back(v);
 
   auto bytes_of = [&](size_t v) {
-    return align_up(static_cast<size_t>(numel(g.shape(static_cast<ValueId>(v)))) * dtype_size(g.dtype(static_cast<ValueId>(v))));
+    return align_up(static_cast<size_t>(numel(g.shape(static_cast<ValueId>(v)))) *
+                    dtype_size(g.dtype(static_cast<ValueId>(v))));
   };
   plan.took_over.assign(nv, -1);
   std::vector<bool> handed_over(nv, false); // a root whose buffer an in-place output now owns
@@ -141,7 +141,8 @@ MemoryPlan plan_memory(const Graph& g, Device device) {
   }
   // Views inherit their root's offset.
   for (size_t v = 0; v < nv; ++v)
-    if (plan.alias_of[v] != static_cast<int32_t>(v)) plan.offset[v] = plan.offset[static_cast<size_t>(plan.alias_of[v])];
+    if (plan.alias_of[v] != static_cast<int32_t>(v))
+      plan.offset[v] = plan.offset[static_cast<size_t>(plan.alias_of[v])];
   plan.arena_bytes = arena.size();
   return plan;
 }

@@ -10,7 +10,9 @@ namespace pillars {
 
 namespace {
 
-std::string value_str(const Graph& g, ValueId v) { return str_cat("%", v, ":", dtype_name(g.dtype(v)), shape_str(g.shape(v))); }
+std::string value_str(const Graph& g, ValueId v) {
+  return str_cat("%", v, ":", dtype_name(g.dtype(v)), shape_str(g.shape(v)));
+}
 
 } // namespace
 

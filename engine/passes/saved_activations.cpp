@@ -25,7 +25,9 @@ ValueId root_of(const Graph& g, ValueId v) {
   }
 }
 
-size_t value_bytes(const Graph& g, ValueId v) { return static_cast<size_t>(numel(g.shape(v))) * dtype_size(g.dtype(v)); }
+size_t value_bytes(const Graph& g, ValueId v) {
+  return static_cast<size_t>(numel(g.shape(v))) * dtype_size(g.dtype(v));
+}
 
 // A statistic: an output after a node's first with fewer elements than the node's first input — a
 // per-row summary of it (layer norm's mean and rstd, attention's and cross-entropy's log-sum-exp) —
@@ -52,8 +54,8 @@ bool worth_storing(const Graph& g, ValueId v, int first_backward_node, const std
 
 SavedActivations store_saved_activations_bf16(Graph& g, int first_backward_node, int64_t min_elements) {
   const int nn = static_cast<int>(g.nodes().size());
-  PILLARS_CHECK(first_backward_node >= 0 && first_backward_node <= nn, "saved_activations: the backward starts at node ",
-                first_backward_node, " of ", nn);
+  PILLARS_CHECK(first_backward_node >= 0 && first_backward_node <= nn,
+                "saved_activations: the backward starts at node ", first_backward_node, " of ", nn);
   std::vector<bool> is_output(static_cast<size_t>(g.num_values()), false);
   for (ValueId v : g.outputs()) is_output[static_cast<size_t>(v)] = true;
 
@@ -71,14 +73,17 @@ SavedActivations store_saved_activations_bf16(Graph& g, int first_backward_node,
     const Node& n = g.node(j);
     std::vector<int> statistic_makers; // forward nodes whose statistics node j reads
     for (ValueId s : n.inputs)
-      if (g.value(s).producer < first_backward_node && is_statistic(g, s)) add_once(statistic_makers, g.value(s).producer);
+      if (g.value(s).producer < first_backward_node && is_statistic(g, s))
+        add_once(statistic_makers, g.value(s).producer);
     for (ValueId v : n.inputs) {
       if (!worth_storing(g, v, first_backward_node, is_output, min_elements)) continue;
       add_once(readers[static_cast<size_t>(v)], j);
       for (int maker : statistic_makers) {
         const std::vector<ValueId>& made_from = g.node(maker).inputs;
-        if (std::find(made_from.begin(), made_from.end(), v) != made_from.end()) add_once(makers[static_cast<size_t>(v)], maker);
-        else unstorable[static_cast<size_t>(v)] = true;
+        if (std::find(made_from.begin(), made_from.end(), v) != made_from.end())
+          add_once(makers[static_cast<size_t>(v)], maker);
+        else
+          unstorable[static_cast<size_t>(v)] = true;
       }
     }
   }
@@ -103,7 +108,8 @@ SavedActivations store_saved_activations_bf16(Graph& g, int first_backward_node,
     std::vector<int>& r = readers[static_cast<size_t>(v)];
     if (r.empty()) continue;
     const int waits_from = std::max(last_forward_reader[static_cast<size_t>(v)], g.value(v).producer);
-    const size_t written = written_before[static_cast<size_t>(r.front())] - written_before[static_cast<size_t>(waits_from) + 1];
+    const size_t written =
+        written_before[static_cast<size_t>(r.front())] - written_before[static_cast<size_t>(waits_from) + 1];
     if (written < value_bytes(g, v)) r.clear();
   }
 
@@ -112,8 +118,8 @@ SavedActivations store_saved_activations_bf16(Graph& g, int first_backward_node,
   SavedActivations result;
   std::vector<std::vector<int>> after(static_cast<size_t>(nn)), before(static_cast<size_t>(nn));
   struct Redirect {
-    int node;          // a backward reader or a statistic's maker (old index)
-    ValueId from, to;  // v, and the f32 copy it reads instead
+    int node;         // a backward reader or a statistic's maker (old index)
+    ValueId from, to; // v, and the f32 copy it reads instead
   };
   std::vector<Redirect> redirects;
   const int num_values = g.num_values();

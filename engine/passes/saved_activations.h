@@ -50,12 +50,12 @@
 namespace pillars {
 
 struct SavedActivations {
-  int stored = 0;               // activations now kept in bf16
-  int widened = 0;              // casts back to f32 in front of backward nodes
-  int rounded_in_forward = 0;   // casts back to f32 in front of the forward nodes that make statistics
-  size_t f32_bytes = 0;         // what the stored activations take in f32 (half of it is saved)
-  std::vector<int> node_map;    // old node index → new (the graph's nodes before the pass)
-  int first_backward_node = 0;  // where the backward starts now (its first widening cast)
+  int stored = 0;              // activations now kept in bf16
+  int widened = 0;             // casts back to f32 in front of backward nodes
+  int rounded_in_forward = 0;  // casts back to f32 in front of the forward nodes that make statistics
+  size_t f32_bytes = 0;        // what the stored activations take in f32 (half of it is saved)
+  std::vector<int> node_map;   // old node index → new (the graph's nodes before the pass)
+  int first_backward_node = 0; // where the backward starts now (its first widening cast)
 };
 
 // The backward is the nodes from `first_backward_node` on (those autodiff appended).

@@ -1,9 +1,9 @@
-// The optimisers' elementwise loops: see adam.h for the update rules.
+// The optimizers' elementwise loops: see adam.h for the update rules.
 //
 // Each update is written once, as a function of one element (adam_element, sgd_element), and
 // applied over contiguous blocks of the tensor; large tensors spread their blocks over OpenMP
 // threads. The per-element functions are inlined into the block loops, whose loop-invariant flags
-// the compiler hoists out, leaving straight-line vectorisable bodies.
+// the compiler hoists out, leaving straight-line vectorizable bodies.
 #include "kernels/cpu/adam.h"
 
 #include <omp.h>
@@ -14,39 +14,39 @@
 namespace pillars::cpu {
 namespace {
 
-// Elements per block: 32 Ki floats, enough streaming work per block to amortise OpenMP's fork/join
+// Elements per block: 32 Ki floats, enough streaming work per block to amortize OpenMP's fork/join
 // (the loops are memory-bound: ~20 bytes per element for Adam); a tensor of at most one block runs
 // on the calling thread.
 constexpr int64_t kBlock = int64_t{1} << 15;
 
 // body(begin, end) over [0, n) in blocks of kBlock, on OpenMP threads when there is more than one
 // block and we are not already inside a parallel region.
-template <class Body> void for_blocks(int64_t n, const Body& body) {
+template <class Body>
+void for_blocks(int64_t n, const Body& body) {
   const int64_t blocks = (n + kBlock - 1) / kBlock;
 #pragma omp parallel for schedule(static) if (blocks > 1 && !omp_in_parallel())
   for (int64_t b = 0; b < blocks; ++b) body(b * kBlock, std::min(n, (b + 1) * kBlock));
 }
 
-inline void adam_element(float& p, float grad, float& m, float& v, float* v_max,
-                         const AdamArgs& c) {
-  const float g = c.l2 != 0.0f ? grad + c.l2 * p : grad;                  // grad.add(p, alpha=λ₂)
-  if (c.decay != 1.0f) p = p * c.decay;                                   // p.mul_(1 − lr·λ)
-  m = m * c.beta1 + c.one_minus_beta1 * g;                                // mul_(β₁).add_(g, alpha)
-  v = v * c.beta2 + c.one_minus_beta2 * g * g;                            // mul_(β₂).addcmul_(g, g)
+inline void adam_element(float& p, float grad, float& m, float& v, float* v_max, const AdamArgs& c) {
+  const float g = c.l2 != 0.0f ? grad + c.l2 * p : grad; // grad.add(p, alpha=λ₂)
+  if (c.decay != 1.0f) p = p * c.decay;                  // p.mul_(1 − lr·λ)
+  m = m * c.beta1 + c.one_minus_beta1 * g;               // mul_(β₁).add_(g, alpha)
+  v = v * c.beta2 + c.one_minus_beta2 * g * g;           // mul_(β₂).addcmul_(g, g)
   float second = v;
-  if (v_max) second = *v_max = std::max(*v_max, v);                       // AMSGrad
+  if (v_max) second = *v_max = std::max(*v_max, v); // AMSGrad
   const float denom = std::sqrt(second) / c.bias_correction2_sqrt + c.eps;
-  p = p + c.neg_step_size * m / denom;                                    // addcdiv_(m, denom)
+  p = p + c.neg_step_size * m / denom; // addcdiv_(m, denom)
 }
 
 inline void sgd_element(float& p, float grad, float* buf, const SgdArgs& c) {
-  float d = c.weight_decay != 0.0f ? grad + c.weight_decay * p : grad;    // grad.add(p, alpha=λ)
+  float d = c.weight_decay != 0.0f ? grad + c.weight_decay * p : grad; // grad.add(p, alpha=λ)
   if (buf) {
     float& b = *buf;
     b = c.first ? d : b * c.momentum + c.one_minus_dampening * d;
     d = c.nesterov ? d + c.momentum * b : b;
   }
-  p = p + c.neg_lr * d;                                                   // p.add_(d, alpha=−lr)
+  p = p + c.neg_lr * d; // p.add_(d, alpha=−lr)
 }
 
 } // namespace
@@ -54,7 +54,7 @@ inline void sgd_element(float& p, float grad, float* buf, const SgdArgs& c) {
 void adam_update(const AdamArgs& a, float* p, const float* g, float* m, float* v, float* v_max) {
   for_blocks(a.n, [&](int64_t begin, int64_t end) {
     const AdamArgs c = a; // a local copy: the stores to p, m, v cannot alias it
-    if (v_max) {                 // two loops, so that the null check is not made per element
+    if (v_max) {          // two loops, so that the null check is not made per element
       for (int64_t i = begin; i < end; ++i) adam_element(p[i], g[i], m[i], v[i], v_max + i, c);
     } else {
       for (int64_t i = begin; i < end; ++i) adam_element(p[i], g[i], m[i], v[i], nullptr, c);
@@ -65,7 +65,7 @@ void adam_update(const AdamArgs& a, float* p, const float* g, float* m, float* v
 void sgd_update(const SgdArgs& a, float* p, const float* g, float* buf) {
   for_blocks(a.n, [&](int64_t begin, int64_t end) {
     const SgdArgs c = a; // a local copy: the stores to p, buf cannot alias it
-    if (buf) {                  // two loops, so that the null check is not made per element
+    if (buf) {           // two loops, so that the null check is not made per element
       for (int64_t i = begin; i < end; ++i) sgd_element(p[i], g[i], buf + i, c);
     } else {
       for (int64_t i = begin; i < end; ++i) sgd_element(p[i], g[i], nullptr, c);
@@ -76,7 +76,7 @@ void sgd_update(const SgdArgs& a, float* p, const float* g, float* buf) {
 namespace {
 
 // Σ x² over [begin, end) with kLanes interleaved double accumulators (a fixed order that the
-// compiler can vectorise), then the lanes added left to right.
+// compiler can vectorize), then the lanes added left to right.
 double block_sum_of_squares(const float* x, int64_t begin, int64_t end) {
   constexpr int kLanes = 8;
   double lane[kLanes] = {};

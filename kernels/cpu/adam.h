@@ -1,4 +1,4 @@
-// The optimisers' elementwise loops on the CPU: Adam/AdamW, SGD (momentum, Nesterov), and the two
+// The optimizers' elementwise loops on the CPU: Adam/AdamW, SGD (momentum, Nesterov), and the two
 // passes of gradient-norm clipping. Every loop is one fused pass over the parameter's elements.
 //
 // Adam / AdamW, per element (t = this parameter's step, 1 for its first update):
@@ -17,14 +17,14 @@
 //   d  ← d + μ·b  (Nesterov)   or   d ← b  (heavy ball)
 //   p  ← p − lr·d
 //
-// The float32 operations are the ones torch 1.13's single-tensor optimisers perform, in the same
+// The float32 operations are the ones torch 1.13's single-tensor optimizers perform, in the same
 // order (each torch op rounds once: m·β₁ and (1−β₁)·g are two roundings, addcmul is (c·g)·g,
 // addcdiv is (c·m)/denom). The scalar coefficients are computed by the caller in double, as torch
 // does in Python, and rounded to float once (see AdamArgs / SgdArgs).
 //
 // Threads: large tensors are cut into fixed blocks that run on OpenMP threads; the arithmetic per
 // element never depends on the blocking, so results are identical for any thread count. The inner
-// loops are branch-free per element (the flags are loop-invariant) and vectorise.
+// loops are branch-free per element (the flags are loop-invariant) and vectorize.
 #pragma once
 #include <cstdint>
 
@@ -49,12 +49,12 @@ void adam_update(const AdamArgs& a, float* p, const float* g, float* m, float* v
 
 struct SgdArgs {
   int64_t n = 0;
-  float weight_decay = 0;          // λ
-  float momentum = 0;              // μ (0: no momentum buffer)
-  float one_minus_dampening = 1;   // 1 − τ
-  float neg_lr = 0;                // −lr
+  float weight_decay = 0;        // λ
+  float momentum = 0;            // μ (0: no momentum buffer)
+  float one_minus_dampening = 1; // 1 − τ
+  float neg_lr = 0;              // −lr
   bool nesterov = false;
-  bool first = false;              // the parameter's first update: b ← d
+  bool first = false; // the parameter's first update: b ← d
 };
 
 // One SGD update of n elements in place: p, g (n); `buf` (n) is the momentum buffer (null when

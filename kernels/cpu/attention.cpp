@@ -4,7 +4,7 @@
 // FORWARD. For one query row q and keys k_1..k_T the output is o = Σ_j a_j v_j with
 // a_j = exp(s_j − m) / l, s_j = scale · q·k_j, m = max_j s_j, l = Σ_j exp(s_j − m). The online
 // softmax computes this in one sweep over key blocks, never holding a whole row of s: it keeps a
-// running max m, a running sum l and an unnormalised accumulator õ = Σ_j exp(s_j − m) v_j over
+// running max m, a running sum l and an unnormalized accumulator õ = Σ_j exp(s_j − m) v_j over
 // the blocks seen so far. A new block with logits s_j (j in the block) changes the max to
 // m' = max(m, max_j s_j); every term seen so far was computed relative to m, so it is rescaled by
 // α = exp(m − m'):
@@ -83,9 +83,12 @@ const TileKernels& selected_tiles() {
   switch (active_isa()) {
     case Isa::amx:
     case Isa::avx512_bf16: // bf16 levels: attention is fp32, their AVX-512 build
-    case Isa::avx512: return attention_tiles::tiles_avx512();
-    case Isa::avx2: return attention_tiles::tiles_avx2();
-    case Isa::generic: break;
+    case Isa::avx512:
+      return attention_tiles::tiles_avx512();
+    case Isa::avx2:
+      return attention_tiles::tiles_avx2();
+    case Isa::generic:
+      break;
   }
   return attention_tiles::tiles_generic();
 }
@@ -106,9 +109,9 @@ AttentionParams attention_params_contiguous(int64_t B, int64_t H, int64_t Tq, in
 
 namespace {
 
-constexpr int64_t kBlockQ = 64;  // query rows per tile
-constexpr int64_t kBlockK = 64;  // keys per tile (a multiple of kPad)
-constexpr int64_t kPad = 16;     // tile widths are padded to a multiple of 16 floats (64 bytes)
+constexpr int64_t kBlockQ = 64;   // query rows per tile
+constexpr int64_t kBlockK = 64;   // keys per tile (a multiple of kPad)
+constexpr int64_t kPad = 16;      // tile widths are padded to a multiple of 16 floats (64 bytes)
 constexpr int64_t kRowsAhead = 8; // software prefetch distance of the row-by-row loops, in rows
 constexpr float kLog2e = 1.44269504088896340736f;
 constexpr float kLn2 = 0.69314718055994530942f;
@@ -129,8 +132,8 @@ struct HeadRows {
 };
 
 template <class T>
-HeadRows<T> head_rows(T* x, int64_t batch_stride, int64_t token_stride, const AttentionParams& p,
-                      int64_t b, int64_t h) {
+HeadRows<T> head_rows(T* x, int64_t batch_stride, int64_t token_stride, const AttentionParams& p, int64_t b,
+                      int64_t h) {
   return {x + b * batch_stride + h * p.D, token_stride};
 }
 
@@ -142,8 +145,7 @@ void prefetch_rows(HeadRows<const float> x, int64_t r0, int64_t n, int64_t D) {
 }
 
 // dst (n_pad, Dp) ← rows [r0, r0 + n) of x, zero-padded to n_pad rows and Dp columns.
-void pack_rows(HeadRows<const float> x, int64_t r0, int64_t n, int64_t n_pad, int64_t D, int64_t Dp,
-               float* dst) {
+void pack_rows(HeadRows<const float> x, int64_t r0, int64_t n, int64_t n_pad, int64_t D, int64_t Dp, float* dst) {
   for (int64_t r = 0; r < n_pad; ++r) {
     float* out = dst + r * Dp;
     if (r < n) {
@@ -156,8 +158,7 @@ void pack_rows(HeadRows<const float> x, int64_t r0, int64_t n, int64_t n_pad, in
 }
 
 // Rows [r0, r0 + n) of y ← alpha · src (n, ld) (its first D columns).
-void unpack_rows(const float* src, int64_t ld, int64_t n, float alpha, int64_t D, HeadRows<float> y,
-                 int64_t r0) {
+void unpack_rows(const float* src, int64_t ld, int64_t n, float alpha, int64_t D, HeadRows<float> y, int64_t r0) {
   for (int64_t r = 0; r < n; ++r) {
     float* out = y[r0 + r];
     if (r + kRowsAhead < n)
@@ -188,9 +189,9 @@ void round_rows_to_bf16(float* x, int64_t rows, int64_t cols, int64_t ld) {
 
 // mult[0:n] ← the dropout multipliers of keys [j0, j0 + n) of query row i of head (b, h): 0 where
 // dropped, 1 / (1 − p) where kept, from the Philox stream of kernels/philox.h (the tile kernel
-// vectorises the generator; the tests check it against philox_uniform element by element).
-void dropout_multipliers(const AttentionParams& p, const TileKernels& tiles, int64_t b, int64_t h,
-                         int64_t i, int64_t j0, int64_t n, float* mult) {
+// vectorizes the generator; the tests check it against philox_uniform element by element).
+void dropout_multipliers(const AttentionParams& p, const TileKernels& tiles, int64_t b, int64_t h, int64_t i,
+                         int64_t j0, int64_t n, float* mult) {
   const uint64_t first = p.rng_offset + static_cast<uint64_t>(((b * p.H + h) * p.Tq + i) * p.Tk + j0);
   // u = (word >> 8) · 2^-24 >= p  ⟺  (word >> 8) >= ⌈p · 2^24⌉   (p · 2^24 is exact in float)
   const float scaled = std::ceil(std::clamp(p.dropout_p, 0.0f, 1.0f) * 16777216.0f);
@@ -209,7 +210,7 @@ float* thread_scratch(int64_t floats) {
   };
   thread_local Block block;
   if (floats > block.capacity) {
-    block.storage.reset(new float[floats + kPad]);  // kPad floats = 64 bytes of room to align
+    block.storage.reset(new float[floats + kPad]); // kPad floats = 64 bytes of room to align
     const auto address = reinterpret_cast<std::uintptr_t>(block.storage.get());
     block.data = reinterpret_cast<float*>((address + 63) & ~std::uintptr_t{63});
     block.capacity = floats;
@@ -232,52 +233,70 @@ int64_t carve(float* base, std::initializer_list<std::pair<float**, int64_t>> bu
 // columns — so the online-softmax statistics of 16 queries fill one vector, and K and V are read
 // straight from the input (no packing, no padding of D).
 struct ForwardTiles {
-  float* qt;       // (D, kBlockQ)       Qᵀ of the query block
-  float* st;       // (kBlockK, kBlockQ) Sᵀ: logits (log2 units), then probabilities
-  float* ot;       // (D, kBlockQ)       Õᵀ, the unnormalised output accumulator
-  float* m;        // (kBlockQ)          running max (log2 units)
-  float* l;        // (kBlockQ)          running sum
-  float* alpha;    // (kBlockQ)          rescaling factors of the current key block
-  float* visible;  // (kBlockQ)          keys of the current block each query sees
-  float* mult;     // (kBlockK)          dropout multipliers of one query
-  float* kb;       // (kBlockK, D)       bf16 only: the key block, rounded
-  float* vb;       // (kBlockK, D)       bf16 only: the value block, rounded
+  float* qt;      // (D, kBlockQ)       Qᵀ of the query block
+  float* st;      // (kBlockK, kBlockQ) Sᵀ: logits (log2 units), then probabilities
+  float* ot;      // (D, kBlockQ)       Õᵀ, the unnormalized output accumulator
+  float* m;       // (kBlockQ)          running max (log2 units)
+  float* l;       // (kBlockQ)          running sum
+  float* alpha;   // (kBlockQ)          rescaling factors of the current key block
+  float* visible; // (kBlockQ)          keys of the current block each query sees
+  float* mult;    // (kBlockK)          dropout multipliers of one query
+  float* kb;      // (kBlockK, D)       bf16 only: the key block, rounded
+  float* vb;      // (kBlockK, D)       bf16 only: the value block, rounded
 
   int64_t layout(float* base, int64_t D, bool bf16) {
     const int64_t block = bf16 ? kBlockK * D : 0;
-    return carve(base, {{&qt, D * kBlockQ}, {&st, kBlockK * kBlockQ}, {&ot, D * kBlockQ},
-                        {&m, kBlockQ}, {&l, kBlockQ}, {&alpha, kBlockQ}, {&visible, kBlockQ},
-                        {&mult, kBlockK}, {&kb, block}, {&vb, block}});
+    return carve(base, {{&qt, D * kBlockQ},
+                        {&st, kBlockK * kBlockQ},
+                        {&ot, D * kBlockQ},
+                        {&m, kBlockQ},
+                        {&l, kBlockQ},
+                        {&alpha, kBlockQ},
+                        {&visible, kBlockQ},
+                        {&mult, kBlockK},
+                        {&kb, block},
+                        {&vb, block}});
   }
 };
 
 // The backward pass's tiles for one (batch, head) pair. Q and dO of the head are packed once per
 // head (every key block reads every query block of them); K and V once per key block.
 struct BackwardTiles {
-  float* q;        // (Tq, Dp)           the head's queries
-  float* dout;     // (Tq, Dp)           the head's dO
-  float* k;        // (kBlockK, Dp)      the key block (for dQ += dS K)
-  float* kt;       // (Dp, kBlockK)      the key block, transposed (for S = Q Kᵀ)
-  float* v;        // (kBlockK, Dp)      the value block (staging for vt)
-  float* vt;       // (Dp, kBlockK)      the value block, transposed (for dP = dO Vᵀ)
-  float* dk;       // (kBlockK, Dp)      dK accumulator of the key block (unscaled)
-  float* dv;       // (kBlockK, Dp)      dV accumulator of the key block
-  float* p;        // (kBlockQ, kBlockK) probabilities P
-  float* pz;       // (kBlockQ, kBlockK) P ∘ Z (dropout, or bf16: P (∘ Z) rounded)
-  float* mult;     // (kBlockQ, kBlockK) dropout multipliers Z (dropout only)
-  float* ds;       // (kBlockQ, kBlockK) dS
-  float* visible;  // (kBlockQ)          keys of the current key block each query sees
-  float* delta;    // (Tq)               δ_i = rowsum(dO ∘ O)_i
-  float* lse2;     // (Tq)               lse in log2 units (0 for rows that see nothing)
-  float* dq;       // (Tq, Dp)           dQ accumulator of the head (unscaled)
+  float* q;       // (Tq, Dp)           the head's queries
+  float* dout;    // (Tq, Dp)           the head's dO
+  float* k;       // (kBlockK, Dp)      the key block (for dQ += dS K)
+  float* kt;      // (Dp, kBlockK)      the key block, transposed (for S = Q Kᵀ)
+  float* v;       // (kBlockK, Dp)      the value block (staging for vt)
+  float* vt;      // (Dp, kBlockK)      the value block, transposed (for dP = dO Vᵀ)
+  float* dk;      // (kBlockK, Dp)      dK accumulator of the key block (unscaled)
+  float* dv;      // (kBlockK, Dp)      dV accumulator of the key block
+  float* p;       // (kBlockQ, kBlockK) probabilities P
+  float* pz;      // (kBlockQ, kBlockK) P ∘ Z (dropout, or bf16: P (∘ Z) rounded)
+  float* mult;    // (kBlockQ, kBlockK) dropout multipliers Z (dropout only)
+  float* ds;      // (kBlockQ, kBlockK) dS
+  float* visible; // (kBlockQ)          keys of the current key block each query sees
+  float* delta;   // (Tq)               δ_i = rowsum(dO ∘ O)_i
+  float* lse2;    // (Tq)               lse in log2 units (0 for rows that see nothing)
+  float* dq;      // (Tq, Dp)           dQ accumulator of the head (unscaled)
 
   int64_t layout(float* base, int64_t Dp, int64_t Tq, bool dropout, bool bf16) {
     const int64_t tile = kBlockQ * kBlockK, dropout_tile = dropout ? tile : 0;
-    return carve(base, {{&q, Tq * Dp}, {&dout, Tq * Dp}, {&k, kBlockK * Dp}, {&kt, Dp * kBlockK},
-                        {&v, kBlockK * Dp}, {&vt, Dp * kBlockK}, {&dk, kBlockK * Dp},
-                        {&dv, kBlockK * Dp}, {&p, tile}, {&pz, dropout || bf16 ? tile : 0},
-                        {&mult, dropout_tile}, {&ds, tile}, {&visible, kBlockQ}, {&delta, Tq},
-                        {&lse2, Tq}, {&dq, Tq * Dp}});
+    return carve(base, {{&q, Tq * Dp},
+                        {&dout, Tq * Dp},
+                        {&k, kBlockK * Dp},
+                        {&kt, Dp * kBlockK},
+                        {&v, kBlockK * Dp},
+                        {&vt, Dp * kBlockK},
+                        {&dk, kBlockK * Dp},
+                        {&dv, kBlockK * Dp},
+                        {&p, tile},
+                        {&pz, dropout || bf16 ? tile : 0},
+                        {&mult, dropout_tile},
+                        {&ds, tile},
+                        {&visible, kBlockQ},
+                        {&delta, Tq},
+                        {&lse2, Tq},
+                        {&dq, Tq * Dp}});
   }
 };
 
@@ -294,9 +313,8 @@ Tiles thread_tiles(Shape... shape) {
 
 // The per-query outputs of a query block: O = õ / l, lse = ln 2 · (m + log2 l), and, when asked
 // for, the probabilities 2^(s − m) / l from the log2 logits stashed in `probs` during the sweep.
-void finish_query_block(const AttentionParams& p, const ForwardTiles& t, int64_t b, int64_t h,
-                        int64_t i0, int64_t rows, int64_t ld, const int64_t* visible,
-                        HeadRows<float> out, float* lse, float* probs) {
+void finish_query_block(const AttentionParams& p, const ForwardTiles& t, int64_t b, int64_t h, int64_t i0, int64_t rows,
+                        int64_t ld, const int64_t* visible, HeadRows<float> out, float* lse, float* probs) {
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t i = i0 + r, row = (b * p.H + h) * p.Tq + i;
     const bool sees_nothing = visible[r] == 0;
@@ -324,8 +342,8 @@ bool block_visibility(const int64_t* visible, int64_t rows, int64_t ld, int64_t 
 }
 
 // Pᵀ ← Pᵀ ∘ Zᵀ for the queries of the block (column r of Pᵀ is query i0 + r).
-void dropout_columns(const AttentionParams& p, const TileKernels& tiles, const ForwardTiles& t,
-                     int64_t b, int64_t h, int64_t i0, int64_t rows, int64_t ld, int64_t j0) {
+void dropout_columns(const AttentionParams& p, const TileKernels& tiles, const ForwardTiles& t, int64_t b, int64_t h,
+                     int64_t i0, int64_t rows, int64_t ld, int64_t j0) {
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t n = static_cast<int64_t>(t.visible[r]);
     dropout_multipliers(p, tiles, b, h, i0 + r, j0, n, t.mult);
@@ -335,13 +353,13 @@ void dropout_columns(const AttentionParams& p, const TileKernels& tiles, const F
 
 // The forward pass of query rows [i0, i0 + kBlockQ) of head (b, h), on transposed tiles: per key
 // block, Sᵀ = K_blk Qᵀ, the online-softmax step on its columns, then Õᵀ = α ∘ Õᵀ + V_blkᵀ Pᵀ.
-void forward_query_block(const AttentionParams& p, const TileKernels& tiles, const ForwardTiles& t,
-                         int64_t b, int64_t h, int64_t i0, const float* Q, const float* K,
-                         const float* V, float* O, float* lse, float* probs) {
+void forward_query_block(const AttentionParams& p, const TileKernels& tiles, const ForwardTiles& t, int64_t b,
+                         int64_t h, int64_t i0, const float* Q, const float* K, const float* V, float* O, float* lse,
+                         float* probs) {
   const int64_t D = p.D, rows = std::min(kBlockQ, p.Tq - i0), ld = round_up(rows, kPad);
   const auto k = head_rows(K, p.k_batch_stride, p.k_token_stride, p, b, h);
   const auto v = head_rows(V, p.v_batch_stride, p.v_token_stride, p, b, h);
-  int64_t visible[kBlockQ], last_key = 0;  // query r sees keys [0, visible[r])
+  int64_t visible[kBlockQ], last_key = 0; // query r sees keys [0, visible[r])
   for (int64_t r = 0; r < rows; ++r) {
     visible[r] = attention_visible_keys(p, b, i0 + r);
     last_key = std::max(last_key, visible[r]);
@@ -357,7 +375,7 @@ void forward_query_block(const AttentionParams& p, const TileKernels& tiles, con
   fill(t.l, ld, 0.0f);
   fill(t.ot, D * ld, 0.0f);
 
-  for (int64_t j0 = 0; j0 < last_key; j0 += kBlockK) {  // blocks past every query's mask: skipped
+  for (int64_t j0 = 0; j0 < last_key; j0 += kBlockK) { // blocks past every query's mask: skipped
     const int64_t cols = std::min(kBlockK, last_key - j0);
     const bool masked = block_visibility(visible, rows, ld, j0, cols, t);
     // bf16: K and V of the block rounded into kb, vb (rows D apart), read from there.
@@ -372,19 +390,19 @@ void forward_query_block(const AttentionParams& p, const TileKernels& tiles, con
     }
     // Sᵀ (cols, ld) = log2 e · scale · K_blk Qᵀ   (logits in log2 units)
     tiles.gemm(cols, ld, D, p.scale * kLog2e, kblk, k_stride, 1, t.qt, ld, t.st, ld, false);
-    if (probs)  // stash the logits; finish_query_block turns them into probabilities
+    if (probs) // stash the logits; finish_query_block turns them into probabilities
       for (int64_t r = 0; r < rows; ++r)
         for (int64_t j = 0; j < static_cast<int64_t>(t.visible[r]); ++j)
           probs[((b * p.H + h) * p.Tq + i0 + r) * p.Tk + j0 + j] = t.st[j * ld + r];
     tiles.online_softmax_columns(t.st, ld, cols, ld, masked ? t.visible : nullptr, t.m, t.l, t.alpha);
     tiles.scale_columns(t.ot, ld, D, ld, t.alpha);
     if (p.dropout_p > 0.0f) dropout_columns(p, tiles, t, b, h, i0, rows, ld, j0);
-    if (p.bf16) round_to_bf16(t.st, cols * ld);  // Pᵀ (after l has summed the fp32 values)
+    if (p.bf16) round_to_bf16(t.st, cols * ld); // Pᵀ (after l has summed the fp32 values)
     // Õᵀ (D, ld) += V_blkᵀ Pᵀ
     tiles.gemm(D, ld, cols, 1.0f, vblk, 1, v_stride, t.st, ld, t.ot, ld, true);
   }
-  finish_query_block(p, t, b, h, i0, rows, ld, visible,
-                     head_rows(O, p.o_batch_stride, p.o_token_stride, p, b, h), lse, probs);
+  finish_query_block(p, t, b, h, i0, rows, ld, visible, head_rows(O, p.o_batch_stride, p.o_token_stride, p, b, h), lse,
+                     probs);
 }
 
 // ---- backward ------------------------------------------------------------------------------------
@@ -394,15 +412,18 @@ int64_t first_row_seeing(const AttentionParams& p, int64_t b, int64_t j) {
   int64_t lo = 0, hi = p.Tq;
   while (lo < hi) {
     const int64_t mid = (lo + hi) / 2;
-    if (attention_visible_keys(p, b, mid) > j) hi = mid; else lo = mid + 1;
+    if (attention_visible_keys(p, b, mid) > j)
+      hi = mid;
+    else
+      lo = mid + 1;
   }
   return lo;
 }
 
 // With dropout: Z (the multipliers) and P ∘ Z for query rows [i0, i0 + rows) against the key block
 // at j0 (P is already in t.p; t.visible holds how many keys of the block each row sees).
-void dropout_tile(const AttentionParams& p, const TileKernels& tiles, const BackwardTiles& t,
-                  int64_t b, int64_t h, int64_t i0, int64_t rows, int64_t j0, int64_t cols_pad) {
+void dropout_tile(const AttentionParams& p, const TileKernels& tiles, const BackwardTiles& t, int64_t b, int64_t h,
+                  int64_t i0, int64_t rows, int64_t j0, int64_t cols_pad) {
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t n = static_cast<int64_t>(t.visible[r]);
     float* mult = t.mult + r * kBlockK;
@@ -420,9 +441,8 @@ void dropout_tile(const AttentionParams& p, const TileKernels& tiles, const Back
 //   dV += (P∘Z)ᵀ dO
 //   dS = P ∘ (dO Vᵀ ∘ Z − δ)                (softmax_grad: GEMM + the softmax backward)
 //   dQ += dS K,   dK += dSᵀ Q               (scale applied on the way out)
-void backward_key_block(const AttentionParams& p, const TileKernels& tiles, const BackwardTiles& t,
-                        int64_t b, int64_t h, int64_t j0, const float* K, const float* V,
-                        float* dK, float* dV) {
+void backward_key_block(const AttentionParams& p, const TileKernels& tiles, const BackwardTiles& t, int64_t b,
+                        int64_t h, int64_t j0, const float* K, const float* V, float* dK, float* dV) {
   const int64_t D = p.D, Dp = padded_head_dim(p);
   const int64_t cols = std::min(kBlockK, p.Tk - j0), cols_pad = round_up(cols, kPad);
   const auto k = head_rows(K, p.k_batch_stride, p.k_token_stride, p, b, h);
@@ -445,30 +465,30 @@ void backward_key_block(const AttentionParams& p, const TileKernels& tiles, cons
   tiles.transpose(t.k, Dp, cols_pad, Dp, t.kt, kBlockK);
   tiles.transpose(t.v, Dp, cols_pad, Dp, t.vt, kBlockK);
 
-  bool first = true;  // the first query block writes dK, dV; the others accumulate
+  bool first = true; // the first query block writes dK, dV; the others accumulate
   for (int64_t i0 = first_row_seeing(p, b, j0); i0 < p.Tq; i0 += kBlockQ) {
     const int64_t rows = std::min(kBlockQ, p.Tq - i0);
     const float* q = t.q + i0 * Dp;
     const float* dout = t.dout + i0 * Dp;
     for (int64_t r = 0; r < rows; ++r)
       t.visible[r] = static_cast<float>(clamp(attention_visible_keys(p, b, i0 + r) - j0, 0, cols));
-    tiles.probabilities(rows, cols_pad, Dp, p.scale * kLog2e, q, Dp, 1, t.kt, kBlockK, t.lse2 + i0,
-                        t.visible, t.p, kBlockK);
+    tiles.probabilities(rows, cols_pad, Dp, p.scale * kLog2e, q, Dp, 1, t.kt, kBlockK, t.lse2 + i0, t.visible, t.p,
+                        kBlockK);
     if (dropout) dropout_tile(p, tiles, t, b, h, i0, rows, j0, cols_pad);
-    if (p.bf16) {  // P (∘ Z) rounded for dV; the softmax gradient reads the fp32 P
+    if (p.bf16) { // P (∘ Z) rounded for dV; the softmax gradient reads the fp32 P
       if (!dropout)
         for (int64_t r = 0; r < rows; ++r) std::memcpy(t.pz + r * kBlockK, t.p + r * kBlockK, cols_pad * sizeof(float));
       round_rows_to_bf16(t.pz, rows, cols_pad, kBlockK);
     }
     tiles.gemm(cols_pad, Dp, rows, 1.0f, pz, 1, kBlockK, dout, Dp, t.dv, Dp, !first);
-    tiles.softmax_grad(rows, cols_pad, Dp, dout, Dp, 1, t.vt, kBlockK, t.p,
-                       dropout ? t.mult : nullptr, t.delta + i0, t.ds, kBlockK);
+    tiles.softmax_grad(rows, cols_pad, Dp, dout, Dp, 1, t.vt, kBlockK, t.p, dropout ? t.mult : nullptr, t.delta + i0,
+                       t.ds, kBlockK);
     if (p.bf16) round_rows_to_bf16(t.ds, rows, cols_pad, kBlockK);
     tiles.gemm(rows, Dp, cols_pad, 1.0f, t.ds, kBlockK, 1, t.k, Dp, t.dq + i0 * Dp, Dp, true);
     tiles.gemm(cols_pad, Dp, rows, 1.0f, t.ds, 1, kBlockK, q, Dp, t.dk, Dp, !first);
     first = false;
   }
-  if (first) {  // no query sees this key block: its gradients are zero
+  if (first) { // no query sees this key block: its gradients are zero
     fill(t.dk, cols_pad * Dp, 0.0f);
     fill(t.dv, cols_pad * Dp, 0.0f);
   }
@@ -478,10 +498,9 @@ void backward_key_block(const AttentionParams& p, const TileKernels& tiles, cons
 
 // The whole backward pass of head (b, h): pack Q and dO of the head (computing δ on the way),
 // sweep the key blocks, write dQ.
-void backward_head(const AttentionParams& p, const TileKernels& tiles, const BackwardTiles& t,
-                   int64_t b, int64_t h, const float* Q, const float* K, const float* V,
-                   const float* O, const float* lse, const float* dO, float* dQ, float* dK,
-                   float* dV) {
+void backward_head(const AttentionParams& p, const TileKernels& tiles, const BackwardTiles& t, int64_t b, int64_t h,
+                   const float* Q, const float* K, const float* V, const float* O, const float* lse, const float* dO,
+                   float* dQ, float* dK, float* dV) {
   const int64_t D = p.D, Dp = padded_head_dim(p);
   const auto q = head_rows(Q, p.q_batch_stride, p.q_token_stride, p, b, h);
   const auto out = head_rows(O, p.o_batch_stride, p.o_token_stride, p, b, h);
@@ -503,12 +522,12 @@ void backward_head(const AttentionParams& p, const TileKernels& tiles, const Bac
 #pragma omp simd reduction(+ : delta)
     for (int64_t d = 0; d < D; ++d) delta += g[d] * o[d];
     t.delta[i] = delta;
-    if (p.bf16) {  // after δ, which uses the fp32 dO
+    if (p.bf16) { // after δ, which uses the fp32 dO
       round_to_bf16(t.q + i * Dp, D);
       round_to_bf16(t.dout + i * Dp, D);
     }
     const float l = lse[(b * p.H + h) * p.Tq + i];
-    t.lse2[i] = l == kNegInf ? 0.0f : l * kLog2e;  // a row that sees nothing is masked anyway
+    t.lse2[i] = l == kNegInf ? 0.0f : l * kLog2e; // a row that sees nothing is masked anyway
   }
   fill(t.dq, p.Tq * Dp, 0.0f);
   for (int64_t j0 = 0; j0 < p.Tk; j0 += kBlockK) backward_key_block(p, tiles, t, b, h, j0, K, V, dK, dV);
@@ -524,8 +543,8 @@ int64_t attention_scratch_bytes_per_thread(const AttentionParams& p, bool backwa
   return floats * static_cast<int64_t>(sizeof(float));
 }
 
-void attention_forward(const AttentionParams& p, const float* Q, const float* K, const float* V,
-                       float* O, float* lse, float* probs) {
+void attention_forward(const AttentionParams& p, const float* Q, const float* K, const float* V, float* O, float* lse,
+                       float* probs) {
   const TileKernels& tiles = selected_tiles();
   const int64_t query_blocks = (p.Tq + kBlockQ - 1) / kBlockQ, tasks = p.B * p.H * query_blocks;
 #pragma omp parallel
@@ -540,14 +559,12 @@ void attention_forward(const AttentionParams& p, const float* Q, const float* K,
   }
 }
 
-void attention_backward(const AttentionParams& p, const float* Q, const float* K, const float* V,
-                        const float* O, const float* lse, const float* dO, float* dQ, float* dK,
-                        float* dV) {
+void attention_backward(const AttentionParams& p, const float* Q, const float* K, const float* V, const float* O,
+                        const float* lse, const float* dO, float* dQ, float* dK, float* dV) {
   const TileKernels& tiles = selected_tiles();
 #pragma omp parallel
   {
-    const BackwardTiles t =
-        thread_tiles<BackwardTiles>(padded_head_dim(p), p.Tq, p.dropout_p > 0.0f, p.bf16);
+    const BackwardTiles t = thread_tiles<BackwardTiles>(padded_head_dim(p), p.Tq, p.dropout_p > 0.0f, p.bf16);
 #pragma omp for schedule(dynamic)
     for (int64_t bh = 0; bh < p.B * p.H; ++bh)
       backward_head(p, tiles, t, bh / p.H, bh % p.H, Q, K, V, O, lse, dO, dQ, dK, dV);

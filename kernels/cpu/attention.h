@@ -32,7 +32,7 @@
 // reference functions ignore the flag.
 //
 // attention_forward / attention_backward are the fused kernels (attention.cpp: online softmax,
-// O(T) memory). The *_reference functions (attention_reference.cpp) materialise the (B, H, Tq, Tk)
+// O(T) memory). The *_reference functions (attention_reference.cpp) materialize the (B, H, Tq, Tk)
 // matrices the textbook way: they are the test oracle and the naive side of the benchmark.
 #pragma once
 #include <algorithm>
@@ -41,13 +41,13 @@
 namespace pillars::cpu {
 
 struct AttentionParams {
-  int64_t B = 0, H = 0, Tq = 0, Tk = 0, D = 0;  // batch, heads, query length, key length, head dim
-  float scale = 1.0f;                           // usually 1/sqrt(D)
-  bool causal = false;                          // query i sees keys j <= i + (Tk − Tq)
-  const int32_t* key_lengths = nullptr;         // (B) or nullptr: keys j >= key_lengths[b] masked
-  float dropout_p = 0.0f;                       // on the probabilities; 0 = off
-  uint64_t seed = 0, rng_offset = 0;            // the Philox stream of the dropout mask
-  bool bf16 = false;                            // the products' operands rounded to bf16 (below)
+  int64_t B = 0, H = 0, Tq = 0, Tk = 0, D = 0; // batch, heads, query length, key length, head dim
+  float scale = 1.0f;                          // usually 1/sqrt(D)
+  bool causal = false;                         // query i sees keys j <= i + (Tk − Tq)
+  const int32_t* key_lengths = nullptr;        // (B) or nullptr: keys j >= key_lengths[b] masked
+  float dropout_p = 0.0f;                      // on the probabilities; 0 = off
+  uint64_t seed = 0, rng_offset = 0;           // the Philox stream of the dropout mask
+  bool bf16 = false;                           // the products' operands rounded to bf16 (below)
   int64_t q_batch_stride = 0, q_token_stride = 0;
   int64_t k_batch_stride = 0, k_token_stride = 0;
   int64_t v_batch_stride = 0, v_token_stride = 0;
@@ -75,13 +75,12 @@ inline int64_t attention_visible_keys(const AttentionParams& p, int64_t b, int64
 }
 
 // ---- fused kernels (attention.cpp) ------------------------------------------------------------
-void attention_forward(const AttentionParams& p, const float* Q, const float* K, const float* V,
-                       float* O, float* lse, float* probs /* nullable */);
+void attention_forward(const AttentionParams& p, const float* Q, const float* K, const float* V, float* O, float* lse,
+                       float* probs /* nullable */);
 
 // dQ, dK, dV are overwritten (not accumulated); they use the strides of Q, K, V; dO those of O.
-void attention_backward(const AttentionParams& p, const float* Q, const float* K, const float* V,
-                        const float* O, const float* lse, const float* dO, float* dQ, float* dK,
-                        float* dV);
+void attention_backward(const AttentionParams& p, const float* Q, const float* K, const float* V, const float* O,
+                        const float* lse, const float* dO, float* dQ, float* dK, float* dV);
 
 // Scratch the fused kernels keep per OpenMP thread (thread_local, grown once, then reused).
 int64_t attention_scratch_bytes_per_thread(const AttentionParams& p, bool backward);
@@ -91,11 +90,10 @@ int64_t attention_scratch_bytes_per_thread(const AttentionParams& p, bool backwa
 const char* attention_isa();
 
 // ---- naive reference (attention_reference.cpp) ------------------------------------------------
-void attention_forward_reference(const AttentionParams& p, const float* Q, const float* K,
-                                 const float* V, float* O, float* lse, float* probs /* nullable */);
-void attention_backward_reference(const AttentionParams& p, const float* Q, const float* K,
-                                  const float* V, const float* O, const float* lse, const float* dO,
-                                  float* dQ, float* dK, float* dV);
+void attention_forward_reference(const AttentionParams& p, const float* Q, const float* K, const float* V, float* O,
+                                 float* lse, float* probs /* nullable */);
+void attention_backward_reference(const AttentionParams& p, const float* Q, const float* K, const float* V,
+                                  const float* O, const float* lse, const float* dO, float* dQ, float* dK, float* dV);
 
 // The (B, H, Tq, Tk) matrices the reference allocates for one call.
 int64_t attention_reference_scratch_bytes(const AttentionParams& p, bool backward);

@@ -1,4 +1,4 @@
-// Naive, materialised attention: the textbook formulas over whole (B, H, Tq, Tk) matrices.
+// Naive, materialized attention: the textbook formulas over whole (B, H, Tq, Tk) matrices.
 // It is the oracle the fused kernels (attention.cpp) are tested against and the "naive" side of
 // `pillars bench attention`, so it is written the straightforward way — two sgemm calls per
 // (batch, head) and a plain softmax — and shares nothing with the fused path but the mask rule
@@ -31,7 +31,7 @@ using Matrix = std::vector<float>;
 int64_t matrix_elems(const AttentionParams& p) { return p.B * p.H * p.Tq * p.Tk; }
 
 // Matrix number `slot` of the calling thread, resized to the problem. The buffers only grow, like
-// a framework's caching allocator, so that the benchmark times the materialised computation and
+// a framework's caching allocator, so that the benchmark times the materialized computation and
 // its memory traffic rather than the kernel zeroing fresh pages on every call.
 Matrix& matrix(int slot, const AttentionParams& p) {
   thread_local Matrix matrices[3];
@@ -48,10 +48,9 @@ float* head(float* x, int64_t batch_stride, const AttentionParams& p, int64_t b,
 
 // P ← softmax(scale · Q Kᵀ + mask), row by row; lse (nullable) ← log Σ exp of the masked logits.
 // A row that sees no key becomes all zeros with lse = −inf.
-void softmax_probabilities(const AttentionParams& p, const float* Q, const float* K, Matrix& P,
-                           float* lse) {
+void softmax_probabilities(const AttentionParams& p, const float* Q, const float* K, Matrix& P, float* lse) {
   for (int64_t b = 0; b < p.B; ++b)
-    for (int64_t h = 0; h < p.H; ++h)  // S (Tq, keys of row b); the columns past them stay unread
+    for (int64_t h = 0; h < p.H; ++h) // S (Tq, keys of row b); the columns past them stay unread
       sgemm(false, true, p.Tq, attention_key_limit(p, b), p.D, p.scale, head(Q, p.q_batch_stride, p, b, h),
             p.q_token_stride, head(K, p.k_batch_stride, p, b, h), p.k_token_stride, 0.0f,
             P.data() + (b * p.H + h) * p.Tq * p.Tk, p.Tk);
@@ -70,9 +69,8 @@ void softmax_probabilities(const AttentionParams& p, const float* Q, const float
 
 // The dropout multiplier Z of flat element `index` of the (B, H, Tq, Tk) matrix.
 float dropout_multiplier(const AttentionParams& p, int64_t index) {
-  return philox_uniform(p.seed, p.rng_offset, static_cast<uint64_t>(index)) >= p.dropout_p
-             ? 1.0f / (1.0f - p.dropout_p)
-             : 0.0f;
+  return philox_uniform(p.seed, p.rng_offset, static_cast<uint64_t>(index)) >= p.dropout_p ? 1.0f / (1.0f - p.dropout_p)
+                                                                                           : 0.0f;
 }
 
 // Y ← Z ∘ X, elementwise.
@@ -88,29 +86,28 @@ int64_t attention_reference_scratch_bytes(const AttentionParams& p, bool backwar
   return matrices * matrix_elems(p) * static_cast<int64_t>(sizeof(float));
 }
 
-void attention_forward_reference(const AttentionParams& p, const float* Q, const float* K,
-                                 const float* V, float* O, float* lse, float* probs) {
-  Matrix& P = matrix(0, p);  // (B, H, Tq, Tk): S, then softmax(S) in place
+void attention_forward_reference(const AttentionParams& p, const float* Q, const float* K, const float* V, float* O,
+                                 float* lse, float* probs) {
+  Matrix& P = matrix(0, p); // (B, H, Tq, Tk): S, then softmax(S) in place
   softmax_probabilities(p, Q, K, P, lse);
   if (probs) std::copy(P.begin(), P.end(), probs);
   const bool dropout = p.dropout_p > 0.0f;
-  if (dropout) apply_dropout(p, P, matrix(2, p));  // (B, H, Tq, Tk): P ∘ Z
+  if (dropout) apply_dropout(p, P, matrix(2, p)); // (B, H, Tq, Tk): P ∘ Z
   const Matrix& A = dropout ? matrix(2, p) : P;
   for (int64_t b = 0; b < p.B; ++b)
-    for (int64_t h = 0; h < p.H; ++h)  // O = (P∘Z) V over the keys that exist
+    for (int64_t h = 0; h < p.H; ++h) // O = (P∘Z) V over the keys that exist
       sgemm(false, false, p.Tq, p.D, attention_key_limit(p, b), 1.0f, A.data() + (b * p.H + h) * p.Tq * p.Tk, p.Tk,
-            head(V, p.v_batch_stride, p, b, h), p.v_token_stride, 0.0f,
-            head(O, p.o_batch_stride, p, b, h), p.o_token_stride);
+            head(V, p.v_batch_stride, p, b, h), p.v_token_stride, 0.0f, head(O, p.o_batch_stride, p, b, h),
+            p.o_token_stride);
 }
 
-void attention_backward_reference(const AttentionParams& p, const float* Q, const float* K,
-                                  const float* V, const float* O, const float* lse,
-                                  const float* dO, float* dQ, float* dK, float* dV) {
-  Matrix& P = matrix(0, p);   // (B, H, Tq, Tk) softmax probabilities
-  Matrix& dP = matrix(1, p);  // (B, H, Tq, Tk) dP, then dS in place
+void attention_backward_reference(const AttentionParams& p, const float* Q, const float* K, const float* V,
+                                  const float* O, const float* lse, const float* dO, float* dQ, float* dK, float* dV) {
+  Matrix& P = matrix(0, p);  // (B, H, Tq, Tk) softmax probabilities
+  Matrix& dP = matrix(1, p); // (B, H, Tq, Tk) dP, then dS in place
   softmax_probabilities(p, Q, K, P, nullptr);
   const bool dropout = p.dropout_p > 0.0f;
-  if (dropout) apply_dropout(p, P, matrix(2, p));  // (B, H, Tq, Tk): P ∘ Z
+  if (dropout) apply_dropout(p, P, matrix(2, p)); // (B, H, Tq, Tk): P ∘ Z
   const Matrix& A = dropout ? matrix(2, p) : P;
   const int64_t TT = p.Tq * p.Tk;
   for (int64_t b = 0; b < p.B; ++b)
@@ -121,11 +118,11 @@ void attention_backward_reference(const AttentionParams& p, const float* Q, cons
       sgemm(true, false, keys, p.D, p.Tq, 1.0f, A.data() + bh, p.Tk, dout, p.o_token_stride, 0.0f,
             head(dV, p.v_batch_stride, p, b, h), p.v_token_stride);
       // dP = dO Vᵀ
-      sgemm(false, true, p.Tq, keys, p.D, 1.0f, dout, p.o_token_stride,
-            head(V, p.v_batch_stride, p, b, h), p.v_token_stride, 0.0f, dP.data() + bh, p.Tk);
+      sgemm(false, true, p.Tq, keys, p.D, 1.0f, dout, p.o_token_stride, head(V, p.v_batch_stride, p, b, h),
+            p.v_token_stride, 0.0f, dP.data() + bh, p.Tk);
     }
 #pragma omp parallel for
-  for (int64_t row = 0; row < p.B * p.H * p.Tq; ++row) {  // dS = P ∘ (dP∘Z − rowsum(P ∘ dP∘Z))
+  for (int64_t row = 0; row < p.B * p.H * p.Tq; ++row) { // dS = P ∘ (dP∘Z − rowsum(P ∘ dP∘Z))
     const int64_t keys = attention_key_limit(p, row / (p.H * p.Tq));
     float* g = dP.data() + row * p.Tk;
     const float* prob = P.data() + row * p.Tk;
@@ -140,10 +137,10 @@ void attention_backward_reference(const AttentionParams& p, const float* Q, cons
       const int64_t keys = attention_key_limit(p, b);
       const float* dS = dP.data() + (b * p.H + h) * TT;
       // dQ = scale · dS K,  dK = scale · dSᵀ Q  (over the keys that exist; dK is 0 past them)
-      sgemm(false, false, p.Tq, p.D, keys, p.scale, dS, p.Tk, head(K, p.k_batch_stride, p, b, h),
-            p.k_token_stride, 0.0f, head(dQ, p.q_batch_stride, p, b, h), p.q_token_stride);
-      sgemm(true, false, keys, p.D, p.Tq, p.scale, dS, p.Tk, head(Q, p.q_batch_stride, p, b, h),
-            p.q_token_stride, 0.0f, head(dK, p.k_batch_stride, p, b, h), p.k_token_stride);
+      sgemm(false, false, p.Tq, p.D, keys, p.scale, dS, p.Tk, head(K, p.k_batch_stride, p, b, h), p.k_token_stride,
+            0.0f, head(dQ, p.q_batch_stride, p, b, h), p.q_token_stride);
+      sgemm(true, false, keys, p.D, p.Tq, p.scale, dS, p.Tk, head(Q, p.q_batch_stride, p, b, h), p.q_token_stride, 0.0f,
+            head(dK, p.k_batch_stride, p, b, h), p.k_token_stride);
       for (int64_t j = keys; j < p.Tk; ++j)
         for (float* grad : {head(dK, p.k_batch_stride, p, b, h) + j * p.k_token_stride,
                             head(dV, p.v_batch_stride, p, b, h) + j * p.v_token_stride})

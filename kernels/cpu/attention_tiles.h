@@ -30,16 +30,16 @@ struct TileKernels {
   // C (m × n) = alpha · A (m × k) · B (k × n), plus the old C when `accumulate`.
   // A(r, p) = A[r · a_row + p · a_col] (any strides: Aᵀ is free), B row-major with row stride ldb,
   // C row-major with row stride ldc. n % 16 == 0.
-  void (*gemm)(int64_t m, int64_t n, int64_t k, float alpha, const float* A, int64_t a_row,
-               int64_t a_col, const float* B, int64_t ldb, float* C, int64_t ldc, bool accumulate);
+  void (*gemm)(int64_t m, int64_t n, int64_t k, float alpha, const float* A, int64_t a_row, int64_t a_col,
+               const float* B, int64_t ldb, float* C, int64_t ldc, bool accumulate);
   // One key block of the online softmax, on a *transposed* logits tile: St (cols × n, row stride
   // ld) holds St[j][i] = the log2 logit of key j of the block for query i (n % 16 == 0), and query
   // i sees only the block's first visible[i] keys (visible == nullptr: all of them). Per query i:
   //   m' = max(m[i], max_j St[j][i]),  St[j][i] ← 2^(St[j][i] − m') (0 where masked),
   //   alpha[i] = 2^(m[i] − m'),  l[i] ← alpha[i] · l[i] + Σ_j St[j][i],  m[i] ← m'.
   // A query that has seen no key yet keeps m = −inf and l = 0 and gets alpha = 0 (never NaN).
-  void (*online_softmax_columns)(float* St, int64_t ld, int64_t cols, int64_t n, const float* visible,
-                                 float* m, float* l, float* alpha);
+  void (*online_softmax_columns)(float* St, int64_t ld, int64_t cols, int64_t n, const float* visible, float* m,
+                                 float* l, float* alpha);
   // X[r][i] ← alpha[i] · X[r][i] for r < rows, i < n (row stride ld).
   void (*scale_columns)(float* X, int64_t ld, int64_t rows, int64_t n, const float* alpha);
   // x[j] ← 2^(x[j] − shift) in place (exactly 0 where x[j] − shift < −126, so −inf gives 0);
@@ -53,28 +53,25 @@ struct TileKernels {
   //                  the dropout multipliers, or nullptr for none; dS may not alias P.
   // A and B as in gemm; n % 16 == 0. The same arithmetic as gemm followed by the elementwise step
   // (except that the compiler may fuse a multiply and an add of the epilogue into one FMA).
-  void (*probabilities)(int64_t m, int64_t n, int64_t k, float alpha, const float* A, int64_t a_row,
-                        int64_t a_col, const float* B, int64_t ldb, const float* shift,
-                        const float* visible, float* P, int64_t ldp);
-  void (*softmax_grad)(int64_t m, int64_t n, int64_t k, const float* A, int64_t a_row, int64_t a_col,
-                       const float* B, int64_t ldb, const float* P, const float* mult,
-                       const float* delta, float* dS, int64_t ld);
+  void (*probabilities)(int64_t m, int64_t n, int64_t k, float alpha, const float* A, int64_t a_row, int64_t a_col,
+                        const float* B, int64_t ldb, const float* shift, const float* visible, float* P, int64_t ldp);
+  void (*softmax_grad)(int64_t m, int64_t n, int64_t k, const float* A, int64_t a_row, int64_t a_col, const float* B,
+                       int64_t ldb, const float* P, const float* mult, const float* delta, float* dS, int64_t ld);
   // dst[c · dst_ld + r] = src[r · src_ld + c] for r < rows, c < cols (any sizes): VW × VW blocks
   // are transposed in registers, the ragged edges element by element.
-  void (*transpose)(const float* src, int64_t src_ld, int64_t rows, int64_t cols, float* dst,
-                    int64_t dst_ld);
+  void (*transpose)(const float* src, int64_t src_ld, int64_t rows, int64_t cols, float* dst, int64_t dst_ld);
   // The dropout multipliers of elements first .. first + n − 1 of the Philox stream `seed`
   // (kernels/philox.h, bit for bit): mult[j] = keep_scale if (word >> 8) >= threshold, else 0,
   // where word is element (first + j)'s random 32-bit word and threshold = ⌈p · 2^24⌉ (that is
   // u = (word >> 8) · 2^-24 >= p). n may be anything (no padding contract).
-  void (*dropout_multipliers)(uint64_t seed, uint64_t first, int64_t n, uint32_t threshold,
-                              float keep_scale, float* mult);
+  void (*dropout_multipliers)(uint64_t seed, uint64_t first, int64_t n, uint32_t threshold, float keep_scale,
+                              float* mult);
 };
 
 // The three builds of the kernels; attention.cpp picks one with cpu_features.h's active_isa().
 const TileKernels& tiles_generic();
-const TileKernels& tiles_avx2();    // call only where the CPU has AVX2 + FMA
-const TileKernels& tiles_avx512();  // call only where the CPU has AVX-512 F/BW/VL/DQ
+const TileKernels& tiles_avx2();   // call only where the CPU has AVX2 + FMA
+const TileKernels& tiles_avx512(); // call only where the CPU has AVX-512 F/BW/VL/DQ
 
 } // namespace pillars::cpu::attention_tiles
 
@@ -92,7 +89,7 @@ namespace {
 
 constexpr int VW = PILLARS_TILES_VW;
 constexpr int NV = PILLARS_TILES_NV;
-constexpr int MR = 6;  // rows of the register block
+constexpr int MR = 6; // rows of the register block
 
 typedef float vf __attribute__((vector_size(VW * 4)));
 typedef float vf_unaligned __attribute__((vector_size(VW * 4), aligned(4), may_alias));
@@ -100,7 +97,7 @@ typedef int32_t vi __attribute__((vector_size(VW * 4)));
 
 inline vf load(const float* p) { return *reinterpret_cast<const vf_unaligned*>(p); }
 inline void store(float* p, vf v) { *reinterpret_cast<vf_unaligned*>(p) = v; }
-inline vf splat(float x) { return x - vf{}; }  // (x − 0 folds to a broadcast; 0 + x would not: −0)
+inline vf splat(float x) { return x - vf{}; } // (x − 0 folds to a broadcast; 0 + x would not: −0)
 inline vf fmadd(vf a, vf b, vf c) { return PILLARS_TILES_FMA(a, b, c); }
 inline float sum_lanes(vf v) {
   float s = 0;
@@ -115,7 +112,7 @@ inline vf exp2v(vf x) {
   const vf lo = splat(-126.0f), hi = splat(127.0f);
   vf xc = x < lo ? lo : x;
   xc = xc > hi ? hi : xc;
-  const vf round_magic = splat(12582912.0f);  // 1.5 · 2^23: x + it has no fraction bits left
+  const vf round_magic = splat(12582912.0f); // 1.5 · 2^23: x + it has no fraction bits left
   const vf n = (xc + round_magic) - round_magic;
   const vf f = xc - n;
   vf poly = splat(1.535336188319500e-4f);
@@ -126,7 +123,7 @@ inline vf exp2v(vf x) {
   poly = fmadd(poly, f, splat(6.931472028550421e-1f));
   const vf two_f = fmadd(poly, f, splat(1.0f));
   const vi exponent = (__builtin_convertvector(n, vi) + 127) << 23;
-  const vf two_n = (vf)exponent;  // a vector cast reinterprets the bits
+  const vf two_n = (vf)exponent; // a vector cast reinterprets the bits
   return x < lo ? splat(0.0f) : two_f * two_n;
 }
 
@@ -140,8 +137,8 @@ inline vf exp2v(vf x) {
 // The R × V accumulators of rows [i, i + R) and vectors [j, j + V·VW) live in registers; each step
 // loads V vectors of B and broadcasts R scalars of A.
 template <int R, int V, class Epilogue>
-void gemm_block(int64_t i, int64_t j, int64_t k, const float* A, int64_t a_row, int64_t a_col,
-                const float* B, int64_t ldb, const Epilogue& epilogue) {
+void gemm_block(int64_t i, int64_t j, int64_t k, const float* A, int64_t a_row, int64_t a_col, const float* B,
+                int64_t ldb, const Epilogue& epilogue) {
   A += i * a_row;
   B += j;
   vf acc[R][V];
@@ -168,33 +165,30 @@ void gemm_block(int64_t i, int64_t j, int64_t k, const float* A, int64_t a_row, 
 
 // Picks the block shape for a tail: `rows` ≤ R rows and `vecs` ≤ V vectors, at compile time.
 template <int R, int V, class Epilogue>
-void gemm_block_fitting(int rows, int vecs, int64_t i, int64_t j, int64_t k, const float* A,
-                        int64_t a_row, int64_t a_col, const float* B, int64_t ldb,
-                        const Epilogue& epilogue) {
+void gemm_block_fitting(int rows, int vecs, int64_t i, int64_t j, int64_t k, const float* A, int64_t a_row,
+                        int64_t a_col, const float* B, int64_t ldb, const Epilogue& epilogue) {
   if constexpr (R > 1)
-    if (rows < R)
-      return gemm_block_fitting<R - 1, V>(rows, vecs, i, j, k, A, a_row, a_col, B, ldb, epilogue);
+    if (rows < R) return gemm_block_fitting<R - 1, V>(rows, vecs, i, j, k, A, a_row, a_col, B, ldb, epilogue);
   if constexpr (V > 1)
-    if (vecs < V)
-      return gemm_block_fitting<R, V - 1>(rows, vecs, i, j, k, A, a_row, a_col, B, ldb, epilogue);
+    if (vecs < V) return gemm_block_fitting<R, V - 1>(rows, vecs, i, j, k, A, a_row, a_col, B, ldb, epilogue);
   gemm_block<R, V>(i, j, k, A, a_row, a_col, B, ldb, epilogue);
 }
 
 // The (m × n) product A B, block by block, through `epilogue`.
 template <class Epilogue>
-void gemm_sweep(int64_t m, int64_t n, int64_t k, const float* A, int64_t a_row, int64_t a_col,
-                const float* B, int64_t ldb, const Epilogue& epilogue) {
-  for (int64_t j = 0; j < n; j += NV * VW) {  // a column panel of B stays in L1 ...
+void gemm_sweep(int64_t m, int64_t n, int64_t k, const float* A, int64_t a_row, int64_t a_col, const float* B,
+                int64_t ldb, const Epilogue& epilogue) {
+  for (int64_t j = 0; j < n; j += NV * VW) { // a column panel of B stays in L1 ...
     const int vecs = static_cast<int>((n - j) / VW < NV ? (n - j) / VW : NV);
-    for (int64_t i = 0; i < m; i += MR) {     // ... while the row blocks sweep over it
+    for (int64_t i = 0; i < m; i += MR) { // ... while the row blocks sweep over it
       const int rows = static_cast<int>(m - i < MR ? m - i : MR);
       gemm_block_fitting<MR, NV>(rows, vecs, i, j, k, A, a_row, a_col, B, ldb, epilogue);
     }
   }
 }
 
-void gemm(int64_t m, int64_t n, int64_t k, float alpha, const float* A, int64_t a_row,
-          int64_t a_col, const float* B, int64_t ldb, float* C, int64_t ldc, bool accumulate) {
+void gemm(int64_t m, int64_t n, int64_t k, float alpha, const float* A, int64_t a_row, int64_t a_col, const float* B,
+          int64_t ldb, float* C, int64_t ldc, bool accumulate) {
   const vf scale = splat(alpha);
   if (accumulate)
     gemm_sweep(m, n, k, A, a_row, a_col, B, ldb, [=](int64_t i, int64_t j, vf acc) {
@@ -211,8 +205,8 @@ void gemm(int64_t m, int64_t n, int64_t k, float alpha, const float* A, int64_t 
 // Column maxima and the exponentials of online_softmax_columns, for the VW queries starting at
 // column i; kMasked: apply `visible` (key j of query i is masked iff j >= visible[i]).
 template <bool kMasked>
-void online_softmax_vector(float* St, int64_t ld, int64_t cols, const float* visible, float* m,
-                           float* l, float* alpha) {
+void online_softmax_vector(float* St, int64_t ld, int64_t cols, const float* visible, float* m, float* l,
+                           float* alpha) {
   const vf neg_inf = splat(-__builtin_inff());
   const vf seen = kMasked ? load(visible) : neg_inf;
   auto logit = [&](int64_t j) {
@@ -225,7 +219,7 @@ void online_softmax_vector(float* St, int64_t ld, int64_t cols, const float* vis
     const vf s = logit(j);
     m_new = s > m_new ? s : m_new;
   }
-  const vf shift = m_new == neg_inf ? splat(0.0f) : m_new;  // a query with no key yet: stays −inf
+  const vf shift = m_new == neg_inf ? splat(0.0f) : m_new; // a query with no key yet: stays −inf
   const vf a = exp2v(m_old - shift);
   vf sum = splat(0.0f);
   for (int64_t j = 0; j < cols; ++j) {
@@ -238,8 +232,8 @@ void online_softmax_vector(float* St, int64_t ld, int64_t cols, const float* vis
   store(m, m_new);
 }
 
-void online_softmax_columns(float* St, int64_t ld, int64_t cols, int64_t n, const float* visible,
-                            float* m, float* l, float* alpha) {
+void online_softmax_columns(float* St, int64_t ld, int64_t cols, int64_t n, const float* visible, float* m, float* l,
+                            float* alpha) {
   for (int64_t i = 0; i < n; i += VW) {
     if (visible)
       online_softmax_vector<true>(St + i, ld, cols, visible + i, m + i, l + i, alpha + i);
@@ -270,9 +264,8 @@ inline vf lane_index() {
   return x;
 }
 
-void probabilities(int64_t m, int64_t n, int64_t k, float alpha, const float* A, int64_t a_row,
-                   int64_t a_col, const float* B, int64_t ldb, const float* shift,
-                   const float* visible, float* P, int64_t ldp) {
+void probabilities(int64_t m, int64_t n, int64_t k, float alpha, const float* A, int64_t a_row, int64_t a_col,
+                   const float* B, int64_t ldb, const float* shift, const float* visible, float* P, int64_t ldp) {
   const vf scale = splat(alpha), lanes = lane_index();
   gemm_sweep(m, n, k, A, a_row, a_col, B, ldb, [=](int64_t i, int64_t j, vf acc) {
     const vf e = exp2v(scale * acc - shift[i]);
@@ -280,9 +273,8 @@ void probabilities(int64_t m, int64_t n, int64_t k, float alpha, const float* A,
   });
 }
 
-void softmax_grad(int64_t m, int64_t n, int64_t k, const float* A, int64_t a_row, int64_t a_col,
-                  const float* B, int64_t ldb, const float* P, const float* mult,
-                  const float* delta, float* dS, int64_t ld) {
+void softmax_grad(int64_t m, int64_t n, int64_t k, const float* A, int64_t a_row, int64_t a_col, const float* B,
+                  int64_t ldb, const float* P, const float* mult, const float* delta, float* dS, int64_t ld) {
   if (mult)
     gemm_sweep(m, n, k, A, a_row, a_col, B, ldb, [=](int64_t i, int64_t j, vf acc) {
       const int64_t at = i * ld + j;
@@ -317,8 +309,7 @@ inline void transpose_vectors(vf x[VW]) {
   }
 }
 
-void transpose(const float* src, int64_t src_ld, int64_t rows, int64_t cols, float* dst,
-               int64_t dst_ld) {
+void transpose(const float* src, int64_t src_ld, int64_t rows, int64_t cols, float* dst, int64_t dst_ld) {
   int64_t r = 0;
   for (; r + VW <= rows; r += VW) {
     int64_t c = 0;
@@ -340,7 +331,7 @@ void transpose(const float* src, int64_t src_ld, int64_t rows, int64_t cols, flo
 // ---- dropout: Philox4x32-10 on VW counters at once ----------------------------------------------
 
 typedef uint32_t vu __attribute__((vector_size(VW * 4)));
-typedef uint64_t vq __attribute__((vector_size(VW * 4)));  // the same register as VW/2 64-bit lanes
+typedef uint64_t vq __attribute__((vector_size(VW * 4))); // the same register as VW/2 64-bit lanes
 
 // hi:lo = a · b for each of the VW 32-bit lanes of b (the full 64-bit products). The even and odd
 // lanes are multiplied separately as zero-extended 64-bit lanes, which every x86 SIMD level does in
@@ -377,23 +368,22 @@ void philox_block(uint64_t first_counter, uint64_t seed, vu words[4]) {
   words[0] = c0, words[1] = c1, words[2] = c2, words[3] = c3;
 }
 
-void dropout_multipliers(uint64_t seed, uint64_t first, int64_t n, uint32_t threshold,
-                         float keep_scale, float* mult) {
+void dropout_multipliers(uint64_t seed, uint64_t first, int64_t n, uint32_t threshold, float keep_scale, float* mult) {
   const uint64_t end = first + static_cast<uint64_t>(n);
   for (uint64_t counter = first >> 2; 4 * counter < end; counter += VW) {
     vu words[4];
     philox_block(counter, seed, words);
-    vf m[4];  // m[w][lane]: multiplier of element 4 · (counter + lane) + w
+    vf m[4]; // m[w][lane]: multiplier of element 4 · (counter + lane) + w
     for (int w = 0; w < 4; ++w) m[w] = (words[w] >> 8) >= threshold ? splat(keep_scale) : splat(0.0f);
     // Into element order (a 4 × VW transpose): two rounds of interleaving.
     const vf even[2] = {zip(m[0], m[2], 0), zip(m[0], m[2], 1)};
     const vf odd[2] = {zip(m[1], m[3], 0), zip(m[1], m[3], 1)};
     const vf in_order[4] = {zip(even[0], odd[0], 0), zip(even[0], odd[0], 1), zip(even[1], odd[1], 0),
                             zip(even[1], odd[1], 1)};
-    const uint64_t e0 = 4 * counter;  // the first element of this block
+    const uint64_t e0 = 4 * counter; // the first element of this block
     if (e0 >= first && e0 + 4 * VW <= end) {
       for (int v = 0; v < 4; ++v) store(mult + (e0 - first) + v * VW, in_order[v]);
-    } else {  // the block straddles an end of the range
+    } else { // the block straddles an end of the range
       float block[4 * VW];
       for (int v = 0; v < 4; ++v) store(block + v * VW, in_order[v]);
       for (uint64_t e = e0 > first ? e0 : first; e < e0 + 4 * VW && e < end; ++e) mult[e - first] = block[e - e0];
@@ -404,9 +394,9 @@ void dropout_multipliers(uint64_t seed, uint64_t first, int64_t n, uint32_t thre
 } // namespace
 
 const TileKernels& PILLARS_TILES_NAME() {
-  static const TileKernels kernels{PILLARS_TILES_ISA, gemm,          online_softmax_columns,
-                                   scale_columns,     exp2_row,      probabilities,
-                                   softmax_grad,      transpose,     dropout_multipliers};
+  static const TileKernels kernels{PILLARS_TILES_ISA, gemm,      online_softmax_columns,
+                                   scale_columns,     exp2_row,  probabilities,
+                                   softmax_grad,      transpose, dropout_multipliers};
   return kernels;
 }
 

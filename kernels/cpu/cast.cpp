@@ -1,4 +1,4 @@
-// fp32 ↔ bf16 conversions; see cast.h. Written on the bit patterns so the compiler vectorises
+// fp32 ↔ bf16 conversions; see cast.h. Written on the bit patterns so the compiler vectorizes
 // them (no branches: the NaN case is a select), spread over OpenMP threads when large.
 #include "kernels/cpu/cast.h"
 

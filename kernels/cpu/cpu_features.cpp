@@ -68,8 +68,8 @@ Isa detect() {
 Isa clamp_to_cpu(Isa wanted, const char* who) {
   const Isa best = detected_isa();
   if (static_cast<int>(wanted) <= static_cast<int>(best)) return wanted;
-  std::fprintf(stderr, "pillars: %s asks for %s but this CPU supports only %s; using %s\n", who,
-               isa_name(wanted), isa_name(best), isa_name(best));
+  std::fprintf(stderr, "pillars: %s asks for %s but this CPU supports only %s; using %s\n", who, isa_name(wanted),
+               isa_name(best), isa_name(best));
   return best;
 }
 
@@ -90,11 +90,16 @@ std::atomic<int> g_forced{kNoOverride};
 
 const char* isa_name(Isa isa) {
   switch (isa) {
-  case Isa::amx: return "amx";
-  case Isa::avx512_bf16: return "avx512_bf16";
-  case Isa::avx512: return "avx512";
-  case Isa::avx2: return "avx2";
-  case Isa::generic: return "generic";
+    case Isa::amx:
+      return "amx";
+    case Isa::avx512_bf16:
+      return "avx512_bf16";
+    case Isa::avx512:
+      return "avx512";
+    case Isa::avx2:
+      return "avx2";
+    case Isa::generic:
+      return "generic";
   }
   return "?";
 }
@@ -113,9 +118,7 @@ Isa active_isa() {
   return from_env;
 }
 
-void force_isa(Isa isa) {
-  g_forced.store(static_cast<int>(clamp_to_cpu(isa, "force_isa")), std::memory_order_relaxed);
-}
+void force_isa(Isa isa) { g_forced.store(static_cast<int>(clamp_to_cpu(isa, "force_isa")), std::memory_order_relaxed); }
 
 void clear_forced_isa() { g_forced.store(kNoOverride, std::memory_order_relaxed); }
 

@@ -47,13 +47,13 @@ void clear_forced_isa();
 
 // Forces an ISA for the lifetime of the object, then restores the previous setting.
 class ScopedIsa {
-public:
+ public:
   explicit ScopedIsa(Isa isa);
   ~ScopedIsa();
   ScopedIsa(const ScopedIsa&) = delete;
   ScopedIsa& operator=(const ScopedIsa&) = delete;
 
-private:
+ private:
   int previous_; // the raw override value that was in place (-1: none)
 };
 

@@ -22,7 +22,6 @@
 namespace pillars::cpu {
 namespace {
 
-
 bool ignored(const CrossEntropyParams& p, int32_t t) { return t == p.ignore_index; }
 
 struct RowResult {
@@ -32,7 +31,7 @@ struct RowResult {
 PILLARS_VEC_INLINE RowResult forward_row_body(const float* x, int32_t target, int64_t V, float smoothing) {
   float m = -std::numeric_limits<float>::infinity();
 #pragma omp simd reduction(max : m)
-  for (int64_t v = 0; v < V; ++v) m = x[v] > m ? x[v] : m; // (vectorises at -O2, unlike std::max)
+  for (int64_t v = 0; v < V; ++v) m = x[v] > m ? x[v] : m; // (vectorizes at -O2, unlike std::max)
   float sum_exp = 0.0f, sum_x = 0.0f;
 #pragma omp simd reduction(+ : sum_exp, sum_x)
   for (int64_t v = 0; v < V; ++v) {
@@ -43,20 +42,18 @@ PILLARS_VEC_INLINE RowResult forward_row_body(const float* x, int32_t target, in
   const float loss = lse - (1.0f - smoothing) * x[target] - smoothing / static_cast<float>(V) * sum_x;
   return RowResult{lse, loss};
 }
-PILLARS_PER_ISA(RowResult, forward_row,
-                (const float* x, int32_t target, int64_t V, float smoothing),
+PILLARS_PER_ISA(RowResult, forward_row, (const float* x, int32_t target, int64_t V, float smoothing),
                 (x, target, V, smoothing))
 
-PILLARS_VEC_INLINE void backward_row_body(const float* x, int32_t target, float lse, int64_t V,
-                                          float smoothing, float scale, float* dx) {
+PILLARS_VEC_INLINE void backward_row_body(const float* x, int32_t target, float lse, int64_t V, float smoothing,
+                                          float scale, float* dx) {
   const float uniform = smoothing / static_cast<float>(V);
 #pragma omp simd
   for (int64_t v = 0; v < V; ++v) dx[v] = (fast_exp(x[v] - lse) - uniform) * scale;
   dx[target] -= (1.0f - smoothing) * scale;
 }
 PILLARS_PER_ISA(void, backward_row,
-                (const float* x, int32_t target, float lse, int64_t V, float smoothing, float scale,
-                 float* dx),
+                (const float* x, int32_t target, float lse, int64_t V, float smoothing, float scale, float* dx),
                 (x, target, lse, V, smoothing, scale, dx))
 
 } // namespace
@@ -66,15 +63,15 @@ int64_t cross_entropy_valid_rows(const CrossEntropyParams& p, const int32_t* tar
   for (int64_t n = 0; n < p.N; ++n) {
     const int32_t t = targets[n];
     if (ignored(p, t)) continue;
-    PILLARS_CHECK(t >= 0 && t < p.V, "cross_entropy: target ", t, " of row ", n,
-                  " is outside the classes [0, ", p.V, ") and is not ignore_index (", p.ignore_index, ")");
+    PILLARS_CHECK(t >= 0 && t < p.V, "cross_entropy: target ", t, " of row ", n, " is outside the classes [0, ", p.V,
+                  ") and is not ignore_index (", p.ignore_index, ")");
     ++valid;
   }
   return valid;
 }
 
-void cross_entropy_rows_forward(const CrossEntropyParams& p, const float* logits, const int32_t* targets,
-                                float* lse, float* row_loss) {
+void cross_entropy_rows_forward(const CrossEntropyParams& p, const float* logits, const int32_t* targets, float* lse,
+                                float* row_loss) {
 #pragma omp parallel for schedule(static) if (p.N * p.V >= kParallelGrain)
   for (int64_t n = 0; n < p.N; ++n) {
     if (ignored(p, targets[n])) {
@@ -87,8 +84,8 @@ void cross_entropy_rows_forward(const CrossEntropyParams& p, const float* logits
   }
 }
 
-float cross_entropy_forward(const CrossEntropyParams& p, const float* logits, const int32_t* targets,
-                            float* lse, float* row_loss) {
+float cross_entropy_forward(const CrossEntropyParams& p, const float* logits, const int32_t* targets, float* lse,
+                            float* row_loss) {
   const int64_t valid = cross_entropy_valid_rows(p, targets); // throws before any thread starts
   cross_entropy_rows_forward(p, logits, targets, lse, row_loss);
   double total = 0.0;
@@ -108,8 +105,8 @@ void cross_entropy_rows_backward(const CrossEntropyParams& p, const float* logit
   }
 }
 
-void cross_entropy_backward(const CrossEntropyParams& p, const float* logits, const int32_t* targets,
-                            const float* lse, float grad, float* dlogits) {
+void cross_entropy_backward(const CrossEntropyParams& p, const float* logits, const int32_t* targets, const float* lse,
+                            float grad, float* dlogits) {
   const int64_t valid = cross_entropy_valid_rows(p, targets);
   cross_entropy_rows_backward(p, logits, targets, lse, valid == 0 ? 0.0f : grad / static_cast<float>(valid), dlogits);
 }

@@ -27,12 +27,12 @@ struct CrossEntropyParams {
 int64_t cross_entropy_valid_rows(const CrossEntropyParams& p, const int32_t* targets);
 
 // Returns L; writes lse (N) (0 on ignored rows). row_loss: scratch of N floats.
-float cross_entropy_forward(const CrossEntropyParams& p, const float* logits, const int32_t* targets,
-                            float* lse, float* row_loss);
+float cross_entropy_forward(const CrossEntropyParams& p, const float* logits, const int32_t* targets, float* lse,
+                            float* row_loss);
 
 // dlogits (N, V) overwritten; grad = dL_total/dL (the upstream scalar gradient).
-void cross_entropy_backward(const CrossEntropyParams& p, const float* logits, const int32_t* targets,
-                            const float* lse, float grad, float* dlogits);
+void cross_entropy_backward(const CrossEntropyParams& p, const float* logits, const int32_t* targets, const float* lse,
+                            float grad, float* dlogits);
 
 // The two row sweeps under the functions above, for a caller that sees the rows a block at a time
 // (kernels/cpu/linear_cross_entropy.h) and so knows n_valid from elsewhere. Targets must already be
@@ -40,8 +40,8 @@ void cross_entropy_backward(const CrossEntropyParams& p, const float* logits, co
 //   rows_forward:  lse_n and loss_n of every row (both 0 on ignored rows); no mean.
 //   rows_backward: dx_{n,v} = (p_v − q_v)·scale on valid rows, 0 on ignored rows. dlogits may be
 //                  logits itself (each element is read before it is written).
-void cross_entropy_rows_forward(const CrossEntropyParams& p, const float* logits, const int32_t* targets,
-                                float* lse, float* row_loss);
+void cross_entropy_rows_forward(const CrossEntropyParams& p, const float* logits, const int32_t* targets, float* lse,
+                                float* row_loss);
 void cross_entropy_rows_backward(const CrossEntropyParams& p, const float* logits, const int32_t* targets,
                                  const float* lse, float scale, float* dlogits);
 

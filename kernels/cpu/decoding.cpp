@@ -25,8 +25,8 @@ void cache_gather(const float* src, float* dst, const int32_t* origin, const int
   for (int64_t r = 0; r < R_out; ++r) {
     PILLARS_CHECK(origin[r] >= 0 && origin[r] < R_in, "cache_gather: row ", r, " continues row ", origin[r],
                   ", outside [0, ", R_in, ")");
-    PILLARS_CHECK(!filled || (filled[r] >= 0 && filled[r] <= T), "cache_gather: row ", r, " has ", filled ? filled[r] : 0,
-                  " filled slots of ", T);
+    PILLARS_CHECK(!filled || (filled[r] >= 0 && filled[r] <= T), "cache_gather: row ", r, " has ",
+                  filled ? filled[r] : 0, " filled slots of ", T);
   }
   const int64_t row = T * W;
   auto count = [&](int64_t r) { return static_cast<size_t>(filled ? filled[r] * W : row); };

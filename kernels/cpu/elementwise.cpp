@@ -3,7 +3,7 @@
 // Broadcasting is handled by splitting the output into rows of its last axis: each operand's
 // last axis is either the full row (stride 1) or a single broadcast element (stride 0), and the
 // row offsets come from per-axis strides that are 0 on broadcast axes. The inner loop over a row is
-// then a plain vectorisable loop.
+// then a plain vectorizable loop.
 #include "kernels/cpu/elementwise.h"
 
 #include <array>
@@ -41,7 +41,8 @@ Strides broadcast_strides(std::span<const int64_t> shape, std::span<const int64_
   return st;
 }
 
-template <BinaryKind K> inline float apply(float a, float b) {
+template <BinaryKind K>
+inline float apply(float a, float b) {
   if constexpr (K == BinaryKind::add) return a + b;
   if constexpr (K == BinaryKind::sub) return a - b;
   if constexpr (K == BinaryKind::mul) return a * b;
@@ -49,7 +50,8 @@ template <BinaryKind K> inline float apply(float a, float b) {
 }
 
 // One output row of length n: a and b advance by sa / sb (1 or 0).
-template <BinaryKind K> PILLARS_CLONES void binary_row(const float* a, int64_t sa, const float* b, int64_t sb, float* out, int64_t n) {
+template <BinaryKind K>
+PILLARS_CLONES void binary_row(const float* a, int64_t sa, const float* b, int64_t sb, float* out, int64_t n) {
   if (sa == 1 && sb == 1) {
     for (int64_t i = 0; i < n; ++i) out[i] = apply<K>(a[i], b[i]);
   } else if (sa == 1) {
@@ -64,8 +66,9 @@ template <BinaryKind K> PILLARS_CLONES void binary_row(const float* a, int64_t s
   }
 }
 
-template <BinaryKind K> void binary_impl(const float* a, std::span<const int64_t> as, const float* b, std::span<const int64_t> bs, float* out,
-                                         std::span<const int64_t> os) {
+template <BinaryKind K>
+void binary_impl(const float* a, std::span<const int64_t> as, const float* b, std::span<const int64_t> bs, float* out,
+                 std::span<const int64_t> os) {
   const int64_t total = dims_count(os);
   if (total == 0) return;
   const size_t r = os.size();
@@ -113,7 +116,8 @@ PILLARS_CLONES void relu_backward_loop(const float* dy, const float* x, float* d
 #pragma omp parallel for simd schedule(static) if (n > kParallelGrain)
   for (int64_t i = 0; i < n; ++i) dx[i] = x[i] > 0.0f ? dy[i] : 0.0f;
 }
-template <class F> void map_loop(const float* x, float* y, int64_t n, F f) {
+template <class F>
+void map_loop(const float* x, float* y, int64_t n, F f) {
 #pragma omp parallel for schedule(static) if (n > kParallelGrain / 8)
   for (int64_t i = 0; i < n; ++i) y[i] = f(x[i]);
 }
@@ -123,10 +127,14 @@ template <class F> void map_loop(const float* x, float* y, int64_t n, F f) {
 void binary_broadcast(const BinaryArgs& args, const float* a, const float* b, float* out) {
   const std::span<const int64_t> as = args.a_dims, bs = args.b_dims, os = args.out_dims;
   switch (args.kind) {
-    case BinaryKind::add: return binary_impl<BinaryKind::add>(a, as, b, bs, out, os);
-    case BinaryKind::sub: return binary_impl<BinaryKind::sub>(a, as, b, bs, out, os);
-    case BinaryKind::mul: return binary_impl<BinaryKind::mul>(a, as, b, bs, out, os);
-    case BinaryKind::div: return binary_impl<BinaryKind::div>(a, as, b, bs, out, os);
+    case BinaryKind::add:
+      return binary_impl<BinaryKind::add>(a, as, b, bs, out, os);
+    case BinaryKind::sub:
+      return binary_impl<BinaryKind::sub>(a, as, b, bs, out, os);
+    case BinaryKind::mul:
+      return binary_impl<BinaryKind::mul>(a, as, b, bs, out, os);
+    case BinaryKind::div:
+      return binary_impl<BinaryKind::div>(a, as, b, bs, out, os);
   }
 }
 
@@ -134,14 +142,22 @@ void unary(const UnaryArgs& a, const float* x, float* y) {
   const int64_t n = a.n;
   const float s = a.s, c = a.c;
   switch (a.kind) {
-    case UnaryKind::scale: return scale_loop(x, y, n, s);
-    case UnaryKind::add_scalar: return add_scalar_loop(x, y, n, c);
-    case UnaryKind::relu: return relu_loop(x, y, n);
-    case UnaryKind::exp: return map_loop(x, y, n, [](float v) { return std::exp(v); });
-    case UnaryKind::log: return map_loop(x, y, n, [](float v) { return std::log(v); });
-    case UnaryKind::sqrt: return map_loop(x, y, n, [](float v) { return std::sqrt(v); });
-    case UnaryKind::tanh: return map_loop(x, y, n, [](float v) { return std::tanh(v); });
-    case UnaryKind::gelu: return map_loop(x, y, n, gelu_f);
+    case UnaryKind::scale:
+      return scale_loop(x, y, n, s);
+    case UnaryKind::add_scalar:
+      return add_scalar_loop(x, y, n, c);
+    case UnaryKind::relu:
+      return relu_loop(x, y, n);
+    case UnaryKind::exp:
+      return map_loop(x, y, n, [](float v) { return std::exp(v); });
+    case UnaryKind::log:
+      return map_loop(x, y, n, [](float v) { return std::log(v); });
+    case UnaryKind::sqrt:
+      return map_loop(x, y, n, [](float v) { return std::sqrt(v); });
+    case UnaryKind::tanh:
+      return map_loop(x, y, n, [](float v) { return std::tanh(v); });
+    case UnaryKind::gelu:
+      return map_loop(x, y, n, gelu_f);
   }
 }
 

@@ -1,5 +1,5 @@
 // Elementwise CPU kernels: broadcast binary ops, unary maps, activation gradients, sum_to.
-// Loops are written to vectorise (the hot ones are compiled for AVX-512 / AVX2 / baseline and
+// Loops are written to vectorize (the hot ones are compiled for AVX-512 / AVX2 / baseline and
 // picked at load time by GCC's target_clones) and spread over OpenMP threads when large.
 // Shapes are spans of extents, outermost axis first (kernels/dims.h; an engine Shape converts).
 #pragma once

@@ -10,7 +10,7 @@
 
 namespace pillars::cpu {
 namespace {
-constexpr int64_t kColumnBlock = 64;    // columns of dtable per work item of the scatter-add
+constexpr int64_t kColumnBlock = 64; // columns of dtable per work item of the scatter-add
 } // namespace
 
 void embedding_check_ids(const EmbeddingArgs& a, const int32_t* ids) {

@@ -39,7 +39,7 @@ struct GroupSums {
     n = p, S = n + C, r = S + C * C, block = r + k, row = block + C * C, diag = row + k;
     std::fill(p, p + doubles(k, C), 0.0);
   }
-  double M(int a) const { return S[a * C + a] / (n[a] * n[a]); }       // ‖μ_a‖²
+  double M(int a) const { return S[a * C + a] / (n[a] * n[a]); }        // ‖μ_a‖²
   double Q(int a, int b) const { return S[a * C + b] / (n[a] * n[b]); } // ⟨μ_a, μ_b⟩
 };
 
@@ -202,8 +202,9 @@ void mean_pairwise_cosine(const PairwiseCosineArgs& a, float* D) {
   for (int64_t i = 0; i < H; ++i)
     for (int64_t j = 0; j < H; ++j)
       if (i != j)
-        sum += static_cast<double>(G[i * H + j]) /
-               std::sqrt(std::max(static_cast<double>(G[i * H + i]) * static_cast<double>(G[j * H + j]), a.eps * a.eps));
+        sum +=
+            static_cast<double>(G[i * H + j]) /
+            std::sqrt(std::max(static_cast<double>(G[i * H + i]) * static_cast<double>(G[j * H + j]), a.eps * a.eps));
   *D = H > 1 ? static_cast<float>(sum / static_cast<double>(H * (H - 1))) : 0.0f;
 }
 

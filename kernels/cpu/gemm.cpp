@@ -36,8 +36,8 @@ namespace pillars::cpu {
 
 // ---- the reference -------------------------------------------------------------------------------
 
-void sgemm_reference(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
-                     int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+void sgemm_reference(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
+                     const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
   for (int64_t i = 0; i < M; ++i)
     for (int64_t j = 0; j < N; ++j) {
       double acc = 0;
@@ -102,7 +102,7 @@ const KernelSet& kernels_for(Isa isa) {
 // A 64-byte-aligned scratch buffer that only grows. One per thread per operand (thread_local), so
 // concurrent sgemm calls never share one; freed only when its thread exits.
 class PackBuffer {
-public:
+ public:
   PackBuffer() = default;
   PackBuffer(const PackBuffer&) = delete;
   PackBuffer& operator=(const PackBuffer&) = delete;
@@ -122,7 +122,7 @@ public:
     return data_;
   }
 
-private:
+ private:
   float* data_ = nullptr;
   int64_t capacity_ = 0;
 };
@@ -233,12 +233,11 @@ Grid choose_grid(const KernelSet& ks, int64_t M, int64_t N, int threads) {
 void gemm_threaded(const KernelSet& ks, const Product& p, int threads) {
   const Grid g = choose_grid(ks, p.M, p.N, threads);
   if (g.tm * g.tn == 1) return gemm_serial(ks, p);
-#pragma omp parallel num_threads(static_cast<int>(g.tm * g.tn))
+#pragma omp parallel num_threads(static_cast <int>(g.tm * g.tn))
   {
     const int64_t t = omp_get_thread_num();
     const int64_t i0 = (t / g.tn) * g.rows, j0 = (t % g.tn) * g.cols;
-    if (i0 < p.M && j0 < p.N)
-      gemm_serial(ks, p.part(i0, std::min(g.rows, p.M - i0), j0, std::min(g.cols, p.N - j0)));
+    if (i0 < p.M && j0 < p.N) gemm_serial(ks, p.part(i0, std::min(g.rows, p.M - i0), j0, std::min(g.cols, p.N - j0)));
   }
 }
 
@@ -253,17 +252,17 @@ void run(const Product& p, int threads) {
 
 // ---- the public entry points -----------------------------------------------------------------------
 
-void sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
-           const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+void sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda, const float* B,
+           int64_t ldb, float beta, float* C, int64_t ldc) {
   const gemm::Product p{ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc};
   gemm::run(p, gemm::threads_for(M * N * K));
 }
 
 // Many small products: one product per thread at a time (no packing redundancy, no
-// synchronisation inside a product). Few large ones: one after another, each threaded.
-void sgemm_batched(bool ta, bool tb, int64_t batch, int64_t M, int64_t N, int64_t K, float alpha,
-                   const float* A, int64_t lda, int64_t sa, const float* B, int64_t ldb, int64_t sb,
-                   float beta, float* C, int64_t ldc, int64_t sc) {
+// synchronization inside a product). Few large ones: one after another, each threaded.
+void sgemm_batched(bool ta, bool tb, int64_t batch, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
+                   int64_t lda, int64_t sa, const float* B, int64_t ldb, int64_t sb, float beta, float* C, int64_t ldc,
+                   int64_t sc) {
   const auto product = [&](int64_t i) {
     return gemm::Product{ta, tb, M, N, K, alpha, A + i * sa, lda, B + i * sb, ldb, beta, C + i * sc, ldc};
   };

@@ -12,17 +12,16 @@
 
 namespace pillars::cpu {
 
-void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
-           int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
+void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
+           const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
 
 // `batch` independent products; operand i starts at X + i * stride_x.
-void sgemm_batched(bool trans_a, bool trans_b, int64_t batch, int64_t M, int64_t N, int64_t K,
-                   float alpha, const float* A, int64_t lda, int64_t stride_a, const float* B,
-                   int64_t ldb, int64_t stride_b, float beta, float* C, int64_t ldc, int64_t stride_c);
+void sgemm_batched(bool trans_a, bool trans_b, int64_t batch, int64_t M, int64_t N, int64_t K, float alpha,
+                   const float* A, int64_t lda, int64_t stride_a, const float* B, int64_t ldb, int64_t stride_b,
+                   float beta, float* C, int64_t ldc, int64_t stride_c);
 
 // The obvious triple loop (double accumulation): the oracle for tests.
-void sgemm_reference(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
-                     const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
-                     int64_t ldc);
+void sgemm_reference(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
+                     int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
 
 } // namespace pillars::cpu

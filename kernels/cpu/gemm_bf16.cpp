@@ -56,7 +56,7 @@ int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
 // A 64-byte-aligned scratch buffer that only grows; one per thread per operand (thread_local).
 template <class T>
 class Scratch {
-public:
+ public:
   Scratch() = default;
   Scratch(const Scratch&) = delete;
   Scratch& operator=(const Scratch&) = delete;
@@ -76,7 +76,7 @@ public:
     return data_;
   }
 
-private:
+ private:
   T* data_ = nullptr;
   int64_t capacity_ = 0;
 };
@@ -134,14 +134,15 @@ void scale_c(const Product<T>& p) {
 //   k_stride == 1 (rows of A, columns of Bᵀ): each lane's run over k is contiguous: copy runs;
 //   lane_stride == 1, KW == 2 (columns of B): the pair is two rows of X: interleave them.
 template <class T>
-void pack_chunk(const T* X, int64_t lane_stride, int64_t k_stride, int64_t w, int64_t W, int64_t kw,
-                int64_t KW, uint16_t* d) {
+void pack_chunk(const T* X, int64_t lane_stride, int64_t k_stride, int64_t w, int64_t W, int64_t kw, int64_t KW,
+                uint16_t* d) {
   constexpr bool kCopy = std::is_same_v<T, uint16_t>; // bf16 already: runs are copied
   if (k_stride == 1 && kw == KW && KW == 2) {
     if constexpr (kCopy) {
       for (int64_t c = 0; c < w; ++c) std::memcpy(d + 2 * c, X + c * lane_stride, 4); // one 32-bit pair
     } else {
-      for (int64_t c = 0; c < w; ++c) d[2 * c] = to_bf16(X[c * lane_stride]), d[2 * c + 1] = to_bf16(X[c * lane_stride + 1]);
+      for (int64_t c = 0; c < w; ++c)
+        d[2 * c] = to_bf16(X[c * lane_stride]), d[2 * c + 1] = to_bf16(X[c * lane_stride + 1]);
     }
   } else if (k_stride == 1 && kw == KW) {
     if constexpr (kCopy) {
@@ -171,12 +172,14 @@ template <class T>
 void pack(const T* X, int64_t lane_stride, int64_t k_stride, int64_t lanes, int64_t K, int64_t W, int64_t KW,
           int64_t kpad, uint16_t* dst, int threads) {
   const int64_t panels = ceil_div(lanes, W), chunks = kpad / KW;
-  const auto pack_one = [&](int64_t q, int64_t t) { // panel q, chunk t
-    const int64_t w = std::min(W, lanes - q * W);                        // valid lanes in this panel
+  const auto pack_one = [&](int64_t q, int64_t t) {                     // panel q, chunk t
+    const int64_t w = std::min(W, lanes - q * W);                       // valid lanes in this panel
     const int64_t k0 = t * KW, kw = std::clamp<int64_t>(K - k0, 0, KW); // valid k in this chunk
     uint16_t* d = dst + q * W * kpad + t * W * KW;
-    if (kw == 0) std::fill(d, d + W * KW, uint16_t{0});
-    else pack_chunk(X + q * W * lane_stride + k0 * k_stride, lane_stride, k_stride, w, W, kw, KW, d);
+    if (kw == 0)
+      std::fill(d, d + W * KW, uint16_t{0});
+    else
+      pack_chunk(X + q * W * lane_stride + k0 * k_stride, lane_stride, k_stride, w, W, kw, KW, d);
   };
   if (lane_stride == 1) {
     parallel_for(threads, chunks, [&](int64_t t) {
@@ -210,8 +213,7 @@ void run_packed(const gemm::Bf16KernelSet& ks, const Product<T>& p, int threads,
   const int64_t kpad = round_up(p.K, ks.k_multiple);
   // A row-major op(A) of bf16 whose K needs no padding already has the kernel's pairs where it
   // wants them (fp32 A is rounded as it is packed).
-  const bool a_in_place =
-      std::is_same_v<T, uint16_t> && ks.block_a_in_place != nullptr && !p.trans_a && kpad == p.K;
+  const bool a_in_place = std::is_same_v<T, uint16_t> && ks.block_a_in_place != nullptr && !p.trans_a && kpad == p.K;
   uint16_t* Ap = a_in_place ? nullptr : t_packed_a.get(round_up(p.M, ks.mr) * kpad);
   const uint16_t* Bp = packed_b;
   if (Bp == nullptr) {
@@ -276,8 +278,8 @@ const gemm::Bf16KernelSet* kernels_for(Isa isa) {
 }
 
 template <class T>
-void gemm_bf16_any(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const T* A, int64_t lda,
-                   const T* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+void gemm_bf16_any(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const T* A, int64_t lda, const T* B,
+                   int64_t ldb, float beta, float* C, int64_t ldc) {
   const Product<T> p{ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc};
   if (M == 0 || N == 0) return;
   if (K == 0 || alpha == 0.0f) return scale_c(p);
@@ -356,13 +358,14 @@ const char* gemm_bf16_path() {
   return ks != nullptr ? ks->name : "portable";
 }
 
-void gemm_bf16_reference(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const uint16_t* A,
-                         int64_t lda, const uint16_t* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+void gemm_bf16_reference(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const uint16_t* A, int64_t lda,
+                         const uint16_t* B, int64_t ldb, float beta, float* C, int64_t ldc) {
   for (int64_t i = 0; i < M; ++i)
     for (int64_t j = 0; j < N; ++j) {
       double acc = 0; // each bf16 product is exact in double; the sum errs by ~K · 2⁻⁵³
       for (int64_t k = 0; k < K; ++k)
-        acc += double(widen(ta ? A[k * lda + i] : A[i * lda + k])) * double(widen(tb ? B[j * ldb + k] : B[k * ldb + j]));
+        acc +=
+            double(widen(ta ? A[k * lda + i] : A[i * lda + k])) * double(widen(tb ? B[j * ldb + k] : B[k * ldb + j]));
       C[i * ldc + j] = float(alpha * acc + (beta == 0 ? 0.0 : double(beta) * C[i * ldc + j]));
     }
 }

@@ -29,8 +29,8 @@
 
 namespace pillars::cpu {
 
-void gemm_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const uint16_t* A,
-               int64_t lda, const uint16_t* B, int64_t ldb, float beta, float* C, int64_t ldc);
+void gemm_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const uint16_t* A, int64_t lda,
+               const uint16_t* B, int64_t ldb, float beta, float* C, int64_t ldc);
 
 // The same product with fp32 operands, each element rounded to bf16 (to nearest, ties to even:
 // kernels/bf16_bits.h) as it is packed (or, on the portable path, widened), so no rounded copy is
@@ -50,17 +50,17 @@ class Bf16PackedB {
   int64_t bytes() const { return bytes_; }
 
  private:
-  friend void gemm_bf16_f32_prepacked(bool, int64_t, int64_t, int64_t, float, const float*, int64_t,
-                                      const Bf16PackedB&, float, float*, int64_t);
+  friend void gemm_bf16_f32_prepacked(bool, int64_t, int64_t, int64_t, float, const float*, int64_t, const Bf16PackedB&,
+                                      float, float*, int64_t);
   struct Free {
     void operator()(void* p) const;
   };
   bool trans_b_;
   int64_t N_, K_, ldb_, bytes_ = 0;
   const float* source_;
-  const void* kernels_ = nullptr;        // the kernel set it was packed for; nullptr: portable
+  const void* kernels_ = nullptr;          // the kernel set it was packed for; nullptr: portable
   std::unique_ptr<uint16_t, Free> packed_; // 64-byte aligned, the kernels' layout
-  std::vector<float> wide_;              // portable: op(B) as stored, rounded, dense
+  std::vector<float> wide_;                // portable: op(B) as stored, rounded, dense
 };
 
 // gemm_bf16_f32 with op(B) packed beforehand: the same bits, without packing B. If the active path
@@ -69,9 +69,8 @@ void gemm_bf16_f32_prepacked(bool trans_a, int64_t M, int64_t N, int64_t K, floa
                              const Bf16PackedB& B, float beta, float* C, int64_t ldc);
 
 // The obvious triple loop on the widened bf16 values, accumulated in double: the oracle for tests.
-void gemm_bf16_reference(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
-                         const uint16_t* A, int64_t lda, const uint16_t* B, int64_t ldb, float beta, float* C,
-                         int64_t ldc);
+void gemm_bf16_reference(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const uint16_t* A,
+                         int64_t lda, const uint16_t* B, int64_t ldb, float beta, float* C, int64_t ldc);
 
 // The path gemm_bf16 takes now: "amx", "avx512_bf16" or "portable".
 const char* gemm_bf16_path();

@@ -66,7 +66,7 @@ void block(const uint16_t* Ap, const uint16_t* Bp, int64_t kpad, int64_t m, int6
       _tile_zero(2);
       _tile_zero(3);
       for (int64_t t = 0; t < chunks; ++t) {
-        const uint16_t* at = a + t * kMr * kChunk;  // 32 rows × 32 k, 64 bytes per row
+        const uint16_t* at = a + t * kMr * kChunk; // 32 rows × 32 k, 64 bytes per row
         const uint16_t* bt = b + t * 16 * 2 * kNr; // pairs 16t .. 16t + 15
         _tile_loadd(4, at, 64);
         _tile_loadd(5, at + 16 * kChunk, 64);

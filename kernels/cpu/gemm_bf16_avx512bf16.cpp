@@ -46,8 +46,8 @@ struct RowsOfA { // A itself (not transposed, K even): row r's pair p at rows[r]
 // C[0:m, 0:n] (m ≤ 6, n ≤ 64) = alpha · Σ_p A_panel(r, pair p) · B_panel(pair p, c) + beta · C
 // a: the 6 rows from pair p0 on; b: the B panel at pair p0, 64 pairs per step.
 template <class APanel>
-void micro_kernel(int64_t pairs, const APanel a, const uint16_t* b, float alpha, float beta, float* c,
-                  int64_t ldc, int64_t m, int64_t n) {
+void micro_kernel(int64_t pairs, const APanel a, const uint16_t* b, float alpha, float beta, float* c, int64_t ldc,
+                  int64_t m, int64_t n) {
   __m512 acc[kMr][kNv];
 #pragma GCC unroll 8
   for (int r = 0; r < kMr; ++r)
@@ -79,8 +79,7 @@ void micro_kernel(int64_t pairs, const APanel a, const uint16_t* b, float alpha,
       const __mmask16 mask = cols >= 16 ? __mmask16(0xffff) : __mmask16((1u << cols) - 1);
       float* cp = c + r * ldc + 16 * v;
       const __m512 ab = _mm512_mul_ps(va, acc[r][v]);
-      _mm512_mask_storeu_ps(cp, mask,
-                            beta == 0.0f ? ab : _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(mask, cp), ab));
+      _mm512_mask_storeu_ps(cp, mask, beta == 0.0f ? ab : _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(mask, cp), ab));
     }
 }
 

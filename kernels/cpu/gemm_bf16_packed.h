@@ -36,8 +36,8 @@ struct Bf16KernelSet {
   // C[0:m, 0:n] = alpha · A_block · B_block + beta · C (beta == 0: C is written, never read).
   // Ap: the block's first A panel (m rows, panel after panel, each mr · kpad values);
   // Bp: its first B panel (n columns, each panel kBf16Nr · kpad values); 64-byte aligned.
-  void (*block)(const uint16_t* Ap, const uint16_t* Bp, int64_t kpad, int64_t m, int64_t n, float alpha,
-                float beta, float* C, int64_t ldc);
+  void (*block)(const uint16_t* Ap, const uint16_t* Bp, int64_t kpad, int64_t m, int64_t n, float alpha, float beta,
+                float* C, int64_t ldc);
   // The same with A read where it is (nullptr: the kernel has no such variant). Only for op(A) = A
   // and K a multiple of k_multiple (kpad = K): then each row's pairs of k are already adjacent,
   // row i of the block at A + i·lda, and packing A would only copy it.
@@ -52,8 +52,8 @@ const Bf16KernelSet* bf16_kernels_amx();
 // gemm_bf16 (gemm_bf16.h) through the packed driver with the kernel set `ks`, whatever the ISA
 // setting: gemm_bf16 calls it with the set it picked; the AMX kernel's emulated test
 // (tests/test_gemm_bf16_amx_emulated.cpp) with its own.
-void gemm_bf16_packed(const Bf16KernelSet& ks, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
-                      float alpha, const uint16_t* A, int64_t lda, const uint16_t* B, int64_t ldb, float beta,
-                      float* C, int64_t ldc);
+void gemm_bf16_packed(const Bf16KernelSet& ks, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
+                      const uint16_t* A, int64_t lda, const uint16_t* B, int64_t ldb, float beta, float* C,
+                      int64_t ldc);
 
 } // namespace pillars::cpu::gemm

@@ -62,8 +62,8 @@ struct KernelSet {
   // C[0:mc, 0:nc] = alpha · Ap · Bp + beta · C (beta == 0: C is written, never read).
   // A is either packed (a_packed: Ap as pack_a wrote it) or op(A) itself with rows contiguous in
   // k (row i at A + i·lda), which the micro-kernel can broadcast from in place.
-  void (*macro_kernel)(int64_t mc, int64_t nc, int64_t kc, float alpha, const float* A, bool a_packed,
-                       int64_t lda, const float* Bp, float beta, float* C, int64_t ldc);
+  void (*macro_kernel)(int64_t mc, int64_t nc, int64_t kc, float alpha, const float* A, bool a_packed, int64_t lda,
+                       const float* Bp, float beta, float* C, int64_t ldc);
 };
 
 // nullptr when that ISA was not compiled in (non-x86 builds).
@@ -143,8 +143,8 @@ void pack_b(bool trans_b, const float* B, int64_t ldb, int64_t kc, int64_t nc, f
 
 // C tile (m × n valid of MR × NR) = alpha · acc + beta · C.
 template <class V, int MR, int NV>
-[[gnu::always_inline]] inline void store_tile(const typename V::reg (&acc)[MR][NV], float alpha,
-                                              float beta, float* c, int64_t ldc, int64_t m, int64_t n) {
+[[gnu::always_inline]] inline void store_tile(const typename V::reg (&acc)[MR][NV], float alpha, float beta, float* c,
+                                              int64_t ldc, int64_t m, int64_t n) {
   constexpr int W = V::width, NR = NV * W;
   const typename V::reg va = V::splat(alpha), vb = V::splat(beta);
   if (m == MR && n == NR) { // the common case: straight to C with vector loads/stores
@@ -184,8 +184,8 @@ struct RowsOfA { // A itself, rows contiguous in k: element (r, k) at rows[r][k]
 
 // C[0:m, 0:n] = alpha · A_panel (MR × kc) · Bp_panel (kc × NR) + beta · C
 template <class V, int MR, int NV, class APanel>
-void micro_kernel(int64_t kc, const APanel a, const float* __restrict b, float alpha,
-                  float beta, float* __restrict c, int64_t ldc, int64_t m, int64_t n) {
+void micro_kernel(int64_t kc, const APanel a, const float* __restrict b, float alpha, float beta, float* __restrict c,
+                  int64_t ldc, int64_t m, int64_t n) {
   constexpr int W = V::width, NR = NV * W;
   for (int r = 0; r < MR; ++r) __builtin_prefetch(c + r * ldc, 1);
 
@@ -233,8 +233,7 @@ void macro_kernel(int64_t mc, int64_t nc, int64_t kc, float alpha, const float* 
 
 template <class V, int MR, int NV>
 constexpr KernelSet make_kernel_set(const char* name, int mc, int kc, int nc) {
-  return KernelSet{name,         MR, NV * V::width, mc, kc, nc, &pack_a<MR>, &pack_b<NV * V::width>,
-                   &macro_kernel<V, MR, NV>};
+  return KernelSet{name, MR, NV * V::width, mc, kc, nc, &pack_a<MR>, &pack_b<NV * V::width>, &macro_kernel<V, MR, NV>};
 }
 
 } // namespace

@@ -39,9 +39,11 @@ void gemm_at_precision_batched(bool ta, bool tb, int64_t batch, int64_t M, int64
   }
   if (batch == 0 || M == 0 || N == 0) return;
   Bf16WeightCache* cache = g_weights.load(std::memory_order_acquire);
-  const Bf16PackedB* packed = cache != nullptr && (batch == 1 || sb == 0) ? cache->find_or_pack(tb, N, K, B, ldb) : nullptr;
+  const Bf16PackedB* packed =
+      cache != nullptr && (batch == 1 || sb == 0) ? cache->find_or_pack(tb, N, K, B, ldb) : nullptr;
   const auto product = [&](int64_t i) {
-    if (packed != nullptr) return gemm_bf16_f32_prepacked(ta, M, N, K, alpha, A + i * sa, lda, *packed, beta, C + i * sc, ldc);
+    if (packed != nullptr)
+      return gemm_bf16_f32_prepacked(ta, M, N, K, alpha, A + i * sa, lda, *packed, beta, C + i * sc, ldc);
     gemm_bf16_f32(ta, tb, M, N, K, alpha, A + i * sa, lda, B + i * sb, ldb, beta, C + i * sc, ldc);
   };
   // Many products (the per-head products of attention composed from ops): one per thread at a

@@ -78,8 +78,8 @@ void head_gram_backward(const HeadGramArgs& a, const float* x, const float* dG, 
 
 void head_gram_check_lengths(const HeadGramArgs& a, const int32_t* lengths) {
   for (int64_t b = 0; b < a.B; ++b)
-    PILLARS_CHECK(lengths[b] >= 0 && lengths[b] <= a.T, "head_gram: lengths[", b, "] = ", lengths[b], " is outside [0, ",
-                  a.T, "]");
+    PILLARS_CHECK(lengths[b] >= 0 && lengths[b] <= a.T, "head_gram: lengths[", b, "] = ", lengths[b],
+                  " is outside [0, ", a.T, "]");
 }
 
 } // namespace pillars::cpu

@@ -11,10 +11,10 @@
 namespace pillars::cpu {
 namespace {
 
-constexpr int64_t kColumnBlock = 64;    // columns of dγ/dβ one thread sums at a time
+constexpr int64_t kColumnBlock = 64; // columns of dγ/dβ one thread sums at a time
 
-PILLARS_VEC_INLINE void forward_row_body(const float* x, const float* gamma, const float* beta,
-                                         float* y, float* mean_out, float* rstd_out, int64_t D, float eps) {
+PILLARS_VEC_INLINE void forward_row_body(const float* x, const float* gamma, const float* beta, float* y,
+                                         float* mean_out, float* rstd_out, int64_t D, float eps) {
   float sum = 0.0f;
 #pragma omp simd reduction(+ : sum)
   for (int64_t d = 0; d < D; ++d) sum += x[d];
@@ -32,12 +32,12 @@ PILLARS_VEC_INLINE void forward_row_body(const float* x, const float* gamma, con
   *rstd_out = rstd;
 }
 PILLARS_PER_ISA(void, forward_row,
-                (const float* x, const float* gamma, const float* beta, float* y, float* mean_out,
-                 float* rstd_out, int64_t D, float eps),
+                (const float* x, const float* gamma, const float* beta, float* y, float* mean_out, float* rstd_out,
+                 int64_t D, float eps),
                 (x, gamma, beta, y, mean_out, rstd_out, D, eps))
 
-PILLARS_VEC_INLINE void backward_row_body(const float* x, const float* gamma, float mean, float rstd,
-                                          const float* g, float* dx, int64_t D) {
+PILLARS_VEC_INLINE void backward_row_body(const float* x, const float* gamma, float mean, float rstd, const float* g,
+                                          float* dx, int64_t D) {
   float sum_g = 0.0f, sum_gx = 0.0f; // Σ ĝ, Σ ĝ·x̂
 #pragma omp simd reduction(+ : sum_g, sum_gx)
   for (int64_t d = 0; d < D; ++d) {
@@ -53,14 +53,13 @@ PILLARS_VEC_INLINE void backward_row_body(const float* x, const float* gamma, fl
   }
 }
 PILLARS_PER_ISA(void, backward_row,
-                (const float* x, const float* gamma, float mean, float rstd, const float* g, float* dx,
-                 int64_t D),
+                (const float* x, const float* gamma, float mean, float rstd, const float* g, float* dx, int64_t D),
                 (x, gamma, mean, rstd, g, dx, D))
 
 // dγ[d0, d0 + w) and dβ[d0, d0 + w): Σ over all rows, in row order, accumulated in double.
-PILLARS_VEC_INLINE void param_grad_block_body(const float* x, const float* mean, const float* rstd,
-                                              const float* g, float* dgamma, float* dbeta, int64_t N,
-                                              int64_t D, int64_t d0, int64_t w) {
+PILLARS_VEC_INLINE void param_grad_block_body(const float* x, const float* mean, const float* rstd, const float* g,
+                                              float* dgamma, float* dbeta, int64_t N, int64_t D, int64_t d0,
+                                              int64_t w) {
   double acc_gamma[kColumnBlock] = {}, acc_beta[kColumnBlock] = {};
   for (int64_t n = 0; n < N; ++n) {
     const float* xr = x + n * D + d0;
@@ -77,8 +76,8 @@ PILLARS_VEC_INLINE void param_grad_block_body(const float* x, const float* mean,
   }
 }
 PILLARS_PER_ISA(void, param_grad_block,
-                (const float* x, const float* mean, const float* rstd, const float* g, float* dgamma,
-                 float* dbeta, int64_t N, int64_t D, int64_t d0, int64_t w),
+                (const float* x, const float* mean, const float* rstd, const float* g, float* dgamma, float* dbeta,
+                 int64_t N, int64_t D, int64_t d0, int64_t w),
                 (x, mean, rstd, g, dgamma, dbeta, N, D, d0, w))
 
 } // namespace

@@ -1,4 +1,4 @@
-// Layer normalisation over the last axis, forward and backward, on the CPU.
+// Layer normalization over the last axis, forward and backward, on the CPU.
 //
 // x is (N, D): N rows of D features. Per row n (μ, σ² over the D features):
 //   μ = (1/D) Σ_d x_d,   σ² = (1/D) Σ_d (x_d − μ)²,   r = 1 / sqrt(σ² + eps)   ("rstd")

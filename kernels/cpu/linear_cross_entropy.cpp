@@ -26,19 +26,20 @@ float linear_cross_entropy(const LinearCrossEntropyParams& p, const float* h, co
   const int64_t valid = cross_entropy_valid_rows(p.ce, targets); // throws before anything is written
   const float scale = valid == 0 ? 0.0f : 1.0f / static_cast<float>(valid);
   const int64_t C = std::min(p.block_rows, N);
-  float* logits = scratch;         // (C, V): x_c, then dx_c
-  float* lse = logits + C * V;     // (C)
-  float* row_loss = lse + C;       // (N)
+  float* logits = scratch;     // (C, V): x_c, then dx_c
+  float* lse = logits + C * V; // (C)
+  float* row_loss = lse + C;   // (N)
   if (N == 0) std::fill(dW, dW + V * d, 0.0f);
   for (int64_t r = 0; r < N; r += p.block_rows) {
     CrossEntropyParams block = p.ce;
     block.N = std::min(p.block_rows, N - r);
     const float* h_c = h + r * d;
-    gemm_at_precision(false, true, block.N, V, d, 1.0f, h_c, d, W, d, 0.0f, logits, V);        // x_c = h_c Wᵀ
+    gemm_at_precision(false, true, block.N, V, d, 1.0f, h_c, d, W, d, 0.0f, logits, V); // x_c = h_c Wᵀ
     cross_entropy_rows_forward(block, logits, targets + r, lse, row_loss + r);
-    cross_entropy_rows_backward(block, logits, targets + r, lse, scale, logits);      // dx_c over x_c
+    cross_entropy_rows_backward(block, logits, targets + r, lse, scale, logits);                // dx_c over x_c
     gemm_at_precision(false, false, block.N, d, V, 1.0f, logits, V, W, d, 0.0f, dh + r * d, d); // dh_c = dx_c W
-    gemm_at_precision(true, false, V, d, block.N, 1.0f, logits, V, h_c, d, r == 0 ? 0.0f : 1.0f, dW, d); // dW += dx_cᵀ h_c
+    gemm_at_precision(true, false, V, d, block.N, 1.0f, logits, V, h_c, d, r == 0 ? 0.0f : 1.0f, dW,
+                      d); // dW += dx_cᵀ h_c
   }
   double total = 0.0;
   for (int64_t n = 0; n < N; ++n) total += row_loss[n];

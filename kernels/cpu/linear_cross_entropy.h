@@ -22,9 +22,9 @@
 namespace pillars::cpu {
 
 struct LinearCrossEntropyParams {
-  CrossEntropyParams ce;   // N, V, smoothing, ignore_index
-  int64_t d = 0;           // the hidden size (h's and W's columns)
-  int64_t block_rows = 0;  // C: rows per block (> 0)
+  CrossEntropyParams ce;  // N, V, smoothing, ignore_index
+  int64_t d = 0;          // the hidden size (h's and W's columns)
+  int64_t block_rows = 0; // C: rows per block (> 0)
 };
 
 // Floats of scratch the sweep needs: one block of logits (C·V), its lse (C) and the N row losses.

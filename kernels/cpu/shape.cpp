@@ -59,7 +59,8 @@ void slice(const SliceArgs& a, const void* x, void* y) {
   const size_t es = a.elem_size;
   const size_t xrow = static_cast<size_t>(n * inner) * es, yrow = static_cast<size_t>(len * inner) * es;
   for (int64_t o = 0; o < outer; ++o)
-    std::memcpy(static_cast<char*>(y) + o * yrow, static_cast<const char*>(x) + o * xrow + static_cast<size_t>(begin * inner) * es, yrow);
+    std::memcpy(static_cast<char*>(y) + o * yrow,
+                static_cast<const char*>(x) + o * xrow + static_cast<size_t>(begin * inner) * es, yrow);
 }
 
 void concat_part(const ConcatPartArgs& a, const void* x, void* y) {
@@ -67,13 +68,14 @@ void concat_part(const ConcatPartArgs& a, const void* x, void* y) {
   const size_t es = a.elem_size;
   const size_t xrow = static_cast<size_t>(x_n * inner) * es, yrow = static_cast<size_t>(y_n * inner) * es;
   for (int64_t o = 0; o < outer; ++o)
-    std::memcpy(static_cast<char*>(y) + o * yrow + static_cast<size_t>(at * inner) * es, static_cast<const char*>(x) + o * xrow, xrow);
+    std::memcpy(static_cast<char*>(y) + o * yrow + static_cast<size_t>(at * inner) * es,
+                static_cast<const char*>(x) + o * xrow, xrow);
 }
 
 void pad_slice(const PadSliceArgs& a, const void* x, void* y) {
   std::memset(y, 0, static_cast<size_t>(a.outer * a.full * a.inner) * a.elem_size);
-  concat_part({.outer = a.outer, .x_n = a.n, .y_n = a.full, .at = a.begin, .inner = a.inner, .elem_size = a.elem_size}, x,
-              y);
+  concat_part({.outer = a.outer, .x_n = a.n, .y_n = a.full, .at = a.begin, .inner = a.inner, .elem_size = a.elem_size},
+              x, y);
 }
 
 } // namespace pillars::cpu

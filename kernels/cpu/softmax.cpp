@@ -3,8 +3,8 @@
 // Two loop shapes, both SIMD along contiguous memory:
 //   - inner == 1 (softmax over the last axis, the common case): each row is contiguous; the
 //     reductions (max, Σ) are SIMD reductions along the row.
-//   - inner > 1: rows are strided, but `inner` neighbouring rows are contiguous side by side, so a
-//     tile of up to kTile neighbouring rows is processed at once, SIMD across the tile, with the
+//   - inner > 1: rows are strided, but `inner` neighboring rows are contiguous side by side, so a
+//     tile of up to kTile neighboring rows is processed at once, SIMD across the tile, with the
 //     per-row statistics in small arrays on the stack.
 // Work is split over OpenMP threads by rows (or row tiles) when the tensor is large.
 //
@@ -25,7 +25,7 @@
 namespace pillars::cpu {
 namespace {
 
-constexpr int64_t kTile = 64;           // strided rows processed together
+constexpr int64_t kTile = 64; // strided rows processed together
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 // The statistics of one row turned into the three numbers the output formulas need. A row that is
@@ -43,7 +43,7 @@ inline RowStats row_stats(float m, float s) {
 PILLARS_VEC_INLINE void forward_row_body(const float* x, float* y, int64_t n, bool log) {
   float m = kNegInf;
 #pragma omp simd reduction(max : m)
-  for (int64_t l = 0; l < n; ++l) m = x[l] > m ? x[l] : m; // (this form vectorises at -O2; std::max does not)
+  for (int64_t l = 0; l < n; ++l) m = x[l] > m ? x[l] : m; // (this form vectorizes at -O2; std::max does not)
   const float shift = m == kNegInf ? 0.0f : m;
   float s = 0.0f;
 #pragma omp simd reduction(+ : s)
@@ -76,15 +76,14 @@ PILLARS_VEC_INLINE void backward_row_body(const float* y, const float* g, float*
     for (int64_t l = 0; l < n; ++l) dx[l] = y[l] * (g[l] - dot);
   }
 }
-PILLARS_PER_ISA(void, backward_row,
-                (const float* y, const float* g, float* dx, int64_t n, bool log),
+PILLARS_PER_ISA(void, backward_row, (const float* y, const float* g, float* dx, int64_t n, bool log),
                 (y, g, dx, n, log))
 
 // ---- tiles of strided rows -------------------------------------------------------------------------
 // x points at element (o, 0, c0); row j of the tile is x[j], x[j + inner], ..., width ≤ kTile.
 
-PILLARS_VEC_INLINE void forward_tile_body(const float* x, float* y, int64_t len, int64_t inner,
-                                          int64_t width, bool log) {
+PILLARS_VEC_INLINE void forward_tile_body(const float* x, float* y, int64_t len, int64_t inner, int64_t width,
+                                          bool log) {
   float m[kTile], s[kTile];
   std::fill(m, m + width, kNegInf);
   std::fill(s, s + width, 0.0f);
@@ -104,12 +103,11 @@ PILLARS_VEC_INLINE void forward_tile_body(const float* x, float* y, int64_t len,
       y[l * inner + j] = log ? v - st[j].log_sum : fast_exp(v) * st[j].inv_sum;
     }
 }
-PILLARS_PER_ISA(void, forward_tile,
-                (const float* x, float* y, int64_t len, int64_t inner, int64_t width, bool log),
+PILLARS_PER_ISA(void, forward_tile, (const float* x, float* y, int64_t len, int64_t inner, int64_t width, bool log),
                 (x, y, len, inner, width, log))
 
-PILLARS_VEC_INLINE void backward_tile_body(const float* y, const float* g, float* dx, int64_t len,
-                                           int64_t inner, int64_t width, bool log) {
+PILLARS_VEC_INLINE void backward_tile_body(const float* y, const float* g, float* dx, int64_t len, int64_t inner,
+                                           int64_t width, bool log) {
   float dot[kTile];
   std::fill(dot, dot + width, 0.0f);
   for (int64_t l = 0; l < len; ++l)
@@ -127,8 +125,7 @@ PILLARS_VEC_INLINE void backward_tile_body(const float* y, const float* g, float
     }
 }
 PILLARS_PER_ISA(void, backward_tile,
-                (const float* y, const float* g, float* dx, int64_t len, int64_t inner, int64_t width,
-                 bool log),
+                (const float* y, const float* g, float* dx, int64_t len, int64_t inner, int64_t width, bool log),
                 (y, g, dx, len, inner, width, log))
 
 // ---- the drivers: one work item per contiguous row, or per tile of strided rows ------------------
@@ -164,9 +161,7 @@ void softmax_backward(const SoftmaxArgs& s, const float* y, const float* dy, flo
   const bool log = s.log;
   for_each_row(
       s, [&](int64_t at) { backward_row(y + at, dy + at, dx + at, s.len, log); },
-      [&](int64_t at, int64_t width) {
-        backward_tile(y + at, dy + at, dx + at, s.len, s.inner, width, log);
-      });
+      [&](int64_t at, int64_t width) { backward_tile(y + at, dy + at, dx + at, s.len, s.inner, width, log); });
 }
 
 } // namespace pillars::cpu

@@ -2,7 +2,7 @@
 //
 // The tensor is viewed as (outer, len, inner): the axis has `len` entries, `inner` is the product
 // of the extents after it (1 for the last axis), `outer` the product of those before it. Each of
-// the outer·inner "rows" x_0 .. x_{len−1} (stride `inner` in memory) is normalised on its own:
+// the outer·inner "rows" x_0 .. x_{len−1} (stride `inner` in memory) is normalized on its own:
 //
 //   softmax      y_l = exp(x_l − m) / s            m = max_l x_l,  s = Σ_l exp(x_l − m)
 //   log-softmax  y_l = x_l − m − log s

@@ -1,6 +1,6 @@
-// Vectorisable exp and log for float, and the dispatch attribute the row kernels use.
+// Vectorizable exp and log for float, and the dispatch attribute the row kernels use.
 //
-// Why not std::exp? A call into libm cannot be vectorised by GCC without -ffast-math (which the
+// Why not std::exp? A call into libm cannot be vectorized by GCC without -ffast-math (which the
 // build does not use), and softmax / cross-entropy spend most of their time in exp. These versions
 // are branch-free straight-line code (selects, no table look-ups), so a `#pragma omp simd` loop
 // that calls them becomes SIMD code for whatever ISA the surrounding function is compiled for.
@@ -20,7 +20,7 @@
 //   Accuracy: ≤ 2 ulp for normal x > 0; x = 0 → −inf, x < 0 or NaN → NaN, +inf → +inf. Denormal
 //   inputs are treated as 0 (→ −inf) — the kernels only take logs of sums ≥ 1.
 //
-// Vectorisation note: GCC vectorises loops calling these in every version only under
+// Vectorization note: GCC vectorizes loops calling these in every version only under
 // -fno-trapping-math (with the default -ftrapping-math it refuses to if-convert the range clamps
 // in the AVX2 and SSE2 versions); the kernel files using them say so with a pragma.
 //
@@ -39,7 +39,7 @@
 // PILLARS_PER_ISA(ret, name, (params), (args)): a hot loop compiled three times — AVX-512
 // (x86-64-v4), AVX2 + FMA (x86-64-v3) and baseline SSE2 — with `name` calling the one that
 // active_isa() (kernels/cpu/cpu_features.h) names, from the body `name##_body`, which must be
-// PILLARS_VEC_INLINE so that each version inlines and vectorises it for its own ISA. Used on the
+// PILLARS_VEC_INLINE so that each version inlines and vectorizes it for its own ISA. Used on the
 // per-row functions of the softmax, layer-norm and cross-entropy kernels and on the head metrics'
 // Gram rows; the calls are per row, so the dispatch costs nothing measurable.
 //
@@ -50,7 +50,7 @@
 // in the head metrics, small differences of large sums). Now the same ISA gives the same bits on
 // every machine that has it.
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define PILLARS_PER_ISA(ret, name, params, args)                                                   \
+#define PILLARS_PER_ISA(ret, name, params, args)                                                  \
   __attribute__((target("arch=x86-64-v4"))) ret name##_avx512 params { return name##_body args; } \
   __attribute__((target("arch=x86-64-v3"))) ret name##_avx2 params { return name##_body args; }   \
   ret name##_generic params { return name##_body args; }                                          \
@@ -58,9 +58,12 @@
     switch (::pillars::cpu::active_isa()) {                                                       \
       case ::pillars::cpu::Isa::amx:                                                              \
       case ::pillars::cpu::Isa::avx512_bf16:                                                      \
-      case ::pillars::cpu::Isa::avx512: return name##_avx512 args;                                \
-      case ::pillars::cpu::Isa::avx2: return name##_avx2 args;                                    \
-      case ::pillars::cpu::Isa::generic: break;                                                   \
+      case ::pillars::cpu::Isa::avx512:                                                           \
+        return name##_avx512 args;                                                                \
+      case ::pillars::cpu::Isa::avx2:                                                             \
+        return name##_avx2 args;                                                                  \
+      case ::pillars::cpu::Isa::generic:                                                          \
+        break;                                                                                    \
     }                                                                                             \
     return name##_generic args;                                                                   \
   }
@@ -76,12 +79,12 @@ PILLARS_VEC_INLINE float pow2i(int32_t k) { return std::bit_cast<float>((k + 127
 
 PILLARS_VEC_INLINE float fast_exp(float x) {
   constexpr float kLog2e = 1.44269504088896341f;
-  constexpr float kLn2Hi = 0.693359375f;       // 8 significant bits: n · kLn2Hi is exact
-  constexpr float kLn2Lo = -2.12194440e-4f;    // ln2 − kLn2Hi
-  constexpr float kRound = 12582912.0f;        // 1.5 · 2^23: adding it rounds to an integer
+  constexpr float kLn2Hi = 0.693359375f;    // 8 significant bits: n · kLn2Hi is exact
+  constexpr float kLn2Lo = -2.12194440e-4f; // ln2 − kLn2Hi
+  constexpr float kRound = 12582912.0f;     // 1.5 · 2^23: adding it rounds to an integer
   // Clamp to where the result is 0 or +inf anyway; keeps n inside [−152, 129]. (Two separate
   // selects, not nested ones: GCC does not if-convert a comparison that only runs on one branch,
-  // since an ordered comparison may trap, and the loop would not vectorise.)
+  // since an ordered comparison may trap, and the loop would not vectorize.)
   float xc = x > 89.0f ? 89.0f : x;
   xc = xc < -105.0f ? -105.0f : xc;
   const float n = (xc * kLog2e + kRound) - kRound; // round to nearest (no fast-math: not folded)

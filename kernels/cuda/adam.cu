@@ -1,4 +1,4 @@
-// The optimisers' elementwise loops on the GPU (declared in adam.h; the update rules are in
+// The optimizers' elementwise loops on the GPU (declared in adam.h; the update rules are in
 // kernels/cpu/adam.h).
 //
 // Shapes: p, g, m, v, v̂, b, x are n floats each (one parameter tensor, flattened).
@@ -44,14 +44,14 @@ bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0;
 
 __device__ __forceinline__ void adam_element(float& p, float grad, float& m, float& v, float* v_max,
                                              const AdamArgs& c) {
-  const float g = c.l2 != 0.0f ? __fadd_rn(grad, __fmul_rn(c.l2, p)) : grad; // grad + λ₂·p
-  if (c.decay != 1.0f) p = __fmul_rn(p, c.decay);                            // p·(1 − lr·λ)
-  m = __fadd_rn(__fmul_rn(m, c.beta1), __fmul_rn(c.one_minus_beta1, g));     // m·β₁ + (1 − β₁)·g
+  const float g = c.l2 != 0.0f ? __fadd_rn(grad, __fmul_rn(c.l2, p)) : grad;           // grad + λ₂·p
+  if (c.decay != 1.0f) p = __fmul_rn(p, c.decay);                                      // p·(1 − lr·λ)
+  m = __fadd_rn(__fmul_rn(m, c.beta1), __fmul_rn(c.one_minus_beta1, g));               // m·β₁ + (1 − β₁)·g
   v = __fadd_rn(__fmul_rn(v, c.beta2), __fmul_rn(__fmul_rn(c.one_minus_beta2, g), g)); // v·β₂ + ((1 − β₂)·g)·g
   float second = v;
-  if (v_max) second = *v_max = *v_max < v ? v : *v_max;                      // std::max(v̂, v)
+  if (v_max) second = *v_max = *v_max < v ? v : *v_max; // std::max(v̂, v)
   const float denom = __fadd_rn(__fdiv_rn(__fsqrt_rn(second), c.bias_correction2_sqrt), c.eps);
-  p = __fadd_rn(p, __fdiv_rn(__fmul_rn(c.neg_step_size, m), denom));         // p + (−step·m)/denom
+  p = __fadd_rn(p, __fdiv_rn(__fmul_rn(c.neg_step_size, m), denom)); // p + (−step·m)/denom
 }
 
 __device__ __forceinline__ void sgd_element(float& p, float grad, float* buf, const SgdArgs& c) {
@@ -68,8 +68,14 @@ __device__ __forceinline__ void sgd_element(float& p, float grad, float* buf, co
 
 // Work item k < n/4 (kVec4) is the aligned group of elements 4k .. 4k + 3; the items after those
 // are the remaining elements one by one. Without kVec4 every item is one element.
-template <bool kVec4> __host__ __device__ int64_t vector_groups(int64_t n) { return kVec4 ? n / 4 : 0; }
-template <bool kVec4> int64_t work_items(int64_t n) { return vector_groups<kVec4>(n) + (n - 4 * vector_groups<kVec4>(n)); }
+template <bool kVec4>
+__host__ __device__ int64_t vector_groups(int64_t n) {
+  return kVec4 ? n / 4 : 0;
+}
+template <bool kVec4>
+int64_t work_items(int64_t n) {
+  return vector_groups<kVec4>(n) + (n - 4 * vector_groups<kVec4>(n));
+}
 
 // Calls element(i) for every element i of the calling thread's work items, grid-stride: with
 // kVec4 the four elements of a group are loaded by the caller's float4 path (group(k)).
@@ -77,8 +83,10 @@ template <bool kVec4, class Group, class Element>
 __device__ void for_each_item(int64_t n, Group group, Element element) {
   const int64_t groups = vector_groups<kVec4>(n), items = groups + (n - 4 * groups);
   for (int64_t k = int64_t{blockIdx.x} * kThreads + threadIdx.x; k < items; k += int64_t{gridDim.x} * kThreads) {
-    if (k < groups) group(k);
-    else element(4 * groups + (k - groups));
+    if (k < groups)
+      group(k);
+    else
+      element(4 * groups + (k - groups));
   }
 }
 
@@ -122,7 +130,8 @@ __global__ void __launch_bounds__(kThreads) sgd_kernel(int64_t n, float* p, cons
       [&](int64_t i) { sgd_element(p[i], g[i], kMomentum ? buf + i : nullptr, c); });
 }
 
-template <bool kVec4> __global__ void __launch_bounds__(kThreads) scale_kernel(int64_t n, float* x, float s) {
+template <bool kVec4>
+__global__ void __launch_bounds__(kThreads) scale_kernel(int64_t n, float* x, float s) {
   for_each_item<kVec4>(
       n,
       [&](int64_t k) {
@@ -134,10 +143,13 @@ template <bool kVec4> __global__ void __launch_bounds__(kThreads) scale_kernel(i
 }
 
 // Launches kernel<kVec4> over n elements: kVec4 when every pointer is 16-byte aligned.
-template <class Launch> void launch_elementwise(int64_t n, bool aligned, Launch launch) {
+template <class Launch>
+void launch_elementwise(int64_t n, bool aligned, Launch launch) {
   if (n <= 0) return;
-  if (aligned) launch(std::true_type{}, blocks_for(work_items<true>(n), kThreads));
-  else launch(std::false_type{}, blocks_for(work_items<false>(n), kThreads));
+  if (aligned)
+    launch(std::true_type{}, blocks_for(work_items<true>(n), kThreads));
+  else
+    launch(std::false_type{}, blocks_for(work_items<false>(n), kThreads));
 }
 
 // ---- sum of squares -------------------------------------------------------------------------------
@@ -150,7 +162,8 @@ __device__ double g_block_sums[kMaxSumBlocks];
 __device__ double g_total;
 
 // Σ over the block in a fixed tree (warp butterflies, then the warps' sums in order by thread 0).
-template <int kBlockThreads> __device__ double block_sum(double v) {
+template <int kBlockThreads>
+__device__ double block_sum(double v) {
   __shared__ double warp_sums[kBlockThreads / 32];
 #pragma unroll
   for (int offset = 16; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
@@ -184,7 +197,8 @@ __global__ void __launch_bounds__(kMaxSumBlocks) total_kernel(int blocks) {
 }
 
 // acc ← (first ? 0 : acc) + w·g, each operation rounded once (no fused multiply-add), as the CPU.
-__global__ void __launch_bounds__(kThreads) accumulate_kernel(int64_t n, float* acc, const float* g, float w, bool first) {
+__global__ void __launch_bounds__(kThreads)
+    accumulate_kernel(int64_t n, float* acc, const float* g, float w, bool first) {
   for (int64_t i = int64_t{blockIdx.x} * kThreads + threadIdx.x; i < n; i += int64_t{gridDim.x} * kThreads) {
     const float base = first ? 0.0f : acc[i];
     acc[i] = g ? __fadd_rn(base, __fmul_rn(w, g[i])) : base;
@@ -196,18 +210,21 @@ __global__ void __launch_bounds__(kThreads) divide_kernel(int64_t n, float* x, f
     x[i] = __fdiv_rn(x[i], s);
 }
 
-unsigned grid_stride_blocks(int64_t n) { return static_cast<unsigned>(std::clamp<int64_t>((n + kThreads - 1) / kThreads, 1, 65535 * 8)); }
+unsigned grid_stride_blocks(int64_t n) {
+  return static_cast<unsigned>(std::clamp<int64_t>((n + kThreads - 1) / kThreads, 1, 65535 * 8));
+}
 
 } // namespace
-
 
 void adam_update(const AdamArgs& c, float* p, const float* g, float* m, float* v, float* v_max) {
   const int64_t n = c.n;
   const bool aligned = aligned16(p) && aligned16(g) && aligned16(m) && aligned16(v) && (!v_max || aligned16(v_max));
   launch_elementwise(n, aligned, [&](auto vec4, unsigned grid) {
     constexpr bool kVec4 = decltype(vec4)::value;
-    if (v_max) adam_kernel<kVec4, true><<<grid, kThreads, 0, stream()>>>(n, p, g, m, v, v_max, c);
-    else adam_kernel<kVec4, false><<<grid, kThreads, 0, stream()>>>(n, p, g, m, v, nullptr, c);
+    if (v_max)
+      adam_kernel<kVec4, true><<<grid, kThreads, 0, stream()>>>(n, p, g, m, v, v_max, c);
+    else
+      adam_kernel<kVec4, false><<<grid, kThreads, 0, stream()>>>(n, p, g, m, v, nullptr, c);
     PILLARS_CUDA_LAUNCHED("adam_kernel");
   });
 }
@@ -217,8 +234,10 @@ void sgd_update(const SgdArgs& c, float* p, const float* g, float* buf) {
   const bool aligned = aligned16(p) && aligned16(g) && (!buf || aligned16(buf));
   launch_elementwise(n, aligned, [&](auto vec4, unsigned grid) {
     constexpr bool kVec4 = decltype(vec4)::value;
-    if (buf) sgd_kernel<kVec4, true><<<grid, kThreads, 0, stream()>>>(n, p, g, buf, c);
-    else sgd_kernel<kVec4, false><<<grid, kThreads, 0, stream()>>>(n, p, g, nullptr, c);
+    if (buf)
+      sgd_kernel<kVec4, true><<<grid, kThreads, 0, stream()>>>(n, p, g, buf, c);
+    else
+      sgd_kernel<kVec4, false><<<grid, kThreads, 0, stream()>>>(n, p, g, nullptr, c);
     PILLARS_CUDA_LAUNCHED("sgd_kernel");
   });
 }

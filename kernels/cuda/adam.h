@@ -1,4 +1,4 @@
-// The optimisers' elementwise loops on the GPU: the same updates as kernels/cpu/adam.h (read the
+// The optimizers' elementwise loops on the GPU: the same updates as kernels/cpu/adam.h (read the
 // rules there), on device pointers, with structs of the same fields.
 //
 // Each update performs exactly the CPU kernel's fp32 operations in the same order, each rounded

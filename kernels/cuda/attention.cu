@@ -91,8 +91,7 @@ constexpr int backward_q_min_blocks(int DP) { return DP == 128 ? 1 : 2; }
 // even where the mask zeroes the probability. kRound rounds every value to bf16 (the probabilities
 // of a tensor-core forward).
 template <int DP, bool kRound = false, class T>
-__device__ void load_tile(float* tile, const T* X, const Problem& p, int b, int rows, int h, int row0,
-                          int valid) {
+__device__ void load_tile(float* tile, const T* X, const Problem& p, int b, int rows, int h, int row0, int valid) {
   using L = SimtLayout<DP>;
   for (int e = threadIdx.x; e < kTile * DP; e += kThreads) {
     const int r = e / DP, d = e % DP;
@@ -263,8 +262,8 @@ __global__ void __launch_bounds__(kThreads, forward_min_blocks(DP))
 // probs (B, H, Tq, Tk) for one (64 × 64) tile: P_ij = 2^(s·log2e · q_i·k_j − lse_i·log2e) where key j
 // is visible to row i, else 0. Grid: (b·H + h, query tile, key tile).
 template <int DP, bool kRound, class T>
-__global__ void __launch_bounds__(kThreads) probs_kernel(Problem p, const T* Q, const T* K, const float* lse,
-                                                         float* probs) {
+__global__ void __launch_bounds__(kThreads)
+    probs_kernel(Problem p, const T* Q, const T* K, const float* lse, float* probs) {
   using L = SimtLayout<DP>;
   extern __shared__ float4 smem_f4[];
   float* Qs = reinterpret_cast<float*>(smem_f4);
@@ -360,7 +359,7 @@ __global__ void __launch_bounds__(kThreads, backward_kv_min_blocks(DP))
     load_tile<DP>(dOs, dO, p, b, p.Tq, h, i0, p.Tq);
     __syncthreads();
     float st[4][4] = {}, dpt[4][4] = {}, ds[4][4];
-    tile_dot<DP>(Ks, Qs, ty, tx, st);  // Sᵀ / s  (keys × queries)
+    tile_dot<DP>(Ks, Qs, ty, tx, st);   // Sᵀ / s  (keys × queries)
     tile_dot<DP>(Vs, dOs, ty, tx, dpt); // (dO Vᵀ)ᵀ
 #pragma unroll
     for (int c = 0; c < 4; ++c) {
@@ -480,14 +479,26 @@ void launch_probs(const Problem& p, const T* Q, const T* K, const float* lse, fl
 }
 
 // Runs CALL (an expression naming DP) with DP the head-dimension bucket of D.
-#define PILLARS_ATTENTION_BY_BUCKET(D, CALL)                \
-  do {                                                      \
-    switch (bucket(D)) {                                    \
-      case 16: { constexpr int DP = 16; CALL; } break;      \
-      case 32: { constexpr int DP = 32; CALL; } break;      \
-      case 64: { constexpr int DP = 64; CALL; } break;      \
-      default: { constexpr int DP = 128; CALL; } break;     \
-    }                                                       \
+#define PILLARS_ATTENTION_BY_BUCKET(D, CALL) \
+  do {                                       \
+    switch (bucket(D)) {                     \
+      case 16: {                             \
+        constexpr int DP = 16;               \
+        CALL;                                \
+      } break;                               \
+      case 32: {                             \
+        constexpr int DP = 32;               \
+        CALL;                                \
+      } break;                               \
+      case 64: {                             \
+        constexpr int DP = 64;               \
+        CALL;                                \
+      } break;                               \
+      default: {                             \
+        constexpr int DP = 128;              \
+        CALL;                                \
+      } break;                               \
+    }                                        \
   } while (0)
 
 int checked_int(int64_t x, const char* what) {
@@ -542,8 +553,10 @@ void attention_forward(const AttentionArgs& a, const T* Q, const T* K, const T* 
     if (on_hopper) hopper_forward(p, Q, K, V, O, lse);
   }
   if (!on_hopper) {
-    if (tensor_cores) tensor_core_forward(p, Q, K, V, O, lse);
-    else PILLARS_ATTENTION_BY_BUCKET(p.D, (simt_forward<DP>(p, Q, K, V, O, lse)));
+    if (tensor_cores)
+      tensor_core_forward(p, Q, K, V, O, lse);
+    else
+      PILLARS_ATTENTION_BY_BUCKET(p.D, (simt_forward<DP>(p, Q, K, V, O, lse)));
   }
   if (probs == nullptr) return;
   if (tensor_cores)
@@ -578,8 +591,8 @@ void attention_backward(const AttentionArgs& a, const T* Q, const T* K, const T*
     PILLARS_ATTENTION_BY_BUCKET(p.D, (simt_backward<DP>(p, Q, K, V, dO, delta, lse2, dQ, dK, dV)));
 }
 
-#define PILLARS_ATTENTION_INSTANTIATE(T)                                                                           \
-  template void attention_forward<T>(const AttentionArgs&, const T*, const T*, const T*, T*, float*, float*);      \
+#define PILLARS_ATTENTION_INSTANTIATE(T)                                                                          \
+  template void attention_forward<T>(const AttentionArgs&, const T*, const T*, const T*, T*, float*, float*);     \
   template void attention_backward<T>(const AttentionArgs&, const T*, const T*, const T*, const T*, const float*, \
                                       const T*, T*, T*, T*, void*);
 PILLARS_ATTENTION_INSTANTIATE(float)

@@ -69,7 +69,7 @@ class ScopedHopperAttention {
  private:
   bool before_;
 };
-bool hopper_attention_available(); // this GPU is a Hopper (9.x) and this build has its sm_90a code
+bool hopper_attention_available();   // this GPU is a Hopper (9.x) and this build has its sm_90a code
 int64_t hopper_attention_launches(); // forwards it has run in this process (the tests check it ran)
 
 } // namespace pillars::cuda

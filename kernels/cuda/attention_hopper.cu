@@ -23,7 +23,7 @@
 //
 // so the copies of tile n + 1 run under the products of tile n. What FlashAttention-3 adds and this
 // kernel does not have yet: operands loaded by TMA with mbarriers, a producer warpgroup that only
-// copies (warp specialisation, setmaxnreg), swizzled shared memory, wgmma reading V directly
+// copies (warp specialization, setmaxnreg), swizzled shared memory, wgmma reading V directly
 // through its transpose bit, and the softmax of one tile overlapped with the products of the next
 // (ping-pong between the warpgroups). Those are what it needs: on the H200 (2026-11-27) the
 // first version, which transposed V by scattering single values from registers, reached 0.31×
@@ -53,13 +53,15 @@ namespace pillars::cuda {
 namespace attention_detail {
 namespace {
 
-constexpr int kWarpgroups = 2;                   // each owns 64 queries
+constexpr int kWarpgroups = 2; // each owns 64 queries
 constexpr int kThreads = 128 * kWarpgroups;
-constexpr int kBlockQ = 64 * kWarpgroups;        // queries per block
+constexpr int kBlockQ = 64 * kWarpgroups; // queries per block
 // One tile of 64 rows (queries, keys, or Vᵀ's dimensions in blocks of 64) × D bf16.
-template <int D> constexpr int kTileBytes = 64 * D * 2;
+template <int D>
+constexpr int kTileBytes = 64 * D * 2;
 // Q (2 tiles), 2 × K, V, 2 × Vᵀ: 7 tiles, 56 KB at D = 64 and 112 KB at D = 128.
-template <int D> constexpr size_t kSmem = size_t(kWarpgroups + 5) * kTileBytes<D>;
+template <int D>
+constexpr size_t kSmem = size_t(kWarpgroups + 5) * kTileBytes<D>;
 
 std::atomic<int64_t> g_launches{0};
 
@@ -81,8 +83,10 @@ __device__ __forceinline__ void stage_kmajor(uint8_t* tile, const bf16* X, int64
   for (int c = threadIdx.x; c < rows * kChunks; c += kThreads) {
     const int r = 8 * (c / (8 * kChunks)) + c % 8, k8 = (c / 8) % kChunks;
     uint8_t* dst = tile + wgmma::kmajor_offset(r, 8 * k8, D);
-    if (row0 + r < valid) cp_async_16(smem_u32(dst), X + base + int64_t{row0 + r} * stride + 8 * k8);
-    else *reinterpret_cast<uint4*>(dst) = make_uint4(0, 0, 0, 0);
+    if (row0 + r < valid)
+      cp_async_16(smem_u32(dst), X + base + int64_t{row0 + r} * stride + 8 * k8);
+    else
+      *reinterpret_cast<uint4*>(dst) = make_uint4(0, 0, 0, 0);
   }
 }
 
@@ -94,7 +98,8 @@ __device__ __forceinline__ void stage_kmajor(uint8_t* tile, const bf16* X, int64
 // contiguous bytes, without bank conflicts. (This replaced scattering single bf16 values from
 // registers, 8-way bank conflicts on every store, which the H200 measured at half the speed of the
 // mma.sync kernel.)
-template <int D> __device__ __forceinline__ void transpose_values(uint8_t* vt, const uint8_t* v) {
+template <int D>
+__device__ __forceinline__ void transpose_values(uint8_t* vt, const uint8_t* v) {
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
 #pragma unroll
   for (int q = 0; q < D / 32; ++q) { // dimension blocks 4q .. 4q + 3
@@ -110,14 +115,16 @@ template <int D> __device__ __forceinline__ void transpose_values(uint8_t* vt, c
 static_assert(kThreads / 32 == kBlockK / 8, "one warp per 8 keys of the value tile");
 
 // The descriptor of k-step `step` (16 columns) of a K-major tile with `columns` columns at `tile`.
-template <int columns> __device__ __forceinline__ uint64_t step_descriptor(const uint8_t* tile, int step) {
+template <int columns>
+__device__ __forceinline__ uint64_t step_descriptor(const uint8_t* tile, int step) {
   return wgmma::descriptor(smem_u32(tile) + static_cast<uint32_t>(step) * 2 * wgmma::kmajor_lbo(), wgmma::kmajor_lbo(),
                            wgmma::kmajor_sbo(columns));
 }
 
 // Columns 64·half .. 64·half + 63 of Õ (D / 8 column blocks of 8) as one m64n64 accumulator: the
 // column blocks 8·half .. 8·half + 7, which lie side by side in memory.
-template <int N> __device__ __forceinline__ wgmma::Accumulator& accumulator(float (&o)[N][4], int half) {
+template <int N>
+__device__ __forceinline__ wgmma::Accumulator& accumulator(float (&o)[N][4], int half) {
   static_assert(N % 8 == 0);
   return *reinterpret_cast<wgmma::Accumulator*>(&o[8 * half]);
 }
@@ -243,8 +250,12 @@ bool hopper_supports(const Problem& p, const void* const* tensors, int count) {
 
 void hopper_forward(const Problem& p, const bf16* Q, const bf16* K, const bf16* V, bf16* O, float* lse) {
   const dim3 grid(static_cast<unsigned>(p.B * p.H), static_cast<unsigned>((p.Tq + kBlockQ - 1) / kBlockQ));
-  if (p.D == 64) launch<hopper_forward_kernel<64>>(grid, kThreads, kSmem<64>, "attention hopper_forward_kernel<64>", p, Q, K, V, O, lse);
-  else launch<hopper_forward_kernel<128>>(grid, kThreads, kSmem<128>, "attention hopper_forward_kernel<128>", p, Q, K, V, O, lse);
+  if (p.D == 64)
+    launch<hopper_forward_kernel<64>>(grid, kThreads, kSmem<64>, "attention hopper_forward_kernel<64>", p, Q, K, V, O,
+                                      lse);
+  else
+    launch<hopper_forward_kernel<128>>(grid, kThreads, kSmem<128>, "attention hopper_forward_kernel<128>", p, Q, K, V,
+                                       O, lse);
   g_launches.fetch_add(1, std::memory_order_relaxed);
 }
 
@@ -252,7 +263,7 @@ void hopper_forward(const Problem& p, const bf16* Q, const bf16* K, const bf16* 
 
 bool set_hopper_attention(bool on) {
   // Probe now, not at the first dispatch, which may come inside a CUDA-graph capture (where the
-  // probe's synchronising copy is not allowed).
+  // probe's synchronizing copy is not allowed).
   if (on) hopper_attention_available();
   return attention_detail::g_enabled.exchange(on, std::memory_order_relaxed);
 }

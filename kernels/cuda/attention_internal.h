@@ -34,9 +34,14 @@ struct Problem {
 
 __device__ __forceinline__ float to_float(float x) { return x; }
 __device__ __forceinline__ float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
-template <class T> __device__ __forceinline__ T from_float(float x);
-template <> __device__ __forceinline__ float from_float<float>(float x) { return x; }
-template <> __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float x) {
+template <class T>
+__device__ __forceinline__ T from_float(float x);
+template <>
+__device__ __forceinline__ float from_float<float>(float x) {
+  return x;
+}
+template <>
+__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float x) {
   return __float2bfloat16_rn(x);
 }
 
@@ -51,8 +56,8 @@ __device__ __forceinline__ int64_t head_row(const Problem& p, int b, int T, int 
 // with n(i) = min(Tk, key_lengths[b], causal ? i + 1 + Tk − Tq : Tk), clamped at 0. Rows i ≥ Tq
 // (the padding of a partial tile) see nothing, so they contribute nothing anywhere.
 struct RowMask {
-  int limit;  // min(Tk, key_lengths[b])
-  int shift;  // Tk − Tq + 1 when causal, else a value that never binds
+  int limit; // min(Tk, key_lengths[b])
+  int shift; // Tk − Tq + 1 when causal, else a value that never binds
   int Tq;
   __device__ __forceinline__ int visible(int i) const {
     if (i >= Tq) return 0;
@@ -64,7 +69,7 @@ struct RowMask {
 __device__ __forceinline__ RowMask row_mask(const Problem& p, int b) {
   RowMask m;
   m.limit = p.key_lengths ? min(p.Tk, p.key_lengths[b]) : p.Tk;
-  m.shift = p.causal ? p.Tk - p.Tq + 1 : p.Tk;  // (i ≥ 0, so i + Tk ≥ Tk ≥ limit)
+  m.shift = p.causal ? p.Tk - p.Tq + 1 : p.Tk; // (i ≥ 0, so i + Tk ≥ Tk ≥ limit)
   m.Tq = p.Tq;
   return m;
 }

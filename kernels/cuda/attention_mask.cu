@@ -20,7 +20,8 @@ namespace {
 
 constexpr int kThreads = 256;
 
-__global__ void attention_mask_kernel(const int32_t* lengths, int32_t* m, int64_t B, int64_t Tq, int64_t Tk, bool causal) {
+__global__ void attention_mask_kernel(const int32_t* lengths, int32_t* m, int64_t B, int64_t Tq, int64_t Tk,
+                                      bool causal) {
   const int64_t n = B * Tq * Tk;
   for (int64_t e = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; e < n; e += int64_t{gridDim.x} * blockDim.x) {
     const int64_t j = e % Tk, i = (e / Tk) % Tq, b = e / (Tk * Tq);

@@ -99,9 +99,9 @@ template <class T, int D, class C, bool kDropout>
 __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
     tc_forward_kernel(Problem p, const T* Q, const T* K, const T* V, T* O, float* lse) {
   constexpr int LD = Row<D>::LD, RB = Row<D>::kBytes, MT = C::kMT;
-  constexpr int KS = D / 16;         // k-steps of S = Q Kᵀ
-  constexpr int NT = C::kSub / 8;    // n-tiles of S (one sub-tile of keys)
-  constexpr int NO = D / 8;          // n-tiles of O
+  constexpr int KS = D / 16;      // k-steps of S = Q Kᵀ
+  constexpr int NT = C::kSub / 8; // n-tiles of S (one sub-tile of keys)
+  constexpr int NO = D / 8;       // n-tiles of O
   constexpr uint32_t kBuf = C::kBlockK * RB;
   extern __shared__ uint4 smem_u4[];
   bf16* Qs = reinterpret_cast<bf16*>(smem_u4);
@@ -384,8 +384,7 @@ __global__ void __launch_bounds__(F::kThreads, F::kMinBlocks)
 #pragma unroll
         for (int c = 0; c < 2; ++c) {
           const int e = 2 * r + c;
-          const float prob =
-              !masked || j + c < w.vis[0][r] ? fast_exp2(fmaf(s[nt][e], p.scale_log2, -l2[r])) : 0.0f;
+          const float prob = !masked || j + c < w.vis[0][r] ? fast_exp2(fmaf(s[nt][e], p.scale_log2, -l2[r])) : 0.0f;
           s[nt][e] = prob * (dp[nt][e] * z[c] - dl[r]); // dS = P ∘ (dP∘Z − δ)
         }
       }
@@ -429,8 +428,7 @@ struct Tiling {
   using query = QueryConfig<kBackwardWarps, D == 128 ? 32 : 64, 8 / kBackwardWarps>;
 };
 
-template <class T, int D, class C = typename Tiling<T, D>::forward,
-          class CD = typename Tiling<T, D>::forward_dropout>
+template <class T, int D, class C = typename Tiling<T, D>::forward, class CD = typename Tiling<T, D>::forward_dropout>
 void forward(const Problem& p, const T* Q, const T* K, const T* V, T* O, float* lse) {
   if (p.dropout_p > 0.0f)
     launch<tc_forward_kernel<T, D, CD, true>>(dim3(p.B * p.H, tiles_of(p.Tq, CD::kBlockQ)), CD::kThreads,
@@ -442,8 +440,8 @@ void forward(const Problem& p, const T* Q, const T* K, const T* V, T* O, float* 
 }
 
 template <class T, int D, class KV = typename Tiling<T, D>::key_value, class QC = typename Tiling<T, D>::query>
-void backward(const Problem& p, const T* Q, const T* K, const T* V, const T* dO, const float* delta,
-              const float* lse2, T* dQ, T* dK, T* dV) {
+void backward(const Problem& p, const T* Q, const T* K, const T* V, const T* dO, const float* delta, const float* lse2,
+              T* dQ, T* dK, T* dV) {
   if (p.Tk > 0)
     launch<tc_backward_kv_kernel<T, D, KV>>(dim3(p.B * p.H, tiles_of(p.Tk, KV::kBlockK)), KV::kThreads,
                                             KV::template smem<D>(), "attention_tc_backward_kv", p, Q, K, V, dO, delta,
@@ -467,9 +465,15 @@ bool tensor_core_supports(const Problem& p, const void* const* tensors, int coun
 template <class T>
 void tensor_core_forward(const Problem& p, const T* Q, const T* K, const T* V, T* O, float* lse) {
   switch (p.D) {
-    case 32: forward<T, 32>(p, Q, K, V, O, lse); break;
-    case 64: forward<T, 64>(p, Q, K, V, O, lse); break;
-    default: forward<T, 128>(p, Q, K, V, O, lse); break;
+    case 32:
+      forward<T, 32>(p, Q, K, V, O, lse);
+      break;
+    case 64:
+      forward<T, 64>(p, Q, K, V, O, lse);
+      break;
+    default:
+      forward<T, 128>(p, Q, K, V, O, lse);
+      break;
   }
 }
 
@@ -477,9 +481,15 @@ template <class T>
 void tensor_core_backward(const Problem& p, const T* Q, const T* K, const T* V, const T* dO, const float* delta,
                           const float* lse2, T* dQ, T* dK, T* dV) {
   switch (p.D) {
-    case 32: backward<T, 32>(p, Q, K, V, dO, delta, lse2, dQ, dK, dV); break;
-    case 64: backward<T, 64>(p, Q, K, V, dO, delta, lse2, dQ, dK, dV); break;
-    default: backward<T, 128>(p, Q, K, V, dO, delta, lse2, dQ, dK, dV); break;
+    case 32:
+      backward<T, 32>(p, Q, K, V, dO, delta, lse2, dQ, dK, dV);
+      break;
+    case 64:
+      backward<T, 64>(p, Q, K, V, dO, delta, lse2, dQ, dK, dV);
+      break;
+    default:
+      backward<T, 128>(p, Q, K, V, dO, delta, lse2, dQ, dK, dV);
+      break;
   }
 }
 

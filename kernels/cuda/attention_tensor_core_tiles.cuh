@@ -82,8 +82,8 @@ __device__ __forceinline__ void store_pair(bf16* dst, float a, float b) {
 // 16-byte bank groups and ldmatrix's 8 row reads never collide.
 template <int D>
 struct Row {
-  static constexpr int LD = D + 8;       // elements
-  static constexpr int kBytes = LD * 2;  // bytes
+  static constexpr int LD = D + 8;      // elements
+  static constexpr int kBytes = LD * 2; // bytes
 };
 
 // tile (R rows) ← rows [row0, row0 + R) of the head starting at X + base (rows `stride` apart);
@@ -273,8 +273,8 @@ __device__ __forceinline__ void online_softmax(float (&s)[NT][4], float (&m)[2],
     for (int nt = 0; nt < NT; ++nt) mx = fmaxf(mx, fmaxf(s[nt][2 * r], s[nt][2 * r + 1]));
     mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1)); // the 4 threads of a row: lanes 4g..4g+3
     mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-    const float m_new = fmaxf(m[r], mx * c);              // c > 0: max(c·s) = c·max(s)
-    const float m_use = m_new == -kInf ? 0.0f : m_new;    // nothing visible yet: P = 0, α = 0, no NaN
+    const float m_new = fmaxf(m[r], mx * c);           // c > 0: max(c·s) = c·max(s)
+    const float m_use = m_new == -kInf ? 0.0f : m_new; // nothing visible yet: P = 0, α = 0, no NaN
     const float alpha = fast_exp2(m[r] - m_use);
     m[r] = m_new;
     l[r] *= alpha;

@@ -42,7 +42,8 @@ constexpr float kNegInf = -INFINITY;
 constexpr int kCountThreads = 1024; // the single-block kernels (mean of the losses, valid rows)
 
 // Zeroes the elements of a row of n floats that team thread t owns (the units of for_each_owned).
-template <int kTeam, bool kVec4> __device__ void zero_owned(float* row, int64_t n, int t) {
+template <int kTeam, bool kVec4>
+__device__ void zero_owned(float* row, int64_t n, int t) {
   if constexpr (kVec4) {
     for (int64_t u = t; u < n / 4; u += kTeam) reinterpret_cast<float4*>(row)[u] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
   } else {
@@ -67,10 +68,14 @@ __device__ __forceinline__ bool valid_target(int32_t t, const RowParams& p) {
 
 // The team's rows: team r of the grid takes rows r, r + R, ... (R teams in all). Teams are whole
 // warps or whole blocks, so a team may leave the loop on its own.
-template <int kTeam> __device__ int64_t first_team_row() {
+template <int kTeam>
+__device__ int64_t first_team_row() {
   return int64_t{blockIdx.x} * (kTeam <= 32 ? 128 / kTeam : 1) + threadIdx.x / kTeam;
 }
-template <int kTeam> __device__ int64_t team_row_step() { return int64_t{gridDim.x} * (kTeam <= 32 ? 128 / kTeam : 1); }
+template <int kTeam>
+__device__ int64_t team_row_step() {
+  return int64_t{gridDim.x} * (kTeam <= 32 ? 128 / kTeam : 1);
+}
 
 template <int kTeam, bool kVec4>
 __global__ void __launch_bounds__(kTeam <= 32 ? 128 : kTeam)
@@ -101,7 +106,8 @@ __global__ void __launch_bounds__(kTeam <= 32 ? 128 : kTeam)
 }
 
 // Σ over a block of kCountThreads threads, in a fixed order; the total is valid in thread 0.
-template <class T> __device__ T block_sum_to_thread0(T v, T* scratch) {
+template <class T>
+__device__ T block_sum_to_thread0(T v, T* scratch) {
 #pragma unroll
   for (int offset = 16; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
   if (threadIdx.x % 32 == 0) scratch[threadIdx.x / 32] = v;
@@ -169,14 +175,20 @@ __global__ void __launch_bounds__(kTeam <= 32 ? 128 : kTeam)
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
 // Calls f(team, vec4) as integral constants: the team size for rows of V classes.
-template <class F> void with_row_team(int64_t V, bool vec4, F&& f) {
+template <class F>
+void with_row_team(int64_t V, bool vec4, F&& f) {
   auto pick_vec = [&](auto team) {
-    if (vec4) f(team, std::true_type{});
-    else f(team, std::false_type{});
+    if (vec4)
+      f(team, std::true_type{});
+    else
+      f(team, std::false_type{});
   };
-  if (V <= 1024) pick_vec(std::integral_constant<int, 32>{});
-  else if (V <= 16384) pick_vec(std::integral_constant<int, 256>{});
-  else pick_vec(std::integral_constant<int, 512>{});
+  if (V <= 1024)
+    pick_vec(std::integral_constant<int, 32>{});
+  else if (V <= 16384)
+    pick_vec(std::integral_constant<int, 256>{});
+  else
+    pick_vec(std::integral_constant<int, 512>{});
 }
 
 } // namespace
@@ -187,8 +199,8 @@ void cross_entropy_rows_forward(const CrossEntropyParams& p, const float* logits
   with_row_team(p.V, p.V % 4 == 0 && aligned16(logits), [&](auto team, auto vec4) {
     constexpr int kTeam = decltype(team)::value;
     constexpr int kTeamsPerBlock = kTeam <= 32 ? 128 / kTeam : 1;
-    forward_rows_kernel<kTeam, decltype(vec4)::value><<<blocks_for(p.N, kTeamsPerBlock), kTeam * kTeamsPerBlock, 0,
-                                                        stream()>>>(p, logits, targets, lse, row_loss);
+    forward_rows_kernel<kTeam, decltype(vec4)::value>
+        <<<blocks_for(p.N, kTeamsPerBlock), kTeam * kTeamsPerBlock, 0, stream()>>>(p, logits, targets, lse, row_loss);
     PILLARS_CUDA_LAUNCHED("cross_entropy forward_rows_kernel");
   });
 }
@@ -209,8 +221,9 @@ void cross_entropy_rows_backward(const CrossEntropyParams& p, const float* logit
   with_row_team(p.V, p.V % 4 == 0 && aligned16(logits) && aligned16(dlogits), [&](auto team, auto vec4) {
     constexpr int kTeam = decltype(team)::value;
     constexpr int kTeamsPerBlock = kTeam <= 32 ? 128 / kTeam : 1;
-    backward_rows_kernel<kTeam, decltype(vec4)::value><<<blocks_for(p.N, kTeamsPerBlock), kTeam * kTeamsPerBlock, 0,
-                                                         stream()>>>(p, logits, targets, lse, scale, dlogits);
+    backward_rows_kernel<kTeam, decltype(vec4)::value>
+        <<<blocks_for(p.N, kTeamsPerBlock), kTeam * kTeamsPerBlock, 0, stream()>>>(p, logits, targets, lse, scale,
+                                                                                   dlogits);
     PILLARS_CUDA_LAUNCHED("cross_entropy backward_rows_kernel");
   });
 }

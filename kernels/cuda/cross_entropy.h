@@ -22,7 +22,10 @@ struct CrossEntropyParams {
 // The parameters of N rows of V classes with label smoothing ε (the one place that rounds 1 − ε
 // and ε/V).
 inline CrossEntropyParams cross_entropy_params(int64_t N, int64_t V, float smoothing, int64_t ignore_index) {
-  return {.N = N, .V = V, .ignore_index = ignore_index, .one_minus_smoothing = 1.0f - smoothing,
+  return {.N = N,
+          .V = V,
+          .ignore_index = ignore_index,
+          .one_minus_smoothing = 1.0f - smoothing,
           .uniform = smoothing / static_cast<float>(V)};
 }
 

@@ -3,7 +3,7 @@
 // finalized by hand (cudnnBackendCreateDescriptor / SetAttribute / Finalize), no cudnn-frontend.
 // cuDNN 9.x has no single descriptor for masked attention that works on Hopper (its
 // OPERATION_SDPA_FWD/BWD descriptors take no causal mask before 9.21), so we build the graph that
-// cuDNN's runtime fusion engine recognises as flash attention, out of matmul, pointwise, reduction
+// cuDNN's runtime fusion engine recognizes as flash attention, out of matmul, pointwise, reduction
 // and reshape operations — the graph cudnn-frontend's SDPA nodes emit.
 //
 // SHAPES. Our tensors are (B, T, H, D) row-major; cuDNN sees them as (B, H, T, D) with strides
@@ -98,11 +98,13 @@ std::string find_unavailable_reason() {
   if (cuda_device_count() == 0) return cuda_unavailable_reason();
   const size_t loaded = cudnnGetVersion();
   if (loaded / 10000 != CUDNN_MAJOR)
-    return str_cat("the loaded cuDNN library is version ", version_text(loaded), ", but this build of pillars was compiled against ",
-                   version_text(CUDNN_VERSION), " (a different major version)");
+    return str_cat("the loaded cuDNN library is version ", version_text(loaded),
+                   ", but this build of pillars was compiled against ", version_text(CUDNN_VERSION),
+                   " (a different major version)");
   const cudaDeviceProp& prop = device_properties();
   if (prop.major < 8)
-    return str_cat("cuDNN's fused attention needs an sm_80 or newer GPU; ", prop.name, " is sm_", prop.major, prop.minor);
+    return str_cat("cuDNN's fused attention needs an sm_80 or newer GPU; ", prop.name, " is sm_", prop.major,
+                   prop.minor);
   try {
     cudnn_handle();
   } catch (const Error& e) {
@@ -147,17 +149,17 @@ struct Key {
 };
 
 std::string describe(const Key& k) {
-  return str_cat("attention ", k.backward ? "backward" : "forward", " (B ", k.B, ", H ", k.H, ", Tq ", k.Tq, ", Tk ", k.Tk,
-                 ", D ", k.D, k.causal ? ", causal" : "", k.padding ? ", key padding" : "", ")");
+  return str_cat("attention ", k.backward ? "backward" : "forward", " (B ", k.B, ", H ", k.H, ", Tq ", k.Tq, ", Tk ",
+                 k.Tk, ", D ", k.D, k.causal ? ", causal" : "", k.padding ? ", key padding" : "", ")");
 }
 
 // The shapes both graphs share.
 struct Layouts {
-  Dims q_dims, q_strides;   // Q, O, dO, dQ: (B, H, Tq, D) over (B, Tq, H, D) memory
-  Dims k_dims, k_strides;   // K, V, dK, dV: (B, H, Tk, D)
-  Dims kt_dims, kt_strides; // Kᵀ, Vᵀ: (B, H, D, Tk), the same memory
-  Dims s_dims, s_strides;   // S, P: (B, H, Tq, Tk), packed
-  Dims st_dims, st_strides; // Pᵀ, dSᵀ: (B, H, Tk, Tq) over S's memory
+  Dims q_dims, q_strides;     // Q, O, dO, dQ: (B, H, Tq, D) over (B, Tq, H, D) memory
+  Dims k_dims, k_strides;     // K, V, dK, dV: (B, H, Tk, D)
+  Dims kt_dims, kt_strides;   // Kᵀ, Vᵀ: (B, H, D, Tk), the same memory
+  Dims s_dims, s_strides;     // S, P: (B, H, Tq, Tk), packed
+  Dims st_dims, st_strides;   // Pᵀ, dSᵀ: (B, H, Tk, Tq) over S's memory
   Dims row_dims, row_strides; // stats, row sums: (B, H, Tq, 1)
   Dims len_dims, len_strides; // seq_len_q/kv: (B, 1, 1, 1)
   explicit Layouts(const Key& k) {
@@ -173,12 +175,18 @@ struct Layouts {
 };
 
 // S = keep ? S : lowest, keep = (row < seq_len_q) and (col < seq_len_kv).
-const TensorDesc& padding_mask(GraphBuilder& g, const TensorDesc& s, const TensorDesc& seq_q, const TensorDesc& seq_kv) {
-  const TensorDesc& row = g.pointwise(CUDNN_POINTWISE_GEN_INDEX, s, nullptr, nullptr, CUDNN_DATA_INT32, CUDNN_DATA_INT32, 2);
-  const TensorDesc& col = g.pointwise(CUDNN_POINTWISE_GEN_INDEX, s, nullptr, nullptr, CUDNN_DATA_INT32, CUDNN_DATA_INT32, 3);
-  const TensorDesc& row_in = g.pointwise(CUDNN_POINTWISE_CMP_LT, row, &seq_q, nullptr, CUDNN_DATA_BOOLEAN, CUDNN_DATA_BOOLEAN);
-  const TensorDesc& col_in = g.pointwise(CUDNN_POINTWISE_CMP_LT, col, &seq_kv, nullptr, CUDNN_DATA_BOOLEAN, CUDNN_DATA_BOOLEAN);
-  const TensorDesc& keep = g.pointwise(CUDNN_POINTWISE_LOGICAL_AND, row_in, &col_in, nullptr, CUDNN_DATA_BOOLEAN, CUDNN_DATA_BOOLEAN);
+const TensorDesc& padding_mask(GraphBuilder& g, const TensorDesc& s, const TensorDesc& seq_q,
+                               const TensorDesc& seq_kv) {
+  const TensorDesc& row =
+      g.pointwise(CUDNN_POINTWISE_GEN_INDEX, s, nullptr, nullptr, CUDNN_DATA_INT32, CUDNN_DATA_INT32, 2);
+  const TensorDesc& col =
+      g.pointwise(CUDNN_POINTWISE_GEN_INDEX, s, nullptr, nullptr, CUDNN_DATA_INT32, CUDNN_DATA_INT32, 3);
+  const TensorDesc& row_in =
+      g.pointwise(CUDNN_POINTWISE_CMP_LT, row, &seq_q, nullptr, CUDNN_DATA_BOOLEAN, CUDNN_DATA_BOOLEAN);
+  const TensorDesc& col_in =
+      g.pointwise(CUDNN_POINTWISE_CMP_LT, col, &seq_kv, nullptr, CUDNN_DATA_BOOLEAN, CUDNN_DATA_BOOLEAN);
+  const TensorDesc& keep =
+      g.pointwise(CUDNN_POINTWISE_LOGICAL_AND, row_in, &col_in, nullptr, CUDNN_DATA_BOOLEAN, CUDNN_DATA_BOOLEAN);
   const TensorDesc& lowest = g.constant_f32(std::numeric_limits<float>::lowest());
   return g.pointwise(CUDNN_POINTWISE_BINARY_SELECT, s, &lowest, &keep, CUDNN_DATA_FLOAT);
 }
@@ -186,15 +194,18 @@ const TensorDesc& padding_mask(GraphBuilder& g, const TensorDesc& s, const Tenso
 // S = keep ? S : lowest, keep = row + (Tk − Tq) ≥ col: the causal diagonal through the
 // bottom-right corner, from the padded lengths (not the per-batch key lengths — our definition).
 const TensorDesc& causal_mask(GraphBuilder& g, const TensorDesc& s, const Key& k) {
-  const TensorDesc* row = &g.pointwise(CUDNN_POINTWISE_GEN_INDEX, s, nullptr, nullptr, CUDNN_DATA_INT32, CUDNN_DATA_FLOAT, 2);
-  const TensorDesc& col = g.pointwise(CUDNN_POINTWISE_GEN_INDEX, s, nullptr, nullptr, CUDNN_DATA_INT32, CUDNN_DATA_FLOAT, 3);
+  const TensorDesc* row =
+      &g.pointwise(CUDNN_POINTWISE_GEN_INDEX, s, nullptr, nullptr, CUDNN_DATA_INT32, CUDNN_DATA_FLOAT, 2);
+  const TensorDesc& col =
+      g.pointwise(CUDNN_POINTWISE_GEN_INDEX, s, nullptr, nullptr, CUDNN_DATA_INT32, CUDNN_DATA_FLOAT, 3);
   if (k.Tq != k.Tk) {
     const TensorDesc& tk = g.constant_i32(static_cast<int32_t>(k.Tk));
     row = &g.pointwise(CUDNN_POINTWISE_ADD, *row, &tk, nullptr, CUDNN_DATA_INT32, CUDNN_DATA_INT32);
     const TensorDesc& tq = g.constant_i32(static_cast<int32_t>(k.Tq));
     row = &g.pointwise(CUDNN_POINTWISE_SUB, *row, &tq, nullptr, CUDNN_DATA_INT32, CUDNN_DATA_INT32);
   }
-  const TensorDesc& keep = g.pointwise(CUDNN_POINTWISE_CMP_GE, *row, &col, nullptr, CUDNN_DATA_BOOLEAN, CUDNN_DATA_BOOLEAN);
+  const TensorDesc& keep =
+      g.pointwise(CUDNN_POINTWISE_CMP_GE, *row, &col, nullptr, CUDNN_DATA_BOOLEAN, CUDNN_DATA_BOOLEAN);
   const TensorDesc& lowest = g.constant_f32(std::numeric_limits<float>::lowest());
   return g.pointwise(CUDNN_POINTWISE_BINARY_SELECT, s, &lowest, &keep, CUDNN_DATA_FLOAT);
 }
@@ -283,8 +294,8 @@ std::unique_ptr<Plan> build_backward(const Key& k) {
   g.matmul(d_o, vt, dp0, seq_q, seq_kv, nullptr);
   const TensorDesc& one_b = g.constant_f32(1.0f);
   const TensorDesc& dp = g.pointwise(CUDNN_POINTWISE_MUL, dp0, &one_b, nullptr, CUDNN_DATA_FLOAT);
-  const TensorDesc& dp_centred = g.pointwise(CUDNN_POINTWISE_SUB, dp, &softmax_sum, nullptr, CUDNN_DATA_FLOAT);
-  const TensorDesc& ds_unscaled = g.pointwise(CUDNN_POINTWISE_MUL, dp_centred, &p, nullptr, CUDNN_DATA_FLOAT);
+  const TensorDesc& dp_centered = g.pointwise(CUDNN_POINTWISE_SUB, dp, &softmax_sum, nullptr, CUDNN_DATA_FLOAT);
+  const TensorDesc& ds_unscaled = g.pointwise(CUDNN_POINTWISE_MUL, dp_centered, &p, nullptr, CUDNN_DATA_FLOAT);
   const TensorDesc& ds = g.pointwise(CUDNN_POINTWISE_MUL, ds_unscaled, &scale, nullptr, CUDNN_DATA_FLOAT);
   const TensorDesc& dst = g.reshape(ds, l.st_dims, l.st_strides, CUDNN_DATA_BFLOAT16);
   g.matmul(dst, q, dk, seq_kv, nullptr, seq_q);
@@ -325,7 +336,8 @@ struct Workspace {
 };
 
 Workspace workspace_layout(const CudnnAttentionArgs& a, bool backward, int64_t cudnn_bytes) {
-  const size_t q_bytes = static_cast<size_t>(a.B * a.Tq * a.H * a.D) * 2, k_bytes = static_cast<size_t>(a.B * a.Tk * a.H * a.D) * 2;
+  const size_t q_bytes = static_cast<size_t>(a.B * a.Tq * a.H * a.D) * 2,
+               k_bytes = static_cast<size_t>(a.B * a.Tk * a.H * a.D) * 2;
   const size_t rows = static_cast<size_t>(a.B * a.H * a.Tq);
   Workspace w;
   size_t at = 0;
@@ -372,7 +384,9 @@ void* scratch(size_t bytes) {
 
 constexpr int kThreads = 256;
 
-unsigned grid_for(int64_t n) { return static_cast<unsigned>(std::min<int64_t>((n + kThreads - 1) / kThreads, 65535 * 8)); }
+unsigned grid_for(int64_t n) {
+  return static_cast<unsigned>(std::min<int64_t>((n + kThreads - 1) / kThreads, 65535 * 8));
+}
 
 __global__ void to_bf16_kernel(const float* x, __nv_bfloat16* y, int64_t n) {
   for (int64_t e = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; e < n; e += int64_t{gridDim.x} * blockDim.x)
@@ -383,14 +397,22 @@ __global__ void to_bf16_kernel(const float* x, __nv_bfloat16* y, int64_t n) {
 // (queries: O, dQ), or the keys below that batch row's key length (keys: dK, dV).
 enum class Rows { queries, keys };
 
-template <class T> __device__ __forceinline__ T from_f32(float x);
-template <> __device__ __forceinline__ float from_f32<float>(float x) { return x; }
-template <> __device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
+template <class T>
+__device__ __forceinline__ T from_f32(float x);
+template <>
+__device__ __forceinline__ float from_f32<float>(float x) {
+  return x;
+}
+template <>
+__device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float x) {
+  return __float2bfloat16_rn(x);
+}
 
 // y = x (bf16) on the rows that hold results, 0 elsewhere (x may be y: each element is read, then
 // written, by one thread).
 template <class Out>
-__global__ void store_rows_kernel(const __nv_bfloat16* x, Out* y, int64_t B, int64_t T, int64_t row, const int32_t* lengths, Rows rows) {
+__global__ void store_rows_kernel(const __nv_bfloat16* x, Out* y, int64_t B, int64_t T, int64_t row,
+                                  const int32_t* lengths, Rows rows) {
   const int64_t n = B * T * row;
   for (int64_t e = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; e < n; e += int64_t{gridDim.x} * blockDim.x) {
     bool keep = true;
@@ -404,7 +426,8 @@ __global__ void store_rows_kernel(const __nv_bfloat16* x, Out* y, int64_t B, int
 
 // seq_len_q = Tq; seq_len_kv = key_lengths clamped to [1, Tk] (a batch row with no keys is given
 // one, and its results are replaced by ours afterwards: no zero-length sequences reach cuDNN).
-__global__ void sequence_lengths_kernel(const int32_t* lengths, int32_t* seq_q, int32_t* seq_kv, int64_t B, int32_t Tq, int32_t Tk) {
+__global__ void sequence_lengths_kernel(const int32_t* lengths, int32_t* seq_q, int32_t* seq_kv, int64_t B, int32_t Tq,
+                                        int32_t Tk) {
   for (int64_t b = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; b < B; b += int64_t{gridDim.x} * blockDim.x) {
     seq_q[b] = Tq;
     seq_kv[b] = min(max(lengths[b], 1), Tk);
@@ -426,18 +449,21 @@ __global__ void finite_lse_kernel(const float* lse, float* out, int64_t n) {
 
 void to_bf16(const void* x, void* y, int64_t n) {
   if (n == 0) return;
-  to_bf16_kernel<<<grid_for(n), kThreads, 0, stream()>>>(static_cast<const float*>(x), static_cast<__nv_bfloat16*>(y), n);
+  to_bf16_kernel<<<grid_for(n), kThreads, 0, stream()>>>(static_cast<const float*>(x), static_cast<__nv_bfloat16*>(y),
+                                                         n);
   PILLARS_CUDA_LAUNCHED("cudnn_attention_to_bf16");
 }
 
 // The results back into the caller's tensor (float, or bf16 in place), with our zeros.
-void store_rows(const void* bf16, void* out, bool bf16_io, int64_t B, int64_t T, int64_t row, const int32_t* lengths, Rows rows) {
+void store_rows(const void* bf16, void* out, bool bf16_io, int64_t B, int64_t T, int64_t row, const int32_t* lengths,
+                Rows rows) {
   const int64_t n = B * T * row;
   if (n == 0) return;
   const auto* x = static_cast<const __nv_bfloat16*>(bf16);
   if (bf16_io) {
     if (!lengths) return; // cuDNN wrote the caller's tensor, and every row holds results
-    store_rows_kernel<<<grid_for(n), kThreads, 0, stream()>>>(x, static_cast<__nv_bfloat16*>(out), B, T, row, lengths, rows);
+    store_rows_kernel<<<grid_for(n), kThreads, 0, stream()>>>(x, static_cast<__nv_bfloat16*>(out), B, T, row, lengths,
+                                                              rows);
   } else {
     store_rows_kernel<<<grid_for(n), kThreads, 0, stream()>>>(x, static_cast<float*>(out), B, T, row, lengths, rows);
   }
@@ -455,11 +481,13 @@ void execute(const Plan& plan, std::vector<Binding> bindings, void* workspace) {
   std::vector<int64_t> uids;
   std::vector<void*> pointers;
   for (const Binding& b : bindings) uids.push_back(b.uid), pointers.push_back(b.data);
-  for (const Constant& c : plan.constants) uids.push_back(c.uid), pointers.push_back(const_cast<void*>(static_cast<const void*>(&c.value)));
+  for (const Constant& c : plan.constants)
+    uids.push_back(c.uid), pointers.push_back(const_cast<void*>(static_cast<const void*>(&c.value)));
   Desc pack(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, "variant pack");
-  pack.set(PILLARS_ATTR(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS), CUDNN_TYPE_INT64, static_cast<int64_t>(uids.size()), uids.data());
-  pack.set(PILLARS_ATTR(CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS), CUDNN_TYPE_VOID_PTR, static_cast<int64_t>(pointers.size()),
-           pointers.data());
+  pack.set(PILLARS_ATTR(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS), CUDNN_TYPE_INT64, static_cast<int64_t>(uids.size()),
+           uids.data());
+  pack.set(PILLARS_ATTR(CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS), CUDNN_TYPE_VOID_PTR,
+           static_cast<int64_t>(pointers.size()), pointers.data());
   pack.set(PILLARS_ATTR(CUDNN_ATTR_VARIANT_PACK_WORKSPACE), CUDNN_TYPE_VOID_PTR, 1, &workspace);
   pack.finalize();
   PILLARS_CUDNN_CHECK(cudnnBackendExecute(cudnn_handle(), plan.plan, pack.get()));
@@ -482,10 +510,10 @@ void cudnn_attention_check(const CudnnAttentionArgs& a) {
                 ": the attention probabilities (GHT's feature map A) are not available from cuDNN's fused kernel, "
                 "which never forms them",
                 instead);
-  PILLARS_CHECK(a.D == 32 || a.D == 64 || a.D == 128, who, ": head dimension ", a.D, " is not supported (32, 64 or 128)",
-                instead);
-  PILLARS_CHECK(!a.causal || a.Tq <= a.Tk, who, ": causal attention with more queries than keys (Tq ", a.Tq, " > Tk ", a.Tk,
-                ") is not supported: cuDNN aligns the causal diagonal bottom-right only when Tq <= Tk", instead);
+  PILLARS_CHECK(a.D == 32 || a.D == 64 || a.D == 128, who, ": head dimension ", a.D,
+                " is not supported (32, 64 or 128)", instead);
+  PILLARS_CHECK(!a.causal || a.Tq <= a.Tk, who, ": causal attention with more queries than keys (Tq ", a.Tq, " > Tk ",
+                a.Tk, ") is not supported: cuDNN aligns the causal diagonal bottom-right only when Tq <= Tk", instead);
   // Measured on an H200 (cuDNN 9.14): with key padding and Tq < Tk, cuDNN's causal result is not
   // ours (relative error ~1 in O, lse and the gradients), though each alone matches. Not
   // established why; likely, the fused engine takes our spelled-out diagonal for its own
@@ -494,8 +522,8 @@ void cudnn_attention_check(const CudnnAttentionArgs& a) {
   PILLARS_CHECK(!a.causal || a.Tq == a.Tk || a.key_lengths == nullptr, who,
                 ": causal attention with key padding and fewer queries than keys (Tq ", a.Tq, " < Tk ", a.Tk,
                 ") is not supported: cuDNN's result differs from ours there", instead);
-  PILLARS_CHECK(a.B >= 1 && a.H >= 1 && a.Tq >= 1 && a.Tk >= 1, who, ": empty shape (B ", a.B, ", H ", a.H, ", Tq ", a.Tq,
-                ", Tk ", a.Tk, ")");
+  PILLARS_CHECK(a.B >= 1 && a.H >= 1 && a.Tq >= 1 && a.Tk >= 1, who, ": empty shape (B ", a.B, ", H ", a.H, ", Tq ",
+                a.Tq, ", Tk ", a.Tk, ")");
   PILLARS_CHECK(a.Tq <= std::numeric_limits<int32_t>::max() && a.Tk <= std::numeric_limits<int32_t>::max(), who,
                 ": sequence too long");
   PILLARS_CHECK(a.scale > 0.0f && std::isfinite(a.scale), who, ": softmax scale ", a.scale, " is not positive");
@@ -513,8 +541,8 @@ size_t cudnn_attention_backward_workspace(const CudnnAttentionArgs& a) {
   return workspace_layout(a, true, plan_for(key_of(a, true)).workspace).total;
 }
 
-void cudnn_attention_forward(const CudnnAttentionArgs& a, const void* Q, const void* K, const void* V, void* O, float* lse,
-                             void* workspace) {
+void cudnn_attention_forward(const CudnnAttentionArgs& a, const void* Q, const void* K, const void* V, void* O,
+                             float* lse, void* workspace) {
   cudnn_attention_check(a);
   require_cudnn("attention (cuDNN)");
   const Plan& plan = plan_for(key_of(a, false));
@@ -533,8 +561,8 @@ void cudnn_attention_forward(const CudnnAttentionArgs& a, const void* Q, const v
   if (a.key_lengths) {
     int32_t* seq_q = reinterpret_cast<int32_t*>(at(workspace, w.seq_q));
     int32_t* seq_kv = reinterpret_cast<int32_t*>(at(workspace, w.seq_kv));
-    sequence_lengths_kernel<<<grid_for(a.B), kThreads, 0, stream()>>>(a.key_lengths, seq_q, seq_kv, a.B,
-                                                                     static_cast<int32_t>(a.Tq), static_cast<int32_t>(a.Tk));
+    sequence_lengths_kernel<<<grid_for(a.B), kThreads, 0, stream()>>>(
+        a.key_lengths, seq_q, seq_kv, a.B, static_cast<int32_t>(a.Tq), static_cast<int32_t>(a.Tk));
     PILLARS_CUDA_LAUNCHED("cudnn_attention_sequence_lengths");
     bindings.push_back({kSeqQ, seq_q});
     bindings.push_back({kSeqKV, seq_kv});
@@ -585,8 +613,8 @@ void cudnn_attention_backward(const CudnnAttentionArgs& a, const void* Q, const 
   if (a.key_lengths) {
     int32_t* seq_q = reinterpret_cast<int32_t*>(at(workspace, w.seq_q));
     int32_t* seq_kv = reinterpret_cast<int32_t*>(at(workspace, w.seq_kv));
-    sequence_lengths_kernel<<<grid_for(a.B), kThreads, 0, stream()>>>(a.key_lengths, seq_q, seq_kv, a.B,
-                                                                     static_cast<int32_t>(a.Tq), static_cast<int32_t>(a.Tk));
+    sequence_lengths_kernel<<<grid_for(a.B), kThreads, 0, stream()>>>(
+        a.key_lengths, seq_q, seq_kv, a.B, static_cast<int32_t>(a.Tq), static_cast<int32_t>(a.Tk));
     PILLARS_CUDA_LAUNCHED("cudnn_attention_sequence_lengths");
     bindings.push_back({kSeqQ, seq_q});
     bindings.push_back({kSeqKV, seq_kv});

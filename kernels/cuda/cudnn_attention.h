@@ -62,8 +62,7 @@ size_t cudnn_attention_backward_workspace(const CudnnAttentionArgs& a);
 // Element type of Q … dV: float, or bf16 when a.bf16_io.
 void cudnn_attention_forward(const CudnnAttentionArgs& a, const void* Q, const void* K, const void* V, void* O,
                              float* lse, void* workspace);
-void cudnn_attention_backward(const CudnnAttentionArgs& a, const void* Q, const void* K, const void* V,
-                              const void* O, const float* lse, const void* dO, void* dQ, void* dK, void* dV,
-                              void* workspace);
+void cudnn_attention_backward(const CudnnAttentionArgs& a, const void* Q, const void* K, const void* V, const void* O,
+                              const float* lse, const void* dO, void* dQ, void* dK, void* dV, void* workspace);
 
 } // namespace pillars::cuda

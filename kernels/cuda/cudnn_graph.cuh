@@ -77,7 +77,6 @@ class Desc {
 
 using Dims = std::vector<int64_t>;
 
-
 struct TensorDesc {
   Desc desc;
   Dims dims, strides;
@@ -113,7 +112,9 @@ class GraphBuilder {
   const TensorDesc& virt(Dims dims, Dims strides, cudnnDataType_t type) {
     return tensor(next_virtual_++, std::move(dims), std::move(strides), type, true, false);
   }
-  const TensorDesc& by_value(int64_t uid, cudnnDataType_t type) { return tensor(uid, {1, 1, 1, 1}, {1, 1, 1, 1}, type, false, true); }
+  const TensorDesc& by_value(int64_t uid, cudnnDataType_t type) {
+    return tensor(uid, {1, 1, 1, 1}, {1, 1, 1, 1}, type, false, true);
+  }
   const TensorDesc& constant_f32(float v) {
     Constant c{next_constant_++, {}};
     c.value.f = v;
@@ -208,10 +209,11 @@ class GraphBuilder {
       heur.set(PILLARS_ATTR(CUDNN_ATTR_ENGINEHEUR_MODE), CUDNN_TYPE_HEUR_MODE, 1, &mode);
       if (heur.try_finalize() != CUDNN_STATUS_SUCCESS) continue; // e.g. no fallback list for this graph
       int64_t count = 0;
-      PILLARS_CUDNN_CHECK(cudnnBackendGetAttribute(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
-                                                   0, &count, nullptr));
+      PILLARS_CUDNN_CHECK(cudnnBackendGetAttribute(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS,
+                                                   CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count, nullptr));
       std::vector<cudnnBackendDescriptor_t> configs;
-      for (int64_t i = 0; i < count; ++i) configs.push_back(add(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, "engine config").get());
+      for (int64_t i = 0; i < count; ++i)
+        configs.push_back(add(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, "engine config").get());
       int64_t returned = 0;
       if (count > 0)
         PILLARS_CUDNN_CHECK(cudnnBackendGetAttribute(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS,
@@ -226,20 +228,20 @@ class GraphBuilder {
           continue;
         }
         int64_t n = 0;
-        PILLARS_CUDNN_CHECK(cudnnBackendGetAttribute(plan.get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1,
-                                                     &n, &p_.workspace));
+        PILLARS_CUDNN_CHECK(cudnnBackendGetAttribute(plan.get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
+                                                     CUDNN_TYPE_INT64, 1, &n, &p_.workspace));
         p_.plan = plan.get();
         return;
       }
     }
-    throw Error(str_cat("cuDNN: no engine can run the ", what, " graph (engine configurations tried: ",
-                        tried.empty() ? "none offered" : tried, ")"));
+    throw Error(str_cat("cuDNN: no engine can run the ", what,
+                        " graph (engine configurations tried: ", tried.empty() ? "none offered" : tried, ")"));
   }
 
  private:
   const TensorDesc& tensor(int64_t uid, Dims dims, Dims strides, cudnnDataType_t type, bool is_virtual, bool by_value) {
-    TensorDesc& t = p_.tensors.emplace_back(TensorDesc{Desc(CUDNN_BACKEND_TENSOR_DESCRIPTOR, "tensor"), std::move(dims),
-                                                       std::move(strides)});
+    TensorDesc& t = p_.tensors.emplace_back(
+        TensorDesc{Desc(CUDNN_BACKEND_TENSOR_DESCRIPTOR, "tensor"), std::move(dims), std::move(strides)});
     t.desc.dtype(PILLARS_ATTR(CUDNN_ATTR_TENSOR_DATA_TYPE), type);
     t.desc.i64s(PILLARS_ATTR(CUDNN_ATTR_TENSOR_DIMENSIONS), t.dims);
     t.desc.i64s(PILLARS_ATTR(CUDNN_ATTR_TENSOR_STRIDES), t.strides);

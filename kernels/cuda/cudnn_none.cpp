@@ -17,7 +17,8 @@ constexpr const char* kReason =
 constexpr const char* kReason = "this build of pillars has no CUDA support, so no cuDNN";
 #endif
 [[noreturn]] void no_cudnn(const char* who) {
-  throw Error(str_cat(who, ": ", kReason, "; train.attention_backend \"cudnn\" is unavailable, use \"pillars\" or \"naive\""));
+  throw Error(
+      str_cat(who, ": ", kReason, "; train.attention_backend \"cudnn\" is unavailable, use \"pillars\" or \"naive\""));
 }
 } // namespace
 
@@ -31,12 +32,14 @@ size_t cudnn_attention_backward_workspace(const CudnnAttentionArgs&) { no_cudnn(
 void cudnn_attention_forward(const CudnnAttentionArgs&, const void*, const void*, const void*, void*, float*, void*) {
   no_cudnn("attention (cuDNN)");
 }
-void cudnn_attention_backward(const CudnnAttentionArgs&, const void*, const void*, const void*, const void*, const float*,
-                              const void*, void*, void*, void*, void*) {
+void cudnn_attention_backward(const CudnnAttentionArgs&, const void*, const void*, const void*, const void*,
+                              const float*, const void*, void*, void*, void*, void*) {
   no_cudnn("attention_backward (cuDNN)");
 }
 void cudnn_softmax_forward(int64_t, int64_t, const float*, float*) { no_cudnn("softmax (cuDNN)"); }
-void cudnn_softmax_backward(int64_t, int64_t, const float*, const float*, float*) { no_cudnn("softmax_backward (cuDNN)"); }
+void cudnn_softmax_backward(int64_t, int64_t, const float*, const float*, float*) {
+  no_cudnn("softmax_backward (cuDNN)");
+}
 
 } // namespace pillars::cuda
 #endif

@@ -1,5 +1,5 @@
 // Row softmax through cuDNN (cudnn_softmax.h): one NCHW descriptor (rows, cols, 1, 1) per call,
-// CUDNN_SOFTMAX_MODE_INSTANCE normalising over C·H·W = cols for each of the `rows` images.
+// CUDNN_SOFTMAX_MODE_INSTANCE normalizing over C·H·W = cols for each of the `rows` images.
 #include "kernels/cuda/cudnn_softmax.h"
 
 #include <cudnn.h>
@@ -15,8 +15,9 @@ namespace {
 class RowsDescriptor {
  public:
   RowsDescriptor(int64_t rows, int64_t cols) {
-    PILLARS_CHECK(rows >= 1 && cols >= 1 && rows <= std::numeric_limits<int>::max() && cols <= std::numeric_limits<int>::max(),
-                  "softmax (cuDNN): ", rows, " x ", cols, " does not fit cuDNN's int dimensions");
+    PILLARS_CHECK(
+        rows >= 1 && cols >= 1 && rows <= std::numeric_limits<int>::max() && cols <= std::numeric_limits<int>::max(),
+        "softmax (cuDNN): ", rows, " x ", cols, " does not fit cuDNN's int dimensions");
     PILLARS_CUDNN_CHECK(cudnnCreateTensorDescriptor(&d_));
     try {
       PILLARS_CUDNN_CHECK(cudnnSetTensor4dDescriptor(d_, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, static_cast<int>(rows),

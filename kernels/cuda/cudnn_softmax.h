@@ -3,7 +3,7 @@
 // (softmax.h) are tested and benchmarked against.
 //
 //   x, y, dy, dx: device pointers to (rows, cols) row-major floats, seen by cuDNN as an NCHW
-//   tensor (rows, cols, 1, 1), each row normalised on its own:
+//   tensor (rows, cols, 1, 1), each row normalized on its own:
 //     forward   y = exp(x − max x) / Σ exp(x − max x)
 //     backward  dx = y ∘ (dy − Σ dy ∘ y)      (from the forward's output y)
 //

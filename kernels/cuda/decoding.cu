@@ -126,8 +126,8 @@ __device__ __forceinline__ void warp_best(float& score, int32_t& index) {
 
 // Block s: sentence s (rows s·k .. s·k + k − 1).
 __global__ void __launch_bounds__(kBeamThreads)
-    beam_kernel(const float* logprobs, const float* row_scores, const int32_t* eos_rule, float* scores,
-                int32_t* index, int64_t k, int64_t V, int64_t n, int32_t pad, int32_t bos, int32_t eos) {
+    beam_kernel(const float* logprobs, const float* row_scores, const int32_t* eos_rule, float* scores, int32_t* index,
+                int64_t k, int64_t V, int64_t n, int32_t pad, int32_t bos, int32_t eos) {
   __shared__ float warp_score[kBeamWarps];
   __shared__ int32_t warp_index[kBeamWarps];
   __shared__ float pick_score;

@@ -36,7 +36,6 @@ void cache_gather(const float* src, float* dst, const int32_t* origin, const int
                   int64_t R_in, int64_t R_out, int64_t T, int64_t W);
 
 void beam_candidates(const float* logprobs, const float* row_scores, const int32_t* eos_rule, float* scores,
-                     int32_t* index, int64_t S, int64_t k, int64_t V, int64_t n, int32_t pad, int32_t bos,
-                     int32_t eos);
+                     int32_t* index, int64_t S, int64_t k, int64_t V, int64_t n, int32_t pad, int32_t bos, int32_t eos);
 
 } // namespace pillars::cuda

@@ -13,7 +13,7 @@
 // masked_fill: x (...) f32, mask i32 broadcast to x's shape (aligned at the right),
 //   y = mask != 0 ? value : x.
 // Algorithm: x's axes are paired with the mask's strides (0 where the mask broadcasts), unit axes
-// dropped and neighbours merged where the strides allow (a (B, 1, 1, T) mask on (B, H, T, T)
+// dropped and neighbors merged where the strides allow (a (B, 1, 1, T) mask on (B, H, T, T)
 // becomes extents (B, H·T, T) with mask strides (T, 0, 1)); then one thread per four elements
 // (when the innermost axis allows 16-byte accesses; else per element) finds its mask element with
 // a few 32-bit divisions.
@@ -41,12 +41,15 @@ bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0;
 
 // ---- dropout -------------------------------------------------------------------------------------
 
-__device__ __forceinline__ float uniform_of(uint32_t bits) { return static_cast<float>(bits >> 8) * (1.0f / 16777216.0f); }
+__device__ __forceinline__ float uniform_of(uint32_t bits) {
+  return static_cast<float>(bits >> 8) * (1.0f / 16777216.0f);
+}
 
 // Thread k makes Philox call k of the tensor: counter offset/4 + k, stream positions
 // 4·(offset/4 + k) + lane, i.e. elements i = 4k + lane − offset % 4 (those in [0, n)).
 // kVec4: offset % 4 == 0 and x, y 16-byte aligned, so the four elements are one aligned float4.
-template <bool kVec4> __global__ void __launch_bounds__(kThreads) dropout_kernel(DropoutArgs a, const float* x, float* y) {
+template <bool kVec4>
+__global__ void __launch_bounds__(kThreads) dropout_kernel(DropoutArgs a, const float* x, float* y) {
   const uint64_t key = a.seed + (a.run_seed ? *a.run_seed : a.host_run_seed);
   const int64_t lead = static_cast<int64_t>(a.offset & 3); // stream positions before element 0 in call 0
   const int64_t calls = (lead + a.n + 3) / 4;
@@ -85,7 +88,7 @@ struct BroadcastView {
 };
 
 // Pairs x's axes with the mask's strides (mask aligned at the right), drops unit axes and merges
-// an axis into its inner neighbour when the mask steps over them as over one axis.
+// an axis into its inner neighbor when the mask steps over them as over one axis.
 BroadcastView broadcast_view(std::span<const int64_t> xs, std::span<const int64_t> ms) {
   const int rank = static_cast<int>(xs.size()), shift = rank - static_cast<int>(ms.size());
   int64_t ext[64], str[64];
@@ -99,13 +102,13 @@ BroadcastView broadcast_view(std::span<const int64_t> xs, std::span<const int64_
     mask_stride *= mask_extent;
     if (extent == 1) continue;
     if (dims > 0 && stride == str[dims - 1] * ext[dims - 1]) {
-      ext[dims - 1] *= extent; // the inner neighbour absorbs this axis
+      ext[dims - 1] *= extent; // the inner neighbor absorbs this axis
       continue;
     }
     ext[dims] = extent, str[dims] = stride, ++dims;
   }
-  PILLARS_CHECK(dims <= kMaxDims, "masked_fill: x ", dims_str(xs), " with mask ", dims_str(ms),
-                " needs more than ", kMaxDims, " axes in the CUDA kernel");
+  PILLARS_CHECK(dims <= kMaxDims, "masked_fill: x ", dims_str(xs), " with mask ", dims_str(ms), " needs more than ",
+                kMaxDims, " axes in the CUDA kernel");
   BroadcastView v;
   v.dims = dims;
   for (int d = 0; d < dims; ++d) {

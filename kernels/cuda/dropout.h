@@ -16,9 +16,9 @@ namespace pillars::cuda {
 
 struct DropoutArgs {
   int64_t n;
-  float p, scale;            // scale = 1 / (1 − p), rounded once on the host as on the CPU
-  uint64_t seed, offset;     // the op's seed and rng_offset (ops::DropoutParams)
-  const uint64_t* run_seed;  // device word added to seed; nullptr: host_run_seed instead
+  float p, scale;           // scale = 1 / (1 − p), rounded once on the host as on the CPU
+  uint64_t seed, offset;    // the op's seed and rng_offset (ops::DropoutParams)
+  const uint64_t* run_seed; // device word added to seed; nullptr: host_run_seed instead
   uint64_t host_run_seed;
 };
 

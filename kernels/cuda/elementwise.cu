@@ -28,11 +28,16 @@ namespace {
 constexpr int kThreads = 256;
 constexpr int kMaxRank = 8;
 
-template <Binary K> __device__ __forceinline__ float apply(float a, float b) {
-  if constexpr (K == Binary::add) return a + b;
-  else if constexpr (K == Binary::sub) return a - b;
-  else if constexpr (K == Binary::mul) return a * b;
-  else return a / b;
+template <Binary K>
+__device__ __forceinline__ float apply(float a, float b) {
+  if constexpr (K == Binary::add)
+    return a + b;
+  else if constexpr (K == Binary::sub)
+    return a - b;
+  else if constexpr (K == Binary::mul)
+    return a * b;
+  else
+    return a / b;
 }
 
 // GELU with the exact normal CDF Φ(x) = ½(1 + erf(x/√2)), as on the CPU.
@@ -43,23 +48,34 @@ __device__ __forceinline__ float gelu_grad(float x) {
   return cdf + x * pdf;
 }
 
-template <Unary K> __device__ __forceinline__ float apply(float x, float s, float c) {
-  if constexpr (K == Unary::scale) return s * x;
-  else if constexpr (K == Unary::add_scalar) return x + c;
-  else if constexpr (K == Unary::exp) return expf(x);
-  else if constexpr (K == Unary::log) return logf(x);
-  else if constexpr (K == Unary::sqrt) return sqrtf(x);
-  else if constexpr (K == Unary::tanh) return tanhf(x);
-  else if constexpr (K == Unary::relu) return x > 0.0f ? x : 0.0f;
-  else return gelu(x);
+template <Unary K>
+__device__ __forceinline__ float apply(float x, float s, float c) {
+  if constexpr (K == Unary::scale)
+    return s * x;
+  else if constexpr (K == Unary::add_scalar)
+    return x + c;
+  else if constexpr (K == Unary::exp)
+    return expf(x);
+  else if constexpr (K == Unary::log)
+    return logf(x);
+  else if constexpr (K == Unary::sqrt)
+    return sqrtf(x);
+  else if constexpr (K == Unary::tanh)
+    return tanhf(x);
+  else if constexpr (K == Unary::relu)
+    return x > 0.0f ? x : 0.0f;
+  else
+    return gelu(x);
 }
 
 // Grid-stride loop over n elements.
-#define PILLARS_FOR_EACH(i, n) \
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < (n); i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+#define PILLARS_FOR_EACH(i, n)                                                           \
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < (n); \
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
 
 unsigned grid_for(int64_t n) {
-  const int64_t cap = static_cast<int64_t>(device_properties().multiProcessorCount) * 16; // enough blocks to fill the chip
+  const int64_t cap =
+      static_cast<int64_t>(device_properties().multiProcessorCount) * 16; // enough blocks to fill the chip
   return static_cast<unsigned>(std::max<int64_t>(1, std::min<int64_t>(blocks_for(n, kThreads), cap)));
 }
 
@@ -75,21 +91,26 @@ void fill_strides(std::span<const int64_t> s, std::span<const int64_t> out, int6
   int64_t st = 1;
   for (int ax = static_cast<int>(out.size()) - 1; ax >= 0; --ax) {
     const int sa = ax - shift;
-    if (sa < 0 || s[static_cast<size_t>(sa)] == 1) stride[ax] = 0;
-    else stride[ax] = st;
+    if (sa < 0 || s[static_cast<size_t>(sa)] == 1)
+      stride[ax] = 0;
+    else
+      stride[ax] = st;
     if (sa >= 0) st *= s[static_cast<size_t>(sa)];
   }
 }
 
-template <Binary K> __global__ void binary_same_shape(const float* a, const float* b, float* out, int64_t n) {
+template <Binary K>
+__global__ void binary_same_shape(const float* a, const float* b, float* out, int64_t n) {
   PILLARS_FOR_EACH(i, n) out[i] = apply<K>(a[i], b[i]);
 }
 // b repeats every nb elements of a (a bias over rows), or a does (b_repeats = false).
-template <Binary K> __global__ void binary_repeating(const float* a, const float* b, float* out, int64_t n, int64_t period,
-                                                     bool b_repeats) {
+template <Binary K>
+__global__ void binary_repeating(const float* a, const float* b, float* out, int64_t n, int64_t period,
+                                 bool b_repeats) {
   PILLARS_FOR_EACH(i, n) out[i] = b_repeats ? apply<K>(a[i], b[i % period]) : apply<K>(a[i % period], b[i]);
 }
-template <Binary K> __global__ void binary_general(const float* a, const float* b, float* out, int64_t n, Broadcast bc) {
+template <Binary K>
+__global__ void binary_general(const float* a, const float* b, float* out, int64_t n, Broadcast bc) {
   PILLARS_FOR_EACH(i, n) {
     int64_t rem = i, oa = 0, ob = 0;
     for (int ax = bc.rank - 1; ax >= 0; --ax) {
@@ -149,23 +170,29 @@ void binary(const float* a, std::span<const int64_t> a_dims, const float* b, std
   PILLARS_CUDA_LAUNCHED(name);
 }
 
-template <Unary K> __global__ void unary_kernel(const float* x, float* y, int64_t n, float s, float cst) {
+template <Unary K>
+__global__ void unary_kernel(const float* x, float* y, int64_t n, float s, float cst) {
   PILLARS_FOR_EACH(i, n) y[i] = apply<K>(x[i], s, cst);
 }
-template <Unary K> void unary(const float* x, float* y, int64_t n, float s, float cst, const char* name) {
+template <Unary K>
+void unary(const float* x, float* y, int64_t n, float s, float cst, const char* name) {
   if (n == 0) return;
   unary_kernel<K><<<grid_for(n), kThreads, 0, stream()>>>(x, y, n, s, cst);
   PILLARS_CUDA_LAUNCHED(name);
 }
 
 // relu_backward reads ReLU's output y (y > 0 ⇔ x > 0); gelu_backward reads the input x.
-template <Unary K> __global__ void activation_backward_kernel(const float* dy, const float* x, float* dx, int64_t n) {
+template <Unary K>
+__global__ void activation_backward_kernel(const float* dy, const float* x, float* dx, int64_t n) {
   PILLARS_FOR_EACH(i, n) {
-    if constexpr (K == Unary::relu) dx[i] = x[i] > 0.0f ? dy[i] : 0.0f;
-    else dx[i] = dy[i] * gelu_grad(x[i]);
+    if constexpr (K == Unary::relu)
+      dx[i] = x[i] > 0.0f ? dy[i] : 0.0f;
+    else
+      dx[i] = dy[i] * gelu_grad(x[i]);
   }
 }
-template <Unary K> void activation_backward_impl(const float* dy, const float* x, float* dx, int64_t n, const char* name) {
+template <Unary K>
+void activation_backward_impl(const float* dy, const float* x, float* dx, int64_t n, const char* name) {
   if (n == 0) return;
   activation_backward_kernel<K><<<grid_for(n), kThreads, 0, stream()>>>(dy, x, dx, n);
   PILLARS_CUDA_LAUNCHED(name);
@@ -178,9 +205,7 @@ __global__ void leaky_relu_backward_kernel(const float* dy, const float* x, floa
   PILLARS_FOR_EACH(i, n) dx[i] = x[i] > 0.0f ? dy[i] : slope * dy[i];
 }
 
-__global__ void fill_kernel(float* y, int64_t n, float value) {
-  PILLARS_FOR_EACH(i, n) y[i] = value;
-}
+__global__ void fill_kernel(float* y, int64_t n, float value) { PILLARS_FOR_EACH(i, n) y[i] = value; }
 
 // ---- sum_to -------------------------------------------------------------------------------------
 // Rows case, the bias gradient: x (R, C) → y (C). A block owns 32 columns; its 8 warps' lanes
@@ -204,7 +229,7 @@ __global__ void sum_rows_kernel(const float* x, float* y, int64_t rows, int64_t 
 // General case: one warp per output element; its lanes stride over the reduced elements, whose
 // offsets in x come from the reduced axes' extents and strides; a warp shuffle sums the lanes.
 struct SumTo {
-  int rank = 0;            // of x
+  int rank = 0; // of x
   int64_t x_stride[kMaxRank];
   int64_t kept_extent[kMaxRank], kept_stride[kMaxRank]; // axes kept in y (extent 1 where reduced)
   int64_t red_extent[kMaxRank];                         // axes reduced (extent 1 where kept)
@@ -241,10 +266,14 @@ void binary_broadcast(const BinaryArgs& args, const float* a, const float* b, fl
   const std::span<const int64_t> a_dims = args.a_dims, b_dims = args.b_dims, out_dims = args.out_dims;
   const char* name = args.name;
   switch (kind) {
-    case Binary::add: return binary<Binary::add>(a, a_dims, b, b_dims, out, out_dims, name);
-    case Binary::sub: return binary<Binary::sub>(a, a_dims, b, b_dims, out, out_dims, name);
-    case Binary::mul: return binary<Binary::mul>(a, a_dims, b, b_dims, out, out_dims, name);
-    case Binary::div: return binary<Binary::div>(a, a_dims, b, b_dims, out, out_dims, name);
+    case Binary::add:
+      return binary<Binary::add>(a, a_dims, b, b_dims, out, out_dims, name);
+    case Binary::sub:
+      return binary<Binary::sub>(a, a_dims, b, b_dims, out, out_dims, name);
+    case Binary::mul:
+      return binary<Binary::mul>(a, a_dims, b, b_dims, out, out_dims, name);
+    case Binary::div:
+      return binary<Binary::div>(a, a_dims, b, b_dims, out, out_dims, name);
   }
 }
 
@@ -254,20 +283,30 @@ void unary_map(const UnaryArgs& a, const float* x, float* y) {
   const float s = a.s, c = a.c;
   const char* name = a.name;
   switch (kind) {
-    case Unary::scale: return unary<Unary::scale>(x, y, n, s, c, name);
-    case Unary::add_scalar: return unary<Unary::add_scalar>(x, y, n, s, c, name);
-    case Unary::exp: return unary<Unary::exp>(x, y, n, s, c, name);
-    case Unary::log: return unary<Unary::log>(x, y, n, s, c, name);
-    case Unary::sqrt: return unary<Unary::sqrt>(x, y, n, s, c, name);
-    case Unary::tanh: return unary<Unary::tanh>(x, y, n, s, c, name);
-    case Unary::relu: return unary<Unary::relu>(x, y, n, s, c, name);
-    case Unary::gelu: return unary<Unary::gelu>(x, y, n, s, c, name);
+    case Unary::scale:
+      return unary<Unary::scale>(x, y, n, s, c, name);
+    case Unary::add_scalar:
+      return unary<Unary::add_scalar>(x, y, n, s, c, name);
+    case Unary::exp:
+      return unary<Unary::exp>(x, y, n, s, c, name);
+    case Unary::log:
+      return unary<Unary::log>(x, y, n, s, c, name);
+    case Unary::sqrt:
+      return unary<Unary::sqrt>(x, y, n, s, c, name);
+    case Unary::tanh:
+      return unary<Unary::tanh>(x, y, n, s, c, name);
+    case Unary::relu:
+      return unary<Unary::relu>(x, y, n, s, c, name);
+    case Unary::gelu:
+      return unary<Unary::gelu>(x, y, n, s, c, name);
   }
 }
 
 void activation_backward(const ActivationBackwardArgs& a, const float* dy, const float* x, float* dx) {
-  if (a.kind == Unary::relu) activation_backward_impl<Unary::relu>(dy, x, dx, a.n, a.name);
-  else activation_backward_impl<Unary::gelu>(dy, x, dx, a.n, a.name);
+  if (a.kind == Unary::relu)
+    activation_backward_impl<Unary::relu>(dy, x, dx, a.n, a.name);
+  else
+    activation_backward_impl<Unary::gelu>(dy, x, dx, a.n, a.name);
 }
 
 void leaky_relu(const LeakyReluArgs& a, const float* x, float* y) {

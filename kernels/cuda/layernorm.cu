@@ -1,4 +1,4 @@
-// Layer normalisation over the last axis on the GPU, forward and backward (same function as
+// Layer normalization over the last axis on the GPU, forward and backward (same function as
 // kernels/cpu/layernorm.h).
 //
 // Shapes: x (N, D) — the op's (..., D) flattened —, γ, β (D) or absent; y (N, D); μ, r (N).
@@ -50,10 +50,12 @@ constexpr int64_t kMaxPartialThreads = 131072;
 // ---- rows held in registers (RowLayout, load_share, team_reduce: rows.cuh) -----------------------
 
 // One unit of a parameter vector p (γ or β) at column col: `fill` where p is absent or col ≥ n.
-template <class L> struct Unit {
+template <class L>
+struct Unit {
   float v[L::kUnitFloats];
 };
-template <class L> __device__ Unit<L> load_unit(const float* p, int col, int n, float fill) {
+template <class L>
+__device__ Unit<L> load_unit(const float* p, int col, int n, float fill) {
   Unit<L> r;
   if constexpr (L::kVec4) {
     float4 q = make_float4(fill, fill, fill, fill);
@@ -106,8 +108,8 @@ __global__ void __launch_bounds__(L::kBlock)
 // partials[p, :] and partials[P + p, :] (P = the grid's team count).
 template <class L, bool kParamGrads>
 __global__ void __launch_bounds__(L::kBlock)
-    backward_rows_kernel(int64_t rows, int D, const float* x, const float* gamma, const float* mean,
-                         const float* rstd, const float* dy, float* dx, float* partials) {
+    backward_rows_kernel(int64_t rows, int D, const float* x, const float* gamma, const float* mean, const float* rstd,
+                         const float* dy, float* dx, float* partials) {
   __shared__ float scratch[32];
   constexpr int kAcc = kParamGrads ? L::kPerThread : 1;
   float acc_gxhat[kAcc] = {}, acc_g[kAcc] = {}; // Σ g·x̂ and Σ g over the team's rows, per column
@@ -160,7 +162,8 @@ __global__ void __launch_bounds__(L::kBlock)
 // units (≤ 16 floats per lane: D ≤ 512), then a 256-thread block with 4 .. 32 floats per thread.
 // (The backward keeps x, g and two accumulators per float: 16 floats per lane is what a warp
 // layout can hold without starving the SM of warps.)
-template <bool kVec4, int kTeam = 1, int kUnits = 1, class F> void with_register_layout(int64_t D, F&& f) {
+template <bool kVec4, int kTeam = 1, int kUnits = 1, class F>
+void with_register_layout(int64_t D, F&& f) {
   using L = RowLayout<kTeam, kUnits, kVec4>;
   constexpr int kMaxWarpUnits = 16 / L::kUnitFloats, kMaxBlockUnits = 32 / L::kUnitFloats;
   if (D <= L::kCapacity) {
@@ -179,7 +182,10 @@ template <bool kVec4, int kTeam = 1, int kUnits = 1, class F> void with_register
 
 // ---- rows too long for registers: a block per row, x re-read for each pass ------------------------
 
-template <int kThreads> __device__ float block_sum(float v, float* scratch) { return team_reduce<kThreads>(v, Sum{}, scratch); }
+template <int kThreads>
+__device__ float block_sum(float v, float* scratch) {
+  return team_reduce<kThreads>(v, Sum{}, scratch);
+}
 
 __global__ void __launch_bounds__(kGenericThreads)
     forward_generic_kernel(int64_t rows, int64_t D, const float* x, const float* gamma, const float* beta, float* y,
@@ -288,14 +294,17 @@ int64_t partial_teams(int64_t N, int64_t D, bool vec4) {
     using L = decltype(layout);
     teams = backward_teams(L::kTeam, L::kTeamsPerBlock, N);
   };
-  if (vec4) with_register_layout<true>(D, count);
-  else with_register_layout<false>(D, count);
+  if (vec4)
+    with_register_layout<true>(D, count);
+  else
+    with_register_layout<false>(D, count);
   return teams;
 }
 
 using ForwardArgs = LayerNormForwardArgs;
 
-template <bool kVec4> void forward_in_registers(const ForwardArgs& a) {
+template <bool kVec4>
+void forward_in_registers(const ForwardArgs& a) {
   with_register_layout<kVec4>(a.D, [&](auto layout) {
     using L = decltype(layout);
     forward_rows_kernel<L><<<blocks_for(a.N, L::kTeamsPerBlock), L::kBlock, 0, stream()>>>(
@@ -312,7 +321,7 @@ void layer_norm_forward(const LayerNormForwardArgs& a) {
                     (!a.beta || aligned16(a.beta));
   if (a.D > kMaxRegisterRow) {
     forward_generic_kernel<<<blocks_for(a.N, 1), kGenericThreads, 0, stream()>>>(a.N, a.D, a.x, a.gamma, a.beta, a.y,
-                                                                               a.mean, a.rstd, a.eps);
+                                                                                 a.mean, a.rstd, a.eps);
     PILLARS_CUDA_LAUNCHED("layer_norm forward_generic_kernel");
   } else if (vec4) {
     forward_in_registers<true>(a);
@@ -330,7 +339,8 @@ bool backward_vec4(const BackwardArgs& a) {
          (!a.partials || aligned16(a.partials));
 }
 
-template <bool kVec4> void backward_in_registers(const BackwardArgs& a) {
+template <bool kVec4>
+void backward_in_registers(const BackwardArgs& a) {
   with_register_layout<kVec4>(a.D, [&](auto layout) {
     using L = decltype(layout);
     const int D = static_cast<int>(a.D);

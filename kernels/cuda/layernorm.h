@@ -1,4 +1,4 @@
-// Layer normalisation over the last axis on the GPU: the plain-pointer API under the layer_norm
+// Layer normalization over the last axis on the GPU: the plain-pointer API under the layer_norm
 // ops (adapters: engine/ops/cuda/layernorm.cu; the math and the algorithm: layernorm.cu).
 // Row-major f32 device arrays:
 //

@@ -64,8 +64,8 @@ __device__ __forceinline__ float gelu_exact(float x) { return 0.5f * x * (1.0f +
 
 // Over a row-major (total / n, n) matrix: z = src (+ bias[column]); pre = z if asked; y = act(z).
 // src may be pre or y (each element is read before it is written, by the same thread).
-__global__ void bias_activation_kernel(const float* src, const float* bias, float* pre, float* y, int64_t total, int64_t n,
-                                       bool gelu) {
+__global__ void bias_activation_kernel(const float* src, const float* bias, float* pre, float* y, int64_t total,
+                                       int64_t n, bool gelu) {
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     float z = src[i];
@@ -78,7 +78,8 @@ __global__ void bias_activation_kernel(const float* src, const float* bias, floa
 void bias_activation(const float* src, const float* bias, float* pre, float* y, int64_t total, int64_t n, bool gelu) {
   if (total == 0) return;
   const int64_t cap = static_cast<int64_t>(device_properties().multiProcessorCount) * 16;
-  const unsigned grid = static_cast<unsigned>(std::max<int64_t>(1, std::min<int64_t>(blocks_for(total, kThreads), cap)));
+  const unsigned grid =
+      static_cast<unsigned>(std::max<int64_t>(1, std::min<int64_t>(blocks_for(total, kThreads), cap)));
   bias_activation_kernel<<<grid, kThreads, 0, stream()>>>(src, bias, pre, y, total, n, gelu);
   PILLARS_CUDA_LAUNCHED("bias_activation_kernel");
 }
@@ -110,7 +111,8 @@ PlanCache& plan_cache() {
   return *c;
 }
 
-template <class T> void set_attr(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t attr, const T& value) {
+template <class T>
+void set_attr(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t attr, const T& value) {
   PILLARS_CUDA_CHECK(cublasLtMatmulDescSetAttribute(desc, attr, &value, sizeof(value)));
 }
 
@@ -133,15 +135,18 @@ Plan make_plan(int64_t rows, int64_t out, int64_t in, cublasLtEpilogue_t epilogu
   set_attr(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, static_cast<int32_t>(CUBLAS_OP_N));
   set_attr(p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, static_cast<uint32_t>(epilogue));
   set_pointers(p, bias, aux, out);
-  PILLARS_CUDA_CHECK(cublasLtMatrixLayoutCreate(&p.a, CUDA_R_32F, static_cast<uint64_t>(in), static_cast<uint64_t>(out), in)); // W: k × m
-  PILLARS_CUDA_CHECK(cublasLtMatrixLayoutCreate(&p.b, CUDA_R_32F, static_cast<uint64_t>(in), static_cast<uint64_t>(rows), in)); // x: k × n
-  PILLARS_CUDA_CHECK(cublasLtMatrixLayoutCreate(&p.d, CUDA_R_32F, static_cast<uint64_t>(out), static_cast<uint64_t>(rows), out)); // y: m × n
+  PILLARS_CUDA_CHECK(cublasLtMatrixLayoutCreate(&p.a, CUDA_R_32F, static_cast<uint64_t>(in), static_cast<uint64_t>(out),
+                                                in)); // W: k × m
+  PILLARS_CUDA_CHECK(cublasLtMatrixLayoutCreate(&p.b, CUDA_R_32F, static_cast<uint64_t>(in),
+                                                static_cast<uint64_t>(rows), in)); // x: k × n
+  PILLARS_CUDA_CHECK(cublasLtMatrixLayoutCreate(&p.d, CUDA_R_32F, static_cast<uint64_t>(out),
+                                                static_cast<uint64_t>(rows), out)); // y: m × n
 
   cublasLtMatmulPreference_t pref = nullptr;
   PILLARS_CUDA_CHECK(cublasLtMatmulPreferenceCreate(&pref));
   const uint64_t max_workspace = workspace;
-  PILLARS_CUDA_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &max_workspace,
-                                                          sizeof(max_workspace)));
+  PILLARS_CUDA_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                          &max_workspace, sizeof(max_workspace)));
   for (auto attr : {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
                     CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES})
     PILLARS_CUDA_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, attr, &align, sizeof(align)));
@@ -151,7 +156,8 @@ Plan make_plan(int64_t rows, int64_t out, int64_t in, cublasLtEpilogue_t epilogu
   const cublasStatus_t status =
       cublasLtMatmulAlgoGetHeuristic(cublas_lt(), p.desc, p.a, p.b, p.d, p.d, pref, 1, &result, &returned);
   PILLARS_CUDA_CHECK(cublasLtMatmulPreferenceDestroy(pref));
-  if (status == CUBLAS_STATUS_SUCCESS && returned > 0 && result.state == CUBLAS_STATUS_SUCCESS && result.workspaceSize <= workspace) {
+  if (status == CUBLAS_STATUS_SUCCESS && returned > 0 && result.state == CUBLAS_STATUS_SUCCESS &&
+      result.workspaceSize <= workspace) {
     p.algo = result.algo;
     p.usable = true;
   }
@@ -159,11 +165,12 @@ Plan make_plan(int64_t rows, int64_t out, int64_t in, cublasLtEpilogue_t epilogu
 }
 
 // D = W·xᵀ (+ epilogue) through cuBLASLt; false when no algorithm fits (nothing was enqueued).
-bool lt_matmul(const float* x, const float* w, const float* bias, float* d_out, float* aux, int64_t rows, int64_t out, int64_t in,
-               cublasLtEpilogue_t epilogue, void* workspace, size_t workspace_bytes) {
+bool lt_matmul(const float* x, const float* w, const float* bias, float* d_out, float* aux, int64_t rows, int64_t out,
+               int64_t in, cublasLtEpilogue_t epilogue, void* workspace, size_t workspace_bytes) {
   uint32_t align = std::min({alignment_of(x), alignment_of(w), alignment_of(bias), alignment_of(d_out)});
   if (aux) align = std::min(align, alignment_of(aux));
-  const PlanKey key{rows, out, in, static_cast<uint32_t>(epilogue), static_cast<int>(compute_type()), align, workspace_bytes};
+  const PlanKey key{rows,           out, in, static_cast<uint32_t>(epilogue), static_cast<int>(compute_type()), align,
+                    workspace_bytes};
   PlanCache& cache = plan_cache();
   std::lock_guard<std::mutex> lock(cache.mutex);
   auto it = cache.plans.find(key);
@@ -173,8 +180,8 @@ bool lt_matmul(const float* x, const float* w, const float* bias, float* d_out, 
   if (!p.usable) return false;
   set_pointers(p, bias, aux, out);
   const float alpha = 1.0f, beta = 0.0f;
-  PILLARS_CUDA_CHECK(cublasLtMatmul(cublas_lt(), p.desc, &alpha, w, p.a, x, p.b, &beta, d_out, p.d, d_out, p.d, &p.algo, workspace,
-                                    workspace_bytes, stream()));
+  PILLARS_CUDA_CHECK(cublasLtMatmul(cublas_lt(), p.desc, &alpha, w, p.a, x, p.b, &beta, d_out, p.d, d_out, p.d, &p.algo,
+                                    workspace, workspace_bytes, stream()));
   return true;
 }
 
@@ -182,9 +189,10 @@ bool lt_matmul(const float* x, const float* w, const float* bias, float* d_out, 
 // the elementwise kernel.
 void plain_matmul(const float* x, const float* w, float* d_out, int64_t rows, int64_t out, int64_t in) {
   const float alpha = 1.0f, beta = 0.0f;
-  PILLARS_CUDA_CHECK(cublasGemmEx(cublas(), CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(out), static_cast<int>(rows), static_cast<int>(in),
-                                  &alpha, w, CUDA_R_32F, static_cast<int>(in), x, CUDA_R_32F, static_cast<int>(in), &beta, d_out,
-                                  CUDA_R_32F, static_cast<int>(out), compute_type(), CUBLAS_GEMM_DEFAULT));
+  PILLARS_CUDA_CHECK(cublasGemmEx(cublas(), CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(out), static_cast<int>(rows),
+                                  static_cast<int>(in), &alpha, w, CUDA_R_32F, static_cast<int>(in), x, CUDA_R_32F,
+                                  static_cast<int>(in), &beta, d_out, CUDA_R_32F, static_cast<int>(out), compute_type(),
+                                  CUBLAS_GEMM_DEFAULT));
 }
 
 bool lt_gelu_requested() {
@@ -202,7 +210,7 @@ void linear_act(const float* x, const float* w, const float* b, float* y, float*
   if (total == 0) return;
   PILLARS_CHECK(rows <= INT32_MAX && out <= INT32_MAX && in <= INT32_MAX, "linear_act: extents too large for cuBLAS");
   float* d_out = gelu ? pre : y; // where x Wᵀ (+ b) lands
-  if (in == 0) { // an empty sum: the output is act(b)
+  if (in == 0) {                 // an empty sum: the output is act(b)
     PILLARS_CUDA_CHECK(cudaMemsetAsync(d_out, 0, static_cast<size_t>(total) * sizeof(float), stream()));
     bias_activation(d_out, b, pre, y, total, out, gelu);
     return;
@@ -211,8 +219,8 @@ void linear_act(const float* x, const float* w, const float* b, float* y, float*
   if (gelu && lt_gelu_requested() && out % 8 == 0 &&
       lt_matmul(x, w, b, y, pre, rows, out, in, CUBLASLT_EPILOGUE_GELU_AUX_BIAS, workspace, workspace_bytes))
     return;
-  if (lt_matmul(x, w, b, d_out, nullptr, rows, out, in, gelu ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_RELU_BIAS, workspace,
-                workspace_bytes)) {
+  if (lt_matmul(x, w, b, d_out, nullptr, rows, out, in, gelu ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_RELU_BIAS,
+                workspace, workspace_bytes)) {
     if (gelu) bias_activation(pre, nullptr, nullptr, y, total, out, true); // y = gelu(pre)
     return;
   }

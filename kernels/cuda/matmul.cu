@@ -24,20 +24,22 @@ cublasComputeType_t compute_type() {
 }
 
 // Row-major C (batch × M × N) = α op(A) op(B) + β C; lda/ldb are the row-major leading dimensions.
-void gemm_row_major(bool ta, bool tb, int64_t batch, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
-                    int64_t stride_a, const float* B, int64_t ldb, int64_t stride_b, float beta, float* C, int64_t stride_c) {
-  PILLARS_CHECK(M <= INT32_MAX && N <= INT32_MAX && K <= INT32_MAX && batch <= INT32_MAX, "matmul: extents too large for cuBLAS");
-  PILLARS_CUDA_CHECK(cublasGemmStridedBatchedEx(cublas(), tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N,
-                                                static_cast<int>(N), static_cast<int>(M), static_cast<int>(K), &alpha, B, CUDA_R_32F,
-                                                static_cast<int>(ldb), stride_b, A, CUDA_R_32F, static_cast<int>(lda), stride_a,
-                                                &beta, C, CUDA_R_32F, static_cast<int>(N), stride_c, static_cast<int>(batch),
-                                                compute_type(), CUBLAS_GEMM_DEFAULT));
+void gemm_row_major(bool ta, bool tb, int64_t batch, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
+                    int64_t lda, int64_t stride_a, const float* B, int64_t ldb, int64_t stride_b, float beta, float* C,
+                    int64_t stride_c) {
+  PILLARS_CHECK(M <= INT32_MAX && N <= INT32_MAX && K <= INT32_MAX && batch <= INT32_MAX,
+                "matmul: extents too large for cuBLAS");
+  PILLARS_CUDA_CHECK(cublasGemmStridedBatchedEx(
+      cublas(), tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, static_cast<int>(N),
+      static_cast<int>(M), static_cast<int>(K), &alpha, B, CUDA_R_32F, static_cast<int>(ldb), stride_b, A, CUDA_R_32F,
+      static_cast<int>(lda), stride_a, &beta, C, CUDA_R_32F, static_cast<int>(N), stride_c, static_cast<int>(batch),
+      compute_type(), CUBLAS_GEMM_DEFAULT));
 }
 
 } // namespace
 
-void matmul(bool ta, bool tb, int64_t batch, int64_t M, int64_t N, int64_t K, bool b_shared, float alpha, const float* A,
-            const float* B, float* C) {
+void matmul(bool ta, bool tb, int64_t batch, int64_t M, int64_t N, int64_t K, bool b_shared, float alpha,
+            const float* A, const float* B, float* C) {
   if (M == 0 || N == 0 || batch == 0) return;
   if (K == 0) { // an empty sum
     PILLARS_CUDA_CHECK(cudaMemsetAsync(C, 0, static_cast<size_t>(batch * M * N) * sizeof(float), stream()));

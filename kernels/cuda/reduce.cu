@@ -1,8 +1,8 @@
 // Reductions over one axis on the GPU, seen as x (outer, n, inner) → y (outer, inner):
 //   sum  y = Σ_k x[k]      mean  y = (1/n) Σ_k x[k]      max  y = max_k x[k]
 //   max_backward(x, y, g) → dx: g at the first k where x[k] = y, 0 elsewhere.
-// inner > 1: one thread per (outer, inner) column walks k, so neighbouring threads read
-// neighbouring addresses. inner = 1 (the last axis): one warp per row, lanes stride over k and a
+// inner > 1: one thread per (outer, inner) column walks k, so neighboring threads read
+// neighboring addresses. inner = 1 (the last axis): one warp per row, lanes stride over k and a
 // shuffle tree adds them. Sums accumulate in double like the CPU kernel.
 // The API is reduce.h; engine/ops/cuda/reduce.cu adapts the ops to it.
 #include "kernels/cuda/reduce.h"
@@ -18,7 +18,8 @@ constexpr int kThreads = 256;
 
 enum class Reduce { sum, max };
 
-template <Reduce K> __global__ void reduce_columns(const float* x, float* y, int64_t outer, int64_t n, int64_t inner, double factor) {
+template <Reduce K>
+__global__ void reduce_columns(const float* x, float* y, int64_t outer, int64_t n, int64_t inner, double factor) {
   const int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (t >= outer * inner) return;
   const int64_t o = t / inner, i = t % inner;
@@ -34,7 +35,8 @@ template <Reduce K> __global__ void reduce_columns(const float* x, float* y, int
   }
 }
 
-template <Reduce K> __global__ void reduce_rows(const float* x, float* y, int64_t rows, int64_t n, double factor) {
+template <Reduce K>
+__global__ void reduce_rows(const float* x, float* y, int64_t rows, int64_t n, double factor) {
   const int64_t row = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
   const int lane = threadIdx.x % 32;
   if (row >= rows) return;
@@ -52,12 +54,15 @@ template <Reduce K> __global__ void reduce_rows(const float* x, float* y, int64_
   }
 }
 
-template <Reduce K> void reduce(const float* x, float* y, int64_t outer, int64_t n, int64_t inner, bool mean, const char* name) {
+template <Reduce K>
+void reduce(const float* x, float* y, int64_t outer, int64_t n, int64_t inner, bool mean, const char* name) {
   const int64_t outputs = outer * inner;
   if (outputs == 0) return;
   const double factor = mean ? (n ? 1.0 / static_cast<double>(n) : 0.0) : 1.0;
-  if (inner == 1) reduce_rows<K><<<blocks_for(outputs * 32, kThreads), kThreads, 0, stream()>>>(x, y, outputs, n, factor);
-  else reduce_columns<K><<<blocks_for(outputs, kThreads), kThreads, 0, stream()>>>(x, y, outer, n, inner, factor);
+  if (inner == 1)
+    reduce_rows<K><<<blocks_for(outputs * 32, kThreads), kThreads, 0, stream()>>>(x, y, outputs, n, factor);
+  else
+    reduce_columns<K><<<blocks_for(outputs, kThreads), kThreads, 0, stream()>>>(x, y, outer, n, inner, factor);
   PILLARS_CUDA_LAUNCHED(name);
 }
 

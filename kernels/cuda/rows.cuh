@@ -26,7 +26,8 @@ struct Sum {
 // A larger team is the whole block: each warp's result goes through shared memory and every
 // thread folds them in warp order (a fixed order, so results are reproducible). `scratch` holds
 // 32 floats of shared memory; the trailing barrier lets the caller reuse it at once.
-template <int kTeam, class Op> __device__ float team_reduce(float v, Op op, float* scratch) {
+template <int kTeam, class Op>
+__device__ float team_reduce(float v, Op op, float* scratch) {
   constexpr int kLanes = kTeam < 32 ? kTeam : 32;
 #pragma unroll
   for (int offset = kLanes / 2; offset > 0; offset /= 2) v = op(v, __shfl_xor_sync(0xffffffffu, v, offset));
@@ -48,7 +49,8 @@ template <int kTeam, class Op> __device__ float team_reduce(float v, Op op, floa
 // float4. Unit u of thread t is unit u·kTeam + t of the row, so at each u the team touches one
 // contiguous stretch of memory (coalesced). Teams of ≤ 32 threads share a block of 128 threads;
 // a larger team is a block of its own.
-template <int kTeam_, int kUnits_, bool kVec4_> struct RowLayout {
+template <int kTeam_, int kUnits_, bool kVec4_>
+struct RowLayout {
   static constexpr int kTeam = kTeam_, kUnits = kUnits_;
   static constexpr bool kVec4 = kVec4_;
   static constexpr int kUnitFloats = kVec4 ? 4 : 1;
@@ -63,7 +65,8 @@ template <int kTeam_, int kUnits_, bool kVec4_> struct RowLayout {
 
 // v[j] ← element j of thread t's share of `row` (n floats), or `fill` past the end of the row.
 // With kVec4, n % 4 == 0, so a unit is either wholly inside the row or wholly past it.
-template <class L> __device__ void load_share(const float* row, int n, int t, float (&v)[L::kPerThread], float fill) {
+template <class L>
+__device__ void load_share(const float* row, int n, int t, float (&v)[L::kPerThread], float fill) {
 #pragma unroll
   for (int u = 0; u < L::kUnits; ++u) {
     const int col = (u * L::kTeam + t) * L::kUnitFloats;
@@ -78,7 +81,8 @@ template <class L> __device__ void load_share(const float* row, int n, int t, fl
 }
 
 // The inverse of load_share: writes thread t's share of the row (the elements before n only).
-template <class L> __device__ void store_share(float* row, int n, int t, const float (&v)[L::kPerThread]) {
+template <class L>
+__device__ void store_share(float* row, int n, int t, const float (&v)[L::kPerThread]) {
 #pragma unroll
   for (int u = 0; u < L::kUnits; ++u) {
     const int col = (u * L::kTeam + t) * L::kUnitFloats;
@@ -93,7 +97,8 @@ template <class L> __device__ void store_share(float* row, int n, int t, const f
 // The loop every register kernel runs: `body(row, n, t)` for each row of the team, where n is the
 // row length, or 0 for a team past the last row. Such a team still runs the body (on padding
 // only), because its lanes take part in its warp's shuffles; the loop bounds are uniform per block.
-template <class L, class Body> __device__ void for_each_team_row(int64_t rows, int len, Body body) {
+template <class L, class Body>
+__device__ void for_each_team_row(int64_t rows, int len, Body body) {
   const int team = threadIdx.x / L::kTeam, t = threadIdx.x % L::kTeam;
   const int64_t step = int64_t{gridDim.x} * L::kTeamsPerBlock;
   for (int64_t first = int64_t{blockIdx.x} * L::kTeamsPerBlock; first < rows; first += step) {
@@ -107,7 +112,8 @@ template <class L, class Body> __device__ void for_each_team_row(int64_t rows, i
 // Calls f(i, x[i]) for every element of a row of n floats that team thread t owns: units
 // t, t + kTeam, ... (a unit is a float4 with kVec4 — n % 4 == 0 — else a float), four units
 // loaded before any is used so that several loads are in flight.
-template <int kTeam, bool kVec4, class F> __device__ void for_each_owned(const float* row, int64_t n, int t, F f) {
+template <int kTeam, bool kVec4, class F>
+__device__ void for_each_owned(const float* row, int64_t n, int t, F f) {
   if constexpr (kVec4) {
     const float4* row4 = reinterpret_cast<const float4*>(row);
     const int64_t units = n / 4;

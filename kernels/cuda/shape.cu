@@ -27,8 +27,10 @@ struct Permutation {
   int64_t x_stride[kMaxRank]; // stride in x of each output axis
 };
 
-template <class T> __global__ void permute_kernel(const T* x, T* y, int64_t n, Permutation p) {
-  for (int64_t j = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; j < n; j += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+template <class T>
+__global__ void permute_kernel(const T* x, T* y, int64_t n, Permutation p) {
+  for (int64_t j = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; j < n;
+       j += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     int64_t rem = j, off = 0;
     for (int ax = p.rank - 1; ax >= 0; --ax) {
       off += (rem % p.out_extent[ax]) * p.x_stride[ax];
@@ -62,9 +64,12 @@ void permute(const PermuteArgs& a, const void* x, void* y) {
     p.x_stride[ax] = xstride[order[static_cast<size_t>(ax)]];
   }
   const unsigned grid = static_cast<unsigned>(std::min<int64_t>(blocks_for(n, kThreads), 65535));
-  if (es == 4) permute_kernel<<<grid, kThreads, 0, stream()>>>(static_cast<const uint32_t*>(x), static_cast<uint32_t*>(y), n, p);
-  else if (es == 8) permute_kernel<<<grid, kThreads, 0, stream()>>>(static_cast<const uint64_t*>(x), static_cast<uint64_t*>(y), n, p);
-  else permute_kernel<<<grid, kThreads, 0, stream()>>>(static_cast<const uint16_t*>(x), static_cast<uint16_t*>(y), n, p);
+  if (es == 4)
+    permute_kernel<<<grid, kThreads, 0, stream()>>>(static_cast<const uint32_t*>(x), static_cast<uint32_t*>(y), n, p);
+  else if (es == 8)
+    permute_kernel<<<grid, kThreads, 0, stream()>>>(static_cast<const uint64_t*>(x), static_cast<uint64_t*>(y), n, p);
+  else
+    permute_kernel<<<grid, kThreads, 0, stream()>>>(static_cast<const uint16_t*>(x), static_cast<uint16_t*>(y), n, p);
   PILLARS_CUDA_LAUNCHED("permute");
 }
 

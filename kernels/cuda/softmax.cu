@@ -1,7 +1,7 @@
 // Softmax and log-softmax on the GPU, forward and backward (the math is in softmax.h).
 //
 // Shapes. The tensor is viewed as (outer, len, inner) around the softmax axis; each of the
-// outer·inner rows x[o, 0..len−1, i] is normalised on its own:
+// outer·inner rows x[o, 0..len−1, i] is normalized on its own:
 //   m = max_l x_l,  s = Σ_l exp(x_l − m),  softmax y_l = exp(x_l − m) / s,  log y_l = x_l − m − log s
 // and the backward needs one dot product per row:
 //   softmax dx_l = y_l (g_l − Σ_k g_k y_k),   log-softmax dx_l = g_l − exp(y_l) Σ_k g_k.
@@ -37,7 +37,7 @@
 //     capped so that the rows in flight fit in half the L2 cache (but at least one block per SM):
 //     pass 2 then reads from L2, when it does, not from memory.
 // Algorithm, inner > 1 (a row is strided by `inner`): one thread per (outer, inner) column,
-// neighbouring threads on neighbouring columns, so every step along the axis is a coalesced
+// neighboring threads on neighboring columns, so every step along the axis is a coalesced
 // read; pass 1 online (max, sum), pass 2 writes. (Few columns along a very long axis leave most
 // of the GPU idle.)
 //
@@ -64,13 +64,14 @@ namespace {
 
 constexpr float kNegInf = -INFINITY;
 constexpr int64_t kMaxRegisterRow = 8192; // floats: longer rows take the two-pass kernel
-constexpr int kLongRowThreads = 512;  // the shared-memory and the two-pass kernels
+constexpr int kLongRowThreads = 512;      // the shared-memory and the two-pass kernels
 constexpr int kColumnThreads = 256;
 
 // ---- rows held in registers ----------------------------------------------------------------------
 
 template <class L>
-__global__ void __launch_bounds__(L::kBlock) forward_rows_kernel(int64_t rows, int len, const float* x, float* y, bool log) {
+__global__ void __launch_bounds__(L::kBlock)
+    forward_rows_kernel(int64_t rows, int len, const float* x, float* y, bool log) {
   __shared__ float scratch[32];
   for_each_team_row<L>(rows, len, [&](int64_t row, int n, int t) {
     float v[L::kPerThread];
@@ -124,7 +125,8 @@ __global__ void __launch_bounds__(L::kBlock)
 // Calls f(L{}) with the smallest register layout whose capacity is at least len floats
 // (len ≤ kMaxRegisterRow): teams of 1, 2, 4, .. 32 lanes with one unit each, then a full warp with
 // 2, 4, .. units (≤ 32 floats per lane), then a 256-thread block with 8 .. 32 floats per thread.
-template <bool kVec4, int kTeam = 1, int kUnits = 1, class F> void with_register_layout(int64_t len, F&& f) {
+template <bool kVec4, int kTeam = 1, int kUnits = 1, class F>
+void with_register_layout(int64_t len, F&& f) {
   using L = RowLayout<kTeam, kUnits, kVec4>;
   constexpr int kMaxUnits = 32 / L::kUnitFloats;
   if (len <= L::kCapacity) {
@@ -152,7 +154,8 @@ unsigned long_row_grid(int64_t rows, int64_t bytes_per_row) {
   return static_cast<unsigned>(std::min<int64_t>({blocks, rows, INT_MAX}));
 }
 
-template <bool kVec4> void forward_in_registers(int64_t rows, int len, const float* x, float* y, bool log) {
+template <bool kVec4>
+void forward_in_registers(int64_t rows, int len, const float* x, float* y, bool log) {
   with_register_layout<kVec4>(len, [&](auto layout) {
     using L = decltype(layout);
     forward_rows_kernel<L><<<blocks_for(rows, L::kTeamsPerBlock), L::kBlock, 0, stream()>>>(rows, len, x, y, log);
@@ -184,7 +187,8 @@ struct RowStats {
 };
 
 // Combines the block's running pairs into the row's statistics (see the file comment).
-template <int kThreads> __device__ RowStats block_row_stats(float m, float s, float* scratch) {
+template <int kThreads>
+__device__ RowStats block_row_stats(float m, float s, float* scratch) {
   const float row_max = team_reduce<kThreads>(m, Max{}, scratch);
   const float rescaled = m == kNegInf ? 0.0f : s * expf(m - row_max);
   const float sum = team_reduce<kThreads>(rescaled, Sum{}, scratch);
@@ -261,8 +265,11 @@ __global__ void __launch_bounds__(kLongRowThreads)
     });
     const RowStats st = block_row_stats<kLongRowThreads>(m, s, scratch);
     const float* again = kParked ? park : xr; // what the second pass reads
-    if (log) map_owned<kLongRowThreads, kVec4>(again, y + row * len, len, [&](float v) { return v - st.shift - st.log_sum; });
-    else map_owned<kLongRowThreads, kVec4>(again, y + row * len, len, [&](float v) { return expf(v - st.shift) * st.inv_sum; });
+    if (log)
+      map_owned<kLongRowThreads, kVec4>(again, y + row * len, len, [&](float v) { return v - st.shift - st.log_sum; });
+    else
+      map_owned<kLongRowThreads, kVec4>(again, y + row * len, len,
+                                        [&](float v) { return expf(v - st.shift) * st.inv_sum; });
   }
 }
 
@@ -272,11 +279,11 @@ __global__ void __launch_bounds__(kLongRowThreads)
                               float* __restrict__ dx, bool log) {
   extern __shared__ float4 park4[]; // kParked: (2, len) floats, this block's y then its dy
   float* park_y = reinterpret_cast<float*>(park4);
-  float* park_g = park_y + len;     // (len % 4 == 0 with kVec4: stays 16-byte aligned)
+  float* park_g = park_y + len; // (len % 4 == 0 with kVec4: stays 16-byte aligned)
   __shared__ float scratch[32];
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     const float *ya = y + row * len, *ga = dy + row * len; // what the second pass reads
-    float dot = 0.0f; // Σ g (log-softmax) or Σ g·y (softmax)
+    float dot = 0.0f;                                      // Σ g (log-softmax) or Σ g·y (softmax)
     if constexpr (kParked) {
       for_each_owned<kLongRowThreads, kVec4>(ya, len, threadIdx.x, [&](int64_t i, float yi) { park_y[i] = yi; });
       for_each_owned<kLongRowThreads, kVec4>(ga, len, threadIdx.x, [&](int64_t i, float g) {
@@ -289,14 +296,17 @@ __global__ void __launch_bounds__(kLongRowThreads)
     }
     dot = team_reduce<kLongRowThreads>(dot, Sum{}, scratch);
     float* dxr = dx + row * len;
-    if (log) map_owned<kLongRowThreads, kVec4>(ya, ga, dxr, len, [&](float yi, float g) { return g - expf(yi) * dot; });
-    else map_owned<kLongRowThreads, kVec4>(ya, ga, dxr, len, [&](float yi, float g) { return yi * (g - dot); });
+    if (log)
+      map_owned<kLongRowThreads, kVec4>(ya, ga, dxr, len, [&](float yi, float g) { return g - expf(yi) * dot; });
+    else
+      map_owned<kLongRowThreads, kVec4>(ya, ga, dxr, len, [&](float yi, float g) { return yi * (g - dot); });
   }
 }
 
 // Launches a long-row kernel on `grid` blocks with `bytes` of dynamic shared memory (0 for the
 // two-pass kernels), having raised its limit to the device's maximum the first time.
-template <auto Kernel, class... Args> void launch_long(unsigned grid, size_t bytes, const char* name, Args... args) {
+template <auto Kernel, class... Args>
+void launch_long(unsigned grid, size_t bytes, const char* name, Args... args) {
   static const bool configured = [] {
     PILLARS_CUDA_CHECK(cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                             static_cast<int>(shared_bytes_per_block())));
@@ -309,9 +319,9 @@ template <auto Kernel, class... Args> void launch_long(unsigned grid, size_t byt
 
 // ---- rows split over a thread-block cluster (Hopper) ---------------------------------------------
 
-constexpr int kPortableClusterBlocks = 8; // every Hopper GPU schedules clusters this large
-constexpr int kMaxClusterBlocks = 16;     // larger clusters must be allowed per kernel, and may not fit
-using SliceLayout4 = RowLayout<256, 8, true>;   // a block's slice: 256 threads × 32 floats
+constexpr int kPortableClusterBlocks = 8;     // every Hopper GPU schedules clusters this large
+constexpr int kMaxClusterBlocks = 16;         // larger clusters must be allowed per kernel, and may not fit
+using SliceLayout4 = RowLayout<256, 8, true>; // a block's slice: 256 threads × 32 floats
 using SliceLayout1 = RowLayout<256, 32, false>;
 static_assert(SliceLayout4::kCapacity == kMaxRegisterRow && SliceLayout1::kCapacity == kMaxRegisterRow);
 
@@ -355,8 +365,8 @@ __device__ inline ClusterPlace cluster_place(const cooperative_groups::cluster_g
 
 template <bool kVec4>
 __global__ void __launch_bounds__(256)
-    forward_cluster_rows_kernel(int64_t rows, int64_t len, int chunk, const float* __restrict__ x, float* __restrict__ y,
-                                bool log) {
+    forward_cluster_rows_kernel(int64_t rows, int64_t len, int chunk, const float* __restrict__ x,
+                                float* __restrict__ y, bool log) {
 #ifdef PILLARS_SOFTMAX_CLUSTERS
   using L = std::conditional_t<kVec4, SliceLayout4, SliceLayout1>;
   namespace cg = cooperative_groups;
@@ -472,7 +482,8 @@ bool clusters_available() {
 // blocks are "non-portable": the kernel must allow them, and the GPU may not be able to schedule
 // one (CUDA's occupancy query says); then nothing is launched and the answer is false, and the
 // caller runs the kernels every GPU has.
-template <auto Kernel, class... Args> bool launch_clusters(int64_t rows, int64_t len, const char* name, Args... args) {
+template <auto Kernel, class... Args>
+bool launch_clusters(int64_t rows, int64_t len, const char* name, Args... args) {
   static_assert(kMaxRegisterRow == 8192, "softmax_cluster_split (softmax.h) slices rows for 8192-float blocks");
   const auto [blocks, chunk] = softmax_cluster_split(len);
   const int64_t clusters =
@@ -493,8 +504,9 @@ template <auto Kernel, class... Args> bool launch_clusters(int64_t rows, int64_t
     static signed char schedulable[kMaxClusterBlocks + 1] = {};
     if (schedulable[blocks] == 0) {
       int active = 0;
-      const bool asked = cudaFuncSetAttribute(Kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) == cudaSuccess &&
-                         cudaOccupancyMaxActiveClusters(&active, Kernel, &config) == cudaSuccess;
+      const bool asked =
+          cudaFuncSetAttribute(Kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) == cudaSuccess &&
+          cudaOccupancyMaxActiveClusters(&active, Kernel, &config) == cudaSuccess;
       if (!asked) cudaGetLastError(); // a refusal is an answer here, not an error of a later launch
       schedulable[blocks] = asked && active > 0 ? 1 : -1;
     }
@@ -531,9 +543,9 @@ __global__ void __launch_bounds__(kColumnThreads)
   }
 }
 
-__global__ void __launch_bounds__(kColumnThreads) backward_columns_kernel(int64_t outer, int64_t len, int64_t inner,
-                                                                          const float* y, const float* dy, float* dx,
-                                                                          bool log) {
+__global__ void __launch_bounds__(kColumnThreads)
+    backward_columns_kernel(int64_t outer, int64_t len, int64_t inner, const float* y, const float* dy, float* dx,
+                            bool log) {
   const int64_t columns = outer * inner;
   for (int64_t c = int64_t{blockIdx.x} * kColumnThreads + threadIdx.x; c < columns;
        c += int64_t{gridDim.x} * kColumnThreads) {
@@ -567,15 +579,17 @@ void softmax_forward(const SoftmaxArgs& a, const float* x, float* y) {
   const bool log = a.log;
   if (outer <= 0 || len <= 0 || inner <= 0) return;
   if (inner > 1) {
-    forward_columns_kernel<<<blocks_for(outer * inner, kColumnThreads), kColumnThreads, 0, stream()>>>(outer, len, inner,
-                                                                                                  x, y, log);
+    forward_columns_kernel<<<blocks_for(outer * inner, kColumnThreads), kColumnThreads, 0, stream()>>>(
+        outer, len, inner, x, y, log);
     PILLARS_CUDA_LAUNCHED("softmax forward_columns_kernel");
     return;
   }
   const bool vec4 = len % 4 == 0 && aligned16(x) && aligned16(y);
   if (len <= kMaxRegisterRow) {
-    if (vec4) forward_in_registers<true>(outer, static_cast<int>(len), x, y, log);
-    else forward_in_registers<false>(outer, static_cast<int>(len), x, y, log);
+    if (vec4)
+      forward_in_registers<true>(outer, static_cast<int>(len), x, y, log);
+    else
+      forward_in_registers<false>(outer, static_cast<int>(len), x, y, log);
     return;
   }
   if (use_clusters(len)) {
@@ -588,13 +602,17 @@ void softmax_forward(const SoftmaxArgs& a, const float* x, float* y) {
   const char* name = "softmax forward_long_rows_kernel";
   if (parked <= shared_bytes_per_block()) { // one block per row, the row parked in shared memory
     const unsigned grid = static_cast<unsigned>(std::min<int64_t>(outer, INT_MAX));
-    if (vec4) launch_long<forward_long_rows_kernel<true, true>>(grid, parked, name, outer, len, x, y, log);
-    else launch_long<forward_long_rows_kernel<false, true>>(grid, parked, name, outer, len, x, y, log);
+    if (vec4)
+      launch_long<forward_long_rows_kernel<true, true>>(grid, parked, name, outer, len, x, y, log);
+    else
+      launch_long<forward_long_rows_kernel<false, true>>(grid, parked, name, outer, len, x, y, log);
     return;
   }
   const unsigned grid = long_row_grid(outer, len * static_cast<int64_t>(sizeof(float)));
-  if (vec4) launch_long<forward_long_rows_kernel<true, false>>(grid, 0, name, outer, len, x, y, log);
-  else launch_long<forward_long_rows_kernel<false, false>>(grid, 0, name, outer, len, x, y, log);
+  if (vec4)
+    launch_long<forward_long_rows_kernel<true, false>>(grid, 0, name, outer, len, x, y, log);
+  else
+    launch_long<forward_long_rows_kernel<false, false>>(grid, 0, name, outer, len, x, y, log);
 }
 
 void softmax_backward(const SoftmaxArgs& a, const float* y, const float* dy, float* dx) {
@@ -609,8 +627,10 @@ void softmax_backward(const SoftmaxArgs& a, const float* y, const float* dy, flo
   }
   const bool vec4 = len % 4 == 0 && aligned16(y) && aligned16(dy) && aligned16(dx);
   if (len <= kMaxRegisterRow) {
-    if (vec4) backward_in_registers<true>(outer, static_cast<int>(len), y, dy, dx, log);
-    else backward_in_registers<false>(outer, static_cast<int>(len), y, dy, dx, log);
+    if (vec4)
+      backward_in_registers<true>(outer, static_cast<int>(len), y, dy, dx, log);
+    else
+      backward_in_registers<false>(outer, static_cast<int>(len), y, dy, dx, log);
     return;
   }
   if (use_clusters(len)) {
@@ -623,13 +643,17 @@ void softmax_backward(const SoftmaxArgs& a, const float* y, const float* dy, flo
   const char* name = "softmax backward_long_rows_kernel";
   if (parked <= shared_bytes_per_block()) {
     const unsigned grid = static_cast<unsigned>(std::min<int64_t>(outer, INT_MAX));
-    if (vec4) launch_long<backward_long_rows_kernel<true, true>>(grid, parked, name, outer, len, y, dy, dx, log);
-    else launch_long<backward_long_rows_kernel<false, true>>(grid, parked, name, outer, len, y, dy, dx, log);
+    if (vec4)
+      launch_long<backward_long_rows_kernel<true, true>>(grid, parked, name, outer, len, y, dy, dx, log);
+    else
+      launch_long<backward_long_rows_kernel<false, true>>(grid, parked, name, outer, len, y, dy, dx, log);
     return;
   }
   const unsigned grid = long_row_grid(outer, 2 * len * static_cast<int64_t>(sizeof(float))); // y and dy
-  if (vec4) launch_long<backward_long_rows_kernel<true, false>>(grid, 0, name, outer, len, y, dy, dx, log);
-  else launch_long<backward_long_rows_kernel<false, false>>(grid, 0, name, outer, len, y, dy, dx, log);
+  if (vec4)
+    launch_long<backward_long_rows_kernel<true, false>>(grid, 0, name, outer, len, y, dy, dx, log);
+  else
+    launch_long<backward_long_rows_kernel<false, false>>(grid, 0, name, outer, len, y, dy, dx, log);
 }
 
 } // namespace pillars::cuda

@@ -3,7 +3,7 @@
 // function as kernels/cpu/softmax.h:
 //
 //   x, y, dy, dx: device pointers to (outer, len, inner) row-major floats; the "rows" are the
-//   outer·inner vectors x[o, 0..len−1, i] (stride `inner`), each normalised on its own:
+//   outer·inner vectors x[o, 0..len−1, i] (stride `inner`), each normalized on its own:
 //     softmax      y_l = exp(x_l − m) / s,        m = max_l x_l,  s = Σ_l exp(x_l − m)
 //     log-softmax  y_l = x_l − m − log s
 //   backward (from the op's output y and g = dL/dy):

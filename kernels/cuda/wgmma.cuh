@@ -37,12 +37,15 @@ __device__ __forceinline__ uint32_t shared_address(const void* p) {
 }
 
 // Makes this thread's earlier stores to shared memory visible to wgmma's operand reads.
-__device__ __forceinline__ void fence_shared_to_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+__device__ __forceinline__ void fence_shared_to_async() {
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
 
 __device__ __forceinline__ void fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
 // Waits until at most N committed groups are still running.
-template <int N> __device__ __forceinline__ void wait() {
+template <int N>
+__device__ __forceinline__ void wait() {
   asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
 }
 
@@ -51,8 +54,10 @@ template <class T, int N>
 __device__ __forceinline__ void fence_operand(T (&x)[N]) {
 #pragma unroll
   for (int i = 0; i < N; ++i) {
-    if constexpr (sizeof(T) == 4 && std::is_floating_point_v<T>) asm volatile("" : "+f"(x[i])::"memory");
-    else asm volatile("" : "+r"(x[i])::"memory");
+    if constexpr (sizeof(T) == 4 && std::is_floating_point_v<T>)
+      asm volatile("" : "+f"(x[i])::"memory");
+    else
+      asm volatile("" : "+r"(x[i])::"memory");
   }
 }
 template <class T, int M, int N>
@@ -68,16 +73,15 @@ using Accumulator = float[8][4];
 
 // The accumulator as the asm operands %0 … %31 of both products below: the register list in the
 // instruction text, and the 32 read-write operands it names, in d[nt][e] order.
-#define PILLARS_WGMMA_D_REGISTERS                                                   \
-  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "         \
+#define PILLARS_WGMMA_D_REGISTERS                                           \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
   " %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
-#define PILLARS_WGMMA_D_OPERANDS(d)                                                             \
-  "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]),      \
-      "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]),  \
-      "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]),  \
-      "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]),  \
-      "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]),  \
-      "+f"(d[7][2]), "+f"(d[7][3])
+#define PILLARS_WGMMA_D_OPERANDS(d)                                                                            \
+  "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]),     \
+      "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), \
+      "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), \
+      "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), \
+      "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3])
 
 // D (64 × 64) = A (64 × 16) · B (16 × 64) [+ D when accumulate]; A and Bᵀ K-major bf16 tiles in
 // shared memory, named by their descriptors.
@@ -86,8 +90,7 @@ __device__ __forceinline__ void mma_m64n64k16(Accumulator& d, uint64_t a, uint64
       "{\n"
       ".reg .pred p;\n"
       "setp.ne.b32 p, %34, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
-      PILLARS_WGMMA_D_REGISTERS
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 " PILLARS_WGMMA_D_REGISTERS
       "%32, %33, p, 1, 1, 0, 0;\n"
       "}\n"
       : PILLARS_WGMMA_D_OPERANDS(d)
@@ -103,8 +106,7 @@ __device__ __forceinline__ void mma_m64n64k16_rs(Accumulator& d, const uint32_t 
       "{\n"
       ".reg .pred p;\n"
       "setp.ne.b32 p, %37, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
-      PILLARS_WGMMA_D_REGISTERS
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 " PILLARS_WGMMA_D_REGISTERS
       "{%32, %33, %34, %35}, %36, p, 1, 1, 0;\n"
       "}\n"
       : PILLARS_WGMMA_D_OPERANDS(d)

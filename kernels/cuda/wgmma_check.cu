@@ -21,21 +21,23 @@ constexpr int kTile = 64; // rows of A, columns of D
 __device__ void a_fragment(const uint16_t* a, int K, int step, uint32_t (&frag)[4]) {
   const int t = threadIdx.x, row = 16 * (t / 32) + (t % 32) / 4, col = 16 * step + 2 * (t % 4);
   const auto pair = [&](int r, int c) { return uint32_t{a[r * K + c]} | uint32_t{a[r * K + c + 1]} << 16; };
-  frag[0] = pair(row, col), frag[1] = pair(row + 8, col), frag[2] = pair(row, col + 8), frag[3] = pair(row + 8, col + 8);
+  frag[0] = pair(row, col), frag[1] = pair(row + 8, col), frag[2] = pair(row, col + 8),
+  frag[3] = pair(row + 8, col + 8);
 }
 #endif
 
 // D = A B (see the header) by one warpgroup; *ran = 1 once it ran the wgmma code (sm_90a builds).
 // A_IN_REGISTERS: A reaches wgmma as register fragments (mma_m64n64k16_rs, as attention's P does)
 // instead of from shared memory.
-// K is a template parameter: a loop of a run-time length around wgmma makes ptxas serialise the
+// K is a template parameter: a loop of a run-time length around wgmma makes ptxas serialize the
 // products (its warning C7520).
 template <int K, bool A_IN_REGISTERS>
-__global__ void __launch_bounds__(kWarpgroup) tile_product_kernel(const uint16_t* a, const uint16_t* bt, float* d, int* ran) {
+__global__ void __launch_bounds__(kWarpgroup)
+    tile_product_kernel(const uint16_t* a, const uint16_t* bt, float* d, int* ran) {
 #ifdef PILLARS_WGMMA
   extern __shared__ uint4 smem_u4[];
   uint8_t* As = reinterpret_cast<uint8_t*>(smem_u4); // (64, K) K-major core matrices
-  uint8_t* Bs = As + kTile * K * 2;                   // (64, K) likewise: Bᵀ
+  uint8_t* Bs = As + kTile * K * 2;                  // (64, K) likewise: Bᵀ
   for (int e = threadIdx.x; e < kTile * K; e += kWarpgroup) {
     const int r = e / K, k = e % K;
     *reinterpret_cast<uint16_t*>(As + wgmma::kmajor_offset(r, k, K)) = a[e];
@@ -57,15 +59,18 @@ __global__ void __launch_bounds__(kWarpgroup) tile_product_kernel(const uint16_t
   for (int step = 0; step < K / 16; ++step) { // 16 columns = two core matrices along K
     const uint32_t along_k = static_cast<uint32_t>(step) * 2 * lbo;
     const uint64_t b_desc = wgmma::descriptor(wgmma::shared_address(Bs) + along_k, lbo, sbo);
-    if constexpr (A_IN_REGISTERS) wgmma::mma_m64n64k16_rs(acc, fragments[step], b_desc, step > 0);
-    else wgmma::mma_m64n64k16(acc, wgmma::descriptor(wgmma::shared_address(As) + along_k, lbo, sbo), b_desc, step > 0);
+    if constexpr (A_IN_REGISTERS)
+      wgmma::mma_m64n64k16_rs(acc, fragments[step], b_desc, step > 0);
+    else
+      wgmma::mma_m64n64k16(acc, wgmma::descriptor(wgmma::shared_address(As) + along_k, lbo, sbo), b_desc, step > 0);
   }
   wgmma::commit();
   wgmma::wait<0>();
   wgmma::fence_operand(acc);
   const int t = threadIdx.x;
 #pragma unroll
-  for (int r = 0; r < 32; ++r) d[wgmma::accumulator_row(t, r) * kTile + wgmma::accumulator_col(t, r)] = acc[r / 4][r % 4];
+  for (int r = 0; r < 32; ++r)
+    d[wgmma::accumulator_row(t, r) * kTile + wgmma::accumulator_col(t, r)] = acc[r / 4][r % 4];
   if (t == 0) *ran = 1;
 #endif
 }
@@ -119,9 +124,11 @@ const std::string& wgmma_unavailable_reason() {
   return why;
 }
 
-std::vector<float> wgmma_tile_product(const std::vector<uint16_t>& a, const std::vector<uint16_t>& bt, int K, bool a_in_registers) {
+std::vector<float> wgmma_tile_product(const std::vector<uint16_t>& a, const std::vector<uint16_t>& bt, int K,
+                                      bool a_in_registers) {
   PILLARS_CHECK(K > 0 && K % 16 == 0 && K <= 256, "wgmma_tile_product: K = ", K, " (a multiple of 16, at most 256)");
-  PILLARS_CHECK(a.size() == size_t{kTile} * K && bt.size() == size_t{kTile} * K, "wgmma_tile_product: A and Bᵀ must be (64, K)");
+  PILLARS_CHECK(a.size() == size_t{kTile} * K && bt.size() == size_t{kTile} * K,
+                "wgmma_tile_product: A and Bᵀ must be (64, K)");
   const std::string why = wgmma_unavailable_reason();
   PILLARS_CHECK(why.empty(), "wgmma_tile_product: ", why);
   const size_t operand_bytes = size_t{kTile} * K * 2, d_bytes = size_t{kTile} * kTile * 4;
@@ -130,15 +137,16 @@ std::vector<float> wgmma_tile_product(const std::vector<uint16_t>& a, const std:
   cuda_copy_to_device(da, a.data(), operand_bytes);
   cuda_copy_to_device(dbt, bt.data(), operand_bytes);
   cuda_zero(dran, sizeof(int));
-  launch_tile_product(K, a_in_registers, static_cast<const uint16_t*>(da), static_cast<const uint16_t*>(dbt), static_cast<float*>(dd),
-                      static_cast<int*>(dran));
+  launch_tile_product(K, a_in_registers, static_cast<const uint16_t*>(da), static_cast<const uint16_t*>(dbt),
+                      static_cast<float*>(dd), static_cast<int*>(dran));
   std::vector<float> d(size_t{kTile} * kTile);
   int ran = 0;
   cuda_copy_to_host(d.data(), dd, d_bytes);
   cuda_copy_to_host(&ran, dran, sizeof(int));
   for (void* p : {da, dbt, dd, dran}) device_free(p);
-  PILLARS_CHECK(ran == 1, "wgmma_tile_product: this build has no sm_90a code (configure with PILLARS_CUDA_ARCHITECTURES "
-                          "including 90a)");
+  PILLARS_CHECK(ran == 1,
+                "wgmma_tile_product: this build has no sm_90a code (configure with PILLARS_CUDA_ARCHITECTURES "
+                "including 90a)");
   return d;
 }
 

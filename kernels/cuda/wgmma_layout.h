@@ -57,11 +57,14 @@ PILLARS_HOST_DEVICE constexpr uint32_t kmajor_offset(int r, int k, int K) {
 
 // The descriptor of a tile starting at shared-memory address `start`, no swizzle.
 PILLARS_HOST_DEVICE constexpr uint64_t descriptor(uint32_t start, uint32_t lbo, uint32_t sbo) {
-  return uint64_t{(start & 0x3FFFFu) >> 4} | uint64_t{(lbo & 0x3FFFFu) >> 4} << 16 | uint64_t{(sbo & 0x3FFFFu) >> 4} << 32;
+  return uint64_t{(start & 0x3FFFFu) >> 4} | uint64_t{(lbo & 0x3FFFFu) >> 4} << 16 |
+         uint64_t{(sbo & 0x3FFFFu) >> 4} << 32;
 }
 
 // Where accumulator register r of warpgroup thread t (0 .. 127) lives in D.
-PILLARS_HOST_DEVICE constexpr int accumulator_row(int t, int r) { return 16 * (t / 32) + (t % 32) / 4 + 8 * ((r % 4) / 2); }
+PILLARS_HOST_DEVICE constexpr int accumulator_row(int t, int r) {
+  return 16 * (t / 32) + (t % 32) / 4 + 8 * ((r % 4) / 2);
+}
 PILLARS_HOST_DEVICE constexpr int accumulator_col(int t, int r) { return 8 * (r / 4) + 2 * (t % 4) + r % 2; }
 
 } // namespace pillars::cuda::wgmma

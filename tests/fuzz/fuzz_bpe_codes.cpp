@@ -24,11 +24,13 @@ bool plain_word(const std::string& w) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   text::BpeCodes codes;
-  if (!fuzz::run_expecting_errors([&] { codes = text::parse_bpe_codes(fuzz::as_text(data, size), "fuzz.codes"); })) return 0;
+  if (!fuzz::run_expecting_errors([&] { codes = text::parse_bpe_codes(fuzz::as_text(data, size), "fuzz.codes"); }))
+    return 0;
 
   for (const auto& [a, b] : codes.merges)
     for (const std::string* u : {&a, &b})
-      fuzz::fuzz_require(!u->empty() && u->find_first_of(" \n") == std::string::npos, "a unit is empty or holds a space or newline");
+      fuzz::fuzz_require(!u->empty() && u->find_first_of(" \n") == std::string::npos,
+                         "a unit is empty or holds a space or newline");
 
   text::BpeCodes again;
   try {
@@ -37,7 +39,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::fprintf(stderr, "pillars fuzz: format_bpe_codes() of parsed codes does not parse: %s\n", e.what());
     std::abort();
   }
-  fuzz::fuzz_require(again.version_major == codes.version_major && again.version_minor == codes.version_minor && again.merges == codes.merges,
+  fuzz::fuzz_require(again.version_major == codes.version_major && again.version_minor == codes.version_minor &&
+                         again.merges == codes.merges,
                      "format_bpe_codes() + parse changes the codes");
 
   // Words the codes can merge: each merge's pair glued (the end-of-word mark dropped), and all of
@@ -55,7 +58,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (const std::string& w : words) {
     if (!plain_word(w)) continue;
     const std::string segmented = bpe.apply_line(w);
-    fuzz::fuzz_require(text::remove_bpe(segmented) == w, "removing BPE from an applied word does not give the word back");
+    fuzz::fuzz_require(text::remove_bpe(segmented) == w,
+                       "removing BPE from an applied word does not give the word back");
   }
   return 0;
 }

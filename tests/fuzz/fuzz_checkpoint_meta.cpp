@@ -28,12 +28,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (input.contains("model")) {
     TransformerConfig c;
     if (fuzz::run_expecting_errors([&] { c = train::transformer_config_from_json(input["model"], origin); })) {
-      fuzz::fuzz_require(c.vocab > 0 && c.d_model > 0 && c.heads > 0 && c.d_model % c.heads == 0, "an accepted config has bad sizes");
+      fuzz::fuzz_require(c.vocab > 0 && c.d_model > 0 && c.heads > 0 && c.d_model % c.heads == 0,
+                         "an accepted config has bad sizes");
       fuzz::fuzz_require(c.pad_id >= 0 && c.pad_id < c.vocab, "an accepted config's pad_id is outside its vocabulary");
       for (const auto& [module, kept] : c.module_heads)
         fuzz::fuzz_require(kept >= 1 && kept <= c.heads, "an accepted config keeps a module's heads out of range");
-      fuzz::fuzz_require(train::to_json(train::transformer_config_from_json(train::to_json(c), origin)) == train::to_json(c),
-                         "a config written back and read again differs");
+      fuzz::fuzz_require(
+          train::to_json(train::transformer_config_from_json(train::to_json(c), origin)) == train::to_json(c),
+          "a config written back and read again differs");
     }
   }
   if (input.contains("state")) {
@@ -45,7 +47,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                          "an accepted position validated an update it has not made");
       fuzz::fuzz_require(std::isfinite(s.elapsed_seconds) && s.elapsed_seconds >= 0 && std::isfinite(s.best_valid),
                          "an accepted position has a number that is not finite");
-      fuzz::fuzz_require(static_cast<int64_t>(s.kept.size()) <= limits::kMaxKeepBest, "an accepted position keeps too many checkpoints");
+      fuzz::fuzz_require(static_cast<int64_t>(s.kept.size()) <= limits::kMaxKeepBest,
+                         "an accepted position keeps too many checkpoints");
       for (const auto& [name, score] : s.kept) {
         fuzz::fuzz_require(train::is_kept_checkpoint_name(name) && name.find('/') == std::string::npos &&
                                name.find("..") == std::string::npos,

@@ -36,7 +36,8 @@ inline bool verbose() {
 }
 
 // Runs f(); returns true if it finished, false if it threw an expected error.
-template <class F> bool run_expecting_errors(F&& f) {
+template <class F>
+bool run_expecting_errors(F&& f) {
   try {
     f();
     return true;
@@ -86,6 +87,8 @@ class ScratchFile {
   std::string path_;
 };
 
-inline std::string_view as_text(const uint8_t* data, size_t size) { return {reinterpret_cast<const char*>(data), size}; }
+inline std::string_view as_text(const uint8_t* data, size_t size) {
+  return {reinterpret_cast<const char*>(data), size};
+}
 
 } // namespace pillars::fuzz

@@ -17,13 +17,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!fuzz::run_expecting_errors([&] { d = Dictionary::parse(fuzz::as_text(data, size), "fuzz.dict.txt"); })) return 0;
 
   fuzz::fuzz_require(d.size() >= size_t(d.nspecial()), "the special symbols are missing");
-  fuzz::fuzz_require(d.symbol(d.bos()) == "<s>" && d.symbol(d.pad()) == "<pad>" && d.symbol(d.eos()) == "</s>" && d.symbol(d.unk()) == "<unk>",
+  fuzz::fuzz_require(d.symbol(d.bos()) == "<s>" && d.symbol(d.pad()) == "<pad>" && d.symbol(d.eos()) == "</s>" &&
+                         d.symbol(d.unk()) == "<unk>",
                      "the special symbols moved");
   bool overwritten = false;
   for (int32_t id = 0; id < int32_t(d.size()); ++id) {
     const std::string& word = d.symbol(id);
     const int32_t at = d.index(word);
-    fuzz::fuzz_require(d.contains(word) && at >= 0 && at < int32_t(d.size()) && d.symbol(at) == word, "a symbol's index names another word");
+    fuzz::fuzz_require(d.contains(word) && at >= 0 && at < int32_t(d.size()) && d.symbol(at) == word,
+                       "a symbol's index names another word");
     overwritten |= at != id;
     if (id < d.nspecial() || id >= d.nspecial() + 16) continue; // a few words suffice, and keep big inputs fast
     if (text::split_whitespace(word) != std::vector<std::string>{word}) continue;
@@ -41,6 +43,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   fuzz::fuzz_require(again.size() == d.size(), "to_text() + parse changes the size");
   for (int32_t id = 0; id < int32_t(d.size()); ++id)
-    fuzz::fuzz_require(again.symbol(id) == d.symbol(id) && again.count(id) == d.count(id), "to_text() + parse changes a word or count");
+    fuzz::fuzz_require(again.symbol(id) == d.symbol(id) && again.count(id) == d.count(id),
+                       "to_text() + parse changes a word or count");
   return 0;
 }

@@ -20,7 +20,8 @@ void check(const std::string& text, const ValidationContext& ctx) {
   Experiment e;
   if (!fuzz::run_expecting_errors([&] { e = parse_experiment_text(text, "fuzz.json", ctx); })) return;
   try {
-    fuzz::fuzz_require(parse_experiment_text(to_json(e).dump(2), "fuzz.json", ctx) == e, "to_json + load does not give back the experiment");
+    fuzz::fuzz_require(parse_experiment_text(to_json(e).dump(2), "fuzz.json", ctx) == e,
+                       "to_json + load does not give back the experiment");
   } catch (const std::exception& ex) {
     std::fprintf(stderr, "pillars fuzz: the resolved config of a valid experiment does not load: %s\n", ex.what());
     std::abort();

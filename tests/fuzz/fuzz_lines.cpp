@@ -34,15 +34,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   std::string joined;
   for (size_t i = 0; i < lines.size(); ++i) {
-    fuzz::fuzz_require(lines[i].data() >= whole.data() && lines[i].data() + lines[i].size() <= whole.data() + whole.size(),
-                       "a line points outside the text");
+    fuzz::fuzz_require(
+        lines[i].data() >= whole.data() && lines[i].data() + lines[i].size() <= whole.data() + whole.size(),
+        "a line points outside the text");
     fuzz::fuzz_require(lines[i].find('\n') == std::string_view::npos, "a line holds a newline");
     if (i) joined += '\n';
     joined += lines[i];
   }
   fuzz::fuzz_require(joined == (!text.empty() && text.back() == '\n' ? text.substr(0, text.size() - 1) : text),
                      "the lines joined are not the text");
-  fuzz::fuzz_require(same_lines(data::select_lines(whole, Selection{}), lines), "selecting all lines differs from split_lines");
+  fuzz::fuzz_require(same_lines(data::select_lines(whole, Selection{}), lines),
+                     "selecting all lines differs from split_lines");
 
   const unsigned b0 = size > 0 ? data[0] : 0, b1 = size > 1 ? data[1] : 0, b2 = size > 2 ? data[2] : 0;
   Selection modulo;
@@ -51,8 +53,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   modulo.residues = {b1 % modulo.modulus, b2 % modulo.modulus};
   std::vector<std::string_view> expected;
   for (size_t i = 0; i < lines.size(); ++i)
-    if (i % modulo.modulus == modulo.residues[0] || i % modulo.modulus == modulo.residues[1]) expected.push_back(lines[i]);
-  fuzz::fuzz_require(same_lines(data::select_lines(whole, modulo), expected), "a modulo selection keeps the wrong lines");
+    if (i % modulo.modulus == modulo.residues[0] || i % modulo.modulus == modulo.residues[1])
+      expected.push_back(lines[i]);
+  fuzz::fuzz_require(same_lines(data::select_lines(whole, modulo), expected),
+                     "a modulo selection keeps the wrong lines");
 
   Selection head, tail;
   head.kind = tail.kind = Selection::Kind::byte_range;
@@ -64,7 +68,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   parts.insert(parts.end(), rest.begin(), rest.end());
   fuzz::fuzz_require(same_lines(parts, lines), "two byte ranges that meet do not give every line once");
 
-  fuzz::fuzz_require(data::unescape_field(data::escape_field(whole), "escape_field()") == text, "unescape_field(escape_field(x)) != x");
+  fuzz::fuzz_require(data::unescape_field(data::escape_field(whole), "escape_field()") == text,
+                     "unescape_field(escape_field(x)) != x");
   std::string unescaped;
   if (!fuzz::run_expecting_errors([&] { unescaped = data::unescape_field(whole, "fuzz input"); })) return 0;
   if (text.find_first_of("\r\n\t") == std::string::npos)

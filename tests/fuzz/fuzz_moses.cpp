@@ -56,7 +56,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     fuzz::fuzz_require(well_formed(tokens), "well-formed UTF-8 in, malformed out of moses_tokenize");
     fuzz::fuzz_require(well_formed(detokenized), "well-formed UTF-8 in, malformed out of moses_detokenize");
   }
-  if (!o.aggressive_hyphen && !o.escape && !o.normalize_punctuation && !o.lowercase && line.find("DOT") == std::string::npos)
+  if (!o.aggressive_hyphen && !o.escape && !o.normalize_punctuation && !o.lowercase &&
+      line.find("DOT") == std::string::npos)
     fuzz::fuzz_require(without_spaces_and_controls(tokens) == without_spaces_and_controls(line),
                        "tokenizing changed more than spaces and control characters");
   return 0;

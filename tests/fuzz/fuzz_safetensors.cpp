@@ -19,7 +19,8 @@ bool same(const io::SafetensorsContents& a, const io::SafetensorsContents& b) {
   if (a.metadata != b.metadata || a.tensors.size() != b.tensors.size()) return false;
   for (size_t i = 0; i < a.tensors.size(); ++i) {
     const Tensor &x = a.tensors[i].tensor, &y = b.tensors[i].tensor;
-    if (a.tensors[i].name != b.tensors[i].name || x.dtype() != y.dtype() || x.shape() != y.shape() || x.nbytes() != y.nbytes())
+    if (a.tensors[i].name != b.tensors[i].name || x.dtype() != y.dtype() || x.shape() != y.shape() ||
+        x.nbytes() != y.nbytes())
       return false;
     if (x.nbytes() > 0 && std::memcmp(x.raw(), y.raw(), x.nbytes()) != 0) return false;
   }
@@ -39,7 +40,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const uint8_t* buffer = data + 8 + header_bytes;
   size_t offset = 0;
   for (const io::NamedTensor& t : contents.tensors) {
-    fuzz::fuzz_require(offset + t.tensor.nbytes() <= size - 8 - header_bytes, "the tensors hold more bytes than the data buffer");
+    fuzz::fuzz_require(offset + t.tensor.nbytes() <= size - 8 - header_bytes,
+                       "the tensors hold more bytes than the data buffer");
     fuzz::fuzz_require(t.tensor.nbytes() == 0 || std::memcmp(t.tensor.raw(), buffer + offset, t.tensor.nbytes()) == 0,
                        "a tensor's bytes differ from the file's");
     offset += t.tensor.nbytes();
@@ -51,7 +53,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (t.name.empty()) return 0;
   try {
     io::save_safetensors(resaved.path(), contents.tensors, contents.metadata);
-    fuzz::fuzz_require(same(contents, io::load_safetensors(resaved.path())), "save + load does not give back what was loaded");
+    fuzz::fuzz_require(same(contents, io::load_safetensors(resaved.path())),
+                       "save + load does not give back what was loaded");
   } catch (const std::exception& e) {
     std::fprintf(stderr, "pillars fuzz: saving or reloading a file that loaded failed: %s\n", e.what());
     std::abort();

@@ -3,7 +3,7 @@
 
 Prints the loss and d loss / d logits of
     torch.nn.functional.cross_entropy(logits, targets, ignore_index=-1, label_smoothing=0.1)
-(reduction "mean") for the small deterministic case below, as C++ initialisers to paste into the
+(reduction "mean") for the small deterministic case below, as C++ initializers to paste into the
 test. The logits are a closed formula (no RNG), rounded to float32 exactly as the C++ test rounds
 them; the loss and gradient are then computed in float64 so the reference carries no f32 error.
 

@@ -5,7 +5,7 @@
 
 What it records:
   params     three parameters of different shapes (torch.manual_seed(1234) values);
-  runs       for each optimiser configuration, 10 torch.optim steps on the loss
+  runs       for each optimizer configuration, 10 torch.optim steps on the loss
                  L = sum_params sum(c * w^2 + sin(w))        (fixed random c, so gradients vary),
              with, per step, the learning rate used, the gradients fed in, and the parameters after
              the step. The C++ test feeds the same gradients, so it never needs the loss.
@@ -47,7 +47,7 @@ def flat(t):
     return [f32(v) for v in t.detach().reshape(-1).numpy()]
 
 
-# ---- optimiser trajectories ------------------------------------------------------------------
+# ---- optimizer trajectories ------------------------------------------------------------------
 
 ADAM = dict(kind="adam", betas=[0.9, 0.98], eps=1e-8, weight_decay=0.0, decoupled=False, amsgrad=False)
 SGD = dict(kind="sgd", momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False)

@@ -12,7 +12,7 @@ fairseq's `transformer` architecture:
   logits = dec_out @ E_dec^T      (decoder input and output embeddings tied)
   loss   = F.cross_entropy(logits, target, label_smoothing, ignore_index=pad)   (mean over non-pad)
 
-Parameters are drawn at random here (not with Pillars' initialiser: the test must not depend on it),
+Parameters are drawn at random here (not with Pillars' initializer: the test must not depend on it),
 with layer-norm gains around 1 and non-zero biases so every gradient path carries signal. Dropout
 is 0. Two cases are written: the brief's post-norm/ReLU model with separate encoder/decoder tables,
 and a pre-norm/GELU model with one shared table (share_all_embeddings), so both code paths of the
@@ -251,7 +251,7 @@ def main():
         make_case("post_norm_relu", base_config(), 0.1, seed=1234),
         make_case("pre_norm_gelu_shared", base_config(pre_norm=True, activation="gelu",
                                                       share_all_embeddings=True), 0.1, seed=5678),
-        # Summarisation lengths: sources up to 512 tokens (SAMSum's max_source_len) next to a short
+        # Summarization lengths: sources up to 512 tokens (SAMSum's max_source_len) next to a short
         # one in the same batch, so positions, key padding and cross-attention are checked where
         # the attention kernel runs over many key tiles.
         make_case("post_norm_relu_long_sources", base_config(), 0.1, seed=4321,

@@ -15,7 +15,7 @@ sizes matching shapes, no overlaps or holes) and exits with status 1 and a messa
 the file is malformed. "data_checksum" is the checksum pillars records in the metadata
 ("pillars.checksum"), recomputed here from the data buffer as base/checksum.h defines it: the
 buffer as little-endian u64 words (the last zero-padded), h = ((h ^ w) * P) mod 2^64 with
-P = 0x9E3779B97F4A7C15, then SplitMix64's finaliser of h ^ length (what files written before the
+P = 0x9E3779B97F4A7C15, then SplitMix64's finalizer of h ^ length (what files written before the
 metadata was covered record). "checksum" is the same function of the stream engine/io/safetensors.h
 defines, which pillars records now: every metadata entry but "pillars.checksum" (keys in byte
 order; each key and value as a u64 length and its bytes), the number of tensors, each tensor's

@@ -1,5 +1,5 @@
 // `pillars bench attention`: the fused CPU attention (kernels/cpu/attention.cpp) against the naive
-// materialised one (kernels/cpu/attention_reference.cpp) on B8 H8 T512 D64, without and with the
+// materialized one (kernels/cpu/attention_reference.cpp) on B8 H8 T512 D64, without and with the
 // causal mask: forward and forward+backward times, GFLOP/s, speed-up, and each one's peak extra
 // memory (fused: its per-thread scratch; naive: the (B, H, T, T) matrices).
 #pragma once

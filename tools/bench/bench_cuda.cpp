@@ -54,7 +54,10 @@ struct DeviceBuffer {
   ~DeviceBuffer() { cuda_free(p); }
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  template <class T> T* as() const { return static_cast<T*>(p); }
+  template <class T>
+  T* as() const {
+    return static_cast<T*>(p);
+  }
 };
 
 void fill_random_bf16(DeviceBuffer& b, int64_t n, std::mt19937& rng) {
@@ -85,8 +88,9 @@ nlohmann::json run_python(const std::string& script, const std::string& args) {
   const size_t end = out.find_last_not_of('\n');
   if (end == std::string::npos) return nlohmann::json::object();
   const size_t begin = out.rfind('\n', end);
-  return nlohmann::json::parse(out.substr(begin == std::string::npos ? 0 : begin + 1, end + 1 - (begin == std::string::npos ? 0 : begin + 1)),
-                               nullptr, /*allow_exceptions=*/false);
+  return nlohmann::json::parse(
+      out.substr(begin == std::string::npos ? 0 : begin + 1, end + 1 - (begin == std::string::npos ? 0 : begin + 1)),
+      nullptr, /*allow_exceptions=*/false);
 }
 
 struct AttentionShape {
@@ -94,12 +98,11 @@ struct AttentionShape {
   bool causal;
 };
 
-std::string key_of(const AttentionShape& s) {
-  return str_cat("T", s.T, "_D", s.D, s.causal ? "_causal" : "");
-}
+std::string key_of(const AttentionShape& s) { return str_cat("T", s.T, "_D", s.D, s.causal ? "_causal" : ""); }
 
 double attention_flops(const AttentionShape& s) {
-  const double f = 4.0 * static_cast<double>(s.B * s.H) * static_cast<double>(s.T) * static_cast<double>(s.T) * static_cast<double>(s.D);
+  const double f = 4.0 * static_cast<double>(s.B * s.H) * static_cast<double>(s.T) * static_cast<double>(s.T) *
+                   static_cast<double>(s.D);
   return s.causal ? f / 2 : f;
 }
 
@@ -107,15 +110,18 @@ double attention_flops(const AttentionShape& s) {
 
 int bench_cuda_attention(int repeats) {
   PILLARS_CHECK(cuda_device_count() > 0, "bench --device cuda: ", cuda_unavailable_reason());
-  std::printf("attention on %s: bf16 in/out, fp32 accumulation; hidden 2048, batch x seq = 16k; TFLOP/s (FlashAttention's count)\n",
-              cuda_device_name(0).c_str());
+  std::printf(
+      "attention on %s: bf16 in/out, fp32 accumulation; hidden 2048, batch x seq = 16k; TFLOP/s (FlashAttention's "
+      "count)\n",
+      cuda_device_name(0).c_str());
   std::vector<AttentionShape> shapes;
   for (int64_t D : {64, 128})
     for (bool causal : {false, true})
       for (int64_t T : {512, 1024, 2048, 4096, 8192, 16384}) shapes.push_back({16384 / T, 2048 / D, T, D, causal});
   std::string spec;
   for (const auto& s : shapes) spec += str_cat(s.B, ",", s.H, ",", s.T, ",", s.D, ",", s.causal ? 1 : 0, ";");
-  const nlohmann::json torch = run_python("torch_sdpa.py", "--repeats " + std::to_string(repeats) + " --shapes '" + spec + "'");
+  const nlohmann::json torch =
+      run_python("torch_sdpa.py", "--repeats " + std::to_string(repeats) + " --shapes '" + spec + "'");
   if (torch.empty()) std::printf("(PyTorch references unavailable: python3 with CUDA torch not found)\n");
   const bool cudnn = cuda::cudnn_available();
   if (cudnn)
@@ -127,13 +133,15 @@ int bench_cuda_attention(int repeats) {
   // cudnn-api: cuDNN through our graph-API backend, in process; torch-cudnn: PyTorch's cuDNN SDPA backend.
   const bool hopper = cuda::hopper_attention_available();
   const cuda::ScopedHopperAttention mma_sync_only(false); // the other columns, whatever PILLARS_HOPPER_ATTENTION says
-  if (!hopper) std::printf("(hopper column skipped: needs a GPU of compute capability 9.x and sm_90a code in this build)\n");
+  if (!hopper)
+    std::printf("(hopper column skipped: needs a GPU of compute capability 9.x and sm_90a code in this build)\n");
   std::printf("%6s %4s %7s | %9s %7s %9s %11s %9s | %9s %9s %11s %9s\n", "seq", "hd", "causal", "fwd ours", "hopper",
               "cudnn-api", "torch-cudnn", "torch-fa", "f+b ours", "cudnn-api", "torch-cudnn", "torch-fa");
   std::mt19937 rng(1);
   for (const auto& s : shapes) {
     const int64_t n = s.B * s.T * s.H * s.D;
-    DeviceBuffer Q(n * 2), K(n * 2), V(n * 2), O(n * 2), dO(n * 2), dQ(n * 2), dK(n * 2), dV(n * 2), lse(s.B * s.H * s.T * 4);
+    DeviceBuffer Q(n * 2), K(n * 2), V(n * 2), O(n * 2), dO(n * 2), dQ(n * 2), dK(n * 2), dV(n * 2),
+        lse(s.B * s.H * s.T * 4);
     for (DeviceBuffer* b : {&Q, &K, &V, &dO}) fill_random_bf16(*b, n, rng);
     cuda::AttentionArgs a;
     a.B = s.B, a.H = s.H, a.Tq = s.T, a.Tk = s.T, a.D = s.D;
@@ -142,11 +150,14 @@ int bench_cuda_attention(int repeats) {
     a.precision = cuda::Precision::bf16;
     DeviceBuffer workspace(cuda::attention_backward_workspace(a) + 16);
     using bf16 = __nv_bfloat16;
-    auto forward = [&] { cuda::attention_forward<bf16>(a, Q.as<bf16>(), K.as<bf16>(), V.as<bf16>(), O.as<bf16>(), lse.as<float>(), nullptr); };
+    auto forward = [&] {
+      cuda::attention_forward<bf16>(a, Q.as<bf16>(), K.as<bf16>(), V.as<bf16>(), O.as<bf16>(), lse.as<float>(),
+                                    nullptr);
+    };
     auto training = [&] {
       forward();
-      cuda::attention_backward<bf16>(a, Q.as<bf16>(), K.as<bf16>(), V.as<bf16>(), O.as<bf16>(), lse.as<float>(), dO.as<bf16>(),
-                                     dQ.as<bf16>(), dK.as<bf16>(), dV.as<bf16>(), workspace.p);
+      cuda::attention_backward<bf16>(a, Q.as<bf16>(), K.as<bf16>(), V.as<bf16>(), O.as<bf16>(), lse.as<float>(),
+                                     dO.as<bf16>(), dQ.as<bf16>(), dK.as<bf16>(), dV.as<bf16>(), workspace.p);
     };
     const double fwd_ms = cuda_median_ms(repeats, forward), train_ms = cuda_median_ms(repeats, training);
     const double flops = attention_flops(s);
@@ -165,7 +176,8 @@ int bench_cuda_attention(int repeats) {
         cuda::CudnnAttentionArgs ca;
         ca.B = s.B, ca.H = s.H, ca.Tq = s.T, ca.Tk = s.T, ca.D = s.D, ca.scale = a.scale, ca.causal = s.causal;
         ca.bf16_io = true;
-        DeviceBuffer ws(std::max(cuda::cudnn_attention_forward_workspace(ca), cuda::cudnn_attention_backward_workspace(ca)) + 16);
+        DeviceBuffer ws(
+            std::max(cuda::cudnn_attention_forward_workspace(ca), cuda::cudnn_attention_backward_workspace(ca)) + 16);
         auto cudnn_forward = [&] { cuda::cudnn_attention_forward(ca, Q.p, K.p, V.p, O.p, lse.as<float>(), ws.p); };
         auto cudnn_training = [&] {
           cudnn_forward();
@@ -174,20 +186,22 @@ int bench_cuda_attention(int repeats) {
         cudnn_fwd = str_cat(static_cast<int>(tflops(flops, cuda_median_ms(repeats, cudnn_forward)) + 0.5));
         cudnn_train = str_cat(static_cast<int>(tflops(3.5 * flops, cuda_median_ms(repeats, cudnn_training)) + 0.5));
       } catch (const Error& e) {
-        std::printf("(cuDNN (graph API) failed on T %lld, D %lld: %s)\n", static_cast<long long>(s.T), static_cast<long long>(s.D),
-                    e.what());
+        std::printf("(cuDNN (graph API) failed on T %lld, D %lld: %s)\n", static_cast<long long>(s.T),
+                    static_cast<long long>(s.D), e.what());
       }
     }
     auto ref = [&](const char* backend, const char* pass, double f) {
       const std::string key = key_of(s);
-      if (!torch.contains(backend) || !torch[backend].contains(key) || !torch[backend][key].contains(pass)) return std::string("-");
+      if (!torch.contains(backend) || !torch[backend].contains(key) || !torch[backend][key].contains(pass))
+        return std::string("-");
       const double ms = torch[backend][key][pass].get<double>();
       return str_cat(static_cast<int>(tflops(f, ms) + 0.5));
     };
     std::printf("%6lld %4lld %7s | %9.0f %7s %9s %11s %9s | %9.0f %9s %11s %9s\n", static_cast<long long>(s.T),
-                static_cast<long long>(s.D), s.causal ? "yes" : "no", tflops(flops, fwd_ms), hopper_fwd.c_str(), cudnn_fwd.c_str(), ref("cudnn", "fwd", flops).c_str(),
-                ref("flash", "fwd", flops).c_str(), tflops(3.5 * flops, train_ms), cudnn_train.c_str(),
-                ref("cudnn", "fwd_bwd", 3.5 * flops).c_str(), ref("flash", "fwd_bwd", 3.5 * flops).c_str());
+                static_cast<long long>(s.D), s.causal ? "yes" : "no", tflops(flops, fwd_ms), hopper_fwd.c_str(),
+                cudnn_fwd.c_str(), ref("cudnn", "fwd", flops).c_str(), ref("flash", "fwd", flops).c_str(),
+                tflops(3.5 * flops, train_ms), cudnn_train.c_str(), ref("cudnn", "fwd_bwd", 3.5 * flops).c_str(),
+                ref("flash", "fwd_bwd", 3.5 * flops).c_str());
   }
   return 0;
 }
@@ -195,9 +209,10 @@ int bench_cuda_attention(int repeats) {
 int bench_cuda_softmax(int repeats) {
   PILLARS_CHECK(cuda_device_count() > 0, "bench --device cuda: ", cuda_unavailable_reason());
   const int64_t total = int64_t{1} << 26; // floats per tensor: 256 MiB, far beyond L2
-  std::printf("softmax on %s: fp32 rows, %lld floats per tensor; GB/s counts every byte read and written (forward: x, y; "
-              "backward: y, dy, dx)\n",
-              cuda_device_name(0).c_str(), static_cast<long long>(total));
+  std::printf(
+      "softmax on %s: fp32 rows, %lld floats per tensor; GB/s counts every byte read and written (forward: x, y; "
+      "backward: y, dy, dx)\n",
+      cuda_device_name(0).c_str(), static_cast<long long>(total));
   std::mt19937 rng(2);
   DeviceBuffer x(total * 4), y(total * 4), dy(total * 4), dx(total * 4);
   fill_random_f32(x, total, rng);
@@ -214,30 +229,41 @@ int bench_cuda_softmax(int repeats) {
       run_python("torch_softmax.py", str_cat("--repeats ", repeats, " --total ", total, " --lens '", spec, "'"));
   const bool cudnn = cuda::cudnn_available();
   if (cudnn)
-    std::printf("cuDNN columns: cudnnSoftmaxForward/Backward (ACCURATE, INSTANCE), cuDNN %s, in this process; torch: forward only\n",
-                cuda::cudnn_version_string().c_str());
+    std::printf(
+        "cuDNN columns: cudnnSoftmaxForward/Backward (ACCURATE, INSTANCE), cuDNN %s, in this process; torch: forward "
+        "only\n",
+        cuda::cudnn_version_string().c_str());
   else
     std::printf("(cuDNN columns skipped: %s)\n", cuda::cudnn_unavailable_reason().c_str());
-  std::printf("%7s | %9s %6s %9s %9s | %9s %6s %9s\n", "len", "fwd GB/s", "% copy", "cuDNN", "torch", "bwd GB/s", "% copy", "cuDNN");
+  std::printf("%7s | %9s %6s %9s %9s | %9s %6s %9s\n", "len", "fwd GB/s", "% copy", "cuDNN", "torch", "bwd GB/s",
+              "% copy", "cuDNN");
   const auto gbs = [](double moved, double ms) { return moved / (ms * 1e-3) / 1e9; };
   for (int64_t len : lens) {
     const int64_t rows = total / len;
-    const double fwd = gbs(bytes, cuda_median_ms(repeats, [&] { cuda::softmax_forward({.outer = rows, .len = len, .inner = 1, .log = false}, x.as<float>(), y.as<float>()); }));
+    const double fwd = gbs(bytes, cuda_median_ms(repeats, [&] {
+                             cuda::softmax_forward({.outer = rows, .len = len, .inner = 1, .log = false}, x.as<float>(),
+                                                   y.as<float>());
+                           }));
     const double bwd = gbs(1.5 * bytes, cuda_median_ms(repeats, [&] {
-      cuda::softmax_backward({.outer = rows, .len = len, .inner = 1, .log = false}, y.as<float>(), dy.as<float>(), dx.as<float>());
-    }));
+                             cuda::softmax_backward({.outer = rows, .len = len, .inner = 1, .log = false},
+                                                    y.as<float>(), dy.as<float>(), dx.as<float>());
+                           }));
     const std::string key = std::to_string(len);
-    const std::string theirs = torch.contains(key) ? str_cat(static_cast<int>(gbs(bytes, torch[key].get<double>()))) : "-";
+    const std::string theirs =
+        torch.contains(key) ? str_cat(static_cast<int>(gbs(bytes, torch[key].get<double>()))) : "-";
     std::string cudnn_fwd = "-", cudnn_bwd = "-";
     if (cudnn) {
-      cudnn_fwd = str_cat(static_cast<int>(
-          gbs(bytes, cuda_median_ms(repeats, [&] { cuda::cudnn_softmax_forward(rows, len, x.as<float>(), y.as<float>()); }))));
+      cudnn_fwd = str_cat(static_cast<int>(gbs(bytes, cuda_median_ms(repeats, [&] {
+                                                 cuda::cudnn_softmax_forward(rows, len, x.as<float>(), y.as<float>());
+                                               }))));
       cudnn_bwd = str_cat(static_cast<int>(gbs(1.5 * bytes, cuda_median_ms(repeats, [&] {
-        cuda::cudnn_softmax_backward(rows, len, y.as<float>(), dy.as<float>(), dx.as<float>());
-      }))));
+                                                 cuda::cudnn_softmax_backward(rows, len, y.as<float>(), dy.as<float>(),
+                                                                              dx.as<float>());
+                                               }))));
     }
-    std::printf("%7lld | %9.0f %5.0f%% %9s %9s | %9.0f %5.0f%% %9s\n", static_cast<long long>(len), fwd, 100.0 * fwd / copy_gbs,
-                cudnn_fwd.c_str(), theirs.c_str(), bwd, 100.0 * bwd / copy_gbs, cudnn_bwd.c_str());
+    std::printf("%7lld | %9.0f %5.0f%% %9s %9s | %9.0f %5.0f%% %9s\n", static_cast<long long>(len), fwd,
+                100.0 * fwd / copy_gbs, cudnn_fwd.c_str(), theirs.c_str(), bwd, 100.0 * bwd / copy_gbs,
+                cudnn_bwd.c_str());
   }
   return 0;
 }
@@ -259,7 +285,8 @@ constexpr int64_t kStepBatch = 128, kStepLen = 64;
 // Median milliseconds of one training step (forward, backward, Adam) of ours in `precision`,
 // through the step's pass list with the optional passes `passes` (steps/pass.h);
 // peak_mb: the most device memory our tensors held at once, from the parameters on.
-double our_step_ms(Precision precision, const train::PassSettings& passes, int repeats, float& first_loss, double& peak_mb) {
+double our_step_ms(Precision precision, const train::PassSettings& passes, int repeats, float& first_loss,
+                   double& peak_mb) {
   cuda_set_precision(precision);
   cuda_synchronize();
   cuda_reset_peak_memory();
@@ -267,8 +294,9 @@ double our_step_ms(Precision precision, const train::PassSettings& passes, int r
   ParamStore params;
   init_transformer_params(cfg, params, 1);
   params.to(Device::cuda);
-  train::StepGraph m = train::StepGraph::of(
-      build_seq2seq_training_graph(cfg, kStepBatch, kStepLen, kStepLen, 0.1f, 1234, true), /*train=*/true, Device::cuda);
+  train::StepGraph m =
+      train::StepGraph::of(build_seq2seq_training_graph(cfg, kStepBatch, kStepLen, kStepLen, 0.1f, 1234, true),
+                           /*train=*/true, Device::cuda);
   train::run_passes(train::step_passes(train::StepContext{.train = true, .passes = passes}), m);
   const std::vector<ValueId>& leaves = m.params;
   const std::vector<ValueId>& grads = m.grads;
@@ -306,8 +334,9 @@ double our_step_ms(Precision precision, const train::PassSettings& passes, int r
 int bench_cuda_step(int repeats) {
   PILLARS_CHECK(cuda_device_count() > 0, "bench --device cuda: ", cuda_unavailable_reason());
   const double tokens = static_cast<double>(kStepBatch * kStepLen);
-  std::printf("training step on %s: base transformer 6+6, d 512, 8 heads, FFN 2048, vocab 10000, %lld target tokens, Adam\n",
-              cuda_device_name(0).c_str(), static_cast<long long>(kStepBatch * kStepLen));
+  std::printf(
+      "training step on %s: base transformer 6+6, d 512, 8 heads, FFN 2048, vocab 10000, %lld target tokens, Adam\n",
+      cuda_device_name(0).c_str(), static_cast<long long>(kStepBatch * kStepLen));
   double ours_bf16 = 0;
   // fp32; bf16 products; then bf16 products with the saved activations in bf16
   // (train.saved_activations), with the LM head fused with its loss (train.fuse_linear_cross_entropy),
@@ -317,11 +346,12 @@ int bench_cuda_step(int repeats) {
     train::PassSettings passes;
     const char* label;
   };
-  const Row rows[] = {{Precision::fp32, {}, ""},
-                      {Precision::bf16, {}, ""},
-                      {Precision::bf16, {.bf16_saved_activations = true}, " saved16"},
-                      {Precision::bf16, {.fuse_cross_entropy = true}, " fused-ce"},
-                      {Precision::bf16, {.fuse_cross_entropy = true, .bf16_saved_activations = true}, " saved16+fused-ce"}};
+  const Row rows[] = {
+      {Precision::fp32, {}, ""},
+      {Precision::bf16, {}, ""},
+      {Precision::bf16, {.bf16_saved_activations = true}, " saved16"},
+      {Precision::bf16, {.fuse_cross_entropy = true}, " fused-ce"},
+      {Precision::bf16, {.fuse_cross_entropy = true, .bf16_saved_activations = true}, " saved16+fused-ce"}};
   for (const Row& row : rows) {
     float loss = 0;
     double peak_mb = 0;
@@ -332,18 +362,21 @@ int bench_cuda_step(int repeats) {
   }
   cuda_set_precision(Precision::fp32);
   for (const bool compiled : {false, true}) {
-    const nlohmann::json torch =
-        run_python("torch_step.py", str_cat("--device cuda --bf16 --config base --repeats ", repeats, " --batch ", kStepBatch,
-                                            " --src-len ", kStepLen, " --tgt-len ", kStepLen, compiled ? " --compile" : ""));
+    const nlohmann::json torch = run_python(
+        "torch_step.py", str_cat("--device cuda --bf16 --config base --repeats ", repeats, " --batch ", kStepBatch,
+                                 " --src-len ", kStepLen, " --tgt-len ", kStepLen, compiled ? " --compile" : ""));
     const char* label = compiled ? "pytorch bf16 compile" : "pytorch bf16 eager  ";
     if (!torch.contains("tokens_per_s")) {
-      std::printf("  %s: unavailable (python3 with CUDA torch%s not found)\n", label, compiled ? " 2 (torch.compile)" : "");
+      std::printf("  %s: unavailable (python3 with CUDA torch%s not found)\n", label,
+                  compiled ? " 2 (torch.compile)" : "");
       continue;
     }
     const double theirs = torch["tokens_per_s"].get<double>();
-    std::printf("  %s  %9.0f target tokens/s  (%.2f ms/step, peak %.0f MB, first loss %.3f; autocast, SDPA)  pillars bf16 %.2fx\n",
-                label, theirs, 1e3 * torch["median_s"].get<double>(), torch.value("peak_device_mb", 0.0),
-                torch["first_loss"].get<double>(), ours_bf16 / theirs);
+    std::printf(
+        "  %s  %9.0f target tokens/s  (%.2f ms/step, peak %.0f MB, first loss %.3f; autocast, SDPA)  pillars bf16 "
+        "%.2fx\n",
+        label, theirs, 1e3 * torch["median_s"].get<double>(), torch.value("peak_device_mb", 0.0),
+        torch["first_loss"].get<double>(), ours_bf16 / theirs);
   }
   return 0;
 }

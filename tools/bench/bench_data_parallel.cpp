@@ -56,7 +56,8 @@ struct UpdateTimes {
 
 // Updates of the `bench` model as the trainer makes them (train/trainer.cpp): this rank's batches
 // through the steps, the buckets' sums, Adam on the owned parameters. Returns the medians.
-UpdateTimes time_updates(dist::Communicator& comm, const std::vector<train::Seq2SeqBatch>& batches, bool overlap, int repeats) {
+UpdateTimes time_updates(dist::Communicator& comm, const std::vector<train::Seq2SeqBatch>& batches, bool overlap,
+                         int repeats) {
   TransformerConfig cfg = transformer_config("bench");
   ParamStore params;
   init_transformer_params(cfg, params, 1);
@@ -155,21 +156,24 @@ void print_ranks(const nlohmann::json& j) {
   std::printf("  %d ranks x %d thread%s  %8.1f target tokens/s  (%.3f s/update, of it %.1f ms waiting for the sums)\n",
               j.at("ranks").get<int>(), j.at("threads").get<int>(), j.at("threads").get<int>() == 1 ? "" : "s",
               j.at("tokens_per_s").get<double>(), j.at("update_s").get<double>(), 1e3 * j.at("wait_s").get<double>());
-  std::printf("  gradient all-reduce (%.1f MB in %.0f MB buckets): %.2f GB/s (bus %.2f GB/s); one MPI_Allreduce of it %.2f GB/s; "
-              "of 256 MB %.2f GB/s (MPI here)\n",
-              j.at("gradient_bytes").get<double>() / 1e6, kBucketMb, j.at("bucketed_gb_s").get<double>(),
-              bus * j.at("bucketed_gb_s").get<double>(), j.at("one_call_gb_s").get<double>(), j.at("large_gb_s").get<double>());
-  std::printf("  overlap: %.3f s/update with the sums after the backward (%.1f ms of sums), %.3f s during it: %.0f%% of the "
-              "communication hidden\n",
-              j.at("update_after_s").get<double>(), 1e3 * j.at("wait_after_s").get<double>(), j.at("update_s").get<double>(),
-              100.0 * hidden_s / std::max(j.at("wait_after_s").get<double>(), 1e-9));
+  std::printf(
+      "  gradient all-reduce (%.1f MB in %.0f MB buckets): %.2f GB/s (bus %.2f GB/s); one MPI_Allreduce of it %.2f "
+      "GB/s; "
+      "of 256 MB %.2f GB/s (MPI here)\n",
+      j.at("gradient_bytes").get<double>() / 1e6, kBucketMb, j.at("bucketed_gb_s").get<double>(),
+      bus * j.at("bucketed_gb_s").get<double>(), j.at("one_call_gb_s").get<double>(), j.at("large_gb_s").get<double>());
+  std::printf(
+      "  overlap: %.3f s/update with the sums after the backward (%.1f ms of sums), %.3f s during it: %.0f%% of the "
+      "communication hidden\n",
+      j.at("update_after_s").get<double>(), 1e3 * j.at("wait_after_s").get<double>(), j.at("update_s").get<double>(),
+      100.0 * hidden_s / std::max(j.at("wait_after_s").get<double>(), 1e-9));
 }
 
 // Starts `mpirun -np ranks` on this binary and returns rank 0's JSON line (empty: could not run).
 nlohmann::json run_job(int ranks, int threads, int repeats) {
   const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
-  const std::string cmd = str_cat("mpirun -np ", ranks, " --bind-to none ", self, " bench step --ranks ", ranks, " --threads ", threads,
-                                  " --repeats ", repeats, " 2>&1");
+  const std::string cmd = str_cat("mpirun -np ", ranks, " --bind-to none ", self, " bench step --ranks ", ranks,
+                                  " --threads ", threads, " --repeats ", repeats, " 2>&1");
   std::printf("  (running: %s)\n", cmd.c_str());
   std::fflush(stdout);
   FILE* pipe = popen(cmd.c_str(), "r");
@@ -199,11 +203,13 @@ int bench_data_parallel(int ranks, int threads, int repeats) {
     return 0;
   }
   if (ranks < 2) throw InputError(str_cat("bench step --ranks ", ranks, ": at least 2"));
-  std::printf("data-parallel training step: encoder-decoder 3+3, d 256, 8 heads, FFN 1024, vocab 10000, %lld target tokens "
-              "per batch and rank, Adam, %.0f MB buckets\n",
-              static_cast<long long>(kBatch * kLen), kBucketMb);
+  std::printf(
+      "data-parallel training step: encoder-decoder 3+3, d 256, 8 heads, FFN 1024, vocab 10000, %lld target tokens "
+      "per batch and rank, Adam, %.0f MB buckets\n",
+      static_cast<long long>(kBatch * kLen), kBucketMb);
   const double one = baseline_tokens_per_s(ranks, threads, repeats);
-  std::printf("  1 process x %d threads  %8.1f target tokens/s  (%d batches accumulated per update)\n", ranks * threads, one, ranks);
+  std::printf("  1 process x %d threads  %8.1f target tokens/s  (%d batches accumulated per update)\n", ranks * threads,
+              one, ranks);
   if (std::system("command -v mpirun > /dev/null 2>&1") != 0) {
     std::printf("  %d ranks: skipped (no mpirun: apt-get install openmpi-bin libopenmpi-dev)\n", ranks);
     return 0;
@@ -211,8 +217,8 @@ int bench_data_parallel(int ranks, int threads, int repeats) {
   const nlohmann::json j = run_job(ranks, threads, repeats);
   if (j.empty()) return 1;
   print_ranks(j);
-  std::printf("  %d ranks x %d thread%s = %.2fx one process x %d threads (target >= 0.9x)\n", ranks, threads, threads == 1 ? "" : "s",
-              j.at("tokens_per_s").get<double>() / one, ranks * threads);
+  std::printf("  %d ranks x %d thread%s = %.2fx one process x %d threads (target >= 0.9x)\n", ranks, threads,
+              threads == 1 ? "" : "s", j.at("tokens_per_s").get<double>() / one, ranks * threads);
   return 0;
 }
 

@@ -70,11 +70,13 @@ std::vector<std::vector<int32_t>> decode_all(const Sources& sources, int64_t bat
                                              const std::function<Hypotheses(const Sources&)>& search) {
   std::vector<size_t> order(sources.size());
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return sources[a].size() < sources[b].size(); });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return sources[a].size() < sources[b].size(); });
   std::vector<std::vector<int32_t>> best(sources.size());
   for (size_t at = 0; at < order.size(); at += static_cast<size_t>(batch)) {
     Sources part;
-    for (size_t j = at; j < std::min(order.size(), at + static_cast<size_t>(batch)); ++j) part.push_back(sources[order[j]]);
+    for (size_t j = at; j < std::min(order.size(), at + static_cast<size_t>(batch)); ++j)
+      part.push_back(sources[order[j]]);
     const Hypotheses h = search(part);
     for (size_t j = 0; j < part.size(); ++j) best[order[at + j]] = h[j].front().tokens;
   }
@@ -86,7 +88,8 @@ struct Figure {
   std::vector<std::vector<int32_t>> best;
 };
 
-Figure measure(int repeats, const Sources& sources, int64_t batch, const std::function<Hypotheses(const Sources&)>& search) {
+Figure measure(int repeats, const Sources& sources, int64_t batch,
+               const std::function<Hypotheses(const Sources&)>& search) {
   Figure f;
   const double s = median_seconds(repeats, [&] { f.best = decode_all(sources, batch, search); });
   int64_t tokens = 0;
@@ -102,15 +105,18 @@ double compare(const char* model, const char* workload, const TransformerConfig&
                const Sources& sources, int64_t batch, decode::SearchOptions o, int repeats) {
   decode::StepDecoder decoder(cfg, params);
   o.compact = false;
-  const Figure plain = measure(repeats, sources, batch, [&](const Sources& s) { return decode::beam_search(decoder, s, o); });
+  const Figure plain =
+      measure(repeats, sources, batch, [&](const Sources& s) { return decode::beam_search(decoder, s, o); });
   o.compact = true;
-  const Figure now = measure(repeats, sources, batch, [&](const Sources& s) { return decode::beam_search(decoder, s, o); });
+  const Figure now =
+      measure(repeats, sources, batch, [&](const Sources& s) { return decode::beam_search(decoder, s, o); });
   size_t same = 0;
   for (size_t i = 0; i < sources.size(); ++i) same += plain.best[i] == now.best[i];
-  std::printf("  %-7s %-6s  no compaction %7.2f sent/s %8.1f tok/s | compaction %7.2f sent/s %8.1f tok/s = %.2fx  "
-              "(%zu/%zu best hypotheses identical)\n",
-              model, workload, plain.sentences_per_second, plain.tokens_per_second, now.sentences_per_second,
-              now.tokens_per_second, now.sentences_per_second / plain.sentences_per_second, same, sources.size());
+  std::printf(
+      "  %-7s %-6s  no compaction %7.2f sent/s %8.1f tok/s | compaction %7.2f sent/s %8.1f tok/s = %.2fx  "
+      "(%zu/%zu best hypotheses identical)\n",
+      model, workload, plain.sentences_per_second, plain.tokens_per_second, now.sentences_per_second,
+      now.tokens_per_second, now.sentences_per_second / plain.sentences_per_second, same, sources.size());
   std::fflush(stdout);
   return now.sentences_per_second;
 }
@@ -125,10 +131,11 @@ void compare_precisions(const char* model, const char* workload, const Transform
   const Figure b = measure(repeats, sources, batch, [&](const Sources& s) { return decode::beam_search(bf16, s, o); });
   size_t same = 0;
   for (size_t i = 0; i < sources.size(); ++i) same += a.best[i] == b.best[i];
-  std::printf("  %-6s %-6s  fp32 %8.1f tok/s | bf16 %8.1f tok/s = %.2fx  (%zu/%zu best hypotheses identical; %lld weight "
-              "matrices packed once, %.1f MB)\n",
-              model, workload, a.tokens_per_second, b.tokens_per_second, b.tokens_per_second / a.tokens_per_second, same,
-              sources.size(), static_cast<long long>(bf16.packed_weights()), bf16.packed_weight_bytes() / 1e6);
+  std::printf(
+      "  %-6s %-6s  fp32 %8.1f tok/s | bf16 %8.1f tok/s = %.2fx  (%zu/%zu best hypotheses identical; %lld weight "
+      "matrices packed once, %.1f MB)\n",
+      model, workload, a.tokens_per_second, b.tokens_per_second, b.tokens_per_second / a.tokens_per_second, same,
+      sources.size(), static_cast<long long>(bf16.packed_weights()), bf16.packed_weight_bytes() / 1e6);
   std::fflush(stdout);
 }
 
@@ -146,9 +153,10 @@ int bench_decode_bf16(int threads, int repeats) {
   decode::SearchOptions real_o, forced_o;
   real_o.beam = forced_o.beam = 5;
   forced_o.max_len_a = 0, forced_o.max_len_b = 28, forced_o.min_len = 28;
-  std::printf("beam-5 decoding through the executor at precision fp32, then bf16 (compaction on), %d thread(s), median of %d "
-              "(vocabulary %lld, random weights)\n",
-              threads, repeats, static_cast<long long>(base.vocab));
+  std::printf(
+      "beam-5 decoding through the executor at precision fp32, then bf16 (compaction on), %d thread(s), median of %d "
+      "(vocabulary %lld, random weights)\n",
+      threads, repeats, static_cast<long long>(base.vocab));
   std::printf("CPU %s, ISA %s, bf16 GEMM path %s\n", cpu_model_name().c_str(), cpu::isa_name(cpu::active_isa()),
               cpu::gemm_bf16_path());
   std::printf("  real: %zu Multi30k test_2016 sentences, batches of 64; forced: %zu sources, 28 target tokens each\n",
@@ -176,11 +184,14 @@ int bench_decode(int threads, int repeats) {
   decode::SearchOptions real_o, forced_o;
   real_o.beam = forced_o.beam = 5;
   forced_o.max_len_a = 0, forced_o.max_len_b = 28, forced_o.min_len = 28;
-  std::printf("beam-5 decoding through the executor, CPU, %d threads, median of %d, with and without compaction "
-              "(vocabulary %lld, random weights)\n",
-              threads, repeats, static_cast<long long>(base.vocab));
-  std::printf("  real: %zu Multi30k test_2016 sentences, batches of 64 (eval.batch_sentences); forced: %zu sources, 28 target tokens each\n",
-              real.size(), forced.size());
+  std::printf(
+      "beam-5 decoding through the executor, CPU, %d threads, median of %d, with and without compaction "
+      "(vocabulary %lld, random weights)\n",
+      threads, repeats, static_cast<long long>(base.vocab));
+  std::printf(
+      "  real: %zu Multi30k test_2016 sentences, batches of 64 (eval.batch_sentences); forced: %zu sources, 28 target "
+      "tokens each\n",
+      real.size(), forced.size());
   compare("small", "real", small_v, small_params, real, 64, real_o, repeats);
   compare("small", "forced", small_v, small_params, forced, 48, forced_o, repeats);
   const double base_real = compare("base", "real", base, base_params, real, 64, real_o, repeats);

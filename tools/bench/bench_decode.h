@@ -2,7 +2,7 @@
 // with and without compaction, and GHT-PS against the unpruned model, in one run.
 //
 // Models: `small` (3+3, d 256, 4 heads), `base` (6+6, d 512, 8 heads) and GHT-PS (base with 2 of 8
-// heads kept in all 18 modules, ght/prune.h), randomly initialised (seed 1), vocabulary 10000.
+// heads kept in all 18 modules, ght/prune.h), randomly initialized (seed 1), vocabulary 10000.
 // Two workloads per model:
 //   real    the first 128 sentences of Multi30k's test_2016_flickr German side (tokenized; words
 //           hashed to ids), batches of 64 (eval.batch_sentences' default) sorted by length, max

@@ -42,8 +42,8 @@ namespace pillars::bench {
 namespace {
 
 // cblas_sgemm(order, transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc)
-using CblasSgemm = void (*)(int, int, int, int, int, int, float, const float*, int, const float*, int,
-                            float, float*, int);
+using CblasSgemm = void (*)(int, int, int, int, int, int, float, const float*, int, const float*, int, float, float*,
+                            int);
 constexpr int kCblasRowMajor = 101, kCblasNoTrans = 111, kCblasTrans = 112;
 
 struct OpenBlas {
@@ -90,16 +90,11 @@ struct Shape {
 };
 
 const Shape kShapes[] = {
-    {"square", false, false, 1024, 1024, 1024},
-    {"square", false, true, 1024, 1024, 1024},
-    {"square", true, false, 1024, 1024, 1024},
-    {"square", true, true, 1024, 1024, 1024},
-    {"tall-skinny", false, false, 4096, 256, 1024},
-    {"logits x*W^T", false, true, 4000, 10000, 256},
-    {"ffn x*W", false, false, 4000, 256, 1024},
-    {"weight grad x^T*dy", true, false, 256, 1024, 4000},
+    {"square", false, false, 1024, 1024, 1024},     {"square", false, true, 1024, 1024, 1024},
+    {"square", true, false, 1024, 1024, 1024},      {"square", true, true, 1024, 1024, 1024},
+    {"tall-skinny", false, false, 4096, 256, 1024}, {"logits x*W^T", false, true, 4000, 10000, 256},
+    {"ffn x*W", false, false, 4000, 256, 1024},     {"weight grad x^T*dy", true, false, 256, 1024, 4000},
 };
-
 
 void bench_shape(const Shape& s, const OpenBlas& blas, int repeats, std::mt19937& rng) {
   // Row-major storage: A is (M, K) or (K, M) when transposed; B is (K, N) or (N, K).
@@ -108,9 +103,10 @@ void bench_shape(const Shape& s, const OpenBlas& blas, int repeats, std::mt19937
   std::vector<float> C(static_cast<size_t>(s.M * s.N)), C_blas(C.size());
   const double gflop = 2.0 * double(s.M) * double(s.N) * double(s.K) * 1e-9;
 
-  const double ours = gflop / median_seconds(repeats, [&] {
-    cpu::sgemm(s.trans_a, s.trans_b, s.M, s.N, s.K, 1.0f, A.data(), lda, B.data(), ldb, 0.0f, C.data(), ldc);
-  });
+  const double ours =
+      gflop / median_seconds(repeats, [&] {
+        cpu::sgemm(s.trans_a, s.trans_b, s.M, s.N, s.K, 1.0f, A.data(), lda, B.data(), ldb, 0.0f, C.data(), ldc);
+      });
   std::printf("%-18s %c%c %5lld %5lld %5lld  %8.1f", s.what, s.trans_a ? 'T' : 'N', s.trans_b ? 'T' : 'N',
               static_cast<long long>(s.M), static_cast<long long>(s.N), static_cast<long long>(s.K), ours);
   if (blas.sgemm == nullptr) {
@@ -118,10 +114,10 @@ void bench_shape(const Shape& s, const OpenBlas& blas, int repeats, std::mt19937
     return;
   }
   const double theirs = gflop / median_seconds(repeats, [&] {
-    blas.sgemm(kCblasRowMajor, s.trans_a ? kCblasTrans : kCblasNoTrans, s.trans_b ? kCblasTrans : kCblasNoTrans,
-               int(s.M), int(s.N), int(s.K), 1.0f, A.data(), int(lda), B.data(), int(ldb), 0.0f, C_blas.data(),
-               int(ldc));
-  });
+                          blas.sgemm(kCblasRowMajor, s.trans_a ? kCblasTrans : kCblasNoTrans,
+                                     s.trans_b ? kCblasTrans : kCblasNoTrans, int(s.M), int(s.N), int(s.K), 1.0f,
+                                     A.data(), int(lda), B.data(), int(ldb), 0.0f, C_blas.data(), int(ldc));
+                        });
   std::printf("  %8.1f  %5.2fx  %9.1e\n", theirs, ours / theirs, max_rel_diff(C, C_blas));
 }
 
@@ -137,12 +133,14 @@ void bench_shape_bf16(const Shape& s, const OneDnn& dnnl, int repeats, std::mt19
   std::vector<float> C32(static_cast<size_t>(s.M * s.N)), C16(C32.size()), C_dnnl(C32.size());
   const double gflop = 2.0 * double(s.M) * double(s.N) * double(s.K) * 1e-9;
 
-  const double fp32 = gflop / median_seconds(repeats, [&] {
-    cpu::sgemm(s.trans_a, s.trans_b, s.M, s.N, s.K, 1.0f, A.data(), lda, B.data(), ldb, 0.0f, C32.data(), ldc);
-  });
+  const double fp32 =
+      gflop / median_seconds(repeats, [&] {
+        cpu::sgemm(s.trans_a, s.trans_b, s.M, s.N, s.K, 1.0f, A.data(), lda, B.data(), ldb, 0.0f, C32.data(), ldc);
+      });
   const double bf16 = gflop / median_seconds(repeats, [&] {
-    cpu::gemm_bf16(s.trans_a, s.trans_b, s.M, s.N, s.K, 1.0f, A16.data(), lda, B16.data(), ldb, 0.0f, C16.data(), ldc);
-  });
+                        cpu::gemm_bf16(s.trans_a, s.trans_b, s.M, s.N, s.K, 1.0f, A16.data(), lda, B16.data(), ldb,
+                                       0.0f, C16.data(), ldc);
+                      });
   std::printf("%-18s %c%c %5lld %5lld %5lld  %8.1f  %8.1f  %5.2fx  %9.1e", s.what, s.trans_a ? 'T' : 'N',
               s.trans_b ? 'T' : 'N', static_cast<long long>(s.M), static_cast<long long>(s.N),
               static_cast<long long>(s.K), fp32, bf16, bf16 / fp32, max_rel_diff(C16, C32));
@@ -152,9 +150,9 @@ void bench_shape_bf16(const Shape& s, const OneDnn& dnnl, int repeats, std::mt19
   }
   int status = 0;
   const double theirs = gflop / median_seconds(repeats, [&] {
-    status = dnnl.gemm_bf16(s.trans_a ? 'T' : 'N', s.trans_b ? 'T' : 'N', s.M, s.N, s.K, 1.0f, A16.data(), lda,
-                            B16.data(), ldb, 0.0f, C_dnnl.data(), ldc);
-  });
+                          status = dnnl.gemm_bf16(s.trans_a ? 'T' : 'N', s.trans_b ? 'T' : 'N', s.M, s.N, s.K, 1.0f,
+                                                  A16.data(), lda, B16.data(), ldb, 0.0f, C_dnnl.data(), ldc);
+                        });
   if (status != 0) {
     std::printf("  oneDNN failed (dnnl_status_t %d)\n", status);
     return;

@@ -58,17 +58,20 @@ int bench_gct(int threads, int repeats) {
   omp_set_num_threads(threads);
   const TransformerConfig cfg = transformer_config("bench");
   const train::Seq2SeqBatch batch = random_batch(160, 32, cfg.vocab, 7);
-  std::printf("GCT training step: encoder-decoder 3+3, d 256, 8 heads (9 modules), %lld sentence pairs of <= 32 tokens "
-              "(%lld target tokens), C = 2, %d threads\n",
-              static_cast<long long>(batch.B), static_cast<long long>(batch.target_tokens), threads);
+  std::printf(
+      "GCT training step: encoder-decoder 3+3, d 256, 8 heads (9 modules), %lld sentence pairs of <= 32 tokens "
+      "(%lld target tokens), C = 2, %d threads\n",
+      static_cast<long long>(batch.B), static_cast<long long>(batch.target_tokens), threads);
   const double vanilla = step_seconds(cfg, batch, repeats);
-  std::printf("  vanilla           %.3f s/step  %8.1f target tokens/s\n", vanilla, static_cast<double>(batch.target_tokens) / vanilla);
+  std::printf("  vanilla           %.3f s/step  %8.1f target tokens/s\n", vanilla,
+              static_cast<double>(batch.target_tokens) / vanilla);
   for (ght::FeatureMap fm : {ght::FeatureMap::V, ght::FeatureMap::O, ght::FeatureMap::A}) {
-    ght::HeadsSettings gct{.regularizer = ght::Regularizer::gct, .feature_map = fm, .groups = 2, .alpha = 0.7, .beta = 0.5};
+    ght::HeadsSettings gct{
+        .regularizer = ght::Regularizer::gct, .feature_map = fm, .groups = 2, .alpha = 0.7, .beta = 0.5};
     const double gct_s = step_seconds(cfg, batch, repeats, gct);
-    std::printf("  GCT, feature map %s %.3f s/step  %8.1f target tokens/s  = %.3fx the vanilla step%s\n",
-                enum_name(fm), gct_s, static_cast<double>(batch.target_tokens) / gct_s, gct_s / vanilla,
-                fm == ght::FeatureMap::A ? " (A is materialised: (B, H, Tq, Tk) probabilities)" : " (target <= 1.10x)");
+    std::printf("  GCT, feature map %s %.3f s/step  %8.1f target tokens/s  = %.3fx the vanilla step%s\n", enum_name(fm),
+                gct_s, static_cast<double>(batch.target_tokens) / gct_s, gct_s / vanilla,
+                fm == ght::FeatureMap::A ? " (A is materialized: (B, H, Tq, Tk) probabilities)" : " (target <= 1.10x)");
   }
   return 0;
 }
@@ -95,9 +98,10 @@ int bench_pruned_decode(int threads, int repeats) {
   }
   decode::SearchOptions o;
   o.beam = 5, o.max_len_a = 0, o.max_len_b = 28, o.min_len = 28;
-  std::printf("beam-5 decoding: base (6+6, d 512, 8 heads, vocab %lld) vs GHT-PS (2 of 8 heads in all 18 modules), "
-              "%zu sentences, 28 target tokens each, %d threads\n",
-              static_cast<long long>(cfg.vocab), sources.size(), threads);
+  std::printf(
+      "beam-5 decoding: base (6+6, d 512, 8 heads, vocab %lld) vs GHT-PS (2 of 8 heads in all 18 modules), "
+      "%zu sentences, 28 target tokens each, %d threads\n",
+      static_cast<long long>(cfg.vocab), sources.size(), threads);
   auto sentences_per_second = [&](const TransformerConfig& c, const ParamStore& p) {
     decode::StepDecoder decoder(c, p);
     const double s = median_seconds(repeats, [&] { decode::beam_search(decoder, sources, o); });

@@ -61,8 +61,9 @@ StepResult run_ours(int repeats, const train::PassSettings& passes) {
   TransformerConfig cfg = transformer_config("bench");
   ParamStore params;
   init_transformer_params(cfg, params, 1);
-  train::StepGraph m = train::StepGraph::of(build_seq2seq_training_graph(cfg, kBatch, kSrcLen, kTgtLen, 0.1f, 1234, true),
-                                            /*train=*/true, Device::cpu);
+  train::StepGraph m =
+      train::StepGraph::of(build_seq2seq_training_graph(cfg, kBatch, kSrcLen, kTgtLen, 0.1f, 1234, true),
+                           /*train=*/true, Device::cpu);
   train::run_passes(train::step_passes(train::StepContext{.train = true, .passes = passes}), m);
   const std::vector<ValueId>& leaves = m.params;
   const std::vector<ValueId>& grads = m.grads;
@@ -91,7 +92,8 @@ StepResult run_ours(int repeats, const train::PassSettings& passes) {
   r.median_s = median_seconds(repeats, step);
   r.tokens_per_s = static_cast<double>(kBatch * kTgtLen) / r.median_s;
   r.peak_rss_mb = peak_rss_mb();
-  r.arena_mb = static_cast<double>(ex.plan().arena_bytes + ex.plan().workspace_bytes) / (1 << 20); // + the largest scratch
+  r.arena_mb =
+      static_cast<double>(ex.plan().arena_bytes + ex.plan().workspace_bytes) / (1 << 20); // + the largest scratch
   return r;
 }
 
@@ -102,9 +104,10 @@ bool run_torch(int threads, int repeats, StepResult& r) {
     std::printf("PyTorch: skipped (%s not found)\n", script.c_str());
     return false;
   }
-  const std::string cmd = "/usr/bin/python3 " + script.string() + " --threads " + std::to_string(threads) + " --repeats " +
-                          std::to_string(repeats) + " --batch " + std::to_string(kBatch) + " --src-len " + std::to_string(kSrcLen) +
-                          " --tgt-len " + std::to_string(kTgtLen) + " 2>/dev/null";
+  const std::string cmd = "/usr/bin/python3 " + script.string() + " --threads " + std::to_string(threads) +
+                          " --repeats " + std::to_string(repeats) + " --batch " + std::to_string(kBatch) +
+                          " --src-len " + std::to_string(kSrcLen) + " --tgt-len " + std::to_string(kTgtLen) +
+                          " 2>/dev/null";
   FILE* pipe = popen(cmd.c_str(), "r");
   if (!pipe) return false;
   std::string out;
@@ -127,11 +130,15 @@ bool run_torch(int threads, int repeats, StepResult& r) {
 
 int bench_step(int threads, int repeats) {
   omp_set_num_threads(threads);
-  std::printf("training step: encoder-decoder 3+3, d 256, 8 heads, FFN 1024, vocab 10000, %lld target tokens, Adam, %d threads\n",
-              static_cast<long long>(kBatch * kTgtLen), threads);
+  std::printf(
+      "training step: encoder-decoder 3+3, d 256, 8 heads, FFN 1024, vocab 10000, %lld target tokens, Adam, %d "
+      "threads\n",
+      static_cast<long long>(kBatch * kTgtLen), threads);
   const StepResult ours = run_ours(repeats, {});
-  std::printf("  pillars  %8.1f target tokens/s  (%.3f s/step, peak RSS %.0f MB, activation arena + scratch %.0f MB, loss %.3f)\n",
-              ours.tokens_per_s, ours.median_s, ours.peak_rss_mb, ours.arena_mb, ours.first_loss);
+  std::printf(
+      "  pillars  %8.1f target tokens/s  (%.3f s/step, peak RSS %.0f MB, activation arena + scratch %.0f MB, loss "
+      "%.3f)\n",
+      ours.tokens_per_s, ours.median_s, ours.peak_rss_mb, ours.arena_mb, ours.first_loss);
   // Then the variants, so the peak RSS above is the default step's alone (the process's peak only grows).
   const std::pair<const char*, train::PassSettings> variants[] = {
       {"activations saved in bf16", {.bf16_saved_activations = true}},
@@ -139,14 +146,15 @@ int bench_step(int threads, int repeats) {
       {"both", {.fuse_cross_entropy = true, .bf16_saved_activations = true}}};
   for (const auto& [what, passes] : variants) {
     const StepResult v = run_ours(repeats, passes);
-    std::printf("  pillars, %-28s %8.1f target tokens/s = %.2fx  (%.3f s/step, arena + scratch %.0f MB = %.2fx, loss %.3f)\n",
-                what, v.tokens_per_s, v.tokens_per_s / ours.tokens_per_s, v.median_s, v.arena_mb, v.arena_mb / ours.arena_mb,
-                v.first_loss);
+    std::printf(
+        "  pillars, %-28s %8.1f target tokens/s = %.2fx  (%.3f s/step, arena + scratch %.0f MB = %.2fx, loss %.3f)\n",
+        what, v.tokens_per_s, v.tokens_per_s / ours.tokens_per_s, v.median_s, v.arena_mb, v.arena_mb / ours.arena_mb,
+        v.first_loss);
   }
   StepResult torch;
   if (run_torch(threads, repeats, torch)) {
-    std::printf("  pytorch  %8.1f target tokens/s  (%.3f s/step, peak RSS %.0f MB, loss %.3f)\n", torch.tokens_per_s, torch.median_s,
-                torch.peak_rss_mb, torch.first_loss);
+    std::printf("  pytorch  %8.1f target tokens/s  (%.3f s/step, peak RSS %.0f MB, loss %.3f)\n", torch.tokens_per_s,
+                torch.median_s, torch.peak_rss_mb, torch.first_loss);
     std::printf("  speed %.2fx PyTorch (target >= 1.5x), peak memory %.2fx PyTorch's (target <= 0.5x)\n",
                 ours.tokens_per_s / torch.tokens_per_s, ours.peak_rss_mb / torch.peak_rss_mb);
   }
@@ -159,13 +167,15 @@ int bench_step_bf16(int threads, int repeats) {
               static_cast<long long>(kBatch * kTgtLen));
   std::printf("CPU %s, ISA %s, bf16 GEMM path %s, %d thread(s), median of %d steps\n", cpu_model_name().c_str(),
               cpu::isa_name(cpu::active_isa()), cpu::gemm_bf16_path(), threads, repeats);
-  std::printf("bf16: the matmul products (linear layers, LM head, their gradients) and the fused attention kernels' "
-              "products on operands rounded to bf16, fp32 accumulation; softmax, normalisation, loss and Adam in fp32\n");
+  std::printf(
+      "bf16: the matmul products (linear layers, LM head, their gradients) and the fused attention kernels' "
+      "products on operands rounded to bf16, fp32 accumulation; softmax, normalization, loss and Adam in fp32\n");
   const StepResult fp32 = run_ours(repeats, {});
   cpu::set_matmul_precision(Precision::bf16);
   const StepResult bf16 = run_ours(repeats, {});
   cpu::set_matmul_precision(Precision::fp32);
-  std::printf("  pillars fp32  %8.1f target tokens/s  (%.3f s/step, loss %.4f)\n", fp32.tokens_per_s, fp32.median_s, fp32.first_loss);
+  std::printf("  pillars fp32  %8.1f target tokens/s  (%.3f s/step, loss %.4f)\n", fp32.tokens_per_s, fp32.median_s,
+              fp32.first_loss);
   std::printf("  pillars bf16  %8.1f target tokens/s = %.2fx  (%.3f s/step, loss %.4f)\n", bf16.tokens_per_s,
               bf16.tokens_per_s / fp32.tokens_per_s, bf16.median_s, bf16.first_loss);
   return 0;

@@ -22,9 +22,7 @@ const char* __asan_default_options() {
          "strict_string_checks=1:check_initialization_order=1";
 }
 
-const char* __lsan_default_options() {
-  return "suppressions=" PILLARS_SANITIZER_DIR "/lsan.supp:print_suppressions=0";
-}
+const char* __lsan_default_options() { return "suppressions=" PILLARS_SANITIZER_DIR "/lsan.supp:print_suppressions=0"; }
 
 const char* __ubsan_default_options() {
   return "halt_on_error=1:print_stacktrace=1:suppressions=" PILLARS_SANITIZER_DIR "/ubsan.supp";

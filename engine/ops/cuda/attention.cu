@@ -51,7 +51,8 @@ CudnnAttentionArgs cudnn_args(const Node& n, const Shape& q, const Shape& k, con
 void op_attention(const KernelContext& c) {
   const Tensor &q = c.in[0], &k = c.in[1], &v = c.in[2];
   if (runs_on_cudnn(c.node)) {
-    const CudnnAttentionArgs a = cudnn_args(c.node, q.shape(), k.shape(), c.in.size() > 3 ? c.in[3].data<int32_t>() : nullptr);
+    const CudnnAttentionArgs a =
+        cudnn_args(c.node, q.shape(), k.shape(), c.in.size() > 3 ? c.in[3].data<int32_t>() : nullptr);
     cudnn_attention_forward(a, q.data<float>(), k.data<float>(), v.data<float>(), c.out[0].data<float>(),
                             c.out[1].data<float>(), nullptr);
     return;
@@ -66,10 +67,11 @@ void op_attention(const KernelContext& c) {
 void op_attention_backward(const KernelContext& c) {
   const Tensor &q = c.in[0], &k = c.in[1], &v = c.in[2];
   if (runs_on_cudnn(c.node)) {
-    const CudnnAttentionArgs a = cudnn_args(c.node, q.shape(), k.shape(), c.in.size() > 6 ? c.in[6].data<int32_t>() : nullptr);
+    const CudnnAttentionArgs a =
+        cudnn_args(c.node, q.shape(), k.shape(), c.in.size() > 6 ? c.in[6].data<int32_t>() : nullptr);
     cudnn_attention_backward(a, q.data<float>(), k.data<float>(), v.data<float>(), c.in[3].data<float>(),
-                             c.in[4].data<float>(), c.in[5].data<float>(), c.out[0].data<float>(), c.out[1].data<float>(),
-                             c.out[2].data<float>(), c.workspace);
+                             c.in[4].data<float>(), c.in[5].data<float>(), c.out[0].data<float>(),
+                             c.out[1].data<float>(), c.out[2].data<float>(), c.workspace);
     return;
   }
   const AttentionArgs a = op_args(c, q.shape(), k.shape(), c.in.size() > 6 ? &c.in[6] : nullptr);

@@ -15,8 +15,10 @@ void op_cast(const KernelContext& c) {
   if (x.dtype() == y.dtype())
     PILLARS_CUDA_CHECK(cudaMemcpyAsync(y.raw(), x.raw(), static_cast<size_t>(n) * dtype_size(x.dtype()),
                                        cudaMemcpyDeviceToDevice, stream()));
-  else if (y.dtype() == DType::bf16) f32_to_bf16(x.data<float>(), y.data<uint16_t>(), n);
-  else bf16_to_f32(x.data<uint16_t>(), y.data<float>(), n);
+  else if (y.dtype() == DType::bf16)
+    f32_to_bf16(x.data<float>(), y.data<uint16_t>(), n);
+  else
+    bf16_to_f32(x.data<uint16_t>(), y.data<float>(), n);
 }
 
 } // namespace pillars::cuda

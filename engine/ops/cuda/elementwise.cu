@@ -9,15 +9,18 @@
 namespace pillars::cuda {
 namespace {
 
-template <Binary K> void binary(const KernelContext& c) {
+template <Binary K>
+void binary(const KernelContext& c) {
   const Tensor &A = c.in[0], &B = c.in[1];
   Tensor& out = c.out[0];
-  binary_broadcast({.kind = K, .a_dims = A.shape(), .b_dims = B.shape(), .out_dims = out.shape(), .name = c.node.op->name},
-                   A.data<float>(), B.data<float>(), out.data<float>());
+  binary_broadcast(
+      {.kind = K, .a_dims = A.shape(), .b_dims = B.shape(), .out_dims = out.shape(), .name = c.node.op->name},
+      A.data<float>(), B.data<float>(), out.data<float>());
 }
 
 // The kernel's (s, c): scale's factor, add_scalar's constant; the neutral 1, 0 for the other kinds.
-template <Unary K> void unary(const KernelContext& c) {
+template <Unary K>
+void unary(const KernelContext& c) {
   float s = 1.0f, k = 0.0f;
   if constexpr (K == Unary::scale) s = params_of<ops::ScaleParams>(c.node).factor;
   if constexpr (K == Unary::add_scalar) k = params_of<ops::AddScalarParams>(c.node).value;
@@ -26,7 +29,8 @@ template <Unary K> void unary(const KernelContext& c) {
 }
 
 // inputs: dy, then ReLU's output (relu) or the input x (gelu)
-template <Unary K> void backward(const KernelContext& c) {
+template <Unary K>
+void backward(const KernelContext& c) {
   activation_backward({.kind = K, .n = c.out[0].numel(), .name = c.node.op->name}, c.in[0].data<float>(),
                       c.in[1].data<float>(), c.out[0].data<float>());
 }

@@ -16,8 +16,8 @@ void op_embedding(const KernelContext& c) {
 void op_embedding_backward(const KernelContext& c) {
   const Tensor &dout = c.in[0], &ids = c.in[1];
   Tensor& dtable = c.out[0];
-  embedding_backward({.n = ids.numel(), .V = dtable.dim(0), .D = dtable.dim(1)}, dout.data<float>(), ids.data<int32_t>(),
-                     dtable.data<float>());
+  embedding_backward({.n = ids.numel(), .V = dtable.dim(0), .D = dtable.dim(1)}, dout.data<float>(),
+                     ids.data<int32_t>(), dtable.data<float>());
 }
 
 } // namespace pillars::cuda

@@ -21,8 +21,9 @@ size_t op_head_gram_workspace(const Graph& g, const Node& n) {
 // inputs: x (B, T, H, D), dG (H, H) [, lengths i32 (B)] → dx (B, T, H, D)
 void op_head_gram_backward(const KernelContext& c) {
   const Tensor& x = c.in[0];
-  head_gram_backward({.B = x.dim(0), .T = x.dim(1), .H = x.dim(2), .D = x.dim(3)}, x.data<float>(), c.in[1].data<float>(),
-                     c.in.size() > 2 ? c.in[2].data<int32_t>() : nullptr, c.out[0].data<float>());
+  head_gram_backward({.B = x.dim(0), .T = x.dim(1), .H = x.dim(2), .D = x.dim(3)}, x.data<float>(),
+                     c.in[1].data<float>(), c.in.size() > 2 ? c.in[2].data<int32_t>() : nullptr,
+                     c.out[0].data<float>());
 }
 
 } // namespace pillars::cuda

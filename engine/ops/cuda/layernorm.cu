@@ -13,10 +13,15 @@ void op_layer_norm(const KernelContext& c) {
   const ops::LayerNormParams& p = params_of<ops::LayerNormParams>(c.node);
   const Tensor& x = c.in[0];
   const int64_t D = x.dim(-1);
-  layer_norm_forward({.N = x.numel() / D, .D = D, .x = x.data<float>(),
+  layer_norm_forward({.N = x.numel() / D,
+                      .D = D,
+                      .x = x.data<float>(),
                       .gamma = p.has_gamma ? c.in[1].data<float>() : nullptr,
-                      .beta = p.has_beta ? c.in[p.beta_input()].data<float>() : nullptr, .y = c.out[0].data<float>(),
-                      .mean = c.out[1].data<float>(), .rstd = c.out[2].data<float>(), .eps = p.eps});
+                      .beta = p.has_beta ? c.in[p.beta_input()].data<float>() : nullptr,
+                      .y = c.out[0].data<float>(),
+                      .mean = c.out[1].data<float>(),
+                      .rstd = c.out[2].data<float>(),
+                      .eps = p.eps});
 }
 
 // inputs x, μ, r, g [, γ]; LayerNormBackwardParams; outputs dx [, dγ, dβ]
@@ -25,9 +30,14 @@ void op_layer_norm_backward(const KernelContext& c) {
   const bool has_gamma = p.has_gamma, param_grads = p.param_grads;
   const Tensor& x = c.in[0];
   const int64_t D = x.dim(-1);
-  const LayerNormBackwardArgs a{.N = x.numel() / D, .D = D, .x = x.data<float>(),
-                                .gamma = has_gamma ? c.in[4].data<float>() : nullptr, .mean = c.in[1].data<float>(),
-                                .rstd = c.in[2].data<float>(), .dy = c.in[3].data<float>(), .dx = c.out[0].data<float>(),
+  const LayerNormBackwardArgs a{.N = x.numel() / D,
+                                .D = D,
+                                .x = x.data<float>(),
+                                .gamma = has_gamma ? c.in[4].data<float>() : nullptr,
+                                .mean = c.in[1].data<float>(),
+                                .rstd = c.in[2].data<float>(),
+                                .dy = c.in[3].data<float>(),
+                                .dx = c.out[0].data<float>(),
                                 .dgamma = param_grads ? c.out[1].data<float>() : nullptr,
                                 .dbeta = param_grads ? c.out[2].data<float>() : nullptr,
                                 .partials = param_grads ? static_cast<float*>(c.workspace) : nullptr};

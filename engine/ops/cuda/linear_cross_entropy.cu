@@ -1,7 +1,7 @@
 // The CUDA slot of linear_cross_entropy (engine/ops/linear_cross_entropy.cpp): the same blocked
 // sweep as the CPU kernel (kernels/cpu/linear_cross_entropy.h), composed of the cuBLAS products of
 // kernels/cuda/matmul.h and the row steps of kernels/cuda/cross_entropy.h, all queued on
-// cuda::stream() with no host synchronisation:
+// cuda::stream() with no host synchronization:
 //
 //   scale = 1 / n_valid                                  (cross_entropy_scale, once)
 //   per block of C rows r:
@@ -64,11 +64,11 @@ void op_linear_cross_entropy(const KernelContext& c) {
     CrossEntropyParams block = all;
     block.N = std::min(e.C, e.N - r);
     const float* h_c = h + r * e.d;
-    gemm(false, true, block.N, e.V, e.d, 1.0f, h_c, W, 0.0f, logits);                     // x_c = h_c Wᵀ
+    gemm(false, true, block.N, e.V, e.d, 1.0f, h_c, W, 0.0f, logits); // x_c = h_c Wᵀ
     cross_entropy_rows_forward(block, logits, targets + r, lse, row_loss + r);
-    cross_entropy_rows_backward(block, logits, targets + r, lse, scale, logits);          // dx_c over x_c
-    gemm(false, false, block.N, e.d, e.V, 1.0f, logits, W, 0.0f, dh + r * e.d);           // dh_c = dx_c W
-    gemm(true, false, e.V, e.d, block.N, 1.0f, logits, h_c, r == 0 ? 0.0f : 1.0f, dW);    // dW += dx_cᵀ h_c
+    cross_entropy_rows_backward(block, logits, targets + r, lse, scale, logits);       // dx_c over x_c
+    gemm(false, false, block.N, e.d, e.V, 1.0f, logits, W, 0.0f, dh + r * e.d);        // dh_c = dx_c W
+    gemm(true, false, e.V, e.d, block.N, 1.0f, logits, h_c, r == 0 ? 0.0f : 1.0f, dW); // dW += dx_cᵀ h_c
   }
   cross_entropy_mean_loss(all, row_loss, targets, loss);
 }

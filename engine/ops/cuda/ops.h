@@ -66,7 +66,7 @@ size_t op_layer_norm_backward_workspace(const Graph& g, const Node& n);
 // cross_entropy.cu
 void op_cross_entropy(const KernelContext& c);
 void op_cross_entropy_backward(const KernelContext& c);
-size_t op_cross_entropy_workspace(const Graph& g, const Node& n);          // device scratch bytes
+size_t op_cross_entropy_workspace(const Graph& g, const Node& n); // device scratch bytes
 size_t op_cross_entropy_backward_workspace(const Graph& g, const Node& n);
 
 // linear_cross_entropy.cu

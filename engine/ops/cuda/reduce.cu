@@ -12,8 +12,10 @@ void reduce(const KernelContext& c, bool max, bool mean) {
   const auto sp = ops::detail::split_at(c.in[0].shape(), params_of<ops::ReduceParams>(c.node).axis);
   const float* x = c.in[0].data<float>();
   float* y = c.out[0].data<float>();
-  if (max) reduce_max({.outer = sp.outer, .n = sp.n, .inner = sp.inner, .name = c.node.op->name}, x, y);
-  else reduce_sum({.outer = sp.outer, .n = sp.n, .inner = sp.inner, .mean = mean, .name = c.node.op->name}, x, y);
+  if (max)
+    reduce_max({.outer = sp.outer, .n = sp.n, .inner = sp.inner, .name = c.node.op->name}, x, y);
+  else
+    reduce_sum({.outer = sp.outer, .n = sp.n, .inner = sp.inner, .mean = mean, .name = c.node.op->name}, x, y);
 }
 
 } // namespace

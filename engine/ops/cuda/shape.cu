@@ -10,7 +10,9 @@ namespace pillars::cuda {
 
 // PermuteParams: output axis ax is input axis order[ax]
 void op_permute(const KernelContext& c) {
-  permute({.x_dims = c.in[0].shape(), .y_dims = c.out[0].shape(), .order = params_of<ops::PermuteParams>(c.node).order,
+  permute({.x_dims = c.in[0].shape(),
+           .y_dims = c.out[0].shape(),
+           .order = params_of<ops::PermuteParams>(c.node).order,
            .elem_size = dtype_size(c.in[0].dtype())},
           c.in[0].raw(), c.out[0].raw());
 }
@@ -20,7 +22,12 @@ void op_slice(const KernelContext& c) {
   const ops::SliceParams& p = params_of<ops::SliceParams>(c.node);
   const auto sp = ops::detail::split_at(c.in[0].shape(), p.axis);
   const int64_t begin = p.begin, len = p.end - begin;
-  slice({.outer = sp.outer, .n = sp.n, .inner = sp.inner, .begin = begin, .len = len, .elem_size = dtype_size(c.in[0].dtype())},
+  slice({.outer = sp.outer,
+         .n = sp.n,
+         .inner = sp.inner,
+         .begin = begin,
+         .len = len,
+         .elem_size = dtype_size(c.in[0].dtype())},
         c.in[0].raw(), c.out[0].raw());
 }
 
@@ -29,7 +36,11 @@ void op_pad_slice(const KernelContext& c) {
   const ops::PadSliceParams& p = params_of<ops::PadSliceParams>(c.node);
   const auto sp = ops::detail::split_at(c.in[0].shape(), p.axis);
   const int64_t begin = p.begin, full = p.full;
-  pad_slice({.outer = sp.outer, .n = sp.n, .inner = sp.inner, .begin = begin, .full = full,
+  pad_slice({.outer = sp.outer,
+             .n = sp.n,
+             .inner = sp.inner,
+             .begin = begin,
+             .full = full,
              .elem_size = dtype_size(c.in[0].dtype())},
             c.in[0].raw(), c.out[0].raw());
 }

@@ -17,9 +17,12 @@ AxisView view_around_axis(const Tensor& t, int64_t axis) {
   const Shape& s = t.shape();
   for (int64_t i = 0; i < static_cast<int64_t>(s.size()); ++i) {
     const int64_t extent = s[static_cast<size_t>(i)];
-    if (i < axis) v.outer *= extent;
-    else if (i == axis) v.len = extent;
-    else v.inner *= extent;
+    if (i < axis)
+      v.outer *= extent;
+    else if (i == axis)
+      v.len = extent;
+    else
+      v.inner *= extent;
   }
   return v;
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes tests/golden/ght/xray.json: the head-diversity metrics of ght/xray.h (the four metrics of
-"X-Raying Multi-head Attention", raw and normalised), the per-head Gram and cosine matrices of the
+"X-Raying Multi-head Attention", raw and normalized), the per-head Gram and cosine matrices of the
 three GHT feature maps, and the two GCT cosine terms, computed here in float64 PyTorch for
 tests/test_ght_xray.cpp.
 
@@ -18,7 +18,7 @@ Definitions (the same text as ght/xray.h; padding left out everywhere):
                             weights over its valid keys
   feature-map Gram          G_ij = <e_i, e_j>, e_h = head h's V (valid keys), O (valid queries) or
                             A (valid rows x valid keys), flattened; similarity G_ij / sqrt(G_ii G_jj)
-  GCT terms (fixed labels)  homogenisation = mean_i cos(e_i, mu_c(i)); diversification = mean over
+  GCT terms (fixed labels)  homogenization = mean_i cos(e_i, mu_c(i)); diversification = mean over
                             group pairs a < b of cos(mu_a, mu_b); mu_c = mean of the members' e
 
 Inputs are drawn from a seeded torch.Generator (the seed is written into the file), rounded to
@@ -35,7 +35,7 @@ File format: {"seed": S, "generator": "...", "cases": [case, ...]}, each case
                 "context_nonorth_norm", "output_dissimilarity": [[H x H]] (diagonals included),
                 "attention_variance": [H],
                 "gram": {"V": [[H x H]], "A": ..., "O": ...}, "similarity": {"V", "A", "O"},
-                "homogenisation": {"V": x, "A": x, "O": x}, "diversification": {"V", "A", "O"}}}
+                "homogenization": {"V": x, "A": x, "O": x}, "diversification": {"V", "A", "O"}}}
 Floats are written with Python's repr (round-trips float64 exactly).
 
 Usage:  /usr/bin/python3 tests/golden/ght/make_xray_golden.py [output.json]
@@ -150,7 +150,7 @@ def expected_metrics(q, v, out, probs, qlen, klen, causal, labels, groups):
     return {"orthogonality": ortho.tolist(), "orthogonality_norm": ortho_norm.tolist(),
             "context_nonorth": ctx.tolist(), "context_nonorth_norm": ctx_norm.tolist(),
             "output_dissimilarity": dis.tolist(), "attention_variance": variance.tolist(),
-            "gram": grams, "similarity": sims, "homogenisation": homog, "diversification": divers}
+            "gram": grams, "similarity": sims, "homogenization": homog, "diversification": divers}
 
 
 def main():

@@ -8,7 +8,7 @@ checks study/stats.cpp against every value here:
 
   - the paired t-test against scipy.stats.ttest_rel, the sign test against scipy.stats.binomtest
     (two-sided, p = 1/2, ties dropped), Student's t CDF against scipy.stats.t.cdf and the
-    regularised incomplete beta function against scipy.special.betainc;
+    regularized incomplete beta function against scipy.special.betainc;
   - the paired bootstrap as sacreBLEU's paired_bs computes it (significance.py: resample the
     sentences, score both systems on each resample, the interval from the sorted differences at
     S//40 and S - S//40 - 1, p = (#{|d_s| - mean|d| > |d|} + 1) / (S + 1)), with BLEU computed from
@@ -69,8 +69,8 @@ def bootstrap(system, baseline, score, samples, seed):
         diffs.append(score(list(sys_np[idx].sum(0))) - score(list(base_np[idx].sum(0))))
     diffs = np.array(diffs)
     real = real_sys - real_base
-    centred = np.abs(diffs) - np.abs(diffs).mean()
-    p = (np.sum(centred > abs(real)) + 1) / (samples + 1)
+    centered = np.abs(diffs) - np.abs(diffs).mean()
+    p = (np.sum(centered > abs(real)) + 1) / (samples + 1)
     d = np.sort(diffs)
     lo = samples // 40
     return {"system_score": real_sys, "baseline_score": real_base, "diff": real, "low": d[lo], "high": d[samples - lo - 1], "p": float(p)}
