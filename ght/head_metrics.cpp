@@ -200,7 +200,7 @@ ModuleHeadMetrics measure_module(const std::string& module, const ModuleTensors&
 
 // ---- the whole model ------------------------------------------------------------------------------
 
-HeadMetrics measure_head_metrics(const TransformerConfig& cfg, ParamStore& params, const train::Seq2SeqBatch& batch,
+HeadMetrics measure_head_metrics(const TransformerConfig& cfg, ParamStore& params, const steps::Seq2SeqBatch& batch,
                                  const HeadMetricsOptions& options) {
   Seq2SeqGraph m = build_seq2seq_training_graph(cfg, batch.B, batch.Ts, batch.Tt, evaluation_options());
   keep_feature_maps(m.graph, m.attention);
@@ -233,39 +233,39 @@ HeadMetrics measure_head_metrics(const TransformerConfig& cfg, ParamStore& param
 
 // ---- the held-out batch -----------------------------------------------------------------------
 
-train::Seq2SeqBatch held_out_batch(const std::vector<std::vector<int32_t>>& src,
+steps::Seq2SeqBatch held_out_batch(const std::vector<std::vector<int32_t>>& src,
                                    const std::vector<std::vector<int32_t>>& tgt, int64_t sentences, int32_t pad,
                                    int32_t eos) {
   PILLARS_CHECK(src.size() == tgt.size(), "held_out_batch: ", src.size(), " sources and ", tgt.size(), " targets");
   const int64_t n = std::min<int64_t>(sentences, static_cast<int64_t>(src.size()));
   if (n <= 0) throw InputError("head metrics: the held-out split has no sentence pair");
-  train::Batch b;
+  steps::Batch b;
   for (int64_t i = 0; i < n; ++i) {
     b.indices.push_back(i);
     b.Ts = std::max<int64_t>(b.Ts, static_cast<int64_t>(src[static_cast<size_t>(i)].size()));
     b.Tt = std::max<int64_t>(b.Tt, static_cast<int64_t>(tgt[static_cast<size_t>(i)].size()));
   }
-  return train::make_seq2seq_batch(src, tgt, b, pad, eos);
+  return steps::make_seq2seq_batch(src, tgt, b, pad, eos);
 }
 
-train::Seq2SeqBatch held_out_batch(const train::Seq2SeqData& data, int64_t sentences, int32_t pad, int32_t eos) {
+steps::Seq2SeqBatch held_out_batch(const steps::Seq2SeqData& data, int64_t sentences, int32_t pad, int32_t eos) {
   return held_out_batch(data.valid_src, data.valid_tgt, sentences, pad, eos);
 }
 
 LmBatch held_out_lm_batch(const std::vector<int32_t>& stream, int64_t block_size, int64_t blocks, int32_t pad) {
   PILLARS_CHECK(block_size > 0, "held_out_lm_batch: block_size must be positive, got ", block_size);
-  const int64_t n = std::min(blocks, train::lm_blocks(stream, block_size));
+  const int64_t n = std::min(blocks, steps::lm_blocks(stream, block_size));
   if (n <= 0) throw InputError("head metrics: the held-out stream has no block of tokens");
-  train::Batch b;
+  steps::Batch b;
   for (int64_t i = 0; i < n; ++i) b.indices.push_back(i);
   b.Tt = block_size;
   LmBatch batch;
   batch.B = n, batch.T = block_size;
-  train::make_lm_batch(stream, b, pad, batch.tokens, batch.target);
+  steps::make_lm_batch(stream, b, pad, batch.tokens, batch.target);
   return batch;
 }
 
-LmBatch held_out_batch(const train::LmData& data, int64_t block_size, int64_t blocks, int32_t pad) {
+LmBatch held_out_batch(const steps::LmData& data, int64_t block_size, int64_t blocks, int32_t pad) {
   return held_out_lm_batch(data.valid, block_size, blocks, pad);
 }
 

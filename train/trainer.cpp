@@ -99,7 +99,8 @@ class RunLog {
 
 class Loop {
  public:
-  Loop(const Experiment& e, const TransformerConfig& cfg, ParamStore& params, TrainingTask& task, const TrainOptions& o)
+  Loop(const Experiment& e, const TransformerConfig& cfg, ParamStore& params, steps::TrainingTask& task,
+       const TrainOptions& o)
       : e_(e),
         cfg_(cfg),
         params_(params),
@@ -306,7 +307,7 @@ class Loop {
   }
 
   void train_epoch() {
-    const std::vector<Batch> batches = task_.epoch(static_cast<uint64_t>(e_.seed), state_.epoch);
+    const std::vector<steps::Batch> batches = task_.epoch(static_cast<uint64_t>(e_.seed), state_.epoch);
     const auto window_start_time = Clock::now();
     window_start_ = window_start_time;
     window_tokens_ = 0, window_loss_ = 0, window_updates_ = 0;
@@ -320,7 +321,7 @@ class Loop {
 
   // One optimizer update from the next update_freq batches of the epoch (on each of the job's
   // ranks: data_parallel.h).
-  void update(const std::vector<Batch>& batches) {
+  void update(const std::vector<steps::Batch>& batches) {
     const int64_t k = std::min<int64_t>(e_.train.update_freq * comm_.size(),
                                         static_cast<int64_t>(batches.size()) - state_.batch_in_epoch);
     const int64_t u = state_.updates + 1;
@@ -329,7 +330,7 @@ class Loop {
     task_.steps().set_progress(u, static_cast<double>(u) / static_cast<double>(std::max<int64_t>(planned_updates_, 1)));
     std::vector<int64_t> tokens_of(static_cast<size_t>(k)); // the work of each of the update's batches
     for (int64_t j = 0; j < k; ++j) {
-      const Batch& b = batches[static_cast<size_t>(state_.batch_in_epoch + j)];
+      const steps::Batch& b = batches[static_cast<size_t>(state_.batch_in_epoch + j)];
       tokens_of[static_cast<size_t>(j)] = static_cast<int64_t>(b.indices.size()) * (b.Ts + b.Tt);
     }
     const std::vector<int64_t> mine = batches_of_rank(tokens_of, comm_.rank(), comm_.size());
@@ -594,7 +595,7 @@ class Loop {
   const Experiment& e_;
   const TransformerConfig& cfg_;
   ParamStore& params_;
-  TrainingTask& task_;
+  steps::TrainingTask& task_;
   const TrainOptions& o_;
   dist::Communicator& comm_; // the job's ranks (one, without a launcher)
   bool voice_;               // rank 0: writes the run directory, prints, validates
@@ -633,7 +634,8 @@ class HeadMetricsLog {
     options_.seed = static_cast<uint64_t>(e.seed);
     if (!e.heads.metrics) return;
     if (data.pairs) {
-      const Seq2SeqBatch held_out = ght::held_out_batch(*data.pairs, e.heads.metrics_sentences, pad, tokens::kEos);
+      const steps::Seq2SeqBatch held_out =
+          ght::held_out_batch(*data.pairs, e.heads.metrics_sentences, pad, tokens::kEos);
       measure_ = [held_out](const TransformerConfig& cfg, ParamStore& params, const ght::HeadMetricsOptions& o) {
         return ght::measure_head_metrics(cfg, params, held_out, o);
       };
@@ -710,10 +712,10 @@ void attach_metrics(TrainOptions& to, HeadMetricsLog& log, const Experiment& e, 
 
 } // namespace
 
-std::unique_ptr<TrainingTask> make_task(const Experiment& e, const TransformerConfig& cfg, ParamStore& params,
-                                        const RunData& data, const StepContext& c) {
-  if (data.pairs) return make_seq2seq_task(cfg, params, *data.pairs, e.data.max_tokens, step_recipes(c));
-  return make_lm_task(cfg, params, *data.stream, e.data.block_size, e.data.max_tokens, step_recipes(c));
+std::unique_ptr<steps::TrainingTask> make_task(const Experiment& e, const TransformerConfig& cfg, ParamStore& params,
+                                               const RunData& data, const StepContext& c) {
+  if (data.pairs) return steps::make_seq2seq_task(cfg, params, *data.pairs, e.data.max_tokens, step_recipes(c));
+  return steps::make_lm_task(cfg, params, *data.stream, e.data.block_size, e.data.max_tokens, step_recipes(c));
 }
 
 TrainerOutcome train_phase(const Experiment& e, const Experiment& limits, const TransformerConfig& cfg,
@@ -722,7 +724,7 @@ TrainerOutcome train_phase(const Experiment& e, const Experiment& limits, const 
   add_method_parameters(c, cfg, params);
   HeadMetricsLog metrics(e, data, static_cast<int32_t>(cfg.pad_id), to.run_dir, to.phase.empty() ? "train" : to.phase);
   attach_metrics(to, metrics, limits, cfg, params, shift_trigger);
-  const std::unique_ptr<TrainingTask> task = make_task(e, cfg, params, data, c);
+  const std::unique_ptr<steps::TrainingTask> task = make_task(e, cfg, params, data, c);
   return train_model(limits, cfg, params, *task, to);
 }
 
@@ -783,8 +785,8 @@ class ParamsOnDevice {
   bool moved_ = false;
 };
 
-TrainerOutcome train_model(const Experiment& e, const TransformerConfig& cfg, ParamStore& params, TrainingTask& task,
-                           const TrainOptions& options) {
+TrainerOutcome train_model(const Experiment& e, const TransformerConfig& cfg, ParamStore& params,
+                           steps::TrainingTask& task, const TrainOptions& options) {
   fs::create_directories(options.run_dir);
   ParamsOnDevice on_device(e, params);
   CpuMatmulPrecision cpu_precision(e);
@@ -794,21 +796,21 @@ TrainerOutcome train_model(const Experiment& e, const TransformerConfig& cfg, Pa
 
 // The experiment's step settings without the `heads` section's methods (train/head_phases.h's
 // train_phase adds those).
-static StepRecipes plain_recipes(const Experiment& e) {
+static steps::StepRecipes plain_recipes(const Experiment& e) {
   StepContext c = step_context(e);
   c.heads = {};
   return step_recipes(c);
 }
 
 TrainerOutcome train_seq2seq(const Experiment& e, const TransformerConfig& cfg, ParamStore& params,
-                             const Seq2SeqData& data, const TrainOptions& options) {
-  const auto task = make_seq2seq_task(cfg, params, data, e.data.max_tokens, plain_recipes(e));
+                             const steps::Seq2SeqData& data, const TrainOptions& options) {
+  const auto task = steps::make_seq2seq_task(cfg, params, data, e.data.max_tokens, plain_recipes(e));
   return train_model(e, cfg, params, *task, options);
 }
 
-TrainerOutcome train_lm(const Experiment& e, const TransformerConfig& cfg, ParamStore& params, const LmData& data,
-                        const TrainOptions& options) {
-  const auto task = make_lm_task(cfg, params, data, e.data.block_size, e.data.max_tokens, plain_recipes(e));
+TrainerOutcome train_lm(const Experiment& e, const TransformerConfig& cfg, ParamStore& params,
+                        const steps::LmData& data, const TrainOptions& options) {
+  const auto task = steps::make_lm_task(cfg, params, data, e.data.block_size, e.data.max_tokens, plain_recipes(e));
   return train_model(e, cfg, params, *task, options);
 }
 
