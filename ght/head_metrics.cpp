@@ -14,6 +14,7 @@
 #include "base/error.h"
 #include "engine/executor.h"
 #include "ght/kmeans.h"
+#include "kernels/cpu/kmeans.h"
 
 namespace pillars::ght {
 
@@ -152,30 +153,12 @@ GroupCosines group_cosines(const std::vector<double>& G, int k, const std::vecto
   // Homogenization: each head's cosine with its own group's centroid.
   const std::vector<double> to_centroids = cosine_to_centroids(G, k, labels, C); // (k, C)
   GroupCosines r;
-  for (int i = 0; i < k; ++i)
-    r.homogenization += to_centroids[static_cast<size_t>(i * C + labels[static_cast<size_t>(i)])];
-  r.homogenization /= k;
+  cpu::kmeans_mean_at_labels({.k = k, .C = C}, to_centroids.data(), labels.data(), &r.homogenization);
 
   // Diversification: ⟨μ_a, μ_b⟩ = mean_{i∈a, j∈b} G_ij, so cos(μ_a, μ_b) needs only the group sums
-  // S_ab = Σ_{i∈a, j∈b} G_ij and sizes n_a: cos = S_ab / sqrt(S_aa S_bb) (the sizes cancel).
-  std::vector<double> S(static_cast<size_t>(C * C), 0.0);
-  std::vector<int> size(static_cast<size_t>(C), 0);
-  for (int i = 0; i < k; ++i) {
-    ++size[static_cast<size_t>(labels[static_cast<size_t>(i)])];
-    for (int j = 0; j < k; ++j)
-      S[static_cast<size_t>(labels[static_cast<size_t>(i)] * C + labels[static_cast<size_t>(j)])] +=
-          G[static_cast<size_t>(i * k + j)];
-  }
-  double sum = 0;
-  int pairs = 0;
-  for (int a = 0; a < C; ++a)
-    for (int b = a + 1; b < C; ++b) {
-      if (size[static_cast<size_t>(a)] == 0 || size[static_cast<size_t>(b)] == 0) continue;
-      const double norms = S[static_cast<size_t>(a * C + a)] * S[static_cast<size_t>(b * C + b)];
-      sum += S[static_cast<size_t>(a * C + b)] / std::sqrt(std::max(norms, 1e-300));
-      ++pairs;
-    }
-  r.diversification = pairs > 0 ? sum / pairs : 0.0;
+  // S_ab = Σ_{i∈a, j∈b} G_ij and sizes n_a: cos = S_ab / sqrt(S_aa S_bb) (the sizes cancel), averaged
+  // over the pairs of groups with members.
+  cpu::kmeans_mean_centroid_cosine({.k = k, .C = C}, G.data(), labels.data(), &r.diversification);
   return r;
 }
 
