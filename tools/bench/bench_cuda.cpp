@@ -254,12 +254,14 @@ int bench_cuda_softmax(int repeats) {
     std::string cudnn_fwd = "-", cudnn_bwd = "-";
     if (cudnn) {
       cudnn_fwd = str_cat(static_cast<int>(gbs(bytes, cuda_median_ms(repeats, [&] {
-                                                 cuda::cudnn_softmax_forward(rows, len, x.as<float>(), y.as<float>());
+                                                 cuda::cudnn_softmax_forward({.rows = rows, .cols = len}, x.as<float>(),
+                                                                             y.as<float>());
                                                }))));
-      cudnn_bwd = str_cat(static_cast<int>(gbs(1.5 * bytes, cuda_median_ms(repeats, [&] {
-                                                 cuda::cudnn_softmax_backward(rows, len, y.as<float>(), dy.as<float>(),
-                                                                              dx.as<float>());
-                                               }))));
+      cudnn_bwd =
+          str_cat(static_cast<int>(gbs(1.5 * bytes, cuda_median_ms(repeats, [&] {
+                                         cuda::cudnn_softmax_backward({.rows = rows, .cols = len}, y.as<float>(),
+                                                                      dy.as<float>(), dx.as<float>());
+                                       }))));
     }
     std::printf("%7lld | %9.0f %5.0f%% %9s %9s | %9.0f %5.0f%% %9s\n", static_cast<long long>(len), fwd,
                 100.0 * fwd / copy_gbs, cudnn_fwd.c_str(), theirs.c_str(), bwd, 100.0 * bwd / copy_gbs,
