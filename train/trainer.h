@@ -87,10 +87,6 @@ struct TrainerOutcome {
   std::optional<ValidScores> last_valid;
 };
 
-// Throws InputError when train.device / train.precision cannot be honoured on this machine (cuda
-// without a GPU, bf16 on the CPU, gradient accumulation on the GPU).
-void check_device_settings(const Experiment& e);
-
 // Trains `params` (the model of cfg) on the task.
 TrainerOutcome train_model(const Experiment& e, const TransformerConfig& cfg, ParamStore& params,
                            steps::TrainingTask& task, const TrainOptions& options);
