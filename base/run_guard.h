@@ -31,7 +31,7 @@
 //   SIGPIPE  (a write to a pipe whose reader has gone: `pillars train ... 2>&1 | head`): progress
 //            lines on stdout/stderr are dropped (stdio only marks the stream's error flag) and
 //            training goes on to its end; the trainer appends one "note" line per stream to
-//            log.jsonl when it sees the stream's error flag (train/trainer.cpp).
+//            log.jsonl when it sees the stream's error flag (train/run_log.cpp).
 //   SIGXFSZ  (a write past the file-size limit, `ulimit -f`): the write fails with EFBIG, and the
 //            run stops with exit 1 naming the file, as for a full disk (an atomic save removes its
 //            temporary file: base/atomic_file.h; a log line is taken back: base/log_file.h).

@@ -21,8 +21,8 @@ DatasetSpec samsum() {
       "train has one empty dialogue (id 13828807).";
   d.files = {
       {"README.txt", 1593, 22, "9198db41144ec43302d8c3356b2c3f0583ba726985ee36a07d4e046aaabaefdf"},
-      {"licence.txt", 19127, 403,
-       "38762e3777f4ec00a6f769062a7c3f704fb78ce08303ecff88558da4c49cf9ea"}, // the archive's own file name; spelling: kept
+      {"licence.txt", // the archive's own file name; spelling: kept
+       19127, 403, "38762e3777f4ec00a6f769062a7c3f704fb78ce08303ecff88558da4c49cf9ea"},
       {"plain/test.dialogue", 445653, 819, "e51ad90578f4a8767d29c4fbdbd87330c14a0cdd0d459d936c0ca38868abfb0a"},
       {"plain/test.id", 7411, 819, "e1ccf1b3f68f89df53d3be3302a8566af8d645d9bc776cfc0b5604651cbdd644"},
       {"plain/test.summary", 89927, 819, "99d63e9f296afa2dd64988a7dedac38968bcd72ecf7f760be44177c73d03ea54"},

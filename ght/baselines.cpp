@@ -55,7 +55,7 @@ ValueId sum_of(Graph& g, const std::vector<ValueId>& xs) {
 
 // ---- 1. Disagreement regularization ---------------------------------------------------------------
 
-void disagreement(train::StepGraph& step, const DisagreementSettings& s) {
+void disagreement(steps::StepGraph& step, const DisagreementSettings& s) {
   Graph& g = step.graph;
   if (step.attention.empty()) return;
   std::vector<ValueId> cosines;
@@ -94,11 +94,11 @@ std::vector<float> drophead_gates(uint64_t seed, int64_t update, size_t module_i
 
 std::string drophead_gate_input(const std::string& module) { return "head_gate." + module; }
 
-train::HeadGate drophead_gate(const DropHeadSettings& s) {
-  return [s](train::StepGraph& step, const AttentionSite& site, size_t m) -> ValueId {
+steps::HeadGate drophead_gate(const DropHeadSettings& s) {
+  return [s](steps::StepGraph& step, const AttentionSite& site, size_t m) -> ValueId {
     if (!step.train) return kNoValue; // evaluation: no gates
     const int64_t H = site.heads;
-    return step.add_input(drophead_gate_input(site.module), {H}, [s, m, H](const train::StepInfo& info) { // ξ (H)
+    return step.add_input(drophead_gate_input(site.module), {H}, [s, m, H](const steps::StepInfo& info) { // ξ (H)
       return Tensor::from({H}, drophead_gates(s.seed, info.update, m, H, drophead_rate(s.p_max, info.progress)));
     });
   };
@@ -128,15 +128,15 @@ void add_hard_concrete_parameters(ParamStore& params, const TransformerConfig& c
   }
 }
 
-train::HeadGate hard_concrete_gate(const HardConcreteSettings& s) {
-  return [s](train::StepGraph& step, const AttentionSite& site, size_t m) -> ValueId {
+steps::HeadGate hard_concrete_gate(const HardConcreteSettings& s) {
+  return [s](steps::StepGraph& step, const AttentionSite& site, size_t m) -> ValueId {
     Graph& g = step.graph;
     const int64_t H = site.heads;
     const ValueId log_alpha = g.param(log_alpha_name(site.module), {H}); // (H)
     ValueId s_h;
     if (step.train) {
       const ValueId noise =
-          step.add_input(concrete_noise_input(site.module), {H}, [s, m, H](const train::StepInfo& info) {
+          step.add_input(concrete_noise_input(site.module), {H}, [s, m, H](const steps::StepInfo& info) {
             return Tensor::from({H}, concrete_noise(s.seed, info.update, m, H)); // log u − log(1 − u), (H)
           });
       s_h = sigmoid(g, ops::scale(g, ops::add(g, noise, log_alpha), 1.0f / s.beta)); // σ((n + log α)/β)
@@ -147,7 +147,7 @@ train::HeadGate hard_concrete_gate(const HardConcreteSettings& s) {
   };
 }
 
-void hard_concrete_l0(train::StepGraph& step, const HardConcreteSettings& s) {
+void hard_concrete_l0(steps::StepGraph& step, const HardConcreteSettings& s) {
   Graph& g = step.graph;
   if (step.attention.empty()) return;
   const float shift = -s.beta * std::log(-s.gamma / s.zeta); // −β · log(−γ/ζ) (> 0)
@@ -186,8 +186,8 @@ HeadScores expected_gates(const ParamStore& params, const TransformerConfig& cfg
 
 std::string importance_gate_name(const std::string& module) { return "head_gate." + module; }
 
-train::HeadGate importance_gate() {
-  return [](train::StepGraph& step, const AttentionSite& site, size_t) -> ValueId {
+steps::HeadGate importance_gate() {
+  return [](steps::StepGraph& step, const AttentionSite& site, size_t) -> ValueId {
     if (!step.train) return kNoValue;
     return step.graph.param(importance_gate_name(site.module), {site.heads}); // ξ (H), fixed at 1
   };
@@ -208,13 +208,13 @@ HeadImportance head_importance(const TransformerConfig& cfg, const ParamStore& p
   }
 
   {
-    const std::unique_ptr<train::TrainingTask> task = make_task(gated);
+    const std::unique_ptr<steps::TrainingTask> task = make_task(gated);
     PILLARS_CHECK(task != nullptr, "head_importance: the task factory returned no task");
-    std::vector<train::Batch> batches = task->epoch(s.seed, 1);
+    std::vector<steps::Batch> batches = task->epoch(s.seed, 1);
     if (s.batches > 0 && static_cast<int64_t>(batches.size()) > s.batches)
       batches.resize(static_cast<size_t>(s.batches));
     for (size_t j = static_cast<size_t>(comm.rank()); j < batches.size(); j += static_cast<size_t>(comm.size())) {
-      const train::Batch& batch = batches[j];
+      const steps::Batch& batch = batches[j];
       int64_t tokens = 0;
       task->train(batch, s.seed, tokens); // forward + backward: ∂L_b/∂ξ in the slots
       for (const optim::ParamSlot& slot : task->steps().slots()) {

@@ -108,7 +108,7 @@ struct DisagreementSettings {
 
 // The pass: objective += λ · (1/M) Σ_m D_m; names (1/M) Σ_m D_m "disagreement.mean_cosine" and
 // logs it as "disagreement_mean_cosine".
-void disagreement(train::StepGraph& step, const DisagreementSettings& s);
+void disagreement(steps::StepGraph& step, const DisagreementSettings& s);
 
 // ---- 2. Scheduled DropHead (Zhou et al. 2020) ----------------------------------------------------
 
@@ -126,7 +126,7 @@ std::string drophead_gate_input(const std::string& module); // "head_gate.<modul
 
 // The gate of a training step's module: the run-time input "head_gate.<module>" (H), filled
 // with drophead_gates(seed, update, module, H, p(progress)) before every run; none in evaluation.
-train::HeadGate drophead_gate(const DropHeadSettings& s);
+steps::HeadGate drophead_gate(const DropHeadSettings& s);
 
 // ---- 3. Hard-Concrete L0 gates (Voita et al. 2019) -----------------------------------------------
 
@@ -153,11 +153,11 @@ void add_hard_concrete_parameters(ParamStore& params, const TransformerConfig& c
 // ξ = clamp(σ((n + log α)/β)·(ζ − γ) + γ, 0, 1) in a training step (n the run-time input
 // "head_gate.<module>.noise", filled with concrete_noise(seed, update, module, H)), σ(log α) in
 // place of the noisy term in an evaluation step.
-train::HeadGate hard_concrete_gate(const HardConcreteSettings& s);
+steps::HeadGate hard_concrete_gate(const HardConcreteSettings& s);
 
 // The L0 pass: objective += λ · mean P(open); names the mean P(open) over all heads (the L0 term
 // before λ) "hard_concrete.open_probability" and logs it as "gates_open_probability".
-void hard_concrete_l0(train::StepGraph& step, const HardConcreteSettings& s);
+void hard_concrete_l0(steps::StepGraph& step, const HardConcreteSettings& s);
 
 // The evaluation gates clamp(σ(log α)·(ζ − γ) + γ, 0, 1) of every module whose log α is in `params`
 // (computed in double on the host).
@@ -171,11 +171,11 @@ std::string importance_gate_name(const std::string& module); // "head_gate.<modu
 // (H), fixed at 1; none in evaluation. The importance steps also run without dropout and, unless
 // keep_label_smoothing, without label smoothing (the importance of a head for the likelihood):
 // train/pass_list.cpp's step_options.
-train::HeadGate importance_gate();
+steps::HeadGate importance_gate();
 
 // Builds the training task over `params` whose training steps carry importance_gate()
 // (train/head_phases.cpp: the experiment's data, with train/pass_list.h's importance recipes).
-using TaskFactory = std::function<std::unique_ptr<train::TrainingTask>(ParamStore& params)>;
+using TaskFactory = std::function<std::unique_ptr<steps::TrainingTask>(ParamStore& params)>;
 
 struct ImportanceSettings {
   int64_t batches = 0;               // the first N batches of task.epoch(seed, 1); 0 = all of them

@@ -57,7 +57,7 @@ GctModuleLoss gct_module_loss(Graph& g, const AttentionSite& site, ValueId gram,
   return {gct_classification_loss(g, logits, labels, s.alpha, s.beta)};
 }
 
-void gct(train::StepGraph& step, const GctSettings& s) {
+void gct(steps::StepGraph& step, const GctSettings& s) {
   Graph& g = step.graph;
   const size_t M = step.attention.size();
   if (M == 0) return;
@@ -78,7 +78,7 @@ void gct(train::StepGraph& step, const GctSettings& s) {
     step.log_term("gct_diversification", sum_of(g, diversification), static_cast<double>(M));
   }
   if (s.per_token) {
-    const ValueId inverse_tokens = step.add_input(kInverseTokens, {}, [](const train::StepInfo& info) { // s, scalar
+    const ValueId inverse_tokens = step.add_input(kInverseTokens, {}, [](const steps::StepInfo& info) { // s, scalar
       Tensor t = Tensor::zeros({});
       t.data<float>()[0] = 1.0f / static_cast<float>(std::max<int64_t>(info.target_tokens, 1));
       return t;

@@ -49,6 +49,6 @@ GctModuleLoss gct_module_loss(Graph& g, const AttentionSite& site, ValueId gram,
                               const GctSettings& s);
 
 // The pass: objective += s · Σ_m R_m (above).
-void gct(train::StepGraph& step, const GctSettings& s);
+void gct(steps::StepGraph& step, const GctSettings& s);
 
 } // namespace pillars::ght

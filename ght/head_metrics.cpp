@@ -14,6 +14,7 @@
 #include "base/error.h"
 #include "engine/executor.h"
 #include "ght/kmeans.h"
+#include "kernels/cpu/kmeans.h"
 
 namespace pillars::ght {
 
@@ -152,30 +153,12 @@ GroupCosines group_cosines(const std::vector<double>& G, int k, const std::vecto
   // Homogenization: each head's cosine with its own group's centroid.
   const std::vector<double> to_centroids = cosine_to_centroids(G, k, labels, C); // (k, C)
   GroupCosines r;
-  for (int i = 0; i < k; ++i)
-    r.homogenization += to_centroids[static_cast<size_t>(i * C + labels[static_cast<size_t>(i)])];
-  r.homogenization /= k;
+  cpu::kmeans_mean_at_labels({.k = k, .C = C}, to_centroids.data(), labels.data(), &r.homogenization);
 
   // Diversification: ⟨μ_a, μ_b⟩ = mean_{i∈a, j∈b} G_ij, so cos(μ_a, μ_b) needs only the group sums
-  // S_ab = Σ_{i∈a, j∈b} G_ij and sizes n_a: cos = S_ab / sqrt(S_aa S_bb) (the sizes cancel).
-  std::vector<double> S(static_cast<size_t>(C * C), 0.0);
-  std::vector<int> size(static_cast<size_t>(C), 0);
-  for (int i = 0; i < k; ++i) {
-    ++size[static_cast<size_t>(labels[static_cast<size_t>(i)])];
-    for (int j = 0; j < k; ++j)
-      S[static_cast<size_t>(labels[static_cast<size_t>(i)] * C + labels[static_cast<size_t>(j)])] +=
-          G[static_cast<size_t>(i * k + j)];
-  }
-  double sum = 0;
-  int pairs = 0;
-  for (int a = 0; a < C; ++a)
-    for (int b = a + 1; b < C; ++b) {
-      if (size[static_cast<size_t>(a)] == 0 || size[static_cast<size_t>(b)] == 0) continue;
-      const double norms = S[static_cast<size_t>(a * C + a)] * S[static_cast<size_t>(b * C + b)];
-      sum += S[static_cast<size_t>(a * C + b)] / std::sqrt(std::max(norms, 1e-300));
-      ++pairs;
-    }
-  r.diversification = pairs > 0 ? sum / pairs : 0.0;
+  // S_ab = Σ_{i∈a, j∈b} G_ij and sizes n_a: cos = S_ab / sqrt(S_aa S_bb) (the sizes cancel), averaged
+  // over the pairs of groups with members.
+  cpu::kmeans_mean_centroid_cosine({.k = k, .C = C}, G.data(), labels.data(), &r.diversification);
   return r;
 }
 
@@ -200,7 +183,7 @@ ModuleHeadMetrics measure_module(const std::string& module, const ModuleTensors&
 
 // ---- the whole model ------------------------------------------------------------------------------
 
-HeadMetrics measure_head_metrics(const TransformerConfig& cfg, ParamStore& params, const train::Seq2SeqBatch& batch,
+HeadMetrics measure_head_metrics(const TransformerConfig& cfg, ParamStore& params, const steps::Seq2SeqBatch& batch,
                                  const HeadMetricsOptions& options) {
   Seq2SeqGraph m = build_seq2seq_training_graph(cfg, batch.B, batch.Ts, batch.Tt, evaluation_options());
   keep_feature_maps(m.graph, m.attention);
@@ -233,39 +216,39 @@ HeadMetrics measure_head_metrics(const TransformerConfig& cfg, ParamStore& param
 
 // ---- the held-out batch -----------------------------------------------------------------------
 
-train::Seq2SeqBatch held_out_batch(const std::vector<std::vector<int32_t>>& src,
+steps::Seq2SeqBatch held_out_batch(const std::vector<std::vector<int32_t>>& src,
                                    const std::vector<std::vector<int32_t>>& tgt, int64_t sentences, int32_t pad,
                                    int32_t eos) {
   PILLARS_CHECK(src.size() == tgt.size(), "held_out_batch: ", src.size(), " sources and ", tgt.size(), " targets");
   const int64_t n = std::min<int64_t>(sentences, static_cast<int64_t>(src.size()));
   if (n <= 0) throw InputError("head metrics: the held-out split has no sentence pair");
-  train::Batch b;
+  steps::Batch b;
   for (int64_t i = 0; i < n; ++i) {
     b.indices.push_back(i);
     b.Ts = std::max<int64_t>(b.Ts, static_cast<int64_t>(src[static_cast<size_t>(i)].size()));
     b.Tt = std::max<int64_t>(b.Tt, static_cast<int64_t>(tgt[static_cast<size_t>(i)].size()));
   }
-  return train::make_seq2seq_batch(src, tgt, b, pad, eos);
+  return steps::make_seq2seq_batch(src, tgt, b, pad, eos);
 }
 
-train::Seq2SeqBatch held_out_batch(const train::Seq2SeqData& data, int64_t sentences, int32_t pad, int32_t eos) {
+steps::Seq2SeqBatch held_out_batch(const steps::Seq2SeqData& data, int64_t sentences, int32_t pad, int32_t eos) {
   return held_out_batch(data.valid_src, data.valid_tgt, sentences, pad, eos);
 }
 
 LmBatch held_out_lm_batch(const std::vector<int32_t>& stream, int64_t block_size, int64_t blocks, int32_t pad) {
   PILLARS_CHECK(block_size > 0, "held_out_lm_batch: block_size must be positive, got ", block_size);
-  const int64_t n = std::min(blocks, train::lm_blocks(stream, block_size));
+  const int64_t n = std::min(blocks, steps::lm_blocks(stream, block_size));
   if (n <= 0) throw InputError("head metrics: the held-out stream has no block of tokens");
-  train::Batch b;
+  steps::Batch b;
   for (int64_t i = 0; i < n; ++i) b.indices.push_back(i);
   b.Tt = block_size;
   LmBatch batch;
   batch.B = n, batch.T = block_size;
-  train::make_lm_batch(stream, b, pad, batch.tokens, batch.target);
+  steps::make_lm_batch(stream, b, pad, batch.tokens, batch.target);
   return batch;
 }
 
-LmBatch held_out_batch(const train::LmData& data, int64_t block_size, int64_t blocks, int32_t pad) {
+LmBatch held_out_batch(const steps::LmData& data, int64_t block_size, int64_t blocks, int32_t pad) {
   return held_out_lm_batch(data.valid, block_size, blocks, pad);
 }
 

@@ -12,7 +12,7 @@
 //       homogenization  = (1/k) Σ_i cos(e_i, μ_c(i))            (heads toward their group center)
 //       diversification = mean over group pairs a < b of cos(μ_a, μ_b)   (0 with one group)
 //
-//   train::Seq2SeqBatch batch = held_out_batch(data, /*sentences=*/64, pad, eos);   // once
+//   steps::Seq2SeqBatch batch = held_out_batch(data, /*sentences=*/64, pad, eos);   // once
 //   HeadMetrics m = measure_head_metrics(cfg, params, batch, {.feature_map = FeatureMap::V, .groups = 2});
 //   m.update = state.updates, m.epoch = state.epoch;
 //   log << to_json(m).dump() << "\n";
@@ -89,7 +89,7 @@ struct LmBatch {
 };
 
 // Measures every attention module of the model (cfg, params) on the batch.
-HeadMetrics measure_head_metrics(const TransformerConfig& cfg, ParamStore& params, const train::Seq2SeqBatch& batch,
+HeadMetrics measure_head_metrics(const TransformerConfig& cfg, ParamStore& params, const steps::Seq2SeqBatch& batch,
                                  const HeadMetricsOptions& options);
 HeadMetrics measure_head_metrics(const TransformerConfig& cfg, ParamStore& params, const LmBatch& batch,
                                  const HeadMetricsOptions& options);
@@ -110,12 +110,12 @@ GroupCosines group_cosines(const std::vector<double>& G, int k, const std::vecto
 // Seq2SeqData / LmData (heads.metrics_sentences of them); `pillars metrics` from the split it reads.
 
 // The first min(sentences, size) pairs. Throws InputError when there is none.
-train::Seq2SeqBatch held_out_batch(const std::vector<std::vector<int32_t>>& src,
+steps::Seq2SeqBatch held_out_batch(const std::vector<std::vector<int32_t>>& src,
                                    const std::vector<std::vector<int32_t>>& tgt, int64_t sentences, int32_t pad,
                                    int32_t eos);
-train::Seq2SeqBatch held_out_batch(const train::Seq2SeqData& data, int64_t sentences, int32_t pad, int32_t eos);
+steps::Seq2SeqBatch held_out_batch(const steps::Seq2SeqData& data, int64_t sentences, int32_t pad, int32_t eos);
 // The first min(blocks, available) blocks of block_size tokens. Throws InputError when there is none.
 LmBatch held_out_lm_batch(const std::vector<int32_t>& stream, int64_t block_size, int64_t blocks, int32_t pad);
-LmBatch held_out_batch(const train::LmData& data, int64_t block_size, int64_t blocks, int32_t pad);
+LmBatch held_out_batch(const steps::LmData& data, int64_t block_size, int64_t blocks, int32_t pad);
 
 } // namespace pillars::ght

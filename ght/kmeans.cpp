@@ -11,7 +11,8 @@
 //   ‖μ_S − μ_T‖² = ⟨μ_S, μ_S⟩ − 2 ⟨μ_S, μ_T⟩ + ⟨μ_T, μ_T⟩        (shift of a center)
 // The control flow (lloyd() below) is written once, over a "space" that measures these two
 // distances: GramSpace from G, VectorSpace from the vectors themselves (the test oracle). Both
-// take the same decisions, so they give the same labels up to ties closer than rounding.
+// take the same decisions, so they give the same labels up to ties closer than rounding. The loops
+// over heads, members and features are the kernels of kernels/cpu/kmeans.h.
 //
 // The algorithm, for C groups over k heads:
 //   1. k-means++ (Arthur & Vassilvitskii 2007) from a SplitMix64 stream seeded with `seed`: the
@@ -27,11 +28,11 @@
 #include "ght/kmeans.h"
 
 #include <algorithm>
-#include <cmath>
 #include <limits>
 
-#include "base/splitmix64.h"
 #include "base/error.h"
+#include "base/splitmix64.h"
+#include "kernels/cpu/kmeans.h"
 
 namespace pillars::ght {
 namespace {
@@ -41,11 +42,22 @@ using Members = std::vector<int>; // the heads of one group, in increasing order
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
+// Member sets as the kernels take them: set c is members[offsets[c] .. offsets[c + 1]).
+struct Groups {
+  std::vector<int32_t> offsets{0}, members;
+  explicit Groups(const std::vector<Members>& sets) {
+    for (const Members& m : sets) {
+      members.insert(members.end(), m.begin(), m.end());
+      offsets.push_back(static_cast<int32_t>(members.size()));
+    }
+  }
+};
+
 // ---- the two spaces ------------------------------------------------------------------------------
 
 // Distances from the Gram matrix G (k × k, row-major). A center is its member set plus its squared
 // norm ⟨μ, μ⟩. The differences of large dot products can come out a few ulps below 0 where the
-// true distance is 0 (a head and a center made of itself): they are clamped at 0.
+// true distance is 0 (a head and a center made of itself): the kernels clamp them at 0.
 class GramSpace {
  public:
   struct Center {
@@ -54,56 +66,68 @@ class GramSpace {
   };
   GramSpace(const std::vector<double>& G, int k) : G_(G), k_(k) {}
   int size() const { return k_; }
-  Center center(const Members& m) const { return {m, mean_block(m, m)}; }
-  double distance2(int i, const Center& c) const {
-    return std::max(0.0, at(i, i) - 2 * mean_row(i, c.members) + c.norm2);
+  Center center(const Members& m) const {
+    Center c{m};
+    const Groups g({m});
+    cpu::kmeans_gram_norms({.k = k_, .C = 1}, G_.data(), g.offsets.data(), g.members.data(), &c.norm2);
+    return c;
+  }
+  // D (k, C): D[i, c] = ‖e_i − μ_c‖².
+  void distances(const std::vector<Center>& centers, double* D) const {
+    std::vector<Members> sets;
+    std::vector<double> norm2;
+    for (const Center& c : centers) sets.push_back(c.members), norm2.push_back(c.norm2);
+    const Groups g(sets);
+    cpu::kmeans_gram_distances({.k = k_, .C = static_cast<int>(centers.size())}, G_.data(), g.offsets.data(),
+                               g.members.data(), norm2.data(), D);
   }
   double shift2(const Center& a, const Center& b) const {
-    return std::max(0.0, a.norm2 - 2 * mean_block(a.members, b.members) + b.norm2);
+    double s2 = 0;
+    cpu::kmeans_gram_shift({.k = k_,
+                            .n_a = static_cast<int>(a.members.size()),
+                            .n_b = static_cast<int>(b.members.size()),
+                            .norm2_a = a.norm2,
+                            .norm2_b = b.norm2},
+                           G_.data(), a.members.data(), b.members.data(), &s2);
+    return s2;
   }
 
  private:
-  double at(int i, int j) const {
-    return G_[static_cast<size_t>(i) * static_cast<size_t>(k_) + static_cast<size_t>(j)];
-  }
-  double mean_row(int i, const Members& s) const { // ⟨e_i, μ_S⟩
-    double sum = 0;
-    for (int j : s) sum += at(i, j);
-    return sum / static_cast<double>(s.size());
-  }
-  double mean_block(const Members& s, const Members& t) const { // ⟨μ_S, μ_T⟩
-    double sum = 0;
-    for (int j : s)
-      for (int j2 : t) sum += at(j, j2);
-    return sum / (static_cast<double>(s.size()) * static_cast<double>(t.size()));
-  }
   const std::vector<double>& G_;
   int k_;
 };
 
-// Distances from the vectors themselves: a center is the mean vector of its members.
+// Distances from the vectors themselves (x: (n, d) row-major): a center is the mean vector of its
+// members.
 class VectorSpace {
  public:
-  using Center = std::vector<double>;
-  explicit VectorSpace(const std::vector<std::vector<double>>& E) : E_(E) {}
-  int size() const { return static_cast<int>(E_.size()); }
+  using Center = std::vector<double>; // (d)
+  explicit VectorSpace(const std::vector<std::vector<double>>& E)
+      : n_(static_cast<int>(E.size())), d_(static_cast<int>(E[0].size())) {
+    for (const auto& e : E) x_.insert(x_.end(), e.begin(), e.end());
+  }
+  int size() const { return n_; }
   Center center(const Members& m) const {
-    Center mu(E_[0].size(), 0.0);
-    for (int j : m)
-      for (size_t d = 0; d < mu.size(); ++d) mu[d] += E_[static_cast<size_t>(j)][d];
-    for (double& x : mu) x /= static_cast<double>(m.size());
+    Center mu(static_cast<size_t>(d_));
+    const Groups g({m});
+    cpu::kmeans_vector_means({.n = n_, .C = 1, .d = d_}, x_.data(), g.offsets.data(), g.members.data(), mu.data());
     return mu;
   }
-  double distance2(int i, const Center& c) const { return squared_distance(E_[static_cast<size_t>(i)], c); }
-  double shift2(const Center& a, const Center& b) const { return squared_distance(a, b); }
+  // D (n, C): D[i, c] = ‖x_i − μ_c‖².
+  void distances(const std::vector<Center>& centers, double* D) const {
+    std::vector<double> mu; // (C, d)
+    for (const Center& c : centers) mu.insert(mu.end(), c.begin(), c.end());
+    cpu::kmeans_vector_distances({.n = n_, .C = static_cast<int>(centers.size()), .d = d_}, x_.data(), mu.data(), D);
+  }
+  double shift2(const Center& a, const Center& b) const {
+    double s2 = 0;
+    cpu::kmeans_squared_distance({.d = d_}, a.data(), b.data(), &s2);
+    return s2;
+  }
 
  private:
-  static double squared_distance(const std::vector<double>& a, const std::vector<double>& b) {
-    double s = 0;
-    for (size_t d = 0; d < a.size(); ++d) s += (a[d] - b[d]) * (a[d] - b[d]);
-    return s;
-  }
-  const std::vector<std::vector<double>>& E_;
+  int n_, d_;
+  std::vector<double> x_; // (n, d)
 };
 
 // ---- the algorithm, written once -----------------------------------------------------------------
@@ -122,14 +146,11 @@ std::vector<Members> kmeans_plus_plus(const Space& s, int C, uint64_t seed) {
   SplitMix64 rng(seed);
   std::vector<int> chosen{std::min(k - 1, static_cast<int>(rng.uniform() * k))};
   std::vector<double> d2(static_cast<size_t>(k), kInf); // D(i)²: to the nearest chosen head
+  std::vector<double> to_last(static_cast<size_t>(k));  // to the head chosen last
   while (static_cast<int>(chosen.size()) < C) {
-    const auto last = s.center({chosen.back()});
+    s.distances({s.center({chosen.back()})}, to_last.data());
     double total = 0;
-    for (int i = 0; i < k; ++i) {
-      double& d = d2[static_cast<size_t>(i)];
-      d = std::min(d, s.distance2(i, last));
-      total += d;
-    }
+    cpu::kmeans_nearest_update({.k = k, .C = 1}, to_last.data(), d2.data(), &total);
     int next = -1;
     if (total > 0) {
       const double target = rng.uniform() * total;
@@ -152,20 +173,15 @@ std::vector<Members> kmeans_plus_plus(const Space& s, int C, uint64_t seed) {
   return m;
 }
 
-// Step 2a: each head to its nearest center (ties: the lower group). Also returns each head's
+// Step 2a: each head to its nearest center (ties: the lower group). Also gives each head's
 // squared distance to the center it was given.
 template <class Space>
-std::vector<int> assign(const Space& s, const std::vector<typename Space::Center>& centers, std::vector<double>& d2) {
-  std::vector<int> labels(static_cast<size_t>(s.size()));
-  for (int i = 0; i < s.size(); ++i) {
-    double best = kInf;
-    for (int c = 0; c < static_cast<int>(centers.size()); ++c) {
-      const double d = s.distance2(i, centers[static_cast<size_t>(c)]);
-      if (d < best) best = d, labels[static_cast<size_t>(i)] = c;
-    }
-    d2[static_cast<size_t>(i)] = best;
-  }
-  return labels;
+void assign(const Space& s, const std::vector<typename Space::Center>& centers, std::vector<int>& labels,
+            std::vector<double>& d2) {
+  const int k = s.size(), C = static_cast<int>(centers.size());
+  std::vector<double> D(static_cast<size_t>(k) * static_cast<size_t>(C)); // (k, C)
+  s.distances(centers, D.data());
+  cpu::kmeans_assign({.k = k, .C = C}, D.data(), labels.data(), d2.data());
 }
 
 // Step 2b: an emptied group takes the head farthest from its center among the groups that have two
@@ -210,9 +226,10 @@ Clustering lloyd(const Space& s, int C, uint64_t seed, const KMeansOptions& o) {
   Clustering r;
   r.groups = C;
   std::vector<double> d2(static_cast<size_t>(k));
+  r.labels.resize(static_cast<size_t>(k));
   while (r.iterations < o.max_iterations) {
     ++r.iterations;
-    r.labels = assign(s, centers, d2);
+    assign(s, centers, r.labels, d2);
     reseed_empty_groups(r.labels, d2, C);
     const std::vector<Members> next = members_of(r.labels, C);
     double shift = 0;
@@ -228,8 +245,9 @@ Clustering lloyd(const Space& s, int C, uint64_t seed, const KMeansOptions& o) {
     r.shift = shift;
     if (fixed_point || shift < o.tolerance) break;
   }
-  for (int i = 0; i < k; ++i)
-    r.inertia += s.distance2(i, centers[static_cast<size_t>(r.labels[static_cast<size_t>(i)])]);
+  std::vector<double> D(static_cast<size_t>(k) * static_cast<size_t>(C)); // (k, C)
+  s.distances(centers, D.data());
+  cpu::kmeans_inertia({.k = k, .C = C}, D.data(), r.labels.data(), &r.inertia);
   r.labels = renumber_by_first_member(r.labels, C);
   return r;
 }
@@ -251,10 +269,7 @@ int check_labels(const char* what, const std::vector<double>& G, int k, const st
 // Euclidean distances between heads (k × k), from G.
 std::vector<double> pairwise_distances(const std::vector<double>& G, int k) {
   std::vector<double> d(G.size());
-  const auto at = [&](int i, int j) { return G[static_cast<size_t>(i * k + j)]; };
-  for (int i = 0; i < k; ++i)
-    for (int j = 0; j < k; ++j)
-      d[static_cast<size_t>(i * k + j)] = std::sqrt(std::max(0.0, at(i, i) - 2 * at(i, j) + at(j, j)));
+  cpu::kmeans_pairwise_distances({.k = k}, G.data(), d.data());
   return d;
 }
 
@@ -274,35 +289,20 @@ Clustering kmeans_vectors(const std::vector<std::vector<double>>& E, int C, uint
 
 std::vector<double> distance_to_centroids(const std::vector<double>& G, int k, const std::vector<int>& labels, int C) {
   check_labels("distance_to_centroids", G, k, labels, C);
-  const GramSpace s(G, k);
-  const std::vector<Members> members = members_of(labels, C);
-  std::vector<double> d(static_cast<size_t>(k * C), kNaN);
-  for (int c = 0; c < C; ++c) {
-    if (members[static_cast<size_t>(c)].empty()) continue;
-    const GramSpace::Center mu = s.center(members[static_cast<size_t>(c)]);
-    for (int i = 0; i < k; ++i) d[static_cast<size_t>(i * C + c)] = s.distance2(i, mu);
-  }
+  const Groups g(members_of(labels, C));
+  std::vector<double> norm2(static_cast<size_t>(C)), d(static_cast<size_t>(k * C));
+  cpu::kmeans_gram_norms({.k = k, .C = C}, G.data(), g.offsets.data(), g.members.data(), norm2.data());
+  cpu::kmeans_gram_distances({.k = k, .C = C}, G.data(), g.offsets.data(), g.members.data(), norm2.data(), d.data());
   return d;
 }
 
 std::vector<double> cosine_to_centroids(const std::vector<double>& G, int k, const std::vector<int>& labels, int C) {
   check_labels("cosine_to_centroids", G, k, labels, C);
-  const std::vector<Members> members = members_of(labels, C);
-  std::vector<double> cos(static_cast<size_t>(k * C), kNaN);
-  for (int c = 0; c < C; ++c) {
-    const Members& m = members[static_cast<size_t>(c)];
-    if (m.empty()) continue;
-    double norm2 = 0; // ⟨μ_c, μ_c⟩
-    for (int j : m)
-      for (int j2 : m) norm2 += G[static_cast<size_t>(j * k + j2)];
-    norm2 /= static_cast<double>(m.size() * m.size());
-    for (int i = 0; i < k; ++i) {
-      double dot = 0; // ⟨e_i, μ_c⟩
-      for (int j : m) dot += G[static_cast<size_t>(i * k + j)];
-      dot /= static_cast<double>(m.size());
-      cos[static_cast<size_t>(i * C + c)] = clamped_cosine(dot, G[static_cast<size_t>(i * k + i)], norm2);
-    }
-  }
+  const Groups g(members_of(labels, C));
+  std::vector<double> norm2(static_cast<size_t>(C)), cos(static_cast<size_t>(k * C));
+  cpu::kmeans_gram_norms({.k = k, .C = C}, G.data(), g.offsets.data(), g.members.data(), norm2.data());
+  cpu::kmeans_gram_cosines({.k = k, .C = C, .eps = kCosineEps}, G.data(), g.offsets.data(), g.members.data(),
+                           norm2.data(), cos.data()); // clamped_cosine of ⟨e_i, μ_c⟩, G_ii, ⟨μ_c, μ_c⟩
   return cos;
 }
 
@@ -311,14 +311,7 @@ double dunn_index(const std::vector<double>& G, int k, const std::vector<int>& l
   check_labels("dunn_index", G, k, labels, -1);
   const std::vector<double> d = pairwise_distances(G, k);
   double separation = kInf, diameter = 0;
-  for (int i = 0; i < k; ++i)
-    for (int j = i + 1; j < k; ++j) {
-      const double dij = d[static_cast<size_t>(i * k + j)];
-      if (labels[static_cast<size_t>(i)] == labels[static_cast<size_t>(j)])
-        diameter = std::max(diameter, dij);
-      else
-        separation = std::min(separation, dij);
-    }
+  cpu::kmeans_dunn_extremes({.k = k}, d.data(), labels.data(), &separation, &diameter);
   if (separation == kInf) return kNaN; // one group: no separation to measure
   return diameter > 0 ? separation / diameter : kInf;
 }
@@ -339,24 +332,11 @@ double mean_silhouette(const char* name, const std::vector<double>& G, int k, co
   int nonempty = 0;
   for (const Members& m : members) nonempty += m.empty() ? 0 : 1;
   if (nonempty < 2) return kNaN; // b is undefined
-  double total = 0;
-  for (int i = 0; i < k; ++i) {
-    const Members& own = members[static_cast<size_t>(labels[static_cast<size_t>(i)])];
-    if (own.size() == 1 && !authors) continue; // s(i) = 0
-    const auto distance_sum = [&](const Members& m) {
-      double sum = 0;
-      for (int j : m) sum += d[static_cast<size_t>(i * k + j)];
-      return sum;
-    };
-    // d(i, i) = 0 is in the sum either way; only the count differs.
-    const double a = distance_sum(own) / static_cast<double>(authors ? own.size() : own.size() - 1);
-    double b = kInf;
-    for (const Members& m : members)
-      if (!m.empty() && &m != &own) b = std::min(b, distance_sum(m) / static_cast<double>(m.size()));
-    const double denominator = std::max(a, b);
-    if (denominator > 0) total += (b - a) / denominator;
-  }
-  return total / k;
+  const Groups g(members);
+  double mean = kNaN;
+  cpu::kmeans_mean_silhouette({.k = k, .C = C, .authors = authors}, d.data(), labels.data(), g.offsets.data(),
+                              g.members.data(), &mean);
+  return mean;
 }
 
 } // namespace

@@ -91,8 +91,7 @@ void check_scalar(const Graph& g, const char* op, ValueId v) {
 // Labels of a kernel's input, each checked to lie in [0, C).
 const int32_t* read_labels(const char* op, const Tensor& t, int C) {
   const int32_t* labels = t.data<int32_t>();
-  for (int64_t i = 0; i < t.numel(); ++i)
-    PILLARS_CHECK(labels[i] >= 0 && labels[i] < C, op, ": labels[", i, "] = ", labels[i], " is outside [0, ", C, ")");
+  cpu::gct_check_labels({.op = op, .n = t.numel(), .C = C}, labels);
   return labels;
 }
 
@@ -195,10 +194,9 @@ const OpDef kMetric{.name = "gct_metric_loss",
 
 // (B, T, H, D) of x and its lengths, each checked to lie in [0, T].
 cpu::HeadMeanArgs mean_args(const Shape& xs, const Tensor* lengths) {
-  const cpu::HeadMeanArgs a{xs[0], xs[1], xs[2], xs[3], lengths ? lengths->data<int32_t>() : nullptr};
-  for (int64_t b = 0; a.lengths && b < a.B; ++b)
-    PILLARS_CHECK(a.lengths[b] >= 0 && a.lengths[b] <= a.T, "head_mean: lengths[", b, "] = ", a.lengths[b],
-                  " is outside [0, ", a.T, "]");
+  const cpu::HeadMeanArgs a{
+      .B = xs[0], .T = xs[1], .H = xs[2], .D = xs[3], .lengths = lengths ? lengths->data<int32_t>() : nullptr};
+  cpu::head_mean_check_lengths(a);
   return a;
 }
 

@@ -81,7 +81,7 @@ nlohmann::json VoteResult::to_json() const {
 
 std::string vote_gram_name(const std::string& module) { return "v2s.gram." + module; }
 
-void v2s_vote(train::StepGraph& step, FeatureMap feature_map) {
+void v2s_vote(steps::StepGraph& step, FeatureMap feature_map) {
   for (const AttentionSite& site : step.attention)
     step.name(vote_gram_name(site.module), feature_gram(step.graph, site, feature_map)); // G_m (H, H)
 }
@@ -119,7 +119,7 @@ void VoteTally::tally(ModuleVotes& m, const std::vector<double>& gram, uint64_t 
     if (nearest >= 0) ++m.votes[nearest];
 }
 
-void VoteTally::add(const train::StepRun& run) {
+void VoteTally::add(const steps::StepRun& run) {
   if (run.info.train) return;
   const std::vector<AttentionSite>& sites = run.step.attention;
   if (tallies_.empty())
@@ -203,8 +203,8 @@ VoteResult VoteTally::decide() const {
 
 VoteResult vote(const VoteTaskFactory& make_task, const VoteSettings& settings, bool quiet, dist::Communicator& comm) {
   VoteTally tally(settings);
-  std::unique_ptr<train::TrainingTask> task = make_task();
-  task->steps().set_run_watcher([&tally](const train::StepRun& run) { tally.add(run); });
+  std::unique_ptr<steps::TrainingTask> task = make_task();
+  task->steps().set_run_watcher([&tally](const steps::StepRun& run) { tally.add(run); });
   const int64_t total = task->batches_per_epoch();
   const int64_t batches = settings.max_batches > 0 ? std::min(settings.max_batches, total) : total;
   if (!quiet)

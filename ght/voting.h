@@ -87,7 +87,7 @@ struct VoteResult {
 };
 
 // The pass of the vote's forward-only steps: names G_m (H, H) of every module m "v2s.gram.<module>".
-void v2s_vote(train::StepGraph& step, FeatureMap feature_map);
+void v2s_vote(steps::StepGraph& step, FeatureMap feature_map);
 std::string vote_gram_name(const std::string& module); // "v2s.gram.<module>"
 
 // Collects the tallies from the vote's runs: add(run) after each batch, then decide().
@@ -95,7 +95,7 @@ class VoteTally {
  public:
   explicit VoteTally(VoteSettings s) : s_(s) {}
   // One batch: HUDS and the vote on each module's named Gram matrix.
-  void add(const train::StepRun& run);
+  void add(const steps::StepRun& run);
   VoteResult decide() const;
 
   // In a data-parallel job each rank votes on the batches j ≡ rank (mod size) of the fixed order
@@ -120,7 +120,7 @@ class VoteTally {
 // v2s_vote (the caller knows the data: train/head_phases.cpp); returns the decision. Prints progress unless quiet. In a
 // data-parallel job (comm of several ranks) the ranks share the batches and every rank returns the
 // decision one process voting on all of them would make.
-using VoteTaskFactory = std::function<std::unique_ptr<train::TrainingTask>()>;
+using VoteTaskFactory = std::function<std::unique_ptr<steps::TrainingTask>()>;
 VoteResult vote(const VoteTaskFactory& make_task, const VoteSettings& settings, bool quiet,
                 dist::Communicator& comm = dist::single_process());
 

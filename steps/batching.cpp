@@ -8,7 +8,7 @@
 
 #include "base/error.h"
 
-namespace pillars::train {
+namespace pillars::steps {
 
 namespace {
 
@@ -110,4 +110,4 @@ Seq2SeqBatch make_seq2seq_batch(const std::vector<std::vector<int32_t>>& src,
   return t;
 }
 
-} // namespace pillars::train
+} // namespace pillars::steps

@@ -17,7 +17,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace pillars::train {
+namespace pillars::steps {
 
 struct BatchingOptions {
   int64_t max_tokens = 4096;   // B · max(Ts, Tt) ≤ max_tokens
@@ -64,4 +64,4 @@ Seq2SeqBatch make_seq2seq_batch(const std::vector<std::vector<int32_t>>& src,
                                 const std::vector<std::vector<int32_t>>& tgt, const Batch& batch, int32_t pad,
                                 int32_t eos);
 
-} // namespace pillars::train
+} // namespace pillars::steps

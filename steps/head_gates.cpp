@@ -7,7 +7,7 @@
 #include "engine/ops.h"
 #include "engine/passes/copy_node.h"
 
-namespace pillars::train {
+namespace pillars::steps {
 
 void gate_heads(StepGraph& s, const std::vector<HeadGate>& gate_of) {
   const Graph old = std::move(s.graph);
@@ -64,4 +64,4 @@ void gate_heads(StepGraph& s, const std::vector<HeadGate>& gate_of) {
   }
 }
 
-} // namespace pillars::train
+} // namespace pillars::steps

@@ -17,7 +17,7 @@
 
 #include "steps/pass.h"
 
-namespace pillars::train {
+namespace pillars::steps {
 
 // ξ (H) of module `module_index` (graph order), appended to s.graph (a gate may declare run-time
 // inputs on s); kNoValue when this function does not gate the module.
@@ -26,4 +26,4 @@ using HeadGate = std::function<ValueId(StepGraph& s, const AttentionSite& site, 
 // `gates` multiply in this order.
 void gate_heads(StepGraph& s, const std::vector<HeadGate>& gates);
 
-} // namespace pillars::train
+} // namespace pillars::steps

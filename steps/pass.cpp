@@ -3,7 +3,7 @@
 
 #include "base/error.h"
 
-namespace pillars::train {
+namespace pillars::steps {
 
 namespace {
 
@@ -92,4 +92,4 @@ void run_passes(const PassList& passes, StepGraph& s, std::string_view last) {
   }
 }
 
-} // namespace pillars::train
+} // namespace pillars::steps

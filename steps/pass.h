@@ -31,7 +31,7 @@
 #include "engine/passes/plan_memory.h"
 #include "models/transformer.h"
 
-namespace pillars::train {
+namespace pillars::steps {
 
 // What a run is told about itself: the run-time inputs are filled from it (steps/steps.h).
 struct StepInfo {
@@ -130,4 +130,4 @@ using PassList = std::vector<Pass>;
 // (non-empty) stops after the pass of that name.
 void run_passes(const PassList& passes, StepGraph& s, std::string_view last = {});
 
-} // namespace pillars::train
+} // namespace pillars::steps

@@ -6,7 +6,7 @@
 #include "base/error.h"
 #include "engine/op.h"
 
-namespace pillars::train {
+namespace pillars::steps {
 
 namespace {
 
@@ -196,4 +196,4 @@ std::vector<std::string> ModelSteps::training_passes() const {
   return names;
 }
 
-} // namespace pillars::train
+} // namespace pillars::steps

@@ -35,7 +35,7 @@
 #include "steps/batching.h"
 #include "steps/pass.h"
 
-namespace pillars::train {
+namespace pillars::steps {
 
 // How one kind of step is made: the model builder's options and the passes that rewrite its graph.
 struct StepRecipe {
@@ -192,4 +192,4 @@ class LmSteps : public ModelSteps {
             bool train, int64_t& tokens_out);
 };
 
-} // namespace pillars::train
+} // namespace pillars::steps

@@ -7,7 +7,7 @@
 #include "base/error.h"
 #include "base/special_tokens.h"
 
-namespace pillars::train {
+namespace pillars::steps {
 
 namespace {
 
@@ -192,4 +192,4 @@ std::unique_ptr<TrainingTask> make_lm_task(const TransformerConfig& cfg, ParamSt
   return std::make_unique<LmTask>(cfg, params, data, block_size, max_tokens, std::move(recipes));
 }
 
-} // namespace pillars::train
+} // namespace pillars::steps

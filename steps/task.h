@@ -15,7 +15,7 @@
 #include "steps/batching.h"
 #include "steps/steps.h"
 
-namespace pillars::train {
+namespace pillars::steps {
 
 class TrainingTask {
  public:
@@ -75,4 +75,4 @@ int64_t lm_blocks(const std::vector<int32_t>& stream, int64_t T);
 void make_lm_batch(const std::vector<int32_t>& stream, const Batch& batch, int32_t pad, std::vector<int32_t>& tokens,
                    std::vector<int32_t>& target);
 
-} // namespace pillars::train
+} // namespace pillars::steps

@@ -18,18 +18,8 @@
 # fails. The tmpfs is unmounted on any exit.
 # Usage: cli_disk_full.sh PILLARS_BINARY WORK_DIR. Exit 77 (skipped) without the data.
 . "$(dirname "$0")/cli_lib.sh"
-if [ "$(id -u)" != 0 ]; then
-  echo "skipped: mounting a tmpfs needs root (running as uid $(id -u))"
-  exit 77
-fi
 M=$W/tmpfs
-mkdir -p "$M"
-if ! out=$(mount -t tmpfs -o size=8m,mode=0755 pillars-disk-full "$M" 2>&1); then
-  echo "skipped: cannot mount a tmpfs on $M: $out"
-  exit 77
-fi
-trap 'umount "$M" 2>/dev/null || umount -l "$M"' EXIT
-trap 'exit 1' INT TERM HUP
+mount_tmpfs "$M" 8m pillars-disk-full "mounting a tmpfs needs root"
 python3 - "$P" "$W" "$EXP" "$M" <<'PY'
 import json, os, struct, subprocess, sys, time
 

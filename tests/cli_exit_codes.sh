@@ -58,18 +58,8 @@ wait
 echo "ok: a full stdout exits 1 (schema, data list, generate); a closed pipe exits 0"
 
 # 2. A read-only file system under the outputs.
-if [ "$(id -u)" != 0 ]; then
-  echo "skipped: the read-only file system cases need root to mount a tmpfs (running as uid $(id -u))"
-  exit 77
-fi
 M=$W/ro
-mkdir -p "$M"
-if ! out=$(mount -t tmpfs -o size=16m,mode=0755 pillars-exit-codes "$M" 2>&1); then
-  echo "skipped: cannot mount a tmpfs on $M: $out"
-  exit 77
-fi
-trap 'umount "$M" 2>/dev/null || umount -l "$M"' EXIT
-trap 'exit 1' INT TERM HUP
+mount_tmpfs "$M" 16m pillars-exit-codes "the read-only file system cases need root to mount a tmpfs"
 cp -r run "$M/run" && mount -o remount,ro "$M" || fail "cannot make the tmpfs read-only"
 cat > study.json <<JSON
 {"base": "$ROOT/experiments/tinyshakespeare-lm.json", "systems": [{"name": "a"}], "seeds": [1], "updates": 2}

@@ -77,12 +77,12 @@ struct Matrix {
 
 inline uint16_t to_bf16(float x) {
   uint16_t y;
-  pillars::cpu::f32_to_bf16(&x, &y, 1);
+  pillars::cpu::f32_to_bf16({.n = 1}, &x, &y);
   return y;
 }
 inline float from_bf16(uint16_t x) {
   float y;
-  pillars::cpu::bf16_to_f32(&x, &y, 1);
+  pillars::cpu::bf16_to_f32({.n = 1}, &x, &y);
   return y;
 }
 

@@ -14,6 +14,7 @@
 #include "ght/feature_maps.h"
 #include "models/transformer.h"
 #include "train/experiment.h"
+#include "train/device_scope.h"
 #include "train/trainer.h"
 
 using namespace pillars;

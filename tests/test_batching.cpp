@@ -11,7 +11,6 @@
 #include "steps/batching.h"
 
 using namespace pillars;
-using namespace pillars::train;
 
 namespace {
 
@@ -30,12 +29,12 @@ struct Lengths {
 
 TEST_CASE("batching: an epoch holds every sentence exactly once, within the token budget") {
   const Lengths L(5000, 1);
-  const BatchingOptions o{.max_tokens = 1000, .length_multiple = 8};
-  const Bucketing b(L.src, L.tgt, o);
+  const steps::BatchingOptions o{.max_tokens = 1000, .length_multiple = 8};
+  const steps::Bucketing b(L.src, L.tgt, o);
   const auto batches = b.epoch(7, 1);
   std::vector<int> seen(L.src.size(), 0);
   std::set<std::tuple<size_t, int64_t, int64_t>> shapes;
-  for (const Batch& batch : batches) {
+  for (const steps::Batch& batch : batches) {
     CHECK(batch.Ts % 8 == 0);
     CHECK(batch.Tt % 8 == 0);
     CHECK(static_cast<int64_t>(batch.indices.size()) * std::max(batch.Ts, batch.Tt) <= o.max_tokens);
@@ -55,10 +54,10 @@ TEST_CASE("batching: an epoch holds every sentence exactly once, within the toke
 
 TEST_CASE("batching: the order is a function of seed and epoch") {
   const Lengths L(2000, 2);
-  const Bucketing b(L.src, L.tgt, {.max_tokens = 512});
-  auto order = [](const std::vector<Batch>& bs) {
+  const steps::Bucketing b(L.src, L.tgt, {.max_tokens = 512});
+  auto order = [](const std::vector<steps::Batch>& bs) {
     std::vector<int64_t> all;
-    for (const Batch& x : bs) all.insert(all.end(), x.indices.begin(), x.indices.end());
+    for (const steps::Batch& x : bs) all.insert(all.end(), x.indices.begin(), x.indices.end());
     return all;
   };
   CHECK(order(b.epoch(1, 1)) == order(b.epoch(1, 1)));
@@ -68,16 +67,16 @@ TEST_CASE("batching: the order is a function of seed and epoch") {
 }
 
 TEST_CASE("batching: a sentence longer than the budget is an input error") {
-  CHECK_THROWS_AS(Bucketing({10, 300}, {10, 10}, {.max_tokens = 256}), InputError);
+  CHECK_THROWS_AS(steps::Bucketing({10, 300}, {10, 10}, {.max_tokens = 256}), InputError);
 }
 
 TEST_CASE("batching: a batch shifts the target right behind eos and pads on the right") {
   const std::vector<std::vector<int32_t>> src = {{5, 6, 2}, {7, 2}};
   const std::vector<std::vector<int32_t>> tgt = {{8, 9, 10, 2}, {11, 2}};
-  Batch batch;
+  steps::Batch batch;
   batch.indices = {1, 0};
   batch.Ts = 4, batch.Tt = 4;
-  const Seq2SeqBatch t = make_seq2seq_batch(src, tgt, batch, /*pad=*/1, /*eos=*/2);
+  const steps::Seq2SeqBatch t = steps::make_seq2seq_batch(src, tgt, batch, /*pad=*/1, /*eos=*/2);
   CHECK(t.src_tokens == std::vector<int32_t>{7, 2, 1, 1, 5, 6, 2, 1});
   CHECK(t.src_lengths == std::vector<int32_t>{2, 3});
   CHECK(t.prev_output_tokens == std::vector<int32_t>{2, 11, 1, 1, 2, 8, 9, 10});

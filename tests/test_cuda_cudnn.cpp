@@ -300,10 +300,10 @@ TEST_CASE("cudnn softmax: cudnnSoftmaxForward/Backward match our softmax kernels
     DeviceBuffer y_ours(n * 4), y_cudnn(n * 4), g_ours(n * 4), g_cudnn(n * 4);
     cuda::softmax_forward({.outer = rows, .len = cols, .inner = 1, .log = false}, dx_in.as<float>(),
                           y_ours.as<float>());
-    cuda::cudnn_softmax_forward(rows, cols, dx_in.as<float>(), y_cudnn.as<float>());
+    cuda::cudnn_softmax_forward({.rows = rows, .cols = cols}, dx_in.as<float>(), y_cudnn.as<float>());
     cuda::softmax_backward({.outer = rows, .len = cols, .inner = 1, .log = false}, y_ours.as<float>(), dy.as<float>(),
                            g_ours.as<float>());
-    cuda::cudnn_softmax_backward(rows, cols, y_ours.as<float>(), dy.as<float>(), g_cudnn.as<float>());
+    cuda::cudnn_softmax_backward({.rows = rows, .cols = cols}, y_ours.as<float>(), dy.as<float>(), g_cudnn.as<float>());
     cuda_synchronize();
     CHECK(relative_error(download(y_cudnn, n), download(y_ours, n)) <= 1e-6);
     CHECK(relative_error(download(g_cudnn, n), download(g_ours, n)) <= 1e-5);

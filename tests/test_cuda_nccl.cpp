@@ -60,15 +60,15 @@ std::map<std::string, std::vector<float>> bucket_sums(ParamStore& params, const 
   const auto src = random_sentences({7, 3, 5, 6, 2, 4}, 32, 1), tgt = random_sentences({4, 6, 2, 5, 7, 3}, 32, 2);
   train::StepContext context;
   context.label_smoothing = 0.1f;
-  train::Seq2SeqSteps steps(cfg, params, train::step_recipes(context));
+  steps::Seq2SeqSteps steps(cfg, params, train::step_recipes(context));
   train::GradientBuckets buckets(dist::single_process(), params, 0.002, 0, overlap, sums);
   steps.set_gradient_observer(&buckets);
   for (int k = 0; k < 2; ++k) {
-    train::Batch b;
+    steps::Batch b;
     b.indices = k == 0 ? std::vector<int64_t>{0, 1, 2} : std::vector<int64_t>{3, 4, 5};
     b.Ts = 8, b.Tt = 8;
     buckets.next_batch(k == 0, k == 1);
-    steps.train(train::make_seq2seq_batch(src, tgt, b, 1, 2), 21 + k);
+    steps.train(steps::make_seq2seq_batch(src, tgt, b, 1, 2), 21 + k);
   }
   std::map<std::string, std::vector<float>> out;
   for (const auto& s : buckets.finish()) out[s.name] = host_values(s.grad);

@@ -225,8 +225,8 @@ TEST_CASE("cuda optim: scale matches the CPU kernel") {
     std::mt19937 rng(7);
     std::vector<float> x = uniform(rng, kN, -3.0f, 3.0f);
     DeviceArray dx(x, shift);
-    cpu::scale(kN, x.data(), 0.37f);
-    cuda::scale(kN, dx.get(), 0.37f);
+    cpu::scale({.n = kN, .s = 0.37f}, x.data());
+    cuda::scale({.n = kN, .s = 0.37f}, dx.get());
     expect_close(dx.download(), x, "x");
   }
 #endif
@@ -246,11 +246,12 @@ TEST_CASE("cuda optim: gradient accumulation (weighted sums, then the division) 
       DeviceArray dg(g, shift);
       const bool first = batch == 0;
       const float* gp = batch == 1 ? nullptr : g.data(); // batch 1: a parameter without a gradient
-      cpu::accumulate_weighted(kN, acc.data(), gp, weights[batch], first);
-      cuda::accumulate_weighted(kN, dacc.get(), batch == 1 ? nullptr : dg.get(), weights[batch], first);
+      cpu::accumulate_weighted({.n = kN, .w = weights[batch], .first = first}, gp, acc.data());
+      cuda::accumulate_weighted({.n = kN, .w = weights[batch], .first = first}, batch == 1 ? nullptr : dg.get(),
+                                dacc.get());
     }
-    cpu::divide(kN, acc.data(), 100.0f);
-    cuda::divide(kN, dacc.get(), 100.0f);
+    cpu::divide({.n = kN, .s = 100.0f}, acc.data());
+    cuda::divide({.n = kN, .s = 100.0f}, dacc.get());
     expect_close(dacc.download(), acc, "accumulated gradient");
   }
 #endif
@@ -268,8 +269,8 @@ TEST_CASE("cuda optim: sum of squares matches a double loop and is reproducible"
     double exact = 0;
     for (int64_t i = 0; i < n; ++i) exact += double(x[i]) * double(x[i]);
     DeviceArray dx(x, 0);
-    const double first = cuda::sum_of_squares(n, dx.get());
-    const double second = cuda::sum_of_squares(n, dx.get());
+    const double first = cuda::sum_of_squares({.n = n}, dx.get());
+    const double second = cuda::sum_of_squares({.n = n}, dx.get());
     CHECK(std::memcmp(&first, &second, sizeof(double)) == 0); // same n, same bits
     // Both are fp64 sums of up to 5·10⁶ positive terms in different orders: they agree to far
     // better than 1e-10 relative.

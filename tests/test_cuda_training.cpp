@@ -23,6 +23,7 @@
 #include "train/experiment.h"
 #include "train/prepare.h"
 #include "train/setup.h"
+#include "train/device_scope.h"
 #include "train/trainer.h"
 #include "tests/test_env.h"
 

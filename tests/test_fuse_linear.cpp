@@ -278,7 +278,7 @@ void compare(const ModelRun& fused, const ModelRun& unfused) {
 }
 
 // The pass on a step's graph, as the pass list runs it; returns the chains fused.
-int fuse(train::StepGraph& s) {
+int fuse(steps::StepGraph& s) {
   RewrittenGraph f = fuse_linear_activation(s.graph);
   const int fused = f.fused;
   s.replace_graph(std::move(f.graph), f.value_map, f.node_map);
@@ -319,7 +319,7 @@ TEST_CASE("fuse_linear_activation: the tiny transformer's loss and every gradien
     o.dropout_seed = 99;
     o.attention_probs = true; // sites with A too
     Seq2SeqGraph plain = build_seq2seq_training_graph(cfg, 3, 6, 5, o);
-    train::StepGraph fused = train::StepGraph::of(build_seq2seq_training_graph(cfg, 3, 6, 5, o), true, Device::cpu);
+    steps::StepGraph fused = steps::StepGraph::of(build_seq2seq_training_graph(cfg, 3, 6, 5, o), true, Device::cpu);
     const size_t nodes_before = fused.graph.nodes().size();
     CHECK(fuse(fused) == cfg.enc_layers + cfg.dec_layers); // every FFN's fc1 → activation
     CHECK(fused.graph.nodes().size() == nodes_before - 2 * static_cast<size_t>(cfg.enc_layers + cfg.dec_layers));
@@ -346,7 +346,7 @@ TEST_CASE("fuse_linear_activation: a decoder-only tiny language model is unchang
   GraphOptions o;
   o.dropout_seed = 5;
   LmGraph plain = build_lm_training_graph(cfg, 2, 5, o);
-  train::StepGraph fused = train::StepGraph::of(build_lm_training_graph(cfg, 2, 5, o), true, Device::cpu);
+  steps::StepGraph fused = steps::StepGraph::of(build_lm_training_graph(cfg, 2, 5, o), true, Device::cpu);
   CHECK(fuse(fused) == cfg.dec_layers);
   check_sites(fused);
   compare(run_model(fused, store, bind), run_model(plain, store, bind));

@@ -47,7 +47,7 @@ std::vector<float> random_matrix(int64_t rows, int64_t ld, std::mt19937& rng) {
 
 std::vector<uint16_t> rounded(const std::vector<float>& x) {
   std::vector<uint16_t> y(x.size());
-  pillars::cpu::f32_to_bf16(x.data(), y.data(), static_cast<int64_t>(x.size()));
+  pillars::cpu::f32_to_bf16({.n = static_cast<int64_t>(x.size())}, x.data(), y.data());
   return y;
 }
 

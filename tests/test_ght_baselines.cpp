@@ -1,5 +1,5 @@
 // The head-level baselines (ght/baselines.h) on the `tiny` config widened to 4 heads (d 32, Dh 8),
-// driven through train::Seq2SeqSteps like the trainer drives them.
+// driven through steps::Seq2SeqSteps like the trainer drives them.
 //
 //  * Disagreement: the regularizer the graph adds (objective − loss, and its logged term) equals λ · the
 //    mean over modules of the mean pairwise cosine, computed here in float64 from the graph's own
@@ -71,15 +71,15 @@ constexpr float kSmoothing = 0.1f;
 constexpr uint64_t kSeed = 5;
 
 // Sentences 0, 1, 2 padded to (8, 8): rows of different lengths, so padding matters.
-train::Seq2SeqBatch small_batch() {
-  train::Batch b;
+steps::Seq2SeqBatch small_batch() {
+  steps::Batch b;
   b.indices = {0, 1, 2};
   b.Ts = 8, b.Tt = 8;
-  return train::make_seq2seq_batch(kSrc, kTgt, b, kPad, kEos);
+  return steps::make_seq2seq_batch(kSrc, kTgt, b, kPad, kEos);
 }
 
-std::vector<int> src_lengths(const train::Seq2SeqBatch& b) { return {b.src_lengths.begin(), b.src_lengths.end()}; }
-std::vector<int> tgt_lengths(const train::Seq2SeqBatch& b) {
+std::vector<int> src_lengths(const steps::Seq2SeqBatch& b) { return {b.src_lengths.begin(), b.src_lengths.end()}; }
+std::vector<int> tgt_lengths(const steps::Seq2SeqBatch& b) {
   std::vector<int> n(static_cast<size_t>(b.B), 0);
   for (int64_t r = 0; r < b.B; ++r)
     for (int64_t t = 0; t < b.Tt; ++t) n[static_cast<size_t>(r)] += b.target[static_cast<size_t>(r * b.Tt + t)] != kPad;
@@ -93,7 +93,7 @@ bool is_decoder_self(const std::string& module) {
 // ---- the steps the tests drive ---------------------------------------------------------------------
 
 // The steps of the methods of `heads` (seed: their random streams), as the trainer makes them.
-train::StepRecipes method_steps(const HeadsSettings& heads, uint64_t seed = 1) {
+steps::StepRecipes method_steps(const HeadsSettings& heads, uint64_t seed = 1) {
   train::StepContext c;
   c.label_smoothing = kSmoothing, c.heads = heads, c.seed = seed;
   return train::step_recipes(c);
@@ -105,11 +105,11 @@ train::StepRecipes method_steps(const HeadsSettings& heads, uint64_t seed = 1) {
 // the gates are named by the head_gates pass; watch() reads them all after every run.
 class Reader {
  public:
-  train::StepRecipes recipes(train::StepRecipes r) const {
-    for (train::StepRecipe* recipe : {&r.train, &r.eval}) {
+  steps::StepRecipes recipes(steps::StepRecipes r) const {
+    for (steps::StepRecipe* recipe : {&r.train, &r.eval}) {
       auto at = recipe->passes.begin();
       while (at != recipe->passes.end() && at->name != "autodiff" && at->name != "plan_memory") ++at;
-      recipe->passes.insert(at, {"test_reads", [](train::StepGraph& s) {
+      recipe->passes.insert(at, {"test_reads", [](steps::StepGraph& s) {
                                    for (const AttentionSite& site : s.attention) {
                                      s.name("test.v." + site.module, site.v);
                                      s.name("test.out." + site.module, site.out);
@@ -120,8 +120,8 @@ class Reader {
     }
     return r;
   }
-  void watch(train::ModelSteps& steps) {
-    steps.set_run_watcher([this](const train::StepRun& run) {
+  void watch(steps::ModelSteps& steps) {
+    steps.set_run_watcher([this](const steps::StepRun& run) {
       last = {};
       last.sites = run.step.attention;
       last.loss = run.executor.fetch(run.step.loss).data<float>()[0];
@@ -148,16 +148,16 @@ class Reader {
 // Steps that gate every module of training and evaluation graphs with the parameter
 // "head_gate.<module>" of the store they use (so a test sets them to any value, and may change
 // them between runs): a head_gates pass of the test's own in front of the plain step's passes.
-train::StepRecipes fixed_gates() {
+steps::StepRecipes fixed_gates() {
   train::StepContext plain;
   plain.label_smoothing = kSmoothing;
-  train::StepRecipes r = train::step_recipes(plain);
-  const train::HeadGate gate = [](train::StepGraph& s, const AttentionSite& site, size_t) {
+  steps::StepRecipes r = train::step_recipes(plain);
+  const steps::HeadGate gate = [](steps::StepGraph& s, const AttentionSite& site, size_t) {
     return s.graph.param("head_gate." + site.module, {site.heads});
   };
-  for (train::StepRecipe* recipe : {&r.train, &r.eval})
+  for (steps::StepRecipe* recipe : {&r.train, &r.eval})
     recipe->passes.insert(recipe->passes.begin(),
-                          {"head_gates", [gate](train::StepGraph& s) { train::gate_heads(s, {gate}); }});
+                          {"head_gates", [gate](steps::StepGraph& s) { steps::gate_heads(s, {gate}); }});
   return r;
 }
 
@@ -233,13 +233,13 @@ double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 TEST_CASE(
     "baselines: the disagreement term equals lambda times the float64 mean pairwise cosine of the graph tensors") {
   Model m;
-  const train::Seq2SeqBatch b = small_batch();
+  const steps::Seq2SeqBatch b = small_batch();
   const std::vector<int> src = src_lengths(b), tgt = tgt_lengths(b);
   for (const Disagreement variant : {Disagreement::subspace, Disagreement::position, Disagreement::output}) {
     CAPTURE(enum_name(variant));
     const FeatureMap feature_map = feature_map_of(variant);
     Reader spy;
-    train::Seq2SeqSteps steps(
+    steps::Seq2SeqSteps steps(
         m.cfg, m.params,
         spy.recipes(method_steps({.regularizer = Regularizer::disagreement, .disagreement = variant, .lambda = 0.7})));
     spy.watch(steps);
@@ -269,7 +269,7 @@ TEST_CASE(
     CHECK(r.objective - r.loss == doctest::Approx(0.7 * expected).epsilon(1e-4));
 
     // Evaluation graphs carry no regularizer and ask for no feature maps.
-    train::Seq2SeqSteps plain(m.cfg, m.params, method_steps({}));
+    steps::Seq2SeqSteps plain(m.cfg, m.params, method_steps({}));
     CHECK(steps.eval(b) == plain.eval(b));
   }
   CHECK(feature_map_of(Disagreement::subspace) == FeatureMap::V); // Li et al.'s names for the maps
@@ -280,9 +280,9 @@ TEST_CASE(
 
 TEST_CASE("baselines: the disagreement gradient equals finite differences of the regularizer") {
   Model m;
-  const train::Seq2SeqBatch b = small_batch();
+  const steps::Seq2SeqBatch b = small_batch();
   // subspace, λ = 1
-  train::Seq2SeqSteps with(m.cfg, m.params, method_steps({.regularizer = Regularizer::disagreement, .lambda = 1.0})),
+  steps::Seq2SeqSteps with(m.cfg, m.params, method_steps({.regularizer = Regularizer::disagreement, .lambda = 1.0})),
       without(m.cfg, m.params, method_steps({}));
   const auto mean_cosine = [&] { return with.take_terms().at("disagreement_mean_cosine"); };
   for (const std::string name :
@@ -356,10 +356,10 @@ TEST_CASE("baselines: DropHead rate follows the V-shaped schedule and its masks 
 
 TEST_CASE("baselines: DropHead feeds the scheduled gates to training graphs and leaves evaluation alone") {
   Model m;
-  const train::Seq2SeqBatch b = small_batch();
+  const steps::Seq2SeqBatch b = small_batch();
   Reader reader;
   const Reader::Run& last = reader.last;
-  train::Seq2SeqSteps steps(m.cfg, m.params, reader.recipes(method_steps({.drophead = 0.5}, /*seed=*/21)));
+  steps::Seq2SeqSteps steps(m.cfg, m.params, reader.recipes(method_steps({.drophead = 0.5}, /*seed=*/21)));
   reader.watch(steps);
 
   // t = 0.1: p = 0.4. The gates the graph used are drophead_gates(seed, update, module, H, p).
@@ -379,7 +379,7 @@ TEST_CASE("baselines: DropHead feeds the scheduled gates to training graphs and 
   // The same step with those gates fixed: the same loss (the gates are the only change).
   ParamStore fixed_params = m.params;
   set_gates(fixed_params, used);
-  train::Seq2SeqSteps fixed(m.cfg, fixed_params, fixed_gates());
+  steps::Seq2SeqSteps fixed(m.cfg, fixed_params, fixed_gates());
   CHECK(fixed.train(b, kSeed) == doctest::Approx(loss).epsilon(1e-6));
 
   // Another update draws other masks; the same update again, the same ones.
@@ -393,7 +393,7 @@ TEST_CASE("baselines: DropHead feeds the scheduled gates to training graphs and 
   CHECK(last.gates == r.gates);
 
   // t = ½: p = 0, no head is dropped and the model is unchanged.
-  train::Seq2SeqSteps plain(m.cfg, m.params, method_steps({}));
+  steps::Seq2SeqSteps plain(m.cfg, m.params, method_steps({}));
   steps.set_progress(9, 0.5);
   CHECK(steps.train(b, kSeed) == plain.train(b, kSeed));
   for (const auto& xi : last.gates) CHECK(xi == std::vector<float>(4, 1.0f));
@@ -443,9 +443,9 @@ TEST_CASE("baselines: Hard-Concrete evaluation gates follow the closed form, in 
   // The evaluation graph uses exactly these gates.
   random_log_alpha(m.params, m.cfg, 3);
   std::copy(chosen.begin(), chosen.end(), m.params.get(log_alpha_name(modules[0])).data<float>());
-  const train::Seq2SeqBatch b = small_batch();
+  const steps::Seq2SeqBatch b = small_batch();
   Reader spy;
-  train::Seq2SeqSteps steps(m.cfg, m.params, spy.recipes(method_steps({.gates = HeadGates::hard_concrete})));
+  steps::Seq2SeqSteps steps(m.cfg, m.params, spy.recipes(method_steps({.gates = HeadGates::hard_concrete})));
   spy.watch(steps);
   const double nll = steps.eval(b);
   std::map<std::string, std::vector<float>> as_float;
@@ -456,7 +456,7 @@ TEST_CASE("baselines: Hard-Concrete evaluation gates follow the closed form, in 
   }
   ParamStore fixed_params = m.params;
   set_gates(fixed_params, as_float);
-  train::Seq2SeqSteps fixed(m.cfg, fixed_params, fixed_gates());
+  steps::Seq2SeqSteps fixed(m.cfg, fixed_params, fixed_gates());
   CHECK(nll == doctest::Approx(fixed.eval(b)).epsilon(1e-5));
 }
 
@@ -465,10 +465,10 @@ TEST_CASE("baselines: Hard-Concrete training gates, L0 term and the gradient wit
   add_hard_concrete_parameters(m.params, m.cfg);
   random_log_alpha(m.params, m.cfg, 4);
   Reader spy;
-  train::Seq2SeqSteps steps(
+  steps::Seq2SeqSteps steps(
       m.cfg, m.params, spy.recipes(method_steps({.gates = HeadGates::hard_concrete, .l0_lambda = 0.5}, /*seed=*/13)));
   spy.watch(steps);
-  const train::Seq2SeqBatch b = small_batch();
+  const steps::Seq2SeqBatch b = small_batch();
   steps.set_progress(11, 0.3);
   steps.train(b, kSeed);
   const Reader::Run r = spy.last;
@@ -520,11 +520,11 @@ TEST_CASE("baselines: Hard-Concrete gates that are all open leave the training l
   Model m;
   add_hard_concrete_parameters(m.params, m.cfg, 20.0f);
   Reader spy;
-  train::Seq2SeqSteps steps(m.cfg, m.params,
+  steps::Seq2SeqSteps steps(m.cfg, m.params,
                             spy.recipes(method_steps({.gates = HeadGates::hard_concrete, .l0_lambda = 1.0}))),
       plain(m.cfg, m.params, method_steps({}));
   spy.watch(steps);
-  const train::Seq2SeqBatch b = small_batch();
+  const steps::Seq2SeqBatch b = small_batch();
   steps.set_progress(3, 0.2);
   CHECK(steps.train(b, kSeed) == doctest::Approx(plain.train(b, kSeed)).epsilon(1e-6));
   for (const auto& xi : spy.last.gates) CHECK(xi == std::vector<float>(4, 1.0f));
@@ -537,7 +537,7 @@ TEST_CASE("baselines: DropHead and Hard-Concrete gates together multiply") {
   random_log_alpha(m.params, m.cfg, 4);
   Reader spy;
   // One seed for both streams (the experiment's): DropHead's and the noise's differ by their salts.
-  train::Seq2SeqSteps steps(
+  steps::Seq2SeqSteps steps(
       m.cfg, m.params, spy.recipes(method_steps({.drophead = 0.5, .gates = HeadGates::hard_concrete}, /*seed=*/13)));
   spy.watch(steps);
   steps.set_progress(7, 0.0);
@@ -559,11 +559,11 @@ TEST_CASE("baselines: DropHead and Hard-Concrete gates together multiply") {
 
 TEST_CASE("baselines: Michel head importance equals finite differences on the gates, normalized per module") {
   Model m;
-  train::Seq2SeqData data;
+  steps::Seq2SeqData data;
   data.train_src = kSrc, data.train_tgt = kTgt, data.valid_src = kSrc, data.valid_tgt = kTgt;
   const int64_t max_tokens = 24; // 6 sentences of padded length 8: 2 batches of 3
   const TaskFactory factory = [&](ParamStore& params) {
-    return train::make_seq2seq_task(m.cfg, params, data, max_tokens,
+    return steps::make_seq2seq_task(m.cfg, params, data, max_tokens,
                                     train::step_recipes(train::importance_context(false)));
   };
   const size_t before = m.params.size();
@@ -576,17 +576,17 @@ TEST_CASE("baselines: Michel head importance equals finite differences on the ga
   REQUIRE(imp.raw.size() == 6);
 
   // The same batches; L(ξ) = the unsmoothed mean NLL without dropout (Seq2SeqSteps::eval / tokens).
-  const std::vector<train::Batch> batches = factory(m.params)->epoch(3, 1);
+  const std::vector<steps::Batch> batches = factory(m.params)->epoch(3, 1);
   REQUIRE(batches.size() == 2);
   ParamStore gated = m.params;
   std::map<std::string, std::vector<float>> ones;
   for (const std::string& module : attention_modules(m.cfg)) ones[module] = std::vector<float>(4, 1.0f);
   set_gates(gated, ones);
-  train::Seq2SeqSteps steps(m.cfg, gated, fixed_gates());
+  steps::Seq2SeqSteps steps(m.cfg, gated, fixed_gates());
   HeadScores numeric;
   int64_t tokens = 0;
-  for (const train::Batch& batch : batches) {
-    const train::Seq2SeqBatch sb = train::make_seq2seq_batch(kSrc, kTgt, batch, kPad, kEos);
+  for (const steps::Batch& batch : batches) {
+    const steps::Seq2SeqBatch sb = steps::make_seq2seq_batch(kSrc, kTgt, batch, kPad, kEos);
     tokens += sb.target_tokens;
     const double n = static_cast<double>(sb.target_tokens);
     for (const std::string& module : attention_modules(m.cfg)) {

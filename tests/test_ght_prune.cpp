@@ -51,8 +51,8 @@ Batch random_batch(int64_t vocab, uint32_t seed) {
 }
 
 // Gates of fixed values: module → (H) values (modules not listed stay ungated).
-train::HeadGate constant_gates(const std::map<std::string, std::vector<float>>& gates) {
-  return [&gates](train::StepGraph& s, const AttentionSite& site, size_t) -> ValueId {
+steps::HeadGate constant_gates(const std::map<std::string, std::vector<float>>& gates) {
+  return [&gates](steps::StepGraph& s, const AttentionSite& site, size_t) -> ValueId {
     const auto it = gates.find(site.module);
     if (it == gates.end()) return kNoValue;
     Tensor t = Tensor::zeros({site.heads});
@@ -69,8 +69,8 @@ std::vector<float> logits(const TransformerConfig& cfg, ParamStore& params, cons
   o.train = false;
   Seq2SeqGraph m = build_seq2seq_training_graph(cfg, b.B, b.Ts, b.Tt, o);
   m.graph.mark_output(m.logits);
-  train::StepGraph s = train::StepGraph::of(std::move(m), /*train=*/false, Device::cpu);
-  train::gate_heads(s, {constant_gates(gates)});
+  steps::StepGraph s = steps::StepGraph::of(std::move(m), /*train=*/false, Device::cpu);
+  steps::gate_heads(s, {constant_gates(gates)});
   Executor ex(s.graph);
   ex.bind_params(params);
   ex.bind("src_tokens", Tensor::from_i32({b.B, b.Ts}, b.src));

@@ -135,11 +135,11 @@ const std::vector<std::vector<int32_t>> kSrc = random_sentences({7, 3, 5}, 32, 1
 const std::vector<std::vector<int32_t>> kTgt = random_sentences({4, 6, 2}, 32, 2);
 
 // The same sentences padded to (Ts, Tt).
-train::Seq2SeqBatch padded_batch(int64_t Ts, int64_t Tt) {
-  train::Batch b;
+steps::Seq2SeqBatch padded_batch(int64_t Ts, int64_t Tt) {
+  steps::Batch b;
   b.indices = {0, 1, 2};
   b.Ts = Ts, b.Tt = Tt;
-  return train::make_seq2seq_batch(kSrc, kTgt, b, 1, 2);
+  return steps::make_seq2seq_batch(kSrc, kTgt, b, 1, 2);
 }
 
 // Every number of two measurements agrees (eps relative) and the labels are the same.
@@ -323,7 +323,7 @@ TEST_CASE("xray: a causal module's variance counts only the keys each query sees
 TEST_CASE(
     "head metrics: the tiny model's numbers are xray of its own graph tensors, with each module's lengths and mask") {
   TinyModel model(/*heads=*/4);
-  const train::Seq2SeqBatch batch = held_out_batch(kSrc, kTgt, 3, 1, 2);
+  const steps::Seq2SeqBatch batch = held_out_batch(kSrc, kTgt, 3, 1, 2);
   CHECK(batch.B == 3);
   CHECK(batch.Ts == 7);
   CHECK(batch.Tt == 6);
@@ -480,13 +480,13 @@ TEST_CASE("head metrics: JSON has exactly the agreed keys, non-finite numbers ar
 }
 
 TEST_CASE("head metrics: the held-out batch is the first pairs or blocks, and an empty split is an input error") {
-  const train::Seq2SeqBatch two = held_out_batch(kSrc, kTgt, 2, 1, 2);
+  const steps::Seq2SeqBatch two = held_out_batch(kSrc, kTgt, 2, 1, 2);
   CHECK(two.B == 2);
   CHECK(two.Ts == 7);
   CHECK(two.Tt == 6);
   CHECK(std::vector<int32_t>(two.src_tokens.begin(), two.src_tokens.begin() + 7) == kSrc[0]);
   CHECK(held_out_batch(kSrc, kTgt, 100, 1, 2).B == 3);
-  train::Seq2SeqData data;
+  steps::Seq2SeqData data;
   data.valid_src = kSrc, data.valid_tgt = kTgt;
   CHECK(held_out_batch(data, 3, 1, 2).src_tokens == held_out_batch(kSrc, kTgt, 3, 1, 2).src_tokens);
   CHECK_THROWS_AS(held_out_batch({}, {}, 4, 1, 2), InputError);

@@ -51,15 +51,15 @@ struct Model {
   Model() { init_transformer_params(cfg, params, 3); }
 };
 
-train::Seq2SeqBatch batch_of(std::vector<int64_t> rows) {
-  train::Batch b;
+steps::Seq2SeqBatch batch_of(std::vector<int64_t> rows) {
+  steps::Batch b;
   b.indices = std::move(rows);
   b.Ts = 8, b.Tt = 8;
-  return train::make_seq2seq_batch(kSrc, kTgt, b, kPad, kEos);
+  return steps::make_seq2seq_batch(kSrc, kTgt, b, kPad, kEos);
 }
 
 // Copies each gradient when it is reported, and counts the nodes run so far.
-class Recorder final : public train::GradientObserver {
+class Recorder final : public steps::GradientObserver {
  public:
   void begin(const std::vector<std::string>& names, int64_t tokens) override {
     names_ = names, tokens_ = tokens, nodes_ = 0;
@@ -112,10 +112,10 @@ bool same_bits(const Tensor& a, const Tensor& b) {
 
 TEST_CASE("the steps report every gradient once, already final, while the backward still runs") {
   Model m;
-  train::Seq2SeqSteps steps(m.cfg, m.params, train::step_recipes(smoothed()));
+  steps::Seq2SeqSteps steps(m.cfg, m.params, train::step_recipes(smoothed()));
   Recorder r;
   steps.set_gradient_observer(&r);
-  const train::Seq2SeqBatch b = batch_of({0, 1, 2});
+  const steps::Seq2SeqBatch b = batch_of({0, 1, 2});
   for (int run = 0; run < 2; ++run) { // the second run reuses the compiled step
     steps.train(b, 7 + run);
     const auto& slots = steps.slots();
@@ -137,11 +137,11 @@ TEST_CASE("the steps report every gradient once, already final, while the backwa
 
 TEST_CASE("gradient buckets in one process hold the token-weighted sum of the batches' gradients") {
   Model m;
-  const train::Seq2SeqBatch b1 = batch_of({0, 1, 2}), b2 = batch_of({3, 4, 5});
+  const steps::Seq2SeqBatch b1 = batch_of({0, 1, 2}), b2 = batch_of({3, 4, 5});
   // The two batches' gradients, separately.
   std::map<std::string, std::vector<double>> expected;
   {
-    train::Seq2SeqSteps steps(m.cfg, m.params, train::step_recipes(smoothed()));
+    steps::Seq2SeqSteps steps(m.cfg, m.params, train::step_recipes(smoothed()));
     for (const auto* b : {&b1, &b2}) {
       steps.train(*b, b == &b1 ? 11 : 12);
       for (const auto& s : steps.slots()) {
@@ -153,7 +153,7 @@ TEST_CASE("gradient buckets in one process hold the token-weighted sum of the ba
       }
     }
   }
-  train::Seq2SeqSteps steps(m.cfg, m.params, train::step_recipes(smoothed()));
+  steps::Seq2SeqSteps steps(m.cfg, m.params, train::step_recipes(smoothed()));
   train::GradientBuckets buckets(dist::single_process(), m.params, /*bucket_mb=*/0.002, 0, true);
   steps.set_gradient_observer(&buckets);
   buckets.next_batch(true, false);
@@ -177,8 +177,8 @@ TEST_CASE("gradient buckets in one process hold the token-weighted sum of the ba
 
 TEST_CASE("gradient bucket layout: whole parameters, and ZeRO-1 owners that share the work") {
   Model m;
-  train::Seq2SeqSteps steps(m.cfg, m.params, train::step_recipes(smoothed()));
-  const train::Seq2SeqBatch b = batch_of({0, 1, 2});
+  steps::Seq2SeqSteps steps(m.cfg, m.params, train::step_recipes(smoothed()));
+  const steps::Seq2SeqBatch b = batch_of({0, 1, 2});
   constexpr double kMb = 0.004; // ~4 KB: a few parameters per bucket, the embeddings alone
   std::vector<std::set<std::string>> owned(3);
   int64_t buckets = 0;

@@ -59,7 +59,7 @@ namespace {
 
 constexpr double kSameBound = 1e-5; // relative to the tensor's largest magnitude (see the top comment)
 constexpr int32_t kIgnore = -100;
-const train::PassSettings kFused{.fuse_cross_entropy = true};
+const steps::PassSettings kFused{.fuse_cross_entropy = true};
 
 // The textbook definition in double: x = h Wᵀ, loss_n = −Σ_v q_v log softmax(x_n)_v over the rows
 // whose target is not ignored, L their mean; dx = (softmax − q)/n_valid, dh = dx W, dW = dxᵀ h.
@@ -244,7 +244,7 @@ TEST_CASE(
     ParamStore store;
     init_transformer_params(cfg, store, 7);
     // Blocks of 48 rows: the step's 160 rows take 4 blocks, the last one short.
-    const train::PassSettings blocked{.fuse_cross_entropy = true, .cross_entropy_block_bytes = 48 * 500 * 4};
+    const steps::PassSettings blocked{.fuse_cross_entropy = true, .cross_entropy_block_bytes = 48 * 500 * 4};
     const testing::TinyStep plain = tiny_step(cfg, store, {.pad_every = 9}),
                             fused = tiny_step(cfg, store, {.passes = blocked, .pad_every = 9}),
                             one_block = tiny_step(cfg, store, {.passes = kFused, .pad_every = 9});
@@ -269,7 +269,7 @@ TEST_CASE(
     CHECK(bytes(fused) < bytes(plain));
     // Training steps only: an evaluation step's pass list has no fusion.
     bool listed = false;
-    for (const train::Pass& p : train::step_passes(train::StepContext{.train = false, .passes = kFused}))
+    for (const steps::Pass& p : train::step_passes(train::StepContext{.train = false, .passes = kFused}))
       listed = listed || p.name == "fuse_linear_cross_entropy";
     CHECK(!listed);
   }
@@ -324,9 +324,9 @@ TEST_CASE("fuse_linear_cross_entropy with GCT and bf16 saved activations: the fu
   c.train = true, c.seed = 1;
   c.passes.fuse_cross_entropy = c.passes.bf16_saved_activations = true;
   train::add_method_parameters(c, cfg, params);
-  train::StepGraph s =
-      train::StepGraph::of(build_seq2seq_training_graph(cfg, 64, 32, 32, train::step_options(c)), true, Device::cpu);
-  train::run_passes(train::step_passes(c), s);
+  steps::StepGraph s =
+      steps::StepGraph::of(build_seq2seq_training_graph(cfg, 64, 32, 32, train::step_options(c)), true, Device::cpu);
+  steps::run_passes(train::step_passes(c), s);
   const Graph& g = s.graph;
   std::vector<ValueId> made;
   int casts = 0;
@@ -436,7 +436,7 @@ TEST_CASE("cuda: linear_cross_entropy and the fused tiny step follow the CPU") {
   cfg.vocab = 500;
   ParamStore store;
   init_transformer_params(cfg, store, 7);
-  const train::PassSettings blocked{.fuse_cross_entropy = true, .cross_entropy_block_bytes = 48 * 500 * 4};
+  const steps::PassSettings blocked{.fuse_cross_entropy = true, .cross_entropy_block_bytes = 48 * 500 * 4};
   const testing::TinyStep gpu =
       tiny_step(cfg, store, {.passes = blocked, .device = Device::cuda, .pad_every = 9, .runs = 3});
   compare_steps(gpu, tiny_step(cfg, store, {.passes = blocked, .pad_every = 9}), kSameBound, /*across_devices=*/true);

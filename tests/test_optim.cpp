@@ -359,12 +359,12 @@ TEST_CASE("optim: gradient accumulation gives the token-weighted mean gradient (
     std::vector<float> g(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) g[static_cast<size_t>(i)] = std::sin(0.01f * static_cast<float>(i * (b + 1)));
     const bool missing = b == 1;
-    cpu::accumulate_weighted(n, acc.data(), missing ? nullptr : g.data(), tokens[b], b == 0);
+    cpu::accumulate_weighted({.n = n, .w = tokens[b], .first = b == 0}, missing ? nullptr : g.data(), acc.data());
     if (!missing)
       for (int64_t i = 0; i < n; ++i)
         want[static_cast<size_t>(i)] += static_cast<double>(tokens[b]) * g[static_cast<size_t>(i)];
   }
-  cpu::divide(n, acc.data(), 612.0f);
+  cpu::divide({.n = n, .s = 612.0f}, acc.data());
   double worst = 0;
   for (int64_t i = 0; i < n; ++i)
     worst = std::max(worst, std::abs(acc[static_cast<size_t>(i)] - want[static_cast<size_t>(i)] / 612.0));
@@ -434,9 +434,9 @@ TEST_CASE("optim: threaded kernels give the same bits as small serial pieces") {
 
   const int threads = omp_get_max_threads();
   omp_set_num_threads(1);
-  const double serial = cpu::sum_of_squares(n, g.data());
+  const double serial = cpu::sum_of_squares({.n = n}, g.data());
   omp_set_num_threads(std::max(2, threads));
-  const double parallel = cpu::sum_of_squares(n, g.data());
+  const double parallel = cpu::sum_of_squares({.n = n}, g.data());
   omp_set_num_threads(threads);
   CHECK(serial == parallel);
   double exact = 0;

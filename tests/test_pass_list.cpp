@@ -16,9 +16,9 @@ using namespace pillars::train;
 
 namespace {
 
-std::vector<std::string> names(const PassList& passes) {
+std::vector<std::string> names(const steps::PassList& passes) {
   std::vector<std::string> n;
-  for (const Pass& p : passes) n.push_back(p.name);
+  for (const steps::Pass& p : passes) n.push_back(p.name);
   return n;
 }
 
@@ -89,14 +89,15 @@ TEST_CASE("pass list: a fusion after the GCT pass keeps the step graph's records
   const TransformerConfig cfg = transformer_config("tiny");
   StepContext c = step_context(experiment({{"regularizer", "gct"}, {"groups", 2}}));
   c.train = true;
-  StepGraph s = StepGraph::of(build_seq2seq_training_graph(cfg, 2, 5, 4, step_options(c)), true, Device::cpu);
-  PassList passes = step_passes(c); // gct, autodiff, plan_memory
-  PassList reordered;
+  steps::StepGraph s =
+      steps::StepGraph::of(build_seq2seq_training_graph(cfg, 2, 5, 4, step_options(c)), true, Device::cpu);
+  steps::PassList passes = step_passes(c); // gct, autodiff, plan_memory
+  steps::PassList reordered;
   for (const PassEntry& p : pass_list())
     if (std::string(p.name) == "fuse_linear_activation")
-      reordered.push_back({p.name, [run = p.run, c](StepGraph& g) { run(g, c); }});
+      reordered.push_back({p.name, [run = p.run, c](steps::StepGraph& g) { run(g, c); }});
   passes.insert(passes.begin() + 1, reordered.front()); // gct, fuse_linear_activation, autodiff, plan_memory
-  run_passes(passes, s);
+  steps::run_passes(passes, s);
   const ValueId r = s.named_value("gct.regularizer");
   REQUIRE(r != kNoValue);
   CHECK(s.graph.producer(r).op != nullptr);
@@ -104,5 +105,5 @@ TEST_CASE("pass list: a fusion after the GCT pass keeps the step graph's records
   REQUIRE(s.inputs.contains("gct.inverse_target_tokens"));
   CHECK(s.graph.find_input("gct.inverse_target_tokens") == s.inputs.at("gct.inverse_target_tokens").value);
   REQUIRE(s.terms.size() == 3); // gct_regularizer, gct_homogenization, gct_diversification
-  for (const LoggedTerm& t : s.terms) CHECK(s.graph.shape(t.value).empty());
+  for (const steps::LoggedTerm& t : s.terms) CHECK(s.graph.shape(t.value).empty());
 }

@@ -64,7 +64,7 @@ uint32_t bits_of(float f) {
 uint16_t narrow_one(uint32_t bits) {
   const float x = from_bits(bits);
   uint16_t y = 0;
-  cpu::f32_to_bf16(&x, &y, 1);
+  cpu::f32_to_bf16({.n = 1}, &x, &y);
   return y;
 }
 
@@ -128,9 +128,9 @@ TEST_CASE("cast: f32 → bf16 rounds to nearest with ties to even, keeps NaN and
   std::mt19937 rng(11);
   for (float& v : x) v = from_bits(static_cast<uint32_t>(rng()));
   std::vector<uint16_t> y(x.size());
-  cpu::f32_to_bf16(x.data(), y.data(), n);
+  cpu::f32_to_bf16({.n = n}, x.data(), y.data());
   std::vector<float> back(x.size());
-  cpu::bf16_to_f32(y.data(), back.data(), n);
+  cpu::bf16_to_f32({.n = n}, y.data(), back.data());
   int64_t mismatched = 0, inexact = 0;
   for (size_t i = 0; i < x.size(); ++i) {
     mismatched += y[i] != f32_to_bf16(x[i]);

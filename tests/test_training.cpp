@@ -321,12 +321,12 @@ TEST_CASE("eval: a language model's per-block losses cover every block and sum t
   const TransformerConfig cfg = model_config(e, static_cast<int64_t>(p.pipeline.dictionary().size()));
   ParamStore params;
   init_transformer_params(cfg, params, 1);
-  LmSteps steps(cfg, params, step_recipes({})); // the plain evaluation step
+  steps::LmSteps steps(cfg, params, step_recipes({})); // the plain evaluation step
   const int64_t T = 64;
   const int32_t pad = static_cast<int32_t>(cfg.pad_id);
   const std::vector<int32_t>& stream = p.data.valid;
-  const auto rows = lm_block_nll(steps, stream, T, pad);
-  const int64_t blocks = lm_blocks(stream, T);
+  const auto rows = steps::lm_block_nll(steps, stream, T, pad);
+  const int64_t blocks = steps::lm_blocks(stream, T);
   REQUIRE(static_cast<int64_t>(rows.size()) == blocks);
   double nll = 0;
   int64_t tokens = 0;
@@ -337,7 +337,7 @@ TEST_CASE("eval: a language model's per-block losses cover every block and sum t
     CHECK(rows[i].first > 0);
     nll += rows[i].first, tokens += rows[i].second;
   }
-  const auto [batched_nll, batched_tokens] = lm_nll(steps, stream, T, 2048, pad);
+  const auto [batched_nll, batched_tokens] = steps::lm_nll(steps, stream, T, 2048, pad);
   CHECK(tokens == batched_tokens);
   CHECK(nll == doctest::Approx(batched_nll).epsilon(1e-5)); // another batch shape: fp32 rounding only
 }

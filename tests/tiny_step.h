@@ -27,13 +27,13 @@ namespace pillars::testing {
 inline bool gradient_is_zero_in_exact_arithmetic(const std::string& name) { return name.ends_with("k_proj.bias"); }
 
 struct TinyStep {
-  train::StepGraph s; // the step's graph after its passes
+  steps::StepGraph s; // the step's graph after its passes
   float loss = 0;
   std::map<std::string, std::vector<float>> grads; // parameter name → gradient
 };
 
 struct TinyStepOptions {
-  train::PassSettings passes{}; // the optional passes to run
+  steps::PassSettings passes{}; // the optional passes to run
   Device device = Device::cpu;
   bool mark_logits = false; // mark the logits a graph output before the passes run
   int64_t pad_every = 0;    // > 0: every pad_every-th target is the pad id (an ignored row)
@@ -47,11 +47,11 @@ inline TinyStep tiny_step(const TransformerConfig& cfg, const ParamStore& store,
   const int64_t batch = 8, src = 24, tgt = 20;
   TinyStep r;
   if (cfg.decoder_only)
-    r.s = train::StepGraph::of(build_lm_training_graph(cfg, batch, tgt, o), true, opt.device);
+    r.s = steps::StepGraph::of(build_lm_training_graph(cfg, batch, tgt, o), true, opt.device);
   else
-    r.s = train::StepGraph::of(build_seq2seq_training_graph(cfg, batch, src, tgt, o), true, opt.device);
+    r.s = steps::StepGraph::of(build_seq2seq_training_graph(cfg, batch, src, tgt, o), true, opt.device);
   if (opt.mark_logits) r.s.graph.mark_output(r.s.logits);
-  train::run_passes(train::step_passes(train::StepContext{.train = true, .passes = opt.passes}), r.s);
+  steps::run_passes(train::step_passes(train::StepContext{.train = true, .passes = opt.passes}), r.s);
   Executor ex(r.s.graph, opt.device, nullptr, r.s.memory);
   ParamStore params = store.on(opt.device);
   ex.bind_params(params);

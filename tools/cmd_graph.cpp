@@ -131,16 +131,16 @@ int print_step(const Options& opt) {
   ParamStore params; // receives the method's own parameters (GCT classifiers, gate logits)
   train::add_method_parameters(c, cfg, params);
   const GraphOptions o = train::step_options(c);
-  train::StepGraph s =
+  steps::StepGraph s =
       cfg.decoder_only
-          ? train::StepGraph::of(build_lm_training_graph(cfg, opt.batch, opt.tgt_len, o), train, Device::cpu)
-          : train::StepGraph::of(build_seq2seq_training_graph(cfg, opt.batch, opt.src_len, opt.tgt_len, o), train,
+          ? steps::StepGraph::of(build_lm_training_graph(cfg, opt.batch, opt.tgt_len, o), train, Device::cpu)
+          : steps::StepGraph::of(build_seq2seq_training_graph(cfg, opt.batch, opt.src_len, opt.tgt_len, o), train,
                                  Device::cpu);
-  const train::PassList passes = train::step_passes(c);
+  const steps::PassList passes = train::step_passes(c);
   std::cout << "# " << (opt.vote ? "V2S vote" : train ? "training" : "evaluation") << " step, B " << opt.batch;
   if (!cfg.decoder_only) std::cout << ", source " << opt.src_len;
   std::cout << ", target " << opt.tgt_len << "; its passes: model";
-  for (const train::Pass& p : passes) std::cout << " → " << p.name;
+  for (const steps::Pass& p : passes) std::cout << " → " << p.name;
   std::cout << "\n";
   const std::string last = opt.after.empty() || opt.after == "model" ? std::string() : opt.after;
   if (last.empty()) {
@@ -148,14 +148,14 @@ int print_step(const Options& opt) {
     print_graph(s.graph, std::cout);
     return 0;
   }
-  const auto at = std::find_if(passes.begin(), passes.end(), [&](const train::Pass& p) { return p.name == last; });
+  const auto at = std::find_if(passes.begin(), passes.end(), [&](const steps::Pass& p) { return p.name == last; });
   if (at == passes.end()) {
     bool known = false;
     for (const train::PassEntry& p : train::pass_list()) known = known || p.name == last;
     throw InputError(known ? str_cat("--after ", last, ": this step does not run that pass (see its passes above)")
                            : str_cat("--after ", last, ": no such pass (pillars graph --passes lists them)"));
   }
-  train::run_passes(passes, s, last);
+  steps::run_passes(passes, s, last);
   const int pass_index = static_cast<int>(at - passes.begin());
   std::vector<bool> added(s.graph.nodes().size());
   int count = 0;

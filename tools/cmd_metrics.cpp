@@ -44,7 +44,7 @@ struct MetricsOptions {
 };
 
 // The first n pairs of a split, encoded as `pillars eval` encodes them (train/prepare.h).
-train::Seq2SeqBatch seq2seq_batch(const Experiment& e, const train::TextPipeline& pipeline, const std::string& split,
+steps::Seq2SeqBatch seq2seq_batch(const Experiment& e, const train::TextPipeline& pipeline, const std::string& split,
                                   int64_t n, int32_t pad) {
   const train::EncodedPairs pairs = train::encode_eval_pairs(e, pipeline, train::read_eval_split(e, split),
                                                              static_cast<size_t>(std::max<int64_t>(n, 1)));

@@ -59,7 +59,7 @@
 
 namespace pillars::train {
 
-class GradientBuckets final : public GradientObserver {
+class GradientBuckets final : public steps::GradientObserver {
  public:
   // bucket_mb: the size a bucket fills up to; zero_stage 0 or 1; overlap: sum during the backward.
   // device_sums: NCCL, when the parameters are on the GPU (required then); comm sums host buffers.

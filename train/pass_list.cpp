@@ -46,8 +46,8 @@ ght::HardConcreteSettings hard_concrete_settings(const StepContext& c) {
 }
 
 // The gates of the head_gates pass, in the order they multiply.
-std::vector<HeadGate> head_gates_of(const StepContext& c) {
-  std::vector<HeadGate> gates;
+std::vector<steps::HeadGate> head_gates_of(const StepContext& c) {
+  std::vector<steps::HeadGate> gates;
   if (training(c) && c.heads.drophead > 0)
     gates.push_back(ght::drophead_gate({.p_max = static_cast<float>(c.heads.drophead), .seed = c.seed}));
   if (c.purpose == StepPurpose::training && c.heads.gates == HeadGates::hard_concrete)
@@ -58,19 +58,19 @@ std::vector<HeadGate> head_gates_of(const StepContext& c) {
 
 // ---- the engine's passes, as StepGraph functions ----
 
-void fuse_linear_pass(StepGraph& s, const StepContext&) {
+void fuse_linear_pass(steps::StepGraph& s, const StepContext&) {
   RewrittenGraph f = fuse_linear_activation(s.graph);
   s.replace_graph(std::move(f.graph), f.value_map, f.node_map);
 }
 
 // The logits are gone from the new graph: the step records none.
-void fuse_linear_cross_entropy_pass(StepGraph& s, const StepContext& c) {
+void fuse_linear_cross_entropy_pass(steps::StepGraph& s, const StepContext& c) {
   RewrittenGraph f = fuse_linear_cross_entropy(s.graph, c.passes.cross_entropy_block_bytes);
   if (s.logits != kNoValue && f.value(s.logits) == kNoValue) s.logits = kNoValue;
   s.replace_graph(std::move(f.graph), f.value_map, f.node_map);
 }
 
-void autodiff_pass(StepGraph& s, const StepContext&) {
+void autodiff_pass(steps::StepGraph& s, const StepContext&) {
   if (s.objective != s.loss) s.graph.mark_output(s.objective); // the caller may read the total
   s.params = s.graph.params();
   s.first_backward_node = static_cast<int>(s.graph.nodes().size());
@@ -78,9 +78,9 @@ void autodiff_pass(StepGraph& s, const StepContext&) {
 }
 
 // Edits the graph in place: values keep their numbers; the node indices the step records move.
-void saved_activations_pass(StepGraph& s, const StepContext&) {
+void saved_activations_pass(steps::StepGraph& s, const StepContext&) {
   PILLARS_CHECK(s.first_backward_node >= 0, "saved_activations runs after autodiff");
-  const std::vector<const OpDef*> ops_before = StepGraph::ops_of(s.graph);
+  const std::vector<const OpDef*> ops_before = steps::StepGraph::ops_of(s.graph);
   std::vector<ValueId> same(static_cast<size_t>(s.graph.num_values()));
   for (size_t v = 0; v < same.size(); ++v) same[v] = static_cast<ValueId>(v);
   const SavedActivations r = store_saved_activations_bf16(s.graph, s.first_backward_node);
@@ -102,13 +102,13 @@ const std::array kPasses = {
               "the head's input and weight as it goes: the (N, V) logits are never stored "
               "(engine/passes/fuse_linear_cross_entropy.h)"},
     PassEntry{"head_gates", [](const StepContext& c) { return !head_gates_of(c).empty(); },
-              [](StepGraph& s, const StepContext& c) { gate_heads(s, head_gates_of(c)); },
+              [](steps::StepGraph& s, const StepContext& c) { steps::gate_heads(s, head_gates_of(c)); },
               "heads.drophead > 0 (training steps), heads.gates = hard_concrete, or Michel et al.'s "
               "importance steps",
               "per attention module the gates ξ (H): DropHead's mask input, the Hard-Concrete gate, the "
               "importance gate, multiplied; and ξ_h·O_h in front of out_proj (steps/head_gates.h)"},
     PassEntry{"gct", [](const StepContext& c) { return training(c) && c.heads.regularizer == Regularizer::gct; },
-              [](StepGraph& s, const StepContext& c) { ght::gct(s, gct_settings(c)); },
+              [](steps::StepGraph& s, const StepContext& c) { ght::gct(s, gct_settings(c)); },
               "heads.regularizer = gct; training steps",
               "per attention module m: the Gram matrix G_m of the heads' feature maps (head_gram), the "
               "HUDS groups of the heads (huds_cluster: K-means on G_m, every batch) and the GCT loss "
@@ -116,7 +116,7 @@ const std::array kPasses = {
               "objective (ght/gct_pass.h)"},
     PassEntry{"disagreement",
               [](const StepContext& c) { return training(c) && c.heads.regularizer == Regularizer::disagreement; },
-              [](StepGraph& s, const StepContext& c) {
+              [](steps::StepGraph& s, const StepContext& c) {
                 ght::disagreement(s, {.feature_map = ght::feature_map_of(c.heads.disagreement),
                                       .lambda = static_cast<float>(c.heads.lambda)});
               },
@@ -125,12 +125,12 @@ const std::array kPasses = {
               "λ·(1/M)·Σ_m D_m to the objective (ght/baselines.h)"},
     PassEntry{"hard_concrete_l0",
               [](const StepContext& c) { return training(c) && c.heads.gates == HeadGates::hard_concrete; },
-              [](StepGraph& s, const StepContext& c) { ght::hard_concrete_l0(s, hard_concrete_settings(c)); },
+              [](steps::StepGraph& s, const StepContext& c) { ght::hard_concrete_l0(s, hard_concrete_settings(c)); },
               "heads.gates = hard_concrete; training steps",
               "the mean probability that a head's gate is open (the L0 term); adds λ times it to the "
               "objective (ght/baselines.h)"},
     PassEntry{"v2s_vote", [](const StepContext& c) { return !c.train && c.purpose == StepPurpose::vote; },
-              [](StepGraph& s, const StepContext& c) { ght::v2s_vote(s, c.heads.feature_map); },
+              [](steps::StepGraph& s, const StepContext& c) { ght::v2s_vote(s, c.heads.feature_map); },
               "prune.method = v2s; the vote's forward-only steps",
               "per attention module the Gram matrix of the heads' feature maps, named for the vote "
               "(ght/voting.h)"},
@@ -144,7 +144,7 @@ const std::array kPasses = {
               "layer norms, attention and cross-entropy whose statistics the backward reads): half the "
               "bytes live from the forward to the backward (engine/passes/saved_activations.h)"},
     PassEntry{"plan_memory", [](const StepContext&) { return true; },
-              [](StepGraph& s, const StepContext&) { s.memory = plan_memory(s.graph, s.device); }, "every step",
+              [](steps::StepGraph& s, const StepContext&) { s.memory = plan_memory(s.graph, s.device); }, "every step",
               "adds no node: gives every computed value its offset in one arena, reusing the bytes of "
               "dead values (engine/passes/plan_memory.h)"},
 };
@@ -161,10 +161,10 @@ constexpr std::array kModelPasses = {
 std::span<const PassEntry> pass_list() { return kPasses; }
 std::span<const ModelPassInfo> model_pass_list() { return kModelPasses; }
 
-PassList step_passes(const StepContext& c) {
-  PassList list;
+steps::PassList step_passes(const StepContext& c) {
+  steps::PassList list;
   for (const PassEntry& p : kPasses)
-    if (p.applies(c)) list.push_back({p.name, [run = p.run, c](StepGraph& s) { run(s, c); }});
+    if (p.applies(c)) list.push_back({p.name, [run = p.run, c](steps::StepGraph& s) { run(s, c); }});
   return list;
 }
 
@@ -187,8 +187,8 @@ GraphOptions step_options(const StepContext& c) {
   return o;
 }
 
-StepRecipes step_recipes(StepContext c) {
-  StepRecipes r;
+steps::StepRecipes step_recipes(StepContext c) {
+  steps::StepRecipes r;
   c.train = true;
   r.train = {step_options(c), step_passes(c)};
   c.train = false;

@@ -31,7 +31,7 @@ enum class StepPurpose : uint8_t {
 struct StepContext {
   bool train = false; // a training step (dropout, autodiff) or an evaluation step
   StepPurpose purpose = StepPurpose::training;
-  PassSettings passes; // train.fuse_linear_activation, ..., train.saved_activations
+  steps::PassSettings passes; // train.fuse_linear_activation, ..., train.saved_activations
   AttentionBackend attention_backend = AttentionBackend::pillars; // train.attention_backend
   float label_smoothing = 0;                                      // train.label_smoothing (training steps only)
   bool keep_label_smoothing = false;                              // importance steps: keep it (default: none)
@@ -42,7 +42,7 @@ struct StepContext {
 struct PassEntry {
   const char* name;
   bool (*applies)(const StepContext&);
-  void (*run)(StepGraph&, const StepContext&);
+  void (*run)(steps::StepGraph&, const StepContext&);
   const char* when; // applies(), in words, for `pillars graph --passes`
   const char* what; // what it adds to or removes from the graph
 };
@@ -58,12 +58,12 @@ struct ModelPassInfo {
 std::span<const ModelPassInfo> model_pass_list();
 
 // The entries of pass_list() that apply to `c`, bound to it.
-PassList step_passes(const StepContext& c);
+steps::PassList step_passes(const StepContext& c);
 // The model builder's options: dropout and label smoothing only when training; the feature maps
 // (and target lengths) GCT, the disagreement or the vote read; no dropout for importance.
 GraphOptions step_options(const StepContext& c);
 // A training step and an evaluation step of `c` (c.train is set for each).
-StepRecipes step_recipes(StepContext c);
+steps::StepRecipes step_recipes(StepContext c);
 
 // The contexts of a run: its training (the experiment's settings), its fine-tuning after pruning
 // (DropHead and gates off, the regularizer only with prune.finetune_regularizer), and the two

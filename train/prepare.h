@@ -28,7 +28,7 @@ namespace pillars::train {
 
 struct PreparedSeq2Seq {
   TextPipeline pipeline;
-  Seq2SeqData data;                      // train and valid ids
+  steps::Seq2SeqData data;               // train and valid ids
   std::vector<std::string> valid_source; // raw text of the validation split
   std::vector<std::string> valid_target;
   int64_t dropped_train = 0; // training pairs over the length limits
@@ -41,7 +41,7 @@ PreparedSeq2Seq prepare_seq2seq(const Experiment& e, const std::string& run_dir,
 // dictionary of the training text, and each split as one stream: every line's ids, then eos.
 struct PreparedLm {
   TextPipeline pipeline;
-  LmData data;
+  steps::LmData data;
 };
 PreparedLm prepare_lm(const Experiment& e, const std::string& run_dir, bool verbose);
 // A split's stream with the run's pipeline (what `pillars eval` measures perplexity on).

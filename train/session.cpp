@@ -242,8 +242,8 @@ nlohmann::json run_lm(const Experiment& e, const std::string& run_dir, const Ses
 nlohmann::json evaluate_lm(const Experiment& e, LoadedCheckpoint& ck, const TextPipeline& pipeline,
                            const std::string& split, std::vector<std::pair<double, int64_t>>& blocks) {
   const std::vector<int32_t> stream = lm_stream(pipeline, data::read_field(e.data.dataset, split, "text"));
-  LmSteps steps(ck.config, ck.params, step_recipes({}));
-  blocks = lm_block_nll(steps, stream, e.data.block_size, static_cast<int32_t>(ck.config.pad_id));
+  steps::LmSteps model(ck.config, ck.params, step_recipes({}));
+  blocks = steps::lm_block_nll(model, stream, e.data.block_size, static_cast<int32_t>(ck.config.pad_id));
   double nll = 0;
   int64_t tokens = 0;
   for (const auto& [block_nll, block_tokens] : blocks) nll += block_nll, tokens += block_tokens;
@@ -658,9 +658,9 @@ nlohmann::json evaluate_run(const std::string& target, const EvalOptions& option
 
   // Teacher-forced loss and perplexity on the split (first reference).
   const EncodedPairs pairs = encode_eval_pairs(e, pipeline, data);
-  Seq2SeqSteps steps(ck.config, ck.params, step_recipes({}));
+  steps::Seq2SeqSteps model(ck.config, ck.params, step_recipes({}));
   const auto [nll, tokens] =
-      seq2seq_nll(steps, pairs.src, pairs.tgt, e.data.max_tokens, static_cast<int32_t>(ck.config.pad_id));
+      steps::seq2seq_nll(model, pairs.src, pairs.tgt, e.data.max_tokens, static_cast<int32_t>(ck.config.pad_id));
   const metrics::Perplexity ppl = metrics::perplexity(nll, tokens);
   nlohmann::json result = {{"checkpoint", recorded_checkpoint(checkpoint)},
                            {"split", split},

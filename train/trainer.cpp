@@ -2,13 +2,10 @@
 #include "train/trainer.h"
 
 #include "base/build_info.h"
-#include "base/log_file.h"
 #include "base/run_guard.h"
 
 #include "base/splitmix64.h"
 #include "kernels/cpu/cpu_features.h"
-#include "kernels/cpu/gemm_precision.h"
-#include "runtime/cuda_device.h"
 
 #include <omp.h>
 
@@ -17,18 +14,18 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <functional>
-#include <optional>
 #include <utility>
 
 #include "base/error.h"
 #include "engine/optim/clip.h"
 #include "engine/optim/loops.h"
 #include "train/data_parallel.h"
+#include "train/device_scope.h"
 #include "train/gradient_buckets.h"
-#include "base/special_tokens.h"
-#include "ght/head_metrics.h"
+#include "train/head_metrics_log.h"
 #include "train/pass_list.h"
+#include "train/progress.h"
+#include "train/run_log.h"
 #include "train/setup.h"
 
 namespace pillars::train {
@@ -42,64 +39,10 @@ using Clock = std::chrono::steady_clock;
 // updates get unrelated Philox streams.
 uint64_t update_seed(uint64_t seed, int64_t update) { return mix_seeds(seed, static_cast<uint64_t>(update)); }
 
-std::string duration(double seconds) {
-  const int64_t s = static_cast<int64_t>(seconds + 0.5);
-  char buf[32];
-  if (s >= 3600)
-    std::snprintf(buf, sizeof buf, "%lldh%02lldm", static_cast<long long>(s / 3600),
-                  static_cast<long long>(s / 60 % 60));
-  else
-    std::snprintf(buf, sizeof buf, "%lldm%02llds", static_cast<long long>(s / 60), static_cast<long long>(s % 60));
-  return buf;
-}
-
-// log.jsonl: one JSON object per line, each appended whole or not at all (base/log_file.h): a write
-// that fails (disk full, I/O error) throws pillars::Error naming the file and leaves no cut line.
-// The lines that record a checkpoint or the end of the run are fsync'ed (`durable`), so after a
-// power loss the log reaches at least its last recorded checkpoint. In a data-parallel job only
-// rank 0 has a log (`writer`); on the other ranks write() does nothing.
-class RunLog {
- public:
-  RunLog(const std::string& path, std::string phase, bool writer) : phase_(std::move(phase)) {
-    if (writer) file_.emplace(path);
-  }
-  void write(nlohmann::json j, bool durable = false) {
-    if (!file_) return;
-    note_lost_output();
-    if (!phase_.empty()) j["phase"] = phase_;
-    file_->append(j.dump(), durable);
-  }
-
- private:
-  // Progress lines go to stderr. When its reader has gone (`pillars train ... 2>&1 | head`, a
-  // closed terminal) those writes fail (SIGPIPE is ignored: base/run_guard.h) and stdio marks the
-  // stream's error flag; the run goes on without them, and the log says once per process and
-  // stream from which point on they were dropped, so that a missing tail on a screen is explained.
-  void note_lost_output() {
-    static bool noted[2] = {false, false}; // stdout, stderr: one note each, whatever the phase
-    const std::pair<std::FILE*, const char*> streams[2] = {{stdout, "stdout"}, {stderr, "stderr"}};
-    for (int i = 0; i < 2; ++i) {
-      if (noted[i] || !std::ferror(streams[i].first)) continue;
-      noted[i] = true;
-      nlohmann::json note = {
-          {"type", "note"},
-          {"stream", streams[i].second},
-          {"note",
-           str_cat("a write to ", streams[i].second,
-                   " failed (its reader has gone: a closed pipe or "
-                   "terminal); what the run prints there is dropped from here on; its progress is in this log")}};
-      if (!phase_.empty()) note["phase"] = phase_;
-      file_->append(note.dump());
-    }
-  }
-
-  std::optional<io::LineFile> file_;
-  std::string phase_;
-};
-
 class Loop {
  public:
-  Loop(const Experiment& e, const TransformerConfig& cfg, ParamStore& params, TrainingTask& task, const TrainOptions& o)
+  Loop(const Experiment& e, const TransformerConfig& cfg, ParamStore& params, steps::TrainingTask& task,
+       const TrainOptions& o)
       : e_(e),
         cfg_(cfg),
         params_(params),
@@ -306,10 +249,8 @@ class Loop {
   }
 
   void train_epoch() {
-    const std::vector<Batch> batches = task_.epoch(static_cast<uint64_t>(e_.seed), state_.epoch);
-    const auto window_start_time = Clock::now();
-    window_start_ = window_start_time;
-    window_tokens_ = 0, window_loss_ = 0, window_updates_ = 0;
+    const std::vector<steps::Batch> batches = task_.epoch(static_cast<uint64_t>(e_.seed), state_.epoch);
+    window_.restart();
     while (state_.batch_in_epoch < static_cast<int64_t>(batches.size())) {
       if (const std::string reason = agreed_limit(); !reason.empty()) return stop(reason);
       if (stop_signal_) return stop(signal_name(stop_signal_)); // after a whole update, never inside one
@@ -320,7 +261,7 @@ class Loop {
 
   // One optimizer update from the next update_freq batches of the epoch (on each of the job's
   // ranks: data_parallel.h).
-  void update(const std::vector<Batch>& batches) {
+  void update(const std::vector<steps::Batch>& batches) {
     const int64_t k = std::min<int64_t>(e_.train.update_freq * comm_.size(),
                                         static_cast<int64_t>(batches.size()) - state_.batch_in_epoch);
     const int64_t u = state_.updates + 1;
@@ -329,7 +270,7 @@ class Loop {
     task_.steps().set_progress(u, static_cast<double>(u) / static_cast<double>(std::max<int64_t>(planned_updates_, 1)));
     std::vector<int64_t> tokens_of(static_cast<size_t>(k)); // the work of each of the update's batches
     for (int64_t j = 0; j < k; ++j) {
-      const Batch& b = batches[static_cast<size_t>(state_.batch_in_epoch + j)];
+      const steps::Batch& b = batches[static_cast<size_t>(state_.batch_in_epoch + j)];
       tokens_of[static_cast<size_t>(j)] = static_cast<int64_t>(b.indices.size()) * (b.Ts + b.Tt);
     }
     const std::vector<int64_t> mine = batches_of_rank(tokens_of, comm_.rank(), comm_.size());
@@ -366,8 +307,8 @@ class Loop {
     state_.batch_in_epoch += k;
     const double mean_loss = loss_sum / static_cast<double>(std::max<int64_t>(tokens, 1));
     outcome_.losses.push_back(static_cast<float>(mean_loss));
-    window_loss_ += loss_sum, window_tokens_ += tokens, ++window_updates_;
-    if (!quiet()) time_first_updates(tokens);
+    window_.add(loss_sum, tokens);
+    if (!quiet()) first_updates_.after_update(tokens, state_.updates, planned_updates_);
     if (state_.updates % e_.train.log_every == 0) progress(lr);
     if (o_.after_update && voice_) o_.after_update(state_);
   }
@@ -394,50 +335,24 @@ class Loop {
     }
   }
 
-  // How long the run will take, said once, early: the pace of this session's updates 2..11 (the
-  // first compiles the step's graphs), times the updates still planned. The same pace is behind
-  // every progress line's ETA; this one comes before the first of them.
-  void time_first_updates(int64_t tokens) {
-    constexpr int64_t kTimed = 10;
-    if (timed_updates_ > kTimed) return;
-    if (timed_updates_++ == 0) { // the end of the session's first update: the clock starts
-      timing_start_ = Clock::now();
-      return;
-    }
-    timing_tokens_ += tokens;
-    if (timed_updates_ <= kTimed) return;
-    const double seconds = std::chrono::duration<double>(Clock::now() - timing_start_).count();
-    const double per_update = seconds / static_cast<double>(kTimed);
-    const int64_t left = std::max<int64_t>(0, planned_updates_ - state_.updates);
-    std::fprintf(
-        stderr,
-        "timing: %lld updates at %.0f target tokens/s (%.2f s each): the %lld updates left of the %lld planned "
-        "take about %s, plus validation\n",
-        static_cast<long long>(kTimed), static_cast<double>(timing_tokens_) / std::max(seconds, 1e-9), per_update,
-        static_cast<long long>(left), static_cast<long long>(planned_updates_),
-        duration(per_update * static_cast<double>(left)).c_str());
-  }
-
   void progress(float lr) {
     const double now = elapsed();
-    const double window = std::chrono::duration<double>(Clock::now() - window_start_).count();
-    const double tok_s = window > 0 ? static_cast<double>(window_tokens_) / window : 0;
-    const double loss = window_loss_ / static_cast<double>(std::max<int64_t>(window_tokens_, 1));
+    const WindowPace pace = window_.pace();
     // ETA: the remaining planned updates at this window's pace, or the time limit if sooner.
-    const double per_update = window_updates_ > 0 ? window / static_cast<double>(window_updates_) : 0;
-    double eta = static_cast<double>(std::max<int64_t>(0, planned_updates_ - state_.updates)) * per_update;
+    double eta = static_cast<double>(std::max<int64_t>(0, planned_updates_ - state_.updates)) * pace.seconds_per_update;
     if (e_.train.max_minutes > 0) eta = std::min(eta, std::max(0.0, 60.0 * e_.train.max_minutes - now));
-    nlohmann::json line = {{"type", "train"}, {"epoch", state_.epoch}, {"update", state_.updates}, {"loss", loss},
-                           {"lr", lr},        {"tokens_per_s", tok_s}, {"elapsed_seconds", now}};
+    nlohmann::json line = {{"type", "train"},
+                           {"epoch", state_.epoch},
+                           {"update", state_.updates},
+                           {"loss", pace.loss},
+                           {"lr", lr},
+                           {"tokens_per_s", pace.tokens_per_second},
+                           {"elapsed_seconds", now}};
     for (const auto& [key, mean] : task_.steps().take_terms())
       line[key] = mean; // the passes' terms, e.g. gct_regularizer
     log_.write(line);
-    if (!quiet())
-      std::fprintf(stderr, "epoch %3lld | update %6lld | loss %7.4f | lr %.3e | %7.0f tok/s | %s elapsed | ETA %s\n",
-                   static_cast<long long>(state_.epoch), static_cast<long long>(state_.updates), loss, lr, tok_s,
-                   duration(now).c_str(), duration(eta).c_str());
-    window_start_ = Clock::now();
-    window_tokens_ = 0, window_loss_ = 0, window_updates_ = 0;
+    if (!quiet()) print_progress(state_.epoch, state_.updates, pace, lr, now, eta);
+    window_.restart();
   }
 
   ValidScores validate() {
@@ -594,7 +509,7 @@ class Loop {
   const Experiment& e_;
   const TransformerConfig& cfg_;
   ParamStore& params_;
-  TrainingTask& task_;
+  steps::TrainingTask& task_;
   const TrainOptions& o_;
   dist::Communicator& comm_; // the job's ranks (one, without a launcher)
   bool voice_;               // rank 0: writes the run directory, prints, validates
@@ -602,8 +517,8 @@ class Loop {
   std::unique_ptr<optim::Optimizer> optimizer_;
   std::unique_ptr<optim::Schedule> schedule_;
   int64_t batches_per_epoch_ = 0, planned_updates_ = 0;
-  int64_t timed_updates_ = 0, timing_tokens_ = 0; // time_first_updates
-  Clock::time_point timing_start_;
+  ProgressWindow window_;           // the updates since the last progress line
+  FirstUpdatesTimer first_updates_; // the early estimate of the run's length
   TrainerState state_;
   TrainerOutcome outcome_;
   std::unique_ptr<dist::DeviceSums> device_sums_;     // a data-parallel job on GPUs: NCCL
@@ -612,108 +527,17 @@ class Loop {
   bool shed_optimizer_state_ = false;                 // ZeRO-1: the state of others' parameters dropped
   bool save_due_ = false;                             // agreed_limit: save_every_minutes has come
   std::vector<std::string> pending_removal_;          // kept checkpoints that fell out of the best, to delete
-  Clock::time_point session_start_, window_start_;
-  double elapsed_at_start_ = 0, last_save_elapsed_ = 0, window_loss_ = 0;
-  int64_t window_tokens_ = 0, window_updates_ = 0;
+  Clock::time_point session_start_;
+  double elapsed_at_start_ = 0, last_save_elapsed_ = 0;
   int stop_signal_ = 0; // the stop signal the ranks agreed on (agreed_limit), or 0
 };
 
-// head_metrics.jsonl: one measurement per line (ght/head_metrics.h's JSON plus "phase"), each
-// appended whole or not at all (base/log_file.h: a failed write throws pillars::Error naming the
-// file, and leaves no cut line), and the shift of the heads' similarity structure between
-// consecutive measurements (the "shift" trigger). The file is opened at the first measurement, so a
-// run that measures nothing has none.
-class HeadMetricsLog {
- public:
-  // The held-out batch: heads.metrics_sentences pairs, or as many tokens (~32 a sentence) in blocks.
-  HeadMetricsLog(const Experiment& e, const RunData& data, int32_t pad, const std::string& run_dir, std::string phase)
-      : path_((fs::path(run_dir) / "head_metrics.jsonl").string()), phase_(std::move(phase)) {
-    options_.feature_map = e.heads.feature_map;
-    options_.groups = static_cast<int>(e.heads.groups);
-    options_.seed = static_cast<uint64_t>(e.seed);
-    if (!e.heads.metrics) return;
-    if (data.pairs) {
-      const Seq2SeqBatch held_out = ght::held_out_batch(*data.pairs, e.heads.metrics_sentences, pad, tokens::kEos);
-      measure_ = [held_out](const TransformerConfig& cfg, ParamStore& params, const ght::HeadMetricsOptions& o) {
-        return ght::measure_head_metrics(cfg, params, held_out, o);
-      };
-    } else {
-      const int64_t blocks = std::max<int64_t>(1, e.heads.metrics_sentences * 32 / e.data.block_size);
-      const ght::LmBatch held_out = ght::held_out_batch(*data.stream, e.data.block_size, blocks, pad);
-      measure_ = [held_out](const TransformerConfig& cfg, ParamStore& params, const ght::HeadMetricsOptions& o) {
-        return ght::measure_head_metrics(cfg, params, held_out, o);
-      };
-    }
-  }
-  bool enabled() const { return static_cast<bool>(measure_); }
-
-  void measure(const TransformerConfig& cfg, ParamStore& params, const TrainerState& state) {
-    if (!enabled()) return;
-    ght::HeadMetrics m = measure_(cfg, params, options_);
-    m.update = state.updates;
-    m.epoch = state.epoch - (state.batch_in_epoch == 0 ? 1 : 0);
-    nlohmann::json j = ght::to_json(m);
-    j["phase"] = phase_;
-    if (!file_) file_.emplace(path_);
-    file_->append(j.dump());
-    previous_ = std::move(latest_);
-    latest_.clear();
-    for (const auto& mod : m.modules) latest_.push_back(mod.similarity);
-  }
-
-  // Mean over modules of ‖S_t − S_{t−1}‖_F / ‖S_{t−1}‖_F, S = the heads' feature-map cosine
-  // matrix on the held-out batch (+inf before two measurements of the same model).
-  double shift() const {
-    if (previous_.empty() || previous_.size() != latest_.size()) return INFINITY;
-    double total = 0;
-    for (size_t m = 0; m < latest_.size(); ++m) {
-      if (latest_[m].size() != previous_[m].size()) return INFINITY;
-      double diff = 0, norm = 0;
-      for (size_t i = 0; i < latest_[m].size(); ++i) {
-        diff += (latest_[m][i] - previous_[m][i]) * (latest_[m][i] - previous_[m][i]);
-        norm += previous_[m][i] * previous_[m][i];
-      }
-      total += std::sqrt(diff / std::max(norm, 1e-30));
-    }
-    return total / static_cast<double>(latest_.size());
-  }
-
- private:
-  std::function<ght::HeadMetrics(const TransformerConfig&, ParamStore&, const ght::HeadMetricsOptions&)> measure_;
-  std::string path_, phase_;
-  std::optional<io::LineFile> file_;
-  ght::HeadMetricsOptions options_;
-  std::vector<std::vector<double>> previous_, latest_;
-};
-
-// Wires the metrics (and the shift trigger) into the trainer's callbacks.
-void attach_metrics(TrainOptions& to, HeadMetricsLog& log, const Experiment& e, const TransformerConfig& cfg,
-                    ParamStore& params, bool shift_trigger) {
-  if (!log.enabled()) return;
-  const int64_t every = e.heads.metrics_every;
-  if (every > 0)
-    to.after_update = [&log, &cfg, &params, every](const TrainerState& s) {
-      if (s.updates % every == 0) log.measure(cfg, params, s);
-    };
-  const double rho = e.prune.rho;
-  const bool quiet = to.quiet;
-  to.after_validation = [&log, &cfg, &params, every, shift_trigger, rho, quiet](const TrainerState& s,
-                                                                                const ValidScores&) -> std::string {
-    if (every == 0) log.measure(cfg, params, s);
-    if (!shift_trigger) return "";
-    const double shift = log.shift();
-    if (!quiet && std::isfinite(shift))
-      std::fprintf(stderr, "heads: geometry shift %.3g (prune below %.3g)\n", shift, rho);
-    return shift < rho ? "centroid_shift" : "";
-  };
-}
-
 } // namespace
 
-std::unique_ptr<TrainingTask> make_task(const Experiment& e, const TransformerConfig& cfg, ParamStore& params,
-                                        const RunData& data, const StepContext& c) {
-  if (data.pairs) return make_seq2seq_task(cfg, params, *data.pairs, e.data.max_tokens, step_recipes(c));
-  return make_lm_task(cfg, params, *data.stream, e.data.block_size, e.data.max_tokens, step_recipes(c));
+std::unique_ptr<steps::TrainingTask> make_task(const Experiment& e, const TransformerConfig& cfg, ParamStore& params,
+                                               const RunData& data, const StepContext& c) {
+  if (data.pairs) return steps::make_seq2seq_task(cfg, params, *data.pairs, e.data.max_tokens, step_recipes(c));
+  return steps::make_lm_task(cfg, params, *data.stream, e.data.block_size, e.data.max_tokens, step_recipes(c));
 }
 
 TrainerOutcome train_phase(const Experiment& e, const Experiment& limits, const TransformerConfig& cfg,
@@ -722,69 +546,12 @@ TrainerOutcome train_phase(const Experiment& e, const Experiment& limits, const 
   add_method_parameters(c, cfg, params);
   HeadMetricsLog metrics(e, data, static_cast<int32_t>(cfg.pad_id), to.run_dir, to.phase.empty() ? "train" : to.phase);
   attach_metrics(to, metrics, limits, cfg, params, shift_trigger);
-  const std::unique_ptr<TrainingTask> task = make_task(e, cfg, params, data, c);
+  const std::unique_ptr<steps::TrainingTask> task = make_task(e, cfg, params, data, c);
   return train_model(limits, cfg, params, *task, to);
 }
 
-void check_device_settings(const Experiment& e) {
-  if (e.train.device != Device::cuda) { // train.precision bf16 runs on any CPU (gemm_bf16's portable path)
-    if (e.train.attention_backend == AttentionBackend::cudnn)
-      throw InputError("train.attention_backend \"cudnn\" (cuDNN's fused attention) needs train.device \"cuda\"");
-    return;
-  }
-  if (e.eval.precision == Precision::bf16) // a GPU run evaluates its test split on the GPU
-    throw InputError(
-        "eval.precision \"bf16\" decodes on the CPU; a train.device \"cuda\" run evaluates on the GPU, at "
-        "train.precision");
-  if (cuda_device_count() == 0) throw InputError("train.device is \"cuda\" but " + cuda_unavailable_reason());
-}
-
-// train.precision on the CPU: the precision of the matmul GEMMs (kernels/cpu/gemm_precision.h) for
-// the training loop, validations included; the previous one comes back when the loop ends, so what
-// follows in the process (evaluation, decoding) computes as it did before, as on the GPU, whose
-// parameters come back to the host. On the GPU, cuda_set_precision (ParamsOnDevice) decides.
-class CpuMatmulPrecision {
- public:
-  explicit CpuMatmulPrecision(const Experiment& e) : previous_(cpu::matmul_precision()) {
-    if (e.train.device == Device::cpu) cpu::set_matmul_precision(e.train.precision);
-  }
-  ~CpuMatmulPrecision() { cpu::set_matmul_precision(previous_); }
-  CpuMatmulPrecision(const CpuMatmulPrecision&) = delete;
-  CpuMatmulPrecision& operator=(const CpuMatmulPrecision&) = delete;
-
- private:
-  Precision previous_;
-};
-
-// train.device = cuda: the parameters move to the GPU for the loop (so the steps, the optimizer
-// state and the gradients live there; steps/steps.h) and come back when it ends, however it
-// ends, so that what follows (pruning, evaluation, decoding) sees host parameters.
-class ParamsOnDevice {
- public:
-  ParamsOnDevice(const Experiment& e, ParamStore& params) : params_(params) {
-    check_device_settings(e);
-    if (e.train.device != Device::cuda) return;
-    cuda_set_precision(e.train.precision);
-    params_.to(Device::cuda);
-    moved_ = true;
-  }
-  ~ParamsOnDevice() {
-    if (!moved_) return;
-    try {
-      params_.to(Device::cpu);
-    } catch (...) { // a destructor must not throw; the run already failed if the device did
-    }
-  }
-  ParamsOnDevice(const ParamsOnDevice&) = delete;
-  ParamsOnDevice& operator=(const ParamsOnDevice&) = delete;
-
- private:
-  ParamStore& params_;
-  bool moved_ = false;
-};
-
-TrainerOutcome train_model(const Experiment& e, const TransformerConfig& cfg, ParamStore& params, TrainingTask& task,
-                           const TrainOptions& options) {
+TrainerOutcome train_model(const Experiment& e, const TransformerConfig& cfg, ParamStore& params,
+                           steps::TrainingTask& task, const TrainOptions& options) {
   fs::create_directories(options.run_dir);
   ParamsOnDevice on_device(e, params);
   CpuMatmulPrecision cpu_precision(e);
@@ -794,21 +561,21 @@ TrainerOutcome train_model(const Experiment& e, const TransformerConfig& cfg, Pa
 
 // The experiment's step settings without the `heads` section's methods (train/head_phases.h's
 // train_phase adds those).
-static StepRecipes plain_recipes(const Experiment& e) {
+static steps::StepRecipes plain_recipes(const Experiment& e) {
   StepContext c = step_context(e);
   c.heads = {};
   return step_recipes(c);
 }
 
 TrainerOutcome train_seq2seq(const Experiment& e, const TransformerConfig& cfg, ParamStore& params,
-                             const Seq2SeqData& data, const TrainOptions& options) {
-  const auto task = make_seq2seq_task(cfg, params, data, e.data.max_tokens, plain_recipes(e));
+                             const steps::Seq2SeqData& data, const TrainOptions& options) {
+  const auto task = steps::make_seq2seq_task(cfg, params, data, e.data.max_tokens, plain_recipes(e));
   return train_model(e, cfg, params, *task, options);
 }
 
-TrainerOutcome train_lm(const Experiment& e, const TransformerConfig& cfg, ParamStore& params, const LmData& data,
-                        const TrainOptions& options) {
-  const auto task = make_lm_task(cfg, params, data, e.data.block_size, e.data.max_tokens, plain_recipes(e));
+TrainerOutcome train_lm(const Experiment& e, const TransformerConfig& cfg, ParamStore& params,
+                        const steps::LmData& data, const TrainOptions& options) {
+  const auto task = steps::make_lm_task(cfg, params, data, e.data.block_size, e.data.max_tokens, plain_recipes(e));
   return train_model(e, cfg, params, *task, options);
 }
 

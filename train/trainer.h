@@ -87,23 +87,19 @@ struct TrainerOutcome {
   std::optional<ValidScores> last_valid;
 };
 
-// Throws InputError when train.device / train.precision cannot be honoured on this machine (cuda
-// without a GPU, bf16 on the CPU, gradient accumulation on the GPU).
-void check_device_settings(const Experiment& e);
-
 // Trains `params` (the model of cfg) on the task.
-TrainerOutcome train_model(const Experiment& e, const TransformerConfig& cfg, ParamStore& params, TrainingTask& task,
-                           const TrainOptions& options);
+TrainerOutcome train_model(const Experiment& e, const TransformerConfig& cfg, ParamStore& params,
+                           steps::TrainingTask& task, const TrainOptions& options);
 // The run's data: sentence pairs or a token stream (exactly one of the two), which the phases
 // build their tasks and the held-out batch of the head metrics from.
 struct RunData {
-  const Seq2SeqData* pairs = nullptr;
-  const LmData* stream = nullptr;
+  const steps::Seq2SeqData* pairs = nullptr;
+  const steps::LmData* stream = nullptr;
 };
 
 // The training task of a model on the run's data, its steps made for context `c` (train/pass_list.h).
-std::unique_ptr<TrainingTask> make_task(const Experiment& e, const TransformerConfig& cfg, ParamStore& params,
-                                        const RunData& data, const StepContext& c);
+std::unique_ptr<steps::TrainingTask> make_task(const Experiment& e, const TransformerConfig& cfg, ParamStore& params,
+                                               const RunData& data, const StepContext& c);
 
 // One phase of training: the method's parameters, the task of context `c`, the head metrics of
 // heads.metrics (with the shift trigger when asked) into to.run_dir/head_metrics.jsonl, and the
@@ -116,8 +112,8 @@ TrainerOutcome train_phase(const Experiment& e, const Experiment& limits, const 
 // train_model of sentence pairs and of a language model's token streams, with the experiment's step
 // settings but not its `heads` methods (train_phase, above, is the run's training).
 TrainerOutcome train_seq2seq(const Experiment& e, const TransformerConfig& cfg, ParamStore& params,
-                             const Seq2SeqData& data, const TrainOptions& options);
-TrainerOutcome train_lm(const Experiment& e, const TransformerConfig& cfg, ParamStore& params, const LmData& data,
-                        const TrainOptions& options);
+                             const steps::Seq2SeqData& data, const TrainOptions& options);
+TrainerOutcome train_lm(const Experiment& e, const TransformerConfig& cfg, ParamStore& params,
+                        const steps::LmData& data, const TrainOptions& options);
 
 } // namespace pillars::train

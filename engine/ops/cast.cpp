@@ -27,9 +27,9 @@ void cast_cpu(const KernelContext& c) {
   if (x.dtype() == y.dtype())
     std::memcpy(y.raw(), x.raw(), static_cast<size_t>(n) * dtype_size(x.dtype()));
   else if (y.dtype() == DType::bf16)
-    cpu::f32_to_bf16(x.data<float>(), y.data<uint16_t>(), n);
+    cpu::f32_to_bf16({.n = n}, x.data<float>(), y.data<uint16_t>());
   else
-    cpu::bf16_to_f32(x.data<uint16_t>(), y.data<float>(), n);
+    cpu::bf16_to_f32({.n = n}, x.data<uint16_t>(), y.data<float>());
 }
 
 std::string print_cast(const Node& n) { return str_cat(" to=", dtype_name(params_of<CastParams>(n).to)); }

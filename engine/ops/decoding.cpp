@@ -56,8 +56,8 @@ std::vector<OutputSpec> infer_gather(const Graph& g, const Node& n) {
 void cpu_gather(const KernelContext& c) {
   const CacheDims in = dims_of(c.in[0].shape());
   const int32_t* filled = c.in.size() > 2 ? c.in[2].data<int32_t>() : nullptr;
-  cpu::cache_gather(c.in[0].data<float>(), c.out[0].data<float>(), c.in[1].data<int32_t>(), filled,
-                    static_cast<float*>(c.workspace), in.R, c.out[0].dim(0), in.T, in.W);
+  cpu::cache_gather({.R_in = in.R, .R_out = c.out[0].dim(0), .T = in.T, .W = in.W}, c.in[0].data<float>(),
+                    c.in[1].data<int32_t>(), filled, c.out[0].data<float>(), static_cast<float*>(c.workspace));
 }
 
 size_t gather_workspace(const Graph& g, const Node& n) {
@@ -79,7 +79,8 @@ std::vector<OutputSpec> infer_write(const Graph& g, const Node& n) {
 void cpu_write(const KernelContext& c) {
   copy_if_separate(c);
   const CacheDims d = dims_of(c.out[0].shape());
-  cpu::cache_write(c.out[0].data<float>(), c.in[1].data<float>(), c.in[2].data<int32_t>(), d.R, d.T, d.W);
+  cpu::cache_write({.R = d.R, .T = d.T, .W = d.W}, c.in[1].data<float>(), c.in[2].data<int32_t>(),
+                   c.out[0].data<float>());
 }
 
 // inputs: logprobs (S·k, V), row_scores (S·k), eos_rule (S·k)
@@ -102,8 +103,10 @@ std::vector<OutputSpec> infer_beam(const Graph& g, const Node& n) {
 void cpu_beam(const KernelContext& c) {
   const BeamCandidatesParams& p = params_of<BeamCandidatesParams>(c.node);
   const int64_t V = c.in[0].dim(1), S = c.out[0].dim(0);
-  cpu::beam_candidates(c.in[0].data<float>(), c.in[1].data<float>(), c.in[2].data<int32_t>(), c.out[0].data<float>(),
-                       c.out[1].data<int32_t>(), S, p.beam, V, p.candidates, {p.pad, p.bos, p.eos});
+  cpu::beam_candidates(
+      {.S = S, .k = p.beam, .V = V, .n = p.candidates, .tokens = {.pad = p.pad, .bos = p.bos, .eos = p.eos}},
+      c.in[0].data<float>(), c.in[1].data<float>(), c.in[2].data<int32_t>(), c.out[0].data<float>(),
+      c.out[1].data<int32_t>());
 }
 
 std::string print_beam(const Node& n) {

@@ -53,17 +53,21 @@ void sgd_update(Device d, const cpu::SgdArgs& a, float* p, const float* g, float
 }
 
 double sum_of_squares(Device d, int64_t n, const float* x) {
-  return PILLARS_ON_DEVICE(d, cpu::sum_of_squares(n, x), cuda::sum_of_squares(n, x));
+  return PILLARS_ON_DEVICE(d, cpu::sum_of_squares({.n = n}, x), cuda::sum_of_squares({.n = n}, x));
 }
 
-void scale(Device d, int64_t n, float* x, float s) { PILLARS_ON_DEVICE(d, cpu::scale(n, x, s), cuda::scale(n, x, s)); }
+// The parentheses keep the designated initializers' commas inside one macro argument.
+void scale(Device d, int64_t n, float* x, float s) {
+  PILLARS_ON_DEVICE(d, (cpu::scale({.n = n, .s = s}, x)), (cuda::scale({.n = n, .s = s}, x)));
+}
 
 void accumulate_weighted(Device d, int64_t n, float* acc, const float* g, float w, bool first) {
-  PILLARS_ON_DEVICE(d, cpu::accumulate_weighted(n, acc, g, w, first), cuda::accumulate_weighted(n, acc, g, w, first));
+  PILLARS_ON_DEVICE(d, (cpu::accumulate_weighted({.n = n, .w = w, .first = first}, g, acc)),
+                    (cuda::accumulate_weighted({.n = n, .w = w, .first = first}, g, acc)));
 }
 
 void divide(Device d, int64_t n, float* x, float s) {
-  PILLARS_ON_DEVICE(d, cpu::divide(n, x, s), cuda::divide(n, x, s));
+  PILLARS_ON_DEVICE(d, (cpu::divide({.n = n, .s = s}, x)), (cuda::divide({.n = n, .s = s}, x)));
 }
 
 } // namespace pillars::optim

@@ -91,7 +91,8 @@ double block_sum_of_squares(const float* x, int64_t begin, int64_t end) {
 
 } // namespace
 
-double sum_of_squares(int64_t n, const float* x) {
+double sum_of_squares(const SumOfSquaresArgs& a, const float* x) {
+  const int64_t n = a.n;
   // At most kMaxParts equal parts, whose bounds depend on n alone; their sums are added in order.
   constexpr int64_t kMaxParts = 64;
   const int64_t parts = std::clamp<int64_t>((n + kBlock - 1) / kBlock, 1, kMaxParts);
@@ -103,13 +104,18 @@ double sum_of_squares(int64_t n, const float* x) {
   return total;
 }
 
-void scale(int64_t n, float* x, float s) {
+void scale(const ScaleArgs& a, float* x) {
+  const int64_t n = a.n;
+  const float s = a.s;
   for_blocks(n, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) x[i] *= s;
   });
 }
 
-void accumulate_weighted(int64_t n, float* acc, const float* g, float w, bool first) {
+void accumulate_weighted(const AccumulateWeightedArgs& a, const float* g, float* acc) {
+  const int64_t n = a.n;
+  const float w = a.w;
+  const bool first = a.first;
   for_blocks(n, [&](int64_t begin, int64_t end) {
     if (!g) {
       if (first) std::fill(acc + begin, acc + end, 0.0f);
@@ -119,7 +125,9 @@ void accumulate_weighted(int64_t n, float* acc, const float* g, float w, bool fi
   });
 }
 
-void divide(int64_t n, float* x, float s) {
+void divide(const DivideArgs& a, float* x) {
+  const int64_t n = a.n;
+  const float s = a.s;
   for_blocks(n, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) x[i] /= s;
   });

@@ -61,18 +61,36 @@ struct SgdArgs {
 // μ = 0).
 void sgd_update(const SgdArgs& a, float* p, const float* g, float* buf);
 
-// Σ xᵢ² accumulated in double. The summation order depends on n only (fixed blocks, fixed lanes),
-// never on the thread count, so the result is reproducible bit for bit.
-double sum_of_squares(int64_t n, const float* x);
+// Σ xᵢ² over x (n), accumulated in double. The summation order depends on n only (fixed blocks,
+// fixed lanes), never on the thread count, so the result is reproducible bit for bit.
+struct SumOfSquaresArgs {
+  int64_t n = 0;
+};
+double sum_of_squares(const SumOfSquaresArgs& a, const float* x);
 
-// x ← s·x
-void scale(int64_t n, float* x, float s);
+// x ← s·x, x (n) in place.
+struct ScaleArgs {
+  int64_t n = 0;
+  float s = 1;
+};
+void scale(const ScaleArgs& a, float* x);
 
 // Gradient accumulation (train.update_freq > 1) over the batches of one update:
 //   accumulate_weighted  acc ← w·g (first batch) or acc + w·g; g = null adds nothing (a parameter
 //                        without a gradient in this batch), and on the first batch zeroes acc
 //   divide               x ← x / s (the update's gradient: the token-weighted mean)
-void accumulate_weighted(int64_t n, float* acc, const float* g, float w, bool first);
-void divide(int64_t n, float* x, float s);
+struct AccumulateWeightedArgs {
+  int64_t n = 0;
+  float w = 0;        // the batch's weight
+  bool first = false; // the update's first batch: acc is overwritten, not added to
+};
+// g (n) or null → acc (n), in place.
+void accumulate_weighted(const AccumulateWeightedArgs& a, const float* g, float* acc);
+struct DivideArgs {
+  int64_t n = 0;
+  float s = 1;
+};
+// x (n) in place.
+void divide(const DivideArgs& a, float* x);
 
 } // namespace pillars::cpu

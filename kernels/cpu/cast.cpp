@@ -9,7 +9,8 @@
 
 namespace pillars::cpu {
 
-void f32_to_bf16(const float* x, uint16_t* y, int64_t n) {
+void f32_to_bf16(const CastArgs& a, const float* x, uint16_t* y) {
+  const int64_t n = a.n;
 #pragma omp parallel for simd schedule(static) if (n > kParallelGrain)
   for (int64_t i = 0; i < n; ++i) {
     uint32_t bits;
@@ -18,7 +19,8 @@ void f32_to_bf16(const float* x, uint16_t* y, int64_t n) {
   }
 }
 
-void bf16_to_f32(const uint16_t* x, float* y, int64_t n) {
+void bf16_to_f32(const CastArgs& a, const uint16_t* x, float* y) {
+  const int64_t n = a.n;
 #pragma omp parallel for simd schedule(static) if (n > kParallelGrain)
   for (int64_t i = 0; i < n; ++i) {
     const uint32_t bits = static_cast<uint32_t>(x[i]) << 16;

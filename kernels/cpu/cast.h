@@ -11,9 +11,12 @@
 
 namespace pillars::cpu {
 
-// y[i] = bf16(x[i]), n elements.
-void f32_to_bf16(const float* x, uint16_t* y, int64_t n);
-// y[i] = float(x[i]), n elements.
-void bf16_to_f32(const uint16_t* x, float* y, int64_t n);
+struct CastArgs {
+  int64_t n = 0; // elements
+};
+// y[i] = bf16(x[i]): x (n) → y (n).
+void f32_to_bf16(const CastArgs& a, const float* x, uint16_t* y);
+// y[i] = float(x[i]): x (n) → y (n).
+void bf16_to_f32(const CastArgs& a, const uint16_t* x, float* y);
 
 } // namespace pillars::cpu

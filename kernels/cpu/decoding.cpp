@@ -11,7 +11,8 @@
 
 namespace pillars::cpu {
 
-void cache_write(float* cache, const float* x, const int32_t* positions, int64_t R, int64_t T, int64_t W) {
+void cache_write(const CacheWriteArgs& a, const float* x, const int32_t* positions, float* cache) {
+  const int64_t R = a.R, T = a.T, W = a.W;
   for (int64_t r = 0; r < R; ++r)
     PILLARS_CHECK(positions[r] >= 0 && positions[r] < T, "cache_write: row ", r, " writes position ", positions[r],
                   ", outside the cache's ", T, " slots");
@@ -19,8 +20,9 @@ void cache_write(float* cache, const float* x, const int32_t* positions, int64_t
     std::memcpy(cache + (r * T + positions[r]) * W, x + r * W, static_cast<size_t>(W) * sizeof(float));
 }
 
-void cache_gather(const float* src, float* dst, const int32_t* origin, const int32_t* filled, float* scratch,
-                  int64_t R_in, int64_t R_out, int64_t T, int64_t W) {
+void cache_gather(const CacheGatherArgs& a, const float* src, const int32_t* origin, const int32_t* filled, float* dst,
+                  float* scratch) {
+  const int64_t R_in = a.R_in, R_out = a.R_out, T = a.T, W = a.W;
   PILLARS_CHECK(R_out <= R_in, "cache_gather: ", R_out, " rows out of ", R_in);
   for (int64_t r = 0; r < R_out; ++r) {
     PILLARS_CHECK(origin[r] >= 0 && origin[r] < R_in, "cache_gather: row ", r, " continues row ", origin[r],
@@ -47,8 +49,10 @@ void cache_gather(const float* src, float* dst, const int32_t* origin, const int
     if (origin[r] != r) std::memcpy(dst + r * row, scratch + r * row, count(r) * sizeof(float));
 }
 
-void beam_candidates(const float* logprobs, const float* row_scores, const int32_t* eos_rule, float* scores,
-                     int32_t* index, int64_t S, int64_t k, int64_t V, int64_t n, BeamTokens tok) {
+void beam_candidates(const BeamCandidatesArgs& a, const float* logprobs, const float* row_scores,
+                     const int32_t* eos_rule, float* scores, int32_t* index) {
+  const int64_t S = a.S, k = a.k, V = a.V, n = a.n;
+  const BeamTokens tok = a.tokens;
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
   PILLARS_CHECK(tok.pad >= 0 && tok.pad < V && tok.bos >= 0 && tok.bos < V && tok.eos >= 0 && tok.eos < V,
                 "beam_candidates: special token ids outside the vocabulary of ", V);

@@ -25,18 +25,34 @@
 
 namespace pillars::cpu {
 
-// Throws pillars::Error naming the row whose position lies outside [0, T).
-void cache_write(float* cache, const float* x, const int32_t* positions, int64_t R, int64_t T, int64_t W);
+struct CacheWriteArgs {
+  int64_t R = 0, T = 0, W = 0; // cache (R, T, W): rows, time slots, floats per slot; x (R, W)
+};
+// x (R, W), positions i32 (R) → cache (R, T, W), written in place. Throws pillars::Error naming
+// the row whose position lies outside [0, T).
+void cache_write(const CacheWriteArgs& a, const float* x, const int32_t* positions, float* cache);
 
-// Throws pillars::Error naming a row whose origin lies outside [0, R_in) or whose fill exceeds T.
-void cache_gather(const float* src, float* dst, const int32_t* origin, const int32_t* filled, float* scratch,
-                  int64_t R_in, int64_t R_out, int64_t T, int64_t W);
+struct CacheGatherArgs {
+  int64_t R_in = 0, R_out = 0; // src (R_in, T, W), dst (R_out, T, W); R_out ≤ R_in
+  int64_t T = 0, W = 0;        // time slots per row, floats per slot
+};
+// src (R_in, T, W), origin i32 (R_out), filled i32 (R_out) or null → dst (R_out, T, W); scratch:
+// R_out · T · W floats when dst == src, else unused (may be null). Throws pillars::Error naming a
+// row whose origin lies outside [0, R_in) or whose fill exceeds T.
+void cache_gather(const CacheGatherArgs& a, const float* src, const int32_t* origin, const int32_t* filled, float* dst,
+                  float* scratch);
 
 struct BeamTokens {
-  int32_t pad = tokens::kPad, bos = tokens::kBos, eos = tokens::kEos;
+  int32_t pad = tokens::kPad, bos = tokens::kBos, eos = tokens::kEos; // token ids, each in [0, V)
 };
-
-void beam_candidates(const float* logprobs, const float* row_scores, const int32_t* eos_rule, float* scores,
-                     int32_t* index, int64_t S, int64_t k, int64_t V, int64_t n, BeamTokens tokens);
+struct BeamCandidatesArgs {
+  int64_t S = 0, k = 0; // S sentences of k rows (hypotheses) each
+  int64_t V = 0;        // tokens per row
+  int64_t n = 0;        // candidates kept per sentence
+  BeamTokens tokens;
+};
+// logprobs (S·k, V), row_scores (S·k), eos_rule i32 (S·k) → scores (S, n), index i32 (S, n).
+void beam_candidates(const BeamCandidatesArgs& a, const float* logprobs, const float* row_scores,
+                     const int32_t* eos_rule, float* scores, int32_t* index);
 
 } // namespace pillars::cpu

@@ -6,6 +6,7 @@
 #include <limits>
 #include <vector>
 
+#include "base/error.h"
 #include "base/parallel.h"
 
 namespace pillars::cpu {
@@ -224,6 +225,20 @@ void mean_pairwise_cosine_backward(const PairwiseCosineArgs& a, double dD, float
       diag[i] += s * f.dA, diag[j] += s * f.dB;
     }
   for (int64_t i = 0; i < H; ++i) dG[i * H + i] = static_cast<float>(diag[i]);
+}
+
+// ---- input checks ----
+
+void gct_check_labels(const GctLabelsArgs& a, const int32_t* labels) {
+  for (int64_t i = 0; i < a.n; ++i)
+    PILLARS_CHECK(labels[i] >= 0 && labels[i] < a.C, a.op, ": labels[", i, "] = ", labels[i], " is outside [0, ", a.C,
+                  ")");
+}
+
+void head_mean_check_lengths(const HeadMeanArgs& a) {
+  for (int64_t b = 0; a.lengths && b < a.B; ++b)
+    PILLARS_CHECK(a.lengths[b] >= 0 && a.lengths[b] <= a.T, "head_mean: lengths[", b, "] = ", a.lengths[b],
+                  " is outside [0, ", a.T, "]");
 }
 
 } // namespace pillars::cpu

@@ -11,11 +11,22 @@
 //   gct_classification_loss_backward   ... and dR → dz (k, C)
 //   mean_pairwise_cosine   G (H, H) → D = mean over pairs i ≠ j of cos_ij (0 when H = 1)
 //   mean_pairwise_cosine_backward      ... and dD → dG (H, H)
+//   gct_check_labels       labels (n) → throws unless each is in [0, C)
+//   head_mean_check_lengths    lengths (B) → throws unless each is in [0, T]
 #pragma once
 #include <cstddef>
 #include <cstdint>
 
 namespace pillars::cpu {
+
+struct GctLabelsArgs {
+  const char* op = ""; // the op's name, for the error
+  int64_t n = 0;       // labels
+  int C = 0;           // groups
+};
+// Throws pillars::Error naming the first labels[i] outside [0, C).
+//   labels: (n)
+void gct_check_labels(const GctLabelsArgs& a, const int32_t* labels);
 
 struct GctMetricArgs {
   int k = 0, C = 0;                // heads, groups
@@ -36,6 +47,8 @@ struct HeadMeanArgs {
 size_t head_mean_workspace(int64_t H, int64_t D);
 void head_mean(const HeadMeanArgs& a, const float* x, float* y, void* workspace);
 void head_mean_backward(const HeadMeanArgs& a, const float* dy, float* dx);
+// Throws pillars::Error naming the first lengths[b] outside [0, T]; nothing to check without lengths.
+void head_mean_check_lengths(const HeadMeanArgs& a);
 
 struct GctClassificationArgs {
   int k = 0, C = 0;                // heads, groups

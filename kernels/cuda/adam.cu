@@ -242,26 +242,31 @@ void sgd_update(const SgdArgs& c, float* p, const float* g, float* buf) {
   });
 }
 
-void scale(int64_t n, float* x, float s) {
+void scale(const ScaleArgs& a, float* x) {
+  const int64_t n = a.n;
+  const float s = a.s;
   launch_elementwise(n, aligned16(x), [&](auto vec4, unsigned grid) {
     scale_kernel<decltype(vec4)::value><<<grid, kThreads, 0, stream()>>>(n, x, s);
     PILLARS_CUDA_LAUNCHED("scale_kernel");
   });
 }
 
-void accumulate_weighted(int64_t n, float* acc, const float* g, float w, bool first) {
+void accumulate_weighted(const AccumulateWeightedArgs& a, const float* g, float* acc) {
+  const int64_t n = a.n;
   if (n <= 0) return;
-  accumulate_kernel<<<grid_stride_blocks(n), kThreads, 0, stream()>>>(n, acc, g, w, first);
+  accumulate_kernel<<<grid_stride_blocks(n), kThreads, 0, stream()>>>(n, acc, g, a.w, a.first);
   PILLARS_CUDA_LAUNCHED("accumulate_kernel");
 }
 
-void divide(int64_t n, float* x, float s) {
+void divide(const DivideArgs& a, float* x) {
+  const int64_t n = a.n;
   if (n <= 0) return;
-  divide_kernel<<<grid_stride_blocks(n), kThreads, 0, stream()>>>(n, x, s);
+  divide_kernel<<<grid_stride_blocks(n), kThreads, 0, stream()>>>(n, x, a.s);
   PILLARS_CUDA_LAUNCHED("divide_kernel");
 }
 
-double sum_of_squares(int64_t n, const float* x) {
+double sum_of_squares(const SumOfSquaresArgs& a, const float* x) {
+  const int64_t n = a.n;
   if (n <= 0) return 0.0;
   const int blocks = static_cast<int>(std::clamp<int64_t>((n + kSumPerBlock - 1) / kSumPerBlock, 1, kMaxSumBlocks));
   block_squares_kernel<<<blocks, kSumThreads, 0, stream()>>>(n, x);

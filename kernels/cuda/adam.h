@@ -46,14 +46,34 @@ void adam_update(const AdamArgs& a, float* p, const float* g, float* m, float* v
 // μ = 0).
 void sgd_update(const SgdArgs& a, float* p, const float* g, float* buf);
 
-// Σ xᵢ², accumulated in double (each square is exact in double).
-double sum_of_squares(int64_t n, const float* x);
+// The fields of cpu::SumOfSquaresArgs, cpu::ScaleArgs, cpu::AccumulateWeightedArgs and
+// cpu::DivideArgs (kernels/cpu/adam.h, where each is explained).
+struct SumOfSquaresArgs {
+  int64_t n = 0;
+};
+struct ScaleArgs {
+  int64_t n = 0;
+  float s = 1;
+};
+struct AccumulateWeightedArgs {
+  int64_t n = 0;
+  float w = 0;
+  bool first = false;
+};
+struct DivideArgs {
+  int64_t n = 0;
+  float s = 1;
+};
 
-// x ← s·x
-void scale(int64_t n, float* x, float s);
+// Σ xᵢ² over x (n), accumulated in double (each square is exact in double).
+double sum_of_squares(const SumOfSquaresArgs& a, const float* x);
 
-// Gradient accumulation, as cpu::accumulate_weighted and cpu::divide (the same rounding).
-void accumulate_weighted(int64_t n, float* acc, const float* g, float w, bool first);
-void divide(int64_t n, float* x, float s);
+// x ← s·x, x (n) in place.
+void scale(const ScaleArgs& a, float* x);
+
+// Gradient accumulation, as cpu::accumulate_weighted and cpu::divide (the same rounding): g (n) or
+// null → acc (n), in place; x ← x / s, x (n) in place.
+void accumulate_weighted(const AccumulateWeightedArgs& a, const float* g, float* acc);
+void divide(const DivideArgs& a, float* x);
 
 } // namespace pillars::cuda

@@ -36,8 +36,8 @@ void cudnn_attention_backward(const CudnnAttentionArgs&, const void*, const void
                               const float*, const void*, void*, void*, void*, void*) {
   no_cudnn("attention_backward (cuDNN)");
 }
-void cudnn_softmax_forward(int64_t, int64_t, const float*, float*) { no_cudnn("softmax (cuDNN)"); }
-void cudnn_softmax_backward(int64_t, int64_t, const float*, const float*, float*) {
+void cudnn_softmax_forward(const CudnnSoftmaxArgs&, const float*, float*) { no_cudnn("softmax (cuDNN)"); }
+void cudnn_softmax_backward(const CudnnSoftmaxArgs&, const float*, const float*, float*) {
   no_cudnn("softmax_backward (cuDNN)");
 }
 

@@ -38,7 +38,8 @@ class RowsDescriptor {
 
 } // namespace
 
-void cudnn_softmax_forward(int64_t rows, int64_t cols, const float* x, float* y) {
+void cudnn_softmax_forward(const CudnnSoftmaxArgs& a, const float* x, float* y) {
+  const int64_t rows = a.rows, cols = a.cols;
   require_cudnn("softmax (cuDNN)");
   if (rows == 0 || cols == 0) return;
   const RowsDescriptor desc(rows, cols);
@@ -47,7 +48,8 @@ void cudnn_softmax_forward(int64_t rows, int64_t cols, const float* x, float* y)
                                           desc.get(), x, &beta, desc.get(), y));
 }
 
-void cudnn_softmax_backward(int64_t rows, int64_t cols, const float* y, const float* dy, float* dx) {
+void cudnn_softmax_backward(const CudnnSoftmaxArgs& a, const float* y, const float* dy, float* dx) {
+  const int64_t rows = a.rows, cols = a.cols;
   require_cudnn("softmax_backward (cuDNN)");
   if (rows == 0 || cols == 0) return;
   const RowsDescriptor desc(rows, cols);

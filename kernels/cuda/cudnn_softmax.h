@@ -14,7 +14,13 @@
 
 namespace pillars::cuda {
 
-void cudnn_softmax_forward(int64_t rows, int64_t cols, const float* x, float* y);
-void cudnn_softmax_backward(int64_t rows, int64_t cols, const float* y, const float* dy, float* dx);
+// The rows of softmax.h's SoftmaxArgs with inner = 1 and log = false, the only view these take.
+struct CudnnSoftmaxArgs {
+  int64_t rows = 0, cols = 0; // x, y, dy, dx: (rows, cols), each row normalized on its own
+};
+// x (rows, cols) → y (rows, cols).
+void cudnn_softmax_forward(const CudnnSoftmaxArgs& a, const float* x, float* y);
+// y, dy (rows, cols) → dx (rows, cols); y is the forward's output.
+void cudnn_softmax_backward(const CudnnSoftmaxArgs& a, const float* y, const float* dy, float* dx);
 
 } // namespace pillars::cuda

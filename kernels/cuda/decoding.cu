@@ -185,7 +185,8 @@ bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0;
 
 } // namespace
 
-void cache_write(float* cache, const float* x, const int32_t* positions, int64_t R, int64_t T, int64_t W) {
+void cache_write(const CacheWriteArgs& a, const float* x, const int32_t* positions, float* cache) {
+  const int64_t R = a.R, T = a.T, W = a.W;
   if (R == 0 || T == 0 || W == 0) return;
   const unsigned grid = static_cast<unsigned>(std::min<int64_t>(R, INT32_MAX));
   if (W % 4 == 0 && aligned16(cache) && aligned16(x))
@@ -195,8 +196,9 @@ void cache_write(float* cache, const float* x, const int32_t* positions, int64_t
   PILLARS_CUDA_LAUNCHED("cache_write write_kernel");
 }
 
-void cache_gather(const float* src, float* dst, const int32_t* origin, const int32_t* filled, float* scratch,
-                  int64_t R_in, int64_t R_out, int64_t T, int64_t W) {
+void cache_gather(const CacheGatherArgs& a, const float* src, const int32_t* origin, const int32_t* filled, float* dst,
+                  float* scratch) {
+  const int64_t R_in = a.R_in, R_out = a.R_out, T = a.T, W = a.W;
   PILLARS_CHECK(R_out <= R_in, "cache_gather: ", R_out, " rows out of ", R_in);
   if (R_out == 0 || T == 0 || W == 0) return;
   const bool in_place = src == dst;
@@ -212,9 +214,10 @@ void cache_gather(const float* src, float* dst, const int32_t* origin, const int
                                     "cache_gather gather_kernel (from scratch)");
 }
 
-void beam_candidates(const float* logprobs, const float* row_scores, const int32_t* eos_rule, float* scores,
-                     int32_t* index, int64_t S, int64_t k, int64_t V, int64_t n, int32_t pad, int32_t bos,
-                     int32_t eos) {
+void beam_candidates(const BeamCandidatesArgs& a, const float* logprobs, const float* row_scores,
+                     const int32_t* eos_rule, float* scores, int32_t* index) {
+  const int64_t S = a.S, k = a.k, V = a.V, n = a.n;
+  const int32_t pad = a.tokens.pad, bos = a.tokens.bos, eos = a.tokens.eos;
   PILLARS_CHECK(pad >= 0 && pad < V && bos >= 0 && bos < V && eos >= 0 && eos < V,
                 "beam_candidates: special token ids outside the vocabulary of ", V);
   if (S == 0 || n == 0) return;

@@ -325,9 +325,10 @@ void leaky_relu_backward(const LeakyReluArgs& a, const float* dy, const float* x
   PILLARS_CUDA_LAUNCHED("leaky_relu_backward");
 }
 
-void fill(float* y, int64_t n, float value) {
+void fill(const FillArgs& a, float* y) {
+  const int64_t n = a.n;
   if (n == 0) return;
-  fill_kernel<<<grid_for(n), kThreads, 0, stream()>>>(y, n, value);
+  fill_kernel<<<grid_for(n), kThreads, 0, stream()>>>(y, n, a.value);
   PILLARS_CUDA_LAUNCHED("fill");
 }
 
@@ -362,7 +363,8 @@ void sum_to(const SumToArgs& a, const float* x, float* y) {
   PILLARS_CUDA_LAUNCHED("sum_to");
 }
 
-void broadcast_to(const float* x, std::span<const int64_t> x_dims, float* y, std::span<const int64_t> y_dims) {
+void broadcast_to(const BroadcastToArgs& a, const float* x, float* y) {
+  const std::span<const int64_t> x_dims = a.x_dims, y_dims = a.y_dims;
   const int64_t n = dims_count(y_dims);
   if (n == 0) return;
   const int rank = static_cast<int>(y_dims.size());
@@ -389,13 +391,15 @@ __global__ void bf16_to_f32_kernel(const __nv_bfloat16* x, float* y, int64_t n) 
 
 } // namespace
 
-void f32_to_bf16(const float* x, uint16_t* y, int64_t n) {
+void f32_to_bf16(const CastArgs& a, const float* x, uint16_t* y) {
+  const int64_t n = a.n;
   if (n == 0) return;
   f32_to_bf16_kernel<<<grid_for(n), kThreads, 0, stream()>>>(x, y, n);
   PILLARS_CUDA_LAUNCHED("f32_to_bf16");
 }
 
-void bf16_to_f32(const uint16_t* x, float* y, int64_t n) {
+void bf16_to_f32(const CastArgs& a, const uint16_t* x, float* y) {
+  const int64_t n = a.n;
   if (n == 0) return;
   bf16_to_f32_kernel<<<grid_for(n), kThreads, 0, stream()>>>(reinterpret_cast<const __nv_bfloat16*>(x), y, n);
   PILLARS_CUDA_LAUNCHED("bf16_to_f32");

@@ -56,18 +56,28 @@ struct LeakyReluArgs {
 };
 void leaky_relu(const LeakyReluArgs& a, const float* x, float* y);
 void leaky_relu_backward(const LeakyReluArgs& a, const float* dy, const float* x, float* dx);
-// y = value
-void fill(float* y, int64_t n, float value);
+// y (n) = value
+struct FillArgs {
+  int64_t n = 0;
+  float value = 0.0f;
+};
+void fill(const FillArgs& a, float* y);
 // y (y_dims) = x (x_dims) summed over the axes where y_dims broadcasts (deterministic).
 struct SumToArgs {
   std::span<const int64_t> x_dims, y_dims;
 };
 void sum_to(const SumToArgs& a, const float* x, float* y);
-// y = x broadcast to y_dims.
-void broadcast_to(const float* x, std::span<const int64_t> x_dims, float* y, std::span<const int64_t> y_dims);
+// y (y_dims) = x (x_dims) broadcast to y_dims.
+struct BroadcastToArgs {
+  std::span<const int64_t> x_dims, y_dims; // x_dims broadcasts to y_dims
+};
+void broadcast_to(const BroadcastToArgs& a, const float* x, float* y);
 // The casts (engine/ops/cast.h), bit for bit as the CPU's (kernels/cpu/cast.h) except a NaN's
-// payload (both stay NaN).
-void f32_to_bf16(const float* x, uint16_t* y, int64_t n);
-void bf16_to_f32(const uint16_t* x, float* y, int64_t n);
+// payload (both stay NaN): x (n) → y (n).
+struct CastArgs {
+  int64_t n = 0;
+};
+void f32_to_bf16(const CastArgs& a, const float* x, uint16_t* y);
+void bf16_to_f32(const CastArgs& a, const uint16_t* x, float* y);
 
 } // namespace pillars::cuda

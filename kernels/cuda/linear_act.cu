@@ -204,8 +204,10 @@ bool lt_gelu_requested() {
 
 size_t linear_act_workspace_bytes() { return kWorkspaceBytes; }
 
-void linear_act(const float* x, const float* w, const float* b, float* y, float* pre, int64_t rows, int64_t out,
-                int64_t in, bool gelu, void* workspace) {
+void linear_act(const LinearActArgs& a, const float* x, const float* w, const float* b, float* y, float* pre,
+                void* workspace) {
+  const int64_t rows = a.rows, out = a.out, in = a.in;
+  const bool gelu = a.gelu;
   const int64_t total = rows * out;
   if (total == 0) return;
   PILLARS_CHECK(rows <= INT32_MAX && out <= INT32_MAX && in <= INT32_MAX, "linear_act: extents too large for cuBLAS");

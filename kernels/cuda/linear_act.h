@@ -15,8 +15,14 @@
 
 namespace pillars::cuda {
 
-void linear_act(const float* x, const float* w, const float* b, float* y, float* pre, int64_t rows, int64_t out,
-                int64_t in, bool gelu, void* workspace);
+struct LinearActArgs {
+  int64_t rows = 0, out = 0, in = 0; // x (rows, in), W (out, in), b (out) → y (rows, out)
+  bool gelu = false;                 // false: y = relu(x Wᵀ + b); true: pre = x Wᵀ + b, y = gelu(pre)
+};
+// x (rows, in), W (out, in), b (out) → y (rows, out), pre (rows, out) (gelu only, else null);
+// workspace: linear_act_workspace_bytes() bytes or null.
+void linear_act(const LinearActArgs& a, const float* x, const float* w, const float* b, float* y, float* pre,
+                void* workspace);
 size_t linear_act_workspace_bytes();
 
 } // namespace pillars::cuda

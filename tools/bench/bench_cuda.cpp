@@ -254,12 +254,14 @@ int bench_cuda_softmax(int repeats) {
     std::string cudnn_fwd = "-", cudnn_bwd = "-";
     if (cudnn) {
       cudnn_fwd = str_cat(static_cast<int>(gbs(bytes, cuda_median_ms(repeats, [&] {
-                                                 cuda::cudnn_softmax_forward(rows, len, x.as<float>(), y.as<float>());
+                                                 cuda::cudnn_softmax_forward({.rows = rows, .cols = len}, x.as<float>(),
+                                                                             y.as<float>());
                                                }))));
-      cudnn_bwd = str_cat(static_cast<int>(gbs(1.5 * bytes, cuda_median_ms(repeats, [&] {
-                                                 cuda::cudnn_softmax_backward(rows, len, y.as<float>(), dy.as<float>(),
-                                                                              dx.as<float>());
-                                               }))));
+      cudnn_bwd =
+          str_cat(static_cast<int>(gbs(1.5 * bytes, cuda_median_ms(repeats, [&] {
+                                         cuda::cudnn_softmax_backward({.rows = rows, .cols = len}, y.as<float>(),
+                                                                      dy.as<float>(), dx.as<float>());
+                                       }))));
     }
     std::printf("%7lld | %9.0f %5.0f%% %9s %9s | %9.0f %5.0f%% %9s\n", static_cast<long long>(len), fwd,
                 100.0 * fwd / copy_gbs, cudnn_fwd.c_str(), theirs.c_str(), bwd, 100.0 * bwd / copy_gbs,
@@ -285,7 +287,7 @@ constexpr int64_t kStepBatch = 128, kStepLen = 64;
 // Median milliseconds of one training step (forward, backward, Adam) of ours in `precision`,
 // through the step's pass list with the optional passes `passes` (steps/pass.h);
 // peak_mb: the most device memory our tensors held at once, from the parameters on.
-double our_step_ms(Precision precision, const train::PassSettings& passes, int repeats, float& first_loss,
+double our_step_ms(Precision precision, const steps::PassSettings& passes, int repeats, float& first_loss,
                    double& peak_mb) {
   cuda_set_precision(precision);
   cuda_synchronize();
@@ -294,10 +296,10 @@ double our_step_ms(Precision precision, const train::PassSettings& passes, int r
   ParamStore params;
   init_transformer_params(cfg, params, 1);
   params.to(Device::cuda);
-  train::StepGraph m =
-      train::StepGraph::of(build_seq2seq_training_graph(cfg, kStepBatch, kStepLen, kStepLen, 0.1f, 1234, true),
+  steps::StepGraph m =
+      steps::StepGraph::of(build_seq2seq_training_graph(cfg, kStepBatch, kStepLen, kStepLen, 0.1f, 1234, true),
                            /*train=*/true, Device::cuda);
-  train::run_passes(train::step_passes(train::StepContext{.train = true, .passes = passes}), m);
+  steps::run_passes(train::step_passes(train::StepContext{.train = true, .passes = passes}), m);
   const std::vector<ValueId>& leaves = m.params;
   const std::vector<ValueId>& grads = m.grads;
   Executor ex(m.graph, Device::cuda, nullptr, m.memory);
@@ -343,7 +345,7 @@ int bench_cuda_step(int repeats) {
   // and with both.
   struct Row {
     Precision precision;
-    train::PassSettings passes;
+    steps::PassSettings passes;
     const char* label;
   };
   const Row rows[] = {

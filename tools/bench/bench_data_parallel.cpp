@@ -33,10 +33,10 @@ constexpr double kBucketMb = 25;
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 // Batch `seed`: random tokens, every sentence kLen long.
-train::Seq2SeqBatch random_batch(int64_t vocab, uint32_t seed) {
+steps::Seq2SeqBatch random_batch(int64_t vocab, uint32_t seed) {
   std::mt19937 rng(seed);
   std::uniform_int_distribution<int32_t> token(4, static_cast<int32_t>(vocab - 1));
-  train::Seq2SeqBatch b;
+  steps::Seq2SeqBatch b;
   b.B = kBatch, b.Ts = kLen, b.Tt = kLen;
   for (int64_t i = 0; i < kBatch * kLen; ++i) {
     b.src_tokens.push_back(token(rng));
@@ -56,14 +56,14 @@ struct UpdateTimes {
 
 // Updates of the `bench` model as the trainer makes them (train/trainer.cpp): this rank's batches
 // through the steps, the buckets' sums, Adam on the owned parameters. Returns the medians.
-UpdateTimes time_updates(dist::Communicator& comm, const std::vector<train::Seq2SeqBatch>& batches, bool overlap,
+UpdateTimes time_updates(dist::Communicator& comm, const std::vector<steps::Seq2SeqBatch>& batches, bool overlap,
                          int repeats) {
   TransformerConfig cfg = transformer_config("bench");
   ParamStore params;
   init_transformer_params(cfg, params, 1);
   train::StepContext context;
   context.label_smoothing = 0.1f;
-  train::Seq2SeqSteps steps(cfg, params, train::step_recipes(context));
+  steps::Seq2SeqSteps steps(cfg, params, train::step_recipes(context));
   train::GradientBuckets buckets(comm, params, kBucketMb, 0, overlap);
   steps.set_gradient_observer(&buckets);
   optim::Adam adam;
@@ -115,7 +115,7 @@ int64_t gradient_floats() {
 nlohmann::json measure_ranks(dist::Communicator& comm, int threads, int repeats) {
   omp_set_num_threads(threads);
   const int64_t vocab = transformer_config("bench").vocab;
-  const std::vector<train::Seq2SeqBatch> mine = {random_batch(vocab, static_cast<uint32_t>(1 + comm.rank()))};
+  const std::vector<steps::Seq2SeqBatch> mine = {random_batch(vocab, static_cast<uint32_t>(1 + comm.rank()))};
   const UpdateTimes during = time_updates(comm, mine, true, repeats);
   const UpdateTimes after = time_updates(comm, mine, false, repeats);
   const int64_t floats = gradient_floats();
@@ -144,7 +144,7 @@ nlohmann::json measure_ranks(dist::Communicator& comm, int threads, int repeats)
 double baseline_tokens_per_s(int ranks, int threads, int repeats) {
   omp_set_num_threads(ranks * threads);
   const int64_t vocab = transformer_config("bench").vocab;
-  std::vector<train::Seq2SeqBatch> all;
+  std::vector<steps::Seq2SeqBatch> all;
   for (int r = 0; r < ranks; ++r) all.push_back(random_batch(vocab, static_cast<uint32_t>(1 + r)));
   const UpdateTimes t = time_updates(dist::single_process(), all, true, repeats);
   return static_cast<double>(ranks * kBatch * kLen) / t.update_s;

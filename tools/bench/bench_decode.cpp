@@ -139,65 +139,67 @@ void compare_precisions(const char* model, const char* workload, const Transform
   std::fflush(stdout);
 }
 
+// What both benchmarks decode with: the small and base models (small with base's vocabulary),
+// random weights from seed 1; 128 Multi30k test sentences ("real"), and 48 random sources forced to
+// 28 target tokens ("forced"); beam 5. Sets the OpenMP thread count first.
+struct Setup {
+  TransformerConfig small, base;
+  ParamStore small_params, base_params;
+  Sources real, forced;
+  decode::SearchOptions real_o, forced_o;
+
+  explicit Setup(int threads) {
+    omp_set_num_threads(threads);
+    base = transformer_config("base");
+    small = transformer_config("small");
+    small.vocab = base.vocab;
+    init_transformer_params(small, small_params, 1);
+    init_transformer_params(base, base_params, 1);
+    real = multi30k_sources(128, base.vocab);
+    forced = random_sources(48, base.vocab);
+    real_o.beam = forced_o.beam = 5;
+    forced_o.max_len_a = 0, forced_o.max_len_b = 28, forced_o.min_len = 28;
+  }
+};
+
 } // namespace
 
 int bench_decode_bf16(int threads, int repeats) {
-  omp_set_num_threads(threads);
-  const TransformerConfig small = transformer_config("small"), base = transformer_config("base");
-  TransformerConfig small_v = small;
-  small_v.vocab = base.vocab;
-  ParamStore small_params, base_params;
-  init_transformer_params(small_v, small_params, 1);
-  init_transformer_params(base, base_params, 1);
-  const Sources real = multi30k_sources(128, base.vocab), forced = random_sources(48, base.vocab);
-  decode::SearchOptions real_o, forced_o;
-  real_o.beam = forced_o.beam = 5;
-  forced_o.max_len_a = 0, forced_o.max_len_b = 28, forced_o.min_len = 28;
+  const Setup s(threads);
   std::printf(
       "beam-5 decoding through the executor at precision fp32, then bf16 (compaction on), %d thread(s), median of %d "
       "(vocabulary %lld, random weights)\n",
-      threads, repeats, static_cast<long long>(base.vocab));
+      threads, repeats, static_cast<long long>(s.base.vocab));
   std::printf("CPU %s, ISA %s, bf16 GEMM path %s\n", cpu_model_name().c_str(), cpu::isa_name(cpu::active_isa()),
               cpu::gemm_bf16_path());
   std::printf("  real: %zu Multi30k test_2016 sentences, batches of 64; forced: %zu sources, 28 target tokens each\n",
-              real.size(), forced.size());
-  compare_precisions("small", "real", small_v, small_params, real, 64, real_o, repeats);
-  compare_precisions("small", "forced", small_v, small_params, forced, 48, forced_o, repeats);
-  compare_precisions("base", "real", base, base_params, real, 64, real_o, repeats);
-  compare_precisions("base", "forced", base, base_params, forced, 48, forced_o, repeats);
+              s.real.size(), s.forced.size());
+  compare_precisions("small", "real", s.small, s.small_params, s.real, 64, s.real_o, repeats);
+  compare_precisions("small", "forced", s.small, s.small_params, s.forced, 48, s.forced_o, repeats);
+  compare_precisions("base", "real", s.base, s.base_params, s.real, 64, s.real_o, repeats);
+  compare_precisions("base", "forced", s.base, s.base_params, s.forced, 48, s.forced_o, repeats);
   return 0;
 }
 
 int bench_decode(int threads, int repeats) {
-  omp_set_num_threads(threads);
-  const TransformerConfig small = transformer_config("small"), base = transformer_config("base");
-  TransformerConfig small_v = small;
-  small_v.vocab = base.vocab;
-  ParamStore small_params, base_params;
-  init_transformer_params(small_v, small_params, 1);
-  init_transformer_params(base, base_params, 1);
+  const Setup s(threads);
   ght::HeadSelection keep;
-  for (const std::string& module : attention_modules(base)) keep[module] = {0, 5};
-  const ght::PrunedModel ps = ght::prune_heads(base, base_params, keep);
-
-  const Sources real = multi30k_sources(128, base.vocab), forced = random_sources(48, base.vocab);
-  decode::SearchOptions real_o, forced_o;
-  real_o.beam = forced_o.beam = 5;
-  forced_o.max_len_a = 0, forced_o.max_len_b = 28, forced_o.min_len = 28;
+  for (const std::string& module : attention_modules(s.base)) keep[module] = {0, 5};
+  const ght::PrunedModel ps = ght::prune_heads(s.base, s.base_params, keep);
   std::printf(
       "beam-5 decoding through the executor, CPU, %d threads, median of %d, with and without compaction "
       "(vocabulary %lld, random weights)\n",
-      threads, repeats, static_cast<long long>(base.vocab));
+      threads, repeats, static_cast<long long>(s.base.vocab));
   std::printf(
       "  real: %zu Multi30k test_2016 sentences, batches of 64 (eval.batch_sentences); forced: %zu sources, 28 target "
       "tokens each\n",
-      real.size(), forced.size());
-  compare("small", "real", small_v, small_params, real, 64, real_o, repeats);
-  compare("small", "forced", small_v, small_params, forced, 48, forced_o, repeats);
-  const double base_real = compare("base", "real", base, base_params, real, 64, real_o, repeats);
-  const double base_forced = compare("base", "forced", base, base_params, forced, 48, forced_o, repeats);
-  const double ps_real = compare("GHT-PS", "real", ps.cfg, ps.params, real, 64, real_o, repeats);
-  const double ps_forced = compare("GHT-PS", "forced", ps.cfg, ps.params, forced, 48, forced_o, repeats);
+      s.real.size(), s.forced.size());
+  compare("small", "real", s.small, s.small_params, s.real, 64, s.real_o, repeats);
+  compare("small", "forced", s.small, s.small_params, s.forced, 48, s.forced_o, repeats);
+  const double base_real = compare("base", "real", s.base, s.base_params, s.real, 64, s.real_o, repeats);
+  const double base_forced = compare("base", "forced", s.base, s.base_params, s.forced, 48, s.forced_o, repeats);
+  const double ps_real = compare("GHT-PS", "real", ps.cfg, ps.params, s.real, 64, s.real_o, repeats);
+  const double ps_forced = compare("GHT-PS", "forced", ps.cfg, ps.params, s.forced, 48, s.forced_o, repeats);
   std::printf("  GHT-PS (2 of 8 heads) decodes %.2fx (real) and %.2fx (forced) as fast as base (target >= 1.15x)\n",
               ps_real / base_real, ps_forced / base_forced);
   return 0;

@@ -126,10 +126,10 @@ void bench_shape_bf16(const Shape& s, const OneDnn& dnnl, int repeats, std::mt19
   const int64_t lda = s.trans_a ? s.M : s.K, ldb = s.trans_b ? s.K : s.N, ldc = s.N;
   std::vector<float> A = random_floats(s.M * s.K, rng), B = random_floats(s.K * s.N, rng);
   std::vector<uint16_t> A16(A.size()), B16(B.size());
-  cpu::f32_to_bf16(A.data(), A16.data(), int64_t(A.size()));
-  cpu::f32_to_bf16(B.data(), B16.data(), int64_t(B.size()));
-  cpu::bf16_to_f32(A16.data(), A.data(), int64_t(A.size())); // fp32 gets the very same values
-  cpu::bf16_to_f32(B16.data(), B.data(), int64_t(B.size()));
+  cpu::f32_to_bf16({.n = int64_t(A.size())}, A.data(), A16.data());
+  cpu::f32_to_bf16({.n = int64_t(B.size())}, B.data(), B16.data());
+  cpu::bf16_to_f32({.n = int64_t(A.size())}, A16.data(), A.data()); // fp32 gets the very same values
+  cpu::bf16_to_f32({.n = int64_t(B.size())}, B16.data(), B.data());
   std::vector<float> C32(static_cast<size_t>(s.M * s.N)), C16(C32.size()), C_dnnl(C32.size());
   const double gflop = 2.0 * double(s.M) * double(s.N) * double(s.K) * 1e-9;
 

@@ -22,11 +22,11 @@ namespace pillars::bench {
 namespace {
 
 // B sentence pairs with lengths spread over [T/2, T] (so padding is excluded for real), ids ≥ 4.
-train::Seq2SeqBatch random_batch(int64_t B, int64_t T, int64_t vocab, uint32_t seed) {
+steps::Seq2SeqBatch random_batch(int64_t B, int64_t T, int64_t vocab, uint32_t seed) {
   std::mt19937 rng(seed);
   std::uniform_int_distribution<int32_t> token(4, static_cast<int32_t>(vocab - 1));
   std::uniform_int_distribution<int64_t> length(T / 2, T);
-  train::Seq2SeqBatch b;
+  steps::Seq2SeqBatch b;
   b.B = B, b.Ts = T, b.Tt = T;
   for (int64_t i = 0; i < B; ++i) {
     const int64_t ls = length(rng), lt = length(rng);
@@ -41,13 +41,13 @@ train::Seq2SeqBatch random_batch(int64_t B, int64_t T, int64_t vocab, uint32_t s
   return b;
 }
 
-double step_seconds(const TransformerConfig& cfg, const train::Seq2SeqBatch& batch, int repeats,
+double step_seconds(const TransformerConfig& cfg, const steps::Seq2SeqBatch& batch, int repeats,
                     const ght::HeadsSettings& heads = {}) {
   ParamStore params;
   init_transformer_params(cfg, params, 1);
   train::StepContext c;
   c.label_smoothing = 0.1f, c.heads = heads;
-  train::Seq2SeqSteps steps(cfg, params, train::step_recipes(c));
+  steps::Seq2SeqSteps steps(cfg, params, train::step_recipes(c));
   uint64_t seed = 1;
   return median_seconds(repeats, [&] { steps.train(batch, seed++); });
 }
@@ -57,7 +57,7 @@ double step_seconds(const TransformerConfig& cfg, const train::Seq2SeqBatch& bat
 int bench_gct(int threads, int repeats) {
   omp_set_num_threads(threads);
   const TransformerConfig cfg = transformer_config("bench");
-  const train::Seq2SeqBatch batch = random_batch(160, 32, cfg.vocab, 7);
+  const steps::Seq2SeqBatch batch = random_batch(160, 32, cfg.vocab, 7);
   std::printf(
       "GCT training step: encoder-decoder 3+3, d 256, 8 heads (9 modules), %lld sentence pairs of <= 32 tokens "
       "(%lld target tokens), C = 2, %d threads\n",

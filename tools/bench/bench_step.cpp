@@ -57,14 +57,14 @@ struct StepResult {
 };
 
 // passes: the optional passes the step runs (steps/pass.h).
-StepResult run_ours(int repeats, const train::PassSettings& passes) {
+StepResult run_ours(int repeats, const steps::PassSettings& passes) {
   TransformerConfig cfg = transformer_config("bench");
   ParamStore params;
   init_transformer_params(cfg, params, 1);
-  train::StepGraph m =
-      train::StepGraph::of(build_seq2seq_training_graph(cfg, kBatch, kSrcLen, kTgtLen, 0.1f, 1234, true),
+  steps::StepGraph m =
+      steps::StepGraph::of(build_seq2seq_training_graph(cfg, kBatch, kSrcLen, kTgtLen, 0.1f, 1234, true),
                            /*train=*/true, Device::cpu);
-  train::run_passes(train::step_passes(train::StepContext{.train = true, .passes = passes}), m);
+  steps::run_passes(train::step_passes(train::StepContext{.train = true, .passes = passes}), m);
   const std::vector<ValueId>& leaves = m.params;
   const std::vector<ValueId>& grads = m.grads;
   Executor ex(m.graph, Device::cpu, nullptr, m.memory);
@@ -140,7 +140,7 @@ int bench_step(int threads, int repeats) {
       "%.3f)\n",
       ours.tokens_per_s, ours.median_s, ours.peak_rss_mb, ours.arena_mb, ours.first_loss);
   // Then the variants, so the peak RSS above is the default step's alone (the process's peak only grows).
-  const std::pair<const char*, train::PassSettings> variants[] = {
+  const std::pair<const char*, steps::PassSettings> variants[] = {
       {"activations saved in bf16", {.bf16_saved_activations = true}},
       {"LM head fused with its loss", {.fuse_cross_entropy = true}},
       {"both", {.fuse_cross_entropy = true, .bf16_saved_activations = true}}};

@@ -16,9 +16,9 @@ void op_cast(const KernelContext& c) {
     PILLARS_CUDA_CHECK(cudaMemcpyAsync(y.raw(), x.raw(), static_cast<size_t>(n) * dtype_size(x.dtype()),
                                        cudaMemcpyDeviceToDevice, stream()));
   else if (y.dtype() == DType::bf16)
-    f32_to_bf16(x.data<float>(), y.data<uint16_t>(), n);
+    f32_to_bf16({.n = n}, x.data<float>(), y.data<uint16_t>());
   else
-    bf16_to_f32(x.data<uint16_t>(), y.data<float>(), n);
+    bf16_to_f32({.n = n}, x.data<uint16_t>(), y.data<float>());
 }
 
 } // namespace pillars::cuda

@@ -23,8 +23,8 @@ CacheDims dims_of(const Shape& s) { return {s[0], s[1], numel(s) / (s[0] * s[1])
 void op_cache_gather(const KernelContext& c) {
   const CacheDims in = dims_of(c.in[0].shape());
   const int32_t* filled = c.in.size() > 2 ? c.in[2].data<int32_t>() : nullptr;
-  cache_gather(c.in[0].data<float>(), c.out[0].data<float>(), c.in[1].data<int32_t>(), filled,
-               static_cast<float*>(c.workspace), in.R, c.out[0].dim(0), in.T, in.W);
+  cache_gather({.R_in = in.R, .R_out = c.out[0].dim(0), .T = in.T, .W = in.W}, c.in[0].data<float>(),
+               c.in[1].data<int32_t>(), filled, c.out[0].data<float>(), static_cast<float*>(c.workspace));
 }
 
 size_t op_cache_gather_workspace(const Graph& g, const Node& n) {
@@ -34,15 +34,17 @@ size_t op_cache_gather_workspace(const Graph& g, const Node& n) {
 // inputs: cache (R, T, ...), x (R, 1, ...), positions i32 (R) → the cache, written
 void op_cache_write(const KernelContext& c) {
   const CacheDims d = dims_of(c.out[0].shape());
-  cache_write(c.out[0].data<float>(), c.in[1].data<float>(), c.in[2].data<int32_t>(), d.R, d.T, d.W);
+  cache_write({.R = d.R, .T = d.T, .W = d.W}, c.in[1].data<float>(), c.in[2].data<int32_t>(), c.out[0].data<float>());
 }
 
 // inputs: logprobs (S·k, V), row_scores (S·k), eos_rule i32 (S·k) → scores (S, n), index i32 (S, n)
 void op_beam_candidates(const KernelContext& c) {
   const ops::BeamCandidatesParams& p = params_of<ops::BeamCandidatesParams>(c.node);
   const int64_t V = c.in[0].dim(1), S = c.out[0].dim(0);
-  beam_candidates(c.in[0].data<float>(), c.in[1].data<float>(), c.in[2].data<int32_t>(), c.out[0].data<float>(),
-                  c.out[1].data<int32_t>(), S, p.beam, V, p.candidates, p.pad, p.bos, p.eos);
+  beam_candidates(
+      {.S = S, .k = p.beam, .V = V, .n = p.candidates, .tokens = {.pad = p.pad, .bos = p.bos, .eos = p.eos}},
+      c.in[0].data<float>(), c.in[1].data<float>(), c.in[2].data<int32_t>(), c.out[0].data<float>(),
+      c.out[1].data<int32_t>());
 }
 
 } // namespace pillars::cuda

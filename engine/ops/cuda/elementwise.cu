@@ -66,7 +66,7 @@ void op_leaky_relu_backward(const KernelContext& c) {
 }
 
 void op_fill(const KernelContext& c) {
-  fill(c.out[0].data<float>(), c.out[0].numel(), params_of<ops::FillParams>(c.node).value);
+  fill({.n = c.out[0].numel(), .value = params_of<ops::FillParams>(c.node).value}, c.out[0].data<float>());
 }
 
 void op_sum_to(const KernelContext& c) {
@@ -74,7 +74,7 @@ void op_sum_to(const KernelContext& c) {
 }
 
 void op_broadcast_to(const KernelContext& c) {
-  broadcast_to(c.in[0].data<float>(), c.in[0].shape(), c.out[0].data<float>(), c.out[0].shape());
+  broadcast_to({.x_dims = c.in[0].shape(), .y_dims = c.out[0].shape()}, c.in[0].data<float>(), c.out[0].data<float>());
 }
 
 } // namespace pillars::cuda

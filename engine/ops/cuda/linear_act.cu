@@ -16,7 +16,8 @@ void op_linear_act(const KernelContext& c) {
   const bool gelu = params_of<ops::LinearActParams>(c.node).activation == ops::Activation::gelu;
   float* y = c.out[0].data<float>();
   float* pre = gelu ? c.out[1].data<float>() : nullptr;
-  linear_act(xt.data<float>(), wt.data<float>(), bt.data<float>(), y, pre, rows, out, in, gelu, c.workspace);
+  linear_act({.rows = rows, .out = out, .in = in, .gelu = gelu}, xt.data<float>(), wt.data<float>(), bt.data<float>(),
+             y, pre, c.workspace);
 }
 
 } // namespace pillars::cuda
