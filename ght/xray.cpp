@@ -12,6 +12,7 @@
 #include <limits>
 
 #include "base/error.h"
+#include "kernels/cpu/head_gram.h"
 #include "kernels/cpu/vec_math.h" // PILLARS_PER_ISA
 
 namespace pillars::ght {
@@ -208,14 +209,8 @@ std::vector<double> attention_variance(const ModuleTensors& t, const Dims& d) {
 std::vector<double> positions_gram(const Tensor& x, const std::vector<int32_t>& lengths) {
   const ValidRows v = valid_rows(x, lengths);
   const int64_t H = x.dim(2), D = x.dim(3);
-  std::vector<double> G(static_cast<size_t>(H * H), 0.0);
-  for (int64_t n = 0; n < v.N; ++n) {
-    const double* row = v.row(n); // (H, D)
-    for (int64_t i = 0; i < H; ++i)
-      for (int64_t j = i; j < H; ++j) G[static_cast<size_t>(i * H + j)] += dot(row + i * D, row + j * D, D);
-  }
-  for (int64_t i = 0; i < H; ++i)
-    for (int64_t j = 0; j < i; ++j) G[static_cast<size_t>(i * H + j)] = G[static_cast<size_t>(j * H + i)];
+  std::vector<double> G(static_cast<size_t>(H * H));
+  cpu::head_gram_f64({.N = v.N, .H = H, .D = D}, v.data.data(), G.data());
   return G;
 }
 

@@ -34,6 +34,13 @@ void gram_chunk(const GramView& v, const float* x, int64_t t0, int64_t t1, doubl
   }
 }
 
+double dot_f64(const double* a, const double* b, int64_t n) {
+  double s = 0;
+#pragma omp simd reduction(+ : s)
+  for (int64_t i = 0; i < n; ++i) s += a[i] * b[i];
+  return s;
+}
+
 } // namespace
 
 size_t head_gram_workspace(const HeadGramArgs& a) {
@@ -80,6 +87,18 @@ void head_gram_check_lengths(const HeadGramArgs& a, const int32_t* lengths) {
   for (int64_t b = 0; b < a.B; ++b)
     PILLARS_CHECK(lengths[b] >= 0 && lengths[b] <= a.T, "head_gram: lengths[", b, "] = ", lengths[b],
                   " is outside [0, ", a.T, "]");
+}
+
+void head_gram_f64(const HeadGramRowsArgs& a, const double* rows, double* G) {
+  const int64_t N = a.N, H = a.H, D = a.D;
+  std::fill(G, G + H * H, 0.0);
+  for (int64_t n = 0; n < N; ++n) {
+    const double* row = rows + n * H * D; // (H, D)
+    for (int64_t i = 0; i < H; ++i)
+      for (int64_t j = i; j < H; ++j) G[i * H + j] += dot_f64(row + i * D, row + j * D, D);
+  }
+  for (int64_t i = 0; i < H; ++i)
+    for (int64_t j = 0; j < i; ++j) G[i * H + j] = G[j * H + i];
 }
 
 } // namespace pillars::cpu
