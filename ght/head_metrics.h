@@ -19,9 +19,9 @@
 //
 // The measurement builds the model's graph with train = false (no dropout), attention_probs and
 // target_lengths, keeps every module's q, v, out and probs, and runs it once. It does not touch the
-// parameters. Cost: one forward pass plus ght/xray.cpp's products, N·(H·D)² multiply-adds per
-// module (a few CPU-seconds in all for the base model on 32 sentences). The marked outputs keep
-// every module's probabilities, B·H·Tq·Tk floats each, alive until the run ends.
+// parameters. Cost: one forward pass plus the X-Raying products (kernels/cpu/xray.h), N·(H·D)²
+// multiply-adds per module (a few CPU-seconds in all for the base model on 32 sentences). The
+// marked outputs keep every module's probabilities, B·H·Tq·Tk floats each, alive until the run ends.
 //
 // JSON (to_json), one object per measurement; other tools (the trainer's log, the HTML report)
 // read exactly these keys:

@@ -2,9 +2,10 @@
 //   * gather the valid rows of q (or out) once, as an N × (H·D) matrix X of doubles;
 //   * S = XᵀX, the (H·D) × (H·D) cross-Gram: its D × D block (i, j) is Q_iᵀ Q_j, so (1) and (2)
 //     for all pairs, and the norms ‖Q_i‖²_F = trace of block (i, i), come from one matrix;
-//   * (3) and (4) are per-token / per-row loops.
-// Cost: N·(H·D)²/2 multiply-adds for each of (1) and (2); 1e8 for a base module (H·D = 512) on
-// 800 tokens. Everything is accumulated in double.
+//   * (3) and (4) are per-token / per-row sums.
+// The loops over the data are the kernels of kernels/cpu/xray.h (and head_gram_f64 of
+// kernels/cpu/head_gram.h); this file says which sums make each metric and normalizes them.
+// Everything is accumulated in double.
 #include "ght/xray.h"
 
 #include <algorithm>
@@ -13,7 +14,7 @@
 
 #include "base/error.h"
 #include "kernels/cpu/head_gram.h"
-#include "kernels/cpu/vec_math.h" // PILLARS_PER_ISA
+#include "kernels/cpu/xray.h"
 
 namespace pillars::ght {
 
@@ -55,7 +56,6 @@ Dims check_shapes(const ModuleTensors& t) {
 struct ValidRows {
   int64_t N = 0, M = 0;
   std::vector<double> data; // (N, M)
-  const double* row(int64_t n) const { return data.data() + n * M; }
 };
 
 ValidRows valid_rows(const Tensor& x, const std::vector<int32_t>& lengths) {
@@ -73,60 +73,6 @@ ValidRows valid_rows(const Tensor& x, const std::vector<int32_t>& lengths) {
   return v;
 }
 
-// Rows [r0, r0 + R) of S += XᵀX, right of the diagonal only (columns c ≥ r0):
-//   S[r][c] += Σ_n X[n][r] · X[n][c]
-// Each token's row of X is read once for R rows of S, and the inner loop runs along a row of S
-// (independent sums, so it vectorizes without reassociating anything).
-PILLARS_VEC_INLINE void gram_rows_body(const double* X, int64_t N, int64_t M, int64_t r0, int64_t R, double* S) {
-  for (int64_t n = 0; n < N; ++n) {
-    const double* x = X + n * M;
-    for (int64_t k = 0; k < R; ++k) {
-      const double a = x[r0 + k];
-      double* s = S + (r0 + k) * M;
-      for (int64_t c = r0; c < M; ++c) s[c] += a * x[c];
-    }
-  }
-}
-PILLARS_PER_ISA(void, gram_rows, (const double* X, int64_t N, int64_t M, int64_t r0, int64_t R, double* S),
-                (X, N, M, r0, R, S))
-
-// S = XᵀX (M × M, symmetric) for the valid rows X (N × M).
-std::vector<double> cross_gram(const ValidRows& x) {
-  constexpr int64_t kRows = 8; // rows of S per task: 8 rows of 4 KB for a base module stay in cache
-  const int64_t M = x.M;
-  std::vector<double> S(static_cast<size_t>(M * M), 0.0);
-#pragma omp parallel for schedule(dynamic, 1)
-  for (int64_t r0 = 0; r0 < M; r0 += kRows) gram_rows(x.data.data(), x.N, M, r0, std::min(kRows, M - r0), S.data());
-  for (int64_t r = 0; r < M; ++r) // mirror: entries left of the diagonal
-    for (int64_t c = r + 1; c < M; ++c) S[static_cast<size_t>(c * M + r)] = S[static_cast<size_t>(r * M + c)];
-  return S;
-}
-
-// Norms of the D × D block (i, j) of S, i.e. of Q_iᵀ Q_j.
-struct BlockNorms {
-  double abs_sum = 0, frobenius = 0, trace = 0;
-};
-BlockNorms block_norms(const std::vector<double>& S, int64_t M, int64_t D, int64_t i, int64_t j) {
-  BlockNorms n;
-  double sq = 0;
-  for (int64_t d = 0; d < D; ++d)
-    for (int64_t e = 0; e < D; ++e) {
-      const double s = S[static_cast<size_t>((i * D + d) * M + j * D + e)];
-      n.abs_sum += std::abs(s);
-      sq += s * s;
-      if (d == e) n.trace += s;
-    }
-  n.frobenius = std::sqrt(sq);
-  return n;
-}
-
-double dot(const double* a, const double* b, int64_t n) {
-  double s = 0;
-#pragma omp simd reduction(+ : s)
-  for (int64_t i = 0; i < n; ++i) s += a[i] * b[i];
-  return s;
-}
-
 // a / b, and 0 when b is 0 (a head that is all zero is orthogonal to everything).
 double ratio(double a, double b) { return b > 0 ? a / b : 0.0; }
 
@@ -134,35 +80,30 @@ double ratio(double a, double b) { return b > 0 ? a / b : 0.0; }
 // orthogonality: entrywise L1, normalized by D‖X_i‖‖X_j‖; otherwise Frobenius, normalized by ‖X_i‖‖X_j‖.
 void pair_norms(const ValidRows& x, int64_t H, int64_t D, bool orthogonality, std::vector<double>& raw,
                 std::vector<double>& norm) {
-  const std::vector<double> S = cross_gram(x);
+  std::vector<double> S(static_cast<size_t>(x.M * x.M)); // XᵀX
+  cpu::xray_cross_gram({.N = x.N, .M = x.M}, x.data.data(), S.data());
+  const size_t HH = static_cast<size_t>(H * H);
+  std::vector<double> abs_sum(HH), frobenius(HH), trace(HH); // of each D × D block X_iᵀ X_j
+  cpu::xray_block_norms({.H = H, .D = D}, S.data(), abs_sum.data(), frobenius.data(), trace.data());
   std::vector<double> head_norm(static_cast<size_t>(H)); // ‖X_h‖_F
-  for (int64_t h = 0; h < H; ++h) head_norm[static_cast<size_t>(h)] = std::sqrt(block_norms(S, x.M, D, h, h).trace);
-  raw.assign(static_cast<size_t>(H * H), 0.0);
-  norm.assign(static_cast<size_t>(H * H), 0.0);
+  for (int64_t h = 0; h < H; ++h) head_norm[static_cast<size_t>(h)] = std::sqrt(trace[static_cast<size_t>(h * H + h)]);
+  raw.assign(HH, 0.0);
+  norm.assign(HH, 0.0);
   for (int64_t i = 0; i < H; ++i)
     for (int64_t j = 0; j < H; ++j) {
-      const BlockNorms b = block_norms(S, x.M, D, i, j);
-      const double value = orthogonality ? b.abs_sum : b.frobenius;
+      const size_t ij = static_cast<size_t>(i * H + j);
+      const double value = orthogonality ? abs_sum[ij] : frobenius[ij];
       const double scale = (orthogonality ? static_cast<double>(D) : 1.0) * head_norm[static_cast<size_t>(i)] *
                            head_norm[static_cast<size_t>(j)];
-      raw[static_cast<size_t>(i * H + j)] = value;
-      norm[static_cast<size_t>(i * H + j)] = ratio(value, scale);
+      raw[ij] = value;
+      norm[ij] = ratio(value, scale);
     }
 }
 
 // (3): dis_ij = −mean_n cos(o_i(n), o_j(n)) over the valid query tokens.
 std::vector<double> output_dissimilarity(const ValidRows& o, int64_t H, int64_t D) {
-  std::vector<double> cos_sum(static_cast<size_t>(H * H), 0.0), sq(static_cast<size_t>(H));
-  for (int64_t n = 0; n < o.N; ++n) {
-    const double* x = o.row(n); // (H, D)
-    for (int64_t h = 0; h < H; ++h) sq[static_cast<size_t>(h)] = dot(x + h * D, x + h * D, D);
-    for (int64_t i = 0; i < H; ++i)
-      for (int64_t j = i; j < H; ++j) {
-        const double norms = sq[static_cast<size_t>(i)] * sq[static_cast<size_t>(j)];
-        cos_sum[static_cast<size_t>(i * H + j)] +=
-            dot(x + i * D, x + j * D, D) / std::sqrt(std::max(norms, kEps * kEps));
-      }
-  }
+  std::vector<double> cos_sum(static_cast<size_t>(H * H)); // upper triangle
+  cpu::xray_cosine_sums({.N = o.N, .H = H, .D = D, .eps = kEps}, o.data.data(), cos_sum.data());
   std::vector<double> dis(static_cast<size_t>(H * H));
   for (int64_t i = 0; i < H; ++i)
     for (int64_t j = i; j < H; ++j)
@@ -171,35 +112,19 @@ std::vector<double> output_dissimilarity(const ValidRows& o, int64_t H, int64_t 
   return dis;
 }
 
-// The valid keys of query row t of batch row b are [0, key_end(b, t)).
-int64_t key_end(const ModuleTensors& t, const Dims& d, int64_t b, int64_t row) {
-  int64_t end = t.key_lengths[static_cast<size_t>(b)];
-  if (t.causal) end = std::min(end, row + d.Tk - d.Tq + 1);
-  return std::max<int64_t>(end, 0);
+cpu::XrayProbsArgs probs_args(const ModuleTensors& t, const Dims& d) {
+  return {.B = d.B, .H = d.H, .Tq = d.Tq, .Tk = d.Tk, .causal = t.causal};
 }
 
 // (4): per head, the mean over valid query rows of the population variance over the valid keys.
 std::vector<double> attention_variance(const ModuleTensors& t, const Dims& d) {
-  const float* a = t.probs.data<float>();
-  std::vector<double> var(static_cast<size_t>(d.H), 0.0);
-  for (int64_t h = 0; h < d.H; ++h) {
-    double sum = 0;
-    int64_t rows = 0;
-    for (int64_t b = 0; b < d.B; ++b)
-      for (int64_t r = 0; r < t.query_lengths[static_cast<size_t>(b)]; ++r) {
-        const int64_t K = key_end(t, d, b, r);
-        if (K == 0) continue; // a row that sees no key has no distribution
-        const float* row = a + ((b * d.H + h) * d.Tq + r) * d.Tk;
-        double mean = 0;
-        for (int64_t j = 0; j < K; ++j) mean += row[j];
-        mean /= static_cast<double>(K);
-        double ss = 0;
-        for (int64_t j = 0; j < K; ++j) ss += (row[j] - mean) * (row[j] - mean);
-        sum += ss / static_cast<double>(K);
-        ++rows;
-      }
-    var[static_cast<size_t>(h)] = rows > 0 ? sum / static_cast<double>(rows) : std::numeric_limits<double>::quiet_NaN();
-  }
+  std::vector<double> sum(static_cast<size_t>(d.H));
+  std::vector<int64_t> rows(static_cast<size_t>(d.H));
+  cpu::xray_attention_variance(probs_args(t, d), t.probs.data<float>(), t.query_lengths.data(), t.key_lengths.data(),
+                               sum.data(), rows.data());
+  std::vector<double> var(static_cast<size_t>(d.H));
+  for (size_t h = 0; h < var.size(); ++h)
+    var[h] = rows[h] > 0 ? sum[h] / static_cast<double>(rows[h]) : std::numeric_limits<double>::quiet_NaN();
   return var;
 }
 
@@ -217,23 +142,8 @@ std::vector<double> positions_gram(const Tensor& x, const std::vector<int32_t>& 
 // G_ij = Σ over valid query rows and their valid keys of a_i · a_j, for probs (B, H, Tq, Tk).
 // (Keys hidden by the causal mask have weight 0 in every head, so they add nothing either way.)
 std::vector<double> probs_gram(const ModuleTensors& t, const Dims& d) {
-  const float* a = t.probs.data<float>();
-  std::vector<double> G(static_cast<size_t>(d.H * d.H), 0.0);
-  for (int64_t b = 0; b < d.B; ++b)
-    for (int64_t r = 0; r < t.query_lengths[static_cast<size_t>(b)]; ++r) {
-      const int64_t K = t.key_lengths[static_cast<size_t>(b)];
-      for (int64_t i = 0; i < d.H; ++i) {
-        const float* ai = a + ((b * d.H + i) * d.Tq + r) * d.Tk;
-        for (int64_t j = i; j < d.H; ++j) {
-          const float* aj = a + ((b * d.H + j) * d.Tq + r) * d.Tk;
-          double s = 0;
-          for (int64_t k = 0; k < K; ++k) s += static_cast<double>(ai[k]) * aj[k];
-          G[static_cast<size_t>(i * d.H + j)] += s;
-        }
-      }
-    }
-  for (int64_t i = 0; i < d.H; ++i)
-    for (int64_t j = 0; j < i; ++j) G[static_cast<size_t>(i * d.H + j)] = G[static_cast<size_t>(j * d.H + i)];
+  std::vector<double> G(static_cast<size_t>(d.H * d.H));
+  cpu::xray_probs_gram(probs_args(t, d), t.probs.data<float>(), t.query_lengths.data(), t.key_lengths.data(), G.data());
   return G;
 }
 

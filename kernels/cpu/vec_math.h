@@ -41,7 +41,7 @@
 // active_isa() (kernels/cpu/cpu_features.h) names, from the body `name##_body`, which must be
 // PILLARS_VEC_INLINE so that each version inlines and vectorizes it for its own ISA. Used on the
 // per-row functions of the softmax, layer-norm and cross-entropy kernels and on the head metrics'
-// Gram rows; the calls are per row, so the dispatch costs nothing measurable.
+// Gram rows (kernels/cpu/xray.cpp); the calls are per row, so the dispatch costs nothing measurable.
 //
 // Why not GCC's target_clones? It picks the version at load time from the CPU alone, so PILLARS_ISA
 // and the tests' force_isa could not reach these loops: the wider vectors sum their reductions in
