@@ -57,7 +57,7 @@
 #include <memory>
 #include <utility>
 
-#include "kernels/bf16_bits.h"
+#include "kernels/cpu/cast.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/philox.h"
 
@@ -165,18 +165,6 @@ void unpack_rows(const float* src, int64_t ld, int64_t n, float alpha, int64_t D
       for (int64_t d = 0; d < D; d += kPad) __builtin_prefetch(y[r0 + r + kRowsAhead] + d, 1);
 #pragma omp simd
     for (int64_t d = 0; d < D; ++d) out[d] = alpha * src[r * ld + d];
-  }
-}
-
-// x[0:n] ← the bf16 value of each element (rounded to nearest even, kernels/bf16_bits.h), as fp32:
-// the operands of the bf16 products (AttentionParams::bf16).
-void round_to_bf16(float* x, int64_t n) {
-#pragma omp simd
-  for (int64_t i = 0; i < n; ++i) {
-    uint32_t bits;
-    std::memcpy(&bits, x + i, 4);
-    bits = static_cast<uint32_t>(bf16_bits_of_f32_bits(bits)) << 16;
-    std::memcpy(x + i, &bits, 4);
   }
 }
 

@@ -28,4 +28,14 @@ void bf16_to_f32(const CastArgs& a, const uint16_t* x, float* y) {
   }
 }
 
+void round_to_bf16(float* x, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, x + i, 4);
+    bits = static_cast<uint32_t>(bf16_bits_of_f32_bits(bits)) << 16;
+    std::memcpy(x + i, &bits, 4);
+  }
+}
+
 } // namespace pillars::cpu

@@ -19,4 +19,10 @@ void f32_to_bf16(const CastArgs& a, const float* x, uint16_t* y);
 // y[i] = float(x[i]): x (n) → y (n).
 void bf16_to_f32(const CastArgs& a, const uint16_t* x, float* y);
 
+// x[i] ← float(bf16(x[i])), in place: x (n) keeps fp32 storage but holds bf16 values (the low 16
+// bits zero), the operands of a bf16 product that runs on fp32 arithmetic (kernels/cpu/attention.h).
+// Rounding a bf16 value again leaves it unchanged, so a value rounded once may be read as rounded.
+// One thread: it serves small tiles, inside kernels that already run on OpenMP threads.
+void round_to_bf16(float* x, int64_t n);
+
 } // namespace pillars::cpu
