@@ -12,6 +12,8 @@
 // to the fp32 reference of the unrounded operands everywhere (the error is bf16's, not fp32's), so
 // a silent fp32 path fails. With bf16 off the same inputs stay within fp32's tolerance of the
 // unrounded reference (that fp32 is bit for bit what it was is the first-updates pins' check).
+// kv_rounded: K and V rounded beforehand (as a decoder's cache is, once, as written) and read
+// without rounding give the bits of rounding them in the kernel, forward and backward.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -22,6 +24,7 @@
 
 #include "engine/tensor.h"
 #include "kernels/cpu/attention.h"
+#include "kernels/cpu/cast.h"
 
 using namespace pillars;
 
@@ -151,7 +154,43 @@ void check_case(const Case& c) {
   CHECK(beyond(dQ32, plain.dQ, plain.mdQ, 1e-5) == 0);
 }
 
+// Forward and backward in bf16 on K, V as given (kv_rounded as told): O, lse, dQ, dK, dV in a row.
+std::vector<float> run_bf16(const Case& c, const Data& d, const std::vector<float>& K, const std::vector<float>& V,
+                            bool kv_rounded) {
+  cpu::AttentionParams p = cpu::attention_params_contiguous(c.B, c.H, c.Tq, c.Tk, c.D);
+  p.causal = c.causal, p.key_lengths = d.lengths.data();
+  p.bf16 = true, p.kv_rounded = kv_rounded;
+  std::vector<float> O(d.Q.size()), lse(static_cast<size_t>(c.B * c.H * c.Tq)), dQ(d.Q.size()), dK(K.size()),
+      dV(V.size());
+  cpu::attention_forward(p, d.Q.data(), K.data(), V.data(), O.data(), lse.data(), nullptr);
+  cpu::attention_backward(p, d.Q.data(), K.data(), V.data(), O.data(), lse.data(), d.dO.data(), dQ.data(), dK.data(),
+                          dV.data());
+  std::vector<float> all;
+  for (const std::vector<float>* x : {&O, &lse, &dQ, &dK, &dV}) all.insert(all.end(), x->begin(), x->end());
+  return all;
+}
+
+void check_kv_rounded(const Case& c) {
+  CAPTURE(c.Tq);
+  CAPTURE(c.Tk);
+  CAPTURE(c.D);
+  std::mt19937 rng(static_cast<unsigned>(c.Tq * 17 + c.Tk + c.D));
+  const Data d = make(c, rng);
+  std::vector<float> K = d.K, V = d.V; // rounded once, as cache_write stores them in bf16
+  cpu::round_to_bf16(K.data(), static_cast<int64_t>(K.size()));
+  cpu::round_to_bf16(V.data(), static_cast<int64_t>(V.size()));
+  const std::vector<float> want = run_bf16(c, d, d.K, d.V, false), got = run_bf16(c, d, K, V, true);
+  REQUIRE(want.size() == got.size());
+  CHECK(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)) == 0);
+}
+
 } // namespace
+
+TEST_CASE("attention bf16: K and V rounded once and read as kv_rounded give the same bits as rounding in the kernel") {
+  check_kv_rounded({1, 3, 1, 77, 40, false, true}); // one query over a ragged cache: a decoding step
+  check_kv_rounded({4, 2, 1, 200, 64, false, true});
+  check_kv_rounded({2, 2, 37, 90, 24, true, true});
+}
 
 TEST_CASE("attention bf16: fused forward and backward against float64 on bf16 operands, not causal") {
   check_case({2, 2, 100, 100, 24, false, false});

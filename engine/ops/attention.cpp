@@ -76,6 +76,7 @@ cpu::AttentionParams kernel_params(const KernelContext& c, const Shape& q, const
   p.seed = op.seed + c.run_seed;
   p.rng_offset = op.rng_offset;
   p.bf16 = cpu::matmul_precision() == Precision::bf16; // the products at the CPU's matmul precision
+  p.kv_rounded = op.kv_rounded;                        // caches cache_write rounded (bf16 only)
   return p;
 }
 
@@ -83,7 +84,7 @@ std::string print_params(const Node& n) {
   const AttentionParams& p = params_of<AttentionParams>(n);
   return str_cat(" scale=", p.scale, p.causal ? " causal" : "",
                  p.dropout != 0.0f ? str_cat(" dropout=", p.dropout, " seed=", p.seed, " offset=", p.rng_offset) : "",
-                 p.emit_probs ? " probs" : "", " kernel=", enum_name(p.kernel));
+                 p.emit_probs ? " probs" : "", p.kv_rounded ? " kv_rounded" : "", " kernel=", enum_name(p.kernel));
 }
 
 // q (B, Tq, H, D), k (B, Tk, H, D): S = Q·Kᵀ and O = P·V, 2·Tq·Tk·D each per (b, h); halved under
@@ -191,7 +192,8 @@ AttentionParams params_from(const AttentionOptions& opt, int64_t D) {
                          .seed = opt.seed,
                          .rng_offset = opt.rng_offset,
                          .emit_probs = opt.emit_probs,
-                         .kernel = opt.kernel};
+                         .kernel = opt.kernel,
+                         .kv_rounded = opt.kv_rounded};
 }
 
 } // namespace

@@ -29,6 +29,10 @@ struct AttentionOptions {
   uint64_t seed = 0, rng_offset = 0;
   bool emit_probs = false; // also return A (B, H, Tq, Tk), the probabilities before dropout
   AttentionKernel kernel = AttentionKernel::pillars;
+  // k and v are key/value caches written by cache_write (decoding.h), which rounds them to bf16
+  // values under a bf16 CPU precision: the CPU kernel then skips rounding them again (the same
+  // bits). Only for such caches: an unrounded k or v would reach the bf16 products unrounded.
+  bool kv_rounded = false;
 };
 
 struct AttentionResult {
@@ -55,6 +59,7 @@ struct AttentionParams {
   uint64_t rng_offset = 0; // the dropout stream's offset (kernels/philox.h)
   bool emit_probs = false; // the forward also outputs A (B, H, Tq, Tk), the probabilities before dropout
   AttentionKernel kernel = AttentionKernel::pillars; // which implementation runs the node
+  bool kv_rounded = false; // k, v are caches cache_write keeps in bf16 values when the CPU runs bf16
 };
 
 // The op itself, for passes that find or rewrite attention nodes (node.op == &ops::kAttention).

@@ -366,10 +366,11 @@ void forward_query_block(const AttentionParams& p, const TileKernels& tiles, con
   for (int64_t j0 = 0; j0 < last_key; j0 += kBlockK) { // blocks past every query's mask: skipped
     const int64_t cols = std::min(kBlockK, last_key - j0);
     const bool masked = block_visibility(visible, rows, ld, j0, cols, t);
-    // bf16: K and V of the block rounded into kb, vb (rows D apart), read from there.
+    // bf16: K and V of the block rounded into kb, vb (rows D apart), read from there; when they
+    // already hold bf16 values (kv_rounded), read in place: the same operands, the same products.
     const float *kblk = k[j0], *vblk = v[j0];
     int64_t k_stride = p.k_token_stride, v_stride = p.v_token_stride;
-    if (p.bf16) {
+    if (p.bf16 && !p.kv_rounded) {
       pack_rows(k, j0, cols, cols, D, D, t.kb);
       pack_rows(v, j0, cols, cols, D, D, t.vb);
       round_to_bf16(t.kb, cols * D);
@@ -446,7 +447,7 @@ void backward_key_block(const AttentionParams& p, const TileKernels& tiles, cons
   prefetch_rows(v, j0, real, D);
   pack_rows(k, j0, real, cols_pad, D, Dp, t.k);
   pack_rows(v, j0, real, cols_pad, D, Dp, t.v);
-  if (p.bf16) {
+  if (p.bf16 && !p.kv_rounded) {
     round_to_bf16(t.k, cols_pad * Dp);
     round_to_bf16(t.v, cols_pad * Dp);
   }

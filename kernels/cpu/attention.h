@@ -29,7 +29,10 @@
 // before dS·K and dSᵀ·Q. The softmax (max, exp, sum, lse), δ = rowsum(dO∘O) (from the unrounded
 // dO) and the dropout mask stay fp32. The products run on the fp32 tile kernels: these are bf16's
 // numerics, not its speed. false: every product fp32, exactly as before the flag existed. The
-// reference functions ignore the flag.
+// reference functions ignore the flag. kv_rounded (with bf16) says K and V already hold bf16 values
+// (a decoder's key/value cache, rounded once as each position is written: kernels/cpu/decoding.h):
+// the kernels read them as they are instead of rounding them again. Rounding is idempotent, so the
+// result is bit-identical; it saves re-rounding the whole (B, Tk, H, D) cache at every step.
 //
 // attention_forward / attention_backward are the fused kernels (attention.cpp: online softmax,
 // O(T) memory). The *_reference functions (attention_reference.cpp) materialize the (B, H, Tq, Tk)
@@ -48,6 +51,7 @@ struct AttentionParams {
   float dropout_p = 0.0f;                      // on the probabilities; 0 = off
   uint64_t seed = 0, rng_offset = 0;           // the Philox stream of the dropout mask
   bool bf16 = false;                           // the products' operands rounded to bf16 (below)
+  bool kv_rounded = false;                     // bf16: K and V hold bf16 values already (below)
   int64_t q_batch_stride = 0, q_token_stride = 0;
   int64_t k_batch_stride = 0, k_token_stride = 0;
   int64_t v_batch_stride = 0, v_token_stride = 0;
