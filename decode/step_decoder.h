@@ -22,8 +22,10 @@
 // on its first product, into the bf16 GEMM's layout and kept for the decoder's life (a
 // Bf16WeightCache installed during start and step), instead of being packed again by every
 // small-M product of every step: the parameters must not change while the decoder lives. The
-// same bits as packing per call. On a GPU the precision is cuda_set_precision's; set_precision
-// refuses bf16 there.
+// same bits as packing per call. In bf16 the self-attention caches also hold bf16 values, each key
+// and value rounded once as a step writes it (engine/ops/decoding.h: cache_write), which the step's
+// attention reads without rounding again: change the precision between batches, not within one.
+// On a GPU the precision is cuda_set_precision's; set_precision refuses bf16 there.
 //
 // Graphs are compiled per step shape (rows, rows before, ...), once, and kept while the source
 // length and capacity stay those of the batch; all of them share one arena. On a CUDA device the

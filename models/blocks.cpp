@@ -14,6 +14,7 @@
 //   self-attention   the row's new key and value are written into its cache at its position
 //                    (after the cache's rows follow the beams the last step chose), and the one
 //                    query attends to the cache's first position + 1 slots: causal by construction;
+//                    in bf16 the cache holds bf16 values, rounded once as written (kv_rounded);
 //   cross-attention  the source's keys and values were computed once (models/decoding.h's encoder
 //                    graph) and sit in a cache of one row per sentence; the k rows of a sentence
 //                    attend to it together, as k queries of one batch entry.
@@ -90,9 +91,10 @@ namespace {
 // The heads and the output projection, from per-head q (B, Tq, H, Dh), k, v (B, Tk, H, Dh) to
 // (B, Tq, d): O = dropout(softmax(q kᵀ / √Dh + masks)) v per (batch, head), then out_proj.
 // fairseq multiplies q by Dh^-1/2 before the product; the fused op scales the scores instead: the
-// same function. Records the module's AttentionSite.
+// same function. Records the module's AttentionSite. kv_rounded: k and v are caches cache_write
+// filled (ops::AttentionOptions::kv_rounded).
 ValueId attend(Emitter& e, const std::string& module, ValueId q, ValueId k, ValueId v, bool causal, ValueId key_lengths,
-               ValueId query_lengths) {
+               ValueId query_lengths, bool kv_rounded = false) {
   Graph& g = e.g;
   const int64_t d = e.cfg.d_model, H = e.cfg.heads_of(module), Dh = e.cfg.head_dim(), HD = H * Dh;
   const int64_t B = g.shape(q)[0], Tq = g.shape(q)[1], Tk = g.shape(k)[1];
@@ -100,6 +102,7 @@ ValueId attend(Emitter& e, const std::string& module, ValueId q, ValueId k, Valu
   a.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(Dh)));
   a.causal = causal;
   a.key_lengths = key_lengths;
+  a.kv_rounded = kv_rounded;
   if (e.opt.train && e.cfg.attention_dropout > 0.0f) {
     a.dropout = e.cfg.attention_dropout;
     a.seed = e.opt.dropout_seed;
@@ -152,7 +155,9 @@ ValueId self_attention(Emitter& e, const std::string& module, ValueId h, ValueId
     return ops::cache_write(e.g, old, head_projection(e, module, proj, h), s.positions);
   };
   const ValueId k = cached(".k_cache", "k_proj"), v = cached(".v_cache", "v_proj");
-  return attend(e, module, q, k, v, /*causal=*/false, s.self_lengths, kNoValue);
+  // Every slot of k and v was stored by cache_write (at this step or an earlier one), rounded to
+  // bf16 when the CPU runs bf16: the attention need not round the (N, T, H, Dh) caches again.
+  return attend(e, module, q, k, v, /*causal=*/false, s.self_lengths, kNoValue, /*kv_rounded=*/true);
 }
 
 // Decoder cross-attention, y (B, Tt, d) over enc (B, Ts, d), padded source keys masked. A step:

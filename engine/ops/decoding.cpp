@@ -11,6 +11,7 @@
 
 #include "engine/ops/common.h"
 #include "kernels/cpu/decoding.h"
+#include "kernels/cpu/gemm_precision.h"
 
 namespace pillars::ops {
 namespace {
@@ -76,10 +77,13 @@ std::vector<OutputSpec> infer_write(const Graph& g, const Node& n) {
   return {{s, DType::f32}};
 }
 
+// At the CPU's bf16 matmul precision the slot is stored rounded to bf16 values: the fused attention
+// reads such a cache without rounding it again (AttentionOptions::kv_rounded).
 void cpu_write(const KernelContext& c) {
   copy_if_separate(c);
   const CacheDims d = dims_of(c.out[0].shape());
-  cpu::cache_write({.R = d.R, .T = d.T, .W = d.W}, c.in[1].data<float>(), c.in[2].data<int32_t>(),
+  const bool bf16 = cpu::matmul_precision() == Precision::bf16;
+  cpu::cache_write({.R = d.R, .T = d.T, .W = d.W, .bf16 = bf16}, c.in[1].data<float>(), c.in[2].data<int32_t>(),
                    c.out[0].data<float>());
 }
 

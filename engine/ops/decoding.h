@@ -11,7 +11,10 @@
 //       finished leaving the batch (R_out < R_in: the live rows move to the front). Only the first
 //       filled[r] time slots are copied (all of them without `filled`).
 //   cache_write(cache (R, T, H, Dh), x (R, 1, H, Dh), positions i32 (R)) → (R, T, H, Dh)
-//       cache[r, positions[r]] = x[r, 0]: this step's key or value of every row.
+//       cache[r, positions[r]] = x[r, 0]: this step's key or value of every row. At the CPU's
+//       bf16 matmul precision, x rounded to bf16 values (to nearest even, kept as fp32), the
+//       rounding the bf16 attention applies to its K and V: done once here, an attention that
+//       reads the cache is told so (AttentionOptions::kv_rounded) and does not round it again.
 //   beam_candidates(logprobs (S·k, V), row_scores (S·k), eos_rule i32 (S·k)) → scores (S, n),
 //       index i32 (S, n): per sentence, the n best extensions row_score + log p over its k rows
 //       × V tokens, as row · V + token (kernels/cpu/decoding.h has the banned tokens and ties).

@@ -8,6 +8,7 @@
 
 #include "base/error.h"
 #include "base/parallel.h"
+#include "kernels/cpu/cast.h"
 
 namespace pillars::cpu {
 
@@ -16,8 +17,11 @@ void cache_write(const CacheWriteArgs& a, const float* x, const int32_t* positio
   for (int64_t r = 0; r < R; ++r)
     PILLARS_CHECK(positions[r] >= 0 && positions[r] < T, "cache_write: row ", r, " writes position ", positions[r],
                   ", outside the cache's ", T, " slots");
-  for (int64_t r = 0; r < R; ++r)
-    std::memcpy(cache + (r * T + positions[r]) * W, x + r * W, static_cast<size_t>(W) * sizeof(float));
+  for (int64_t r = 0; r < R; ++r) {
+    float* slot = cache + (r * T + positions[r]) * W;
+    std::memcpy(slot, x + r * W, static_cast<size_t>(W) * sizeof(float));
+    if (a.bf16) round_to_bf16(slot, W);
+  }
 }
 
 void cache_gather(const CacheGatherArgs& a, const float* src, const int32_t* origin, const int32_t* filled, float* dst,

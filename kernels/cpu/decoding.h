@@ -6,6 +6,8 @@
 // the graph, in place, so it persists from one decoding step to the next.
 //
 //   cache_write      cache[r, positions[r], :] = x[r, :]                 x (R, W), positions i32 (R)
+//                    bf16: = float(bf16(x[r, :])) instead (round_to_bf16, cast.h): the value the
+//                    bf16 attention would round it to at every later step, rounded once here.
 //   cache_gather     rows r < R_out: dst[r] = src[origin[r]]             origin i32 (R_out); only the
 //                    first filled[r] slots are copied (all T when filled is null). In place when
 //                    dst = src (then rows with origin[r] = r are left alone, and scratch holds
@@ -27,6 +29,7 @@ namespace pillars::cpu {
 
 struct CacheWriteArgs {
   int64_t R = 0, T = 0, W = 0; // cache (R, T, W): rows, time slots, floats per slot; x (R, W)
+  bool bf16 = false;           // store x rounded to bf16 values (still fp32, the low 16 bits zero)
 };
 // x (R, W), positions i32 (R) → cache (R, T, W), written in place. Throws pillars::Error naming
 // the row whose position lies outside [0, T).
