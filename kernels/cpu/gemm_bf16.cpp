@@ -129,67 +129,77 @@ void scale_c(const Product<T>& p) {
 
 // ---- packing -------------------------------------------------------------------------------------
 
-// One chunk of one panel: lanes 0..w-1 of W, values k0 .. k0 + kw - 1 of KW (the rest zero).
-// X points at (lane 0, k0). Two shapes of memory get their own loops, the rest the plain one:
-//   k_stride == 1 (rows of A, columns of Bᵀ): each lane's run over k is contiguous: copy runs;
-//   lane_stride == 1, KW == 2 (columns of B): the pair is two rows of X: interleave them.
+thread_local Scratch<uint16_t> t_stage; // one or two contiguous runs of op(X), already in bf16
+
+// y[0:n] = bf16(x[0:n]): a contiguous run, copied or rounded. The rounding is branch-free
+// (kernels/bf16_bits.h), so this loop vectorizes; the packing loops below only move 16-bit values.
 template <class T>
-void pack_chunk(const T* X, int64_t lane_stride, int64_t k_stride, int64_t w, int64_t W, int64_t kw, int64_t KW,
-                uint16_t* d) {
-  constexpr bool kCopy = std::is_same_v<T, uint16_t>; // bf16 already: runs are copied
-  if (k_stride == 1 && kw == KW && KW == 2) {
-    if constexpr (kCopy) {
-      for (int64_t c = 0; c < w; ++c) std::memcpy(d + 2 * c, X + c * lane_stride, 4); // one 32-bit pair
-    } else {
-      for (int64_t c = 0; c < w; ++c)
-        d[2 * c] = to_bf16(X[c * lane_stride]), d[2 * c + 1] = to_bf16(X[c * lane_stride + 1]);
-    }
-  } else if (k_stride == 1 && kw == KW) {
-    if constexpr (kCopy) {
-      for (int64_t c = 0; c < w; ++c) std::memcpy(d + c * KW, X + c * lane_stride, size_t(KW) * 2);
-    } else {
-      for (int64_t c = 0; c < w; ++c)
-        for (int64_t e = 0; e < KW; ++e) d[c * KW + e] = to_bf16(X[c * lane_stride + e]);
-    }
-  } else if (lane_stride == 1 && KW == 2 && kw == 2) {
-    const T *even = X, *odd = X + k_stride;
-    for (int64_t c = 0; c < w; ++c) d[2 * c] = to_bf16(even[c]), d[2 * c + 1] = to_bf16(odd[c]);
+void to_bf16_run(const T* x, int64_t n, uint16_t* y) {
+  if constexpr (std::is_same_v<T, uint16_t>) {
+    std::memcpy(y, x, size_t(n) * 2);
   } else {
-    for (int64_t c = 0; c < w; ++c)
-      for (int64_t e = 0; e < KW; ++e)
-        d[c * KW + e] = e < kw ? to_bf16(X[c * lane_stride + e * k_stride]) : uint16_t{0};
+    for (int64_t i = 0; i < n; ++i) y[i] = to_bf16(x[i]);
   }
-  std::fill(d + w * KW, d + W * KW, uint16_t{0}); // lanes past the last one
 }
 
 // `lanes` lanes of op(X) over K, where (lane l, k) is X[l · lane_stride + k · k_stride], into
 // panels of W lanes and chunks of KW values of k, zero-padded to whole panels and to kpad:
 //   dst[(l / W) · W · kpad + (k / KW) · W · KW + (l % W) · KW + k % KW] = op(X)(l, k).
-// The loops follow the source: when lanes are contiguous (a row of X holds one k for many lanes),
-// chunk by chunk, each filling every panel from the same rows of X; otherwise panel by panel,
-// each lane's run over k read in order.
+// One of the two strides is 1 (X is row-major, op(X) = X or Xᵀ), and the loops follow it: each
+// contiguous run of X is rounded once into a staging run, in order, and then scattered from there.
+//   k_stride == 1 (rows of A, columns of Bᵀ): lane by lane, the lane's run over k;
+//   lane_stride == 1 (columns of B, rows of Aᵀ): chunk by chunk, the KW rows of X that hold the
+//     chunk's values of k for every lane.
 template <class T>
 void pack(const T* X, int64_t lane_stride, int64_t k_stride, int64_t lanes, int64_t K, int64_t W, int64_t KW,
           int64_t kpad, uint16_t* dst, int threads) {
   const int64_t panels = ceil_div(lanes, W), chunks = kpad / KW;
-  const auto pack_one = [&](int64_t q, int64_t t) {                     // panel q, chunk t
-    const int64_t w = std::min(W, lanes - q * W);                       // valid lanes in this panel
-    const int64_t k0 = t * KW, kw = std::clamp<int64_t>(K - k0, 0, KW); // valid k in this chunk
-    uint16_t* d = dst + q * W * kpad + t * W * KW;
-    if (kw == 0)
-      std::fill(d, d + W * KW, uint16_t{0});
-    else
-      pack_chunk(X + q * W * lane_stride + k0 * k_stride, lane_stride, k_stride, w, W, kw, KW, d);
-  };
-  if (lane_stride == 1) {
-    parallel_for(threads, chunks, [&](int64_t t) {
-      for (int64_t q = 0; q < panels; ++q) pack_one(q, t);
-    });
-  } else {
+  if (k_stride == 1) {
     parallel_for(threads, panels, [&](int64_t q) {
-      for (int64_t t = 0; t < chunks; ++t) pack_one(q, t);
+      uint16_t* panel = dst + q * W * kpad;
+      uint16_t* run = t_stage.get(kpad);
+      const int64_t w = std::min(W, lanes - q * W); // valid lanes in this panel
+      for (int64_t c = 0; c < W; ++c) {
+        if (c < w) {
+          to_bf16_run(X + (q * W + c) * lane_stride, K, run);
+          std::fill(run + K, run + kpad, uint16_t{0});
+        } else {
+          std::fill(run, run + kpad, uint16_t{0}); // lanes past the last one
+        }
+        if (KW == 2) { // one 32-bit pair per chunk
+          for (int64_t t = 0; t < chunks; ++t) std::memcpy(panel + t * W * 2 + c * 2, run + t * 2, 4);
+        } else {
+          for (int64_t t = 0; t < chunks; ++t) std::memcpy(panel + t * W * KW + c * KW, run + t * KW, size_t(KW) * 2);
+        }
+      }
     });
+    return;
   }
+  PILLARS_CHECK(lane_stride == 1, "gemm_bf16: an operand with neither stride 1");
+  const int64_t padded = panels * W;
+  parallel_for(threads, chunks, [&](int64_t t) {
+    uint16_t* rows = t_stage.get(KW * padded); // rows[e · padded + l] = op(X)(l, t · KW + e)
+    for (int64_t e = 0; e < KW; ++e) {
+      uint16_t* row = rows + e * padded;
+      const int64_t k = t * KW + e;
+      if (k < K) {
+        to_bf16_run(X + k * k_stride, lanes, row);
+        std::fill(row + lanes, row + padded, uint16_t{0});
+      } else {
+        std::fill(row, row + padded, uint16_t{0});
+      }
+    }
+    for (int64_t q = 0; q < panels; ++q) {
+      uint16_t* chunk = dst + q * W * kpad + t * W * KW;
+      const uint16_t* lane0 = rows + q * W;
+      if (KW == 2) { // interleave two rows into 32-bit pairs: (k even, k odd) per lane
+        for (int64_t c = 0; c < W; ++c) chunk[2 * c] = lane0[c], chunk[2 * c + 1] = lane0[padded + c];
+      } else {
+        for (int64_t c = 0; c < W; ++c)
+          for (int64_t e = 0; e < KW; ++e) chunk[c * KW + e] = lane0[e * padded + c];
+      }
+    }
+  });
 }
 
 // ---- the packed paths ----------------------------------------------------------------------------
