@@ -81,8 +81,8 @@ Command add_bench_command(CLI::App& app) {
       ->add_option(
           "--precision", opt->precision,
           "gemm, step and decode on the CPU only: fp32 | bf16 (gemm: operands in bf16, fp32 accumulation, next to our "
-          "fp32 and oneDNN; step: our step at matmul precision fp32, then bf16; decode: our beam search at "
-          "precision fp32, then bf16)")
+          "fp32 and oneDNN; step: our step at matmul precision fp32, then bf16, then PyTorch bf16 autocast; decode: "
+          "our beam search at precision fp32, then bf16)")
       ->check(CLI::IsMember(enum_names<Precision>()));
   return {bench, [opt]() {
             const Device device = parse_enum<Device>(opt->device, "--device");

@@ -97,8 +97,9 @@ StepResult run_ours(int repeats, const steps::PassSettings& passes) {
   return r;
 }
 
-// Runs the PyTorch twin; returns false (with a printed reason) if python3/torch are missing.
-bool run_torch(int threads, int repeats, StepResult& r) {
+// Runs the PyTorch twin (bf16: under torch.autocast to bf16); returns false (with a printed reason)
+// if python3/torch are missing.
+bool run_torch(int threads, int repeats, StepResult& r, bool bf16 = false) {
   const std::filesystem::path script = std::filesystem::path(PILLARS_SOURCE_DIR) / "tools/bench/torch_step.py";
   if (!std::filesystem::exists(script)) {
     std::printf("PyTorch: skipped (%s not found)\n", script.c_str());
@@ -107,7 +108,7 @@ bool run_torch(int threads, int repeats, StepResult& r) {
   const std::string cmd = "/usr/bin/python3 " + script.string() + " --threads " + std::to_string(threads) +
                           " --repeats " + std::to_string(repeats) + " --batch " + std::to_string(kBatch) +
                           " --src-len " + std::to_string(kSrcLen) + " --tgt-len " + std::to_string(kTgtLen) +
-                          " 2>/dev/null";
+                          (bf16 ? " --bf16" : "") + " 2>/dev/null";
   FILE* pipe = popen(cmd.c_str(), "r");
   if (!pipe) return false;
   std::string out;
@@ -178,6 +179,15 @@ int bench_step_bf16(int threads, int repeats) {
               fp32.first_loss);
   std::printf("  pillars bf16  %8.1f target tokens/s = %.2fx  (%.3f s/step, loss %.4f)\n", bf16.tokens_per_s,
               bf16.tokens_per_s / fp32.tokens_per_s, bf16.median_s, bf16.first_loss);
+  StepResult torch;
+  if (run_torch(threads, repeats, torch, /*bf16=*/true)) {
+    std::printf("  pytorch bf16 autocast  %8.1f target tokens/s  (%.3f s/step, loss %.4f)\n", torch.tokens_per_s,
+                torch.median_s, torch.first_loss);
+    std::printf("  pillars bf16 = %.2fx PyTorch bf16 autocast (target with AMX >= 1.5x)\n",
+                bf16.tokens_per_s / torch.tokens_per_s);
+  }
+  std::printf("  pillars bf16 = %.2fx pillars fp32 (targets: with AMX >= 2x, with AVX512-BF16 only >= 1.3x)\n",
+              bf16.tokens_per_s / fp32.tokens_per_s);
   return 0;
 }
 
