@@ -1,5 +1,5 @@
 // The settings of the head-level methods, as typed values: the experiment file's `heads` and
-// `prune` sections (train/experiment.cpp reads them, with the words below, once, at load time).
+// `prune` sections (read once, at load time, with the words below: train/experiment_fields_heads.cpp).
 // ght/ needs nothing else from an experiment, so it depends on no training code.
 //
 // docs/METHOD.md explains each method; `pillars schema --markdown` documents each field.

@@ -26,6 +26,7 @@
 #include "train/device_scope.h"
 #include "train/trainer.h"
 #include "tests/test_env.h"
+#include "tests/test_small_run.h"
 
 using namespace pillars;
 using namespace pillars::train;
@@ -34,21 +35,9 @@ namespace fs = std::filesystem;
 namespace {
 
 Experiment experiment_on(const std::string& device) {
-  nlohmann::json j = {
-      {"task", "translation"},
-      {"seed", 5},
-      {"data",
-       {{"dataset", "multi30k-de-en"},
-        {"source", "de"},
-        {"target", "en"},
-        {"bpe_merges", 2000},
-        {"max_tokens", 1024},
-        {"train_fraction", 0.2}}},
-      {"model",
-       {{"config", "small"}, {"d_model", 64}, {"heads", 4}, {"ffn", 128}, {"enc_layers", 2}, {"dec_layers", 2}}},
-      {"optim", {{"lr", 2e-3}, {"warmup_updates", 50}}},
-      {"train",
-       {{"max_updates", 100}, {"valid_bleu", false}, {"keep_best", 1}, {"device", device}, {"precision", "fp32"}}}};
+  nlohmann::json j = testing::small_multi30k_json(5);
+  j["train"] = {
+      {"max_updates", 100}, {"valid_bleu", false}, {"keep_best", 1}, {"device", device}, {"precision", "fp32"}};
   return parse_experiment(j, "test_cuda_training.json");
 }
 

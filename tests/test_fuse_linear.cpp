@@ -30,6 +30,7 @@
 #include "steps/pass.h"
 #include "tests/grad_check.h"
 #include "tests/test_env.h"
+#include "tests/test_small_run.h"
 #include "tests/tiny_step.h"
 #include "train/session.h"
 
@@ -364,27 +365,14 @@ TEST_CASE(
   // head gates pass and renumbered values, the bind failed ("value %75 is not an input or
   // parameter"). The Hard-Concrete gates find their noise by name; they are here for coverage.
   const auto losses = [&](const nlohmann::json& heads, bool fuse) {
-    nlohmann::json j = {
-        {"task", "translation"},
-        {"seed", 5},
-        {"data",
-         {{"dataset", "multi30k-de-en"},
-          {"source", "de"},
-          {"target", "en"},
-          {"bpe_merges", 2000},
-          {"max_tokens", 1024},
-          {"train_fraction", 0.2}}},
-        {"model",
-         {{"config", "small"}, {"d_model", 64}, {"heads", 4}, {"ffn", 128}, {"enc_layers", 2}, {"dec_layers", 2}}},
-        {"optim", {{"lr", 2e-3}, {"warmup_updates", 50}}},
-        {"train",
-         {{"max_updates", 5},
-          {"valid_bleu", false},
-          {"log_every", 1},
-          {"keep_best", 1},
-          {"fuse_linear_activation", fuse},
-          {"fuse_linear_cross_entropy", fuse}}},
-        {"heads", heads}};
+    nlohmann::json j = testing::small_multi30k_json(5);
+    j["train"] = {{"max_updates", 5},
+                  {"valid_bleu", false},
+                  {"log_every", 1},
+                  {"keep_best", 1},
+                  {"fuse_linear_activation", fuse},
+                  {"fuse_linear_cross_entropy", fuse}};
+    j["heads"] = heads;
     const std::string name =
         std::string(heads.contains("drophead") ? "drophead" : "gates") + (fuse ? "_fused" : "_plain");
     train::SessionOptions so;

@@ -42,6 +42,7 @@
 #include "steps/steps.h"
 #include "tests/grad_check.h"
 #include "tests/test_env.h"
+#include "tests/test_small_run.h"
 #include "tests/tiny_step.h"
 #include "train/memory_estimate.h"
 #include "train/session.h"
@@ -362,26 +363,13 @@ TEST_CASE("fuse_linear_cross_entropy: GCT training on Multi30k gives the unfused
   }
   testing::ScratchDir tmp("pillars_linear_ce_", /*own_cache=*/true);
   const auto losses = [&](bool fuse) {
-    nlohmann::json j = {
-        {"task", "translation"},
-        {"seed", 3},
-        {"data",
-         {{"dataset", "multi30k-de-en"},
-          {"source", "de"},
-          {"target", "en"},
-          {"bpe_merges", 2000},
-          {"max_tokens", 1024},
-          {"train_fraction", 0.2}}},
-        {"model",
-         {{"config", "small"}, {"d_model", 64}, {"heads", 4}, {"ffn", 128}, {"enc_layers", 2}, {"dec_layers", 2}}},
-        {"optim", {{"lr", 2e-3}, {"warmup_updates", 50}}},
-        {"train",
-         {{"max_updates", 20},
-          {"valid_bleu", false},
-          {"log_every", 1},
-          {"keep_best", 1},
-          {"fuse_linear_cross_entropy", fuse}}},
-        {"heads", {{"regularizer", "gct"}, {"feature_map", "V"}, {"groups", 2}}}};
+    nlohmann::json j = testing::small_multi30k_json(3);
+    j["train"] = {{"max_updates", 20},
+                  {"valid_bleu", false},
+                  {"log_every", 1},
+                  {"keep_best", 1},
+                  {"fuse_linear_cross_entropy", fuse}};
+    j["heads"] = {{"regularizer", "gct"}, {"feature_map", "V"}, {"groups", 2}};
     const std::string name = fuse ? "fused" : "plain";
     train::SessionOptions so;
     so.run_dir = (tmp.path / name).string(), so.quiet = true, so.evaluate = false;

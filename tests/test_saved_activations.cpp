@@ -40,6 +40,7 @@
 #include "train/pass_list.h"
 #include "tests/grad_check.h"
 #include "tests/test_env.h"
+#include "tests/test_small_run.h"
 #include "tests/tiny_step.h"
 #include "train/session.h"
 
@@ -438,26 +439,10 @@ TEST_CASE("saved_activations: GCT training on Multi30k follows the fp32 run's lo
   }
   testing::ScratchDir tmp("pillars_saved_activations_", /*own_cache=*/true);
   const auto losses = [&](const std::string& storage, const std::string& feature_map) {
-    nlohmann::json j = {
-        {"task", "translation"},
-        {"seed", 3},
-        {"data",
-         {{"dataset", "multi30k-de-en"},
-          {"source", "de"},
-          {"target", "en"},
-          {"bpe_merges", 2000},
-          {"max_tokens", 1024},
-          {"train_fraction", 0.2}}},
-        {"model",
-         {{"config", "small"}, {"d_model", 64}, {"heads", 4}, {"ffn", 128}, {"enc_layers", 2}, {"dec_layers", 2}}},
-        {"optim", {{"lr", 2e-3}, {"warmup_updates", 50}}},
-        {"train",
-         {{"max_updates", 20},
-          {"valid_bleu", false},
-          {"log_every", 1},
-          {"keep_best", 1},
-          {"saved_activations", storage}}},
-        {"heads", {{"regularizer", "gct"}, {"feature_map", feature_map}, {"groups", 2}}}};
+    nlohmann::json j = testing::small_multi30k_json(3);
+    j["train"] = {
+        {"max_updates", 20}, {"valid_bleu", false}, {"log_every", 1}, {"keep_best", 1}, {"saved_activations", storage}};
+    j["heads"] = {{"regularizer", "gct"}, {"feature_map", feature_map}, {"groups", 2}};
     const std::string name = storage + "_" + feature_map;
     train::SessionOptions so;
     so.run_dir = (tmp.path / name).string(), so.quiet = true, so.evaluate = false;

@@ -16,6 +16,7 @@
 #include "train/trainer.h"
 #include "steps/task.h"
 #include "tests/test_env.h"
+#include "tests/test_small_run.h"
 
 using namespace pillars;
 using namespace pillars::train;
@@ -25,20 +26,8 @@ namespace {
 
 // A small model on a fifth of Multi30k: a few milliseconds per update.
 Experiment small_experiment(int64_t max_updates) {
-  nlohmann::json j = {
-      {"task", "translation"},
-      {"seed", 3},
-      {"data",
-       {{"dataset", "multi30k-de-en"},
-        {"source", "de"},
-        {"target", "en"},
-        {"bpe_merges", 2000},
-        {"max_tokens", 1024},
-        {"train_fraction", 0.2}}},
-      {"model",
-       {{"config", "small"}, {"d_model", 64}, {"heads", 4}, {"ffn", 128}, {"enc_layers", 2}, {"dec_layers", 2}}},
-      {"optim", {{"lr", 2e-3}, {"warmup_updates", 50}}},
-      {"train", {{"max_updates", max_updates}, {"valid_bleu", false}, {"log_every", 1000}, {"keep_best", 1}}}};
+  nlohmann::json j = testing::small_multi30k_json(3);
+  j["train"] = {{"max_updates", max_updates}, {"valid_bleu", false}, {"log_every", 1000}, {"keep_best", 1}};
   return parse_experiment(j, "test_training.json");
 }
 

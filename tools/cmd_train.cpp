@@ -7,12 +7,12 @@
 #include <string>
 #include <vector>
 
-#include "decode/search.h"
 #include "base/run_guard.h"
 #include "train/checkpoint.h"
 #include "train/experiment.h"
 #include "train/session.h"
 #include "tools/commands.h"
+#include "tools/decoding_options.h"
 #include "tools/run_job.h"
 
 namespace pillars::cli {
@@ -77,8 +77,7 @@ Command add_eval_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("eval", "Evaluate a trained run or checkpoint: loss, perplexity, BLEU / ROUGE");
   struct Options {
     std::string target, split, checkpoint;
-    int64_t beam = 0, batch = 0, max_len_b = -1;
-    double lenpen = -1, max_len_a = -1;
+    DecodingOverrides decoding;
     int threads = 0;
     bool shuffle_sources = false;
     std::string device = "cpu", precision;
@@ -90,16 +89,7 @@ Command add_eval_command(CLI::App& app) {
          "--checkpoint", opt->checkpoint,
          "which checkpoint of a run directory (default: the run's eval.checkpoint; last where that file is missing)")
       ->check(CLI::IsMember({"best", "last", "average"}));
-  cmd->add_option("--beam", opt->beam, "beam size, 1 = greedy (default: the run's eval.beam)")
-      ->check(CLI::Range(int64_t{1}, decode::kMaxBeam));
-  cmd->add_option("--lenpen", opt->lenpen, "length penalty: log-probability / length^lenpen (default: eval.lenpen)")
-      ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--max-len-a", opt->max_len_a, "max target length = a * source length + b (default: eval.max_len_a)")
-      ->check(CLI::Range(0.0, 1000.0));
-  cmd->add_option("--max-len-b", opt->max_len_b, "see --max-len-a (default: eval.max_len_b)")
-      ->check(CLI::Range(int64_t{0}, limits::kMaxOutputLength));
-  cmd->add_option("--batch", opt->batch, "sentences per decoding batch (default: eval.batch_sentences)")
-      ->check(CLI::Range(int64_t{1}, limits::kMaxSentences));
+  add_decoding_options(cmd, &opt->decoding);
   cmd->add_option("--threads", opt->threads, "CPU threads (0 = all cores)")->check(threads_range());
   cmd->add_option("--device", opt->device, "where to decode: cpu | cuda")->check(CLI::IsMember(enum_names<Device>()));
   cmd->add_option("--precision", opt->precision,
@@ -116,11 +106,12 @@ Command add_eval_command(CLI::App& app) {
             eo.device = device_flag(opt->device);
             eo.split = opt->split;
             eo.checkpoint = opt->checkpoint;
-            if (opt->beam > 0) eo.beam = opt->beam;
-            if (opt->batch > 0) eo.batch_sentences = opt->batch;
-            if (opt->lenpen >= 0) eo.lenpen = opt->lenpen;
-            if (opt->max_len_a >= 0) eo.max_len_a = opt->max_len_a;
-            if (opt->max_len_b >= 0) eo.max_len_b = opt->max_len_b;
+            const DecodingOverrides& d = opt->decoding;
+            if (d.beam > 0) eo.beam = d.beam;
+            if (d.batch > 0) eo.batch_sentences = d.batch;
+            if (d.lenpen >= 0) eo.lenpen = d.lenpen;
+            if (d.max_len_a >= 0) eo.max_len_a = d.max_len_a;
+            if (d.max_len_b >= 0) eo.max_len_b = d.max_len_b;
             if (!opt->precision.empty()) eo.precision = parse_enum<Precision>(opt->precision, "--precision");
             const nlohmann::json r = train::evaluate_run(opt->target, eo);
             std::printf("%s\n", r.dump(2).c_str());

@@ -17,6 +17,7 @@
 #include "train/pipeline.h"
 #include "train/session.h"
 #include "tools/commands.h"
+#include "tools/decoding_options.h"
 
 namespace pillars::cli {
 
@@ -51,8 +52,7 @@ Command add_translate_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("translate", "Translate stdin to stdout with a trained checkpoint (beam search)");
   struct Options {
     std::string checkpoint, choice;
-    int64_t beam = 0, batch = 0, max_len_b = -1;
-    double lenpen = -1, max_len_a = -1;
+    DecodingOverrides decoding;
     int threads = 0;
     std::string device = "cpu", precision;
   };
@@ -62,16 +62,7 @@ Command add_translate_command(CLI::App& app) {
   cmd->add_option("--checkpoint", opt->choice,
                   "which checkpoint of a run directory (default: the run's eval.checkpoint)")
       ->check(CLI::IsMember({"best", "last", "average"}));
-  cmd->add_option("--beam", opt->beam, "beam size, 1 = greedy (default: the run's eval.beam)")
-      ->check(CLI::Range(int64_t{1}, decode::kMaxBeam));
-  cmd->add_option("--lenpen", opt->lenpen, "length penalty: score / length^lenpen (default: eval.lenpen)")
-      ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--max-len-a", opt->max_len_a, "max target length = a * source length + b (default: eval.max_len_a)")
-      ->check(CLI::Range(0.0, 1000.0));
-  cmd->add_option("--max-len-b", opt->max_len_b, "see --max-len-a (default: eval.max_len_b)")
-      ->check(CLI::Range(int64_t{0}, limits::kMaxOutputLength));
-  cmd->add_option("--batch", opt->batch, "sentences per decoding batch (default: eval.batch_sentences)")
-      ->check(CLI::Range(int64_t{1}, limits::kMaxSentences));
+  add_decoding_options(cmd, &opt->decoding);
   cmd->add_option("--threads", opt->threads, "CPU threads (0 = all cores)")->check(threads_range());
   cmd->add_option("--device", opt->device, "where to decode: cpu | cuda")->check(CLI::IsMember(enum_names<Device>()));
   cmd->add_option("--precision", opt->precision,
@@ -94,11 +85,12 @@ Command add_translate_command(CLI::App& app) {
         train::check_run_checkpoint(ck, path, pipeline, run_dir, e); // its dictionary and its model
         const std::vector<std::string> lines = read_sentences(std::cin);
         decode::SearchOptions so = train::search_options(e.eval, ck.config); // the run's, unless overridden
-        if (opt->beam > 0) so.beam = opt->beam;
-        if (opt->lenpen >= 0) so.lenpen = static_cast<float>(opt->lenpen);
-        if (opt->max_len_a >= 0) so.max_len_a = static_cast<float>(opt->max_len_a);
-        if (opt->max_len_b >= 0) so.max_len_b = opt->max_len_b;
-        const int64_t batch = opt->batch > 0 ? opt->batch : e.eval.batch_sentences;
+        const DecodingOverrides& d = opt->decoding;
+        if (d.beam > 0) so.beam = d.beam;
+        if (d.lenpen >= 0) so.lenpen = static_cast<float>(d.lenpen);
+        if (d.max_len_a >= 0) so.max_len_a = static_cast<float>(d.max_len_a);
+        if (d.max_len_b >= 0) so.max_len_b = d.max_len_b;
+        const int64_t batch = d.batch > 0 ? d.batch : e.eval.batch_sentences;
         const Precision precision =
             opt->precision.empty() ? e.eval.precision : parse_enum<Precision>(opt->precision, "--precision");
         if (precision == Precision::bf16 && device != Device::cpu)

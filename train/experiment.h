@@ -6,9 +6,9 @@
 //   write(run_dir / "config.json", to_json(e).dump(2));  // the resolved config, re-loadable as is
 //
 // Every field, its type, range, default and description is one row of the table in
-// experiment.cpp (`pillars schema --markdown` prints it; experiments/README.md shows it). The
-// table drives validation, defaults and the JSON Schema. Bad input throws pillars::InputError
-// (the CLI exits with 2) naming the file and the field:
+// experiment_fields_*.cpp (experiment_table.h; `pillars schema --markdown` prints it;
+// experiments/README.md shows it). The table drives validation, defaults and the JSON Schema.
+// Bad input throws pillars::InputError (the CLI exits with 2) naming the file and the field:
 //   experiments/x.json: unknown key "optim.warmup_update" — did you mean "optim.warmup_updates"?
 //   experiments/x.json: "optim.lr" must be a number > 0, got -1
 //   experiments/x.json:3:7: invalid JSON: syntax error while parsing object - ...

@@ -20,9 +20,7 @@
 #include "base/run_guard.h"
 #include "engine/passes/flops.h"
 #include "runtime/nccl.h"
-#include "datasets/registry.h"
 #include "metrics/bleu.h"
-#include "metrics/perplexity.h"
 #include "metrics/rouge.h"
 #include "train/checkpoint.h"
 #include "train/evaluate.h"
@@ -30,8 +28,6 @@
 #include "train/memory_estimate.h"
 #include "train/prepare.h"
 #include "train/setup.h"
-#include "steps/steps.h"
-#include "steps/task.h"
 #include "train/trainer.h"
 
 namespace pillars::train {
@@ -99,12 +95,6 @@ DecodeScorer make_decode_scorer(const PreparedSeq2Seq& p, const Experiment& e, b
     bo.lowercase = ev.sacrebleu_lowercase;
     return metrics::corpus_bleu(t.text, {refs}, bo).score;
   };
-}
-
-void write_lines(const std::string& path, const std::vector<std::string>& lines) {
-  std::string all;
-  for (const std::string& l : lines) all += l + "\n";
-  io::atomic_write_file(path, all);
 }
 
 struct Model {
@@ -235,49 +225,6 @@ nlohmann::json run_lm(const Experiment& e, const std::string& run_dir, const Ses
   open_run(p.pipeline);
   Model m = build_model(e, static_cast<int64_t>(p.pipeline.dictionary().size()), options);
   return train_and_evaluate(e, m, RunData{.stream = &p.data}, train_options(e, run_dir, options, p.pipeline), options);
-}
-
-// Perplexity of a language model on a split: the split's stream in blocks of data.block_size,
-// each block's loss in `blocks` ("nll tokens" per line of eval_<split>.nll), the totals their sums.
-nlohmann::json evaluate_lm(const Experiment& e, LoadedCheckpoint& ck, const TextPipeline& pipeline,
-                           const std::string& split, std::vector<std::pair<double, int64_t>>& blocks) {
-  const std::vector<int32_t> stream = lm_stream(pipeline, data::read_field(e.data.dataset, split, "text"));
-  steps::LmSteps model(ck.config, ck.params, step_recipes({}));
-  blocks = steps::lm_block_nll(model, stream, e.data.block_size, static_cast<int32_t>(ck.config.pad_id));
-  double nll = 0;
-  int64_t tokens = 0;
-  for (const auto& [block_nll, block_tokens] : blocks) nll += block_nll, tokens += block_tokens;
-  const metrics::Perplexity ppl = metrics::perplexity(nll, tokens);
-  return {{"split", split},  {"tokens", tokens}, {"blocks", blocks.size()},
-          {"loss", ppl.nll}, {"ppl", ppl.ppl},   {"bits_per_token", ppl.bits}};
-}
-
-// "nll tokens" per line (eval_<split>.nll): each sentence's or block's loss, which a paired
-// bootstrap of the loss resamples (study/table.h).
-std::vector<std::string> nll_lines(const std::vector<std::pair<double, int64_t>>& rows) {
-  std::vector<std::string> lines;
-  for (const auto& [nll, tokens] : rows) {
-    char line[64];
-    std::snprintf(line, sizeof line, "%.17g %lld", nll, static_cast<long long>(tokens));
-    lines.push_back(line);
-  }
-  return lines;
-}
-
-// How an eval record names its checkpoint: relative to the run folder (it is always directly in
-// it: run_dir_of), so that a run moved or copied elsewhere reads its own checkpoint.
-std::string recorded_checkpoint(const std::string& checkpoint) { return fs::path(checkpoint).filename().string(); }
-
-// Whether the evaluation's results can be written into the run folder, found out before the
-// decoding (minutes) rather than after: a temporary file is made there and removed. A folder that
-// cannot take it (read-only, no permission, full) is a run-time failure, exit 1, naming the folder.
-void check_writable(const std::string& run_dir, const std::string& name) {
-  try {
-    io::AtomicFile probe((fs::path(run_dir) / name).string());
-    probe.write("{}\n"); // never committed: the destructor removes the temporary
-  } catch (const std::exception& err) {
-    throw Error(str_cat("eval: cannot write its results into ", run_dir, " (checked before decoding): ", err.what()));
-  }
 }
 
 } // namespace
@@ -609,107 +556,6 @@ nlohmann::json run_experiment(const Experiment& e, const SessionOptions& options
       return run_lm(e, run_dir, here, open_run);
   }
   throw Error("run_experiment: unknown task");
-}
-
-nlohmann::json evaluate_run(const std::string& target, const EvalOptions& options) {
-  const std::string run_dir = run_dir_of(target);
-  const Experiment e = load_run_config(run_dir);
-  if (options.shuffle_sources && e.task == Task::language_modeling)
-    throw InputError("--shuffle-sources: a language model has no sources (seq2seq runs only)");
-  const std::string checkpoint = checkpoint_path(target, options.checkpoint, options.quiet);
-  LoadedCheckpoint ck = load_checkpoint(checkpoint);
-  const TextPipeline pipeline = TextPipeline::load(run_dir);
-  check_run_checkpoint(ck, checkpoint, pipeline, run_dir, e); // its dictionary and its model
-  const std::string split = !options.split.empty()  ? options.split
-                            : !e.eval.split.empty() ? e.eval.split
-                                                    : test_split_of(e);
-  if (!options.split.empty()) {
-    try {
-      (void)data::find_dataset(e.data.dataset).split(split);
-    } catch (const InputError& err) {
-      throw InputError(str_cat("--split ", split, ": ", err.what()));
-    }
-  }
-  // The files it writes, a link among them refused now rather than after the evaluation.
-  const std::string stem = "eval_" + split + (options.shuffle_sources ? "_shuffled" : "");
-  for (const char* ext : {".json", ".hyp", ".nll"}) io::refuse_symlink((fs::path(run_dir) / (stem + ext)).string());
-  check_writable(run_dir, stem + ".json");
-  if (e.task == Task::language_modeling) {
-    std::vector<std::pair<double, int64_t>> blocks;
-    nlohmann::json result = evaluate_lm(e, ck, pipeline, split, blocks);
-    result["checkpoint"] = recorded_checkpoint(checkpoint);
-    write_lines((fs::path(run_dir) / (stem + ".nll")).string(), nll_lines(blocks));
-    io::atomic_write_file((fs::path(run_dir) / ("eval_" + split + ".json")).string(), result.dump(2) + "\n");
-    if (!options.quiet)
-      std::fprintf(stderr, "eval %s on %s: loss %.4f, perplexity %.2f over %lld tokens\n",
-                   fs::path(checkpoint).filename().c_str(), split.c_str(), result["loss"].get<double>(),
-                   result["ppl"].get<double>(), static_cast<long long>(result["tokens"].get<int64_t>()));
-    return result;
-  }
-  // The decoding's precision (translations and per-sentence loss; the perplexity above and below is
-  // the fp32 teacher-forced graph's). bf16 is the CPU's.
-  const Precision precision = options.precision.value_or(e.eval.precision);
-  if (precision == Precision::bf16 && options.device != Device::cpu)
-    throw InputError(
-        "eval.precision / --precision bf16 decodes on the CPU; on a GPU the decoding's precision is the device's");
-  EvalSplit data = read_eval_split(e, split);
-  if (options.shuffle_sources && !data.source.empty())
-    std::rotate(data.source.begin(), data.source.begin() + 1, data.source.end());
-
-  // Teacher-forced loss and perplexity on the split (first reference).
-  const EncodedPairs pairs = encode_eval_pairs(e, pipeline, data);
-  steps::Seq2SeqSteps model(ck.config, ck.params, step_recipes({}));
-  const auto [nll, tokens] =
-      steps::seq2seq_nll(model, pairs.src, pairs.tgt, e.data.max_tokens, static_cast<int32_t>(ck.config.pad_id));
-  const metrics::Perplexity ppl = metrics::perplexity(nll, tokens);
-  nlohmann::json result = {{"checkpoint", recorded_checkpoint(checkpoint)},
-                           {"split", split},
-                           {"sentences", data.source.size()},
-                           {"loss", ppl.nll},
-                           {"ppl", ppl.ppl}};
-  if (options.shuffle_sources) result["shuffled_sources"] = true;
-
-  decode::SearchOptions so = search_options(e.eval, ck.config);
-  if (options.beam) so.beam = *options.beam;
-  if (options.lenpen) so.lenpen = static_cast<float>(*options.lenpen);
-  if (options.max_len_a) so.max_len_a = static_cast<float>(*options.max_len_a);
-  if (options.max_len_b) so.max_len_b = *options.max_len_b;
-  const int64_t batch_sentences = options.batch_sentences.value_or(e.eval.batch_sentences);
-  const ParamStore on_device = ck.params.on(options.device); // the decoder runs where its parameters are
-  const Translations t = translate_corpus(ck.config, on_device, pipeline, data.source, so, batch_sentences,
-                                          !options.quiet, e.data.max_source_len, precision);
-  result["beam"] = so.beam;
-  if (precision != Precision::fp32) result["precision"] = enum_name(precision);
-  result["lenpen"] = so.lenpen;
-  result["sentences_per_second"] = t.sentences_per_second();
-  result["decode_seconds"] = t.seconds;
-  if (e.task == Task::translation) {
-    const BleuReport b = score_bleu(t, data.refs, pipeline, e.eval.sacrebleu_lowercase);
-    result["bleu"] = b.sacrebleu;
-    result["sacrebleu"] = b.sacrebleu_line;
-    result["tokenized_bleu"] = b.tokenized;
-    result["tokenized_bleu_line"] = b.tokenized_line;
-  } else {
-    metrics::RougeOptions ro;
-    ro.use_stemmer = true;
-    const metrics::RougeCorpus r = metrics::corpus_rouge(t.text, data.refs, ro); // refs[k][i]
-    result["rouge1"] = 100 * r.mean.rouge1.fmeasure;
-    result["rouge2"] = 100 * r.mean.rouge2.fmeasure;
-    result["rougeL"] = 100 * r.mean.rougeL.fmeasure;
-  }
-  write_lines((fs::path(run_dir) / (stem + ".hyp")).string(), t.text);
-  std::vector<std::pair<double, int64_t>> sentences;
-  for (const SentenceNll& s : sentence_nll(ck.config, on_device, pairs.src, pairs.tgt, batch_sentences, precision))
-    sentences.emplace_back(s.nll, s.tokens);
-  write_lines((fs::path(run_dir) / (stem + ".nll")).string(), nll_lines(sentences));
-  io::atomic_write_file((fs::path(run_dir) / (stem + ".json")).string(), result.dump(2) + "\n");
-  if (!options.quiet) {
-    std::fprintf(stderr, "eval %s on %s%s: loss %.4f, ppl %.2f, %.1f sentences/s (beam %lld)\n",
-                 fs::path(checkpoint).filename().c_str(), split.c_str(),
-                 options.shuffle_sources ? " (shuffled sources)" : "", result["loss"].get<double>(),
-                 result["ppl"].get<double>(), t.sentences_per_second(), static_cast<long long>(so.beam));
-  }
-  return result;
 }
 
 } // namespace pillars::train

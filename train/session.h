@@ -58,8 +58,8 @@ struct EvalOptions {
   Device device = Device::cpu;        // where the decoding runs (the parameters are copied there)
   std::optional<Precision> precision; // the decoding's matmul precision (CPU); unset: the run's eval.precision
 };
-// Evaluates a trained run (its directory, or one of its checkpoint files): loss/perplexity and
-// BLEU on the split; writes eval_<split>.json/.hyp into the run directory; returns the scores.
+// Evaluates a trained run (its directory, or one of its checkpoint files; train/evaluate.cpp):
+// loss/perplexity and BLEU on the split; writes eval_<split>.json/.hyp into the run directory; returns the scores.
 nlohmann::json evaluate_run(const std::string& run_dir_or_checkpoint, const EvalOptions& options);
 
 // The beam-search settings of an experiment's `eval` section.
