@@ -3,7 +3,9 @@
 
 The DAG (drawn in docs/ARCHITECTURE.md) lists, for each folder of the library and the CLI, the
 folders it may include. A folder not listed may include nothing of the project; tests/ may include
-anything. Exit status 1 names every include that runs against the DAG, with its file and line.
+anything. Inside kernels/, KERNEL_RULES keep the device-neutral headers (kernels/args/, kernels/*.h)
+below both device folders and CPU code off CUDA headers. Exit status 1 names every include that
+runs against the DAG, with its file and line.
 
     python3 tests/include_dag.py [REPO_ROOT]
 """
@@ -33,6 +35,17 @@ ALLOWED = {
 }
 SOURCES = (".h", ".cpp", ".cu", ".cuh")
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"/]+)/')
+ANY_INCLUDE = re.compile(r'^\s*#\s*include\s+([<"])([^>"]+)[>"]')
+
+# Inside kernels/, one way too: the device-neutral argument structs (kernels/args/) include only
+# standard headers (no extension: no CUDA, no intrinsics) and base/; they and the root headers
+# (kernels/*.h) include neither device folder; CPU code never includes a CUDA header.
+KERNEL_RULES = (
+    ("kernels/args", lambda kind, target: target.startswith("base/") if kind == '"' else "." not in target,
+     "kernels/args/ includes only standard headers and base/"),
+    ("kernels/cpu", lambda kind, target: not (kind == '"' and target.startswith("kernels/cuda/")),
+     "kernels/cpu/ may not include kernels/cuda/"),
+)
 
 
 def main() -> int:
@@ -50,6 +63,26 @@ def main() -> int:
                 checked += 1
                 if target != folder and target in ALLOWED and target not in allowed:
                     wrong.append(f"{path.relative_to(root)}:{number}: {folder}/ may not include {target}/ ({line.strip()})")
+    for sub, allowed_include, rule in KERNEL_RULES:
+        for path in sorted((root / sub).rglob("*")):
+            if path.suffix not in SOURCES:
+                continue
+            for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+                m = ANY_INCLUDE.match(line)
+                if not m:
+                    continue
+                checked += 1
+                if not allowed_include(m.group(1), m.group(2)):
+                    wrong.append(f"{path.relative_to(root)}:{number}: {rule} ({line.strip()})")
+    for path in sorted((root / "kernels").glob("*.h")):
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            m = ANY_INCLUDE.match(line)
+            if not m or m.group(1) != '"':
+                continue
+            checked += 1
+            if m.group(2).startswith(("kernels/cpu/", "kernels/cuda/")):
+                wrong.append(f"{path.relative_to(root)}:{number}: kernels/*.h includes neither device folder "
+                             f"({line.strip()})")
     # Every top-level folder with sources must be in the table, or the test would miss it.
     for d in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith((".", "build"))):
         if d.name not in ALLOWED and d.name not in ("tests", "docs", "experiments") and any(

@@ -108,7 +108,7 @@ struct AdamCase {
 };
 
 // The arguments of update t of kN elements, as engine/optim/adam.cpp computes them (in double,
-// rounded once); Args is cpu::AdamArgs or cuda::AdamArgs (the same fields).
+// rounded once); Args is cpu::AdamArgs or cuda::AdamArgs (one struct: kernels/args/adam.h).
 template <class Args>
 Args adam_args(const AdamCase& a, int64_t t) {
   const double bias_correction1 = 1 - std::pow(a.beta1, double(t));

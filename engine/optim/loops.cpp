@@ -13,43 +13,12 @@
 
 namespace pillars::optim {
 
-#ifdef PILLARS_HAVE_CUDA
-namespace {
-
-// The CPU's arguments as the GPU's struct: the same fields, the same floats.
-cuda::AdamArgs on_gpu(const cpu::AdamArgs& a) {
-  static_assert(sizeof(cuda::AdamArgs) == sizeof(cpu::AdamArgs), "cpu::AdamArgs and cuda::AdamArgs differ");
-  return {.n = a.n,
-          .beta1 = a.beta1,
-          .one_minus_beta1 = a.one_minus_beta1,
-          .beta2 = a.beta2,
-          .one_minus_beta2 = a.one_minus_beta2,
-          .l2 = a.l2,
-          .decay = a.decay,
-          .neg_step_size = a.neg_step_size,
-          .bias_correction2_sqrt = a.bias_correction2_sqrt,
-          .eps = a.eps};
-}
-cuda::SgdArgs on_gpu(const cpu::SgdArgs& a) {
-  static_assert(sizeof(cuda::SgdArgs) == sizeof(cpu::SgdArgs), "cpu::SgdArgs and cuda::SgdArgs differ");
-  return {.n = a.n,
-          .weight_decay = a.weight_decay,
-          .momentum = a.momentum,
-          .one_minus_dampening = a.one_minus_dampening,
-          .neg_lr = a.neg_lr,
-          .nesterov = a.nesterov,
-          .first = a.first};
-}
-
-} // namespace
-#endif
-
 void adam_update(Device d, const cpu::AdamArgs& a, float* p, const float* g, float* m, float* v, float* v_max) {
-  PILLARS_ON_DEVICE(d, cpu::adam_update(a, p, g, m, v, v_max), cuda::adam_update(on_gpu(a), p, g, m, v, v_max));
+  PILLARS_ON_DEVICE(d, cpu::adam_update(a, p, g, m, v, v_max), cuda::adam_update(a, p, g, m, v, v_max));
 }
 
 void sgd_update(Device d, const cpu::SgdArgs& a, float* p, const float* g, float* buf) {
-  PILLARS_ON_DEVICE(d, cpu::sgd_update(a, p, g, buf), cuda::sgd_update(on_gpu(a), p, g, buf));
+  PILLARS_ON_DEVICE(d, cpu::sgd_update(a, p, g, buf), cuda::sgd_update(a, p, g, buf));
 }
 
 double sum_of_squares(Device d, int64_t n, const float* x) {

@@ -28,34 +28,22 @@
 #pragma once
 #include <cstdint>
 
+#include "kernels/args/adam.h"
+
 namespace pillars::cpu {
 
-// The arguments of one update of n elements: the scalars are computed by the caller in double and
-// rounded to float once (the same fields as cuda::AdamArgs / cuda::SgdArgs).
-struct AdamArgs {
-  int64_t n = 0;
-  float beta1 = 0, one_minus_beta1 = 0; // β₁, 1 − β₁ (rounded from double, as torch does)
-  float beta2 = 0, one_minus_beta2 = 0; // β₂, 1 − β₂
-  float l2 = 0;                         // λ₂: Adam's weight decay added to the gradient
-  float decay = 1;                      // AdamW: 1 − lr·λ; 1 for Adam
-  float neg_step_size = 0;              // −lr / (1 − β₁ᵗ)
-  float bias_correction2_sqrt = 1;      // √(1 − β₂ᵗ)
-  float eps = 0;
-};
+// The argument structs (AdamArgs, SgdArgs, SumOfSquaresArgs, ScaleArgs, AccumulateWeightedArgs,
+// DivideArgs) are kernels/args/adam.h's, shared with the GPU (kernels/cuda/adam.h).
+using kernels::AccumulateWeightedArgs;
+using kernels::AdamArgs;
+using kernels::DivideArgs;
+using kernels::ScaleArgs;
+using kernels::SgdArgs;
+using kernels::SumOfSquaresArgs;
 
 // One Adam/AdamW update of n elements in place: p, g, m, v (n); `v_max` (n) is the AMSGrad
 // running maximum, or null.
 void adam_update(const AdamArgs& a, float* p, const float* g, float* m, float* v, float* v_max);
-
-struct SgdArgs {
-  int64_t n = 0;
-  float weight_decay = 0;        // λ
-  float momentum = 0;            // μ (0: no momentum buffer)
-  float one_minus_dampening = 1; // 1 − τ
-  float neg_lr = 0;              // −lr
-  bool nesterov = false;
-  bool first = false; // the parameter's first update: b ← d
-};
 
 // One SGD update of n elements in place: p, g (n); `buf` (n) is the momentum buffer (null when
 // μ = 0).
@@ -63,33 +51,17 @@ void sgd_update(const SgdArgs& a, float* p, const float* g, float* buf);
 
 // Σ xᵢ² over x (n), accumulated in double. The summation order depends on n only (fixed blocks,
 // fixed lanes), never on the thread count, so the result is reproducible bit for bit.
-struct SumOfSquaresArgs {
-  int64_t n = 0;
-};
 double sum_of_squares(const SumOfSquaresArgs& a, const float* x);
 
 // x ← s·x, x (n) in place.
-struct ScaleArgs {
-  int64_t n = 0;
-  float s = 1;
-};
 void scale(const ScaleArgs& a, float* x);
 
 // Gradient accumulation (train.update_freq > 1) over the batches of one update:
 //   accumulate_weighted  acc ← w·g (first batch) or acc + w·g; g = null adds nothing (a parameter
 //                        without a gradient in this batch), and on the first batch zeroes acc
 //   divide               x ← x / s (the update's gradient: the token-weighted mean)
-struct AccumulateWeightedArgs {
-  int64_t n = 0;
-  float w = 0;        // the batch's weight
-  bool first = false; // the update's first batch: acc is overwritten, not added to
-};
 // g (n) or null → acc (n), in place.
 void accumulate_weighted(const AccumulateWeightedArgs& a, const float* g, float* acc);
-struct DivideArgs {
-  int64_t n = 0;
-  float s = 1;
-};
 // x (n) in place.
 void divide(const DivideArgs& a, float* x);
 

@@ -10,12 +10,11 @@
 #pragma once
 #include <cstdint>
 
+#include "kernels/args/attention_mask.h"
+
 namespace pillars::cpu {
 
-struct AttentionMaskArgs {
-  int64_t B = 0, Tq = 0, Tk = 0;
-  bool causal = false;
-};
+using kernels::AttentionMaskArgs; // kernels/args/attention_mask.h, shared with the other device
 
 // key_lengths (B) or null → m (B, 1, Tq, Tk).
 void attention_mask(const AttentionMaskArgs& a, const int32_t* key_lengths, int32_t* m);

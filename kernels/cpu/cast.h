@@ -9,11 +9,11 @@
 #pragma once
 #include <cstdint>
 
+#include "kernels/args/cast.h"
+
 namespace pillars::cpu {
 
-struct CastArgs {
-  int64_t n = 0; // elements
-};
+using kernels::CastArgs; // kernels/args/cast.h, shared with the GPU's casts
 // y[i] = bf16(x[i]): x (n) → y (n).
 void f32_to_bf16(const CastArgs& a, const float* x, uint16_t* y);
 // y[i] = float(x[i]): x (n) → y (n).

@@ -23,10 +23,11 @@
 #pragma once
 #include <cstdint>
 
-#include "base/special_tokens.h"
+#include "kernels/args/decoding.h"
 
 namespace pillars::cpu {
 
+// The CPU's own (not in kernels/args/decoding.h): the GPU's cache_write has no bf16 rounding.
 struct CacheWriteArgs {
   int64_t R = 0, T = 0, W = 0; // cache (R, T, W): rows, time slots, floats per slot; x (R, W)
   bool bf16 = false;           // store x rounded to bf16 values (still fp32, the low 16 bits zero)
@@ -35,25 +36,15 @@ struct CacheWriteArgs {
 // the row whose position lies outside [0, T).
 void cache_write(const CacheWriteArgs& a, const float* x, const int32_t* positions, float* cache);
 
-struct CacheGatherArgs {
-  int64_t R_in = 0, R_out = 0; // src (R_in, T, W), dst (R_out, T, W); R_out ≤ R_in
-  int64_t T = 0, W = 0;        // time slots per row, floats per slot
-};
+using kernels::CacheGatherArgs; // kernels/args/decoding.h, shared with the other device
 // src (R_in, T, W), origin i32 (R_out), filled i32 (R_out) or null → dst (R_out, T, W); scratch:
 // R_out · T · W floats when dst == src, else unused (may be null). Throws pillars::Error naming a
 // row whose origin lies outside [0, R_in) or whose fill exceeds T.
 void cache_gather(const CacheGatherArgs& a, const float* src, const int32_t* origin, const int32_t* filled, float* dst,
                   float* scratch);
 
-struct BeamTokens {
-  int32_t pad = tokens::kPad, bos = tokens::kBos, eos = tokens::kEos; // token ids, each in [0, V)
-};
-struct BeamCandidatesArgs {
-  int64_t S = 0, k = 0; // S sentences of k rows (hypotheses) each
-  int64_t V = 0;        // tokens per row
-  int64_t n = 0;        // candidates kept per sentence
-  BeamTokens tokens;
-};
+using kernels::BeamCandidatesArgs; // kernels/args/decoding.h, shared with the other device
+using kernels::BeamTokens;
 // logprobs (S·k, V), row_scores (S·k), eos_rule i32 (S·k) → scores (S, n), index i32 (S, n).
 void beam_candidates(const BeamCandidatesArgs& a, const float* logprobs, const float* row_scores,
                      const int32_t* eos_rule, float* scores, int32_t* index);

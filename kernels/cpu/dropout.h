@@ -11,8 +11,11 @@
 #include <cstdint>
 #include <span>
 
+#include "kernels/args/dropout.h"
+
 namespace pillars::cpu {
 
+// The CPU's own (not in kernels/args/dropout.h): the GPU's adds the run seed as a device word.
 struct DropoutArgs {
   int64_t n = 0;
   float p = 0.0f, scale = 1.0f; // scale = 1 / (1 − p), rounded once by the caller (as on the GPU)
@@ -21,10 +24,7 @@ struct DropoutArgs {
 };
 
 void dropout(const DropoutArgs& a, const float* x, float* y);
-struct MaskedFillArgs {
-  std::span<const int64_t> x_dims, mask_dims; // mask_dims broadcasts to x_dims
-  float value = 0.0f;
-};
+using kernels::MaskedFillArgs; // kernels/args/dropout.h, shared with the other device
 
 // x (x_dims), mask (mask_dims) → y (x_dims).
 void masked_fill(const MaskedFillArgs& a, const float* x, const int32_t* mask, float* y);

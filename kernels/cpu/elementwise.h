@@ -6,10 +6,17 @@
 #include <cstdint>
 #include <span>
 
+#include "kernels/args/elementwise.h"
+
 namespace pillars::cpu {
 
-enum class BinaryKind { add, sub, mul, div };
-enum class UnaryKind { scale, add_scalar, exp, log, sqrt, tanh, relu, gelu };
+// The kinds, LeakyReluArgs and SumToArgs are kernels/args/elementwise.h's, shared with the GPU.
+// BinaryArgs, UnaryArgs and ActivationBackwardArgs are the CPU's own: the GPU's add the op's
+// `name`, for its errors.
+using kernels::BinaryKind;
+using kernels::LeakyReluArgs;
+using kernels::SumToArgs;
+using kernels::UnaryKind;
 
 // out (out_dims) = a (a_dims) ∘ b (b_dims) with numpy broadcasting, out_dims = broadcast(a_dims, b_dims).
 struct BinaryArgs {
@@ -47,17 +54,10 @@ void bias_activation(const BiasActivationArgs& a, float* z, const float* bias, f
 
 // leaky ReLU: y = x for x > 0, slope·x otherwise; its gradient dx = dy for x > 0, slope·dy
 // otherwise (x is the op's input). x, y, dy, dx: (n); y may be x, dx may be dy.
-struct LeakyReluArgs {
-  int64_t n = 0;
-  float slope = 0.0f;
-};
 void leaky_relu(const LeakyReluArgs& a, const float* x, float* y);
 void leaky_relu_backward(const LeakyReluArgs& a, const float* dy, const float* x, float* dx);
 
 // y (y_dims) = x (x_dims) summed over the axes where y_dims broadcasts to x_dims.
-struct SumToArgs {
-  std::span<const int64_t> x_dims, y_dims;
-};
 void sum_to(const SumToArgs& a, const float* x, float* y);
 
 } // namespace pillars::cpu

@@ -9,11 +9,11 @@
 #pragma once
 #include <cstdint>
 
+#include "kernels/args/embedding.h"
+
 namespace pillars::cpu {
 
-struct EmbeddingArgs {
-  int64_t n = 0, V = 0, D = 0; // n ids into a table of V rows of D floats
-};
+using kernels::EmbeddingArgs; // kernels/args/embedding.h, shared with the other device
 
 // Throws pillars::Error naming the first id outside [0, V), its position and V. ids: (n).
 void embedding_check_ids(const EmbeddingArgs& a, const int32_t* ids);

@@ -26,11 +26,11 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/args/head_gram.h"
+
 namespace pillars::cpu {
 
-struct HeadGramArgs {
-  int64_t B = 0, T = 0, H = 0, D = 0; // x is (B, T, H, D)
-};
+using kernels::HeadGramArgs; // kernels/args/head_gram.h, shared with the other device
 
 // x (B, T, H, D), lengths (B) or null → G (H, H); workspace: head_gram_workspace(a) bytes.
 void head_gram(const HeadGramArgs& a, const float* x, const int32_t* lengths, float* G, void* workspace);

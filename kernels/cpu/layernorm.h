@@ -14,17 +14,14 @@
 #pragma once
 #include <cstdint>
 
+#include "kernels/args/layernorm.h"
+
 namespace pillars::cpu {
 
-// The fields of cuda::LayerNormForwardArgs / LayerNormBackwardArgs (kernels/cuda/layernorm.h),
-// less the GPU's `partials` workspace.
-struct LayerNormForwardArgs {
-  int64_t N = 0, D = 0;
-  const float *x = nullptr, *gamma = nullptr, *beta = nullptr; // x (N, D); gamma, beta (D) or nullptr
-  float *y = nullptr, *mean = nullptr, *rstd = nullptr;        // y (N, D); mean, rstd (N)
-  float eps = 0.0f;
-};
+using kernels::LayerNormForwardArgs; // kernels/args/layernorm.h, shared with the GPU
 
+// The fields of cuda::LayerNormBackwardArgs (kernels/cuda/layernorm.h), less the GPU's `partials`
+// workspace: so each device declares its own.
 struct LayerNormBackwardArgs {
   int64_t N = 0, D = 0;
   // x, dy (N, D); gamma (D) or nullptr; mean, rstd (N)

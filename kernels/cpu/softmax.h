@@ -17,12 +17,11 @@
 #pragma once
 #include <cstdint>
 
+#include "kernels/args/softmax.h"
+
 namespace pillars::cpu {
 
-struct SoftmaxArgs {
-  int64_t outer = 1, len = 1, inner = 1; // the (outer, len, inner) view around the axis
-  bool log = false;                      // log-softmax
-};
+using kernels::SoftmaxArgs; // kernels/args/softmax.h, shared with the other device
 
 // x, y: (outer, len, inner).
 void softmax_forward(const SoftmaxArgs& a, const float* x, float* y);

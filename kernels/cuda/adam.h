@@ -1,5 +1,5 @@
 // The optimizers' elementwise loops on the GPU: the same updates as kernels/cpu/adam.h (read the
-// rules there), on device pointers, with structs of the same fields.
+// rules there), on device pointers, with the same argument structs (kernels/args/adam.h).
 //
 // Each update performs exactly the CPU kernel's fp32 operations in the same order, each rounded
 // once (no fused multiply-adds), so the GPU and the CPU agree bit for bit on the same inputs
@@ -13,30 +13,18 @@
 #pragma once
 #include <cstdint>
 
+#include "kernels/args/adam.h"
+
 namespace pillars::cuda {
 
-// The fields of cpu::AdamArgs / cpu::SgdArgs (kernels/cpu/adam.h, where each is explained); the
-// caller fills both from the same floats.
-struct AdamArgs {
-  int64_t n = 0;
-  float beta1 = 0, one_minus_beta1 = 0;
-  float beta2 = 0, one_minus_beta2 = 0;
-  float l2 = 0;
-  float decay = 1;
-  float neg_step_size = 0;
-  float bias_correction2_sqrt = 1;
-  float eps = 0;
-};
-
-struct SgdArgs {
-  int64_t n = 0;
-  float weight_decay = 0;
-  float momentum = 0;
-  float one_minus_dampening = 1;
-  float neg_lr = 0;
-  bool nesterov = false;
-  bool first = false;
-};
+// The argument structs, shared with the CPU (kernels/args/adam.h; each field is explained there):
+// the caller fills one and either device runs it.
+using kernels::AccumulateWeightedArgs;
+using kernels::AdamArgs;
+using kernels::DivideArgs;
+using kernels::ScaleArgs;
+using kernels::SgdArgs;
+using kernels::SumOfSquaresArgs;
 
 // One Adam/AdamW update of n elements in place: p, g, m, v (n); `v_max` (n) is the AMSGrad
 // running maximum, or null.
@@ -45,25 +33,6 @@ void adam_update(const AdamArgs& a, float* p, const float* g, float* m, float* v
 // One SGD update of n elements in place: p, g (n); `buf` (n) is the momentum buffer (null when
 // μ = 0).
 void sgd_update(const SgdArgs& a, float* p, const float* g, float* buf);
-
-// The fields of cpu::SumOfSquaresArgs, cpu::ScaleArgs, cpu::AccumulateWeightedArgs and
-// cpu::DivideArgs (kernels/cpu/adam.h, where each is explained).
-struct SumOfSquaresArgs {
-  int64_t n = 0;
-};
-struct ScaleArgs {
-  int64_t n = 0;
-  float s = 1;
-};
-struct AccumulateWeightedArgs {
-  int64_t n = 0;
-  float w = 0;
-  bool first = false;
-};
-struct DivideArgs {
-  int64_t n = 0;
-  float s = 1;
-};
 
 // Σ xᵢ² over x (n), accumulated in double (each square is exact in double).
 double sum_of_squares(const SumOfSquaresArgs& a, const float* x);

@@ -28,34 +28,25 @@
 #pragma once
 #include <cstdint>
 
-#include "base/special_tokens.h"
+#include "kernels/args/decoding.h"
 
 namespace pillars::cuda {
 
+// The GPU's own (not in kernels/args/decoding.h): the CPU's adds a bf16 flag this kernel lacks.
 struct CacheWriteArgs {
   int64_t R = 0, T = 0, W = 0; // cache (R, T, W): rows, time slots, floats per slot; x (R, W)
 };
 // x (R, W), positions i32 (R) → cache (R, T, W), written in place.
 void cache_write(const CacheWriteArgs& a, const float* x, const int32_t* positions, float* cache);
 
-struct CacheGatherArgs {
-  int64_t R_in = 0, R_out = 0; // src (R_in, T, W), dst (R_out, T, W); R_out ≤ R_in
-  int64_t T = 0, W = 0;        // time slots per row, floats per slot
-};
+using kernels::CacheGatherArgs; // kernels/args/decoding.h, shared with the other device
 // src (R_in, T, W), origin i32 (R_out), filled i32 (R_out) or null → dst (R_out, T, W); scratch:
 // R_out · T · W floats when dst == src, else unused (may be null).
 void cache_gather(const CacheGatherArgs& a, const float* src, const int32_t* origin, const int32_t* filled, float* dst,
                   float* scratch);
 
-struct BeamTokens {
-  int32_t pad = tokens::kPad, bos = tokens::kBos, eos = tokens::kEos; // token ids, each in [0, V)
-};
-struct BeamCandidatesArgs {
-  int64_t S = 0, k = 0; // S sentences of k rows (hypotheses) each
-  int64_t V = 0;        // tokens per row
-  int64_t n = 0;        // candidates kept per sentence
-  BeamTokens tokens;
-};
+using kernels::BeamCandidatesArgs; // kernels/args/decoding.h, shared with the other device
+using kernels::BeamTokens;
 // logprobs (S·k, V), row_scores (S·k), eos_rule i32 (S·k) → scores (S, n), index i32 (S, n).
 void beam_candidates(const BeamCandidatesArgs& a, const float* logprobs, const float* row_scores,
                      const int32_t* eos_rule, float* scores, int32_t* index);

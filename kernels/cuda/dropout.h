@@ -12,8 +12,12 @@
 #include <cstdint>
 #include <span>
 
+#include "kernels/args/dropout.h"
+
 namespace pillars::cuda {
 
+// The GPU's own (not in kernels/args/dropout.h): the run seed is a device word here (a CUDA graph
+// replays with each step's seed), part of `seed` on the CPU.
 struct DropoutArgs {
   int64_t n;
   float p, scale;           // scale = 1 / (1 − p), rounded once on the host as on the CPU
@@ -23,10 +27,7 @@ struct DropoutArgs {
 };
 
 void dropout(const DropoutArgs& a, const float* x, float* y);
-struct MaskedFillArgs {
-  std::span<const int64_t> x_dims, mask_dims; // mask_dims broadcasts to x_dims
-  float value = 0.0f;
-};
+using kernels::MaskedFillArgs; // kernels/args/dropout.h, shared with the other device
 
 // x (x_dims), mask (mask_dims) → y (x_dims).
 void masked_fill(const MaskedFillArgs& a, const float* x, const int32_t* mask, float* y);

@@ -20,10 +20,19 @@
 #include <cstdint>
 #include <span>
 
+#include "kernels/args/cast.h"
+#include "kernels/args/elementwise.h"
+
 namespace pillars::cuda {
 
-enum class Binary { add, sub, mul, div };
-enum class Unary { scale, add_scalar, exp, log, sqrt, tanh, relu, gelu };
+// The kinds (the CPU's BinaryKind and UnaryKind), LeakyReluArgs, SumToArgs and CastArgs are
+// kernels/args/elementwise.h's and kernels/args/cast.h's, shared with the CPU. BinaryArgs,
+// UnaryArgs and ActivationBackwardArgs are the GPU's own: they add the op's `name`, for errors.
+using Binary = kernels::BinaryKind;
+using Unary = kernels::UnaryKind;
+using kernels::CastArgs;
+using kernels::LeakyReluArgs;
+using kernels::SumToArgs;
 
 // out (out_dims) = a (a_dims) ∘ b (b_dims).
 struct BinaryArgs {
@@ -50,10 +59,6 @@ struct ActivationBackwardArgs {
 void activation_backward(const ActivationBackwardArgs& a, const float* dy, const float* x, float* dx);
 // leaky ReLU: y = x for x > 0, slope·x otherwise; dx = dy for x > 0, slope·dy otherwise (x the
 // op's input). x, y, dy, dx: (n). The same functions as kernels/cpu/elementwise.h.
-struct LeakyReluArgs {
-  int64_t n = 0;
-  float slope = 0.0f;
-};
 void leaky_relu(const LeakyReluArgs& a, const float* x, float* y);
 void leaky_relu_backward(const LeakyReluArgs& a, const float* dy, const float* x, float* dx);
 // y (n) = value
@@ -63,9 +68,6 @@ struct FillArgs {
 };
 void fill(const FillArgs& a, float* y);
 // y (y_dims) = x (x_dims) summed over the axes where y_dims broadcasts (deterministic).
-struct SumToArgs {
-  std::span<const int64_t> x_dims, y_dims;
-};
 void sum_to(const SumToArgs& a, const float* x, float* y);
 // y (y_dims) = x (x_dims) broadcast to y_dims.
 struct BroadcastToArgs {
@@ -74,9 +76,6 @@ struct BroadcastToArgs {
 void broadcast_to(const BroadcastToArgs& a, const float* x, float* y);
 // The casts (engine/ops/cast.h), bit for bit as the CPU's (kernels/cpu/cast.h) except a NaN's
 // payload (both stay NaN): x (n) → y (n).
-struct CastArgs {
-  int64_t n = 0;
-};
 void f32_to_bf16(const CastArgs& a, const float* x, uint16_t* y);
 void bf16_to_f32(const CastArgs& a, const uint16_t* x, float* y);
 

@@ -10,11 +10,11 @@
 #pragma once
 #include <cstdint>
 
+#include "kernels/args/embedding.h"
+
 namespace pillars::cuda {
 
-struct EmbeddingArgs {
-  int64_t n = 0, V = 0, D = 0; // n ids into a table of V rows of D floats
-};
+using kernels::EmbeddingArgs; // kernels/args/embedding.h, shared with the other device
 
 // table (V, D), ids (n) → out (n, D).
 void embedding_forward(const EmbeddingArgs& a, const float* table, const int32_t* ids, float* out);

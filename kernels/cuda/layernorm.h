@@ -12,15 +12,14 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/args/layernorm.h"
+
 namespace pillars::cuda {
 
-struct LayerNormForwardArgs {
-  int64_t N, D;
-  const float *x, *gamma, *beta;
-  float *y, *mean, *rstd;
-  float eps;
-};
+using kernels::LayerNormForwardArgs; // kernels/args/layernorm.h, shared with the CPU
 
+// The fields of cpu::LayerNormBackwardArgs (kernels/cpu/layernorm.h) and `partials`, which only
+// the GPU needs: so each device declares its own.
 struct LayerNormBackwardArgs {
   int64_t N, D;
   const float *x, *gamma, *mean, *rstd, *dy;
