@@ -1,5 +1,6 @@
 // gemm_bf16_f32 (fp32 operands rounded to bf16 while they are packed), gemm_bf16_f32_prepacked
-// (op(B) packed once) and the bf16 weight cache of gemm_at_precision, against what they replace:
+// (op(B) packed once, from fp32 or from its rounded copy) and the bf16 weight cache of
+// gemm_at_precision (B rounded once, packed once per layout), against what they replace:
 // rounding A and B into bf16 copies (cpu::f32_to_bf16, the same kernels/bf16_bits.h rounding) and
 // calling gemm_bf16. The operands and sums are the same, so the results must be the same bits, on
 // every path (AMX, AVX512-BF16, portable); a path this CPU lacks is reported as skipped.
@@ -8,6 +9,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <random>
 #include <string>
@@ -96,6 +98,7 @@ void check_path(const Path& path) {
                                         cached.data(), ldc);
         CHECK(same_bits(cached, want));
       }
+      CHECK(cache.rounded_matrices() == 1);
       CHECK(cache.packed_matrices() == 1);
     }
   }
@@ -109,6 +112,65 @@ void check_path(const Path& path) {
   CHECK(cache.packed_matrices() == 0);
 }
 
+// C = A·op(B) + 0.5 · C in bf16 through gemm_at_precision (batch > 1: B shared, stride 0), with the
+// cache installed now, if any.
+std::vector<float> product(bool tb, int64_t M, int64_t N, int64_t K, const std::vector<float>& A,
+                           const std::vector<float>& B, int64_t ldb, int64_t batch) {
+  pillars::cpu::ScopedMatmulPrecision bf16(pillars::Precision::bf16);
+  std::vector<float> C(static_cast<size_t>(batch * M * N), 0.5f);
+  pillars::cpu::gemm_at_precision_batched(false, tb, batch, M, N, K, 1.0f, A.data(), K, M * K, B.data(), ldb, 0, 0.5f,
+                                          C.data(), N, M * N);
+  return C;
+}
+
+// A weight W (out × in, row stride in + 3) read as a training step reads it, under a cache reset
+// to it as the trainer resets it each update: x·Wᵀ (trans_b, N = out, K = in) and dY·W (N = in,
+// K = out), unbatched and as the shared B of a batch, each twice. Every product gives the bits of
+// the uncached one, W is rounded once and packed once per layout; after W changes and the cache is
+// reset, the products read the new W (no stale copy), rounded once again.
+void check_update_cache(const Path& path) {
+  if (!runnable(path)) return;
+  pillars::cpu::ScopedIsa forced(isa_for(path));
+  REQUIRE(std::string(pillars::cpu::gemm_bf16_path()) == path.name);
+  std::mt19937 rng(23);
+  const int64_t out = 70, in = 40, ldw = in + 3, M = 5;
+  std::vector<float> W = random_matrix(out, ldw, rng);
+  const std::vector<float> X = random_matrix(3 * M, in, rng), dY = random_matrix(3 * M, out, rng);
+  pillars::cpu::Bf16WeightCache cache;
+  std::vector<float> stale; // the first update's x·Wᵀ
+  for (int update = 0; update < 2; ++update) {
+    CAPTURE(update);
+    std::vector<std::vector<float>> want;
+    for (const int64_t batch : {1, 3}) {
+      want.push_back(product(true, M, out, in, X, W, ldw, batch));
+      want.push_back(product(false, M, in, out, dY, W, ldw, batch));
+    }
+    if (update == 0) stale = want[0];
+    const float* allowed[] = {W.data()};
+    cache.reset(allowed);
+    CHECK(cache.rounded_matrices() == 0);
+    CHECK(cache.packed_matrices() == 0);
+    pillars::cpu::ScopedBf16Weights installed(&cache);
+    for (int round = 0; round < 2; ++round) {
+      size_t i = 0;
+      for (const int64_t batch : {1, 3}) {
+        CHECK(same_bits(product(true, M, out, in, X, W, ldw, batch), want[i++]));
+        CHECK(same_bits(product(false, M, in, out, dY, W, ldw, batch), want[i++]));
+      }
+    }
+    CHECK(cache.rounded_matrices() == 1);                    // one rounding of W
+    CHECK(cache.packed_matrices() == 2);                     // one packing per layout
+    if (update == 1) CHECK_FALSE(same_bits(want[0], stale)); // the products did see the new W
+    for (float& w : W) w = -1.5f * w + 0.25f;                // the optimizer step, outside the cache's scope
+  }
+  // Reset to other matrices: W is not read from the cache any more.
+  cache.reset({});
+  pillars::cpu::ScopedBf16Weights installed(&cache);
+  (void)product(true, M, out, in, X, W, ldw, 1);
+  CHECK(cache.rounded_matrices() == 0);
+  CHECK(cache.packed_matrices() == 0);
+}
+
 } // namespace
 
 TEST_CASE("gemm_bf16_f32: amx path, the same bits as rounding first, prepacked and cached B too") { check_path(kAmx); }
@@ -119,18 +181,46 @@ TEST_CASE("gemm_bf16_f32: portable path, the same bits as rounding first, prepac
   check_path(kPortable);
 }
 
+TEST_CASE("bf16 weight cache: amx path, one rounding per update, one packing per layout, the same bits") {
+  check_update_cache(kAmx);
+}
+TEST_CASE("bf16 weight cache: avx512_bf16 path, one rounding per update, one packing per layout, the same bits") {
+  check_update_cache(kAvx512Bf16);
+}
+TEST_CASE("bf16 weight cache: portable path, one rounding per update, one packing per layout, the same bits") {
+  check_update_cache(kPortable);
+}
+
 TEST_CASE("gemm_bf16_f32: a B packed for another path is packed again from its source") {
   if (!runnable(kAvx512Bf16)) return;
   std::mt19937 rng(5);
   const std::vector<float> A = random_matrix(3, 40, rng), B = random_matrix(70, 40, rng);
   std::vector<float> want(3 * 70), got(3 * 70);
-  std::unique_ptr<pillars::cpu::Bf16PackedB> packed;
+  const std::vector<uint16_t> B16 = rounded(B);
+  std::unique_ptr<pillars::cpu::Bf16PackedB> packed, from_rounded; // the second as the weight cache makes it
   {
     pillars::cpu::ScopedIsa forced(Isa::avx512_bf16);
     packed = std::make_unique<pillars::cpu::Bf16PackedB>(true, 70, 40, B.data(), 40);
+    from_rounded = std::make_unique<pillars::cpu::Bf16PackedB>(true, 70, 40, B16.data(), 40, B.data(), 40);
   }
   pillars::cpu::ScopedIsa portable(Isa::avx512);
   pillars::cpu::gemm_bf16_f32(false, true, 3, 70, 40, 1.0f, A.data(), 40, B.data(), 40, 0.0f, want.data(), 70);
   pillars::cpu::gemm_bf16_f32_prepacked(false, 3, 70, 40, 1.0f, A.data(), 40, *packed, 0.0f, got.data(), 70);
   CHECK(same_bits(got, want));
+  std::fill(got.begin(), got.end(), 0.0f);
+  pillars::cpu::gemm_bf16_f32_prepacked(false, 3, 70, 40, 1.0f, A.data(), 40, *from_rounded, 0.0f, got.data(), 70);
+  CHECK(same_bits(got, want));
+}
+
+TEST_CASE("round_to_bf16: the rounding of cpu::f32_to_bf16, over a strided matrix") {
+  std::mt19937 rng(3);
+  std::vector<float> X = random_matrix(9, 13, rng);
+  X[0] = std::numeric_limits<float>::quiet_NaN(), X[1] = std::numeric_limits<float>::infinity(), X[2] = 1e-40f;
+  X[3] = 1.0f + 0x1p-8f; // a tie: to even (1.0)
+  const std::vector<uint16_t> all = rounded(X);
+  std::vector<uint16_t> got(9 * 11);
+  pillars::cpu::round_to_bf16(X.data(), 9, 11, 13, got.data());
+  for (int64_t r = 0; r < 9; ++r)
+    for (int64_t c = 0; c < 11; ++c)
+      CHECK(got[static_cast<size_t>(r * 11 + c)] == all[static_cast<size_t>(r * 13 + c)]);
 }

@@ -1,6 +1,9 @@
 // Where the training loop computes; see device_scope.h.
 #include "train/device_scope.h"
 
+#include <string>
+#include <vector>
+
 #include "base/error.h"
 #include "kernels/cpu/gemm_precision.h"
 #include "runtime/cuda_device.h"
@@ -25,6 +28,22 @@ CpuMatmulPrecision::CpuMatmulPrecision(const Experiment& e) : previous_(cpu::mat
 }
 
 CpuMatmulPrecision::~CpuMatmulPrecision() { cpu::set_matmul_precision(previous_); }
+
+UpdateBf16Weights::UpdateBf16Weights(const Experiment& e, bool enabled) {
+  if (enabled && e.train.device == Device::cpu && e.train.precision == Precision::bf16)
+    cache_ = std::make_unique<cpu::Bf16WeightCache>();
+}
+
+std::optional<cpu::ScopedBf16Weights> UpdateBf16Weights::install(const ParamStore& params) {
+  if (cache_ == nullptr) return std::nullopt;
+  std::vector<const float*> weights;
+  for (const std::string& name : params.names()) {
+    const Tensor& t = params.get(name);
+    if (t.dtype() == DType::f32 && t.shape().size() == 2) weights.push_back(t.data<float>());
+  }
+  cache_->reset(weights);
+  return std::optional<cpu::ScopedBf16Weights>(std::in_place, cache_.get());
+}
 
 ParamsOnDevice::ParamsOnDevice(const Experiment& e, ParamStore& params) : params_(params) {
   check_device_settings(e);

@@ -6,8 +6,13 @@
 //   ParamsOnDevice on_device(e, params); // checks the settings first
 //   CpuMatmulPrecision cpu_precision(e);
 //   ... the loop ...
+// And a third, per update, of a CPU bf16 run: its weights rounded to bf16 once (UpdateBf16Weights).
 #pragma once
+#include <memory>
+#include <optional>
+
 #include "engine/params.h"
+#include "kernels/cpu/gemm_precision.h"
 #include "train/experiment.h"
 
 namespace pillars::train {
@@ -44,6 +49,31 @@ class ParamsOnDevice {
  private:
   ParamStore& params_;
   bool moved_ = false;
+};
+
+// train.precision bf16 on the CPU: within one update the weights do not change (the optimizer
+// writes them after the update's last batch), yet every product rounds its operands to bf16 and
+// packs them, so each weight W would be rounded and packed again by every product that reads it:
+// x·Wᵀ forward, dY·W backward, in each of the update's update_freq batches. Instead a
+// Bf16WeightCache (kernels/cpu/gemm_precision.h) is installed for the update's batches: W is
+// rounded once per update and packed once per layout per update, the same bits as per product.
+//
+//   UpdateBf16Weights weights(e, enabled);
+//   per update:  std::optional<cpu::ScopedBf16Weights> scope = weights.install(params);
+//                ... the update's batches ...
+//                scope.reset(); // before the optimizer writes the weights
+class UpdateBf16Weights {
+ public:
+  // enabled false, or a run that is not CPU bf16: install() installs nothing (each product rounds
+  // and packs its own weight; TrainOptions::bf16_weight_cache).
+  UpdateBf16Weights(const Experiment& e, bool enabled);
+  // The cache emptied and allowed exactly the current parameters' 2-D fp32 data (rebuilt every
+  // update: parameters are replaced between updates, e.g. when heads are pruned, and an old
+  // address may since hold an activation), then installed until the returned scope ends.
+  std::optional<cpu::ScopedBf16Weights> install(const ParamStore& params);
+
+ private:
+  std::unique_ptr<cpu::Bf16WeightCache> cache_; // null: nothing to install
 };
 
 } // namespace pillars::train

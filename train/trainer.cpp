@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <utility>
 
 #include "base/error.h"
@@ -51,7 +52,8 @@ class Loop {
         comm_(o.communicator ? *o.communicator : dist::single_process()),
         voice_(comm_.is_root()),
         log_((fs::path(o.run_dir) / "log.jsonl").string(), o.phase, voice_),
-        optimizer_(make_optimizer(e.optim)) {
+        optimizer_(make_optimizer(e.optim)),
+        bf16_weights_(e, o.bf16_weight_cache) {
     batches_per_epoch_ = task.batches_per_epoch();
     // One update takes update_freq batches on each rank (data_parallel.h).
     const int64_t batches_per_update = e.train.update_freq * comm_.size();
@@ -274,6 +276,10 @@ class Loop {
       tokens_of[static_cast<size_t>(j)] = static_cast<int64_t>(b.indices.size()) * (b.Ts + b.Tt);
     }
     const std::vector<int64_t> mine = batches_of_rank(tokens_of, comm_.rank(), comm_.size());
+    // CPU bf16: the weights stay fixed until the optimizer step, so the update's products share
+    // one bf16 rounding of each (and one packing per layout) instead of making their own. The
+    // scope ends before the step writes the weights; the next update rounds the new values.
+    std::optional<cpu::ScopedBf16Weights> bf16_weights = bf16_weights_.install(params_);
     if (mine.empty()) { // the epoch's last update may leave a rank without a batch: it sends zeros
       buckets_->next_batch(true, true, /*counted=*/false);
       int64_t ignored = 0;
@@ -295,6 +301,7 @@ class Loop {
       loss_sum += static_cast<double>(loss) * static_cast<double>(batch_tokens);
       tokens += batch_tokens;
     }
+    bf16_weights.reset(); // before the step: the optimizer writes the weights
     const float lr = schedule_->lr(u);
     if (buckets_)
       step_from_buckets(loss_sum, tokens, lr);
@@ -515,6 +522,7 @@ class Loop {
   bool voice_;               // rank 0: writes the run directory, prints, validates
   RunLog log_;
   std::unique_ptr<optim::Optimizer> optimizer_;
+  UpdateBf16Weights bf16_weights_; // CPU bf16: each update's weights rounded once (device_scope.h)
   std::unique_ptr<optim::Schedule> schedule_;
   int64_t batches_per_epoch_ = 0, planned_updates_ = 0;
   ProgressWindow window_;           // the updates since the last progress line

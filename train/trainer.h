@@ -79,6 +79,9 @@ struct TrainOptions {
   // The data-parallel job's ranks (train/data_parallel.h); null: this process alone. Rank 0 alone
   // writes run_dir, prints, validates and calls after_update and after_validation.
   dist::Communicator* communicator = nullptr;
+  // train.precision bf16 on the CPU: each update rounds every weight to bf16 once (true), or every
+  // product rounds its own (false; the same bits, for tests to compare). train/device_scope.h.
+  bool bf16_weight_cache = true;
 };
 
 struct TrainerOutcome {

@@ -326,23 +326,40 @@ void Bf16PackedB::Free::operator()(void* p) const { std::free(p); }
 
 Bf16PackedB::Bf16PackedB(bool trans_b, int64_t N, int64_t K, const float* B, int64_t ldb)
     : trans_b_(trans_b), N_(N), K_(K), ldb_(ldb), source_(B) {
-  PILLARS_CHECK(N >= 0 && K >= 0, "Bf16PackedB: negative shape");
+  pack_from(B, ldb);
+}
+
+Bf16PackedB::Bf16PackedB(bool trans_b, int64_t N, int64_t K, const uint16_t* rounded, int64_t ld_rounded,
+                         const float* B, int64_t ldb)
+    : trans_b_(trans_b), N_(N), K_(K), ldb_(ldb), source_(B) {
+  pack_from(rounded, ld_rounded);
+}
+
+// X: B as fp32 (rounded as it is packed) or its bf16 copy (moved only): the same bf16 values.
+template <class T>
+void Bf16PackedB::pack_from(const T* X, int64_t ldx) {
+  PILLARS_CHECK(N_ >= 0 && K_ >= 0, "Bf16PackedB: negative shape");
   const gemm::Bf16KernelSet* ks = kernels_for(active_isa());
   kernels_ = ks;
   const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
   if (ks != nullptr) {
-    const int64_t count = std::max<int64_t>(1, round_up(N, gemm::kBf16Nr) * round_up(K, ks->k_multiple));
+    const int64_t count = std::max<int64_t>(1, round_up(N_, gemm::kBf16Nr) * round_up(K_, ks->k_multiple));
     void* data = std::aligned_alloc(64, static_cast<size_t>(round_up(count * 2, 64)));
     if (data == nullptr) throw Error("Bf16PackedB: out of memory");
     packed_.reset(static_cast<uint16_t*>(data));
     bytes_ = count * 2;
-    pack_b(*ks, trans_b, N, K, B, ldb, packed_.get(), threads);
+    pack_b(*ks, trans_b_, N_, K_, X, ldx, packed_.get(), threads);
   } else {
-    const int64_t rows = trans_b ? N : K, cols = trans_b ? K : N;
+    const int64_t rows = trans_b_ ? N_ : K_, cols = trans_b_ ? K_ : N_;
     wide_.resize(static_cast<size_t>(rows * cols));
     bytes_ = rows * cols * 4;
-    widen_matrix(B, rows, cols, ldb, wide_.data(), threads);
+    widen_matrix(X, rows, cols, ldx, wide_.data(), threads);
   }
+}
+
+void round_to_bf16(const float* X, int64_t rows, int64_t cols, int64_t ld, uint16_t* dst) {
+  PILLARS_CHECK(rows >= 0 && cols >= 0, "round_to_bf16: negative shape");
+  parallel_for(threads_for(rows * cols), rows, [&](int64_t r) { to_bf16_run(X + r * ld, cols, dst + r * cols); });
 }
 
 bool Bf16PackedB::matches(bool trans_b, int64_t N, int64_t K, const float* B, int64_t ldb) const {

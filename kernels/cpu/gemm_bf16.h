@@ -38,13 +38,22 @@ void gemm_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, floa
 void gemm_bf16_f32(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
                    int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
 
+// dst[r · cols + c] = bf16(X[r · ld + c]) for rows × cols of X: the rounding gemm_bf16_f32 applies
+// as it packs (kernels/bf16_bits.h), into a dense copy.
+void round_to_bf16(const float* X, int64_t rows, int64_t cols, int64_t ld, uint16_t* dst);
+
 // op(B) (K × N, fp32, B stored as for gemm_bf16_f32) rounded to bf16 and packed once, in the
 // layout of the path active when it is made (the portable path: widened back to fp32), for many
-// products against the same B: a model's weights while it decodes. It remembers B's address, not
-// its values: B must not change while the packed copy is used.
+// products against the same B: a model's weights while it decodes or during one training update.
+// It remembers B's address, not its values: B must not change while the packed copy is used.
 class Bf16PackedB {
  public:
   Bf16PackedB(bool trans_b, int64_t N, int64_t K, const float* B, int64_t ldb);
+  // The same from B's rounded copy, rounded[r · ld_rounded + c] = bf16(B[r · ldb + c]) over B's
+  // stored shape (round_to_bf16): the packing only moves its values, and the packed bits are
+  // those of the constructor above. B is the source packed from if the path changes (see below).
+  Bf16PackedB(bool trans_b, int64_t N, int64_t K, const uint16_t* rounded, int64_t ld_rounded, const float* B,
+              int64_t ldb);
   // Whether this is the packed copy of that operand.
   bool matches(bool trans_b, int64_t N, int64_t K, const float* B, int64_t ldb) const;
   int64_t bytes() const { return bytes_; }
@@ -55,6 +64,8 @@ class Bf16PackedB {
   struct Free {
     void operator()(void* p) const;
   };
+  template <class T>
+  void pack_from(const T* X, int64_t ldx);
   bool trans_b_;
   int64_t N_, K_, ldb_, bytes_ = 0;
   const float* source_;

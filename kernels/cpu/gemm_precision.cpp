@@ -1,7 +1,8 @@
 // The GEMM at the CPU's matmul precision; see gemm_precision.h.
 //
 // bf16: gemm_bf16_f32 rounds op(A) and op(B) to bf16 as it packs them (no rounded copy first); a B
-// held by the installed weight cache is packed once, by the cache, and not again per call.
+// the installed weight cache allows is rounded once and packed once per layout, by the cache, and
+// not again per call.
 #include "kernels/cpu/gemm_precision.h"
 
 #include <omp.h>
@@ -64,15 +65,41 @@ void Bf16WeightCache::allow(const float* data) {
   allowed_.insert(data);
 }
 
+void Bf16WeightCache::reset(std::span<const float* const> allowed) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  packed_.clear();
+  rounded_.clear();
+  bytes_ = 0;
+  allowed_.clear();
+  allowed_.insert(allowed.begin(), allowed.end());
+}
+
 const Bf16PackedB* Bf16WeightCache::find_or_pack(bool trans_b, int64_t N, int64_t K, const float* B, int64_t ldb) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!allowed_.contains(B)) return nullptr;
   const auto [first, last] = packed_.equal_range(B);
   for (auto it = first; it != last; ++it)
     if (it->second->matches(trans_b, N, K, B, ldb)) return it->second.get();
-  auto p = std::make_unique<Bf16PackedB>(trans_b, N, K, B, ldb);
+  // Both layouts of a weight read the same stored matrix: (N, K) as Bᵀ, (K, N) as B.
+  const int64_t rows = trans_b ? N : K, cols = trans_b ? K : N;
+  const Rounded* r = nullptr;
+  const auto [rfirst, rlast] = rounded_.equal_range(B);
+  for (auto it = rfirst; it != rlast && r == nullptr; ++it)
+    if (it->second.rows == rows && it->second.cols == cols && it->second.ld == ldb) r = &it->second;
+  if (r == nullptr) {
+    Rounded fresh{rows, cols, ldb, std::vector<uint16_t>(static_cast<size_t>(rows * cols))};
+    round_to_bf16(B, rows, cols, ldb, fresh.bits.data());
+    bytes_ += rows * cols * 2;
+    r = &rounded_.emplace(B, std::move(fresh))->second;
+  }
+  auto p = std::make_unique<Bf16PackedB>(trans_b, N, K, r->bits.data(), cols, B, ldb);
   bytes_ += p->bytes();
   return packed_.emplace(B, std::move(p))->second.get();
+}
+
+int64_t Bf16WeightCache::rounded_matrices() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return static_cast<int64_t>(rounded_.size());
 }
 
 int64_t Bf16WeightCache::packed_matrices() const {

@@ -13,17 +13,25 @@
 // Same arguments and layouts as sgemm / sgemm_batched. In bf16 the packed operands go to per-thread
 // buffers that only grow, so after the largest shape nothing is allocated.
 //
-// Weights packed once (decoding: decode/step_decoder.h). While a Bf16WeightCache is installed
-// (ScopedBf16Weights), a bf16 product whose B (unbatched or shared) is a matrix the cache allows
-// uses the cache's packed copy of op(B), made on its first such product and kept for the cache's
-// life: the same bits as packing B per call, without the packing. The cache keys on B's address,
-// so an allowed matrix must not change while the cache is installed.
+// Weights rounded and packed once: for decoding (decode/step_decoder.h) and for each training
+// update (train/device_scope.h). While a Bf16WeightCache is installed (ScopedBf16Weights), a bf16
+// product whose B (unbatched or shared) is a matrix the cache allows reads the cache's copies:
+//   - the first product that reads an allowed B rounds all of B's stored rows × cols to bf16,
+//     once, into a dense copy (round_to_bf16: the rounding packing does, kernels/bf16_bits.h);
+//   - each layout of op(B) (trans_b true and false: a weight's x·Wᵀ and dY·W) is packed from that
+//     copy on its first product (Bf16PackedB; packing bf16 only moves values) and then reused.
+// Both are kept until reset() (the trainer's next update) or the cache's end: the same bits as
+// rounding and packing B per call, without either. The cache keys on B's address, so an allowed
+// matrix must not change while the cache is installed; reset() it before the next use once they
+// may have changed or been replaced (a freed address may come back as an activation's).
 #pragma once
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <unordered_set>
+#include <vector>
 
 #include "base/precision.h"
 #include "kernels/cpu/gemm_bf16.h"
@@ -55,16 +63,27 @@ class ScopedMatmulPrecision {
 
 class Bf16WeightCache {
  public:
-  // B's storage (a parameter's data) may be packed.
+  // B's storage (a parameter's data) may be rounded and packed.
   void allow(const float* data);
+  // Drops every rounded and packed copy and allows exactly `allowed`: a new set of weights (the
+  // next training update's; the parameters may have changed, or been replaced, since the last).
+  // Not while a product reads the cache.
+  void reset(std::span<const float* const> allowed);
   // The packed op(B) when B is allowed (packed now on its first use), else nullptr. Thread-safe.
   const Bf16PackedB* find_or_pack(bool trans_b, int64_t N, int64_t K, const float* B, int64_t ldb);
+  // Since the last reset: the matrices rounded (one per allowed B read), the layouts packed.
+  int64_t rounded_matrices() const;
   int64_t packed_matrices() const;
-  int64_t packed_bytes() const;
+  int64_t packed_bytes() const; // rounded and packed copies together
 
  private:
+  struct Rounded { // B's stored rows × cols (row stride ld), rounded: bits[r · cols + c]
+    int64_t rows, cols, ld;
+    std::vector<uint16_t> bits;
+  };
   mutable std::mutex mutex_;
   std::unordered_set<const float*> allowed_;
+  std::multimap<const float*, Rounded> rounded_;
   std::multimap<const float*, std::unique_ptr<Bf16PackedB>> packed_;
   int64_t bytes_ = 0;
 };
