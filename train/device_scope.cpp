@@ -29,9 +29,11 @@ CpuMatmulPrecision::CpuMatmulPrecision(const Experiment& e) : previous_(cpu::mat
 
 CpuMatmulPrecision::~CpuMatmulPrecision() { cpu::set_matmul_precision(previous_); }
 
-UpdateBf16Weights::UpdateBf16Weights(const Experiment& e, bool enabled) {
-  if (enabled && e.train.device == Device::cpu && e.train.precision == Precision::bf16)
-    cache_ = std::make_unique<cpu::Bf16WeightCache>();
+UpdateBf16Weights::UpdateBf16Weights(const Experiment& e, bool enabled)
+    : UpdateBf16Weights(enabled && e.train.device == Device::cpu && e.train.precision == Precision::bf16) {}
+
+UpdateBf16Weights::UpdateBf16Weights(bool active) {
+  if (active) cache_ = std::make_unique<cpu::Bf16WeightCache>();
 }
 
 std::optional<cpu::ScopedBf16Weights> UpdateBf16Weights::install(const ParamStore& params) {

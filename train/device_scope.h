@@ -67,6 +67,8 @@ class UpdateBf16Weights {
   // enabled false, or a run that is not CPU bf16: install() installs nothing (each product rounds
   // and packs its own weight; TrainOptions::bf16_weight_cache).
   UpdateBf16Weights(const Experiment& e, bool enabled);
+  // active: the loop computes on the CPU at matmul precision bf16 (a benchmark's own step loop).
+  explicit UpdateBf16Weights(bool active);
   // The cache emptied and allowed exactly the current parameters' 2-D fp32 data (rebuilt every
   // update: parameters are replaced between updates, e.g. when heads are pruned, and an old
   // address may since hold an activation), then installed until the returned scope ends.

@@ -19,6 +19,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -32,6 +33,7 @@
 #include "kernels/cpu/gemm_bf16.h"
 #include "kernels/cpu/gemm_precision.h"
 #include "models/transformer.h"
+#include "train/device_scope.h"
 #include "train/pass_list.h"
 #include "tools/bench/measure.h"
 
@@ -56,8 +58,9 @@ struct StepResult {
   float first_loss = 0;
 };
 
-// passes: the optional passes the step runs (steps/pass.h).
-StepResult run_ours(int repeats, const steps::PassSettings& passes) {
+// passes: the optional passes the step runs (steps/pass.h). weights_once: at matmul precision bf16,
+// each step's weights rounded to bf16 once, before its forward, as the trainer does each update.
+StepResult run_ours(int repeats, const steps::PassSettings& passes, bool weights_once = false) {
   TransformerConfig cfg = transformer_config("bench");
   ParamStore params;
   init_transformer_params(cfg, params, 1);
@@ -82,8 +85,12 @@ StepResult run_ours(int repeats, const steps::PassSettings& passes) {
     const std::string& name = m.graph.producer(leaves[i]).name;
     if (grads[i] != kNoValue) slots.push_back({name, params.get(name), ex.value(grads[i])});
   }
+  train::UpdateBf16Weights bf16_weights(weights_once);
   auto step = [&] {
-    ex.run();
+    {
+      std::optional<cpu::ScopedBf16Weights> rounded = bf16_weights.install(params); // ends before Adam writes
+      ex.run();
+    }
     adam.step(slots, 5e-4f);
   };
   StepResult r;
@@ -173,12 +180,17 @@ int bench_step_bf16(int threads, int repeats) {
       "products on operands rounded to bf16, fp32 accumulation; softmax, normalization, loss and Adam in fp32\n");
   const StepResult fp32 = run_ours(repeats, {});
   cpu::set_matmul_precision(Precision::bf16);
-  const StepResult bf16 = run_ours(repeats, {});
+  const StepResult per_product = run_ours(repeats, {});
+  const StepResult bf16 = run_ours(repeats, {}, /*weights_once=*/true);
   cpu::set_matmul_precision(Precision::fp32);
   std::printf("  pillars fp32  %8.1f target tokens/s  (%.3f s/step, loss %.4f)\n", fp32.tokens_per_s, fp32.median_s,
               fp32.first_loss);
-  std::printf("  pillars bf16  %8.1f target tokens/s = %.2fx  (%.3f s/step, loss %.4f)\n", bf16.tokens_per_s,
-              bf16.tokens_per_s / fp32.tokens_per_s, bf16.median_s, bf16.first_loss);
+  std::printf("  pillars bf16, each product rounding its weight  %8.1f target tokens/s = %.2fx  (%.3f s/step, loss %.4f)\n",
+              per_product.tokens_per_s, per_product.tokens_per_s / fp32.tokens_per_s, per_product.median_s,
+              per_product.first_loss);
+  std::printf("  pillars bf16, weights rounded once per update (as trained)  %8.1f target tokens/s = %.2fx  (%.3f "
+              "s/step, loss %.4f)\n",
+              bf16.tokens_per_s, bf16.tokens_per_s / fp32.tokens_per_s, bf16.median_s, bf16.first_loss);
   StepResult torch;
   if (run_torch(threads, repeats, torch, /*bf16=*/true)) {
     std::printf("  pytorch bf16 autocast  %8.1f target tokens/s  (%.3f s/step, loss %.4f)\n", torch.tokens_per_s,
