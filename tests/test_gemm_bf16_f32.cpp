@@ -127,7 +127,7 @@ std::vector<float> product(bool tb, int64_t M, int64_t N, int64_t K, const std::
 // to it as the trainer resets it each update: x·Wᵀ (trans_b, N = out, K = in) and dY·W (N = in,
 // K = out), unbatched and as the shared B of a batch, each twice. Every product gives the bits of
 // the uncached one, W is rounded once and packed once per layout; after W changes and the cache is
-// reset, the products read the new W (no stale copy), rounded once again.
+// reset, the products read the new W (no stale copy), rounded once again, into the same storage.
 void check_update_cache(const Path& path) {
   if (!runnable(path)) return;
   pillars::cpu::ScopedIsa forced(isa_for(path));
@@ -138,6 +138,8 @@ void check_update_cache(const Path& path) {
   const std::vector<float> X = random_matrix(3 * M, in, rng), dY = random_matrix(3 * M, out, rng);
   pillars::cpu::Bf16WeightCache cache;
   std::vector<float> stale; // the first update's x·Wᵀ
+  const pillars::cpu::Bf16PackedB* first_packed = nullptr;
+  int64_t first_bytes = 0;
   for (int update = 0; update < 2; ++update) {
     CAPTURE(update);
     std::vector<std::vector<float>> want;
@@ -158,8 +160,13 @@ void check_update_cache(const Path& path) {
         CHECK(same_bits(product(false, M, in, out, dY, W, ldw, batch), want[i++]));
       }
     }
-    CHECK(cache.rounded_matrices() == 1);                    // one rounding of W
-    CHECK(cache.packed_matrices() == 2);                     // one packing per layout
+    CHECK(cache.rounded_matrices() == 1); // one rounding of W
+    CHECK(cache.packed_matrices() == 2);  // one packing per layout
+    // The second update packs into the first one's storage: nothing allocated.
+    const pillars::cpu::Bf16PackedB* packed = cache.find_or_pack(true, out, in, W.data(), ldw);
+    if (update == 0) first_packed = packed, first_bytes = cache.packed_bytes();
+    CHECK(packed == first_packed);
+    CHECK(cache.packed_bytes() == first_bytes);
     if (update == 1) CHECK_FALSE(same_bits(want[0], stale)); // the products did see the new W
     for (float& w : W) w = -1.5f * w + 0.25f;                // the optimizer step, outside the cache's scope
   }

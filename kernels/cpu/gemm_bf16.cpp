@@ -5,7 +5,8 @@
 // The two bf16 paths run the same driver:
 //   1. pack all of op(B), and of op(A) unless the kernel reads it in place, once, in the kernel's
 //      layout (gemm_bf16_packed.h), into per-thread buffers that only grow; the threads share
-//      the packing, panel by panel.
+//      the packing, panel by panel. (A kernel that reads A's rows in place gets an fp32 op(A) = A
+//      rounded row by row instead: the same values, without the scatter into panels.)
 //   2. cut C into blocks of kBlockRows × kBlockCols and hand them to the threads; each block is
 //      the kernel's `block` call, which sweeps its panels over all of K.
 // Packing everything first costs O((M + N) · K) copying against O(M · N · K) multiply-adds and
@@ -130,6 +131,7 @@ void scale_c(const Product<T>& p) {
 // ---- packing -------------------------------------------------------------------------------------
 
 thread_local Scratch<uint16_t> t_stage; // one or two contiguous runs of op(X), already in bf16
+thread_local Scratch<uint32_t> t_pairs; // two rows of op(X) as bf16 pairs
 
 // y[0:n] = bf16(x[0:n]): a contiguous run, copied or rounded. The rounding is branch-free
 // (kernels/bf16_bits.h), so this loop vectorizes; the packing loops below only move 16-bit values.
@@ -149,7 +151,8 @@ void to_bf16_run(const T* x, int64_t n, uint16_t* y) {
 // contiguous run of X is rounded once into a staging run, in order, and then scattered from there.
 //   k_stride == 1 (rows of A, columns of Bᵀ): lane by lane, the lane's run over k;
 //   lane_stride == 1 (columns of B, rows of Aᵀ): chunk by chunk, the KW rows of X that hold the
-//     chunk's values of k for every lane.
+//     chunk's values of k for every lane; for pairs (KW = 2) the two rows are rounded straight
+//     into 32-bit pairs, one vectorized loop, and each panel's pairs are one contiguous copy.
 template <class T>
 void pack(const T* X, int64_t lane_stride, int64_t k_stride, int64_t lanes, int64_t K, int64_t W, int64_t KW,
           int64_t kpad, uint16_t* dst, int threads) {
@@ -177,6 +180,22 @@ void pack(const T* X, int64_t lane_stride, int64_t k_stride, int64_t lanes, int6
   }
   PILLARS_CHECK(lane_stride == 1, "gemm_bf16: an operand with neither stride 1");
   const int64_t padded = panels * W;
+  if (KW == 2) { // each lane's pair is one 32-bit value: rows 2t and 2t + 1 rounded and interleaved at once
+    parallel_for(threads, chunks, [&](int64_t t) {
+      uint32_t* pairs = t_pairs.get(padded); // pairs[l] = op(X)(l, 2t) | op(X)(l, 2t + 1) << 16
+      const T* even = X + 2 * t * k_stride; // rows past K read as zeros
+      int64_t l = 0;
+      if (2 * t + 1 < K) {
+        const T* odd = even + k_stride;
+        for (; l < lanes; ++l) pairs[l] = uint32_t{to_bf16(even[l])} | uint32_t{to_bf16(odd[l])} << 16;
+      } else if (2 * t < K) {
+        for (; l < lanes; ++l) pairs[l] = uint32_t{to_bf16(even[l])};
+      }
+      std::fill(pairs + l, pairs + padded, uint32_t{0});
+      for (int64_t q = 0; q < panels; ++q) std::memcpy(dst + q * W * kpad + t * W * 2, pairs + q * W, size_t(W) * 4);
+    });
+    return;
+  }
   parallel_for(threads, chunks, [&](int64_t t) {
     uint16_t* rows = t_stage.get(KW * padded); // rows[e · padded + l] = op(X)(l, t · KW + e)
     for (int64_t e = 0; e < KW; ++e) {
@@ -222,8 +241,11 @@ template <class T>
 void run_packed(const gemm::Bf16KernelSet& ks, const Product<T>& p, int threads, const uint16_t* packed_b = nullptr) {
   const int64_t kpad = round_up(p.K, ks.k_multiple);
   // A row-major op(A) of bf16 whose K needs no padding already has the kernel's pairs where it
-  // wants them (fp32 A is rounded as it is packed).
-  const bool a_in_place = std::is_same_v<T, uint16_t> && ks.block_a_in_place != nullptr && !p.trans_a && kpad == p.K;
+  // wants them. A row-major fp32 op(A) is rounded into that form, row by row (rows kpad long, the
+  // k past K zero): one vectorized pass, where packing would scatter each row's pairs into panels.
+  const bool kernel_reads_rows = ks.block_a_in_place != nullptr && !p.trans_a;
+  const bool a_in_place = std::is_same_v<T, uint16_t> && kernel_reads_rows && kpad == p.K;
+  const bool a_rounded_rows = std::is_same_v<T, float> && kernel_reads_rows;
   uint16_t* Ap = a_in_place ? nullptr : t_packed_a.get(round_up(p.M, ks.mr) * kpad);
   const uint16_t* Bp = packed_b;
   if (Bp == nullptr) {
@@ -232,8 +254,14 @@ void run_packed(const gemm::Bf16KernelSet& ks, const Product<T>& p, int threads,
     Bp = b;
   }
   // op(A)(i, k) = A[i·lda + k], or A[k·lda + i] when transposed.
-  if (!a_in_place)
+  if (a_rounded_rows) {
+    parallel_for(threads, p.M, [&](int64_t i) {
+      to_bf16_run(p.A + i * p.lda, p.K, Ap + i * kpad);
+      std::fill(Ap + i * kpad + p.K, Ap + (i + 1) * kpad, uint16_t{0});
+    });
+  } else if (!a_in_place) {
     pack(p.A, p.trans_a ? 1 : p.lda, p.trans_a ? p.lda : 1, p.M, p.K, ks.mr, ks.a_chunk, kpad, Ap, threads);
+  }
 
   const int64_t block_rows = round_up(kBlockRows, ks.mr);
   const int64_t bm = ceil_div(p.M, block_rows), bn = ceil_div(p.N, kBlockCols);
@@ -247,6 +275,10 @@ void run_packed(const gemm::Bf16KernelSet& ks, const Product<T>& p, int threads,
         ks.block_a_in_place(p.A + i0 * p.lda, p.lda, Bp + j0 * kpad, kpad, m, n, p.alpha, p.beta, C, p.ldc);
         return;
       }
+    }
+    if (a_rounded_rows) {
+      ks.block_a_in_place(Ap + i0 * kpad, kpad, Bp + j0 * kpad, kpad, m, n, p.alpha, p.beta, C, p.ldc);
+      return;
     }
     ks.block(Ap + i0 * kpad, Bp + j0 * kpad, kpad, m, n, p.alpha, p.beta, C, p.ldc);
   });
@@ -336,21 +368,26 @@ Bf16PackedB::Bf16PackedB(bool trans_b, int64_t N, int64_t K, const uint16_t* rou
 }
 
 // X: B as fp32 (rounded as it is packed) or its bf16 copy (moved only): the same bf16 values.
+// Packing again for the same path reuses the storage.
 template <class T>
 void Bf16PackedB::pack_from(const T* X, int64_t ldx) {
   PILLARS_CHECK(N_ >= 0 && K_ >= 0, "Bf16PackedB: negative shape");
   const gemm::Bf16KernelSet* ks = kernels_for(active_isa());
+  const bool same_path = packed_ != nullptr && kernels_ == ks;
   kernels_ = ks;
   const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
   if (ks != nullptr) {
     const int64_t count = std::max<int64_t>(1, round_up(N_, gemm::kBf16Nr) * round_up(K_, ks->k_multiple));
-    void* data = std::aligned_alloc(64, static_cast<size_t>(round_up(count * 2, 64)));
-    if (data == nullptr) throw Error("Bf16PackedB: out of memory");
-    packed_.reset(static_cast<uint16_t*>(data));
+    if (!same_path) {
+      void* data = std::aligned_alloc(64, static_cast<size_t>(round_up(count * 2, 64)));
+      if (data == nullptr) throw Error("Bf16PackedB: out of memory");
+      packed_.reset(static_cast<uint16_t*>(data));
+    }
     bytes_ = count * 2;
     pack_b(*ks, trans_b_, N_, K_, X, ldx, packed_.get(), threads);
   } else {
     const int64_t rows = trans_b_ ? N_ : K_, cols = trans_b_ ? K_ : N_;
+    packed_.reset();
     wide_.resize(static_cast<size_t>(rows * cols));
     bytes_ = rows * cols * 4;
     widen_matrix(X, rows, cols, ldx, wide_.data(), threads);

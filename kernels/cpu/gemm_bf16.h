@@ -54,6 +54,9 @@ class Bf16PackedB {
   // those of the constructor above. B is the source packed from if the path changes (see below).
   Bf16PackedB(bool trans_b, int64_t N, int64_t K, const uint16_t* rounded, int64_t ld_rounded, const float* B,
               int64_t ldb);
+  // Packs B's new values, given as above, into the storage it has (same shape and source; new
+  // storage only if the path changed since): a weight after an optimizer step.
+  void repack(const uint16_t* rounded, int64_t ld_rounded) { pack_from(rounded, ld_rounded); }
   // Whether this is the packed copy of that operand.
   bool matches(bool trans_b, int64_t N, int64_t K, const float* B, int64_t ldb) const;
   int64_t bytes() const { return bytes_; }

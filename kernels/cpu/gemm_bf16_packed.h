@@ -40,7 +40,8 @@ struct Bf16KernelSet {
                 float* C, int64_t ldc);
   // The same with A read where it is (nullptr: the kernel has no such variant). Only for op(A) = A
   // and K a multiple of k_multiple (kpad = K): then each row's pairs of k are already adjacent,
-  // row i of the block at A + i·lda, and packing A would only copy it.
+  // row i of the block at A + i·lda, and packing A would only copy it. (An fp32 op(A) = A is
+  // rounded into such rows, kpad long, instead of into panels.)
   void (*block_a_in_place)(const uint16_t* A, int64_t lda, const uint16_t* Bp, int64_t kpad, int64_t m, int64_t n,
                            float alpha, float beta, float* C, int64_t ldc);
 };

@@ -7,6 +7,7 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <atomic>
 #include <vector>
 
@@ -67,44 +68,69 @@ void Bf16WeightCache::allow(const float* data) {
 
 void Bf16WeightCache::reset(std::span<const float* const> allowed) {
   std::lock_guard<std::mutex> lock(mutex_);
-  packed_.clear();
-  rounded_.clear();
-  bytes_ = 0;
   allowed_.clear();
   allowed_.insert(allowed.begin(), allowed.end());
+  // A copy read since the last reset keeps its storage for the next update, marked stale; one that
+  // was not (or whose matrix is no longer allowed) goes.
+  const auto age = [&](auto& copies) {
+    for (auto it = copies.begin(); it != copies.end();) {
+      if (!it->second.fresh || !allowed_.contains(it->first)) {
+        it = copies.erase(it);
+      } else {
+        it->second.fresh = false;
+        ++it;
+      }
+    }
+  };
+  age(rounded_);
+  age(packed_);
+  bytes_ = 0;
+  for (const auto& [key, r] : rounded_) bytes_ += static_cast<int64_t>(r.bits.size()) * 2;
+  for (const auto& [key, p] : packed_) bytes_ += p.b->bytes();
 }
 
 const Bf16PackedB* Bf16WeightCache::find_or_pack(bool trans_b, int64_t N, int64_t K, const float* B, int64_t ldb) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!allowed_.contains(B)) return nullptr;
-  const auto [first, last] = packed_.equal_range(B);
-  for (auto it = first; it != last; ++it)
-    if (it->second->matches(trans_b, N, K, B, ldb)) return it->second.get();
   // Both layouts of a weight read the same stored matrix: (N, K) as Bᵀ, (K, N) as B.
   const int64_t rows = trans_b ? N : K, cols = trans_b ? K : N;
-  const Rounded* r = nullptr;
+  Rounded* r = nullptr;
   const auto [rfirst, rlast] = rounded_.equal_range(B);
   for (auto it = rfirst; it != rlast && r == nullptr; ++it)
     if (it->second.rows == rows && it->second.cols == cols && it->second.ld == ldb) r = &it->second;
   if (r == nullptr) {
-    Rounded fresh{rows, cols, ldb, std::vector<uint16_t>(static_cast<size_t>(rows * cols))};
-    round_to_bf16(B, rows, cols, ldb, fresh.bits.data());
+    r = &rounded_.emplace(B, Rounded{rows, cols, ldb, std::vector<uint16_t>(static_cast<size_t>(rows * cols))})->second;
     bytes_ += rows * cols * 2;
-    r = &rounded_.emplace(B, std::move(fresh))->second;
   }
-  auto p = std::make_unique<Bf16PackedB>(trans_b, N, K, r->bits.data(), cols, B, ldb);
-  bytes_ += p->bytes();
-  return packed_.emplace(B, std::move(p))->second.get();
+  if (!r->fresh) { // new, or last update's values: round B's current ones
+    round_to_bf16(B, rows, cols, ldb, r->bits.data());
+    r->fresh = true;
+  }
+  const auto [first, last] = packed_.equal_range(B);
+  for (auto it = first; it != last; ++it) {
+    Packed& p = it->second;
+    if (!p.b->matches(trans_b, N, K, B, ldb)) continue;
+    if (!p.fresh) { // last update's layout: packed again into the same storage
+      const int64_t before = p.b->bytes();
+      p.b->repack(r->bits.data(), cols);
+      bytes_ += p.b->bytes() - before;
+      p.fresh = true;
+    }
+    return p.b.get();
+  }
+  auto b = std::make_unique<Bf16PackedB>(trans_b, N, K, r->bits.data(), cols, B, ldb);
+  bytes_ += b->bytes();
+  return packed_.emplace(B, Packed{std::move(b), true})->second.b.get();
 }
 
 int64_t Bf16WeightCache::rounded_matrices() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return static_cast<int64_t>(rounded_.size());
+  return std::count_if(rounded_.begin(), rounded_.end(), [](const auto& e) { return e.second.fresh; });
 }
 
 int64_t Bf16WeightCache::packed_matrices() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return static_cast<int64_t>(packed_.size());
+  return std::count_if(packed_.begin(), packed_.end(), [](const auto& e) { return e.second.fresh; });
 }
 
 int64_t Bf16WeightCache::packed_bytes() const {

@@ -65,26 +65,35 @@ class Bf16WeightCache {
  public:
   // B's storage (a parameter's data) may be rounded and packed.
   void allow(const float* data);
-  // Drops every rounded and packed copy and allows exactly `allowed`: a new set of weights (the
-  // next training update's; the parameters may have changed, or been replaced, since the last).
+  // Allows exactly `allowed` and marks every rounded and packed copy stale: a new set of weights
+  // (the next training update's; the parameters may have changed, or been replaced, since the
+  // last). A stale copy is rounded or packed again from B's current values on its next read, into
+  // the storage it has (no allocation, no page faults: the same weights come back every update);
+  // copies not read since the previous reset, or of matrices no longer allowed, are freed.
   // Not while a product reads the cache.
   void reset(std::span<const float* const> allowed);
-  // The packed op(B) when B is allowed (packed now on its first use), else nullptr. Thread-safe.
+  // The packed op(B) when B is allowed (rounded and packed now on its first read since the last
+  // reset), else nullptr. Thread-safe.
   const Bf16PackedB* find_or_pack(bool trans_b, int64_t N, int64_t K, const float* B, int64_t ldb);
   // Since the last reset: the matrices rounded (one per allowed B read), the layouts packed.
   int64_t rounded_matrices() const;
   int64_t packed_matrices() const;
-  int64_t packed_bytes() const; // rounded and packed copies together
+  int64_t packed_bytes() const; // rounded and packed copies together, stale ones included
 
  private:
   struct Rounded { // B's stored rows × cols (row stride ld), rounded: bits[r · cols + c]
     int64_t rows, cols, ld;
     std::vector<uint16_t> bits;
+    bool fresh = false; // holds B's values since the last reset
+  };
+  struct Packed {
+    std::unique_ptr<Bf16PackedB> b;
+    bool fresh = false;
   };
   mutable std::mutex mutex_;
   std::unordered_set<const float*> allowed_;
   std::multimap<const float*, Rounded> rounded_;
-  std::multimap<const float*, std::unique_ptr<Bf16PackedB>> packed_;
+  std::multimap<const float*, Packed> packed_;
   int64_t bytes_ = 0;
 };
 
