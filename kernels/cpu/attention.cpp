@@ -78,8 +78,7 @@ using attention_tiles::TileKernels;
 
 // The build of the tile kernels for the active ISA (cpu_features.h: detection, PILLARS_ISA, tests'
 // force_isa); active_isa() never names an ISA this CPU lacks.
-namespace {
-const TileKernels& selected_tiles() {
+const TileKernels& attention_tiles::active_tiles() {
   switch (active_isa()) {
     case Isa::amx:
     case Isa::avx512_bf16: // bf16 levels: attention is fp32, their AVX-512 build
@@ -92,9 +91,14 @@ const TileKernels& selected_tiles() {
   }
   return attention_tiles::tiles_generic();
 }
-} // namespace
 
-const char* attention_isa() { return selected_tiles().isa; }
+uint32_t attention_tiles::keep_threshold(float p) {
+  if (!(p < 1.0f)) return uint32_t{1} << 24;
+  if (!(p > 0.0f)) return 0;
+  return static_cast<uint32_t>(std::ceil(p * 16777216.0f));
+}
+
+const char* attention_isa() { return attention_tiles::active_tiles().isa; }
 
 AttentionParams attention_params_contiguous(int64_t B, int64_t H, int64_t Tq, int64_t Tk, int64_t D) {
   AttentionParams p;
@@ -181,9 +185,8 @@ void round_rows_to_bf16(float* x, int64_t rows, int64_t cols, int64_t ld) {
 void dropout_multipliers(const AttentionParams& p, const TileKernels& tiles, int64_t b, int64_t h, int64_t i,
                          int64_t j0, int64_t n, float* mult) {
   const uint64_t first = p.rng_offset + static_cast<uint64_t>(((b * p.H + h) * p.Tq + i) * p.Tk + j0);
-  // u = (word >> 8) · 2^-24 >= p  ⟺  (word >> 8) >= ⌈p · 2^24⌉   (p · 2^24 is exact in float)
-  const float scaled = std::ceil(std::clamp(p.dropout_p, 0.0f, 1.0f) * 16777216.0f);
-  tiles.dropout_multipliers(p.seed, first, n, static_cast<uint32_t>(scaled), 1.0f / (1.0f - p.dropout_p), mult);
+  tiles.dropout_multipliers(p.seed, first, n, attention_tiles::keep_threshold(p.dropout_p), 1.0f / (1.0f - p.dropout_p),
+                            mult);
 }
 
 // ---- per-thread scratch --------------------------------------------------------------------------
@@ -534,7 +537,7 @@ int64_t attention_scratch_bytes_per_thread(const AttentionParams& p, bool backwa
 
 void attention_forward(const AttentionParams& p, const float* Q, const float* K, const float* V, float* O, float* lse,
                        float* probs) {
-  const TileKernels& tiles = selected_tiles();
+  const TileKernels& tiles = attention_tiles::active_tiles();
   const int64_t query_blocks = (p.Tq + kBlockQ - 1) / kBlockQ, tasks = p.B * p.H * query_blocks;
 #pragma omp parallel
   {
@@ -550,7 +553,7 @@ void attention_forward(const AttentionParams& p, const float* Q, const float* K,
 
 void attention_backward(const AttentionParams& p, const float* Q, const float* K, const float* V, const float* O,
                         const float* lse, const float* dO, float* dQ, float* dK, float* dV) {
-  const TileKernels& tiles = selected_tiles();
+  const TileKernels& tiles = attention_tiles::active_tiles();
 #pragma omp parallel
   {
     const BackwardTiles t = thread_tiles<BackwardTiles>(padded_head_dim(p), p.Tq, p.dropout_p > 0.0f, p.bf16);

@@ -68,10 +68,18 @@ struct TileKernels {
                               float* mult);
 };
 
-// The three builds of the kernels; attention.cpp picks one with cpu_features.h's active_isa().
+// The three builds of the kernels, and the one for cpu_features.h's active_isa() (attention.cpp;
+// dropout.cpp uses its Philox generator too).
 const TileKernels& tiles_generic();
 const TileKernels& tiles_avx2();   // call only where the CPU has AVX2 + FMA
 const TileKernels& tiles_avx512(); // call only where the CPU has AVX-512 F/BW/VL/DQ
+const TileKernels& active_tiles();
+
+// dropout_multipliers' threshold for a drop probability p: ⌈p · 2^24⌉, so that (word >> 8) >=
+// threshold ⟺ u = (word >> 8) · 2^-24 >= p (p · 2^24 is exact in float). p >= 1 (or NaN) keeps
+// nothing, p <= 0 keeps everything, as u >= p does. (Defined in attention.cpp, the baseline build:
+// an inline function here would be compiled with each including file's ISA flags.)
+uint32_t keep_threshold(float p);
 
 } // namespace pillars::cpu::attention_tiles
 

@@ -4,25 +4,23 @@
 #include <algorithm>
 
 #include "base/parallel.h"
-#include "kernels/philox.h"
+#include "kernels/cpu/attention_tiles.h"
 
 namespace pillars::cpu {
 namespace {
 
 constexpr int64_t kChunk = 4096; // elements per parallel work item
 
-// y[i] for i in [begin, end). One Philox call yields the random words of four consecutive stream
-// positions (offset + i), so the loop walks the stream four positions at a time.
-void dropout_range(const DropoutArgs& a, const float* x, float* y, int64_t begin, int64_t end) {
-  int64_t i = begin;
-  while (i < end) {
-    const uint64_t n = a.offset + static_cast<uint64_t>(i);
-    const Philox4 r = philox4x32_10(n >> 2, a.seed);
-    for (uint64_t lane = n & 3; lane < 4 && i < end; ++lane, ++i) {
-      const float u = static_cast<float>(r.v[lane] >> 8) * (1.0f / 16777216.0f); // = philox_uniform
-      y[i] = u >= a.p ? x[i] * a.scale : 0.0f;
-    }
-  }
+// y[i] for i in [begin, end) (at most kChunk). Which elements stay comes from the attention tile
+// kernels' Philox generator (kernels/cpu/attention_tiles.h: many counters at once in SIMD lanes,
+// bit for bit philox4x32_10): keep[j] = 1 where u(offset + begin + j) >= p, else 0.
+void dropout_range(const DropoutArgs& a, const attention_tiles::TileKernels& tiles, const float* x, float* y,
+                   int64_t begin, int64_t end) {
+  float keep[kChunk];
+  tiles.dropout_multipliers(a.seed, a.offset + static_cast<uint64_t>(begin), end - begin,
+                            attention_tiles::keep_threshold(a.p), 1.0f, keep);
+#pragma omp simd
+  for (int64_t i = begin; i < end; ++i) y[i] = keep[i - begin] != 0.0f ? x[i] * a.scale : 0.0f;
 }
 
 // The offset in `mask` (broadcast to x's shape, aligned at the right) of element (row, 0) of x
@@ -43,9 +41,10 @@ int64_t mask_row_offset(std::span<const int64_t> x, std::span<const int64_t> mas
 } // namespace
 
 void dropout(const DropoutArgs& a, const float* x, float* y) {
+  const attention_tiles::TileKernels& tiles = attention_tiles::active_tiles();
   const int64_t chunks = (a.n + kChunk - 1) / kChunk;
 #pragma omp parallel for schedule(static) if (a.n >= kParallelGrain)
-  for (int64_t k = 0; k < chunks; ++k) dropout_range(a, x, y, k * kChunk, std::min(a.n, (k + 1) * kChunk));
+  for (int64_t k = 0; k < chunks; ++k) dropout_range(a, tiles, x, y, k * kChunk, std::min(a.n, (k + 1) * kChunk));
 }
 
 void masked_fill(const MaskedFillArgs& a, const float* x, const int32_t* mask, float* y) {
