@@ -19,6 +19,8 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <random>
 #include <string>
@@ -58,49 +60,70 @@ struct StepResult {
   float first_loss = 0;
 };
 
-// passes: the optional passes the step runs (steps/pass.h). weights_once: at matmul precision bf16,
-// each step's weights rounded to bf16 once, before its forward, as the trainer does each update.
-StepResult run_ours(int repeats, const steps::PassSettings& passes, bool weights_once = false) {
-  TransformerConfig cfg = transformer_config("bench");
-  ParamStore params;
-  init_transformer_params(cfg, params, 1);
-  steps::StepGraph m =
-      steps::StepGraph::of(build_seq2seq_training_graph(cfg, kBatch, kSrcLen, kTgtLen, 0.1f, 1234, true),
-                           /*train=*/true, Device::cpu);
-  steps::run_passes(train::step_passes(train::StepContext{.train = true, .passes = passes}), m);
-  const std::vector<ValueId>& leaves = m.params;
-  const std::vector<ValueId>& grads = m.grads;
-  Executor ex(m.graph, Device::cpu, nullptr, m.memory);
-  ex.bind_params(params);
-  ex.bind("src_tokens", random_token_ids({kBatch, kSrcLen}, cfg.vocab, 1));
-  Tensor src_lengths = Tensor::empty({kBatch}, DType::i32);
-  src_lengths.fill(static_cast<float>(kSrcLen));
-  ex.bind("src_lengths", src_lengths);
-  ex.bind("prev_output_tokens", random_token_ids({kBatch, kTgtLen}, cfg.vocab, 2));
-  ex.bind("target", random_token_ids({kBatch * kTgtLen}, cfg.vocab, 3));
-
-  optim::Adam adam(0.9, 0.98, 1e-8, 0.0, false);
-  std::vector<optim::ParamSlot> slots;
-  for (size_t i = 0; i < leaves.size(); ++i) {
-    const std::string& name = m.graph.producer(leaves[i]).name;
-    if (grads[i] != kNoValue) slots.push_back({name, params.get(name), ex.value(grads[i])});
-  }
-  train::UpdateBf16Weights bf16_weights(weights_once);
-  auto step = [&] {
-    {
-      std::optional<cpu::ScopedBf16Weights> rounded = bf16_weights.install(params); // ends before Adam writes
-      ex.run();
+// Our training step, set up once (the graph through the step's pass list, its executor, Adam)
+// and then run as often as asked: each call is one step, at this step's matmul precision.
+class OursStep {
+ public:
+  // passes: the optional passes the step runs (steps/pass.h). precision: the CPU's matmul
+  // precision during the step. weights_once (bf16): each step's weights rounded to bf16 once,
+  // before its forward, as the trainer does each update (train/device_scope.h).
+  OursStep(const steps::PassSettings& passes, Precision precision = Precision::fp32, bool weights_once = false)
+      : cfg_(transformer_config("bench")),
+        precision_(precision),
+        adam_(0.9, 0.98, 1e-8, 0.0, false),
+        bf16_weights_(weights_once && precision == Precision::bf16) {
+    init_transformer_params(cfg_, params_, 1);
+    m_ = steps::StepGraph::of(build_seq2seq_training_graph(cfg_, kBatch, kSrcLen, kTgtLen, 0.1f, 1234, true),
+                              /*train=*/true, Device::cpu);
+    steps::run_passes(train::step_passes(train::StepContext{.train = true, .passes = passes}), m_);
+    ex_ = std::make_unique<Executor>(m_.graph, Device::cpu, nullptr, m_.memory);
+    ex_->bind_params(params_);
+    ex_->bind("src_tokens", random_token_ids({kBatch, kSrcLen}, cfg_.vocab, 1));
+    Tensor src_lengths = Tensor::empty({kBatch}, DType::i32);
+    src_lengths.fill(static_cast<float>(kSrcLen));
+    ex_->bind("src_lengths", src_lengths);
+    ex_->bind("prev_output_tokens", random_token_ids({kBatch, kTgtLen}, cfg_.vocab, 2));
+    ex_->bind("target", random_token_ids({kBatch * kTgtLen}, cfg_.vocab, 3));
+    for (size_t i = 0; i < m_.params.size(); ++i) {
+      const std::string& name = m_.graph.producer(m_.params[i]).name;
+      if (m_.grads[i] != kNoValue) slots_.push_back({name, params_.get(name), ex_->value(m_.grads[i])});
     }
-    adam.step(slots, 5e-4f);
-  };
+  }
+
+  void operator()() {
+    cpu::ScopedMatmulPrecision precision(precision_);
+    {
+      std::optional<cpu::ScopedBf16Weights> rounded = bf16_weights_.install(params_); // ends before Adam writes
+      ex_->run();
+    }
+    adam_.step(slots_, 5e-4f);
+  }
+  float loss() const { return ex_->value(m_.loss).data<float>()[0]; }
+  // The activation arena plus the largest scratch.
+  double arena_mb() const {
+    return static_cast<double>(ex_->plan().arena_bytes + ex_->plan().workspace_bytes) / (1 << 20);
+  }
+
+ private:
+  TransformerConfig cfg_;
+  Precision precision_;
+  ParamStore params_;
+  steps::StepGraph m_;
+  std::unique_ptr<Executor> ex_; // reads m_.graph: declared after it
+  optim::Adam adam_;
+  std::vector<optim::ParamSlot> slots_;
+  train::UpdateBf16Weights bf16_weights_;
+};
+
+StepResult run_ours(int repeats, const steps::PassSettings& passes) {
+  OursStep step(passes);
   StepResult r;
   step(); // the first step's loss (median_seconds warms up with one more)
-  r.first_loss = ex.value(m.loss).data<float>()[0];
-  r.median_s = median_seconds(repeats, step);
+  r.first_loss = step.loss();
+  r.median_s = median_seconds(repeats, std::ref(step));
   r.tokens_per_s = static_cast<double>(kBatch * kTgtLen) / r.median_s;
   r.peak_rss_mb = peak_rss_mb();
-  r.arena_mb =
-      static_cast<double>(ex.plan().arena_bytes + ex.plan().workspace_bytes) / (1 << 20); // + the largest scratch
+  r.arena_mb = step.arena_mb();
   return r;
 }
 
@@ -178,11 +201,20 @@ int bench_step_bf16(int threads, int repeats) {
   std::printf(
       "bf16: the matmul products (linear layers, LM head, their gradients) and the fused attention kernels' "
       "products on operands rounded to bf16, fp32 accumulation; softmax, normalization, loss and Adam in fp32\n");
-  const StepResult fp32 = run_ours(repeats, {});
-  cpu::set_matmul_precision(Precision::bf16);
-  const StepResult per_product = run_ours(repeats, {});
-  const StepResult bf16 = run_ours(repeats, {}, /*weights_once=*/true);
-  cpu::set_matmul_precision(Precision::fp32);
+  // The three steps take turns, one step each per round, so that a machine whose speed drifts
+  // (other load, clocks) slows all three alike and the ratios hold.
+  OursStep fp32_step({}), per_product_step({}, Precision::bf16), bf16_step({}, Precision::bf16, /*weights_once=*/true);
+  std::vector<std::function<void()>> steps = {std::ref(fp32_step), std::ref(per_product_step), std::ref(bf16_step)};
+  for (auto& step : steps) step(); // the first steps' losses (interleaved_medians warms up with one more)
+  const float losses[] = {fp32_step.loss(), per_product_step.loss(), bf16_step.loss()};
+  const std::vector<double> medians = interleaved_medians(repeats, steps);
+  StepResult fp32, per_product, bf16;
+  StepResult* results[] = {&fp32, &per_product, &bf16};
+  for (size_t i = 0; i < 3; ++i) {
+    results[i]->median_s = medians[i];
+    results[i]->tokens_per_s = static_cast<double>(kBatch * kTgtLen) / medians[i];
+    results[i]->first_loss = losses[i];
+  }
   std::printf("  pillars fp32  %8.1f target tokens/s  (%.3f s/step, loss %.4f)\n", fp32.tokens_per_s, fp32.median_s,
               fp32.first_loss);
   std::printf("  pillars bf16, each product rounding its weight  %8.1f target tokens/s = %.2fx  (%.3f s/step, loss %.4f)\n",

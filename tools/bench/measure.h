@@ -26,6 +26,26 @@ inline double median_seconds(int repeats, const std::function<void()>& f) {
   return times[times.size() / 2];
 }
 
+// The median seconds of each of fs, timed in turns: one warm-up call each, then `repeats` rounds
+// that call f0, f1, ... once each. Ratios between them then hold on a machine whose speed drifts
+// (other load, clocks), which timing one after the other would fold into the comparison.
+inline std::vector<double> interleaved_medians(int repeats, const std::vector<std::function<void()>>& fs) {
+  for (const auto& f : fs) f();
+  std::vector<std::vector<double>> times(fs.size());
+  for (int r = 0; r < repeats; ++r)
+    for (size_t i = 0; i < fs.size(); ++i) {
+      const auto t0 = std::chrono::steady_clock::now();
+      fs[i]();
+      times[i].push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+  std::vector<double> medians;
+  for (std::vector<double>& t : times) {
+    std::sort(t.begin(), t.end());
+    medians.push_back(t[t.size() / 2]);
+  }
+  return medians;
+}
+
 // `elements` uniform values in [-1, 1).
 inline std::vector<float> random_floats(int64_t elements, std::mt19937& rng) {
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
