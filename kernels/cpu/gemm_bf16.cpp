@@ -183,7 +183,7 @@ void pack(const T* X, int64_t lane_stride, int64_t k_stride, int64_t lanes, int6
   if (KW == 2) { // each lane's pair is one 32-bit value: rows 2t and 2t + 1 rounded and interleaved at once
     parallel_for(threads, chunks, [&](int64_t t) {
       uint32_t* pairs = t_pairs.get(padded); // pairs[l] = op(X)(l, 2t) | op(X)(l, 2t + 1) << 16
-      const T* even = X + 2 * t * k_stride; // rows past K read as zeros
+      const T* even = X + 2 * t * k_stride;  // rows past K read as zeros
       int64_t l = 0;
       if (2 * t + 1 < K) {
         const T* odd = even + k_stride;

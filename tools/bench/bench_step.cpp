@@ -217,12 +217,14 @@ int bench_step_bf16(int threads, int repeats) {
   }
   std::printf("  pillars fp32  %8.1f target tokens/s  (%.3f s/step, loss %.4f)\n", fp32.tokens_per_s, fp32.median_s,
               fp32.first_loss);
-  std::printf("  pillars bf16, each product rounding its weight  %8.1f target tokens/s = %.2fx  (%.3f s/step, loss %.4f)\n",
-              per_product.tokens_per_s, per_product.tokens_per_s / fp32.tokens_per_s, per_product.median_s,
-              per_product.first_loss);
-  std::printf("  pillars bf16, weights rounded once per update (as trained)  %8.1f target tokens/s = %.2fx  (%.3f "
-              "s/step, loss %.4f)\n",
-              bf16.tokens_per_s, bf16.tokens_per_s / fp32.tokens_per_s, bf16.median_s, bf16.first_loss);
+  std::printf(
+      "  pillars bf16, each product rounding its weight  %8.1f target tokens/s = %.2fx  (%.3f s/step, loss %.4f)\n",
+      per_product.tokens_per_s, per_product.tokens_per_s / fp32.tokens_per_s, per_product.median_s,
+      per_product.first_loss);
+  std::printf(
+      "  pillars bf16, weights rounded once per update (as trained)  %8.1f target tokens/s = %.2fx  (%.3f "
+      "s/step, loss %.4f)\n",
+      bf16.tokens_per_s, bf16.tokens_per_s / fp32.tokens_per_s, bf16.median_s, bf16.first_loss);
   StepResult torch;
   if (run_torch(threads, repeats, torch, /*bf16=*/true)) {
     std::printf("  pytorch bf16 autocast  %8.1f target tokens/s  (%.3f s/step, loss %.4f)\n", torch.tokens_per_s,
