@@ -85,6 +85,22 @@ void refuse_links_in(const std::string& dir) {
   }
 }
 
+void refuse_file_in_the_way(const std::string& flag, const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  for (fs::path p = fs::path(dir); !p.empty(); p = p.parent_path()) {
+    const fs::file_status status = fs::status(p, ec); // not_found for a missing path, or one under a file
+    if (fs::exists(status)) {
+      if (!fs::is_directory(status))
+        throw InputError(p == fs::path(dir) ? str_cat(flag, " ", dir, ": a file, not a folder")
+                                            : str_cat(flag, " ", dir, ": ", p.string(),
+                                                      " is a file, so no folder can be made under it"));
+      return;
+    }
+    if (p == p.parent_path()) return; // the root
+  }
+}
+
 int remove_stale_temp_files(const std::string& dir) {
   namespace fs = std::filesystem;
   int removed = 0;

@@ -65,6 +65,13 @@ void refuse_if_in_use(const std::string& dir);
 // anything (the writers refuse links too: base/atomic_file.h, base/log_file.h, DirLock).
 void refuse_links_in(const std::string& dir);
 
+// A folder pillars is to make or write into (`flag` names where the user gave it, e.g. "--out")
+// must be a folder, or a place where one can be made: throws InputError when `dir` is a file, or
+// when a file stands where one of its parent folders would be, so a run refuses it before it
+// prepares anything rather than failing when it makes the folder. Links are followed (a link to a
+// file is a file). Writes nothing.
+void refuse_file_in_the_way(const std::string& flag, const std::string& dir);
+
 // Removes "<name>.tmp.<pid>[.<n>]" files (io::AtomicFile's temporaries) left in `dir` by a
 // process that died mid-save. Call it with the directory's lock held. Returns how many it removed.
 int remove_stale_temp_files(const std::string& dir);

@@ -196,6 +196,7 @@ int run_study(const StudySpec& s, const RunnerOptions& o) {
     return 0;
   }
 
+  io::refuse_file_in_the_way(o.study_dir.empty() ? "the study folder" : "--out", dir);
   fs::create_directories(fs::path(dir) / "logs");
   io::DirLock lock(dir);
   check_conditions(dir, study_conditions(s, device));

@@ -411,6 +411,7 @@ void refuse_run_directory(const Experiment& e, const std::string& run_dir, const
         "--overwrite and --resume contradict each other: --resume continues the run in --out, "
         "--overwrite moves it aside to start a new one");
   refuse_dangling_link(run_dir);
+  io::refuse_file_in_the_way("--out", run_dir);
   std::error_code ec;
   if (!fs::is_directory(run_dir, ec)) return;      // a new folder: nothing in it to refuse
   if (options.overwrite && !found.empty()) return; // moved aside before anything else
