@@ -90,10 +90,15 @@ struct Shape {
 };
 
 const Shape kShapes[] = {
-    {"square", false, false, 1024, 1024, 1024},     {"square", false, true, 1024, 1024, 1024},
-    {"square", true, false, 1024, 1024, 1024},      {"square", true, true, 1024, 1024, 1024},
-    {"tall-skinny", false, false, 4096, 256, 1024}, {"logits x*W^T", false, true, 4000, 10000, 256},
-    {"ffn x*W", false, false, 4000, 256, 1024},     {"weight grad x^T*dy", true, false, 256, 1024, 4000},
+    {"square", false, false, 1024, 1024, 1024},
+    {"square", false, true, 1024, 1024, 1024},
+    {"square", true, false, 1024, 1024, 1024},
+    {"square", true, true, 1024, 1024, 1024},
+    {"tall-skinny", false, false, 4096, 256, 1024},
+    {"logits x*W^T", false, true, 4000, 10000, 256},
+    {"ffn x*W", false, false, 4000, 256, 1024},
+    {"weight grad x^T*dy", true, false, 256, 1024, 4000},
+    {"LM head grad dz^T*x", true, false, 10000, 256, 4000},
 };
 
 void bench_shape(const Shape& s, const OpenBlas& blas, int repeats, std::mt19937& rng) {
@@ -107,7 +112,7 @@ void bench_shape(const Shape& s, const OpenBlas& blas, int repeats, std::mt19937
       gflop / median_seconds(repeats, [&] {
         cpu::sgemm(s.trans_a, s.trans_b, s.M, s.N, s.K, 1.0f, A.data(), lda, B.data(), ldb, 0.0f, C.data(), ldc);
       });
-  std::printf("%-18s %c%c %5lld %5lld %5lld  %8.1f", s.what, s.trans_a ? 'T' : 'N', s.trans_b ? 'T' : 'N',
+  std::printf("%-19s %c%c %5lld %5lld %5lld  %8.1f", s.what, s.trans_a ? 'T' : 'N', s.trans_b ? 'T' : 'N',
               static_cast<long long>(s.M), static_cast<long long>(s.N), static_cast<long long>(s.K), ours);
   if (blas.sgemm == nullptr) {
     std::printf("\n");
@@ -133,30 +138,37 @@ void bench_shape_bf16(const Shape& s, const OneDnn& dnnl, int repeats, std::mt19
   std::vector<float> C32(static_cast<size_t>(s.M * s.N)), C16(C32.size()), C_dnnl(C32.size());
   const double gflop = 2.0 * double(s.M) * double(s.N) * double(s.K) * 1e-9;
 
-  const double fp32 =
-      gflop / median_seconds(repeats, [&] {
-        cpu::sgemm(s.trans_a, s.trans_b, s.M, s.N, s.K, 1.0f, A.data(), lda, B.data(), ldb, 0.0f, C32.data(), ldc);
-      });
-  const double bf16 = gflop / median_seconds(repeats, [&] {
-                        cpu::gemm_bf16(s.trans_a, s.trans_b, s.M, s.N, s.K, 1.0f, A16.data(), lda, B16.data(), ldb,
-                                       0.0f, C16.data(), ldc);
-                      });
-  std::printf("%-18s %c%c %5lld %5lld %5lld  %8.1f  %8.1f  %5.2fx  %9.1e", s.what, s.trans_a ? 'T' : 'N',
+  // The three products take turns, one call each per round (interleaved_medians): this machine's
+  // speed drifts from minute to minute, and timing them one block after another would put the
+  // drift into their ratios.
+  int status = 0;
+  std::vector<std::function<void()>> products = {[&] {
+                                                   cpu::sgemm(s.trans_a, s.trans_b, s.M, s.N, s.K, 1.0f, A.data(), lda,
+                                                              B.data(), ldb, 0.0f, C32.data(), ldc);
+                                                 },
+                                                 [&] {
+                                                   cpu::gemm_bf16(s.trans_a, s.trans_b, s.M, s.N, s.K, 1.0f, A16.data(),
+                                                                  lda, B16.data(), ldb, 0.0f, C16.data(), ldc);
+                                                 }};
+  if (dnnl.gemm_bf16 != nullptr)
+    products.push_back([&] {
+      status = dnnl.gemm_bf16(s.trans_a ? 'T' : 'N', s.trans_b ? 'T' : 'N', s.M, s.N, s.K, 1.0f, A16.data(), lda,
+                              B16.data(), ldb, 0.0f, C_dnnl.data(), ldc);
+    });
+  const std::vector<double> seconds = interleaved_medians(repeats, products);
+  const double fp32 = gflop / seconds[0], bf16 = gflop / seconds[1];
+  std::printf("%-19s %c%c %5lld %5lld %5lld  %8.1f  %8.1f  %5.2fx  %9.1e", s.what, s.trans_a ? 'T' : 'N',
               s.trans_b ? 'T' : 'N', static_cast<long long>(s.M), static_cast<long long>(s.N),
               static_cast<long long>(s.K), fp32, bf16, bf16 / fp32, max_rel_diff(C16, C32));
   if (dnnl.gemm_bf16 == nullptr) {
     std::printf("\n");
     return;
   }
-  int status = 0;
-  const double theirs = gflop / median_seconds(repeats, [&] {
-                          status = dnnl.gemm_bf16(s.trans_a ? 'T' : 'N', s.trans_b ? 'T' : 'N', s.M, s.N, s.K, 1.0f,
-                                                  A16.data(), lda, B16.data(), ldb, 0.0f, C_dnnl.data(), ldc);
-                        });
   if (status != 0) {
     std::printf("  oneDNN failed (dnnl_status_t %d)\n", status);
     return;
   }
+  const double theirs = gflop / seconds[2];
   std::printf("  %8.1f  %5.2fx  %9.1e\n", theirs, bf16 / theirs, max_rel_diff(C16, C_dnnl));
 }
 
@@ -167,14 +179,14 @@ int bench_gemm_bf16(int threads, int repeats) {
   repeats = std::max(1, repeats);
   omp_set_num_threads(threads);
   const OneDnn dnnl = load_onednn();
-  std::printf("gemm bf16: CPU %s, ISA %s, bf16 path %s, %d thread(s), median of %d runs; GFLOP/s\n",
+  std::printf("gemm bf16: CPU %s, ISA %s, bf16 path %s, %d thread(s), median of %d runs in turns; GFLOP/s\n",
               cpu_model_name().c_str(), cpu::isa_name(cpu::active_isa()), cpu::gemm_bf16_path(), threads, repeats);
   std::printf("bf16: A and B in bf16, products summed in fp32; fp32: our sgemm on the same values as fp32\n");
   if (dnnl.gemm_bf16 == nullptr)
     std::printf("oneDNN not found (tried libdnnl.so.3, libdnnl.so.2, libdnnl.so): ours only\n");
   else
     std::printf("reference: dnnl_gemm_bf16bf16f32 from %s\n", dnnl.library);
-  std::printf("%-18s %-2s %5s %5s %5s  %8s  %8s  %6s  %9s%s\n", "shape", "op", "M", "N", "K", "fp32", "bf16",
+  std::printf("%-19s %-2s %5s %5s %5s  %8s  %8s  %6s  %9s%s\n", "shape", "op", "M", "N", "K", "fp32", "bf16",
               "bf16/fp32", "rel diff", dnnl.gemm_bf16 ? "    onednn  ratio  max rel diff" : "");
   std::mt19937 rng(42);
   for (const Shape& s : kShapes) bench_shape_bf16(s, dnnl, repeats, rng);
@@ -192,7 +204,7 @@ int bench_gemm(int threads, int repeats) {
     std::printf("OpenBLAS not found (tried libopenblas.so.0, libopenblas.so, libblas.so.3): ours only\n");
   else
     std::printf("reference: cblas_sgemm from %s\n", blas.library);
-  std::printf("%-18s %-2s %5s %5s %5s  %8s%s\n", "shape", "op", "M", "N", "K", "ours",
+  std::printf("%-19s %-2s %5s %5s %5s  %8s%s\n", "shape", "op", "M", "N", "K", "ours",
               blas.sgemm ? "  openblas  ratio  max rel diff" : "");
   std::mt19937 rng(42);
   for (const Shape& s : kShapes) bench_shape(s, blas, repeats, rng);
