@@ -46,6 +46,10 @@ void configure_tiles() {
   TileConfig cfg{};
   cfg.palette_id = 1;
   for (int t = 0; t < 8; ++t) cfg.colsb[t] = 64, cfg.rows[t] = 16; // every tile 16 × 64 bytes
+  // GCC 12 does not count ldtilecfg as reading all 64 bytes of cfg: once this function was
+  // inlined differently it dropped the stores of colsb[0..7] (seen in the disassembly), and the
+  // invalid configuration faulted. The empty asm reads cfg, so every store happens before it.
+  asm volatile("" : : "m"(cfg) : "memory");
   _tile_loadconfig(&cfg);
 }
 
