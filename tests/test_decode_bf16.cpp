@@ -212,3 +212,11 @@ TEST_CASE("decode bf16: beam search BLEU on a trained Multi30k model within 1.0 
   }
   check_bleu(cpu::Isa::avx512_bf16, "avx512_bf16");
 }
+
+TEST_CASE("decode bf16: beam search BLEU on a trained Multi30k model within 1.0 of fp32, amx path") {
+  if (!cpu::isa_supported(cpu::Isa::amx)) {
+    SKIP_TEST("this CPU has no AMX-BF16 (or Linux did not grant the AMX tile state)");
+    return;
+  }
+  check_bleu(cpu::Isa::amx, "amx");
+}
