@@ -130,8 +130,8 @@ void scale_c(const Product<T>& p) {
 
 // ---- packing -------------------------------------------------------------------------------------
 
-thread_local Scratch<uint16_t> t_stage; // one or two contiguous runs of op(X), already in bf16
-thread_local Scratch<uint32_t> t_pairs; // two rows of op(X) as bf16 pairs
+thread_local Scratch<uint16_t> t_stage; // one contiguous run of op(X), already in bf16
+thread_local Scratch<uint32_t> t_pairs; // rows of op(X) as bf16 pairs, two rows of X in each
 
 // y[0:n] = bf16(x[0:n]): a contiguous run, copied or rounded. The rounding is branch-free
 // (kernels/bf16_bits.h), so this loop vectorizes; the packing loops below only move 16-bit values.
@@ -144,18 +144,38 @@ void to_bf16_run(const T* x, int64_t n, uint16_t* y) {
   }
 }
 
+// pairs[0:padded] = the bf16 pairs of rows 2p and 2p + 1 of X (k_stride apart, lanes contiguous):
+// pairs[l] = X(2p, l) | X(2p + 1, l) << 16, a row at or past K reading as zeros, lanes from `lanes`
+// on zero. One loop that rounds and interleaves (it vectorizes).
+template <class T>
+void pair_row(const T* X, int64_t k_stride, int64_t lanes, int64_t K, int64_t p, int64_t padded, uint32_t* pairs) {
+  int64_t l = 0;
+  if (2 * p + 1 < K) {
+    const T* even = X + 2 * p * k_stride;
+    const T* odd = even + k_stride;
+    for (; l < lanes; ++l) pairs[l] = uint32_t{to_bf16(even[l])} | uint32_t{to_bf16(odd[l])} << 16;
+  } else if (2 * p < K) {
+    const T* even = X + 2 * p * k_stride;
+    for (; l < lanes; ++l) pairs[l] = uint32_t{to_bf16(even[l])};
+  }
+  std::fill(pairs + l, pairs + padded, uint32_t{0});
+}
+
 // `lanes` lanes of op(X) over K, where (lane l, k) is X[l · lane_stride + k · k_stride], into
 // panels of W lanes and chunks of KW values of k, zero-padded to whole panels and to kpad:
 //   dst[(l / W) · W · kpad + (k / KW) · W · KW + (l % W) · KW + k % KW] = op(X)(l, k).
-// One of the two strides is 1 (X is row-major, op(X) = X or Xᵀ), and the loops follow it: each
-// contiguous run of X is rounded once into a staging run, in order, and then scattered from there.
-//   k_stride == 1 (rows of A, columns of Bᵀ): lane by lane, the lane's run over k;
-//   lane_stride == 1 (columns of B, rows of Aᵀ): chunk by chunk, the KW rows of X that hold the
-//     chunk's values of k for every lane; for pairs (KW = 2) the two rows are rounded straight
-//     into 32-bit pairs, one vectorized loop, and each panel's pairs are one contiguous copy.
+// One of the two strides is 1 (X is row-major, op(X) = X or Xᵀ), and the loops follow it:
+//   k_stride == 1 (rows of A, columns of Bᵀ): lane by lane, each lane's run over k rounded once
+//     into a staging run, in order, and then scattered from there;
+//   lane_stride == 1 (columns of B, rows of Aᵀ): chunk by chunk, the rows of X that hold the
+//     chunk's values of k for every lane, two rows at a time rounded straight into 32-bit pairs
+//     (pair_row). For KW = 2 a chunk is one such row of pairs, and each panel's pairs are one
+//     contiguous copy; for KW > 2 (AMX's A) each panel's block of KW / 2 rows of pairs is
+//     transposed, 32-bit element by element (the kernel's pairs_to_chunk, or the loop here).
 template <class T>
 void pack(const T* X, int64_t lane_stride, int64_t k_stride, int64_t lanes, int64_t K, int64_t W, int64_t KW,
-          int64_t kpad, uint16_t* dst, int threads) {
+          int64_t kpad, uint16_t* dst, int threads,
+          void (*pairs_to_chunk)(const uint32_t*, int64_t, uint16_t*) = nullptr) {
   const int64_t panels = ceil_div(lanes, W), chunks = kpad / KW;
   if (k_stride == 1) {
     parallel_for(threads, panels, [&](int64_t q) {
@@ -179,43 +199,20 @@ void pack(const T* X, int64_t lane_stride, int64_t k_stride, int64_t lanes, int6
     return;
   }
   PILLARS_CHECK(lane_stride == 1, "gemm_bf16: an operand with neither stride 1");
-  const int64_t padded = panels * W;
-  if (KW == 2) { // each lane's pair is one 32-bit value: rows 2t and 2t + 1 rounded and interleaved at once
-    parallel_for(threads, chunks, [&](int64_t t) {
-      uint32_t* pairs = t_pairs.get(padded); // pairs[l] = op(X)(l, 2t) | op(X)(l, 2t + 1) << 16
-      const T* even = X + 2 * t * k_stride;  // rows past K read as zeros
-      int64_t l = 0;
-      if (2 * t + 1 < K) {
-        const T* odd = even + k_stride;
-        for (; l < lanes; ++l) pairs[l] = uint32_t{to_bf16(even[l])} | uint32_t{to_bf16(odd[l])} << 16;
-      } else if (2 * t < K) {
-        for (; l < lanes; ++l) pairs[l] = uint32_t{to_bf16(even[l])};
-      }
-      std::fill(pairs + l, pairs + padded, uint32_t{0});
-      for (int64_t q = 0; q < panels; ++q) std::memcpy(dst + q * W * kpad + t * W * 2, pairs + q * W, size_t(W) * 4);
-    });
-    return;
-  }
+  const int64_t padded = panels * W, half = KW / 2; // rows of pairs per chunk
   parallel_for(threads, chunks, [&](int64_t t) {
-    uint16_t* rows = t_stage.get(KW * padded); // rows[e · padded + l] = op(X)(l, t · KW + e)
-    for (int64_t e = 0; e < KW; ++e) {
-      uint16_t* row = rows + e * padded;
-      const int64_t k = t * KW + e;
-      if (k < K) {
-        to_bf16_run(X + k * k_stride, lanes, row);
-        std::fill(row + lanes, row + padded, uint16_t{0});
-      } else {
-        std::fill(row, row + padded, uint16_t{0});
-      }
-    }
+    uint32_t* pairs = t_pairs.get(half * padded); // pairs[e · padded + l]: lane l's pair e of chunk t
+    for (int64_t e = 0; e < half; ++e) pair_row(X, k_stride, lanes, K, t * half + e, padded, pairs + e * padded);
     for (int64_t q = 0; q < panels; ++q) {
       uint16_t* chunk = dst + q * W * kpad + t * W * KW;
-      const uint16_t* lane0 = rows + q * W;
-      if (KW == 2) { // interleave two rows into 32-bit pairs: (k even, k odd) per lane
-        for (int64_t c = 0; c < W; ++c) chunk[2 * c] = lane0[c], chunk[2 * c + 1] = lane0[padded + c];
+      const uint32_t* block = pairs + q * W;
+      if (KW == 2) {
+        std::memcpy(chunk, block, size_t(W) * 4);
+      } else if (pairs_to_chunk != nullptr) {
+        pairs_to_chunk(block, padded, chunk);
       } else {
         for (int64_t c = 0; c < W; ++c)
-          for (int64_t e = 0; e < KW; ++e) chunk[c * KW + e] = lane0[e * padded + c];
+          for (int64_t e = 0; e < half; ++e) std::memcpy(chunk + c * KW + 2 * e, block + e * padded + c, 4);
       }
     }
   });
@@ -260,7 +257,8 @@ void run_packed(const gemm::Bf16KernelSet& ks, const Product<T>& p, int threads,
       std::fill(Ap + i * kpad + p.K, Ap + (i + 1) * kpad, uint16_t{0});
     });
   } else if (!a_in_place) {
-    pack(p.A, p.trans_a ? 1 : p.lda, p.trans_a ? p.lda : 1, p.M, p.K, ks.mr, ks.a_chunk, kpad, Ap, threads);
+    pack(p.A, p.trans_a ? 1 : p.lda, p.trans_a ? p.lda : 1, p.M, p.K, ks.mr, ks.a_chunk, kpad, Ap, threads,
+         ks.pairs_to_chunk);
   }
 
   const int64_t block_rows = round_up(kBlockRows, ks.mr);

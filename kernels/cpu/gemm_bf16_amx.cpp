@@ -96,10 +96,59 @@ void block(const uint16_t* Ap, const uint16_t* Bp, int64_t kpad, int64_t m, int6
   _tile_release();
 }
 
+#if defined(__AVX512F__)
+// out[c · 16 + e] = in[e · ld + c] for c, e < 16: a 16 × 16 transposition of 32-bit elements in
+// registers. Rows r_e, each four 128-bit lanes L of four elements (columns 4L .. 4L + 3):
+//   1. unpack 32-bit elements of rows (e, e + 1): lane L then holds columns 4L, 4L+1 (lo) or
+//      4L+2, 4L+3 (hi) of the two rows, interleaved;
+//   2. unpack 64-bit halves of those: b[4g + m], lane L = column 4L + m of rows 4g .. 4g + 3;
+//   3. out row 4L + m = lane L of b[m], b[4 + m], b[8 + m], b[12 + m]: a 4 × 4 transposition of
+//      128-bit lanes, two rounds of shuffle_i32x4.
+// (GCC 12's avx512fintrin.h makes the unmasked unpacks from the masked ones with an undefined
+// source operand, which -Wuninitialized reports once inlined: GCC bug 105593, fixed in GCC 13.)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+void transpose16(const uint32_t* in, int64_t ld, uint32_t* out) {
+  __m512i r[16], a[16], b[16];
+  for (int e = 0; e < 16; ++e) r[e] = _mm512_loadu_si512(in + e * ld);
+  for (int e = 0; e < 16; e += 2) {
+    a[e] = _mm512_unpacklo_epi32(r[e], r[e + 1]);
+    a[e + 1] = _mm512_unpackhi_epi32(r[e], r[e + 1]);
+  }
+  for (int g = 0; g < 16; g += 4) {
+    b[g] = _mm512_unpacklo_epi64(a[g], a[g + 2]);
+    b[g + 1] = _mm512_unpackhi_epi64(a[g], a[g + 2]);
+    b[g + 2] = _mm512_unpacklo_epi64(a[g + 1], a[g + 3]);
+    b[g + 3] = _mm512_unpackhi_epi64(a[g + 1], a[g + 3]);
+  }
+  for (int m = 0; m < 4; ++m) {
+    const __m512i c0 = _mm512_shuffle_i32x4(b[m], b[4 + m], 0x44); // b[m].L0 L1, b[4+m].L0 L1
+    const __m512i c1 = _mm512_shuffle_i32x4(b[m], b[4 + m], 0xEE); // b[m].L2 L3, b[4+m].L2 L3
+    const __m512i c2 = _mm512_shuffle_i32x4(b[8 + m], b[12 + m], 0x44);
+    const __m512i c3 = _mm512_shuffle_i32x4(b[8 + m], b[12 + m], 0xEE);
+    _mm512_storeu_si512(out + (0 + m) * 16, _mm512_shuffle_i32x4(c0, c2, 0x88));  // lane 0 of each
+    _mm512_storeu_si512(out + (4 + m) * 16, _mm512_shuffle_i32x4(c0, c2, 0xDD));  // lane 1
+    _mm512_storeu_si512(out + (8 + m) * 16, _mm512_shuffle_i32x4(c1, c3, 0x88));  // lane 2
+    _mm512_storeu_si512(out + (12 + m) * 16, _mm512_shuffle_i32x4(c1, c3, 0xDD)); // lane 3
+  }
+}
+#pragma GCC diagnostic pop
+
+// A panel's chunk (32 lanes × 16 pairs) from 16 rows of pairs: two 16 × 16 transpositions.
+void pairs_to_chunk(const uint32_t* pairs, int64_t ld, uint16_t* chunk) {
+  uint32_t* out = reinterpret_cast<uint32_t*>(chunk); // 64-byte aligned: chunks are 2 KiB apart
+  transpose16(pairs, ld, out);
+  transpose16(pairs + 16, ld, out + 16 * 16);
+}
+constexpr auto kPairsToChunk = &pairs_to_chunk;
+#else
+constexpr void (*kPairsToChunk)(const uint32_t*, int64_t, uint16_t*) = nullptr; // the driver's loop
+#endif
+
 } // namespace
 
 const Bf16KernelSet* bf16_kernels_amx() {
-  static constexpr Bf16KernelSet set{"amx", kMr, kChunk, kChunk, &block, nullptr};
+  static constexpr Bf16KernelSet set{"amx", kMr, kChunk, kChunk, &block, nullptr, kPairsToChunk};
   return &set;
 }
 #else

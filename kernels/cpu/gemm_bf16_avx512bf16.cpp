@@ -118,7 +118,7 @@ void block_packed(const uint16_t* Ap, const uint16_t* Bp, int64_t kpad, int64_t 
 } // namespace
 
 const Bf16KernelSet* bf16_kernels_avx512() {
-  static constexpr Bf16KernelSet set{"avx512_bf16", kMr, 2, 2, &block_packed, &block<true>};
+  static constexpr Bf16KernelSet set{"avx512_bf16", kMr, 2, 2, &block_packed, &block<true>, nullptr};
   return &set;
 }
 #else

@@ -44,6 +44,11 @@ struct Bf16KernelSet {
   // rounded into such rows, kpad long, instead of into panels.)
   void (*block_a_in_place)(const uint16_t* A, int64_t lda, const uint16_t* Bp, int64_t kpad, int64_t m, int64_t n,
                            float alpha, float beta, float* C, int64_t ldc);
+  // For a_chunk > 2: one chunk of one A panel from an operand whose lanes are contiguous (op(A) =
+  // Aᵀ), given as rows of bf16 pairs: pairs[e · ld + c] holds lane c's values of k = 2e, 2e + 1
+  // of the chunk (e < a_chunk / 2, c < mr). Writes the chunk: lane c's a_chunk values at
+  // chunk + c · a_chunk, i.e. a transposition of 32-bit elements (nullptr: the driver's loop).
+  void (*pairs_to_chunk)(const uint32_t* pairs, int64_t ld, uint16_t* chunk);
 };
 
 // nullptr when that ISA was not compiled in (non-x86 builds).
