@@ -50,8 +50,9 @@ void check_layouts_and_shapes(const Path& path) {
   // 1024), the logits x·Wᵀ (d_model 256, N cut from 10000), a weight gradient xᵀ·dy (K from the
   // tokens), and shapes that cross the drivers' blocks (96 × 256) and the AVX512-BF16 path's
   // passes over K (at most 512 pairs: K = 1030 runs as 258 + 257 pairs, K = 2049 as 342 + 342 +
-  // 341, its last pair padded), and the LM head's weight gradient dlogitsᵀ·h with more rows than
-  // columns (AMX computes it as its transpose, block by block: 1000 rows cross four blocks).
+  // 341, its last pair padded), and a transposed A shaped like the LM head's weight gradient
+  // dlogitsᵀ·h, more rows than columns (AMX packs its chunks by transposing rows of pairs; 1000
+  // rows cross eleven blocks of 96).
   const Case model_shapes[] = {
       {false, false, 100, 256, 1024}, {false, true, 70, 1000, 256},         {true, false, 256, 300, 515},
       {false, false, 97, 257, 515},   {true, true, 193, 65, 1030},          {false, true, 1, 700, 2049},
