@@ -20,10 +20,14 @@
 
 namespace pillars::testing {
 
-// True in a build instrumented by AddressSanitizer (PILLARS_SANITIZE). The tests whose point is what
-// a model learns in hundreds of updates skip there with a message: instrumented training is several
-// times slower (each took 4-9 minutes of CI's 90), and the same code runs under the sanitizers in
-// shorter runs (the first-updates pins, resume, keep_best, the GHT phases).
+// True in a build instrumented by AddressSanitizer (PILLARS_SANITIZE). Two kinds of tests skip there
+// with a message, since instrumented training is several times slower (each took 1-9 minutes of
+// CI's 90) and the same code runs under the sanitizers in shorter runs (the first-updates pins,
+// resume, keep_best, the GHT phases) and in the unit cases of its ops:
+//   - tests of learning, whose point is what a model learns in hundreds of updates;
+//   - tests that train twice and compare the losses (a fusion against the unfused graph, bf16
+//     saved activations against fp32, a variant of the fine-tuning): an equivalence of arithmetic,
+//     checked in the uninstrumented build.
 inline bool sanitized_build() {
 #if defined(__SANITIZE_ADDRESS__)
   return true;

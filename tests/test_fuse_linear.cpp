@@ -356,6 +356,10 @@ TEST_CASE("fuse_linear_activation: a decoder-only tiny language model is unchang
 TEST_CASE(
     "fusions before the head gates: DropHead and Hard-Concrete gates train with both fusions, with the unfused "
     "losses") {
+  if (testing::sanitized_build()) {
+    SKIP_TEST("under the sanitizers: two trainings compared (tests/test_env.h, sanitized_build)");
+    return;
+  }
   if (!testing::have_dataset("multi30k-de-en")) {
     SKIP_TEST("PILLARS_DATA does not hold multi30k-de-en");
     return;

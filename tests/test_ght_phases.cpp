@@ -306,6 +306,10 @@ TEST_CASE(
 TEST_CASE(
     "ght phases: \"restart\" fine-tunes with a fresh optimizer at phase 1's last learning rate, counted from update "
     "1") {
+  if (testing::sanitized_build()) {
+    SKIP_TEST("under the sanitizers: two trainings compared (tests/test_env.h, sanitized_build)");
+    return;
+  }
   if (!testing::have_dataset("multi30k-de-en")) {
     SKIP_TEST("PILLARS_DATA does not hold multi30k-de-en");
     return;

@@ -357,6 +357,10 @@ TEST_CASE("fuse_linear_cross_entropy: leaves the head alone when the logits are 
 }
 
 TEST_CASE("fuse_linear_cross_entropy: GCT training on Multi30k gives the unfused run's losses") {
+  if (testing::sanitized_build()) {
+    SKIP_TEST("under the sanitizers: two trainings compared (tests/test_env.h, sanitized_build)");
+    return;
+  }
   if (!testing::have_dataset("multi30k-de-en")) {
     SKIP_TEST("PILLARS_DATA does not hold multi30k-de-en");
     return;

@@ -433,6 +433,10 @@ TEST_CASE(
 }
 
 TEST_CASE("saved_activations: GCT training on Multi30k follows the fp32 run's losses within bf16 rounding") {
+  if (testing::sanitized_build()) {
+    SKIP_TEST("under the sanitizers: two trainings compared (tests/test_env.h, sanitized_build)");
+    return;
+  }
   if (!testing::have_dataset("multi30k-de-en")) {
     SKIP_TEST("PILLARS_DATA does not hold multi30k-de-en");
     return;
