@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <cstdio>
 #include <deque>
@@ -17,6 +18,7 @@
 #include "base/atomic_file.h"
 #include "base/input_file.h"
 #include "base/run_guard.h"
+#include "kernels/cpu/cpu_features.h"
 #include "study/run_record.h"
 #include "train/prepare.h"
 #include "train/session.h"
@@ -75,6 +77,20 @@ void check_conditions(const std::string& dir, const json& now) {
       throw InputError(str_cat(path, ": this study's runs were made with ", key, " = ",
                                before->contains(key) ? (*before)[key].dump() : "(none)", ", now ", value.dump(),
                                "; one study never mixes them (use another --out folder for the new setting)"));
+}
+
+// A study pinned to an instruction set runs only where its kernels may run: on a CPU without them
+// (or under a PILLARS_ISA that lowers them) the runs would fall back to a lesser set, and the table
+// would leave every one of them out.
+void check_isa_available(const StudySpec& s, Device device) {
+  if (device != Device::cpu || s.isa == "native") return;
+  const cpu::Isa here = cpu::active_isa(); // the CPU's best, lowered by PILLARS_ISA
+  for (cpu::Isa isa : {cpu::Isa::generic, cpu::Isa::avx2, cpu::Isa::avx512})
+    if (s.isa == cpu::isa_name(isa) && static_cast<int>(isa) > static_cast<int>(here))
+      throw InputError(str_cat(s.path, ": \"isa\": this study runs the ", s.isa, " kernels, but this process may use ",
+                               "only ", cpu::isa_name(here), " (the CPU has ", cpu::isa_name(cpu::detected_isa()),
+                               std::getenv("PILLARS_ISA") ? str_cat(", PILLARS_ISA=", std::getenv("PILLARS_ISA")) : "",
+                               "); continue it where they run"));
 }
 
 // `pillars train`, or `pillars prune --from` the source system's model for a "prune_from" system.
@@ -196,6 +212,7 @@ int run_study(const StudySpec& s, const RunnerOptions& o) {
     return 0;
   }
 
+  check_isa_available(s, device);
   io::refuse_file_in_the_way(o.study_dir.empty() ? "the study folder" : "--out", dir);
   fs::create_directories(fs::path(dir) / "logs");
   io::DirLock lock(dir);

@@ -1,7 +1,7 @@
 # `pillars study` end to end on tiny Multi30k runs: a study runs every (system, seed), skips what
 # is finished, stops gracefully on SIGTERM and continues where it stopped, keeps one study per
-# folder, refuses to change its device or threads, and its table pairs only runs that match the
-# study file.
+# folder, refuses to change its device or threads or to run kernels the CPU may not use, and its
+# table pairs only runs that match the study file.
 #   sh tests/cli_study.sh BUILD/pillars WORK_DIR
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -58,6 +58,10 @@ study tiny 6
 sed 's/"updates": 6/"updates": 6, "threads": 2/' tiny.json > threads.json
 "$P" study threads.json --out tiny > threads.out 2>&1; rc=$?
 [ $rc -eq 2 ] && grep -q 'threads' threads.out || fail "a study folder made with 1 thread accepted 2 (exit $rc): $(cat threads.out)"
+sed 's/"updates": 6/"updates": 6, "isa": "avx512"/' tiny.json > isa.json
+PILLARS_ISA=avx2 "$P" study isa.json --out isa > isa.out 2>&1; rc=$?
+[ $rc -eq 2 ] && grep -q '"isa".*avx512.*only avx2' isa.out || fail "an avx512 study ran where only avx2 may (exit $rc): $(cat isa.out)"
+[ ! -e isa ] || fail "the refused study made its folder"
 "$P" study tiny.json --out tiny --device cuda > dev.out 2>&1; rc=$?
 [ $rc -eq 2 ] || fail "--device cuda against a cpu study: exit $rc, not 2"
 
