@@ -1,4 +1,4 @@
-// .xz decompression with liblzma's stream decoder; see xz.h.
+// .xz files with liblzma's stream decoder and easy encoder; see xz.h.
 #include "datasets/xz.h"
 
 #include <fcntl.h>
@@ -7,11 +7,13 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
 #include <vector>
 
 #include <lzma.h>
 
 #include "base/error.h"
+#include "base/input_file.h"
 
 namespace pillars::data {
 
@@ -91,6 +93,37 @@ void xz_decompress_file(const std::string& path, const ByteSink& sink) {
     if (ret == LZMA_STREAM_END) return;
     if (ret != LZMA_OK) throw InputError(str_cat(path, ": ", describe(ret)));
   }
+}
+
+std::string xz_read_file(const std::string& path) {
+  std::string out;
+  xz_decompress_file(path, [&](const char* p, size_t n) { out.append(p, n); });
+  return out;
+}
+
+std::string xz_then_plain_text(const std::string& path) {
+  std::string text;
+  if (std::filesystem::is_regular_file(path + ".xz")) text = xz_read_file(path + ".xz");
+  if (std::filesystem::is_regular_file(path)) text += read_input_file(path, uint64_t{1} << 31);
+  return text;
+}
+
+std::string xz_compress(const std::string& bytes) {
+  lzma_stream strm = LZMA_STREAM_INIT;
+  lzma_ret ret = lzma_easy_encoder(&strm, 6, LZMA_CHECK_CRC64);
+  if (ret != LZMA_OK) throw Error(str_cat("cannot start the xz encoder: ", describe(ret)));
+  // lzma_stream_buffer_bound is the worst case (incompressible input), so one call finishes.
+  std::string out(lzma_stream_buffer_bound(bytes.size()), '\0');
+  strm.next_in = reinterpret_cast<const uint8_t*>(bytes.data());
+  strm.avail_in = bytes.size();
+  strm.next_out = reinterpret_cast<uint8_t*>(out.data());
+  strm.avail_out = out.size();
+  ret = lzma_code(&strm, LZMA_FINISH);
+  const size_t produced = out.size() - strm.avail_out;
+  lzma_end(&strm);
+  if (ret != LZMA_STREAM_END) throw Error(str_cat("xz compression failed: ", describe(ret)));
+  out.resize(produced);
+  return out;
 }
 
 } // namespace pillars::data

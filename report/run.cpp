@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "base/error.h"
+#include "datasets/xz.h"
 #include "engine/passes/flops.h"
 #include "ght/head_metrics.h"
 #include "models/transformer.h"
@@ -50,13 +51,11 @@ json read_object(const fs::path& path, std::vector<std::string>& notes) {
   return j;
 }
 
-// The JSON objects of a JSON-lines file (empty when missing); lines that are not objects are
-// skipped and counted in a note.
-std::vector<json> read_lines(const fs::path& path, std::vector<std::string>& notes) {
+// The JSON objects of JSON-lines text; lines that are not objects are skipped and counted in a
+// note that names `file`.
+std::vector<json> parse_lines(const std::string& text, const std::string& file, std::vector<std::string>& notes) {
   std::vector<json> out;
-  const std::optional<std::string> text = fs::is_regular_file(path) ? slurp(path) : std::nullopt;
-  if (!text) return out;
-  std::istringstream in(*text);
+  std::istringstream in(text);
   std::string line;
   size_t bad = 0;
   while (std::getline(in, line)) {
@@ -67,9 +66,24 @@ std::vector<json> read_lines(const fs::path& path, std::vector<std::string>& not
     else
       ++bad;
   }
-  if (bad)
-    notes.push_back(path.filename().string() + ": " + std::to_string(bad) + " line(s) not JSON objects, skipped");
+  if (bad) notes.push_back(file + ": " + std::to_string(bad) + " line(s) not JSON objects, skipped");
   return out;
+}
+
+// The JSON objects of a JSON-lines file (empty when missing).
+std::vector<json> read_lines(const fs::path& path, std::vector<std::string>& notes) {
+  const std::optional<std::string> text = fs::is_regular_file(path) ? slurp(path) : std::nullopt;
+  return text ? parse_lines(*text, path.filename().string(), notes) : std::vector<json>{};
+}
+
+// The same for a log a study may have stored compressed (datasets/xz.h: NAME.xz, then NAME).
+std::vector<json> read_lines_or_xz(const fs::path& path, std::vector<std::string>& notes) {
+  try {
+    return parse_lines(data::xz_then_plain_text(path.string()), path.filename().string(), notes);
+  } catch (const InputError& e) {
+    notes.push_back(path.filename().string() + ": cannot be read (" + e.what() + ")");
+    return {};
+  }
 }
 
 // The last k components of a directory's path joined by '/' ("runs/a/" with k = 1: "a").
@@ -217,7 +231,7 @@ RunData load_run(const std::string& dir_name, const std::string& split, bool mod
   r.log = read_lines(dir / "log.jsonl", r.notes);
   for (json& line : r.log) ght::read_legacy_keys(line);
   read_log(r);
-  for (json& line : read_lines(dir / "head_metrics.jsonl", r.notes))
+  for (json& line : read_lines_or_xz(dir / "head_metrics.jsonl", r.notes))
     if (string_at(line, "type", "head_metrics") == "head_metrics" && line.contains("modules") &&
         line["modules"].is_array()) {
       for (json& m : line["modules"]) {

@@ -7,6 +7,7 @@
 //                       any line marks where a training phase begins ("gct", "finetune", ...)
 //   config.json         the resolved experiment (its "name", "task", data.test_split / eval.split)
 //   head_metrics.jsonl  per-module head-diversity metrics and HUDS similarity matrices over updates
+//                       (head_metrics.jsonl.xz where a study packed it)
 //   votes.json          Voting-to-Stay: votes, groups and kept heads per module
 //   prune.json          the pruning summary: parameters before/after, kept heads per module
 //   eval_<split>.json   the final evaluation: BLEU / ROUGE / perplexity, sentences per second

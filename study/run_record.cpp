@@ -9,6 +9,7 @@
 #include "base/atomic_file.h"
 #include "base/error.h"
 #include "base/input_file.h"
+#include "datasets/xz.h"
 
 namespace pillars::study {
 
@@ -54,6 +55,18 @@ void write_run_record(const RunPaths& p, const RunRecord& r) {
                   {"evaluated", r.evaluated},
                   {"commands", r.commands}};
   io::atomic_write_file(p.record, j.dump(1) + "\n");
+}
+
+void compress_head_metrics(const RunPaths& p) {
+  for (const fs::path& dir : {fs::path(p.dir), fs::path(p.dir) / "pruned"}) {
+    const fs::path plain = dir / "head_metrics.jsonl", packed = dir / "head_metrics.jsonl.xz";
+    if (!fs::is_regular_file(fs::symlink_status(plain)) || fs::exists(fs::symlink_status(packed))) continue;
+    const std::string text = read_input_file(plain.string(), uint64_t{1} << 30);
+    io::atomic_write_file(packed.string(), data::xz_compress(text));
+    if (data::xz_read_file(packed.string()) != text)
+      throw Error(str_cat(packed.string(), ": does not read back as ", plain.string(), "; both are kept"));
+    fs::remove(plain);
+  }
 }
 
 namespace {

@@ -217,6 +217,8 @@ int run_study(const StudySpec& s, const RunnerOptions& o) {
   fs::create_directories(fs::path(dir) / "logs");
   io::DirLock lock(dir);
   check_conditions(dir, study_conditions(s, device));
+  for (const Run& r : runs)
+    if (r.steps.empty()) compress_head_metrics(r.paths); // finished by an older binary, or packing was cut short
   install_stop_handlers();
   ::signal(SIGPIPE, SIG_IGN); // a closed pipe on our stdout must not kill the study and orphan its runs
 
@@ -313,8 +315,9 @@ int run_study(const StudySpec& s, const RunnerOptions& o) {
           r.steps.pop_front();
           if (!stop && !r.steps.empty()) { // its next step at once, in the same slot
             r.pid = start_step(r.steps.front(), r.paths.log, s);
-          } else if (r.steps.empty() && !o.quiet) {
-            std::printf("study %s: %s finished\n", s.name.c_str(), r.label().c_str());
+          } else if (r.steps.empty()) {
+            compress_head_metrics(r.paths);
+            if (!o.quiet) std::printf("study %s: %s finished\n", s.name.c_str(), r.label().c_str());
             report(true);
           }
         } else if (!stop) {

@@ -7,8 +7,10 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <sstream>
 
 #include "base/input_file.h"
+#include "datasets/xz.h"
 #include "ght/head_metrics.h"
 #include "metrics/bleu.h"
 #include "metrics/rouge.h"
@@ -50,6 +52,14 @@ std::vector<std::string> read_lines(const fs::path& path) {
   return lines;
 }
 
+// The lines of a log the runner may have stored compressed (run_record.h: NAME.xz, then NAME).
+std::vector<std::string> read_packed_lines(const fs::path& path) {
+  std::istringstream in(data::xz_then_plain_text(path.string()));
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
 // The keys of two JSON documents whose leaves differ, as dotted paths.
 void differing_keys(const json& a, const json& b, const std::string& prefix, std::vector<std::string>& out) {
   if (a.is_object() && b.is_object()) {
@@ -81,12 +91,12 @@ std::vector<json> machine_records(const RunPaths& p) {
   return out;
 }
 
-// The heads' compactness over the first phase (head_metrics.jsonl of the run folder, before any
+// The heads' compactness over the first phase (head_metrics.jsonl[.xz] of the run folder, before any
 // pruning): per measurement, the mean over attention modules of each measure (null when no
 // module has it).
 json head_curve(const RunPaths& p) {
   json curve = json::array();
-  for (const std::string& line : read_lines(fs::path(p.dir) / "head_metrics.jsonl")) {
+  for (const std::string& line : read_packed_lines(fs::path(p.dir) / "head_metrics.jsonl")) {
     const json j = json::parse(line, nullptr, false);
     if (!j.is_object() || !j.contains("modules") || !j["modules"].is_array() || !j.value("update", json()).is_number())
       continue;

@@ -37,6 +37,10 @@ for r in vanilla/s1 vanilla/s2 gct/s1 gct/s2; do
   grep -q '"trained": true' "tiny/$r/study_run.json" || fail "$r: not recorded as trained"
   grep -q 'test_2016_flickr' "tiny/$r/study_run.json" || fail "$r: not recorded as evaluated"
   [ -s "tiny/$r/eval_test_2016_flickr.nll" ] || fail "$r: no per-sentence losses"
+  # A finished run's head metrics are stored compressed, and xz itself reads them back.
+  [ ! -e "tiny/$r/head_metrics.jsonl" ] && [ -s "tiny/$r/head_metrics.jsonl.xz" ] || fail "$r: head metrics not packed"
+  xz -dc "tiny/$r/head_metrics.jsonl.xz" | python3 -c 'import json, sys; assert [json.loads(l)["modules"] for l in sys.stdin]' ||
+    fail "$r: head_metrics.jsonl.xz is not the head metrics"
 done
 "$P" study tiny.json --out tiny > run2.out 2>&1 || fail "the finished study's second start failed"
 ! grep -q started run2.out || fail "a finished run was started again: $(cat run2.out)"
@@ -109,7 +113,7 @@ grep -q "prune .*--from .*prune/v2s/s1/checkpoint_last.safetensors" prune-plan.o
   fail "the random system does not prune v2s's checkpoint: $(cat prune-plan.out)"
 "$P" study prune.json --out prune --jobs 1 > prune.out 2>&1 || { cat prune.out; fail "the pruning study failed"; }
 python3 - prune <<'PY' || fail "the pruned runs are not what the study asked for"
-import json, sys
+import json, os, sys
 d = sys.argv[1]
 def log(path): return [json.loads(l) for l in open(path)]
 source = log(f"{d}/v2s/s1/log.jsonl")
@@ -121,6 +125,10 @@ for system in ("v2s", "random"):
     assert updates and updates[0] == first_phase_end + 1 and max(updates) == 30, (system, updates[:3], updates[-3:])
     record = json.load(open(f"{d}/{system}/s1/study_run.json"))
     assert record["trained"] and "test_2016_flickr" in json.dumps(record), record
+    # head metrics packed: fine-tuning's in every run, the first phase's where the run trained it
+    packed = [f for f in (f"{d}/{system}/s1", f"{d}/{system}/s1/pruned") if os.path.exists(f"{f}/head_metrics.jsonl.xz")]
+    assert packed == [f"{d}/{system}/s1", f"{d}/{system}/s1/pruned"][(system == "random"):], (system, packed)
+    assert not any(os.path.exists(f"{f}/head_metrics.jsonl") for f in (f"{d}/{system}/s1", f"{d}/{system}/s1/pruned"))
 PY
 "$P" study prune.json --out prune --table > prune-table.md || fail "--table of the pruning study failed"
 grep -q '^| random | 1 |' prune-table.md || fail "the table has no random row: $(cat prune-table.md)"

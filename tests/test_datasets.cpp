@@ -171,6 +171,30 @@ TEST_CASE("xz round trip and corrupt files") {
   CHECK(contains(error_of([&] { decompress(dir / "missing.xz"); }), "cannot open"));
 }
 
+TEST_CASE("xz compression: the xz program reads what xz_compress writes, byte for byte") {
+  if (find_program("xz").empty()) {
+    SKIP_TEST("xz compression: the xz program is not installed");
+    return;
+  }
+  TempDir dir;
+  std::string text;
+  for (int i = 0; i < 30000; ++i) text += "{\"update\": " + std::to_string(i * 7919 % 10007) + "}\n";
+  const std::string packed = xz_compress(text);
+  CHECK(packed.size() < text.size() / 4); // repetitive text compresses well
+  write_file(dir / "c.jsonl.xz", packed);
+  REQUIRE(run_program({"xz", "-d", "-k", dir / "c.jsonl.xz"}) == 0); // the independent decoder
+  CHECK(read_file(dir / "c.jsonl") == text);
+  CHECK(xz_read_file(dir / "c.jsonl.xz") == text);
+  // The empty input and bytes that do not compress round-trip too.
+  write_file(dir / "empty.xz", xz_compress(""));
+  CHECK(xz_read_file(dir / "empty.xz").empty());
+  std::string noise(70000, '\0');
+  uint32_t x = 12345;
+  for (char& ch : noise) ch = static_cast<char>((x = x * 1664525u + 1013904223u) >> 24);
+  write_file(dir / "noise.xz", xz_compress(noise));
+  CHECK(xz_read_file(dir / "noise.xz") == noise);
+}
+
 // ---- lines and escapes -----------------------------------------------------------------------------
 
 TEST_CASE("line splitting, split selections and the plain escapes") {

@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
+#include "datasets/xz.h"
 #include "engine/passes/flops.h"
 #include "models/transformer.h"
 #include "report/html.h"
@@ -521,6 +522,27 @@ TEST_CASE("report: the GHT fixture fills every section") {
   // Self-contained: no external reference of any kind.
   for (const char* external : {"http:", "https:", "src=", "url(", "@import", "<link", "//cdn"})
     CHECK_MESSAGE(page.find(external) == std::string::npos, external);
+}
+
+TEST_CASE("report: head metrics a study stored as head_metrics.jsonl.xz read as the plain file does") {
+  TempDir t;
+  write_ght_run(t.path / "plain");
+  write_ght_run(t.path / "packed");
+  const fs::path packed = t.path / "packed";
+  const std::string text = slurp(packed / "head_metrics.jsonl");
+  const size_t cut = text.find('\n', text.size() / 2) + 1; // the first lines packed, the rest appended after
+  write(packed, "head_metrics.jsonl.xz", pillars::data::xz_compress(text.substr(0, cut)));
+  write(packed, "head_metrics.jsonl", text.substr(cut));
+  const RunData a = load_run((t.path / "plain").string(), "", false), b = load_run(packed.string(), "", false);
+  REQUIRE(a.head_metrics.size() == 5);
+  CHECK(b.head_metrics == a.head_metrics);
+  fs::remove(packed / "head_metrics.jsonl"); // only the packed part: its lines, in order
+  const size_t first_part = load_run(packed.string(), "", false).head_metrics.size();
+  CHECK((first_part > 0 && first_part < 5));
+  write(packed, "head_metrics.jsonl.xz", "not xz"); // corrupt: noted, not fatal
+  const RunData c = load_run(packed.string(), "", false);
+  CHECK(c.head_metrics.empty());
+  CHECK(c.notes.back().find("not an .xz file") != std::string::npos);
 }
 
 TEST_CASE("report: headless chromium renders every chart without console errors, and the check can fail") {
