@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -62,6 +63,21 @@ void check_layouts_and_shapes(const Path& path) {
     c.alpha = 0.75f, c.beta = 0.5f;
     CHECK(check(c, rng) == 0);
   }
+
+  // That tall transposed A again: its blocks of rows are packed by the threads that use them
+  // (gemm_bf16.cpp, a_per_block). The same bits as the product cut into slices of 96 rows, each
+  // too small for that and packed whole before the kernel runs.
+  const Case tall{true, false, 1000, 200, 129, 0.75f, 0.5f, 3, 0, 5};
+  const Operands op(tall, rng);
+  Matrix<float> whole = op.C0, sliced = op.C0;
+  pillars::cpu::gemm_bf16(true, false, tall.M, tall.N, tall.K, tall.alpha, op.A.data.data(), op.A.ld, op.B.data.data(),
+                          op.B.ld, tall.beta, whole.data.data(), whole.ld);
+  for (int64_t i0 = 0; i0 < tall.M; i0 += 96)
+    pillars::cpu::gemm_bf16(true, false, std::min<int64_t>(96, tall.M - i0), tall.N, tall.K, tall.alpha,
+                            op.A.data.data() + i0, op.A.ld, op.B.data.data(), op.B.ld, tall.beta,
+                            sliced.data.data() + i0 * sliced.ld, sliced.ld);
+  CHECK(compare(path.name, tall, op, whole) == 0);
+  CHECK(std::memcmp(whole.data.data(), sliced.data.data(), whole.data.size() * sizeof(float)) == 0);
 }
 
 void check_scalars_strides_and_threads(const Path& path) {

@@ -6,7 +6,8 @@
 //   1. pack all of op(B), and of op(A) unless the kernel reads it in place, once, in the kernel's
 //      layout (gemm_bf16_packed.h), into per-thread buffers that only grow; the threads share
 //      the packing, panel by panel. (A kernel that reads A's rows in place gets an fp32 op(A) = A
-//      rounded row by row instead: the same values, without the scatter into panels.)
+//      rounded row by row instead: the same values, without the scatter into panels. A tall
+//      transposed op(A) whose blocks are each used once is packed block by block in step 2.)
 //   2. cut C into blocks of kBlockRows × kBlockCols and hand them to the threads; each block is
 //      the kernel's `block` call, which sweeps its panels over all of K.
 // Packing everything first costs O((M + N) · K) copying against O(M · N · K) multiply-adds and
@@ -83,6 +84,7 @@ class Scratch {
 };
 
 thread_local Scratch<uint16_t> t_packed_a, t_packed_b;
+thread_local Scratch<uint16_t> t_block_a; // one block of op(A)'s rows, packed by the thread that uses it
 thread_local Scratch<float> t_wide_a, t_wide_b;
 
 // Below this many multiply-adds per thread, starting threads costs more than it saves (sgemm's).
@@ -202,6 +204,10 @@ void pack(const T* X, int64_t lane_stride, int64_t k_stride, int64_t lanes, int6
   const int64_t padded = panels * W, half = KW / 2; // rows of pairs per chunk
   parallel_for(threads, chunks, [&](int64_t t) {
     uint32_t* pairs = t_pairs.get(half * padded); // pairs[e · padded + l]: lane l's pair e of chunk t
+    // The rows two chunks ahead, asked for now: a few lanes of rows far apart (one block of a tall
+    // operand) are too short a run for the hardware's prefetcher to follow.
+    for (int64_t k = (t + 2) * KW; k < std::min(K, (t + 3) * KW); ++k)
+      for (int64_t l = 0; l < lanes; l += 64 / int64_t(sizeof(T))) __builtin_prefetch(X + k * k_stride + l);
     for (int64_t e = 0; e < half; ++e) pair_row(X, k_stride, lanes, K, t * half + e, padded, pairs + e * padded);
     for (int64_t q = 0; q < panels; ++q) {
       uint16_t* chunk = dst + q * W * kpad + t * W * KW;
@@ -243,7 +249,15 @@ void run_packed(const gemm::Bf16KernelSet& ks, const Product<T>& p, int threads,
   const bool kernel_reads_rows = ks.block_a_in_place != nullptr && !p.trans_a;
   const bool a_in_place = std::is_same_v<T, uint16_t> && kernel_reads_rows && kpad == p.K;
   const bool a_rounded_rows = std::is_same_v<T, float> && kernel_reads_rows;
-  uint16_t* Ap = a_in_place ? nullptr : t_packed_a.get(round_up(p.M, ks.mr) * kpad);
+  const int64_t block_rows = round_up(kBlockRows, ks.mr);
+  const int64_t bm = ceil_div(p.M, block_rows), bn = ceil_div(p.N, kBlockCols);
+  // A transposed op(A) with many row blocks and one column block (the LM head's weight gradient
+  // dzᵀ·h: M = vocabulary, N = d_model) uses each block of A's rows once: each thread packs its
+  // block right before the kernel reads it, into a buffer of its own that stays in L2, instead of
+  // packing all of A to memory first and reading it back. The packed block is the same slice of
+  // panels either way (blocks start at multiples of mr), so the results are the same bits.
+  const bool a_per_block = p.trans_a && !a_in_place && !a_rounded_rows && bn == 1 && bm >= 4 * threads;
+  uint16_t* Ap = a_in_place || a_per_block ? nullptr : t_packed_a.get(round_up(p.M, ks.mr) * kpad);
   const uint16_t* Bp = packed_b;
   if (Bp == nullptr) {
     uint16_t* b = t_packed_b.get(round_up(p.N, gemm::kBf16Nr) * kpad);
@@ -256,17 +270,21 @@ void run_packed(const gemm::Bf16KernelSet& ks, const Product<T>& p, int threads,
       to_bf16_run(p.A + i * p.lda, p.K, Ap + i * kpad);
       std::fill(Ap + i * kpad + p.K, Ap + (i + 1) * kpad, uint16_t{0});
     });
-  } else if (!a_in_place) {
+  } else if (!a_in_place && !a_per_block) {
     pack(p.A, p.trans_a ? 1 : p.lda, p.trans_a ? p.lda : 1, p.M, p.K, ks.mr, ks.a_chunk, kpad, Ap, threads,
          ks.pairs_to_chunk);
   }
 
-  const int64_t block_rows = round_up(kBlockRows, ks.mr);
-  const int64_t bm = ceil_div(p.M, block_rows), bn = ceil_div(p.N, kBlockCols);
   parallel_for(threads, bm * bn, [&](int64_t b) {
     const int64_t i0 = (b / bn) * block_rows, j0 = (b % bn) * kBlockCols;
     const int64_t m = std::min(block_rows, p.M - i0), n = std::min(kBlockCols, p.N - j0);
     float* C = p.C + i0 * p.ldc + j0;
+    if (a_per_block) { // op(A)'s rows i0 … i0 + m are A's columns: lanes from A + i0
+      uint16_t* block = t_block_a.get(round_up(m, ks.mr) * kpad);
+      pack(p.A + i0, 1, p.lda, m, p.K, ks.mr, ks.a_chunk, kpad, block, /*threads=*/1, ks.pairs_to_chunk);
+      ks.block(block, Bp + j0 * kpad, kpad, m, n, p.alpha, p.beta, C, p.ldc);
+      return;
+    }
     // Panel i0 / mr starts at (i0 / mr) · mr · kpad = i0 · kpad; likewise for B.
     if constexpr (std::is_same_v<T, uint16_t>) {
       if (a_in_place) {
