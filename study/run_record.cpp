@@ -3,6 +3,10 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <sstream>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -67,6 +71,66 @@ void compress_head_metrics(const RunPaths& p) {
       throw Error(str_cat(packed.string(), ": does not read back as ", plain.string(), "; both are kept"));
     fs::remove(plain);
   }
+}
+
+std::string phase1_dir(const RunPaths& p) { return (fs::path(p.dir) / "phase1").string(); }
+
+namespace {
+
+// The JSON objects of a log.jsonl (lines that are not objects skipped; none when it is missing).
+std::vector<json> log_lines(const fs::path& path) {
+  std::vector<json> out;
+  if (!fs::is_regular_file(path)) return out;
+  std::istringstream in(read_input_file(path.string(), uint64_t{1} << 30));
+  for (std::string line; std::getline(in, line);)
+    if (json j = json::parse(line, nullptr, false); j.is_object()) out.push_back(std::move(j));
+  return out;
+}
+
+// The first "end" line's update (a pruning run's log ends its first phase with one), or −1.
+int64_t first_end(const std::vector<json>& lines) {
+  for (const json& l : lines)
+    if (l.value("type", "") == "end" && l.value("update", json()).is_number_integer())
+      return l["update"].get<int64_t>();
+  return -1;
+}
+
+// (type, update) → the numbers that follow from the arithmetic alone, for the train and valid
+// lines up to update `end` (not the timings).
+std::map<std::pair<std::string, int64_t>, json> log_points(const std::vector<json>& lines, int64_t end) {
+  std::map<std::pair<std::string, int64_t>, json> out;
+  for (const json& l : lines) {
+    const std::string type = l.value("type", "");
+    if ((type != "train" && type != "valid") || !l.value("update", json()).is_number_integer()) continue;
+    const int64_t update = l["update"].get<int64_t>();
+    if (update > end) continue;
+    json point = json::object();
+    for (const char* key : {"loss", "lr", "gct_regularizer", "bleu"})
+      if (l.contains(key)) point[key] = l[key];
+    out[{type, update}] = point;
+  }
+  return out;
+}
+
+} // namespace
+
+std::string first_phase_difference(const RunPaths& p) {
+  const std::vector<json> source = log_lines(fs::path(p.dir) / "log.jsonl");
+  const std::vector<json> again = log_lines(fs::path(phase1_dir(p)) / "log.jsonl");
+  const int64_t end = first_end(source), again_end = first_end(again);
+  if (end < 0) return str_cat((fs::path(p.dir) / "log.jsonl").string(), " records no end of a first phase");
+  if (again_end != end) return str_cat("it ended at update ", again_end, ", the source's first phase at ", end);
+  const auto want = log_points(source, end), got = log_points(again, end);
+  for (const auto& [key, value] : want) {
+    const auto it = got.find(key);
+    if (it == got.end()) return str_cat("it has no ", key.first, " line at update ", key.second);
+    if (it->second != value)
+      return str_cat(key.first, " line at update ", key.second, ": ", it->second.dump(), ", the source's ",
+                     value.dump());
+  }
+  if (got.size() != want.size())
+    return str_cat("it has ", got.size(), " train and valid lines, the source ", want.size());
+  return "";
 }
 
 namespace {

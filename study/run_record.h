@@ -40,6 +40,15 @@ void write_run_record(const RunPaths& p, const RunRecord& r);
 // (a run continued after it was packed), is left as it is. `pillars report` reads either form.
 void compress_head_metrics(const RunPaths& p);
 
+// A pruning system prunes its source run's first phase, the source's checkpoint_last. Where that
+// checkpoint went with the machine that trained the source (checkpoints are not kept in the
+// repository), the runner trains the first phase again into phase1_dir (SOURCE/phase1/) and
+// checks it with first_phase_difference: "" when its log.jsonl has, at every update of the
+// source's first phase, the losses, learning rate, GCT term and validation BLEU the source's
+// log.jsonl has (the same numbers as written, so the same arithmetic), else what differs first.
+std::string phase1_dir(const RunPaths& p);
+std::string first_phase_difference(const RunPaths& p);
+
 // The last update a run's logs mention (phase 2's log continues phase 1's count), 0 without one.
 int64_t latest_update(const RunPaths& p);
 

@@ -38,6 +38,7 @@ struct Run {
   RunPaths paths;
   RunRecord record;
   std::deque<std::vector<std::string>> steps; // argv of each step left (argv[0] = the binary)
+  bool regenerates = false;                   // steps.front() trains the first phase again (phase1/)
   pid_t pid = 0;                              // the running step's process, 0 when none
   std::vector<std::string> splits;            // the test splits it is evaluated on
   std::string label() const { return str_cat(system->name, " s", seed); }
@@ -93,25 +94,46 @@ void check_isa_available(const StudySpec& s, Device device) {
                                "); continue it where they run"));
 }
 
-// `pillars train`, or `pillars prune --from` the source system's model for a "prune_from" system.
+// Where a run goes on from: a run that has saved continues (--resume); one stopped before its
+// first save left files that a new start moves aside (--overwrite: a folder with a run's files is
+// refused otherwise).
+void add_continue_flag(std::vector<std::string>& argv, const std::string& dir, const char* saved_file) {
+  if (fs::exists(fs::path(dir) / saved_file))
+    argv.push_back("--resume");
+  else if (!train::run_files_in(dir).empty())
+    argv.push_back("--overwrite");
+}
+
+// `pillars train`, or `pillars prune --from CHECKPOINT` (the source system's first phase) for a
+// "prune_from" system.
 std::vector<std::string> train_step(const std::string& binary, const StudySpec& s, const Run& r,
-                                    const std::string& study_dir) {
+                                    const std::string& from) {
   const bool prune = !r.system->prune_from.empty();
   std::vector<std::string> argv{binary, prune ? "prune" : "train", r.system->experiment};
   for (const std::string& o : run_overrides(s, *r.system, r.seed)) argv.insert(argv.end(), {"--set", o});
-  if (prune)
-    argv.insert(
-        argv.end(),
-        {"--from",
-         (fs::path(study_dir) / r.system->prune_from / str_cat("s", r.seed) / "checkpoint_last.safetensors").string()});
+  if (prune) argv.insert(argv.end(), {"--from", from});
   argv.insert(argv.end(), {"--out", r.paths.dir, "--threads", std::to_string(s.threads), "--no-eval"});
-  // A run that has saved continues; one stopped before its first save left files that a new
-  // start moves aside (--overwrite: a folder with a run's files is refused otherwise).
-  const bool saved = fs::exists(fs::path(r.paths.dir) / (prune ? "prune.json" : "checkpoint_last.safetensors"));
-  if (saved)
-    argv.push_back("--resume");
-  else if (!train::run_files_in(r.paths.dir).empty())
-    argv.push_back("--overwrite");
+  add_continue_flag(argv, r.paths.dir, prune ? "prune.json" : "checkpoint_last.safetensors");
+  return argv;
+}
+
+// A source run's first phase trained again into SOURCE/phase1/ (phase1_dir): the source's own
+// experiment and overrides, without pruning, stopped where its first phase stopped (the epoch
+// trigger's prune.epoch epochs), on the same schedule (train.max_updates stays the study's).
+std::vector<std::string> regenerate_step(const std::string& binary, const StudySpec& s, const Run& src) {
+  const Experiment e = run_experiment_config(s, *src.system, src.seed);
+  if (e.prune.trigger != ght::PruneTrigger::epoch)
+    throw InputError(str_cat(s.path, ": system \"", src.system->name,
+                             "\": its first phase ends on the shift trigger, so ",
+                             "it cannot be trained again to the same point; its checkpoint_last.safetensors in ",
+                             src.paths.dir, " is gone (move the run folder away to train it again)"));
+  std::vector<std::string> argv{binary, "train", src.system->experiment};
+  std::vector<std::string> overrides = run_overrides(s, *src.system, src.seed);
+  overrides.push_back("prune.method=\"none\"");
+  overrides.push_back(str_cat("train.max_epochs=", e.prune.epoch));
+  for (const std::string& o : overrides) argv.insert(argv.end(), {"--set", o});
+  argv.insert(argv.end(), {"--out", phase1_dir(src.paths), "--threads", std::to_string(s.threads), "--no-eval"});
+  add_continue_flag(argv, phase1_dir(src.paths), "checkpoint_last.safetensors");
   return argv;
 }
 
@@ -201,8 +223,30 @@ int run_study(const StudySpec& s, const RunnerOptions& o) {
       r.record = read_run_record(r.paths);
       runs.push_back(std::move(r));
     }
+  // The source run (same seed) of a "prune_from" run.
+  auto source_of = [&](const Run& r) -> Run& {
+    for (Run& src : runs)
+      if (src.system->name == r.system->prune_from && src.seed == r.seed) return src;
+    throw Error(str_cat("study: no source run for ", r.label())); // study_file checked the names
+  };
   for (Run& r : runs) {
-    if (!r.record.trained) r.steps.push_back(train_step(binary, s, r, dir));
+    if (!r.record.trained) {
+      std::string from;
+      if (!r.system->prune_from.empty()) {
+        // The source's first phase: its own checkpoint_last, or, where a finished source's went
+        // with the machine that trained it (checkpoints are not kept in the repository), the
+        // first phase trained again (once per source, before the first run that needs it).
+        Run& src = source_of(r);
+        const bool gone = src.record.trained && !fs::exists(fs::path(src.paths.dir) / "checkpoint_last.safetensors");
+        const fs::path again = fs::path(phase1_dir(src.paths)) / "checkpoint_last.safetensors";
+        if (gone && !src.regenerates && !(fs::exists(again) && first_phase_difference(src.paths).empty())) {
+          src.steps.push_front(regenerate_step(binary, s, src));
+          src.regenerates = true;
+        }
+        from = (gone ? again : fs::path(src.paths.dir) / "checkpoint_last.safetensors").string();
+      }
+      r.steps.push_back(train_step(binary, s, r, from));
+    }
     for (const std::string& split : r.splits)
       if (!r.record.evaluated.count(split)) r.steps.push_back(eval_step(binary, s, r, split, device));
   }
@@ -274,9 +318,8 @@ int run_study(const StudySpec& s, const RunnerOptions& o) {
     // (A "prune_from" run waits until its source run of the same seed has trained.)
     auto ready = [&](const Run& r) {
       if (r.pid || r.steps.empty() || r.system->prune_from.empty()) return r.pid == 0 && !r.steps.empty();
-      for (const Run& src : runs)
-        if (src.system->name == r.system->prune_from && src.seed == r.seed) return src.record.trained;
-      return false;
+      const Run& src = source_of(r);
+      return src.record.trained && !src.regenerates;
     };
     for (Run& r : runs) {
       if (stop || running >= jobs) break;
@@ -285,7 +328,8 @@ int run_study(const StudySpec& s, const RunnerOptions& o) {
       ++running;
       if (!o.quiet)
         std::printf("study %s: started %s (%s); log %s\n", s.name.c_str(), r.label().c_str(),
-                    r.steps.front()[1].c_str(), r.paths.log.c_str());
+                    r.regenerates ? "its first phase again, for the runs that prune it" : r.steps.front()[1].c_str(),
+                    r.paths.log.c_str());
     }
     if (running == 0) {
       for (const Run& r : runs)
@@ -305,6 +349,27 @@ int run_study(const StudySpec& s, const RunnerOptions& o) {
         r.pid = 0;
         const std::string what = r.steps.front()[1];
         const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        if (code == 0 && r.regenerates) {
+          // The first phase trained again must be the one the source's log records, update by
+          // update, or the prunings would not start from the model the source pruned (they wait
+          // on `regenerates`, which stays set when it is not: not run, the end reports them).
+          if (const std::string diff = first_phase_difference(r.paths); !diff.empty()) {
+            ++failed;
+            std::fprintf(stderr,
+                         "study %s: %s: its first phase, trained again in %s, is not the one its log records: %s; "
+                         "the runs that prune it are not started (move %s away to train it again)\n",
+                         s.name.c_str(), r.label().c_str(), phase1_dir(r.paths).c_str(), diff.c_str(),
+                         r.paths.dir.c_str());
+            r.steps.clear();
+            continue;
+          }
+          r.regenerates = false;
+          r.record.commands.push_back(shell_words(r.steps.front()));
+          write_run_record(r.paths, r.record);
+          r.steps.pop_front();
+          if (!stop && !r.steps.empty()) r.pid = start_step(r.steps.front(), r.paths.log, s);
+          continue;
+        }
         if (code == 0) {
           if (what == "train" || what == "prune")
             r.record.trained = true;

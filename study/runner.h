@@ -12,6 +12,9 @@
 // Each run is a sequence of steps, each a child process of the same binary:
 //   train   pillars train EXP --set …(run_overrides) --out DIR --threads T --no-eval [--resume]
 //   eval    pillars eval FINAL_DIR --split S --threads T [--device cuda]   (one per split)
+// A "prune_from" system's train step is `pillars prune … --from SOURCE/checkpoint_last.safetensors`;
+// where a finished source's checkpoint is gone, the source first gets a step that trains its first
+// phase again into SOURCE/phase1/, checked against its log (run_record.h, first_phase_difference).
 // FINAL_DIR is DIR, or DIR/pruned for a system that prunes. A step that finished is never run
 // again, so starting the study again continues it: finished runs are skipped, an interrupted
 // training resumes from its checkpoint_last (`--resume`), missing evaluations are made.

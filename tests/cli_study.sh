@@ -133,4 +133,25 @@ PY
 "$P" study prune.json --out prune --table > prune-table.md || fail "--table of the pruning study failed"
 grep -q '^| random | 1 |' prune-table.md || fail "the table has no random row: $(cat prune-table.md)"
 
+# 5. The pruning study on a machine without the source's checkpoint (checkpoints are not kept in
+#    the repository): the first phase is trained again into v2s/s1/phase1/, checked update by
+#    update against v2s's log, and the random system prunes it. A source log that does not match
+#    what training gives is refused, and nothing prunes it.
+mv prune/v2s/s1/checkpoint_last.safetensors prune-source-checkpoint && mv prune/random prune-random-1 ||
+  fail "cannot move the source's checkpoint and the random run away"
+"$P" study prune.json --out prune --jobs 1 > again.out 2>&1 || { cat again.out; fail "the study without the source's checkpoint failed"; }
+grep -q -- "--out prune/v2s/s1/phase1" prune/logs/v2s-s1.log || fail "the first phase was not trained again: $(cat again.out)"
+grep -q -- "prune .*--from prune/v2s/s1/phase1/checkpoint_last.safetensors" prune/logs/random-s1.log ||
+  fail "random did not prune the first phase trained again"
+cmp -s prune/random/s1/votes.json prune-random-1/s1/votes.json || fail "the votes on the first phase trained again differ"
+python3 - prune/random/s1/pruned/log.jsonl prune-random-1/s1/pruned/log.jsonl <<'PY' || fail "fine-tuning the first phase trained again gave other losses"
+import json, sys
+def losses(path): return [(l["update"], l["loss"]) for l in map(json.loads, open(path)) if l["type"] == "train"]
+assert losses(sys.argv[1]) == losses(sys.argv[2]), (losses(sys.argv[1])[:3], losses(sys.argv[2])[:3])
+PY
+rm -r prune/random && sed -i 's/"loss":\([0-9]\)/"loss":1\1/' prune/v2s/s1/log.jsonl
+"$P" study prune.json --out prune --jobs 1 > edited.out 2>&1; rc=$?
+[ $rc -eq 1 ] && grep -q 'is not the one its log records' edited.out || fail "an edited source log was accepted (exit $rc): $(cat edited.out)"
+[ ! -e prune/random/s1/prune.json ] || fail "a run pruned a first phase that does not match its source"
+
 echo "cli_study: ok"
