@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <utility>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "base/error.h"
 #include "base/input_file.h"
 #include "datasets/xz.h"
+#include "train/session.h"
 
 namespace pillars::study {
 
@@ -59,6 +61,36 @@ void write_run_record(const RunPaths& p, const RunRecord& r) {
                   {"evaluated", r.evaluated},
                   {"commands", r.commands}};
   io::atomic_write_file(p.record, j.dump(1) + "\n");
+}
+
+namespace {
+
+// The keys of two JSON documents whose leaves differ, as dotted paths.
+void differing_keys(const json& a, const json& b, const std::string& prefix, std::vector<std::string>& out) {
+  if (a.is_object() && b.is_object()) {
+    std::set<std::string> keys;
+    for (const auto& [k, v] : a.items()) keys.insert(k);
+    for (const auto& [k, v] : b.items()) keys.insert(k);
+    for (const std::string& k : keys)
+      differing_keys(a.contains(k) ? a[k] : json(), b.contains(k) ? b[k] : json(),
+                     prefix.empty() ? k : prefix + "." + k, out);
+  } else if (a != b) {
+    out.push_back(str_cat(prefix, " (", a.dump(), " in the run, ", b.dump(), " in the study)"));
+  }
+}
+
+json without_paths(json config) { // fields load_run_config does not re-check (train/session.h)
+  if (config.contains("model")) config["model"]["init_from"] = nullptr;
+  if (config.contains("data")) config["data"]["bpe_codes"] = nullptr;
+  return config;
+}
+
+} // namespace
+
+std::vector<std::string> config_differences(const std::string& run_dir, const Experiment& expected) {
+  std::vector<std::string> diff;
+  differing_keys(without_paths(to_json(train::load_run_config(run_dir))), without_paths(to_json(expected)), "", diff);
+  return diff;
 }
 
 void compress_head_metrics(const RunPaths& p) {

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "train/experiment.h"
+
 namespace pillars::study {
 
 struct RunPaths {
@@ -32,6 +34,11 @@ struct RunRecord {
 // The record, or an empty one when the file does not exist.
 RunRecord read_run_record(const RunPaths& p);
 void write_run_record(const RunPaths& p, const RunRecord& r);
+
+// The settings a run was made with (its config.json) against those the study gives it, as
+// "key (run value in the run, study value in the study)"; empty when they agree. Paths that a
+// run folder rewrites (model.init_from, data.bpe_codes) are not compared.
+std::vector<std::string> config_differences(const std::string& run_dir, const Experiment& expected);
 
 // A finished run's head_metrics.jsonl (and its pruned/ one) stored as head_metrics.jsonl.xz: the
 // pairwise matrices of every validation make the file about 1.5 MB for a 3,000-update Multi30k run,

@@ -13,6 +13,8 @@
 #include <deque>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <optional>
 #include <thread>
 
 #include "base/atomic_file.h"
@@ -39,6 +41,7 @@ struct Run {
   RunRecord record;
   std::deque<std::vector<std::string>> steps; // argv of each step left (argv[0] = the binary)
   bool regenerates = false;                   // steps.front() trains the first phase again (phase1/)
+  std::optional<RunPaths> copy;               // another study's finished run to copy ("copy_from")
   pid_t pid = 0;                              // the running step's process, 0 when none
   std::vector<std::string> splits;            // the test splits it is evaluated on
   std::string label() const { return str_cat(system->name, " s", seed); }
@@ -190,6 +193,60 @@ std::string duration_text(double seconds) {
   return str_cat(s, "s");
 }
 
+// The run of a "copy_from" system's other study for this seed, when it can stand for this run:
+// finished, made with the config this study gives the run, under the same device, precision, ISA
+// and threads. nullopt otherwise, with `why` saying what kept it.
+std::optional<RunPaths> copy_source(const StudySpec& s, const std::string& dir, const Run& r, const Experiment& e,
+                                    Device device, std::string& why) {
+  const fs::path folder = (fs::path(dir) / r.system->copy_from).lexically_normal();
+  const RunPaths src = run_paths(folder.parent_path().string(), folder.filename().string(), r.seed,
+                                 e.prune.method != ght::PruneMethod::none);
+  if (!fs::is_directory(src.dir)) return why = str_cat(src.dir, " does not exist"), std::nullopt;
+  const std::optional<json> there = read_conditions(folder.parent_path().string());
+  json here = study_conditions(s, device);
+  here.erase("study");
+  for (const auto& [key, value] : here.items())
+    if (!there || !there->contains(key) || (*there)[key] != value)
+      return why =
+                 str_cat("its study ran with ", key, " = ", there && there->contains(key) ? (*there)[key].dump() : "?",
+                         ", this one with ", value.dump()),
+             std::nullopt;
+  if (!read_run_record(src).trained) return why = str_cat(src.dir, " has not finished training"), std::nullopt;
+  if (const std::vector<std::string> diff = config_differences(src.dir, e); !diff.empty())
+    return why = str_cat("its config.json differs: ", diff.front()), std::nullopt;
+  return src;
+}
+
+// Copies the run folder `src` to `dst` (which holds no run yet): every regular file and folder but
+// the lock, the record and a first phase trained again, through a temporary folder renamed into
+// place, so an interrupted copy leaves no half run. Then the record, naming where it came from.
+void copy_run(const RunPaths& src, const RunPaths& dst, const std::vector<std::string>& splits) {
+  const fs::path tmp = dst.dir + str_cat(".copying.", ::getpid());
+  fs::remove_all(tmp);
+  std::function<void(const fs::path&, const fs::path&)> copy_folder = [&](const fs::path& from, const fs::path& to) {
+    fs::create_directories(to);
+    for (const fs::directory_entry& entry : fs::directory_iterator(from)) {
+      const std::string name = entry.path().filename().string();
+      if (name == ".lock" || name == "study_run.json" || name == "phase1" || entry.is_symlink()) continue;
+      if (entry.is_directory())
+        copy_folder(entry.path(), to / name);
+      else if (entry.is_regular_file())
+        fs::copy_file(entry.path(), to / name);
+    }
+  };
+  copy_folder(src.dir, tmp);
+  if (fs::is_directory(dst.dir) && fs::is_empty(dst.dir)) fs::remove(dst.dir);
+  fs::rename(tmp, dst.dir);
+  const RunRecord from = read_run_record(src);
+  RunRecord rec;
+  rec.trained = true;
+  for (const std::string& split : splits)
+    if (from.evaluated.count(split)) rec.evaluated.insert(split);
+  rec.commands.push_back(str_cat("copied from ", src.dir));
+  for (const std::string& c : from.commands) rec.commands.push_back(c);
+  write_run_record(dst, rec);
+}
+
 } // namespace
 
 std::string study_dir_of(const StudySpec& s, const std::string& out) {
@@ -221,6 +278,13 @@ int run_study(const StudySpec& s, const RunnerOptions& o) {
       r.paths = run_paths(dir, sys.name, seed, e.prune.method != ght::PruneMethod::none);
       r.splits = s.test_splits.empty() ? std::vector<std::string>{train::test_split_of(e)} : s.test_splits;
       r.record = read_run_record(r.paths);
+      if (!r.record.trained && !sys.copy_from.empty() && train::run_files_in(r.paths.dir).empty()) {
+        std::string why;
+        r.copy = copy_source(s, dir, r, e, device, why);
+        if (!r.copy && !o.quiet)
+          std::printf("study %s: %s: trained here, not copied from %s: %s\n", s.name.c_str(), r.label().c_str(),
+                      sys.copy_from.c_str(), why.c_str());
+      }
       runs.push_back(std::move(r));
     }
   // The source run (same seed) of a "prune_from" run.
@@ -230,6 +294,12 @@ int run_study(const StudySpec& s, const RunnerOptions& o) {
     throw Error(str_cat("study: no source run for ", r.label())); // study_file checked the names
   };
   for (Run& r : runs) {
+    if (r.copy) { // the evaluations the copy does not bring
+      const RunRecord there = read_run_record(*r.copy);
+      for (const std::string& split : r.splits)
+        if (!there.evaluated.count(split)) r.steps.push_back(eval_step(binary, s, r, split, device));
+      continue;
+    }
     if (!r.record.trained) {
       std::string from;
       if (!r.system->prune_from.empty()) {
@@ -237,7 +307,9 @@ int run_study(const StudySpec& s, const RunnerOptions& o) {
         // with the machine that trained it (checkpoints are not kept in the repository), the
         // first phase trained again (once per source, before the first run that needs it).
         Run& src = source_of(r);
-        const bool gone = src.record.trained && !fs::exists(fs::path(src.paths.dir) / "checkpoint_last.safetensors");
+        const bool finished = src.record.trained || src.copy; // a copy brings the checkpoint, if its source has it
+        const bool gone =
+            finished && !fs::exists(fs::path(src.copy ? src.copy->dir : src.paths.dir) / "checkpoint_last.safetensors");
         const fs::path again = fs::path(phase1_dir(src.paths)) / "checkpoint_last.safetensors";
         if (gone && !src.regenerates && !(fs::exists(again) && first_phase_difference(src.paths).empty())) {
           src.steps.push_front(regenerate_step(binary, s, src));
@@ -251,8 +323,10 @@ int run_study(const StudySpec& s, const RunnerOptions& o) {
       if (!r.record.evaluated.count(split)) r.steps.push_back(eval_step(binary, s, r, split, device));
   }
   if (o.dry_run) {
-    for (const Run& r : runs)
+    for (const Run& r : runs) {
+      if (r.copy) std::printf("# copy %s to %s\n", r.copy->dir.c_str(), r.paths.dir.c_str());
       for (const auto& argv : r.steps) std::printf("%s\n", shell_words(argv).c_str());
+    }
     return 0;
   }
 
@@ -261,6 +335,13 @@ int run_study(const StudySpec& s, const RunnerOptions& o) {
   fs::create_directories(fs::path(dir) / "logs");
   io::DirLock lock(dir);
   check_conditions(dir, study_conditions(s, device));
+  for (Run& r : runs)
+    if (r.copy) {
+      copy_run(*r.copy, r.paths, r.splits);
+      r.record = read_run_record(r.paths);
+      if (!o.quiet)
+        std::printf("study %s: %s copied from %s\n", s.name.c_str(), r.label().c_str(), r.copy->dir.c_str());
+    }
   for (const Run& r : runs)
     if (r.steps.empty()) compress_head_metrics(r.paths); // finished by an older binary, or packing was cut short
   install_stop_handlers();

@@ -150,7 +150,7 @@ StudySpec parse_study(const std::string& text, const std::string& origin, const 
     const json& js = (*systems)[i];
     const std::string field = str_cat("systems[", i, "]");
     if (!js.is_object()) r.fail(field, "must be an object {\"name\", \"experiment\", \"set\"}");
-    r.only_keys(js, field, {"name", "experiment", "set", "description", "prune_from"});
+    r.only_keys(js, field, {"name", "experiment", "set", "description", "prune_from", "copy_from"});
     SystemSpec sys;
     sys.name = r.string(js, "name", field + ".name", "", true);
     if (!valid_name(sys.name))
@@ -164,6 +164,13 @@ StudySpec parse_study(const std::string& text, const std::string& origin, const 
     sys.prune_from = r.string(js, "prune_from", field + ".prune_from", "", false);
     if (!sys.prune_from.empty() && (!names.count(sys.prune_from) || sys.prune_from == sys.name))
       r.fail(field + ".prune_from", str_cat("must name an earlier system, got \"", sys.prune_from, "\""));
+    sys.copy_from = r.string(js, "copy_from", field + ".copy_from", "", false);
+    if (!sys.copy_from.empty() && (fs::path(sys.copy_from).is_absolute() || sys.copy_from.size() > 4096))
+      r.fail(field + ".copy_from",
+             str_cat("must be a folder relative to the study's folder (\"../OTHER-STUDY/SYSTEM\"), got \"",
+                     sys.copy_from, "\""));
+    if (!sys.copy_from.empty() && !sys.prune_from.empty())
+      r.fail(field + ".copy_from", "a system copies its runs or prunes another's, not both");
     s.systems.push_back(std::move(sys));
   }
   s.baseline = r.string(doc, "baseline", "baseline", s.systems.front().name, false);

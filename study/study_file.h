@@ -45,6 +45,10 @@ struct SystemSpec {
   std::string experiment;             // path of its experiment file (resolved against the study file)
   std::vector<std::string> overrides; // "key=json" — the study's "set", then the system's own
   std::string prune_from;             // "" or an earlier system whose trained model this one prunes
+  // "" or another study's system whose runs are this one's ("../s2-table1/ght-ps": a folder of
+  // s<seed> runs, relative to this study's folder): a run finished there, with the same config
+  // and under the same conditions, is copied instead of trained again (runner.h).
+  std::string copy_from;
 };
 
 struct StudySpec {

@@ -60,26 +60,6 @@ std::vector<std::string> read_packed_lines(const fs::path& path) {
   return lines;
 }
 
-// The keys of two JSON documents whose leaves differ, as dotted paths.
-void differing_keys(const json& a, const json& b, const std::string& prefix, std::vector<std::string>& out) {
-  if (a.is_object() && b.is_object()) {
-    std::set<std::string> keys;
-    for (const auto& [k, v] : a.items()) keys.insert(k);
-    for (const auto& [k, v] : b.items()) keys.insert(k);
-    for (const std::string& k : keys)
-      differing_keys(a.contains(k) ? a[k] : json(), b.contains(k) ? b[k] : json(),
-                     prefix.empty() ? k : prefix + "." + k, out);
-  } else if (a != b) {
-    out.push_back(str_cat(prefix, " (", a.dump(), " in the run, ", b.dump(), " in the study)"));
-  }
-}
-
-json without_paths(json config) { // fields load_run_config does not re-check (train/session.h)
-  if (config.contains("model")) config["model"]["init_from"] = nullptr;
-  if (config.contains("data")) config["data"]["bpe_codes"] = nullptr;
-  return config;
-}
-
 // The start lines' machine records of a run (phase 1 and phase 2).
 std::vector<json> machine_records(const RunPaths& p) {
   std::vector<json> out;
@@ -259,9 +239,7 @@ json study_table(const StudySpec& s, const std::string& study_dir, int64_t boots
         excluded.push_back({{"system", sys.name}, {"seed", seed}, {"reason", why}});
       };
       // The config it ran with against the one the study gives it.
-      std::vector<std::string> diff;
-      differing_keys(without_paths(to_json(train::load_run_config(r.paths.dir))), without_paths(to_json(r.config)), "",
-                     diff);
+      const std::vector<std::string> diff = config_differences(r.paths.dir, r.config);
       if (!diff.empty()) {
         std::string list;
         for (const std::string& d : diff) list += (list.empty() ? "" : "; ") + d;

@@ -54,6 +54,28 @@ sed -n '/^## Heads at the end/,/^Convergence/p' table.md | grep -q '^| gct | 2 |
 grep -q '5 charts' report.out || fail "the study page should draw validation, Fig. 2 and Fig. 4 (5 charts): $(cat report.out)"
 grep -q 'Study tiny' study.html || fail "the study page has no study section"
 
+# 1b. A study that shares a system with the first ("copy_from"): the finished runs are copied, not
+#     trained again; a system whose settings differ from those runs' trains here.
+python3 - tiny.json copy.json <<'PY' || fail "cannot write copy.json"
+import json, sys
+s = json.load(open(sys.argv[1]))
+s["systems"] = [{"name": "plain", "copy_from": "../tiny/vanilla"},
+                {"name": "faster", "copy_from": "../tiny/vanilla", "set": {"optim.lr": 0.002}}]
+s["seeds"] = [1]
+json.dump(s, open(sys.argv[2], "w"))
+PY
+"$P" study copy.json --out copy --dry-run > copy-plan.out || fail "--dry-run of the copying study failed"
+grep -q '^# copy tiny/vanilla/s1 to copy/plain/s1$' copy-plan.out || fail "the plan copies nothing: $(cat copy-plan.out)"
+"$P" study copy.json --out copy > copy.out 2>&1 || { cat copy.out; fail "the copying study failed"; }
+grep -q 'faster s1: trained here, not copied from ../tiny/vanilla: its config.json differs: optim.lr' copy.out ||
+  fail "the run with another lr was not trained here, or not said why: $(cat copy.out)"
+grep -q '"copied from tiny/vanilla/s1"' copy/plain/s1/study_run.json || fail "the copy's record does not say where from"
+cmp -s copy/plain/s1/log.jsonl tiny/vanilla/s1/log.jsonl && cmp -s copy/plain/s1/eval_test_2016_flickr.json tiny/vanilla/s1/eval_test_2016_flickr.json ||
+  fail "the copied run is not the original"
+! grep -q '"copied' copy/faster/s1/study_run.json || fail "the run with another lr was copied"
+"$P" study copy.json --out copy --table > copy-table.md || fail "--table of the copying study failed"
+grep -q '^| faster | 1 |' copy-table.md && ! grep -q 'Left out' copy-table.md || fail "the copying study's table: $(cat copy-table.md)"
+
 # 2. A changed study file: the finished runs no longer match it, and the table says why.
 study tiny 6 ', "optim.lr": 0.002'
 "$P" study tiny.json --out tiny --table > table2.md || fail "--table of a changed study failed"

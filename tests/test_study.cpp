@@ -8,6 +8,8 @@
 //    (SplitMix64, written out in the script), so every score, interval and p-value is checked.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include <cmath>
 #include <fstream>
 
@@ -140,6 +142,29 @@ TEST_CASE("study: a bad study file is refused naming the field") {
   refuse(R"({"systems": [{"name": "a", "set": [1]}], "base": "../ght/vanilla.json", "seeds": [1], "updates": 10})",
          "\"systems[0].set\"");
   refuse(R"({)" + ok_systems + R"(, "seeds": [1], "updates": 10, "test_splits": ["no_such_split"]})", "no_such_split");
+  refuse(R"({"systems": [{"name": "a", "copy_from": "/abs/b"}], "base": "../ght/vanilla.json", "seeds": [1],
+             "updates": 10})",
+         "\"systems[0].copy_from\"");
+  refuse(R"({"systems": [{"name": "a"}, {"name": "b", "prune_from": "a", "copy_from": "../x/b"}],
+             "base": "../ght/ght.json", "seeds": [1], "updates": 10})",
+         "\"systems[1].copy_from\"");
+}
+
+TEST_CASE("study: S3's V2S runs are S2's GHT-PS runs (copy_from), the same settings seed by seed") {
+  const std::string dir = PILLARS_SOURCE_DIR "/experiments/studies/";
+  const StudySpec s2 = load_study(dir + "s2-table1.json"), s3 = load_study(dir + "s3-which-heads.json");
+  const SystemSpec& v2s = s3.systems.front();
+  REQUIRE(v2s.copy_from == "../s2-table1/ght-ps");
+  const auto ght_ps =
+      std::find_if(s2.systems.begin(), s2.systems.end(), [](const SystemSpec& x) { return x.name == "ght-ps"; });
+  REQUIRE(ght_ps != s2.systems.end());
+  CHECK(s2.threads == s3.threads);
+  CHECK(s2.isa == s3.isa);
+  CHECK(s2.precision == s3.precision);
+  CHECK(s2.device == s3.device);
+  for (int64_t seed : s3.seeds)
+    CHECK(to_json(run_experiment_config(s3, v2s, seed)).dump() ==
+          to_json(run_experiment_config(s2, *ght_ps, seed)).dump());
 }
 
 TEST_CASE("study: the project's study files load, and each run's overrides pin the budget") {
