@@ -221,6 +221,7 @@ std::optional<RunPaths> copy_source(const StudySpec& s, const std::string& dir, 
 // the lock, the record and a first phase trained again, through a temporary folder renamed into
 // place, so an interrupted copy leaves no half run. Then the record, naming where it came from.
 void copy_run(const RunPaths& src, const RunPaths& dst, const std::vector<std::string>& splits) {
+  const RunRecord from = read_run_record(src); // first: an evaluation the source's study adds meanwhile is not claimed
   const fs::path tmp = dst.dir + str_cat(".copying.", ::getpid());
   fs::remove_all(tmp);
   std::function<void(const fs::path&, const fs::path&)> copy_folder = [&](const fs::path& from, const fs::path& to) {
@@ -237,7 +238,6 @@ void copy_run(const RunPaths& src, const RunPaths& dst, const std::vector<std::s
   copy_folder(src.dir, tmp);
   if (fs::is_directory(dst.dir) && fs::is_empty(dst.dir)) fs::remove(dst.dir);
   fs::rename(tmp, dst.dir);
-  const RunRecord from = read_run_record(src);
   RunRecord rec;
   rec.trained = true;
   for (const std::string& split : splits)
@@ -278,7 +278,8 @@ int run_study(const StudySpec& s, const RunnerOptions& o) {
       r.paths = run_paths(dir, sys.name, seed, e.prune.method != ght::PruneMethod::none);
       r.splits = s.test_splits.empty() ? std::vector<std::string>{train::test_split_of(e)} : s.test_splits;
       r.record = read_run_record(r.paths);
-      if (!r.record.trained && !sys.copy_from.empty() && train::run_files_in(r.paths.dir).empty()) {
+      if (!r.record.trained && !sys.copy_from.empty() && !fs::is_symlink(r.paths.dir) &&
+          train::run_files_in(r.paths.dir).empty()) {
         std::string why;
         r.copy = copy_source(s, dir, r, e, device, why);
         if (!r.copy && !o.quiet)
