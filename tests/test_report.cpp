@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
@@ -539,10 +540,13 @@ TEST_CASE("report: head metrics a study stored as head_metrics.jsonl.xz read as 
   fs::remove(packed / "head_metrics.jsonl"); // only the packed part: its lines, in order
   const size_t first_part = load_run(packed.string(), "", false).head_metrics.size();
   CHECK((first_part > 0 && first_part < 5));
-  write(packed, "head_metrics.jsonl.xz", "not xz"); // corrupt: noted, not fatal
+  write(packed, "head_metrics.jsonl.xz", "plain text where xz should be\n"); // corrupt: noted, not fatal
   const RunData c = load_run(packed.string(), "", false);
   CHECK(c.head_metrics.empty());
-  CHECK(c.notes.back().find("not an .xz file") != std::string::npos);
+  const auto note = std::find_if(c.notes.begin(), c.notes.end(), [](const std::string& n) {
+    return n.find("head_metrics.jsonl") != std::string::npos && n.find("not an .xz file") != std::string::npos;
+  });
+  CHECK_MESSAGE(note != c.notes.end(), "no note of the corrupt head_metrics.jsonl.xz");
 }
 
 TEST_CASE("report: headless chromium renders every chart without console errors, and the check can fail") {
