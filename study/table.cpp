@@ -45,19 +45,17 @@ json read_json_file(const fs::path& path) {
   }
 }
 
-std::vector<std::string> read_lines(const fs::path& path) {
-  std::ifstream in(path);
+std::vector<std::string> lines_of(std::istream&& in) {
   std::vector<std::string> lines;
   for (std::string line; std::getline(in, line);) lines.push_back(line);
   return lines;
 }
 
+std::vector<std::string> read_lines(const fs::path& path) { return lines_of(std::ifstream(path)); }
+
 // The lines of a log the runner may have stored compressed (run_record.h: NAME.xz, then NAME).
 std::vector<std::string> read_packed_lines(const fs::path& path) {
-  std::istringstream in(data::xz_then_plain_text(path.string()));
-  std::vector<std::string> lines;
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
+  return lines_of(std::istringstream(data::xz_then_plain_text(path.string())));
 }
 
 // The start lines' machine records of a run (phase 1 and phase 2).
