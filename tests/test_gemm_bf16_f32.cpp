@@ -17,7 +17,9 @@
 
 #include "kernels/cpu/cast.h"
 #include "kernels/cpu/cpu_features.h"
+#include "kernels/bf16_bits.h"
 #include "kernels/cpu/gemm_bf16.h"
+#include "kernels/cpu/gemm_bf16_packed.h"
 #include "kernels/cpu/gemm_precision.h"
 #include "tests/gemm_bf16_cases.h"
 #include "tests/skip.h"
@@ -230,4 +232,55 @@ TEST_CASE("round_to_bf16: the rounding of cpu::f32_to_bf16, over a strided matri
   for (int64_t r = 0; r < 9; ++r)
     for (int64_t c = 0; c < 11; ++c)
       CHECK(got[static_cast<size_t>(r * 11 + c)] == all[static_cast<size_t>(r * 13 + c)]);
+}
+
+// The packing's AVX-512 rounding (gemm_bf16_round_avx512.cpp) rewrites kernels/bf16_bits.h's
+// formula for 16 lanes; it must give that formula's bits for every kind of input: each exponent
+// with the mantissas around a rounding tie, subnormals, ±0, infinities, quiet and signalling NaNs
+// with payloads, and random patterns; over every length up to 40 (the masked tails) without
+// writing past the end.
+TEST_CASE("gemm_bf16 packing: the AVX-512 rounding gives kernels/bf16_bits.h's bits, tails included") {
+  using pillars::bf16_bits_of_f32_bits;
+  if (!pillars::cpu::isa_supported(Isa::avx512)) {
+    SKIP_TEST("this CPU has no AVX-512");
+    return;
+  }
+  const pillars::cpu::gemm::Bf16Rounding* rounding = pillars::cpu::gemm::bf16_rounding_avx512();
+  REQUIRE(rounding != nullptr);
+
+  std::vector<uint32_t> bits;
+  for (uint32_t sign : {0u, 0x80000000u})
+    for (uint32_t exponent = 0; exponent < 256; ++exponent)
+      for (uint32_t mantissa : {0u, 1u, 0x7fffu, 0x8000u, 0x8001u, 0x17fffu, 0x18000u, 0x18001u, 0x400000u, 0x7fffffu})
+        bits.push_back(sign | exponent << 23 | mantissa);
+  std::mt19937 rng(11);
+  for (int i = 0; i < 4000; ++i) bits.push_back(static_cast<uint32_t>(rng()));
+  std::vector<float> x(bits.size());
+  std::memcpy(x.data(), bits.data(), bits.size() * 4);
+
+  // The whole run, then every short length at one offset.
+  const int64_t n = static_cast<int64_t>(x.size());
+  std::vector<uint16_t> y(static_cast<size_t>(n) + 1, 0xabcd);
+  rounding->run(x.data(), n, y.data());
+  int wrong = 0;
+  for (int64_t i = 0; i < n; ++i) wrong += y[size_t(i)] != bf16_bits_of_f32_bits(bits[size_t(i)]);
+  CHECK(wrong == 0);
+  CHECK(y[size_t(n)] == 0xabcd);
+  std::vector<uint32_t> pairs(41);
+  for (int64_t len = 0; len <= 40; ++len) {
+    std::fill(y.begin(), y.end(), uint16_t{0xabcd});
+    rounding->run(x.data() + 3, len, y.data());
+    for (int64_t i = 0; i < len; ++i) CHECK(y[size_t(i)] == bf16_bits_of_f32_bits(bits[size_t(3 + i)]));
+    CHECK(y[size_t(len)] == 0xabcd);
+
+    for (const bool odd_row : {true, false}) {
+      std::fill(pairs.begin(), pairs.end(), 0xdeadbeefu);
+      rounding->pairs(x.data() + 5, odd_row ? x.data() + 700 : nullptr, len, pairs.data());
+      for (int64_t l = 0; l < len; ++l) {
+        const uint32_t high = odd_row ? bf16_bits_of_f32_bits(bits[size_t(700 + l)]) : 0u;
+        CHECK(pairs[size_t(l)] == (uint32_t{bf16_bits_of_f32_bits(bits[size_t(5 + l)])} | high << 16));
+      }
+      CHECK(pairs[size_t(len)] == 0xdeadbeefu);
+    }
+  }
 }

@@ -55,6 +55,15 @@ struct Bf16KernelSet {
 const Bf16KernelSet* bf16_kernels_avx512();
 const Bf16KernelSet* bf16_kernels_amx();
 
+// fp32 → bf16 for packing, the bits of kernels/bf16_bits.h (gemm_bf16_round_avx512.cpp).
+struct Bf16Rounding {
+  void (*run)(const float* x, int64_t n, uint16_t* y); // y[0:n] = bf16(x[0:n])
+  // pairs[0:n] = bf16(even[l]) | bf16(odd[l]) << 16, the high halves zero where odd is nullptr
+  void (*pairs)(const float* even, const float* odd, int64_t n, uint32_t* pairs);
+};
+// nullptr when AVX-512 was not compiled in; call it only where active_isa() >= Isa::avx512.
+const Bf16Rounding* bf16_rounding_avx512();
+
 // gemm_bf16 (gemm_bf16.h) through the packed driver with the kernel set `ks`, whatever the ISA
 // setting: gemm_bf16 calls it with the set it picked; the AMX kernel's emulated test
 // (tests/test_gemm_bf16_amx_emulated.cpp) with its own.
