@@ -37,9 +37,19 @@ struct Shape {
 };
 
 const Shape kShapes[] = {
-    {false, true, 1, 64, 64, 0},    {false, true, 5, 200, 33, 3},  {false, false, 7, 65, 128, 0},
-    {true, false, 33, 17, 9, 1},    {true, true, 96, 130, 257, 2}, {false, true, 100, 512, 512, 0},
-    {false, true, 3, 1000, 256, 0}, {true, true, 1, 1, 1, 0},      {false, false, 130, 70, 1025, 5},
+    {false, true, 1, 64, 64, 0},
+    {false, true, 5, 200, 33, 3},
+    {false, false, 7, 65, 128, 0},
+    {true, false, 33, 17, 9, 1},
+    {true, true, 96, 130, 257, 2},
+    {false, true, 100, 512, 512, 0},
+    {false, true, 3, 1000, 256, 0},
+    {true, true, 1, 1, 1, 0},
+    {false, false, 130, 70, 1025, 5},
+    // Tall: at least 4 blocks of 96 rows per thread (up to 5 threads), where an fp32 A is rounded
+    // block by block by the thread that uses it (against a bf16 A packed, then read in place).
+    {false, true, 2000, 300, 71, 2},
+    {false, false, 2000, 130, 64, 0},
 };
 
 std::vector<float> random_matrix(int64_t rows, int64_t ld, std::mt19937& rng) {

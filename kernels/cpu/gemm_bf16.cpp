@@ -272,19 +272,37 @@ void run_packed(const gemm::Bf16KernelSet& ks, const Product<T>& p, int threads,
   // packing all of A to memory first and reading it back. The packed block is the same slice of
   // panels either way (blocks start at multiples of mr), so the results are the same bits.
   const bool a_per_block = p.trans_a && !a_in_place && !a_rounded_rows && bn == 1 && bm >= 4 * threads;
-  uint16_t* Ap = a_in_place || a_per_block ? nullptr : t_packed_a.get(round_up(p.M, ks.mr) * kpad);
+  // Likewise a tall fp32 op(A) = A (the activations and their gradients in a training step: M =
+  // tokens) is rounded block of rows by block of rows, each by the thread that then runs all of the
+  // block's columns on it from L2, instead of rounded into memory in a pass of its own and read back.
+  const bool a_rounded_per_block = a_rounded_rows && bm >= 4 * threads;
+  uint16_t* Ap =
+      a_in_place || a_per_block || a_rounded_per_block ? nullptr : t_packed_a.get(round_up(p.M, ks.mr) * kpad);
   const uint16_t* Bp = packed_b;
   if (Bp == nullptr) {
     uint16_t* b = t_packed_b.get(round_up(p.N, gemm::kBf16Nr) * kpad);
     pack_b(ks, p.trans_b, p.N, p.K, p.B, p.ldb, b, threads);
     Bp = b;
   }
+  // op(A)'s row i (A[i·lda + k], fp32) rounded into `row` (kpad long, the k past K zero).
+  const auto round_row = [&](int64_t i, uint16_t* row) {
+    to_bf16_run(p.A + i * p.lda, p.K, row);
+    std::fill(row + p.K, row + kpad, uint16_t{0});
+  };
+  if (a_rounded_per_block) {
+    parallel_for(threads, bm, [&](int64_t bi) {
+      const int64_t i0 = bi * block_rows, m = std::min(block_rows, p.M - i0);
+      uint16_t* rows = t_block_a.get(m * kpad);
+      for (int64_t i = 0; i < m; ++i) round_row(i0 + i, rows + i * kpad);
+      for (int64_t j0 = 0; j0 < p.N; j0 += kBlockCols)
+        ks.block_a_in_place(rows, kpad, Bp + j0 * kpad, kpad, m, std::min(kBlockCols, p.N - j0), p.alpha, p.beta,
+                            p.C + i0 * p.ldc + j0, p.ldc);
+    });
+    return;
+  }
   // op(A)(i, k) = A[i·lda + k], or A[k·lda + i] when transposed.
   if (a_rounded_rows) {
-    parallel_for(threads, p.M, [&](int64_t i) {
-      to_bf16_run(p.A + i * p.lda, p.K, Ap + i * kpad);
-      std::fill(Ap + i * kpad + p.K, Ap + (i + 1) * kpad, uint16_t{0});
-    });
+    parallel_for(threads, p.M, [&](int64_t i) { round_row(i, Ap + i * kpad); });
   } else if (!a_in_place && !a_per_block) {
     pack(p.A, p.trans_a ? 1 : p.lda, p.trans_a ? p.lda : 1, p.M, p.K, ks.mr, ks.a_chunk, kpad, Ap, threads,
          ks.pairs_to_chunk);
