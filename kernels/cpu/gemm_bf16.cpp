@@ -6,8 +6,8 @@
 //   1. pack all of op(B), and of op(A) unless the kernel reads it in place, once, in the kernel's
 //      layout (gemm_bf16_packed.h), into per-thread buffers that only grow; the threads share
 //      the packing, panel by panel. (A kernel that reads A's rows in place gets an fp32 op(A) = A
-//      rounded row by row instead: the same values, without the scatter into panels. A tall
-//      transposed op(A) whose blocks are each used once is packed block by block in step 2.)
+//      rounded row by row instead: the same values, without the scatter into panels. A tall op(A),
+//      transposed or fp32, is packed or rounded block by block in step 2.)
 //   2. cut C into blocks of kBlockRows × kBlockCols and hand them to the threads; each block is
 //      the kernel's `block` call, which sweeps its panels over all of K.
 // Packing everything first costs O((M + N) · K) copying against O(M · N · K) multiply-adds and
