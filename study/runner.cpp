@@ -415,10 +415,13 @@ int run_study(const StudySpec& s, const RunnerOptions& o) {
     }
     if (running == 0) {
       for (const Run& r : runs)
-        if (!r.steps.empty() && !stop) { // waiting on a source that failed
+        if (!r.steps.empty() && !stop) { // waiting on a source that failed, or whose first phase differs
           ++failed;
-          std::fprintf(stderr, "study %s: %s: not run, its source %s s%lld did not finish\n", s.name.c_str(),
-                       r.label().c_str(), r.system->prune_from.c_str(), static_cast<long long>(r.seed));
+          const bool differs = !r.system->prune_from.empty() && source_of(r).regenerates;
+          std::fprintf(stderr, "study %s: %s: not run, %s %s s%lld %s\n", s.name.c_str(), r.label().c_str(),
+                       differs ? "the first phase of its source" : "its source", r.system->prune_from.c_str(),
+                       static_cast<long long>(r.seed),
+                       differs ? "could not be trained again as its log records (see above)" : "did not finish");
         }
       break;
     }
@@ -436,7 +439,7 @@ int run_study(const StudySpec& s, const RunnerOptions& o) {
           // update, or the prunings would not start from the model the source pruned (they wait
           // on `regenerates`, which stays set when it is not: not run, the end reports them).
           if (const std::string diff = first_phase_difference(r.paths); !diff.empty()) {
-            ++failed;
+            // The source run itself stays finished; the runs that prune it count as not run.
             std::fprintf(stderr,
                          "study %s: %s: its first phase, trained again in %s, is not the one its log records: %s; "
                          "the runs that prune it are not started (move %s away to train it again)\n",
@@ -485,8 +488,8 @@ int run_study(const StudySpec& s, const RunnerOptions& o) {
   }
   report(true);
   if (failed) {
-    std::fprintf(stderr, "study %s: %lld run%s failed (see above); the others finished\n", s.name.c_str(),
-                 static_cast<long long>(failed), failed == 1 ? "" : "s");
+    std::fprintf(stderr, "study %s: %lld run%s failed or could not start (see above); the others finished\n",
+                 s.name.c_str(), static_cast<long long>(failed), failed == 1 ? "" : "s");
     return 1;
   }
   if (!o.quiet)

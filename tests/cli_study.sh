@@ -174,6 +174,9 @@ PY
 rm -r prune/random && sed -i 's/"loss":\([0-9]\)/"loss":1\1/' prune/v2s/s1/log.jsonl
 "$P" study prune.json --out prune --jobs 1 > edited.out 2>&1; rc=$?
 [ $rc -eq 1 ] && grep -q 'is not the one its log records' edited.out || fail "an edited source log was accepted (exit $rc): $(cat edited.out)"
+grep -q 'random s1: not run, the first phase of its source v2s s1 could not be trained again' edited.out &&
+  grep -q ': 1 run failed or could not start' edited.out ||
+  fail "the refused first phase was not reported as one run that could not start: $(cat edited.out)"
 [ ! -e prune/random/s1/prune.json ] || fail "a run pruned a first phase that does not match its source"
 
 echo "cli_study: ok"
