@@ -203,7 +203,19 @@ struct Metric {
   bool higher_better;
   std::map<std::string, StatRows> RunData::*rows; // per-sentence statistics, if any
   CorpusScore score;
+  bool a_speed = false; // a measured speed: it depends on the machine, not only on the arithmetic
 };
+
+// Where a run's evaluation of a split was measured (its eval_<split>.json "machine": the CPU model,
+// instruction set, threads, device), or null where it records none (written by an older pillars).
+// Two speeds compare only when both records exist and agree: the same arithmetic on another CPU
+// gives the same BLEU but not the same sentences per second.
+json eval_machine(const RunData* r, const std::string& split) {
+  if (!r || !r->eval.count(split)) return json();
+  const json& e = r->eval.at(split);
+  return e.contains("machine") && e["machine"].is_object() ? e["machine"] : json();
+}
+bool same_machine(const json& a, const json& b) { return a.is_object() && a == b; }
 
 } // namespace
 
@@ -334,7 +346,7 @@ json study_table(const StudySpec& s, const std::string& study_dir, int64_t boots
   const std::vector<Metric> all_metrics = {
       {"bleu", true, &RunData::bleu, bleu_score(bo)},    {"rouge1", true, &RunData::rouge, column_mean(0)},
       {"rouge2", true, &RunData::rouge, column_mean(1)}, {"rougeL", true, &RunData::rouge, column_mean(2)},
-      {"loss", false, &RunData::nll, loss_of},           {"sentences_per_second", true, nullptr, nullptr}};
+      {"loss", false, &RunData::nll, loss_of},           {"sentences_per_second", true, nullptr, nullptr, true}};
 
   json split_tables = json::array();
   for (const std::string& sp : splits) {
@@ -359,11 +371,15 @@ json study_table(const StudySpec& s, const std::string& study_dir, int64_t boots
         row["seeds"] = seeds, row["values"] = values, row["mean"] = ms.mean, row["sd"] = ms.sd;
         if (sys.name != s.baseline) {
           std::vector<double> x, y;
-          json paired_seeds = json::array(), boot = json::array();
+          json paired_seeds = json::array(), boot = json::array(), unpaired = json::array();
           for (int64_t seed : s.seeds) {
             const RunData *a = find_run(sys.name, seed), *b = find_run(s.baseline, seed);
             const auto va = value(a), vb = value(b);
             if (!va || !vb) continue;
+            if (m.a_speed && !same_machine(eval_machine(a, sp), eval_machine(b, sp))) {
+              unpaired.push_back(seed);
+              continue;
+            }
             x.push_back(*va), y.push_back(*vb), paired_seeds.push_back(seed);
             if (m.rows && (a->*m.rows).count(sp) && (b->*m.rows).count(sp) &&
                 (a->*m.rows).at(sp).size() == (b->*m.rows).at(sp).size()) {
@@ -382,6 +398,7 @@ json study_table(const StudySpec& s, const std::string& study_dir, int64_t boots
                                 {"sign_n", sg.n},
                                 {"sign_p", sg.p},
                                 {"bootstrap", boot}};
+          if (m.a_speed) row["vs_baseline"]["not_paired_other_machine"] = unpaired;
         }
         rows.push_back(row);
       }
@@ -477,6 +494,7 @@ std::string table_markdown(const json& t) {
       out +=
           "| system | seeds | mean ± sd | Δ mean | t-test p | sign test | per seed: Δ [95 % interval] p "
           "|\n|---|---|---|---|---|---|---|\n";
+      std::string unpaired; // speed only: seeds whose evaluations ran on different machines
       for (const auto& row : m["systems"]) {
         const int64_t n = static_cast<int64_t>(row["values"].size());
         out += str_cat(
@@ -501,8 +519,17 @@ std::string table_markdown(const json& t) {
             paired ? str_cat(v["sign_plus"].get<int64_t>(), "/", v["sign_n"].get<int64_t>(), ", ", p_text(v["sign_p"]))
                    : "–",
             " | ", boot.empty() ? "–" : boot, " |\n");
+        if (v.contains("not_paired_other_machine"))
+          for (const auto& seed : v["not_paired_other_machine"])
+            unpaired +=
+                str_cat(unpaired.empty() ? "" : ", ", row["system"].get<std::string>(), " s", seed.get<int64_t>());
       }
       out += "\n";
+      if (!unpaired.empty())
+        out +=
+            "Not compared with the baseline's speed (evaluated on another CPU model, thread count or device, or "
+            "with no record of it): " +
+            unpaired + ".\n\n";
     }
   }
   out += compactness_markdown(t);

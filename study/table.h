@@ -19,6 +19,9 @@
 //                  resamples): Δ, its 95 % interval and p, for BLEU and ROUGE (from the
 //                  hypotheses and references), and for the loss where the run wrote per-sentence
 //                  losses (eval_<split>.nll)
+//   and the decoding speed (sentences per second), compared with the baseline's only for the seeds
+//   whose two evaluations record the same machine (CPU model, instruction set, threads, device):
+//   the others are named under the table.
 #pragma once
 #include <string>
 

@@ -50,6 +50,24 @@ grep -q 's1 [+-]' table.md || fail "the table has no per-seed bootstrap: $(cat t
 sed -n '/^## Heads at the end/,/^Convergence/p' table.md | grep -q '^| gct | 2 | [0-9.-]* ± [0-9.]* | [0-9.-]* ± ' || fail "the table has no compactness of gct over 2 seeds: $(cat table.md)"
 ! grep -q 'Left out' table.md || fail "a run was left out: $(cat table.md)"
 [ -f tiny/table.json ] || fail "no table.json"
+# The decoding speed pairs a seed only where both evaluations record the same machine.
+speed_pairs() { # TABLE.json: gct's paired seeds, then its seeds left unpaired, for sentences/s
+  python3 -c 'import json, sys
+t = json.load(open(sys.argv[1]))
+m = [m for m in t["splits"][0]["metrics"] if m["metric"] == "sentences_per_second"][0]
+v = [r for r in m["systems"] if r["system"] == "gct"][0]["vs_baseline"]
+print(v["seeds"], v["not_paired_other_machine"])' "$1"
+}
+[ "$(speed_pairs tiny/table.json)" = "[1, 2] []" ] || fail "speeds measured on one machine were not paired: $(speed_pairs tiny/table.json)"
+cp tiny/vanilla/s2/eval_test_2016_flickr.json eval-s2.json
+python3 -c 'import json, sys
+e = json.load(open(sys.argv[1])); e["machine"]["cpu"] = "another CPU"; json.dump(e, open(sys.argv[1], "w"))' \
+  tiny/vanilla/s2/eval_test_2016_flickr.json
+"$P" study tiny.json --out tiny --table > table-cpu.md || fail "--table with another CPU's evaluation failed"
+[ "$(speed_pairs tiny/table.json)" = "[1] [2]" ] || fail "speeds from two CPUs were paired: $(speed_pairs tiny/table.json)"
+grep -q "Not compared with the baseline's speed.*: gct s2\.$" table-cpu.md || fail "the unpaired speed is not named: $(cat table-cpu.md)"
+grep -q '^| gct | 2 |' table-cpu.md && ! grep -q 'Left out' table-cpu.md || fail "another CPU's evaluation changed the BLEU rows: $(cat table-cpu.md)"
+cp eval-s2.json tiny/vanilla/s2/eval_test_2016_flickr.json
 "$P" report --study tiny -o study.html > report.out || fail "report --study failed"
 grep -q '5 charts' report.out || fail "the study page should draw validation, Fig. 2 and Fig. 4 (5 charts): $(cat report.out)"
 grep -q 'Study tiny' study.html || fail "the study page has no study section"

@@ -6,14 +6,17 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <omp.h>
 #include <numeric>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "base/atomic_file.h"
+#include "base/build_info.h"
 #include "base/error.h"
 #include "datasets/registry.h"
+#include "kernels/cpu/cpu_features.h"
 #include "decode/step_decoder.h"
 #include "base/progress.h"
 #include "metrics/bleu.h"
@@ -270,6 +273,11 @@ nlohmann::json evaluate_run(const std::string& target, const EvalOptions& option
   result["lenpen"] = so.lenpen;
   result["sentences_per_second"] = t.sentences_per_second();
   result["decode_seconds"] = t.seconds;
+  // Where the speed was measured: two runs' speeds compare only on the same CPU and threads.
+  result["machine"] = {{"cpu", cpu_model_name()},
+                       {"isa", cpu::isa_name(cpu::active_isa())},
+                       {"threads", omp_get_max_threads()},
+                       {"device", enum_name(options.device)}};
   if (e.task == Task::translation) {
     const BleuReport b = score_bleu(t, data.refs, pipeline, e.eval.sacrebleu_lowercase);
     result["bleu"] = b.sacrebleu;
