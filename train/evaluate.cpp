@@ -2,11 +2,12 @@
 // readers): the evaluation of a trained run that `pillars eval` and the end of training run.
 #include "train/evaluate.h"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <omp.h>
 #include <numeric>
 #include <string>
 #include <utility>
