@@ -1,7 +1,7 @@
 # `pillars study` end to end on tiny Multi30k runs: a study runs every (system, seed), skips what
 # is finished, stops gracefully on SIGTERM and continues where it stopped, keeps one study per
 # folder, refuses to change its device or threads or to run kernels the CPU may not use, and its
-# table pairs only runs that match the study file.
+# table pairs only runs that match the study file; tools/run_studies.sh runs studies in a row.
 #   sh tests/cli_study.sh BUILD/pillars WORK_DIR
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -196,5 +196,18 @@ grep -q 'random s1: not run, the first phase of its source v2s s1 could not be t
   grep -q ': 1 run failed or could not start' edited.out ||
   fail "the refused first phase was not reported as one run that could not start: $(cat edited.out)"
 [ ! -e prune/random/s1/prune.json ] || fail "a run pruned a first phase that does not match its source"
+
+# 6. tools/run_studies.sh runs studies one after another, from the repository's layout; a study
+#    that cannot run does not stop the next.
+mkdir -p chain/experiments/studies || fail "cannot make chain/"
+sed -e 's/"seeds": \[1, 2\]/"seeds": [1]/' -e 's/, {"name": "gct".*}\]/]/' -e 's/"updates": 6/"updates": 2/' tiny.json \
+  > chain/experiments/studies/one.json && cp chain/experiments/studies/one.json chain/experiments/studies/two.json &&
+  echo '{"systems": 3}' > chain/experiments/studies/broken.json || fail "cannot write the chained studies"
+(cd chain && STUDIES="one broken two" sh "$ROOT/tools/run_studies.sh" "$P") > chain.out 2>&1 ||
+  fail "run_studies.sh failed: $(cat chain.out)"
+grep -q 'study broken ended with exit status 2' chain.out || fail "the broken study's exit status is not reported: $(cat chain.out)"
+for s in one two; do
+  grep -q '"trained": true' "chain/studies/$s/vanilla/s1/study_run.json" || fail "run_studies.sh did not run study $s: $(cat chain.out)"
+done
 
 echo "cli_study: ok"
