@@ -6,7 +6,7 @@
 #
 # Usage: tools/gpu_bundle.sh [BUNDLE_DIR]      (default .carry/gpu; git ignores .carry/)
 #   ARCH=90a      the CUDA architectures to build for (default 90a: Hopper, with wgmma)
-#   DATASETS="multi30k-de-en ptb wikitext-2"   the datasets of $PILLARS_DATA to copy (the
+#   DATASETS="multi30k-de-en ptb wikitext-2 samsum"   the datasets of $PILLARS_DATA to copy (the
 #                 end-to-end runs and the studies)
 #
 # The bundle:
@@ -20,7 +20,7 @@
 set -eu
 BUNDLE=${1:-.carry/gpu}
 ARCH=${ARCH:-90a}
-DATASETS=${DATASETS:-multi30k-de-en ptb wikitext-2}
+DATASETS=${DATASETS:-multi30k-de-en ptb wikitext-2 samsum}
 BUILD=build-gpu-$ARCH
 
 if [ ! -x /usr/local/cuda/bin/nvcc ] && ! command -v nvcc >/dev/null 2>&1; then

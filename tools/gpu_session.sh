@@ -1,11 +1,14 @@
 #!/bin/sh
 # The one command of a short session on a GPU machine: unpack the bundle that tools/gpu_bundle.sh
-# made elsewhere, run first the GPU test cases that have never run on a GPU, then every GPU check
-# and benchmark (tools/gpu_check.sh), then short end-to-end training runs on the GPU. Every log
+# made elsewhere, run first what is left of the research studies, then the GPU test cases that
+# have never run on a GPU, then every GPU check and benchmark (tools/gpu_check.sh), then short
+# end-to-end training runs on the GPU. Every log
 # lands in OUT_DIR; the summary lines are printed as they come. Meant to finish in about 9 minutes
-# (under a hard limit, shorten it with E2E=0, fewer BENCHES or a smaller SANITIZER_SECONDS).
-# At the end OUT_DIR/logs.tar.gz holds every log and run record (no checkpoints): one file to
-# bring back from a machine that returns few files. The binaries are unpacked into a temporary
+# plus STUDY_BUDGET for the studies (under a hard limit, shorten it with E2E=0, fewer BENCHES, a
+# smaller SANITIZER_SECONDS or STUDY_BUDGET, or STUDIES='').
+# At the end OUT_DIR/logs.tar.gz holds every log and run record (no checkpoints) and
+# OUT_DIR/studies-cuda.tar.gz the studies' finished runs: the two files to bring back from a
+# machine that returns few files. The binaries are unpacked into a temporary
 # folder, not into OUT_DIR.
 #
 # Usage: tools/gpu_session.sh BUNDLE_DIR OUT_DIR
@@ -16,10 +19,15 @@
 #   E2E=0                      skip the end-to-end runs; E2E_EXPERIMENTS which (default GHT, Michel,
 #                              Voita), E2E_SETTINGS their --set flags, E2E_SECONDS each one's limit (120)
 #   STUDIES='s2-table1 s3-which-heads'   FIRST of all, these studies of experiments/studies/ on
-#                              the GPU (`pillars study FILE --device cuda`, STUDY_JOBS runs at once,
-#                              default 4), each under STUDY_SECONDS (default 360) and then tabulated;
-#                              OUT/studies/<name>/ keeps each run's records and logs (no checkpoints:
-#                              a study stopped by the limit cannot be continued on another machine)
+#                              the GPU (default: all of the project's, in their order), each
+#                              `pillars study FILE --device cuda --out studies/cuda/NAME` in the
+#                              working tree, STUDY_JOBS runs at once (default 4), all of them within
+#                              STUDY_BUDGET seconds (default 420; a finished study takes none), each
+#                              then tabulated into OUT/studies/NAME-table.txt. The finished runs'
+#                              records (not checkpoints, not unfinished runs) come back in
+#                              OUT/studies-cuda.tar.gz: unpacked at the repository's root and
+#                              committed, they travel to the next lease, whose studies skip them and
+#                              run only what is left (a run stopped by the budget starts again there)
 #   RESULTS=1                  then docs/RESULTS.md's Multi30k comparison on the GPU (vanilla, GHT,
 #                              GHT-PS, Lite1, Michel et al., seeds 1-3, fp32 as recorded: about
 #                              35 s a run), summarized by tools/results_table.py; RESULTS_SYSTEMS
@@ -69,17 +77,47 @@ cat "$BUNDLE/MANIFEST" 2>/dev/null
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 
 # The research studies first: on a GPU a Multi30k run takes about a minute, where the CPU machine
-# takes hours. A study runs under STUDY_SECONDS; SIGTERM stops its runs after a save, and its
-# table covers the runs that finished (each run's eval_<split>.nll feeds the paired bootstrap).
-if [ -n "${STUDIES:-}" ] && [ -n "${PILLARS_DATA:-}" ]; then
-  mkdir -p "$OUT/studies"
+# takes hours. The studies share STUDY_BUDGET; when it runs out, SIGTERM stops the running study's
+# runs after a save, and its table covers the runs that finished (each run's eval_<split>.nll feeds
+# the paired bootstrap). Study folders are studies/cuda/NAME, so that one study's "../other"
+# (S3's copy_from S2) is the GPU's other study, never the CPU's.
+STUDIES=${STUDIES-s2-table1 s3-which-heads s4-wikitext2 s5-samsum s6-classification}
+if [ -n "$STUDIES" ] && [ -n "${PILLARS_DATA:-}" ]; then
+  mkdir -p "$OUT/studies" studies/cuda
+  studies_end=$(($(date +%s) + ${STUDY_BUDGET:-420}))
   for study in $STUDIES; do
-    echo "== study $study on the GPU ($(elapsed) s)"
-    timeout -s TERM -k 60 "${STUDY_SECONDS:-360}" "$BIN/pillars" study "experiments/studies/$study.json" --device cuda \
-      --out "$OUT/studies/$study" --jobs "${STUDY_JOBS:-4}" >"$OUT/studies/$study.log" 2>&1
+    left=$((studies_end - $(date +%s)))
+    if [ $left -le 10 ]; then
+      echo "study $study: not run (STUDY_BUDGET spent)"
+      continue
+    fi
+    echo "== study $study on the GPU, at most $left s ($(elapsed) s)"
+    timeout -s TERM -k 60 "$left" "$BIN/pillars" study "experiments/studies/$study.json" --device cuda \
+      --out "studies/cuda/$study" --jobs "${STUDY_JOBS:-4}" >"$OUT/studies/$study.log" 2>&1
     echo "study $study: exit $? ($(elapsed) s); $(grep 'runs done' "$OUT/studies/$study.log" | tail -1)"
-    "$BIN/pillars" study "experiments/studies/$study.json" --out "$OUT/studies/$study" --table \
+    "$BIN/pillars" study "experiments/studies/$study.json" --out "studies/cuda/$study" --table \
       >"$OUT/studies/$study-table.txt" 2>&1 || tail -3 "$OUT/studies/$study-table.txt"
+    # The finished runs' records (what the repository keeps of a run: .gitignore's studies rules)
+    python3 - studies/cuda "$OUT/studies-cuda.tar.gz" <<'PY' || echo "study $study: its records were not packed"
+import fnmatch, json, os, sys, tarfile
+root, archive = sys.argv[1], sys.argv[2]
+skip = ("checkpoint_*.safetensors", "*.tmp.*", ".lock", "bpe.codes", "dict.txt", "*.old-*")
+with tarfile.open(archive + ".part", "w:gz") as tar:
+    for study in sorted(os.listdir(root)):
+        if os.path.isfile(os.path.join(root, study, "study.json")):
+            tar.add(os.path.join(root, study, "study.json"))
+        for dirpath, dirnames, filenames in os.walk(os.path.join(root, study)):
+            dirnames[:] = sorted(d for d in dirnames if d not in ("logs", "phase1"))
+            record = os.path.join(dirpath, "study_run.json")
+            if not os.path.isfile(record) or not json.load(open(record)).get("trained"):
+                continue
+            dirnames[:] = []
+            for sub, _, files in os.walk(dirpath):
+                for f in sorted(files):
+                    if not any(fnmatch.fnmatch(f, pattern) for pattern in skip):
+                        tar.add(os.path.join(sub, f))
+os.replace(archive + ".part", archive)
+PY
     pack
   done
 fi
