@@ -38,16 +38,24 @@ struct PackedPanel { // a panel of packed A: row r's pair p at p · 12 + 2r
   const uint16_t* p;
   const uint16_t* at(int r, int64_t pair) const { return p + pair * 2 * kMr + 2 * r; }
 };
-struct RowsOfA { // A itself (not transposed, K even): row r's pair p at rows[r] + 2p
-  const uint16_t* rows[kMr];
-  const uint16_t* at(int r, int64_t pair) const { return rows[r] + 2 * pair; }
+// A itself (not transposed, K even): row r's pair p at first + r · lda + 2p. A ragged last panel
+// (rows = m < 6) repeats its last row, whose results are not stored. The rows are computed here, in
+// the kernel, rather than passed as an array of pointers: the caller's stores of such an array and
+// the kernel's wider load of it defeat store-to-load forwarding, and the load then waits until
+// every older store, the previous tile's C among them, has reached the cache (measured: a quarter
+// of the time of a K = 256 product).
+struct RowsOfA {
+  const uint16_t* first;
+  int64_t lda;
+  int64_t rows;
+  const uint16_t* at(int r, int64_t pair) const { return first + min_i64(r, rows - 1) * lda + 2 * pair; }
 };
 
 // C[0:m, 0:n] (m ≤ 6, n ≤ 64) = alpha · Σ_p A_panel(r, pair p) · B_panel(pair p, c) + beta · C
 // a: the 6 rows from pair p0 on; b: the B panel at pair p0, 64 pairs per step.
 template <class APanel>
-void micro_kernel(int64_t pairs, const APanel a, const uint16_t* b, float alpha, float beta, float* c, int64_t ldc,
-                  int64_t m, int64_t n) {
+[[gnu::always_inline]] inline void micro_kernel(int64_t pairs, const APanel a, const uint16_t* b, float alpha,
+                                                float beta, float* c, int64_t ldc, int64_t m, int64_t n) {
   __m512 acc[kMr][kNv];
 #pragma GCC unroll 8
   for (int r = 0; r < kMr; ++r)
@@ -100,9 +108,7 @@ void block(const uint16_t* A, int64_t lda, const uint16_t* Bp, int64_t kpad, int
         const int64_t mr = min_i64(kMr, m - i), nr = min_i64(kNr, n - j);
         const uint16_t* b = Bp + j * kpad + p0 * 2 * kNr; // panel j / kNr at pair p0
         if constexpr (kAInPlace) {
-          RowsOfA rows;
-          for (int r = 0; r < kMr; ++r) rows.rows[r] = A + (i + min_i64(r, mr - 1)) * lda + 2 * p0;
-          micro_kernel(kc, rows, b, alpha, pass_beta, C + i * ldc + j, ldc, mr, nr);
+          micro_kernel(kc, RowsOfA{A + i * lda + 2 * p0, lda, mr}, b, alpha, pass_beta, C + i * ldc + j, ldc, mr, nr);
         } else { // panel i / kMr at pair p0: i · kpad + p0 · 2 · kMr
           micro_kernel(kc, PackedPanel{A + i * kpad + p0 * 2 * kMr}, b, alpha, pass_beta, C + i * ldc + j, ldc, mr, nr);
         }

@@ -26,7 +26,7 @@
 //       Zero-padded to a whole panel at the right edge of C.
 //   A:  the micro-kernel only ever broadcasts single elements of A, so all it needs is each
 //       row's run over k to be contiguous. A non-transposed A already is: it is read in place
-//       (RowsOfA, MR row pointers; a ragged last panel repeats its last row, whose results are
+//       (RowsOfA: MR rows lda apart; a ragged last panel repeats its last row, whose results are
 //       then discarded), which saves a full pass over A per NC block — ~15% of the time on
 //       shapes with small N. Aᵀ is packed into Ap: panel p holds rows p·MR .. p·MR+MR-1 with
 //       element (r, k) at k·MR + r (PackedPanel), zero-padded to a whole panel. (Reading Aᵀ in
@@ -176,16 +176,24 @@ struct PackedPanel { // a panel of Ap: element (r, k) at p[k·MR + r]
   const float* p;
   const float* at(int r, int64_t k) const { return p + k * MR + r; }
 };
+// A itself, rows contiguous in k: element (r, k) at first[r · lda + k]; a ragged last panel (rows <
+// MR) repeats its last row. The kernel computes its row pointers itself: an array of them passed
+// by value is stored by the caller and loaded back by the kernel in wider pieces, which defeats
+// store-to-load forwarding and makes the load wait until every older store, the previous tile's C
+// among them, has reached the cache.
 template <int MR>
-struct RowsOfA { // A itself, rows contiguous in k: element (r, k) at rows[r][k]
-  const float* rows[MR];
-  const float* at(int r, int64_t k) const { return rows[r] + k; }
+struct RowsOfA {
+  const float* first;
+  int64_t lda;
+  int64_t rows;
+  const float* at(int r, int64_t k) const { return first + min_i64(r, rows - 1) * lda + k; }
 };
 
-// C[0:m, 0:n] = alpha · A_panel (MR × kc) · Bp_panel (kc × NR) + beta · C
+// C[0:m, 0:n] = alpha · A_panel (MR × kc) · Bp_panel (kc × NR) + beta · C. Inlined into the
+// macro-kernel, so that its A operand and arguments stay in registers.
 template <class V, int MR, int NV, class APanel>
-void micro_kernel(int64_t kc, const APanel a, const float* __restrict b, float alpha, float beta, float* __restrict c,
-                  int64_t ldc, int64_t m, int64_t n) {
+[[gnu::always_inline]] inline void micro_kernel(int64_t kc, const APanel a, const float* __restrict b, float alpha,
+                                                float beta, float* __restrict c, int64_t ldc, int64_t m, int64_t n) {
   constexpr int W = V::width, NR = NV * W;
   for (int r = 0; r < MR; ++r) __builtin_prefetch(c + r * ldc, 1);
 
@@ -224,9 +232,8 @@ void macro_kernel(int64_t mc, int64_t nc, int64_t kc, float alpha, const float* 
       if (a_packed) {
         micro_kernel<V, MR, NV>(kc, PackedPanel<MR>{A + i * kc}, Bp + j * kc, alpha, beta, C + i * ldc + j, ldc, m, n);
       } else {
-        RowsOfA<MR> rows;
-        for (int r = 0; r < MR; ++r) rows.rows[r] = A + (i + min_i64(r, m - 1)) * lda; // ragged: repeat the last row
-        micro_kernel<V, MR, NV>(kc, rows, Bp + j * kc, alpha, beta, C + i * ldc + j, ldc, m, n);
+        micro_kernel<V, MR, NV>(kc, RowsOfA<MR>{A + i * lda, lda, m}, Bp + j * kc, alpha, beta, C + i * ldc + j, ldc, m,
+                                n);
       }
     }
 }
