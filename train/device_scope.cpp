@@ -4,11 +4,23 @@
 #include <string>
 #include <vector>
 
+#include <omp.h>
+
+#include "base/build_info.h"
+#include "base/enum_names.h"
 #include "base/error.h"
+#include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/gemm_precision.h"
 #include "runtime/cuda_device.h"
 
 namespace pillars::train {
+
+nlohmann::json machine_record(Device device) {
+  return {{"cpu", cpu_model_name()},
+          {"isa", cpu::isa_name(cpu::active_isa())},
+          {"threads", omp_get_max_threads()},
+          {"device", enum_name(device)}};
+}
 
 void check_device_settings(const Experiment& e) {
   if (e.train.device != Device::cuda) { // train.precision bf16 runs on any CPU (gemm_bf16's portable path)

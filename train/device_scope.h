@@ -7,15 +7,25 @@
 //   CpuMatmulPrecision cpu_precision(e);
 //   ... the loop ...
 // And a third, per update, of a CPU bf16 run: its weights rounded to bf16 once (UpdateBf16Weights).
+// Also the record of where something computed (machine_record), which a run's log and its
+// evaluations keep.
 #pragma once
 #include <memory>
 #include <optional>
+
+#include <nlohmann/json.hpp>
 
 #include "engine/params.h"
 #include "kernels/cpu/gemm_precision.h"
 #include "train/experiment.h"
 
 namespace pillars::train {
+
+// Where this process computes: {"cpu": the CPU's model name, "isa": the CPU kernels' instruction
+// set, "threads": OpenMP's thread count, "device": `device`}. Numbers depend on the first three
+// (and on the device), speeds on all four, so a study compares runs and evaluations only where these
+// agree (study/table.h); the training log's start lines add the precision, ranks and commit.
+nlohmann::json machine_record(Device device);
 
 // Throws InputError when train.device and its settings cannot run on this machine (cuda without
 // a GPU, cuDNN attention without cuda, eval.precision bf16 in a cuda run).

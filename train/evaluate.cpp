@@ -2,8 +2,6 @@
 // readers): the evaluation of a trained run that `pillars eval` and the end of training run.
 #include "train/evaluate.h"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -14,10 +12,8 @@
 #include <vector>
 
 #include "base/atomic_file.h"
-#include "base/build_info.h"
 #include "base/error.h"
 #include "datasets/registry.h"
-#include "kernels/cpu/cpu_features.h"
 #include "decode/step_decoder.h"
 #include "base/progress.h"
 #include "metrics/bleu.h"
@@ -28,6 +24,7 @@
 #include "steps/task.h"
 #include "text/bpe.h"
 #include "train/checkpoint.h"
+#include "train/device_scope.h"
 #include "train/pass_list.h"
 #include "train/prepare.h"
 #include "train/session.h"
@@ -275,10 +272,7 @@ nlohmann::json evaluate_run(const std::string& target, const EvalOptions& option
   result["sentences_per_second"] = t.sentences_per_second();
   result["decode_seconds"] = t.seconds;
   // Where the speed was measured: two runs' speeds compare only on the same CPU and threads.
-  result["machine"] = {{"cpu", cpu_model_name()},
-                       {"isa", cpu::isa_name(cpu::active_isa())},
-                       {"threads", omp_get_max_threads()},
-                       {"device", enum_name(options.device)}};
+  result["machine"] = machine_record(options.device);
   if (e.task == Task::translation) {
     const BleuReport b = score_bleu(t, data.refs, pipeline, e.eval.sacrebleu_lowercase);
     result["bleu"] = b.sacrebleu;

@@ -5,9 +5,6 @@
 #include "base/run_guard.h"
 
 #include "base/splitmix64.h"
-#include "kernels/cpu/cpu_features.h"
-
-#include <omp.h>
 
 #include <algorithm>
 #include <chrono>
@@ -143,13 +140,11 @@ class Loop {
   // the CPU kernels' instruction set, the thread count, the device and the precision, so a study
   // pairs only runs that agree on them (study/table.h). Every start line (a resume too) has one.
   nlohmann::json machine_record() const {
-    return {{"cpu", cpu_model_name()},
-            {"isa", cpu::isa_name(cpu::active_isa())},
-            {"threads", omp_get_max_threads()},
-            {"device", enum_name(e_.train.device)},
-            {"precision", enum_name(e_.train.precision)},
-            {"ranks", comm_.size()},
-            {"commit", build_commit()}};
+    nlohmann::json m = train::machine_record(e_.train.device);
+    m["precision"] = enum_name(e_.train.precision);
+    m["ranks"] = comm_.size();
+    m["commit"] = build_commit();
+    return m;
   }
 
   // The stopping rules every rank must agree on, checked before every update: a stop signal on any
