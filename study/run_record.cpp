@@ -105,6 +105,43 @@ void compress_head_metrics(const RunPaths& p) {
   }
 }
 
+std::string continue_problem(const RunPaths& p, bool pruned_by_prune) {
+  std::vector<fs::path> needed{fs::path(p.final_dir) / "checkpoint_last.safetensors"};
+  if (!pruned_by_prune) needed.push_back(fs::path(p.dir) / "checkpoint_last.safetensors");
+  for (const fs::path& f : needed)
+    if (!fs::is_regular_file(fs::symlink_status(f)))
+      return str_cat(f.string(), " is gone (checkpoints are not kept in the repository)");
+  return "";
+}
+
+std::string reopen_run(const RunPaths& p, int64_t reached) {
+  const fs::path final_dir(p.final_dir);
+  const fs::path aside = final_dir / str_cat("evaluated_at_", reached);
+  if (fs::is_symlink(aside) || (fs::exists(aside) && !fs::is_directory(aside)))
+    throw InputError(str_cat(aside.string(), ": in the way of the evaluations at ", reached,
+                             " updates (a link or a file; move it away)"));
+  std::vector<fs::path> evaluations;
+  for (const fs::directory_entry& f : fs::directory_iterator(final_dir))
+    if (f.path().filename().string().rfind("eval_", 0) == 0 && !f.is_directory()) evaluations.push_back(f.path());
+  if (!evaluations.empty()) fs::create_directory(aside);
+  for (const fs::path& f : evaluations) {
+    const fs::path to = aside / f.filename();
+    if (fs::exists(fs::symlink_status(to)))
+      throw InputError(str_cat(to.string(), ": already there; ", f.string(), " is left where it is"));
+    fs::rename(f, to); // moves a link itself, never what it points to
+  }
+  for (const fs::path& dir : {fs::path(p.dir), fs::path(p.dir) / "pruned"}) {
+    const fs::path plain = dir / "head_metrics.jsonl", packed = dir / "head_metrics.jsonl.xz";
+    if (!fs::is_regular_file(fs::symlink_status(packed)) || fs::exists(fs::symlink_status(plain))) continue;
+    const std::string text = data::xz_read_file(packed.string());
+    io::atomic_write_file(plain.string(), text);
+    if (read_input_file(plain.string(), uint64_t{1} << 30) != text)
+      throw Error(str_cat(plain.string(), ": does not read back as ", packed.string(), "; both are kept"));
+    fs::remove(packed);
+  }
+  return aside.string();
+}
+
 std::string phase1_dir(const RunPaths& p) { return (fs::path(p.dir) / "phase1").string(); }
 
 namespace {

@@ -47,6 +47,19 @@ std::vector<std::string> config_differences(const std::string& run_dir, const Ex
 // (a run continued after it was packed), is left as it is. `pillars report` reads either form.
 void compress_head_metrics(const RunPaths& p);
 
+// A finished run continued to a larger budget (the study file's "updates" raised after it ran).
+// continue_problem: "" when the run can go on from where it stopped, else why not (a checkpoint it
+// continues from is gone: checkpoints are not kept in the repository). pruned_by_prune: the run is
+// a "prune_from" system's (`pillars prune --resume` continues its fine-tuning), whose first phase
+// is its source's.
+std::string continue_problem(const RunPaths& p, bool pruned_by_prune);
+// Prepares such a run to continue: its evaluations at the old budget (final_dir/eval_*) move into
+// final_dir/evaluated_at_<reached>/ (never overwriting a file there), and its packed head metrics are
+// unpacked (checked to read back the same) so that training appends to them. Returns the folder the
+// evaluations went to. Call it before the record says the run is unfinished: repeated after a
+// crash, it finds nothing left to move.
+std::string reopen_run(const RunPaths& p, int64_t reached);
+
 // A pruning system prunes its source run's first phase, the source's checkpoint_last. Where that
 // checkpoint went with the machine that trained the source (checkpoints are not kept in the
 // repository), the runner trains the first phase again into phase1_dir (SOURCE/phase1/) and

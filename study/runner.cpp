@@ -44,6 +44,7 @@ struct Run {
   std::optional<RunPaths> copy;               // another study's finished run to copy ("copy_from")
   pid_t pid = 0;                              // the running step's process, 0 when none
   std::vector<std::string> splits;            // the test splits it is evaluated on
+  int64_t continues_from = 0;                 // a finished run continued to a larger budget: the update it had reached
   std::string label() const { return str_cat(system->name, " s", seed); }
 };
 
@@ -278,6 +279,21 @@ int run_study(const StudySpec& s, const RunnerOptions& o) {
       r.paths = run_paths(dir, sys.name, seed, e.prune.method != ght::PruneMethod::none);
       r.splits = s.test_splits.empty() ? std::vector<std::string>{train::test_split_of(e)} : s.test_splits;
       r.record = read_run_record(r.paths);
+      // Finished at a smaller budget ("updates" was raised since): it continues from its last save
+      // to the new one, and is evaluated again there.
+      if (const int64_t reached = latest_update(r.paths); r.record.trained && reached < s.updates) {
+        std::string problem = continue_problem(r.paths, !sys.prune_from.empty());
+        if (e.optim.schedule == Schedule::cosine || e.optim.schedule == Schedule::linear)
+          problem = str_cat("its learning rate decays over the budget (optim.schedule \"", enum_name(e.optim.schedule),
+                            "\"), so continuing it is not the run trained to the new budget");
+        if (!problem.empty())
+          throw InputError(str_cat(s.path, ": ", r.label(), " stopped at update ", reached, ", and the budget is now ",
+                                   s.updates, ", but it cannot continue: ", problem,
+                                   "; move its folder away to train it again"));
+        r.continues_from = reached;
+        r.record.trained = false;
+        r.record.evaluated.clear();
+      }
       if (!r.record.trained && !sys.copy_from.empty() && !fs::is_symlink(r.paths.dir) &&
           train::run_files_in(r.paths.dir).empty()) {
         std::string why;
@@ -326,6 +342,10 @@ int run_study(const StudySpec& s, const RunnerOptions& o) {
   if (o.dry_run) {
     for (const Run& r : runs) {
       if (r.copy) std::printf("# copy %s to %s\n", r.copy->dir.c_str(), r.paths.dir.c_str());
+      if (r.continues_from > 0)
+        std::printf("# continue %s from update %lld to %lld (its evaluations move to %s/evaluated_at_%lld)\n",
+                    r.paths.dir.c_str(), static_cast<long long>(r.continues_from), static_cast<long long>(s.updates),
+                    r.paths.final_dir.c_str(), static_cast<long long>(r.continues_from));
       for (const auto& argv : r.steps) std::printf("%s\n", shell_words(argv).c_str());
     }
     return 0;
@@ -336,6 +356,15 @@ int run_study(const StudySpec& s, const RunnerOptions& o) {
   fs::create_directories(fs::path(dir) / "logs");
   io::DirLock lock(dir);
   check_conditions(dir, study_conditions(s, device));
+  for (const Run& r : runs)
+    if (r.continues_from > 0) {
+      const std::string aside = reopen_run(r.paths, r.continues_from);
+      write_run_record(r.paths, r.record); // unfinished from here on, its earlier commands kept
+      if (!o.quiet)
+        std::printf("study %s: %s continues from update %lld to %lld; its evaluations at %lld are in %s\n",
+                    s.name.c_str(), r.label().c_str(), static_cast<long long>(r.continues_from),
+                    static_cast<long long>(s.updates), static_cast<long long>(r.continues_from), aside.c_str());
+    }
   for (Run& r : runs)
     if (r.copy) {
       copy_run(*r.copy, r.paths, r.splits);

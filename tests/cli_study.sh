@@ -1,7 +1,8 @@
 # `pillars study` end to end on tiny Multi30k runs: a study runs every (system, seed), skips what
 # is finished, stops gracefully on SIGTERM and continues where it stopped, keeps one study per
 # folder, refuses to change its device or threads or to run kernels the CPU may not use, and its
-# table pairs only runs that match the study file; tools/run_studies.sh runs studies in a row.
+# table pairs only runs that match the study file; tools/run_studies.sh runs studies in a row; a
+# larger budget continues the finished runs.
 #   sh tests/cli_study.sh BUILD/pillars WORK_DIR
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -209,5 +210,66 @@ grep -q 'study broken ended with exit status 2' chain.out || fail "the broken st
 for s in one two; do
   grep -q '"trained": true' "chain/studies/$s/vanilla/s1/study_run.json" || fail "run_studies.sh did not run study $s: $(cat chain.out)"
 done
+
+# 7. A larger budget: the finished runs continue from their last save to it, their evaluations at
+#    the old budget move to evaluated_at_<N>/, their head metrics go on in the same file, and the
+#    table pairs them again. A run whose checkpoint is gone cannot continue, and nothing is changed.
+study tiny 6
+cp tiny/gct/s2/eval_test_2016_flickr.json gct-s2-eval-at-6.json
+lines_at_6=$(xz -dc tiny/gct/s2/head_metrics.jsonl.xz | wc -l)
+study tiny 9
+mv tiny/vanilla/s1/checkpoint_last.safetensors vanilla-s1-last
+"$P" study tiny.json --out tiny > gone.out 2>&1; rc=$?
+[ $rc -eq 2 ] && grep -q 'vanilla s1 stopped at update 6.*budget is now 9.*checkpoint_last.safetensors is gone' gone.out ||
+  fail "a run without its checkpoint was not refused with the reason (exit $rc): $(cat gone.out)"
+[ -f tiny/gct/s2/eval_test_2016_flickr.json ] && grep -q '"trained": true' tiny/gct/s2/study_run.json ||
+  fail "the refused study changed a run"
+mv vanilla-s1-last tiny/vanilla/s1/checkpoint_last.safetensors
+"$P" study tiny.json --out tiny --dry-run > longer-plan.out || fail "--dry-run of the longer budget failed"
+grep -q '^# continue tiny/gct/s2 from update 6 to 9 (its evaluations move to tiny/gct/s2/evaluated_at_6)$' longer-plan.out &&
+  grep -q -- '--set train.max_updates=9 .*--out tiny/gct/s2 .*--resume' longer-plan.out ||
+  fail "the plan does not continue the runs: $(cat longer-plan.out)"
+[ -f tiny/gct/s2/eval_test_2016_flickr.json ] || fail "--dry-run moved an evaluation"
+"$P" study tiny.json --out tiny --jobs 2 > longer.out 2>&1 || { cat longer.out; fail "the study with a larger budget failed"; }
+grep -q 'gct s2 continues from update 6 to 9' longer.out || fail "no note of the continued runs: $(cat longer.out)"
+cmp -s gct-s2-eval-at-6.json tiny/gct/s2/evaluated_at_6/eval_test_2016_flickr.json || fail "the evaluation at 6 updates was not kept"
+[ -s tiny/gct/s2/evaluated_at_6/eval_test_2016_flickr.hyp ] || fail "the hypotheses at 6 updates were not kept"
+python3 - tiny "$lines_at_6" <<'PY' || fail "the continued runs are not their first 6 updates and 3 more"
+import json, lzma, sys
+d, lines_at_6 = sys.argv[1], int(sys.argv[2])
+for run in ("vanilla/s1", "vanilla/s2", "gct/s1", "gct/s2"):
+    log = [json.loads(l) for l in open(f"{d}/{run}/log.jsonl")]
+    starts = [l for l in log if l["type"] == "start"]
+    assert len(starts) == 2 and starts[1]["resume"], (run, starts)
+    assert [l["update"] for l in log if l["type"] == "train"] == list(range(1, 10)), run
+    record = json.load(open(f"{d}/{run}/study_run.json"))
+    assert record["trained"] and record["evaluated"] == ["test_2016_flickr"], (run, record)
+    assert json.load(open(f"{d}/{run}/eval_test_2016_flickr.json"))["bleu"] >= 0, run
+metrics = lzma.open(f"{d}/gct/s2/head_metrics.jsonl.xz", "rt").read().splitlines()
+assert len(metrics) > lines_at_6, (len(metrics), lines_at_6)
+PY
+"$P" study tiny.json --out tiny --table > longer-table.md || fail "--table after the larger budget failed"
+grep -q '^| gct | 2 |' longer-table.md && ! grep -q 'Left out' longer-table.md || fail "the continued runs are not tabulated: $(cat longer-table.md)"
+study tiny 12 ', "optim.schedule": "cosine"'
+"$P" study tiny.json --out tiny > cosine.out 2>&1; rc=$?
+[ $rc -eq 2 ] && grep -q 'cannot continue: its learning rate decays over the budget (optim.schedule "cosine")' cosine.out ||
+  fail "a run whose schedule depends on the budget was continued (exit $rc): $(cat cosine.out)"
+study tiny 9
+# The same for a system that prunes within its run and one that prunes another's first phase:
+# both continue their fine-tuning.
+mkdir -p longer && sed 's/"updates": 30/"updates": 24/' prune.json > longer/prune.json || fail "cannot write longer/prune.json"
+"$P" study longer/prune.json --out prunex --jobs 1 > prunex1.out 2>&1 || { cat prunex1.out; fail "the pruning study at 24 updates failed"; }
+sed -i 's/"updates": 24/"updates": 30/' longer/prune.json
+"$P" study longer/prune.json --out prunex --jobs 1 > prunex2.out 2>&1 || { cat prunex2.out; fail "the pruning study continued to 30 failed"; }
+python3 - prunex <<'PY' || fail "the pruned runs did not continue their fine-tuning"
+import json, os, sys
+d = sys.argv[1]
+for system in ("v2s", "random"):
+    log = [json.loads(l) for l in open(f"{d}/{system}/s1/pruned/log.jsonl")]
+    updates = [l["update"] for l in log if l["type"] == "train"]
+    assert max(updates) == 30 and len(updates) == len(set(updates)), (system, updates)
+    assert os.path.exists(f"{d}/{system}/s1/pruned/evaluated_at_24/eval_test_2016_flickr.json"), system
+    assert json.load(open(f"{d}/{system}/s1/study_run.json"))["trained"], system
+PY
 
 echo "cli_study: ok"
