@@ -470,16 +470,16 @@ TEST_CASE("cuda attention: the bf16 tensor-core path is as accurate as naive bf1
       }
 }
 
-TEST_CASE("cuda attention: the Hopper (wgmma) forward is as accurate as naive bf16 attention") {
-  // The same rule as the tensor-core path (check_bf16), with the Hopper forward switched on: every
-  // forward of this case must run there (bf16 tensors, D = 64 and 128, no dropout); the backward is
-  // the tensor-core one, fed the Hopper forward's O and lse.
+// The same rule as the tensor-core path (check_bf16), with a Hopper forward switched on: every
+// forward of the case must run there (bf16 tensors, D = 64 and 128, no dropout); the backward is
+// the tensor-core one, fed the Hopper forward's O and lse.
+void check_hopper_forward(cuda::HopperForward forward) {
   if (no_gpu()) return;
   if (!cuda::hopper_attention_available()) {
     SKIP_TEST("the Hopper forward needs a GPU of compute capability 9.x and a build with sm_90a code");
     return;
   }
-  const cuda::ScopedHopperAttention on(true); // back as it was however the case ends
+  const cuda::ScopedHopperForward on(forward); // back as it was however the case ends
   const int64_t before = cuda::hopper_attention_launches();
   uint32_t seed = 700;
   const int64_t lengths[][2] = {{1, 1}, {17, 17}, {64, 64}, {100, 100}, {257, 257}, {17, 100}, {100, 17}, {130, 300}};
@@ -496,6 +496,16 @@ TEST_CASE("cuda attention: the Hopper (wgmma) forward is as accurate as naive bf
         check_bf16(c, seed++);
       }
   CHECK(cuda::hopper_attention_launches() - before == 64); // one forward per case, all on Hopper
+}
+
+TEST_CASE("cuda attention: the Hopper (wgmma) forward is as accurate as naive bf16 attention") {
+  check_hopper_forward(cuda::HopperForward::cp_async);
+}
+
+TEST_CASE("cuda attention: the Hopper TMA forward is as accurate as naive bf16 attention") {
+  // Warp-specialized, TMA copies into swizzled tiles, V read MN-major, ping-pong: written without
+  // a GPU; tests/test_cuda_wgmma.cpp's swizzled tile products check its operand layouts first.
+  check_hopper_forward(cuda::HopperForward::tma);
 }
 
 TEST_CASE("cuda attention: the tensor-core path with dropout keeps the same masks") {

@@ -41,8 +41,10 @@ elapsed() { echo $(($(date +%s) - start)); }
 
 # The cases written without a GPU that no GPU has run yet (keep this list with the code: a case
 # leaves it once a GPU session has seen it pass). Since 2026-11-27: the Hopper forward's new V
-# staging (transposed by ldmatrix in shared memory).
-FIRST=${FIRST-'cuda attention: the Hopper*,cuda attention: keys past*'}
+# staging (transposed by ldmatrix in shared memory). Since 2026-12-03: the swizzled wgmma tile
+# products, then the warp-specialized TMA forward that relies on them (the Hopper* pattern runs
+# both Hopper forwards' cases).
+FIRST=${FIRST-'cuda wgmma*,cuda attention: the Hopper*,cuda attention: keys past*'}
 
 BIN=$(mktemp -d)
 trap 'rm -rf "$BIN"' EXIT

@@ -20,7 +20,7 @@
 // included) when D ∈ {32, 64, 128}, the scale is positive and every tensor is 16-byte aligned
 // (tensor_core_supports); anything else, and Precision::fp32, runs the fp32 path below, which takes
 // any D ≤ 128 (larger D throws). On a Hopper GPU with the Hopper forward switched on
-// (set_hopper_attention, attention_hopper.cu) a bf16 forward with D = 64 or 128 and no dropout runs there. Measured on an H100 (B 4, H 16, T 4096 — 2048 for fp32 —, D 64,
+// (set_hopper_forward, attention_hopper*.cu) a bf16 forward with D = 64 or 128 and no dropout runs there. Measured on an H100 (B 4, H 16, T 4096 — 2048 for fp32 —, D 64,
 // no dropout): tensor cores with bf16 tensors 282 TFLOP/s forward, 94 backward (counted as 2.5
 // forwards); with float tensors 106 and 62 (their staging is synchronous); fp32 path 23 and 19.
 //

@@ -53,21 +53,27 @@ void attention_backward(const AttentionArgs& a, const T* Q, const T* K, const T*
                         const T* dO, T* dQ, T* dK, T* dV, void* workspace);
 size_t attention_backward_workspace(const AttentionArgs& a);
 
-// The Hopper forward (kernels/cuda/attention_hopper.cu: wgmma; bf16 tensors, D ∈ {64, 128}, no dropout,
-// Precision::bf16). Off by default: on an H200 it ran at about half the mma.sync kernel's speed
-// (attention_hopper.cu's top comment). PILLARS_HOPPER_ATTENTION=1 in the
-// environment, or set_hopper_attention(true), turns it on wherever it applies; it returns whether
-// it was on before. ScopedHopperAttention turns it on or off for a scope (a test, a bench column).
-bool set_hopper_attention(bool on);
-class ScopedHopperAttention {
+// The Hopper forwards (bf16 tensors, D ∈ {64, 128}, no dropout, Precision::bf16), off by default:
+//   cp_async  kernels/cuda/attention_hopper.cu: wgmma with cp.async staging, every warp copying and
+//             computing; on an H200 about half the mma.sync kernel's speed (its top comment);
+//   tma       kernels/cuda/attention_hopper_tma.cu: FlashAttention-3's design — TMA copies by a
+//             producer warpgroup, 128-byte swizzled tiles, V read through wgmma's transpose bit,
+//             two computing warpgroups taking turns at the tensor cores.
+// PILLARS_HOPPER_ATTENTION=1 (or cp_async) or =tma in the environment, or set_hopper_forward,
+// chooses one wherever it applies; set_hopper_forward returns the choice before.
+// ScopedHopperForward chooses for a scope (a test, a bench column).
+enum class HopperForward { off, cp_async, tma };
+HopperForward set_hopper_forward(HopperForward forward);
+const char* hopper_forward_name(HopperForward forward);
+class ScopedHopperForward {
  public:
-  explicit ScopedHopperAttention(bool on) : before_(set_hopper_attention(on)) {}
-  ~ScopedHopperAttention() { set_hopper_attention(before_); }
-  ScopedHopperAttention(const ScopedHopperAttention&) = delete;
-  ScopedHopperAttention& operator=(const ScopedHopperAttention&) = delete;
+  explicit ScopedHopperForward(HopperForward forward) : before_(set_hopper_forward(forward)) {}
+  ~ScopedHopperForward() { set_hopper_forward(before_); }
+  ScopedHopperForward(const ScopedHopperForward&) = delete;
+  ScopedHopperForward& operator=(const ScopedHopperForward&) = delete;
 
  private:
-  bool before_;
+  HopperForward before_;
 };
 bool hopper_attention_available();   // this GPU is a Hopper (9.x) and this build has its sm_90a code
 int64_t hopper_attention_launches(); // forwards it has run in this process (the tests check it ran)

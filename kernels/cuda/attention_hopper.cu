@@ -1,8 +1,9 @@
-// The attention forward on Hopper's warpgroup MMA (wgmma, sm_90a): bf16 Q, K, V, O, head dim 64 or 128,
-// no dropout. A first step towards FlashAttention-3's design. Its first version, measured on an
+// The attention forward on Hopper's warpgroup MMA (wgmma, sm_90a) with cp.async staging: bf16 Q, K,
+// V, O, head dim 64 or 128, no dropout. A first step towards FlashAttention-3's design, whose next
+// steps are attention_hopper_tma.cu; this file also holds the choice between the two. Its first version, measured on an
 // H200 (2026-11-27, docs/PERFORMANCE.md), was as accurate as naive bf16 attention but reached
 // 121–151 TFLOP/s forward against the mma.sync kernel's 227–288 (0.52–0.56×), so it stays off by
-// default (kernels/cuda/attention.h: set_hopper_attention, PILLARS_HOPPER_ATTENTION=1); where it
+// default (kernels/cuda/attention.h: set_hopper_forward, PILLARS_HOPPER_ATTENTION=1); where it
 // does not apply, the mma.sync kernels of attention_tensor_core.cu run, as they do on every GPU
 // before Hopper. The math, the masks and the outputs are those of attention_tensor_core.cu's
 // forward (FlashAttention-2's online softmax in base 2, lse = ln 2 · (m + log2 l)).
@@ -21,11 +22,11 @@
 //                      ├─ S = Q Kᵀ[n] ─ softmax ─ Õ += P Vᵀ[n]                  (tensor cores)
 //                      └─ wait for the copies ─ barrier ─ V → Vᵀ buffer (n+1) mod 2 (ldmatrix.trans)
 //
-// so the copies of tile n + 1 run under the products of tile n. What FlashAttention-3 adds and this
-// kernel does not have yet: operands loaded by TMA with mbarriers, a producer warpgroup that only
-// copies (warp specialization, setmaxnreg), swizzled shared memory, wgmma reading V directly
-// through its transpose bit, and the softmax of one tile overlapped with the products of the next
-// (ping-pong between the warpgroups). Those are what it needs: on the H200 (2026-11-27) the
+// so the copies of tile n + 1 run under the products of tile n. What FlashAttention-3 adds, and
+// attention_hopper_tma.cu has: operands loaded by TMA with mbarriers, a producer warpgroup that
+// only copies (warp specialization, setmaxnreg), swizzled shared memory, wgmma reading V directly
+// through its transpose bit, and the softmax of one warpgroup overlapped with the products of the
+// other (ping-pong). Why they matter: on the H200 (2026-11-27) the
 // first version, which transposed V by scattering single values from registers, reached 0.31×
 // cuDNN at 4k keys, the mma.sync kernel 0.59×. The version here (conflict-free staging, V
 // transposed by ldmatrix) has not run on a GPU yet.
@@ -41,9 +42,11 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
+#include "kernels/cuda/attention_hopper.cuh"
 #include "kernels/cuda/attention_internal.h"
 #include "kernels/cuda/attention_tensor_core_tiles.cuh"
 #include "kernels/cuda/wgmma.cuh"
@@ -121,14 +124,6 @@ __device__ __forceinline__ uint64_t step_descriptor(const uint8_t* tile, int ste
                            wgmma::kmajor_sbo(columns));
 }
 
-// Columns 64·half .. 64·half + 63 of Õ (D / 8 column blocks of 8) as one m64n64 accumulator: the
-// column blocks 8·half .. 8·half + 7, which lie side by side in memory.
-template <int N>
-__device__ __forceinline__ wgmma::Accumulator& accumulator(float (&o)[N][4], int half) {
-  static_assert(N % 8 == 0);
-  return *reinterpret_cast<wgmma::Accumulator*>(&o[8 * half]);
-}
-
 #endif // PILLARS_WGMMA
 
 // O = softmax(S) V and lse for 128 queries (grid: b·H + h, query block reversed: longest first), head
@@ -190,12 +185,8 @@ __global__ void __launch_bounds__(kThreads, 1)
         wgmma::mma_m64n64k16(s, step_descriptor<D>(Qs + wg * kTile, step), step_descriptor<D>(Ks + buf * kTile, step),
                              step > 0);
       wgmma::commit();
-      wgmma::wait<0>();
-      wgmma::fence_operand(s);
-      if (j0 + kBlockK > w.full) mask_tile(s, j0, t, w.vis[0]);
-      online_softmax(s, m, l, o, p.scale_log2);
       uint32_t pa[kBlockK / 16][4];
-      to_a<kBlockK / 16>(s, pa);
+      scores_to_probabilities(s, j0, t, w, m, l, o, p.scale_log2, pa);
       wgmma::fence_operand(o);
       wgmma::fence_operand(pa);
       wgmma::fence(); // Õ was rescaled and P written by ordinary code
@@ -216,56 +207,68 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
   }
 
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    float sum = l[r];
-    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-    const int i = w.row(0, r);
-    if (i >= p.Tq) continue;
-    const float inv = sum > 0.0f ? 1.0f / sum : 0.0f; // a row that sees nothing: O = 0
-    bf16* out = O + q_base + i * stride + 2 * t;
-#pragma unroll
-    for (int nt = 0; nt < D / 8; ++nt) store_pair(out + 8 * nt, o[nt][2 * r] * inv, o[nt][2 * r + 1] * inv);
-    if (t == 0) lse[int64_t{bh} * p.Tq + i] = sum > 0.0f ? (m[r] + log2f(sum)) * kLn2 : -kInf;
-  }
+  store_output<D>(p, w, t, o, m, l, q_base, stride, bh, O, lse);
 #else
   __trap(); // compiled without sm_90a's wgmma: hopper_attention_available() keeps dispatch away
 #endif // PILLARS_WGMMA
 }
 
-bool env_enabled() {
+// PILLARS_HOPPER_ATTENTION: "1" or "cp_async", "tma"; unset or "0": off.
+HopperForward from_environment() {
   const char* v = std::getenv("PILLARS_HOPPER_ATTENTION");
-  return v != nullptr && std::strcmp(v, "1") == 0;
+  if (v == nullptr || std::strcmp(v, "0") == 0 || *v == '\0') return HopperForward::off;
+  if (std::strcmp(v, "1") == 0 || std::strcmp(v, "cp_async") == 0) return HopperForward::cp_async;
+  if (std::strcmp(v, "tma") == 0) return HopperForward::tma;
+  std::fprintf(
+      stderr, "pillars: PILLARS_HOPPER_ATTENTION=%s is none of 0, 1, cp_async, tma; the Hopper forward stays off\n", v);
+  return HopperForward::off;
 }
 
-std::atomic<bool> g_enabled{env_enabled()};
+std::atomic<HopperForward> g_forward{from_environment()};
 
 } // namespace
 
 bool hopper_supports(const Problem& p, const void* const* tensors, int count) {
-  if (!g_enabled.load(std::memory_order_relaxed) || (p.D != 64 && p.D != 128) || p.dropout_p > 0.0f) return false;
+  if (g_forward.load(std::memory_order_relaxed) == HopperForward::off || (p.D != 64 && p.D != 128) ||
+      p.dropout_p > 0.0f || p.Tq == 0 || p.Tk == 0)
+    return false;
   return tensor_core_supports(p, tensors, count) && hopper_attention_available();
 }
 
 void hopper_forward(const Problem& p, const bf16* Q, const bf16* K, const bf16* V, bf16* O, float* lse) {
-  const dim3 grid(static_cast<unsigned>(p.B * p.H), static_cast<unsigned>((p.Tq + kBlockQ - 1) / kBlockQ));
-  if (p.D == 64)
-    launch<hopper_forward_kernel<64>>(grid, kThreads, kSmem<64>, "attention hopper_forward_kernel<64>", p, Q, K, V, O,
-                                      lse);
-  else
-    launch<hopper_forward_kernel<128>>(grid, kThreads, kSmem<128>, "attention hopper_forward_kernel<128>", p, Q, K, V,
-                                       O, lse);
+  if (g_forward.load(std::memory_order_relaxed) == HopperForward::tma) {
+    hopper_tma_forward(p, Q, K, V, O, lse);
+  } else {
+    const dim3 grid(static_cast<unsigned>(p.B * p.H), static_cast<unsigned>((p.Tq + kBlockQ - 1) / kBlockQ));
+    if (p.D == 64)
+      launch<hopper_forward_kernel<64>>(grid, kThreads, kSmem<64>, "attention hopper_forward_kernel<64>", p, Q, K, V, O,
+                                        lse);
+    else
+      launch<hopper_forward_kernel<128>>(grid, kThreads, kSmem<128>, "attention hopper_forward_kernel<128>", p, Q, K, V,
+                                         O, lse);
+  }
   g_launches.fetch_add(1, std::memory_order_relaxed);
 }
 
 } // namespace attention_detail
 
-bool set_hopper_attention(bool on) {
+HopperForward set_hopper_forward(HopperForward forward) {
   // Probe now, not at the first dispatch, which may come inside a CUDA-graph capture (where the
   // probe's synchronizing copy is not allowed).
-  if (on) hopper_attention_available();
-  return attention_detail::g_enabled.exchange(on, std::memory_order_relaxed);
+  if (forward != HopperForward::off) hopper_attention_available();
+  return attention_detail::g_forward.exchange(forward, std::memory_order_relaxed);
+}
+
+const char* hopper_forward_name(HopperForward forward) {
+  switch (forward) {
+    case HopperForward::off:
+      return "off";
+    case HopperForward::cp_async:
+      return "cp_async";
+    case HopperForward::tma:
+      return "tma";
+  }
+  return "?";
 }
 
 bool hopper_attention_available() { return wgmma_unavailable_reason().empty(); } // probed once, then cached

@@ -1,6 +1,6 @@
-// Private to kernels/cuda/attention.cu, attention_tensor_core.cu and attention_hopper.cu: the problem description every
-// attention kernel receives, the mask rule, the dropout stream, and the entry points of the
-// tensor-core path. Nothing outside those two files includes this header.
+// Private to kernels/cuda/attention.cu, attention_tensor_core.cu and attention_hopper*.cu: the
+// problem description every attention kernel receives, the mask rule, the dropout stream, and the
+// entry points of the tensor-core path. Nothing outside those files includes this header.
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -143,10 +143,14 @@ bool tensor_core_supports(const Problem& p, const void* const* tensors, int coun
 template <class T>
 void tensor_core_forward(const Problem& p, const T* Q, const T* K, const T* V, T* O, float* lse);
 
-// The Hopper forward (attention_hopper.cu): whether it is on and takes this problem, and the forward.
+// The Hopper forwards (attention_hopper.cu): whether one is on and takes this problem, and the
+// forward, which runs the one chosen (set_hopper_forward); the TMA design is in
+// attention_hopper_tma.cu.
 bool hopper_supports(const Problem& p, const void* const* tensors, int count);
 void hopper_forward(const Problem& p, const __nv_bfloat16* Q, const __nv_bfloat16* K, const __nv_bfloat16* V,
                     __nv_bfloat16* O, float* lse);
+void hopper_tma_forward(const Problem& p, const __nv_bfloat16* Q, const __nv_bfloat16* K, const __nv_bfloat16* V,
+                        __nv_bfloat16* O, float* lse);
 
 // delta (B, H, Tq) = rowsum(dO ∘ O); lse2 (B, H, Tq) = lse · log2 e (0 for rows that see nothing).
 template <class T>

@@ -100,17 +100,20 @@ __device__ __forceinline__ void mma_m64n64k16(Accumulator& d, uint64_t a, uint64
 // The same with A from registers: this warp's 16 rows × 16 columns as the A fragment of an m16n8k16
 // mma.sync (a[0] rows g, columns 2t, 2t+1; a[1] rows g+8; a[2], a[3] columns + 8), which is what
 // attention_detail::to_a makes of a row of accumulators — P goes from S to the next product
-// without leaving the registers.
+// without leaving the registers. B_MN_MAJOR sets wgmma's transpose bit for B: B (16 × 64) is then
+// read with N along the rows of its tile (MN-major), as V (keys × dims) lies in memory, instead of
+// as Bᵀ with K along the rows.
+template <bool B_MN_MAJOR = false>
 __device__ __forceinline__ void mma_m64n64k16_rs(Accumulator& d, const uint32_t (&a)[4], uint64_t b, bool accumulate) {
   asm volatile(
       "{\n"
       ".reg .pred p;\n"
       "setp.ne.b32 p, %37, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 " PILLARS_WGMMA_D_REGISTERS
-      "{%32, %33, %34, %35}, %36, p, 1, 1, 0;\n"
+      "{%32, %33, %34, %35}, %36, p, 1, 1, %38;\n"
       "}\n"
       : PILLARS_WGMMA_D_OPERANDS(d)
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(static_cast<int>(accumulate)));
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(static_cast<int>(accumulate)), "n"(B_MN_MAJOR ? 1 : 0));
 }
 
 #undef PILLARS_WGMMA_D_REGISTERS

@@ -26,22 +26,31 @@ __device__ void a_fragment(const uint16_t* a, int K, int step, uint32_t (&frag)[
 }
 #endif
 
+// Shared-memory bytes of the kernel below: A and Bᵀ (or B), bf16, and room to align to 1,024.
+constexpr int tile_product_smem(int K) { return 2 * kTile * K * 2 + 1024; }
+
 // D = A B (see the header) by one warpgroup; *ran = 1 once it ran the wgmma code (sm_90a builds).
 // A_IN_REGISTERS: A reaches wgmma as register fragments (mma_m64n64k16_rs, as attention's P does)
-// instead of from shared memory.
+// instead of from shared memory. SWIZZLED: the operands lie in the 128-byte swizzle (the header).
 // K is a template parameter: a loop of a run-time length around wgmma makes ptxas serialize the
 // products (its warning C7520).
-template <int K, bool A_IN_REGISTERS>
+template <int K, bool A_IN_REGISTERS, bool SWIZZLED>
 __global__ void __launch_bounds__(kWarpgroup)
     tile_product_kernel(const uint16_t* a, const uint16_t* bt, float* d, int* ran) {
 #ifdef PILLARS_WGMMA
-  extern __shared__ uint4 smem_u4[];
-  uint8_t* As = reinterpret_cast<uint8_t*>(smem_u4); // (64, K) K-major core matrices
-  uint8_t* Bs = As + kTile * K * 2;                  // (64, K) likewise: Bᵀ
+  extern __shared__ __align__(1024) uint8_t smem_raw[];
+  uint8_t* As = smem_raw + (1024 - wgmma::shared_address(smem_raw) % 1024) % 1024; // the swizzle's period
+  uint8_t* Bs = As + kTile * K * 2;
+  constexpr int kPanel = kTile * 128; // 64 rows × 128 bytes
+  // Where element (r, k) of A (and of Bᵀ, when B is K-major) goes, and element (k, n) of B read MN-major.
+  const auto kmajor = [](int r, int k) {
+    return SWIZZLED ? k / 64 * kPanel + wgmma::sw128_offset(r, k % 64) : wgmma::kmajor_offset(r, k, K);
+  };
+  constexpr bool kBMnMajor = SWIZZLED && A_IN_REGISTERS;
   for (int e = threadIdx.x; e < kTile * K; e += kWarpgroup) {
     const int r = e / K, k = e % K;
-    *reinterpret_cast<uint16_t*>(As + wgmma::kmajor_offset(r, k, K)) = a[e];
-    *reinterpret_cast<uint16_t*>(Bs + wgmma::kmajor_offset(r, k, K)) = bt[e];
+    *reinterpret_cast<uint16_t*>(As + kmajor(r, k)) = a[e];
+    *reinterpret_cast<uint16_t*>(Bs + (kBMnMajor ? wgmma::sw128_offset(k, r) : kmajor(r, k))) = bt[e];
   }
   wgmma::fence_shared_to_async();
   __syncthreads();
@@ -55,14 +64,19 @@ __global__ void __launch_bounds__(kWarpgroup)
   if constexpr (A_IN_REGISTERS) wgmma::fence_operand(fragments);
   wgmma::fence();
   const uint32_t lbo = wgmma::kmajor_lbo(), sbo = wgmma::kmajor_sbo(K);
+  // The descriptor of k-step `step` (16 columns of A or Bᵀ, 16 rows of B MN-major) of a tile.
+  const auto step_descriptor = [&](const uint8_t* tile, int step, bool mn_major) {
+    if (!SWIZZLED) return wgmma::descriptor(wgmma::shared_address(tile) + step * 2 * lbo, lbo, sbo);
+    if (mn_major) return wgmma::descriptor_sw128(wgmma::shared_address(tile + step * 16 * 128), kPanel);
+    return wgmma::descriptor_sw128(wgmma::shared_address(tile + step / 4 * kPanel + step % 4 * 32), 16);
+  };
 #pragma unroll
-  for (int step = 0; step < K / 16; ++step) { // 16 columns = two core matrices along K
-    const uint32_t along_k = static_cast<uint32_t>(step) * 2 * lbo;
-    const uint64_t b_desc = wgmma::descriptor(wgmma::shared_address(Bs) + along_k, lbo, sbo);
+  for (int step = 0; step < K / 16; ++step) {
+    const uint64_t b_desc = step_descriptor(Bs, step, kBMnMajor);
     if constexpr (A_IN_REGISTERS)
-      wgmma::mma_m64n64k16_rs(acc, fragments[step], b_desc, step > 0);
+      wgmma::mma_m64n64k16_rs<kBMnMajor>(acc, fragments[step], b_desc, step > 0);
     else
-      wgmma::mma_m64n64k16(acc, wgmma::descriptor(wgmma::shared_address(As) + along_k, lbo, sbo), b_desc, step > 0);
+      wgmma::mma_m64n64k16(acc, step_descriptor(As, step, false), b_desc, step > 0);
   }
   wgmma::commit();
   wgmma::wait<0>();
@@ -75,15 +89,17 @@ __global__ void __launch_bounds__(kWarpgroup)
 #endif
 }
 
-// Launches tile_product_kernel<K, ...> for the K asked for (16, 32, ..., 256).
+// Launches tile_product_kernel<K, ...> for the K and the layout asked for (K = 16, 32, ..., 256).
 template <int K = 16>
-void launch_tile_product(int k, bool a_in_registers, const uint16_t* a, const uint16_t* bt, float* d, int* ran) {
+void launch_tile_product(int k, bool a_in_registers, bool swizzled, const uint16_t* a, const uint16_t* bt, float* d,
+                         int* ran) {
   if constexpr (K <= 256) {
-    if (k != K) return launch_tile_product<K + 16>(k, a_in_registers, a, bt, d, ran);
-    const int smem = 2 * kTile * K * 2; // A and Bᵀ, bf16
-    const auto kernel = a_in_registers ? tile_product_kernel<K, true> : tile_product_kernel<K, false>;
-    PILLARS_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-    kernel<<<1, kWarpgroup, smem, stream()>>>(a, bt, d, ran);
+    if (k != K) return launch_tile_product<K + 16>(k, a_in_registers, swizzled, a, bt, d, ran);
+    const auto kernel = a_in_registers
+                            ? (swizzled ? tile_product_kernel<K, true, true> : tile_product_kernel<K, true, false>)
+                            : (swizzled ? tile_product_kernel<K, false, true> : tile_product_kernel<K, false, false>);
+    PILLARS_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, tile_product_smem(K)));
+    kernel<<<1, kWarpgroup, tile_product_smem(K), stream()>>>(a, bt, d, ran);
     PILLARS_CUDA_LAUNCHED("wgmma tile_product_kernel");
   }
 }
@@ -125,8 +141,10 @@ const std::string& wgmma_unavailable_reason() {
 }
 
 std::vector<float> wgmma_tile_product(const std::vector<uint16_t>& a, const std::vector<uint16_t>& bt, int K,
-                                      bool a_in_registers) {
+                                      bool a_in_registers, bool swizzled) {
   PILLARS_CHECK(K > 0 && K % 16 == 0 && K <= 256, "wgmma_tile_product: K = ", K, " (a multiple of 16, at most 256)");
+  PILLARS_CHECK(!swizzled || a_in_registers || K % 64 == 0, "wgmma_tile_product: K = ", K,
+                " (swizzled K-major operands come in panels of 64 columns)");
   PILLARS_CHECK(a.size() == size_t{kTile} * K && bt.size() == size_t{kTile} * K,
                 "wgmma_tile_product: A and Bᵀ must be (64, K)");
   const std::string why = wgmma_unavailable_reason();
@@ -137,7 +155,7 @@ std::vector<float> wgmma_tile_product(const std::vector<uint16_t>& a, const std:
   cuda_copy_to_device(da, a.data(), operand_bytes);
   cuda_copy_to_device(dbt, bt.data(), operand_bytes);
   cuda_zero(dran, sizeof(int));
-  launch_tile_product(K, a_in_registers, static_cast<const uint16_t*>(da), static_cast<const uint16_t*>(dbt),
+  launch_tile_product(K, a_in_registers, swizzled, static_cast<const uint16_t*>(da), static_cast<const uint16_t*>(dbt),
                       static_cast<float*>(dd), static_cast<int*>(dran));
   std::vector<float> d(size_t{kTile} * kTile);
   int ran = 0;

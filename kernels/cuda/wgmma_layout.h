@@ -28,6 +28,20 @@
 //     bits 49–51  base offset (0: the layout starts on a 128-byte boundary of its own pattern)
 //     bits 62–63  swizzle mode (0: none)
 //
+// 128-BYTE SWIZZLE (the layout TMA writes with CU_TENSOR_MAP_SWIZZLE_128B, and wgmma reads with
+// swizzle mode 1). A panel is R rows of 128 bytes (64 bf16), row r at byte 128·r; inside a row the
+// 16-byte chunk c lands at chunk position c XOR (r mod 8). Eight rows (1,024 bytes, which must
+// start on a 1,024-byte boundary) form one swizzle atom, and the 8 rows of any chunk column fall in
+// 8 different bank groups, which is why no copy or read of the panel collides on a bank. wgmma reads
+// a panel in two ways:
+//   K-major (A or B with the reduction axis along the 128-byte rows, as Q and K lie in memory):
+//     SBO = 1,024 (from one atom to the next along M or N), LBO unused (the 16 columns of a k-step
+//     are 32 bytes, inside one row); k-step s starts 32·s bytes into the panel.
+//   MN-major (B with N along the rows: V as it lies in memory, keys × dims, read with wgmma's
+//     transpose bit): SBO = 1,024 (from one atom of 8 keys to the next), LBO = the distance from one
+//     panel of 64 columns of N to the next; k-step s (16 keys) starts 2,048·s bytes in.
+// A head dimension of 128 is two panels side by side (columns 0–63, then 64–127).
+//
 // THE ACCUMULATOR. D (64 × N, fp32) is spread over the 128 threads of the warpgroup, N/2 floats
 // each: warp w holds rows 16w .. 16w + 15, and register r of lane l holds
 //     row 16w + l/4 + 8·((r mod 4) / 2),   column 8·(r / 4) + 2·(l mod 4) + r mod 2
@@ -55,10 +69,24 @@ PILLARS_HOST_DEVICE constexpr uint32_t kmajor_offset(int r, int k, int K) {
          static_cast<uint32_t>(r % 8) * 16 + static_cast<uint32_t>(k % 8) * 2;
 }
 
+// Byte offset of bf16 element (r, c) of a 128-byte-swizzled panel (c < 64).
+PILLARS_HOST_DEVICE constexpr uint32_t sw128_offset(int r, int c) {
+  return static_cast<uint32_t>(r) * 128 + static_cast<uint32_t>((c / 8) ^ (r % 8)) * 16 +
+         static_cast<uint32_t>(c % 8) * 2;
+}
+constexpr uint32_t kSw128Atom = 1024; // 8 rows of 128 bytes: a panel's alignment and its SBO
+
 // The descriptor of a tile starting at shared-memory address `start`, no swizzle.
 PILLARS_HOST_DEVICE constexpr uint64_t descriptor(uint32_t start, uint32_t lbo, uint32_t sbo) {
   return uint64_t{(start & 0x3FFFFu) >> 4} | uint64_t{(lbo & 0x3FFFFu) >> 4} << 16 |
          uint64_t{(sbo & 0x3FFFFu) >> 4} << 32;
+}
+
+// The same for a 128-byte-swizzled panel (swizzle mode 1 in bits 62–63); `start` may sit 32·s bytes
+// past the panel's 1,024-byte boundary (a K-major k-step): the swizzle is computed from the
+// address bits the step leaves alone, so the base offset stays 0.
+PILLARS_HOST_DEVICE constexpr uint64_t descriptor_sw128(uint32_t start, uint32_t lbo) {
+  return descriptor(start, lbo, kSw128Atom) | uint64_t{1} << 62;
 }
 
 // Where accumulator register r of warpgroup thread t (0 .. 127) lives in D.

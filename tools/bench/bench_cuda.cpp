@@ -129,14 +129,17 @@ int bench_cuda_attention(int repeats) {
   else
     std::printf("(cuDNN (graph API) columns skipped: %s)\n", cuda::cudnn_unavailable_reason().c_str());
 
-  // hopper: our wgmma forward (attention_hopper.cu, switched on for this column only; D = 64, 128);
+  // hopper: our wgmma forward with cp.async staging (attention_hopper.cu), tma: the warp-specialized
+  // one (attention_hopper_tma.cu), each switched on for its column only (D = 64, 128);
   // cudnn-api: cuDNN through our graph-API backend, in process; torch-cudnn: PyTorch's cuDNN SDPA backend.
   const bool hopper = cuda::hopper_attention_available();
-  const cuda::ScopedHopperAttention mma_sync_only(false); // the other columns, whatever PILLARS_HOPPER_ATTENTION says
+  const cuda::ScopedHopperForward mma_sync_only(
+      cuda::HopperForward::off); // the other columns, whatever PILLARS_HOPPER_ATTENTION says
   if (!hopper)
     std::printf("(hopper column skipped: needs a GPU of compute capability 9.x and sm_90a code in this build)\n");
-  std::printf("%6s %4s %7s | %9s %7s %9s %11s %9s | %9s %9s %11s %9s\n", "seq", "hd", "causal", "fwd ours", "hopper",
-              "cudnn-api", "torch-cudnn", "torch-fa", "f+b ours", "cudnn-api", "torch-cudnn", "torch-fa");
+  std::printf("%6s %4s %7s | %9s %7s %7s %9s %11s %9s | %9s %9s %11s %9s\n", "seq", "hd", "causal", "fwd ours",
+              "hopper", "tma", "cudnn-api", "torch-cudnn", "torch-fa", "f+b ours", "cudnn-api", "torch-cudnn",
+              "torch-fa");
   std::mt19937 rng(1);
   for (const auto& s : shapes) {
     const int64_t n = s.B * s.T * s.H * s.D;
@@ -162,13 +165,17 @@ int bench_cuda_attention(int repeats) {
     const double fwd_ms = cuda_median_ms(repeats, forward), train_ms = cuda_median_ms(repeats, training);
     const double flops = attention_flops(s);
     auto tflops = [](double f, double ms) { return f / (ms * 1e-3) / 1e12; };
-    std::string hopper_fwd = "-";
-    if (hopper && (s.D == 64 || s.D == 128)) {
-      const cuda::ScopedHopperAttention on(true);
+    // The forward on a Hopper design, "-" where it did not take the problem.
+    auto hopper_tflops = [&](cuda::HopperForward design) {
+      if (!hopper || (s.D != 64 && s.D != 128)) return std::string("-");
+      const cuda::ScopedHopperForward on(design);
       const int64_t before = cuda::hopper_attention_launches();
       const double ms = cuda_median_ms(repeats, forward);
-      if (cuda::hopper_attention_launches() > before) hopper_fwd = str_cat(static_cast<int>(tflops(flops, ms) + 0.5));
-    }
+      return cuda::hopper_attention_launches() > before ? str_cat(static_cast<int>(tflops(flops, ms) + 0.5))
+                                                        : std::string("-");
+    };
+    const std::string hopper_fwd = hopper_tflops(cuda::HopperForward::cp_async),
+                      tma_fwd = hopper_tflops(cuda::HopperForward::tma);
     // cuDNN's fused attention through our graph-API backend, on the same bf16 tensors.
     std::string cudnn_fwd = "-", cudnn_train = "-";
     if (cudnn) {
@@ -197,11 +204,11 @@ int bench_cuda_attention(int repeats) {
       const double ms = torch[backend][key][pass].get<double>();
       return str_cat(static_cast<int>(tflops(f, ms) + 0.5));
     };
-    std::printf("%6lld %4lld %7s | %9.0f %7s %9s %11s %9s | %9.0f %9s %11s %9s\n", static_cast<long long>(s.T),
+    std::printf("%6lld %4lld %7s | %9.0f %7s %7s %9s %11s %9s | %9.0f %9s %11s %9s\n", static_cast<long long>(s.T),
                 static_cast<long long>(s.D), s.causal ? "yes" : "no", tflops(flops, fwd_ms), hopper_fwd.c_str(),
-                cudnn_fwd.c_str(), ref("cudnn", "fwd", flops).c_str(), ref("flash", "fwd", flops).c_str(),
-                tflops(3.5 * flops, train_ms), cudnn_train.c_str(), ref("cudnn", "fwd_bwd", 3.5 * flops).c_str(),
-                ref("flash", "fwd_bwd", 3.5 * flops).c_str());
+                tma_fwd.c_str(), cudnn_fwd.c_str(), ref("cudnn", "fwd", flops).c_str(),
+                ref("flash", "fwd", flops).c_str(), tflops(3.5 * flops, train_ms), cudnn_train.c_str(),
+                ref("cudnn", "fwd_bwd", 3.5 * flops).c_str(), ref("flash", "fwd_bwd", 3.5 * flops).c_str());
   }
   return 0;
 }
