@@ -42,9 +42,9 @@ elapsed() { echo $(($(date +%s) - start)); }
 # The cases written without a GPU that no GPU has run yet (keep this list with the code: a case
 # leaves it once a GPU session has seen it pass). Since 2026-11-27: the Hopper forward's new V
 # staging (transposed by ldmatrix in shared memory). Since 2026-12-03: the swizzled wgmma tile
-# products, then the warp-specialized TMA forward that relies on them (the Hopper* pattern runs
-# both Hopper forwards' cases).
-FIRST=${FIRST-'cuda wgmma*,cuda attention: the Hopper*,cuda attention: keys past*'}
+# products, then the warp-specialized TMA forward that relies on them. Where the TMA forward's case
+# fails or hangs, PILLARS_SKIP_TMA_FORWARD=1 keeps tools/gpu_check.sh's tests and benches off it.
+FIRST=${FIRST-'cuda wgmma*,cuda attention: the Hopper (wgmma)*,cuda attention: the Hopper TMA*,cuda attention: keys past*'}
 
 BIN=$(mktemp -d)
 trap 'rm -rf "$BIN"' EXIT
@@ -149,6 +149,7 @@ for pattern in $FIRST; do
   status=$?
   [ $status -eq 124 ] && status="124 (stopped after $limit s)"
   echo "first $n '$pattern': exit $status ($(grep -E '^\[doctest\] (test cases|assertions)' "$OUT/first-$n.log" | tr '\n' ' '))"
+  case "$pattern" in *'Hopper TMA'*) [ "$status" != 0 ] && export PILLARS_SKIP_TMA_FORWARD=1 ;; esac
   grep -E "ERROR|FAILED|skipped|MESSAGE" "$OUT/first-$n.log" | sort | uniq -c | sort -rn | head -12
 done
 IFS=$old_ifs

@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <random>
 #include <string>
@@ -130,13 +131,20 @@ int bench_cuda_attention(int repeats) {
     std::printf("(cuDNN (graph API) columns skipped: %s)\n", cuda::cudnn_unavailable_reason().c_str());
 
   // hopper: our wgmma forward with cp.async staging (attention_hopper.cu), tma: the warp-specialized
-  // one (attention_hopper_tma.cu), each switched on for its column only (D = 64, 128);
+  // one (attention_hopper_tma.cu), each switched on for its column only (D = 64, 128; the tma column
+  // not where PILLARS_SKIP_TMA_FORWARD is set, as tools/gpu_session.sh sets it when the TMA
+  // forward's accuracy case failed or hung);
   // cudnn-api: cuDNN through our graph-API backend, in process; torch-cudnn: PyTorch's cuDNN SDPA backend.
   const bool hopper = cuda::hopper_attention_available();
   const cuda::ScopedHopperForward mma_sync_only(
       cuda::HopperForward::off); // the other columns, whatever PILLARS_HOPPER_ATTENTION says
+  const bool tma = hopper && std::getenv("PILLARS_SKIP_TMA_FORWARD") == nullptr;
   if (!hopper)
-    std::printf("(hopper column skipped: needs a GPU of compute capability 9.x and sm_90a code in this build)\n");
+    std::printf(
+        "(hopper and tma columns skipped: need a GPU of compute capability 9.x and sm_90a code in this "
+        "build)\n");
+  else if (!tma)
+    std::printf("(tma column skipped: PILLARS_SKIP_TMA_FORWARD is set)\n");
   std::printf("%6s %4s %7s | %9s %7s %7s %9s %11s %9s | %9s %9s %11s %9s\n", "seq", "hd", "causal", "fwd ours",
               "hopper", "tma", "cudnn-api", "torch-cudnn", "torch-fa", "f+b ours", "cudnn-api", "torch-cudnn",
               "torch-fa");
@@ -167,7 +175,7 @@ int bench_cuda_attention(int repeats) {
     auto tflops = [](double f, double ms) { return f / (ms * 1e-3) / 1e12; };
     // The forward on a Hopper design, "-" where it did not take the problem.
     auto hopper_tflops = [&](cuda::HopperForward design) {
-      if (!hopper || (s.D != 64 && s.D != 128)) return std::string("-");
+      if (!hopper || (design == cuda::HopperForward::tma && !tma) || (s.D != 64 && s.D != 128)) return std::string("-");
       const cuda::ScopedHopperForward on(design);
       const int64_t before = cuda::hopper_attention_launches();
       const double ms = cuda_median_ms(repeats, forward);
