@@ -93,19 +93,39 @@ std::vector<std::string> config_differences(const std::string& run_dir, const Ex
   return diff;
 }
 
-void compress_head_metrics(const RunPaths& p) {
+namespace {
+
+// head_metrics.jsonl → head_metrics.jsonl.xz (pack) or back, in the run's folder and its pruned/
+// folder: where the source is a plain file and the target is not there, the target is written
+// atomically and read back, and only a faithful copy replaces the source.
+void convert_head_metrics(const RunPaths& p, bool pack) {
+  const auto read = [](const fs::path& f) {
+    return f.extension() == ".xz" ? data::xz_read_file(f.string()) : read_input_file(f.string(), uint64_t{1} << 30);
+  };
+  const auto write = [](const fs::path& f, const std::string& text) {
+    io::atomic_write_file(f.string(), f.extension() == ".xz" ? data::xz_compress(text) : text);
+  };
   for (const fs::path& dir : {fs::path(p.dir), fs::path(p.dir) / "pruned"}) {
     const fs::path plain = dir / "head_metrics.jsonl", packed = dir / "head_metrics.jsonl.xz";
-    if (!fs::is_regular_file(fs::symlink_status(plain)) || fs::exists(fs::symlink_status(packed))) continue;
-    const std::string text = read_input_file(plain.string(), uint64_t{1} << 30);
-    io::atomic_write_file(packed.string(), data::xz_compress(text));
-    if (data::xz_read_file(packed.string()) != text)
-      throw Error(str_cat(packed.string(), ": does not read back as ", plain.string(), "; both are kept"));
-    fs::remove(plain);
+    const fs::path& from = pack ? plain : packed;
+    const fs::path& to = pack ? packed : plain;
+    if (!fs::is_regular_file(fs::symlink_status(from)) || fs::exists(fs::symlink_status(to))) continue;
+    const std::string text = read(from);
+    write(to, text);
+    if (read(to) != text)
+      throw Error(str_cat(to.string(), ": does not read back as ", from.string(), "; both are kept"));
+    fs::remove(from);
   }
 }
 
-std::string continue_problem(const RunPaths& p, bool pruned_by_prune) {
+} // namespace
+
+void compress_head_metrics(const RunPaths& p) { convert_head_metrics(p, /*pack=*/true); }
+
+std::string continue_problem(const RunPaths& p, const Experiment& e, bool pruned_by_prune) {
+  if (e.optim.schedule == Schedule::cosine || e.optim.schedule == Schedule::linear)
+    return str_cat("its learning rate decays over the budget (optim.schedule \"", enum_name(e.optim.schedule),
+                   "\"), so continuing it is not the run trained to the new budget");
   std::vector<fs::path> needed{fs::path(p.final_dir) / "checkpoint_last.safetensors"};
   if (!pruned_by_prune) needed.push_back(fs::path(p.dir) / "checkpoint_last.safetensors");
   for (const fs::path& f : needed)
@@ -130,15 +150,7 @@ std::string reopen_run(const RunPaths& p, int64_t reached) {
       throw InputError(str_cat(to.string(), ": already there; ", f.string(), " is left where it is"));
     fs::rename(f, to); // moves a link itself, never what it points to
   }
-  for (const fs::path& dir : {fs::path(p.dir), fs::path(p.dir) / "pruned"}) {
-    const fs::path plain = dir / "head_metrics.jsonl", packed = dir / "head_metrics.jsonl.xz";
-    if (!fs::is_regular_file(fs::symlink_status(packed)) || fs::exists(fs::symlink_status(plain))) continue;
-    const std::string text = data::xz_read_file(packed.string());
-    io::atomic_write_file(plain.string(), text);
-    if (read_input_file(plain.string(), uint64_t{1} << 30) != text)
-      throw Error(str_cat(plain.string(), ": does not read back as ", packed.string(), "; both are kept"));
-    fs::remove(packed);
-  }
+  convert_head_metrics(p, /*pack=*/false);
   return aside.string();
 }
 

@@ -48,11 +48,12 @@ std::vector<std::string> config_differences(const std::string& run_dir, const Ex
 void compress_head_metrics(const RunPaths& p);
 
 // A finished run continued to a larger budget (the study file's "updates" raised after it ran).
-// continue_problem: "" when the run can go on from where it stopped, else why not (a checkpoint it
-// continues from is gone: checkpoints are not kept in the repository). pruned_by_prune: the run is
-// a "prune_from" system's (`pillars prune --resume` continues its fine-tuning), whose first phase
-// is its source's.
-std::string continue_problem(const RunPaths& p, bool pruned_by_prune);
+// continue_problem: "" when the run can go on from where it stopped, else why not: its learning
+// rate decays over the budget (experiment e's schedule is cosine or linear, so the continued run
+// is not the one trained to the new budget), or a checkpoint it continues from is gone
+// (checkpoints are not kept in the repository). pruned_by_prune: the run is a "prune_from"
+// system's (`pillars prune --resume` continues its fine-tuning), whose first phase is its source's.
+std::string continue_problem(const RunPaths& p, const Experiment& e, bool pruned_by_prune);
 // Prepares such a run to continue: its evaluations at the old budget (final_dir/eval_*) move into
 // final_dir/evaluated_at_<reached>/ (never overwriting a file there), and its packed head metrics are
 // unpacked (checked to read back the same) so that training appends to them. Returns the folder the

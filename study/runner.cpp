@@ -281,11 +281,8 @@ int run_study(const StudySpec& s, const RunnerOptions& o) {
       r.record = read_run_record(r.paths);
       // Finished at a smaller budget ("updates" was raised since): it continues from its last save
       // to the new one, and is evaluated again there.
-      if (const int64_t reached = latest_update(r.paths); r.record.trained && reached < s.updates) {
-        std::string problem = continue_problem(r.paths, !sys.prune_from.empty());
-        if (e.optim.schedule == Schedule::cosine || e.optim.schedule == Schedule::linear)
-          problem = str_cat("its learning rate decays over the budget (optim.schedule \"", enum_name(e.optim.schedule),
-                            "\"), so continuing it is not the run trained to the new budget");
+      if (const int64_t reached = r.record.trained ? latest_update(r.paths) : s.updates; reached < s.updates) {
+        const std::string problem = continue_problem(r.paths, e, !sys.prune_from.empty());
         if (!problem.empty())
           throw InputError(str_cat(s.path, ": ", r.label(), " stopped at update ", reached, ", and the budget is now ",
                                    s.updates, ", but it cannot continue: ", problem,
