@@ -161,4 +161,21 @@ BootstrapResult paired_bootstrap(const StatRows& system, const StatRows& baselin
   return r;
 }
 
+std::optional<ValidationTrend> validation_trend(const std::vector<std::pair<double, double>>& points, double budget,
+                                                bool higher_is_better) {
+  std::vector<double> before, after; // scores in the fourth fifth, in the last
+  for (const auto& [update, score] : points) {
+    if (update > 0.8 * budget && update <= budget)
+      after.push_back(score);
+    else if (update > 0.6 * budget && update <= 0.8 * budget)
+      before.push_back(score);
+  }
+  if (before.empty() || after.empty()) return std::nullopt;
+  ValidationTrend t;
+  t.before = mean_sd(before).mean, t.after = mean_sd(after).mean;
+  t.gain = higher_is_better ? t.after - t.before : (t.before - t.after) / std::max(1e-12, std::abs(t.before));
+  t.levelled_off = t.gain < (higher_is_better ? 0.5 : 0.01);
+  return t;
+}
+
 } // namespace pillars::study

@@ -21,6 +21,8 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <optional>
+#include <utility>
 #include <vector>
 
 namespace pillars::study {
@@ -69,5 +71,21 @@ struct BootstrapResult {
 // two systems score exactly the same (diff = 0), p = 1 (sacreBLEU's rule would give 1/(S + 1)).
 BootstrapResult paired_bootstrap(const StatRows& system, const StatRows& baseline, const CorpusScore& score,
                                  int64_t samples = 1000, uint64_t seed = 12345);
+
+// Has validation levelled off by the end of a budget of `budget` updates? `points` are the
+// validations (update, score) of one run, in any order. The mean score of the validations in the
+// last fifth of the budget (updates in (0.8·budget, budget]) against the mean of those in the fifth
+// before it ((0.6·budget, 0.8·budget]): the gain is after − before where higher is better, else
+// the relative fall of the loss, (before − after) / before. It has levelled off when the gain is
+// below 0.5 (BLEU or ROUGE points) or 1 % (of the loss). Means, not bests: one validation moves by
+// about a BLEU point from the next on Multi30k, and the best of a window reads one lucky
+// validation as a rise. nullopt where either fifth holds no validation.
+struct ValidationTrend {
+  double before = 0, after = 0; // the two fifths' mean scores
+  double gain = 0;
+  bool levelled_off = false;
+};
+std::optional<ValidationTrend> validation_trend(const std::vector<std::pair<double, double>>& points, double budget,
+                                                bool higher_is_better);
 
 } // namespace pillars::study

@@ -110,26 +110,24 @@ json valid_curve(const RunPaths& p) {
   return curve;
 }
 
-// Has validation levelled off? The rule (docs/STUDIES.md): over the last fifth of the budget the
-// best validation score improved by less than 0.5 BLEU / ROUGE points, or the loss by less than
-// 1 %. A pruned run's curve is its first phase and then its fine-tuning, read as one curve (the
-// budget is the total of both). null: too few validations to say.
-json levelled_off(const json& curve, int64_t budget) {
-  if (curve.size() < 3) return json();
+// Has validation levelled off? study::validation_trend's rule (docs/STUDIES.md) on the run's main
+// validation metric (BLEU, else ROUGE, else the loss). A pruned run's curve is its first phase and
+// then its fine-tuning, read as one curve (the budget is the total of both). null: too few
+// validations to say; else {"before", "after": the means of the fourth and the last fifth of the
+// budget, "gain", "levelled_off"}.
+json validation_trend_of(const json& curve, int64_t budget) {
+  if (curve.empty()) return json();
   const std::string metric = curve.back()["metric"].get<std::string>();
-  const bool higher = metric != "loss";
-  const double cut = 0.8 * static_cast<double>(budget);
-  std::optional<double> before, after;
-  auto better = [&](std::optional<double>& best, double v) {
-    best = !best ? v : higher ? std::max(*best, v) : std::min(*best, v);
-  };
-  for (const json& point : curve) {
-    if (point["metric"] != metric) continue;
-    better(point["update"].get<double>() <= cut ? before : after, point["value"].get<double>());
-  }
-  if (!before || !after) return json();
-  const double gain = higher ? *after - *before : (*before - *after) / std::max(1e-12, *before);
-  return gain < (higher ? 0.5 : 0.01);
+  std::vector<std::pair<double, double>> points;
+  for (const json& point : curve)
+    if (point["metric"] == metric) points.emplace_back(point["update"].get<double>(), point["value"].get<double>());
+  const std::optional<ValidationTrend> t = validation_trend(points, static_cast<double>(budget), metric != "loss");
+  if (!t) return json();
+  return {{"metric", metric},
+          {"before", t->before},
+          {"after", t->after},
+          {"gain", t->gain},
+          {"levelled_off", t->levelled_off}};
 }
 
 // The part of a machine record that decides the arithmetic.
@@ -413,14 +411,15 @@ json study_table(const StudySpec& s, const std::string& study_dir, int64_t boots
   for (const RunData& r : runs) {
     json evals = json::object();
     for (const auto& [sp, e] : r.eval) evals[sp] = e;
-    const json valid = valid_curve(r.paths);
+    const json valid = valid_curve(r.paths), trend = validation_trend_of(valid, s.updates);
     run_list.push_back({{"system", r.system->name},
                         {"seed", r.seed},
                         {"dir", r.paths.final_dir},
                         {"eval", evals},
                         {"heads", head_curve(r.paths)},
                         {"valid", valid},
-                        {"levelled_off", levelled_off(valid, s.updates)}});
+                        {"validation_trend", trend},
+                        {"levelled_off", trend.is_null() ? json() : trend["levelled_off"]}});
   }
   table["runs"] = run_list;
   return table;
@@ -533,21 +532,31 @@ std::string table_markdown(const json& t) {
     }
   }
   out += compactness_markdown(t);
-  std::string rising, unknown;
+  // Each run as "name (before → after, gain)": the means of its validation metric over the fourth and
+  // the last fifth of the budget.
+  std::string levelled, rising, unknown;
   for (const auto& r : t["runs"]) {
     const std::string name = str_cat(r["system"].get<std::string>(), " s", r["seed"].get<int64_t>());
-    if (r["levelled_off"].is_null())
+    const json& trend = r.contains("validation_trend") ? r["validation_trend"] : json();
+    if (trend.is_null()) {
       unknown += (unknown.empty() ? "" : ", ") + name;
-    else if (!r["levelled_off"].get<bool>())
-      rising += (rising.empty() ? "" : ", ") + name;
+      continue;
+    }
+    const bool loss = trend["metric"] == "loss";
+    const std::string entry = str_cat(
+        name, " (", fixed(trend["before"].get<double>(), 2), " → ", fixed(trend["after"].get<double>(), 2), ", ",
+        loss ? fixed(100 * trend["gain"].get<double>(), 1) + " % lower" : signed_fixed(trend["gain"].get<double>(), 2),
+        ")");
+    std::string& list = trend["levelled_off"].get<bool>() ? levelled : rising;
+    list += (list.empty() ? "" : ", ") + entry;
   }
-  out +=
-      "Convergence (validation's best gained less than 0.5 BLEU/ROUGE, or 1 % of the loss, over the last fifth of the "
-      "budget): ";
-  out += rising.empty() && unknown.empty()
-             ? "every run levelled off.\n\n"
-             : str_cat(rising.empty() ? "" : "still rising: " + rising + ". ",
-                       unknown.empty() ? "" : "too few validations to tell: " + unknown + ".", "\n\n");
+  if (!levelled.empty() || !rising.empty() || !unknown.empty())
+    out += str_cat(
+        "Convergence (the mean validation score over the last fifth of the budget against the fifth "
+        "before it; levelled off when it gained less than 0.5 BLEU/ROUGE, or 1 % of the loss): ",
+        rising.empty() ? "no run is still rising." : "still rising: " + rising + ".",
+        levelled.empty() ? "" : " Levelled off: " + levelled + ".",
+        unknown.empty() ? "" : " Too few validations to tell: " + unknown + ".", "\n\n");
   if (!t["missing"].empty()) {
     out += "Not finished yet: ";
     std::string list;

@@ -107,6 +107,40 @@ TEST_CASE("study: mean and sample standard deviation") {
   CHECK(mean_sd({2.0}).sd == 0);
 }
 
+TEST_CASE("study: validation has levelled off when the last fifth's mean gains little on the fifth before") {
+  // Budget 1,000: the fourth fifth is updates (600, 800], the last (800, 1,000]; a validation at 600
+  // or past the budget counts in neither.
+  using Points = std::vector<std::pair<double, double>>;
+  const Points rising = {{600, 99}, {650, 30}, {700, 31},    {750, 32}, {800, 33},
+                         {850, 34}, {900, 34}, {1000, 34.5}, {1001, 99}};
+  const auto r = validation_trend(rising, 1000, /*higher_is_better=*/true);
+  REQUIRE(r.has_value());
+  CHECK(r->before == doctest::Approx(31.5));          // (30 + 31 + 32 + 33) / 4
+  CHECK(r->after == doctest::Approx(34.5 - 1.0 / 3)); // (34 + 34 + 34.5) / 3
+  CHECK(r->gain == doctest::Approx(34.5 - 1.0 / 3 - 31.5));
+  CHECK_FALSE(r->levelled_off);
+  // Flat but noisy: one lucky validation in the last fifth beats every earlier one by a point, yet
+  // the means are equal. (The best-of-window rule this replaced called such a run still rising.)
+  const auto flat =
+      validation_trend({{650, 38}, {700, 39}, {750, 37}, {800, 38}, {850, 37}, {900, 40}, {950, 37}}, 1000, true);
+  REQUIRE(flat.has_value());
+  CHECK(flat->gain == doctest::Approx(0.0));
+  CHECK(flat->levelled_off);
+  // A gain just under and just over 0.5 points.
+  CHECK(validation_trend({{700, 30}, {900, 30.49}}, 1000, true)->levelled_off);
+  CHECK_FALSE(validation_trend({{700, 30}, {900, 30.51}}, 1000, true)->levelled_off);
+  // The loss (lower is better): the relative fall, levelled below 1 %.
+  const auto loss = validation_trend({{700, 2.0}, {750, 2.0}, {900, 1.99}}, 1000, /*higher_is_better=*/false);
+  REQUIRE(loss.has_value());
+  CHECK(loss->gain == doctest::Approx(0.005));
+  CHECK(loss->levelled_off);
+  CHECK_FALSE(validation_trend({{700, 2.0}, {900, 1.9}}, 1000, false)->levelled_off);
+  // Too few validations: none in the fourth fifth, or none in the last.
+  CHECK_FALSE(validation_trend({{500, 30}, {900, 31}}, 1000, true).has_value());
+  CHECK_FALSE(validation_trend({{700, 30}, {750, 31}}, 1000, true).has_value());
+  CHECK_FALSE(validation_trend({}, 1000, true).has_value());
+}
+
 TEST_CASE("study: a bad study file is refused naming the field") {
   auto refuse = [](const std::string& text, const std::string& field) {
     try {
