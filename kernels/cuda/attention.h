@@ -64,7 +64,6 @@ size_t attention_backward_workspace(const AttentionArgs& a);
 // ScopedHopperForward chooses for a scope (a test, a bench column).
 enum class HopperForward { off, cp_async, tma };
 HopperForward set_hopper_forward(HopperForward forward);
-const char* hopper_forward_name(HopperForward forward);
 class ScopedHopperForward {
  public:
   explicit ScopedHopperForward(HopperForward forward) : before_(set_hopper_forward(forward)) {}

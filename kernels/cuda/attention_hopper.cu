@@ -1,7 +1,7 @@
 // The attention forward on Hopper's warpgroup MMA (wgmma, sm_90a) with cp.async staging: bf16 Q, K,
 // V, O, head dim 64 or 128, no dropout. A first step towards FlashAttention-3's design, whose next
-// steps are attention_hopper_tma.cu; this file also holds the choice between the two. Its first version, measured on an
-// H200 (2026-11-27, docs/PERFORMANCE.md), was as accurate as naive bf16 attention but reached
+// steps are attention_hopper_tma.cu; this file also holds the choice between the two. Its first
+// version, measured on an H200 (2026-11-27, docs/PERFORMANCE.md), was as accurate as naive bf16 attention but reached
 // 121–151 TFLOP/s forward against the mma.sync kernel's 227–288 (0.52–0.56×), so it stays off by
 // default (kernels/cuda/attention.h: set_hopper_forward, PILLARS_HOPPER_ATTENTION=1); where it
 // does not apply, the mma.sync kernels of attention_tensor_core.cu run, as they do on every GPU
@@ -257,18 +257,6 @@ HopperForward set_hopper_forward(HopperForward forward) {
   // probe's synchronizing copy is not allowed).
   if (forward != HopperForward::off) hopper_attention_available();
   return attention_detail::g_forward.exchange(forward, std::memory_order_relaxed);
-}
-
-const char* hopper_forward_name(HopperForward forward) {
-  switch (forward) {
-    case HopperForward::off:
-      return "off";
-    case HopperForward::cp_async:
-      return "cp_async";
-    case HopperForward::tma:
-      return "tma";
-  }
-  return "?";
 }
 
 bool hopper_attention_available() { return wgmma_unavailable_reason().empty(); } // probed once, then cached

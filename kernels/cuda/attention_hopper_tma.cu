@@ -255,21 +255,6 @@ __global__ void __launch_bounds__(kThreads, 1)
 #endif // PILLARS_WGMMA
 }
 
-template <int D>
-void launch_tma_forward(const Problem& p, const CUtensorMap& q, const CUtensorMap& k, const CUtensorMap& v, bf16* O,
-                        float* lse) {
-  static const bool configured = [] {
-    PILLARS_CUDA_CHECK(cudaFuncSetAttribute(hopper_tma_forward_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                            static_cast<int>(kSmem<D>)));
-    return true;
-  }();
-  (void)configured;
-  const dim3 grid(static_cast<unsigned>(p.B * p.H), static_cast<unsigned>((p.Tq + kBlockQ - 1) / kBlockQ));
-  hopper_tma_forward_kernel<D><<<grid, kThreads, kSmem<D>, stream()>>>(q, k, v, p, O, lse);
-  PILLARS_CUDA_LAUNCHED(D == 64 ? "attention hopper_tma_forward_kernel<64>"
-                                : "attention hopper_tma_forward_kernel<128>");
-}
-
 } // namespace
 
 void hopper_tma_forward(const Problem& p, const bf16* Q, const bf16* K, const bf16* V, bf16* O, float* lse) {
@@ -277,10 +262,13 @@ void hopper_tma_forward(const Problem& p, const bf16* Q, const bf16* K, const bf
   const CUtensorMap q = head_tensor_map(Q, p.B, p.Tq, p.H, p.D, 64);
   const CUtensorMap k = head_tensor_map(K, p.B, p.Tk, p.H, p.D, kBlockK);
   const CUtensorMap v = head_tensor_map(V, p.B, p.Tk, p.H, p.D, kBlockK);
+  const dim3 grid(static_cast<unsigned>(p.B * p.H), static_cast<unsigned>((p.Tq + kBlockQ - 1) / kBlockQ));
   if (p.D == 64)
-    launch_tma_forward<64>(p, q, k, v, O, lse);
+    launch<hopper_tma_forward_kernel<64>>(grid, kThreads, kSmem<64>, "attention hopper_tma_forward_kernel<64>", q, k, v,
+                                          p, O, lse);
   else
-    launch_tma_forward<128>(p, q, k, v, O, lse);
+    launch<hopper_tma_forward_kernel<128>>(grid, kThreads, kSmem<128>, "attention hopper_tma_forward_kernel<128>", q, k,
+                                           v, p, O, lse);
 }
 
 } // namespace pillars::cuda::attention_detail
