@@ -6,13 +6,14 @@
 //                    interval
 //   Fig. 2           the paper's figure: the test metric against the heads' compactness
 //                    (Silhouette and homogenization at the last measurement before pruning), one
-//                    dot per run, a color per system
+//                    dot per run, a color per system; under it Spearman's ρ across the runs
 //   Fig. 4           homogenization and diversification against updates, one line per run
 //   validation       the validation metric against updates, one line per run (has it levelled off?)
 #include <cmath>
 
 #include "report/html.h"
 #include "report/sections.h"
+#include "study/compactness.h"
 
 namespace pillars::report {
 
@@ -83,14 +84,6 @@ size_t system_index(const json& t, const std::string& name) {
   return 0;
 }
 
-// The last measurement's value of `key` (mean over modules), NaN when there is none.
-double last_head_value(const json& run, const char* key) {
-  const json& curve = run["heads"];
-  for (auto it = curve.rbegin(); it != curve.rend(); ++it)
-    if ((*it)[key].is_number()) return (*it)[key].get<double>();
-  return NAN;
-}
-
 // Fig. 2: the main metric of the first split against a compactness measure, a dot per run.
 std::string compactness_chart(const json& t, const char* key, const std::string& label) {
   if (t["splits"].empty() || t["splits"][0]["metrics"].empty()) return not_available("Fig. 2", "no evaluated run yet");
@@ -104,7 +97,7 @@ std::string compactness_chart(const json& t, const char* key, const std::string&
   for (size_t i = 0; i < t["systems"].size(); ++i)
     c.series.push_back({t["systems"][i].get<std::string>(), run_color(i), {}, {}});
   for (const json& run : t["runs"]) {
-    const double x = last_head_value(run, key);
+    const double x = study::last_head_value(run, key);
     const json& e = run["eval"].contains(split) ? run["eval"][split] : json();
     if (!std::isfinite(x) || !e.is_object() || !e.contains(metric) || !e[metric].is_number()) continue;
     svg::Series& s = c.series[system_index(t, run["system"].get<std::string>())];
@@ -112,6 +105,20 @@ std::string compactness_chart(const json& t, const char* key, const std::string&
     s.y.insert(s.y.end(), {e[metric].get<double>(), NAN});
   }
   return svg::line_chart(c);
+}
+
+// Under Fig. 2: the table's test of it, Spearman's ρ across the runs per split and measure
+// (study/compactness.h), a line each.
+std::string correlation_notes(const json& t) {
+  if (!t.contains("compactness")) return "";
+  std::string s;
+  for (const json& a : t["compactness"]["against_scores"])
+    s += "<p class=\"note\">" + html::escape(a["split"].get<std::string>()) + ", " +
+         html::escape(a["metric"].get<std::string>()) + " against " + html::escape(a["measure"].get<std::string>()) +
+         ": Spearman's ρ " + (a["rho"].is_number() ? signed_text(a["rho"].get<double>(), 3) : "n/a") + ", p " +
+         p_text(a["p"]) + " over " + std::to_string(a["runs"].get<int64_t>()) + " runs of " +
+         std::to_string(a["systems"].get<int64_t>()) + " systems</p>\n";
+  return s;
 }
 
 // Fig. 4: a compactness measure against updates, a line per run.
@@ -166,7 +173,7 @@ std::string study_section(const json& t) {
   s += "<h3>Validation during training</h3>\n<div class=\"charts\">" + valid_chart(t) + "</div>\n";
   s += "<h3>The metric against the heads' compactness (the paper's Fig. 2)</h3>\n<div class=\"charts\">" +
        compactness_chart(t, "silhouette", "Silhouette") + compactness_chart(t, "homogenization", "homogenization") +
-       "</div>\n";
+       "</div>\n" + correlation_notes(t);
   s += "<h3>Compactness during training (the paper's Fig. 4)</h3>\n<div class=\"charts\">" +
        curve_chart(t, "homogenization", "homogenization") + curve_chart(t, "diversification", "diversification") +
        "</div>\n";

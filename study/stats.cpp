@@ -115,6 +115,53 @@ PairedTest sign_test(const std::vector<double>& x, const std::vector<double>& y)
   return r;
 }
 
+namespace {
+
+// The ranks of x, 1 .. n, ties given the mean of the ranks they span (1, 2.5, 2.5, 4).
+std::vector<double> ranks(const std::vector<double>& x) {
+  std::vector<size_t> order(x.size());
+  for (size_t i = 0; i < x.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&x](size_t a, size_t b) { return x[a] < x[b]; });
+  std::vector<double> r(x.size());
+  for (size_t i = 0; i < order.size();) {
+    size_t j = i;
+    while (j + 1 < order.size() && x[order[j + 1]] == x[order[i]]) ++j;
+    const double mean_rank = 0.5 * static_cast<double>(i + j) + 1; // positions i .. j hold ranks i+1 .. j+1
+    for (size_t k = i; k <= j; ++k) r[order[k]] = mean_rank;
+    i = j + 1;
+  }
+  return r;
+}
+
+} // namespace
+
+Correlation spearman(const std::vector<double>& x, const std::vector<double>& y) {
+  PILLARS_CHECK(x.size() == y.size(), "spearman: ", x.size(), " values against ", y.size());
+  constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+  Correlation c;
+  c.n = static_cast<int64_t>(x.size());
+  c.rho = kNaN, c.p = kNaN;
+  if (c.n < 3) return c;
+  const std::vector<double> rx = ranks(x), ry = ranks(y);
+  const double mean = 0.5 * static_cast<double>(c.n + 1); // the mean of any ranking of n values
+  double sxy = 0, sxx = 0, syy = 0;
+  for (size_t i = 0; i < rx.size(); ++i) {
+    sxy += (rx[i] - mean) * (ry[i] - mean);
+    sxx += (rx[i] - mean) * (rx[i] - mean);
+    syy += (ry[i] - mean) * (ry[i] - mean);
+  }
+  if (sxx == 0 || syy == 0) return c; // x or y constant: no ranking to correlate
+  c.rho = std::clamp(sxy / std::sqrt(sxx * syy), -1.0, 1.0);
+  const double df = static_cast<double>(c.n - 2);
+  if (std::fabs(c.rho) == 1) { // t is infinite
+    c.p = 0;
+    return c;
+  }
+  const double t = c.rho * std::sqrt(df / ((1 + c.rho) * (1 - c.rho)));
+  c.p = std::min(1.0, 2 * student_t_cdf(-std::fabs(t), df));
+  return c;
+}
+
 BootstrapResult paired_bootstrap(const StatRows& system, const StatRows& baseline, const CorpusScore& score,
                                  int64_t samples, uint64_t seed) {
   const size_t n = system.size();

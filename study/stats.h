@@ -51,6 +51,18 @@ PairedTest paired_t_test(const std::vector<double>& x, const std::vector<double>
 // The sign test: positive against negative differences, ties (exactly equal) dropped.
 PairedTest sign_test(const std::vector<double>& x, const std::vector<double>& y);
 
+// Does one measure go with another across runs (the paper's Fig. 2: the heads' compactness against
+// BLEU, one point a model)? Spearman's rank correlation ρ: Pearson's correlation of the ranks of x
+// and of y (tied values get the mean of the ranks they span), and its two-sided p-value from
+// Student's t with n − 2 degrees of freedom, t = ρ √((n − 2) / (1 − ρ²)) (what
+// scipy.stats.spearmanr computes). A rank test, so one outlying run cannot make the correlation,
+// and no straight line is assumed. ρ and p are NaN where undefined: n < 3, or x or y constant.
+struct Correlation {
+  int64_t n = 0;
+  double rho = 0, p = 1;
+};
+Correlation spearman(const std::vector<double>& x, const std::vector<double>& y);
+
 // Per-sentence statistics: rows[i] is sentence i's row; every row has the same width.
 using StatRows = std::vector<std::vector<double>>;
 // Scores the column sums of a sample of rows (e.g. BLEU from summed n-gram counts).

@@ -14,6 +14,8 @@
 #include "ght/head_metrics.h"
 #include "metrics/bleu.h"
 #include "metrics/rouge.h"
+#include "study/compactness.h"
+#include "study/number_text.h"
 #include "study/run_record.h"
 #include "study/stats.h"
 #include "train/prepare.h"
@@ -422,52 +424,9 @@ json study_table(const StudySpec& s, const std::string& study_dir, int64_t boots
                         {"levelled_off", trend.is_null() ? json() : trend["levelled_off"]}});
   }
   table["runs"] = run_list;
+  table["compactness"] = compactness_table(table);
   return table;
 }
-
-namespace {
-
-std::string fixed(double v, int decimals) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-  return buf;
-}
-std::string signed_fixed(double v, int decimals) { return (v >= 0 ? "+" : "") + fixed(v, decimals); }
-std::string p_text(const json& p) {
-  if (!p.is_number()) return "n/a";
-  const double v = p.get<double>();
-  return v < 0.001 ? "<0.001" : fixed(v, 3);
-}
-
-// The heads at the last measurement of each run's first phase (the mean over attention modules),
-// as mean ± sd over the seeds of each system: what the paper's Fig. 2 and Fig. 4 are about.
-std::string compactness_markdown(const json& t) {
-  const char* measures[] = {"homogenization", "diversification", "silhouette", "dunn"};
-  std::string rows;
-  for (const auto& system : t["systems"]) {
-    std::string cells;
-    int64_t runs = 0;
-    for (const char* key : measures) {
-      std::vector<double> last;
-      for (const auto& r : t["runs"])
-        if (r["system"] == system && !r["heads"].empty() && r["heads"].back()[key].is_number())
-          last.push_back(r["heads"].back()[key].get<double>());
-      runs = std::max<int64_t>(runs, static_cast<int64_t>(last.size()));
-      const MeanSd ms = mean_sd(last);
-      cells += " | " +
-               (last.empty() ? std::string("–") : fixed(ms.mean, 3) + (last.size() > 1 ? " ± " + fixed(ms.sd, 3) : ""));
-    }
-    if (runs) rows += str_cat("| ", system.get<std::string>(), " | ", runs, cells, " |\n");
-  }
-  if (rows.empty()) return "";
-  return "## Heads at the end of the first phase (mean over modules; mean ± sd over seeds)\n\n"
-         "Homogenization is the mean cosine of a head with its group's center (higher: groups more compact); "
-         "diversification is the mean cosine between group centers (lower: groups further apart).\n\n"
-         "| system | seeds | homogenization | diversification | Silhouette | Dunn |\n|---|---|---|---|---|---|\n" +
-         rows + "\n";
-}
-
-} // namespace
 
 std::string table_markdown(const json& t) {
   std::string out;
@@ -531,7 +490,7 @@ std::string table_markdown(const json& t) {
             unpaired + ".\n\n";
     }
   }
-  out += compactness_markdown(t);
+  if (t.contains("compactness")) out += compactness_markdown(t["compactness"]);
   // Each run as "name (before → after, gain)": the means of its validation metric over the fourth and
   // the last fifth of the budget.
   std::string levelled, rising, unknown;

@@ -51,6 +51,11 @@ grep -q 's1 [+-]' table.md || fail "the table has no per-seed bootstrap: $(cat t
 sed -n '/^## Heads at the end/,/^Convergence/p' table.md | grep -q '^| gct | 2 | [0-9.-]* ± [0-9.]* | [0-9.-]* ± ' || fail "the table has no compactness of gct over 2 seeds: $(cat table.md)"
 ! grep -q 'Left out' table.md || fail "a run was left out: $(cat table.md)"
 [ -f tiny/table.json ] || fail "no table.json"
+# The heads against the baseline across seeds (Fig. 4), and compactness against BLEU across runs (Fig. 2).
+sed -n '/^Against the baseline on the same seeds/,/^## /p' table.md | grep -q '^| gct | 2 | [+-][0-9.]*, p [0-9.<a-z/]*; [0-2]/2, p ' ||
+  fail "the table does not test gct's heads against vanilla's: $(cat table.md)"
+grep -q '^| test_2016_flickr | bleu | Silhouette | 4 | 2 | [+-n]' table.md ||
+  fail "the table has no correlation of Silhouette with BLEU over the 4 runs: $(cat table.md)"
 # The decoding speed pairs a seed only where both evaluations record the same machine.
 speed_pairs() { # TABLE.json: gct's paired seeds, then its seeds left unpaired, for sentences/s
   python3 -c 'import json, sys
@@ -72,6 +77,7 @@ cp eval-s2.json tiny/vanilla/s2/eval_test_2016_flickr.json
 "$P" report --study tiny -o study.html > report.out || fail "report --study failed"
 grep -q '5 charts' report.out || fail "the study page should draw validation, Fig. 2 and Fig. 4 (5 charts): $(cat report.out)"
 grep -q 'Study tiny' study.html || fail "the study page has no study section"
+grep -q "Spearman's ρ [+-][0-9.]*, p [0-9.&ltna/;]* over 4 runs of 2 systems" study.html || fail "the study page does not test Fig. 2"
 
 # 1b. A study that shares a system with the first ("copy_from"): the finished runs are copied, not
 #     trained again; a system whose settings differ from those runs' trains here.

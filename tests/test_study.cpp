@@ -3,7 +3,7 @@
 //
 //  * tests/golden/study/stats_golden.json, written by make_stats_golden.py beside it: the paired
 //    t-test (scipy.stats.ttest_rel), the sign test (scipy.stats.binomtest), Student's t CDF and
-//    the incomplete beta function (scipy), and sacreBLEU's paired bootstrap re-implemented in
+//    the incomplete beta function (scipy), Spearman's rank correlation (scipy.stats.spearmanr), and sacreBLEU's paired bootstrap re-implemented in
 //    numpy with BLEU from summed statistics. The bootstrap shares only the resampling indices
 //    (SplitMix64, written out in the script), so every score, interval and p-value is checked.
 #include <doctest/doctest.h>
@@ -74,6 +74,25 @@ TEST_CASE("study: paired t-test and sign test match scipy") {
   // Undefined cases say so instead of inventing a p-value.
   CHECK(std::isnan(paired_t_test({1.0}, {0.0}).p));
   CHECK(std::isnan(paired_t_test({1.0, 2.0}, {0.0, 1.0}).p)); // every difference 1: sd 0
+}
+
+TEST_CASE("study: Spearman's rank correlation matches scipy, ties included") {
+  const json g = golden();
+  for (const json& c : g["spearman"]) {
+    const Correlation r = spearman(doubles(c["x"]), doubles(c["y"]));
+    INFO(c.dump());
+    CHECK(r.n == static_cast<int64_t>(c["x"].size()));
+    CHECK(r.rho == doctest::Approx(c["rho"].get<double>()).epsilon(1e-12));
+    CHECK(r.p == doctest::Approx(c["p"].get<double>()).epsilon(1e-9));
+  }
+  // A rank correlation: any increasing transform of y leaves it as it is.
+  const std::vector<double> x = {0.2, 0.9, 0.4, 0.7, 0.1}, y = {30, 38, 33, 31, 29};
+  std::vector<double> y_exp;
+  for (double v : y) y_exp.push_back(std::exp(v / 3));
+  CHECK(spearman(x, y_exp).rho == doctest::Approx(spearman(x, y).rho).epsilon(1e-15));
+  // Undefined cases say so: too few runs, or a measure that does not vary.
+  CHECK(std::isnan(spearman({1.0, 2.0}, {3.0, 1.0}).p));
+  CHECK(std::isnan(spearman({1.0, 2.0, 3.0}, {5.0, 5.0, 5.0}).rho));
 }
 
 TEST_CASE("study: paired bootstrap matches sacreBLEU's procedure") {

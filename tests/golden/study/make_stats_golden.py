@@ -9,6 +9,8 @@ checks study/stats.cpp against every value here:
   - the paired t-test against scipy.stats.ttest_rel, the sign test against scipy.stats.binomtest
     (two-sided, p = 1/2, ties dropped), Student's t CDF against scipy.stats.t.cdf and the
     regularized incomplete beta function against scipy.special.betainc;
+  - Spearman's rank correlation and its p-value against scipy.stats.spearmanr (ties among the
+    values included);
   - the paired bootstrap as sacreBLEU's paired_bs computes it (significance.py: resample the
     sentences, score both systems on each resample, the interval from the sorted differences at
     S//40 and S - S//40 - 1, p = (#{|d_s| - mean|d| > |d|} + 1) / (S + 1)), with BLEU computed from
@@ -115,6 +117,19 @@ def main():
     loss_sys = [[l * float(rng.normal(0.995, 0.08)), t] for l, t in loss_base]
     out["bootstrap"].append({"score": "ratio", "samples": 500, "seed": 12345, "system": loss_sys, "baseline": loss_base,
                              **bootstrap(loss_sys, loss_base, ratio, 500, 12345)})
+    # Spearman's rho: its own generator, so that the values above stay as they were.
+    rng = np.random.default_rng(20261203)
+    out["spearman"] = []
+    cases = [([0.78, 0.81, 0.97], [37.1, 36.2, 38.0]), ([1, 2, 2, 3, 5], [4.0, 4.0, 1.0, 2.5, 0.5]),
+             ([1, 2, 3, 4, 5, 6], [2, 4, 6, 8, 10, 12])]
+    x = list(rng.normal(0.8, 0.1, 12))
+    cases.append((x, [35 + 4 * v + float(rng.normal(0, 0.6)) for v in x]))
+    x = list(rng.uniform(0, 1, 30))
+    cases.append((x, list(rng.uniform(0, 1, 30))))
+    for x, y in cases:
+        r = stats.spearmanr(x, y)
+        out["spearman"].append({"x": [float(v) for v in x], "y": [float(v) for v in y], "rho": float(r.correlation),
+                                "p": float(r.pvalue)})
     json.dump(out, __import__("sys").stdout, indent=None)
     print()
 

@@ -1,0 +1,216 @@
+// See compactness.h.
+#include "study/compactness.h"
+
+#include <cmath>
+#include <set>
+#include <vector>
+
+#include "base/error.h"
+#include "study/number_text.h"
+#include "study/stats.h"
+
+namespace pillars::study {
+
+using nlohmann::json;
+
+namespace {
+
+// The four measures, as head_metrics.jsonl names them, and as the tables print them.
+struct Measure {
+  const char* key;
+  const char* label;
+};
+constexpr Measure kMeasures[] = {{"homogenization", "homogenization"},
+                                 {"diversification", "diversification"},
+                                 {"silhouette", "Silhouette"},
+                                 {"dunn", "Dunn"}};
+// Fig. 2's two: the cluster-quality measures the paper plots against BLEU.
+constexpr Measure kFig2Measures[] = {{"silhouette", "Silhouette"}, {"dunn", "Dunn"}};
+
+json finite_or_null(double v) { return std::isfinite(v) ? json(v) : json(); }
+
+// A run's test score on `split`: its main metric as the table's split lists it first (BLEU for
+// translation, ROUGE-1 then … for summarization, the loss for language modelling). ROUGE-L is
+// preferred among the ROUGE scores, as the summary score the paper reports last.
+struct Score {
+  std::string metric;
+  bool higher_is_better = true;
+};
+Score main_score(const json& split_table) {
+  Score s;
+  for (const json& m : split_table["metrics"]) {
+    const std::string name = m["metric"].get<std::string>();
+    if (name == "sentences_per_second") continue;
+    if (s.metric.empty() || name == "bleu" || (name == "rougeL" && s.metric != "bleu"))
+      s.metric = name, s.higher_is_better = m["higher_is_better"].get<bool>();
+  }
+  return s;
+}
+
+const json* find_run(const json& runs, const json& system, const json& seed) {
+  for (const json& r : runs)
+    if (r["system"] == system && r["seed"] == seed) return &r;
+  return nullptr;
+}
+
+// Fig. 4: per measure and system, the values over seeds and the paired tests against the baseline.
+json measures_part(const json& t) {
+  json out = json::array();
+  for (const Measure& measure : kMeasures) {
+    json systems = json::array();
+    bool any = false;
+    for (const json& system : t["systems"]) {
+      json seeds = json::array();
+      std::vector<double> values;
+      for (const json& seed : t["seeds"]) {
+        const json* run = find_run(t["runs"], system, seed);
+        const double v = run ? last_head_value(*run, measure.key) : NAN;
+        if (std::isfinite(v)) values.push_back(v), seeds.push_back(seed);
+      }
+      any = any || !values.empty();
+      const MeanSd ms = mean_sd(values);
+      json row = {{"system", system}, {"seeds", seeds}, {"values", values}, {"mean", ms.mean}, {"sd", ms.sd}};
+      if (system != t["baseline"]) {
+        std::vector<double> x, y;
+        json paired = json::array();
+        for (const json& seed : t["seeds"]) {
+          const json *a = find_run(t["runs"], system, seed), *b = find_run(t["runs"], t["baseline"], seed);
+          const double va = a ? last_head_value(*a, measure.key) : NAN, vb = b ? last_head_value(*b, measure.key) : NAN;
+          if (std::isfinite(va) && std::isfinite(vb)) x.push_back(va), y.push_back(vb), paired.push_back(seed);
+        }
+        const PairedTest tt = paired_t_test(x, y), sg = sign_test(x, y);
+        row["vs_baseline"] = {{"seeds", paired},
+                              {"mean_diff", tt.mean_diff},
+                              {"t_p", finite_or_null(tt.p)},
+                              {"sign_plus", static_cast<int64_t>(sg.statistic)},
+                              {"sign_n", sg.n},
+                              {"sign_p", sg.p}};
+      }
+      systems.push_back(row);
+    }
+    if (any) out.push_back({{"measure", measure.key}, {"systems", systems}});
+  }
+  return out;
+}
+
+// Fig. 2: per split and measure, Spearman's ρ across every run with both numbers.
+json against_scores_part(const json& t) {
+  json out = json::array();
+  for (const json& split_table : t["splits"]) {
+    const std::string split = split_table["split"].get<std::string>();
+    const Score score = main_score(split_table);
+    if (score.metric.empty()) continue;
+    for (const Measure& measure : kFig2Measures) {
+      std::vector<double> x, y;
+      std::set<std::string> systems;
+      for (const json& run : t["runs"]) {
+        const double v = last_head_value(run, measure.key);
+        const json& e = run["eval"].contains(split) ? run["eval"][split] : json();
+        if (!std::isfinite(v) || !e.is_object() || !e.contains(score.metric) || !e[score.metric].is_number()) continue;
+        x.push_back(v), y.push_back(e[score.metric].get<double>());
+        systems.insert(run["system"].get<std::string>());
+      }
+      if (x.empty()) continue;
+      const Correlation c = spearman(x, y);
+      out.push_back({{"split", split},
+                     {"metric", score.metric},
+                     {"higher_is_better", score.higher_is_better},
+                     {"measure", measure.key},
+                     {"runs", c.n},
+                     {"systems", static_cast<int64_t>(systems.size())},
+                     {"rho", finite_or_null(c.rho)},
+                     {"p", finite_or_null(c.p)}});
+    }
+  }
+  return out;
+}
+
+std::string label_of(const std::string& key) {
+  for (const Measure& m : kMeasures)
+    if (key == m.key) return m.label;
+  return key;
+}
+
+} // namespace
+
+double last_head_value(const json& run, const std::string& measure) {
+  if (!run.contains("heads")) return NAN;
+  const json& curve = run["heads"];
+  for (auto it = curve.rbegin(); it != curve.rend(); ++it)
+    if (it->contains(measure) && (*it)[measure].is_number()) return (*it)[measure].get<double>();
+  return NAN;
+}
+
+json compactness_table(const json& t) {
+  return {{"measures", measures_part(t)}, {"against_scores", against_scores_part(t)}};
+}
+
+std::string compactness_markdown(const json& c) {
+  if (c["measures"].empty()) return "";
+  // Fig. 4: one row per system, a "mean ± sd" cell per measure; then the same against the baseline.
+  std::string header = "| system | seeds |", rule = "|---|---|", rows, diff_rows;
+  for (const json& m : c["measures"]) {
+    header += str_cat(" ", label_of(m["measure"]), " |");
+    rule += "---|";
+  }
+  const size_t n_systems = c["measures"][0]["systems"].size();
+  for (size_t i = 0; i < n_systems; ++i) {
+    const std::string system = c["measures"][0]["systems"][i]["system"].get<std::string>();
+    std::string cells, diff_cells;
+    size_t seeds = 0;
+    bool baseline = false;
+    for (const json& m : c["measures"]) {
+      const json& row = m["systems"][i];
+      const size_t n = row["values"].size();
+      seeds = std::max(seeds, n);
+      const std::string mean_sd_text =
+          n == 0 ? std::string("–")
+                 : str_cat(fixed(row["mean"].get<double>(), 3), n > 1 ? " ± " + fixed(row["sd"].get<double>(), 3) : "");
+      cells += str_cat(" ", mean_sd_text, " |");
+      if (!row.contains("vs_baseline")) {
+        baseline = true;
+        continue;
+      }
+      const json& v = row["vs_baseline"];
+      const std::string diff_text =
+          v["seeds"].empty()
+              ? std::string("–")
+              : str_cat(signed_fixed(v["mean_diff"].get<double>(), 3), ", p ", p_text(v["t_p"]), "; ",
+                        v["sign_plus"].get<int64_t>(), "/", v["sign_n"].get<int64_t>(), ", p ", p_text(v["sign_p"]));
+      diff_cells += str_cat(" ", diff_text, " |");
+    }
+    if (seeds == 0) continue;
+    rows += str_cat("| ", system, " | ", seeds, " |", cells, "\n");
+    if (!baseline)
+      diff_rows += str_cat("| ", system, " | ", c["measures"][0]["systems"][i]["vs_baseline"]["seeds"].size(), " |",
+                           diff_cells, "\n");
+  }
+  std::string out =
+      "## Heads at the end of the first phase (mean over modules; mean ± sd over seeds)\n\n"
+      "Homogenization is the mean cosine of a head with its group's center (higher: groups more compact); "
+      "diversification is the mean cosine between group centers (lower: groups further apart).\n\n" +
+      header + "\n" + rule + "\n" + rows + "\n";
+  if (!diff_rows.empty())
+    out +=
+        "Against the baseline on the same seeds (the paper's Fig. 4): Δ mean, paired t-test p; sign test "
+        "(positive/paired seeds), p.\n\n" +
+        header + "\n" + rule + "\n" + diff_rows + "\n";
+  if (!c["against_scores"].empty()) {
+    out +=
+        "## Compactness against the test score (the paper's Fig. 2)\n\n"
+        "Spearman's rank correlation across the runs (every system and seed, one point a run) of a measure at "
+        "the end of the first phase with the run's test score; p tests \"no monotone relation\". Runs of one "
+        "system share its recipe, so a correlation across systems may come from anything else they differ "
+        "in.\n\n| split | score | measure | runs | systems | ρ | p |\n|---|---|---|---|---|---|---|\n";
+    for (const json& a : c["against_scores"])
+      out += str_cat("| ", a["split"].get<std::string>(), " | ", a["metric"].get<std::string>(),
+                     a["higher_is_better"].get<bool>() ? "" : " (lower is better)", " | ", label_of(a["measure"]),
+                     " | ", a["runs"].get<int64_t>(), " | ", a["systems"].get<int64_t>(), " | ",
+                     a["rho"].is_number() ? signed_fixed(a["rho"].get<double>(), 3) : "n/a", " | ", p_text(a["p"]),
+                     " |\n");
+    out += "\n";
+  }
+  return out;
+}
+
+} // namespace pillars::study
