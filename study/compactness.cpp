@@ -30,7 +30,7 @@ constexpr Measure kFig2Measures[] = {{"silhouette", "Silhouette"}, {"dunn", "Dun
 json finite_or_null(double v) { return std::isfinite(v) ? json(v) : json(); }
 
 // A run's test score on `split`: its main metric as the table's split lists it first (BLEU for
-// translation, ROUGE-1 then … for summarization, the loss for language modelling). ROUGE-L is
+// translation, ROUGE-1 then … for summarization, the loss for language modeling). ROUGE-L is
 // preferred among the ROUGE scores, as the summary score the paper reports last.
 struct Score {
   std::string metric;
