@@ -116,8 +116,9 @@ std::string correlation_notes(const json& t) {
     s += "<p class=\"note\">" + html::escape(a["split"].get<std::string>()) + ", " +
          html::escape(a["metric"].get<std::string>()) + " against " + html::escape(a["measure"].get<std::string>()) +
          ": Spearman's ρ " + (a["rho"].is_number() ? signed_text(a["rho"].get<double>(), 3) : "n/a") + ", p " +
-         p_text(a["p"]) + " over " + std::to_string(a["runs"].get<int64_t>()) + " runs of " +
-         std::to_string(a["systems"].get<int64_t>()) + " systems</p>\n";
+         p_text(a["p"]) + (a.value("p_exact", false) ? " (exact)" : "") + " over " +
+         std::to_string(a["runs"].get<int64_t>()) + " runs of " + std::to_string(a["systems"].get<int64_t>()) +
+         " systems</p>\n";
   return s;
 }
 

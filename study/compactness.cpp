@@ -119,7 +119,8 @@ json against_scores_part(const json& t) {
                      {"runs", c.n},
                      {"systems", static_cast<int64_t>(systems.size())},
                      {"rho", finite_or_null(c.rho)},
-                     {"p", finite_or_null(c.p)}});
+                     {"p", finite_or_null(c.p)},
+                     {"p_exact", c.exact}});
     }
   }
   return out;
@@ -199,7 +200,8 @@ std::string compactness_markdown(const json& c) {
     out +=
         "## Compactness against the test score (the paper's Fig. 2)\n\n"
         "Spearman's rank correlation across the runs (every system and seed, one point a run) of a measure at "
-        "the end of the first phase with the run's test score; p tests \"no monotone relation\". Runs of one "
+        "the end of the first phase with the run's test score; p tests \"no monotone relation\" (exact, over "
+        "every pairing of the ranks, up to 9 runs; from Student's t above). Runs of one "
         "system share its recipe, so a correlation across systems may come from anything else they differ "
         "in.\n\n| split | score | measure | runs | systems | ρ | p |\n|---|---|---|---|---|---|---|\n";
     for (const json& a : c["against_scores"])
@@ -207,7 +209,7 @@ std::string compactness_markdown(const json& c) {
                      a["higher_is_better"].get<bool>() ? "" : " (lower is better)", " | ", label_of(a["measure"]),
                      " | ", a["runs"].get<int64_t>(), " | ", a["systems"].get<int64_t>(), " | ",
                      a["rho"].is_number() ? signed_fixed(a["rho"].get<double>(), 3) : "n/a", " | ", p_text(a["p"]),
-                     " |\n");
+                     a["p_exact"].get<bool>() ? " (exact)" : "", " |\n");
     out += "\n";
   }
   return out;

@@ -13,7 +13,8 @@
 //     has both numbers (all systems and seeds together, one point a model, as in the figure),
 //     Spearman's rank correlation of its Silhouette coefficient, and of its Dunn index, with its
 //     test score on each split (BLEU, else ROUGE-L, else the loss: lower is better there, so a
-//     negative ρ is the claim's direction), with the p-value of "no monotone relation".
+//     negative ρ is the claim's direction), with the p-value of "no monotone relation" (exact for
+//     up to 9 runs, study/stats.h).
 //     The runs of one system share its recipe, so a correlation across systems can come from
 //     what else the systems differ in; the table says how many runs and systems went in.
 #pragma once
@@ -26,7 +27,8 @@ namespace pillars::study {
 // From a study table (study/table.h: its "systems", "baseline", "seeds", "splits" and "runs"):
 //   {"measures": [{"measure", "systems": [{"system", "seeds", "values", "mean", "sd",
 //                  "vs_baseline": {"seeds", "mean_diff", "t_p", "sign_plus", "sign_n", "sign_p"}}]}],
-//    "against_scores": [{"split", "metric", "higher_is_better", "measure", "runs", "systems", "rho", "p"}]}
+//    "against_scores": [{"split", "metric", "higher_is_better", "measure", "runs", "systems", "rho", "p",
+//                        "p_exact"}]}
 // p-values and ρ are null where the test is undefined (too few pairs, no variation).
 nlohmann::json compactness_table(const nlohmann::json& table);
 

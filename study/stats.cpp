@@ -152,6 +152,22 @@ Correlation spearman(const std::vector<double>& x, const std::vector<double>& y)
   }
   if (sxx == 0 || syy == 0) return c; // x or y constant: no ranking to correlate
   c.rho = std::clamp(sxy / std::sqrt(sxx * syy), -1.0, 1.0);
+  if (c.n <= kSpearmanExactUpTo) {
+    // Every pairing of y's ranks with x's: ρ moves only through Σ (rx − mean)(ry − mean), so count
+    // the pairings whose |sum| reaches the observed |sxy| (less a rounding margin).
+    std::vector<size_t> order(rx.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    int64_t as_extreme = 0, pairings = 0;
+    do {
+      double s = 0;
+      for (size_t i = 0; i < rx.size(); ++i) s += (rx[i] - mean) * (ry[order[i]] - mean);
+      ++pairings;
+      if (std::fabs(s) >= std::fabs(sxy) - 1e-9 * std::sqrt(sxx * syy)) ++as_extreme;
+    } while (std::next_permutation(order.begin(), order.end()));
+    c.p = static_cast<double>(as_extreme) / static_cast<double>(pairings);
+    c.exact = true;
+    return c;
+  }
   const double df = static_cast<double>(c.n - 2);
   if (std::fabs(c.rho) == 1) { // t is infinite
     c.p = 0;

@@ -53,14 +53,21 @@ PairedTest sign_test(const std::vector<double>& x, const std::vector<double>& y)
 
 // Does one measure go with another across runs (the paper's Fig. 2: the heads' compactness against
 // BLEU, one point a model)? Spearman's rank correlation ρ: Pearson's correlation of the ranks of x
-// and of y (tied values get the mean of the ranks they span), and its two-sided p-value from
-// Student's t with n − 2 degrees of freedom, t = ρ √((n − 2) / (1 − ρ²)) (what
-// scipy.stats.spearmanr computes). A rank test, so one outlying run cannot make the correlation,
-// and no straight line is assumed. ρ and p are NaN where undefined: n < 3, or x or y constant.
+// and of y (tied values get the mean of the ranks they span). A rank test, so one outlying run
+// cannot make the correlation, and no straight line is assumed. Its two-sided p-value:
+//   n ≤ kSpearmanExactUpTo   exact: the share of the n! pairings of y's ranks with x's whose |ρ| is
+//                            at least the observed one (all equally likely when nothing relates
+//                            them). With few runs the usual approximation is far off: three runs
+//                            in perfect order get p = 0 from it, 1/3 exactly.
+//   larger n                 Student's t with n − 2 degrees of freedom, t = ρ √((n − 2) / (1 − ρ²)),
+//                            what scipy.stats.spearmanr computes.
+// ρ and p are NaN where undefined: n < 3, or x or y constant.
 struct Correlation {
   int64_t n = 0;
   double rho = 0, p = 1;
+  bool exact = false; // p from the permutations, not from Student's t
 };
+constexpr int64_t kSpearmanExactUpTo = 9; // 9! = 362,880 pairings
 Correlation spearman(const std::vector<double>& x, const std::vector<double>& y);
 
 // Per-sentence statistics: rows[i] is sentence i's row; every row has the same width.

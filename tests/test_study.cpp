@@ -3,7 +3,9 @@
 //
 //  * tests/golden/study/stats_golden.json, written by make_stats_golden.py beside it: the paired
 //    t-test (scipy.stats.ttest_rel), the sign test (scipy.stats.binomtest), Student's t CDF and
-//    the incomplete beta function (scipy), Spearman's rank correlation (scipy.stats.spearmanr), and sacreBLEU's paired bootstrap re-implemented in
+//    the incomplete beta function (scipy), Spearman's rank correlation (scipy.stats.spearmanr; the
+//    exact p-value of few runs counted over every pairing, and checked there against
+//    scipy.stats.permutation_test), and sacreBLEU's paired bootstrap re-implemented in
 //    numpy with BLEU from summed statistics. The bootstrap shares only the resampling indices
 //    (SplitMix64, written out in the script), so every score, interval and p-value is checked.
 #include <doctest/doctest.h>
@@ -76,7 +78,7 @@ TEST_CASE("study: paired t-test and sign test match scipy") {
   CHECK(std::isnan(paired_t_test({1.0, 2.0}, {0.0, 1.0}).p)); // every difference 1: sd 0
 }
 
-TEST_CASE("study: Spearman's rank correlation matches scipy, ties included") {
+TEST_CASE("study: Spearman's rank correlation matches scipy, ties included; exact p-values for few runs") {
   const json g = golden();
   for (const json& c : g["spearman"]) {
     const Correlation r = spearman(doubles(c["x"]), doubles(c["y"]));
@@ -84,7 +86,12 @@ TEST_CASE("study: Spearman's rank correlation matches scipy, ties included") {
     CHECK(r.n == static_cast<int64_t>(c["x"].size()));
     CHECK(r.rho == doctest::Approx(c["rho"].get<double>()).epsilon(1e-12));
     CHECK(r.p == doctest::Approx(c["p"].get<double>()).epsilon(1e-9));
+    CHECK(r.exact == c["exact"].get<bool>());
   }
+  // Three runs in perfect order: 2 of the 6 pairings are as extreme, not "p = 0" as Student's t says.
+  const Correlation three = spearman({0.01, 0.77, 0.84}, {39.07, 38.93, 38.88});
+  CHECK(three.rho == -1);
+  CHECK(three.p == doctest::Approx(1.0 / 3).epsilon(1e-15));
   // A rank correlation: any increasing transform of y leaves it as it is.
   const std::vector<double> x = {0.2, 0.9, 0.4, 0.7, 0.1}, y = {30, 38, 33, 31, 29};
   std::vector<double> y_exp;

@@ -9,8 +9,10 @@ checks study/stats.cpp against every value here:
   - the paired t-test against scipy.stats.ttest_rel, the sign test against scipy.stats.binomtest
     (two-sided, p = 1/2, ties dropped), Student's t CDF against scipy.stats.t.cdf and the
     regularized incomplete beta function against scipy.special.betainc;
-  - Spearman's rank correlation and its p-value against scipy.stats.spearmanr (ties among the
-    values included);
+  - Spearman's rank correlation against scipy.stats.spearmanr (ties among the values included);
+    its p-value for up to 9 runs exact, counted here over every pairing of the ranks
+    (itertools.permutations, and equal to scipy.stats.permutation_test's where no values tie),
+    for more runs spearmanr's;
   - the paired bootstrap as sacreBLEU's paired_bs computes it (significance.py: resample the
     sentences, score both systems on each resample, the interval from the sorted differences at
     S//40 and S - S//40 - 1, p = (#{|d_s| - mean|d| > |d|} + 1) / (S + 1)), with BLEU computed from
@@ -78,6 +80,18 @@ def bootstrap(system, baseline, score, samples, seed):
     return {"system_score": real_sys, "baseline_score": real_base, "diff": real, "low": d[lo], "high": d[samples - lo - 1], "p": float(p)}
 
 
+def exact_spearman_p(x, y):
+    """The share of the pairings of y's ranks with x's whose |rho| reaches the observed |rho|."""
+    import itertools
+    rx, ry = stats.rankdata(x), stats.rankdata(y)
+    observed = abs(np.corrcoef(rx, ry)[0, 1])
+    hits = total = 0
+    for perm in itertools.permutations(range(len(ry))):
+        total += 1
+        hits += abs(np.corrcoef(rx, ry[list(perm)])[0, 1]) >= observed - 1e-9
+    return hits / total
+
+
 def bleu_rows(rng, n, quality):
     rows = []
     for _ in range(n):
@@ -120,16 +134,27 @@ def main():
     # Spearman's rho: its own generator, so that the values above stay as they were.
     rng = np.random.default_rng(20261203)
     out["spearman"] = []
-    cases = [([0.78, 0.81, 0.97], [37.1, 36.2, 38.0]), ([1, 2, 2, 3, 5], [4.0, 4.0, 1.0, 2.5, 0.5]),
-             ([1, 2, 3, 4, 5, 6], [2, 4, 6, 8, 10, 12])]
+    cases = [([0.78, 0.81, 0.97], [37.1, 36.2, 38.0]), ([0.01, 0.84, 0.77], [39.07, 38.88, 38.93]),
+             ([1, 2, 2, 3, 5], [4.0, 4.0, 1.0, 2.5, 0.5]), ([1, 2, 3, 4, 5, 6], [2, 4, 6, 8, 10, 12])]
+    x = list(rng.normal(0.8, 0.1, 8))
+    cases.append((x, [35 + 40 * v + float(rng.normal(0, 2)) for v in x]))
+    x = list(rng.normal(0.8, 0.1, 9))
+    cases.append((x, [35 + 40 * v + float(rng.normal(0, 6)) for v in x]))
     x = list(rng.normal(0.8, 0.1, 12))
     cases.append((x, [35 + 4 * v + float(rng.normal(0, 0.6)) for v in x]))
     x = list(rng.uniform(0, 1, 30))
     cases.append((x, list(rng.uniform(0, 1, 30))))
     for x, y in cases:
         r = stats.spearmanr(x, y)
+        p = float(r.pvalue)
+        if len(x) <= 9:
+            p = exact_spearman_p(x, y)
+            if len(set(x)) == len(x) and len(set(y)) == len(y):
+                perm = stats.permutation_test((x,), lambda a: stats.spearmanr(a, y).correlation,
+                                              permutation_type="pairings", n_resamples=np.inf)
+                assert abs(perm.pvalue - p) < 1e-12, (perm.pvalue, p)
         out["spearman"].append({"x": [float(v) for v in x], "y": [float(v) for v in y], "rho": float(r.correlation),
-                                "p": float(r.pvalue)})
+                                "p": p, "exact": len(x) <= 9})
     json.dump(out, __import__("sys").stdout, indent=None)
     print()
 
