@@ -78,7 +78,7 @@ TEST_CASE("study: paired t-test and sign test match scipy") {
   CHECK(std::isnan(paired_t_test({1.0, 2.0}, {0.0, 1.0}).p)); // every difference 1: sd 0
 }
 
-TEST_CASE("study: Spearman's rank correlation matches scipy, ties included; exact p-values for few runs") {
+TEST_CASE("study: Spearman's rank correlation matches scipy, ties included, with exact p-values for few runs") {
   const json g = golden();
   for (const json& c : g["spearman"]) {
     const Correlation r = spearman(doubles(c["x"]), doubles(c["y"]));
