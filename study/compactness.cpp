@@ -2,6 +2,7 @@
 #include "study/compactness.h"
 
 #include <cmath>
+#include <map>
 #include <set>
 #include <vector>
 
@@ -47,37 +48,43 @@ Score main_score(const json& split_table) {
   return s;
 }
 
-const json* find_run(const json& runs, const json& system, const json& seed) {
-  for (const json& r : runs)
-    if (r["system"] == system && r["seed"] == seed) return &r;
-  return nullptr;
+// One measure's last value in every run that has it, read once: system → seed → value.
+using SeedValues = std::map<int64_t, double>;
+std::map<std::string, SeedValues> last_values(const json& t, const char* measure) {
+  std::map<std::string, SeedValues> out;
+  for (const json& run : t["runs"]) {
+    const double v = last_head_value(run, measure);
+    if (std::isfinite(v)) out[run["system"].get<std::string>()].emplace(run["seed"].get<int64_t>(), v);
+  }
+  return out;
+}
+
+const double* value_at(const SeedValues& values, const json& seed) {
+  const auto it = values.find(seed.get<int64_t>());
+  return it == values.end() ? nullptr : &it->second;
 }
 
 // Fig. 4: per measure and system, the values over seeds and the paired tests against the baseline.
 json measures_part(const json& t) {
   json out = json::array();
+  const std::string baseline = t["baseline"].get<std::string>();
   for (const Measure& measure : kMeasures) {
+    std::map<std::string, SeedValues> by_system = last_values(t, measure.key);
+    if (by_system.empty()) continue;
+    const SeedValues& base = by_system[baseline];
     json systems = json::array();
-    bool any = false;
     for (const json& system : t["systems"]) {
-      json seeds = json::array();
-      std::vector<double> values;
+      const SeedValues& mine = by_system[system.get<std::string>()];
+      json seeds = json::array(), paired = json::array();
+      std::vector<double> values, x, y; // x, y: this system and the baseline on the paired seeds
       for (const json& seed : t["seeds"]) {
-        const json* run = find_run(t["runs"], system, seed);
-        const double v = run ? last_head_value(*run, measure.key) : NAN;
-        if (std::isfinite(v)) values.push_back(v), seeds.push_back(seed);
+        const double *v = value_at(mine, seed), *b = value_at(base, seed);
+        if (v) values.push_back(*v), seeds.push_back(seed);
+        if (v && b) x.push_back(*v), y.push_back(*b), paired.push_back(seed);
       }
-      any = any || !values.empty();
       const MeanSd ms = mean_sd(values);
       json row = {{"system", system}, {"seeds", seeds}, {"values", values}, {"mean", ms.mean}, {"sd", ms.sd}};
-      if (system != t["baseline"]) {
-        std::vector<double> x, y;
-        json paired = json::array();
-        for (const json& seed : t["seeds"]) {
-          const json *a = find_run(t["runs"], system, seed), *b = find_run(t["runs"], t["baseline"], seed);
-          const double va = a ? last_head_value(*a, measure.key) : NAN, vb = b ? last_head_value(*b, measure.key) : NAN;
-          if (std::isfinite(va) && std::isfinite(vb)) x.push_back(va), y.push_back(vb), paired.push_back(seed);
-        }
+      if (system != baseline) {
         const PairedTest tt = paired_t_test(x, y), sg = sign_test(x, y);
         row["vs_baseline"] = {{"seeds", paired},
                               {"mean_diff", tt.mean_diff},
@@ -88,7 +95,7 @@ json measures_part(const json& t) {
       }
       systems.push_back(row);
     }
-    if (any) out.push_back({{"measure", measure.key}, {"systems", systems}});
+    out.push_back({{"measure", measure.key}, {"systems", systems}});
   }
   return out;
 }

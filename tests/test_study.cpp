@@ -1,5 +1,5 @@
-// study/: the statistics against an independent float64 implementation, and the study file's
-// validation.
+// study/: the statistics against an independent float64 implementation, the heads' table against
+// values worked by hand, and the study file's validation.
 //
 //  * tests/golden/study/stats_golden.json, written by make_stats_golden.py beside it: the paired
 //    t-test (scipy.stats.ttest_rel), the sign test (scipy.stats.binomtest), Student's t CDF and
@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "metrics/bleu.h"
+#include "study/compactness.h"
 #include "study/stats.h"
 #include "study/study_file.h"
 
@@ -165,6 +166,60 @@ TEST_CASE("study: validation has levelled off when the last fifth's mean gains l
   CHECK_FALSE(validation_trend({{500, 30}, {900, 31}}, 1000, true).has_value());
   CHECK_FALSE(validation_trend({{700, 30}, {750, 31}}, 1000, true).has_value());
   CHECK_FALSE(validation_trend({}, 1000, true).has_value());
+}
+
+TEST_CASE("study: the heads' table pairs each system with the baseline on the seeds both measured") {
+  // A run's heads curve: its last entry with the measure counts (a later entry without it does not).
+  auto run = [](const char* system, int64_t seed, double dunn, double bleu) {
+    return json{{"system", system},
+                {"seed", seed},
+                {"heads", json::array({{{"update", 100}, {"dunn", dunn - 1}},
+                                       {{"update", 200}, {"dunn", dunn}},
+                                       {{"update", 300}, {"silhouette", 0.5}}})},
+                {"eval", {{"test", {{"bleu", bleu}}}}}};
+  };
+  // ght has seeds 1, 2, 3; vanilla lacks seed 3 and has a run without head measurements (seed 4).
+  const json t = {
+      {"systems", {"vanilla", "ght"}},
+      {"baseline", "vanilla"},
+      {"seeds", {1, 2, 3, 4}},
+      {"splits", json::array({{{"split", "test"}, {"metrics", {{{"metric", "bleu"}, {"higher_is_better", true}}}}}})},
+      {"runs", json::array({run("ght", 3, 9.0, 35),
+                            run("vanilla", 1, 1.0, 30),
+                            run("ght", 1, 2.0, 31),
+                            run("vanilla", 2, 3.0, 32),
+                            run("ght", 2, 5.0, 34),
+                            {{"system", "vanilla"}, {"seed", 4}, {"eval", json::object()}}})}};
+  CHECK(last_head_value(t["runs"][0], "dunn") == 9.0);
+  CHECK(std::isnan(last_head_value(t["runs"][5], "dunn")));
+  const json c = compactness_table(t);
+  // Only Dunn and Silhouette were measured; homogenization and diversification get no rows.
+  REQUIRE(c["measures"].size() == 2);
+  const json& dunn = c["measures"][1];
+  CHECK(dunn["measure"] == "dunn");
+  const json& vanilla = dunn["systems"][0];
+  CHECK(vanilla["seeds"] == json({1, 2}));
+  CHECK(vanilla["mean"].get<double>() == doctest::Approx(2.0));
+  CHECK_FALSE(vanilla.contains("vs_baseline"));
+  const json& ght = dunn["systems"][1];
+  CHECK(ght["seeds"] == json({1, 2, 3}));
+  CHECK(ght["values"] == json({2.0, 5.0, 9.0}));
+  // Paired on seeds 1 and 2: differences 1 and 2, mean 1.5; t = 1.5 / (sd 1/√2 / √2) = 3 on 1 degree of
+  // freedom (a Cauchy), p = 1 − (2/π)·atan(3); both differences positive, sign test p = 2 · (1/2)² = 0.5.
+  const json& vs = ght["vs_baseline"];
+  CHECK(vs["seeds"] == json({1, 2}));
+  CHECK(vs["mean_diff"].get<double>() == doctest::Approx(1.5));
+  CHECK(vs["t_p"].get<double>() == doctest::Approx(1 - 2 / M_PI * std::atan(3.0)));
+  CHECK(vs["sign_plus"] == 2);
+  CHECK(vs["sign_p"].get<double>() == doctest::Approx(0.5));
+  // Fig. 2: the five runs with a Dunn index rank alike by Dunn and by BLEU: ρ = 1, exact p = 2/5!.
+  const json& fig2 = c["against_scores"][1];
+  CHECK(fig2["measure"] == "dunn");
+  CHECK(fig2["runs"] == 5);
+  CHECK(fig2["systems"] == 2);
+  CHECK(fig2["rho"].get<double>() == doctest::Approx(1.0));
+  CHECK(fig2["p_exact"] == true);
+  CHECK(fig2["p"].get<double>() == doctest::Approx(2.0 / 120));
 }
 
 TEST_CASE("study: a bad study file is refused naming the field") {
