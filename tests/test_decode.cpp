@@ -16,6 +16,7 @@
 #include "engine/ops/decoding.h"
 #include "runtime/cuda_device.h"
 #include "models/transformer.h"
+#include "train/evaluate.h"
 
 using namespace pillars;
 using namespace pillars::decode;
@@ -163,6 +164,35 @@ TEST_CASE("decode: step-by-step log-probabilities equal the training graph with 
 
 TEST_CASE("decode: a sentence leaving the batch (compaction) leaves the others' log-probabilities unchanged") {
   check_teacher_forcing(transformer_config("tiny"), sources_of_lengths({9, 30, 17}, 32), /*drop_after=*/1);
+}
+
+TEST_CASE("decode: each sentence's test loss (train::sentence_nll) is the training graph's, in any batch") {
+  // Five sentences of unequal target lengths (the last token eos), in batches of 2: sorted by
+  // length, so every batch mixes sentences from different places of the split.
+  const TransformerConfig cfg = transformer_config("tiny");
+  ParamStore params;
+  init_transformer_params(cfg, params, 5);
+  const auto src = sources_of_lengths({5, 9, 3, 12, 4}, cfg.vocab);
+  std::vector<std::vector<int32_t>> tgt;
+  for (int64_t n : {6, 2, 9, 1, 4}) {
+    std::vector<int32_t> y = sources_of_lengths({n + 1}, cfg.vocab)[0];
+    y.erase(y.begin()); // distinct from the source's tokens
+    tgt.push_back(y);
+  }
+  const std::vector<train::SentenceNll> got = train::sentence_nll(cfg, params, src, tgt, /*batch_sentences=*/2);
+  REQUIRE(got.size() == tgt.size());
+  for (size_t i = 0; i < tgt.size(); ++i) {
+    // The reference: the training graph on this sentence alone, fed eos and then y_0 … y_{n−2}.
+    const std::vector<int32_t>& y = tgt[i];
+    std::vector<int32_t> prev = {2};
+    prev.insert(prev.end(), y.begin(), y.end() - 1);
+    const std::vector<float> lp = graph_logprobs(cfg, params, {src[i]}, {prev});
+    double nll = 0;
+    for (size_t t = 0; t < y.size(); ++t) nll -= lp[t * static_cast<size_t>(cfg.vocab) + static_cast<size_t>(y[t])];
+    INFO("sentence ", i);
+    CHECK(got[i].tokens == static_cast<int64_t>(y.size()));
+    CHECK(got[i].nll == doctest::Approx(nll).epsilon(1e-5));
+  }
 }
 
 TEST_CASE("decode: the language model's steps equal its training graph, pre- and post-norm") {

@@ -109,17 +109,21 @@ std::vector<SentenceNll> sentence_nll(const TransformerConfig& cfg, const ParamS
   PILLARS_CHECK(src.size() == tgt.size() && batch_sentences >= 1, "sentence_nll: ", src.size(), " sources for ",
                 tgt.size(), " targets");
   std::vector<SentenceNll> out(src.size());
+  // Shortest targets first, so that a batch steps about as often as its sentences have tokens
+  // rather than as often as the longest of a random few.
+  std::vector<size_t> order(src.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return tgt[a].size() < tgt[b].size(); });
   decode::StepDecoder decoder(cfg, params, params.device());
   if (precision) decoder.set_precision(*precision);
   const int64_t V = cfg.vocab;
-  for (size_t at = 0; at < src.size(); at += static_cast<size_t>(batch_sentences)) {
-    const size_t end = std::min(src.size(), at + static_cast<size_t>(batch_sentences));
-    const std::vector<std::vector<int32_t>> sources(src.begin() + static_cast<std::ptrdiff_t>(at),
-                                                    src.begin() + static_cast<std::ptrdiff_t>(end));
-    size_t longest = 0;
-    for (size_t i = at; i < end; ++i) longest = std::max(longest, tgt[i].size());
-    decoder.start(sources, /*rows_per_sentence=*/1, static_cast<int64_t>(longest) + 1);
+  for (size_t at = 0; at < order.size(); at += static_cast<size_t>(batch_sentences)) {
+    const size_t end = std::min(order.size(), at + static_cast<size_t>(batch_sentences));
     const size_t N = end - at;
+    std::vector<std::vector<int32_t>> sources;
+    for (size_t r = 0; r < N; ++r) sources.push_back(src[order[at + r]]);
+    const size_t longest = tgt[order[end - 1]].size(); // the batch's last: sorted by length
+    decoder.start(sources, /*rows_per_sentence=*/1, static_cast<int64_t>(longest) + 1);
     decode::StepDecoder::Step step;
     for (size_t r = 0; r < N; ++r)
       step.row_origin.push_back(static_cast<int32_t>(r)), step.sentence_origin.push_back(static_cast<int32_t>(r));
@@ -128,7 +132,7 @@ std::vector<SentenceNll> sentence_nll(const TransformerConfig& cfg, const ParamS
       // Row r is fed y_{t−1} (eos at t = 0) and scored on y_t; rows past their end are fed eos
       // and not scored.
       for (size_t r = 0; r < N; ++r) {
-        const std::vector<int32_t>& y = tgt[at + r];
+        const std::vector<int32_t>& y = tgt[order[at + r]];
         step.tokens[r] = t == 0 || t > y.size() ? step.eos : y[t - 1];
       }
       step.positions.assign(N, static_cast<int32_t>(t));
@@ -136,10 +140,10 @@ std::vector<SentenceNll> sentence_nll(const TransformerConfig& cfg, const ParamS
       const Tensor lp = decoder.log_probs(); // (N, V)
       const float* p = lp.data<float>();
       for (size_t r = 0; r < N; ++r) {
-        const std::vector<int32_t>& y = tgt[at + r];
+        const std::vector<int32_t>& y = tgt[order[at + r]];
         if (t >= y.size()) continue;
-        out[at + r].nll -= static_cast<double>(p[static_cast<int64_t>(r) * V + y[t]]);
-        ++out[at + r].tokens;
+        out[order[at + r]].nll -= static_cast<double>(p[static_cast<int64_t>(r) * V + y[t]]);
+        ++out[order[at + r]].tokens;
       }
     }
   }

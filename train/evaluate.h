@@ -51,7 +51,9 @@ BleuReport score_bleu(const Translations& t, const std::vector<std::vector<std::
 // The teacher-forced loss of each sentence: nll = −Σ_t log p(y_t | y_<t, x) in nats over its
 // target tokens (eos included), as the test loss counts them, so Σ nll / Σ tokens is the split's
 // loss. The decoder is fed eos (the start symbol) and then the target's own tokens, one step at a
-// time with cached keys and values, in batches of `batch_sentences`. What a paired bootstrap of
+// time with cached keys and values, in batches of `batch_sentences` taken shortest target first
+// (a batch then steps about as often as its sentences have tokens; each row is computed on its own,
+// so the order changes what a batch holds, not a sentence's number). What a paired bootstrap of
 // the loss resamples (study/table.h).
 struct SentenceNll {
   double nll = 0;

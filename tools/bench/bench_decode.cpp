@@ -24,6 +24,7 @@
 #include "kernels/cpu/gemm_bf16.h"
 #include "models/transformer.h"
 #include "tools/bench/measure.h"
+#include "train/evaluate.h"
 
 namespace pillars::bench {
 
@@ -33,10 +34,10 @@ using Sources = std::vector<std::vector<int32_t>>;
 using Hypotheses = std::vector<std::vector<decode::Hypothesis>>;
 
 // Multi30k test sentences as ids: each word hashed into [4, V), then eos. Real lengths, not real
-// ids: the models are untrained anyway.
-Sources multi30k_sources(int64_t count, int64_t vocab) {
+// ids: the models are untrained anyway. `side`: "de" (the sources) or "en" (the targets).
+Sources multi30k_sources(int64_t count, int64_t vocab, const std::string& side = "de") {
   const data::DatasetSpec& d = data::find_dataset("multi30k-de-en");
-  const std::string path = data::materialize(d, d.file("tok/test_2016_flickr.lc.norm.tok.de")).path;
+  const std::string path = data::materialize(d, d.file("tok/test_2016_flickr.lc.norm.tok." + side)).path;
   std::ifstream in(path);
   Sources out;
   std::string line;
@@ -139,6 +140,33 @@ void compare_precisions(const char* model, const char* workload, const Transform
   std::fflush(stdout);
 }
 
+// The per-sentence test loss (train::sentence_nll, what `pillars eval` writes for the paired
+// bootstrap) of all 1,000 test_2016_flickr pairs, in batches of 64: taken in the split's order
+// (each batch steps as often as its longest target: sentence_nll called batch by batch), then
+// shortest target first (sentence_nll called on the whole split, as eval does).
+void compare_sentence_loss(const char* model, const TransformerConfig& cfg, const ParamStore& params, int repeats) {
+  const Sources src = multi30k_sources(1000, cfg.vocab, "de"), tgt = multi30k_sources(1000, cfg.vocab, "en");
+  constexpr size_t kBatch = 64;
+  std::vector<train::SentenceNll> in_order, sorted;
+  const double a = median_seconds(repeats, [&] {
+    in_order.clear();
+    for (size_t at = 0; at < src.size(); at += kBatch) {
+      const size_t end = std::min(src.size(), at + kBatch);
+      const auto part = train::sentence_nll(cfg, params, Sources(src.begin() + at, src.begin() + end),
+                                            Sources(tgt.begin() + at, tgt.begin() + end), kBatch);
+      in_order.insert(in_order.end(), part.begin(), part.end());
+    }
+  });
+  const double b = median_seconds(repeats, [&] { sorted = train::sentence_nll(cfg, params, src, tgt, kBatch); });
+  size_t same = 0;
+  for (size_t i = 0; i < src.size(); ++i) same += in_order[i].nll == sorted[i].nll;
+  std::printf(
+      "  %-7s per-sentence loss  split's order %7.1f sent/s | shortest target first %7.1f sent/s = %.2fx  (%zu/%zu "
+      "sentences' losses identical)\n",
+      model, src.size() / a, src.size() / b, a / b, same, src.size());
+  std::fflush(stdout);
+}
+
 // What both benchmarks decode with: the small and base models (small with base's vocabulary),
 // random weights from seed 1; 128 Multi30k test sentences ("real"), and 48 random sources forced to
 // 28 target tokens ("forced"); beam 5. Sets the OpenMP thread count first.
@@ -202,6 +230,8 @@ int bench_decode(int threads, int repeats) {
   const double ps_forced = compare("GHT-PS", "forced", ps.cfg, ps.params, s.forced, 48, s.forced_o, repeats);
   std::printf("  GHT-PS (2 of 8 heads) decodes %.2fx (real) and %.2fx (forced) as fast as base (target >= 1.15x)\n",
               ps_real / base_real, ps_forced / base_forced);
+  std::printf("teacher-forced loss of each of the 1,000 test_2016_flickr pairs (pillars eval's eval_<split>.nll)\n");
+  compare_sentence_loss("small", s.small, s.small_params, repeats);
   return 0;
 }
 

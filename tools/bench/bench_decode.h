@@ -15,6 +15,10 @@
 // sentences/s and generated target tokens/s (the best hypotheses' lengths, eos included), their
 // ratio, and how many sentences' best hypotheses are token-identical between the two (all should
 // be: compaction only drops finished rows). Target (CPU): GHT-PS ≥ 1.15× base.
+// Last, the per-sentence test loss that `pillars eval` computes for the paired bootstrap
+// (train::sentence_nll, teacher-forced through the same step decoder), small model, all 1,000
+// test_2016_flickr pairs (both sides' words hashed), batches of 64: in the split's order against
+// shortest target first, sentences/s, and how many losses are bit-identical (all should be).
 // (The hand-written decoder the executor's replaced was compared here until its figures were
 // recorded: docs/PERFORMANCE.md, "Decoding through the executor".)
 #pragma once
