@@ -22,6 +22,7 @@
 #include "base/run_guard.h"
 #include "kernels/cpu/cpu_features.h"
 #include "study/run_record.h"
+#include "study/trailing_rate.h"
 #include "train/prepare.h"
 #include "train/session.h"
 
@@ -374,15 +375,16 @@ int run_study(const StudySpec& s, const RunnerOptions& o) {
   install_stop_handlers();
   ::signal(SIGPIPE, SIG_IGN); // a closed pipe on our stdout must not kill the study and orphan its runs
 
-  // Progress: updates made against the budget of every run, the rate measured since this start.
+  // Progress: updates made against the budget of every run, at the rate of the last half hour.
   const int64_t total_updates = static_cast<int64_t>(runs.size()) * s.updates;
   auto updates_done = [&]() {
     int64_t done = 0;
     for (const Run& r : runs) done += r.record.trained ? s.updates : std::min(s.updates, latest_update(r.paths));
     return done;
   };
-  const int64_t done_at_start = updates_done();
   const auto started = Clock::now();
+  TrailingRate rate(/*window_seconds=*/30 * 60);
+  rate.add(0, static_cast<double>(updates_done()));
   auto last_report = Clock::now() - std::chrono::hours(1);
   int64_t failed = 0;
   auto report = [&](bool force) {
@@ -397,17 +399,19 @@ int run_study(const StudySpec& s, const RunnerOptions& o) {
             active += str_cat(active.empty() ? "" : ", ", r.label(), " ", std::min(s.updates, latest_update(r.paths)));
     }
     const int64_t done = updates_done();
-    const double seconds = std::chrono::duration<double>(Clock::now() - started).count();
-    const double rate = seconds > 0 ? static_cast<double>(done - done_at_start) / seconds : 0;
-    std::printf(
-        "study %s: %lld/%zu runs done, %lld running (%s); %lld/%lld updates; %s\n", s.name.c_str(),
-        static_cast<long long>(finished), runs.size(), static_cast<long long>(running), active.c_str(),
-        static_cast<long long>(done), static_cast<long long>(total_updates),
-        rate > 0 ? str_cat(rate < 10 ? std::to_string(rate).substr(0, 4) : std::to_string(static_cast<int64_t>(rate)),
-                           " updates/s, ETA ", duration_text(static_cast<double>(total_updates - done) / rate),
-                           " (training; evaluations come on top)")
-                       .c_str()
-                 : "rate not measured yet");
+    rate.add(std::chrono::duration<double>(Clock::now() - started).count(), static_cast<double>(done));
+    const double per_second = rate.per_second();
+    std::printf("study %s: %lld/%zu runs done, %lld running (%s); %lld/%lld updates; %s\n", s.name.c_str(),
+                static_cast<long long>(finished), runs.size(), static_cast<long long>(running), active.c_str(),
+                static_cast<long long>(done), static_cast<long long>(total_updates),
+                per_second > 0 ? str_cat(per_second < 10 ? std::to_string(per_second).substr(0, 4)
+                                                         : std::to_string(static_cast<int64_t>(per_second)),
+                                         " updates/s over the last ", duration_text(rate.seconds()), ", ETA ",
+                                         duration_text(static_cast<double>(total_updates - done) / per_second),
+                                         " (training; evaluations come on top)")
+                                     .c_str()
+                : rate.seconds() > 0 ? str_cat("no update in the last ", duration_text(rate.seconds())).c_str()
+                                     : "rate not measured yet");
     std::fflush(stdout);
   };
 

@@ -21,6 +21,7 @@
 #include "study/compactness.h"
 #include "study/stats.h"
 #include "study/study_file.h"
+#include "study/trailing_rate.h"
 
 using namespace pillars;
 using namespace pillars::study;
@@ -220,6 +221,28 @@ TEST_CASE("study: the heads' table pairs each system with the baseline on the se
   CHECK(fig2["rho"].get<double>() == doctest::Approx(1.0));
   CHECK(fig2["p_exact"] == true);
   CHECK(fig2["p"].get<double>() == doctest::Approx(2.0 / 120));
+}
+
+TEST_CASE("study: the progress rate follows the last window, not the whole history") {
+  TrailingRate r(/*window_seconds=*/600);
+  CHECK(r.per_second() == 0); // nothing measured yet
+  r.add(0, 100);
+  CHECK(r.per_second() == 0);
+  CHECK(r.seconds() == 0);
+  // A slow first hour: 1 update every 10 s.
+  for (int t = 60; t <= 3600; t += 60) r.add(t, 100 + t / 10.0);
+  CHECK(r.per_second() == doctest::Approx(0.1));
+  CHECK(r.seconds() == doctest::Approx(600)); // only the window, not the hour
+  // Then 1 update a second: after a whole window the rate is the new one, though the mean since
+  // the start is still far below it.
+  for (int t = 3660; t <= 3900; t += 60) r.add(t, 460 + (t - 3600));
+  CHECK(r.per_second() == doctest::Approx((760.0 - 430.0) / 600)); // the window straddles the change
+  for (int t = 3960; t <= 4800; t += 60) r.add(t, 460 + (t - 3600));
+  CHECK(r.per_second() == doctest::Approx(1.0));
+  // Evaluating: no update for a whole window.
+  for (int t = 4860; t <= 5400; t += 60) r.add(t, 1660);
+  CHECK(r.per_second() == 0);
+  CHECK(r.seconds() == doctest::Approx(600));
 }
 
 TEST_CASE("study: a bad study file is refused naming the field") {
