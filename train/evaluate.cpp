@@ -33,6 +33,18 @@ namespace pillars::train {
 
 namespace fs = std::filesystem;
 
+namespace {
+
+// The indices of `seqs`, shortest sequence first (ties in input order): batches of similar lengths.
+std::vector<size_t> shortest_first(const std::vector<std::vector<int32_t>>& seqs) {
+  std::vector<size_t> order(seqs.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return seqs[a].size() < seqs[b].size(); });
+  return order;
+}
+
+} // namespace
+
 Translations translate_corpus(const TransformerConfig& cfg, const ParamStore& params, const TextPipeline& pipeline,
                               const std::vector<std::string>& sources, const decode::SearchOptions& search,
                               int64_t batch_sentences, bool progress, int64_t max_source_len,
@@ -47,9 +59,7 @@ Translations translate_corpus(const TransformerConfig& cfg, const ParamStore& pa
     if (src[i].size() > static_cast<size_t>(max_source_len)) t.truncated.push_back(i);
     truncate_keeping_eos(src[i], static_cast<size_t>(max_source_len));
   }
-  std::vector<size_t> order(sources.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return src[a].size() < src[b].size(); });
+  const std::vector<size_t> order = shortest_first(src);
 
   decode::StepDecoder decoder(cfg, params, params.device()); // where the parameters are: the CPU or a GPU
   if (precision) decoder.set_precision(*precision);
@@ -111,9 +121,7 @@ std::vector<SentenceNll> sentence_nll(const TransformerConfig& cfg, const ParamS
   std::vector<SentenceNll> out(src.size());
   // Shortest targets first, so that a batch steps about as often as its sentences have tokens
   // rather than as often as the longest of a random few.
-  std::vector<size_t> order(src.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return tgt[a].size() < tgt[b].size(); });
+  const std::vector<size_t> order = shortest_first(tgt);
   decode::StepDecoder decoder(cfg, params, params.device());
   if (precision) decoder.set_precision(*precision);
   const int64_t V = cfg.vocab;
@@ -140,10 +148,10 @@ std::vector<SentenceNll> sentence_nll(const TransformerConfig& cfg, const ParamS
       const Tensor lp = decoder.log_probs(); // (N, V)
       const float* p = lp.data<float>();
       for (size_t r = 0; r < N; ++r) {
-        const std::vector<int32_t>& y = tgt[order[at + r]];
-        if (t >= y.size()) continue;
-        out[order[at + r]].nll -= static_cast<double>(p[static_cast<int64_t>(r) * V + y[t]]);
-        ++out[order[at + r]].tokens;
+        const size_t i = order[at + r];
+        if (t >= tgt[i].size()) continue;
+        out[i].nll -= static_cast<double>(p[static_cast<int64_t>(r) * V + tgt[i][t]]);
+        ++out[i].tokens;
       }
     }
   }
