@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "base/input_file.h"
+#include "base/thread_times.h"
 #include "datasets/xz.h"
 #include "ght/head_metrics.h"
 #include "metrics/bleu.h"
@@ -217,6 +218,22 @@ json eval_machine(const RunData* r, const std::string& split) {
 }
 bool same_machine(const json& a, const json& b) { return a.is_object() && a == b; }
 
+// A decoding speed is the code's only where its threads had the cores: an evaluation that waited
+// for a core (another process held it) more than kLoadedWaitingShare of its threads' time measured
+// the load as much as the decoder.
+constexpr double kMaxWaitingShare = kLoadedWaitingShare;
+
+// The share a run's evaluation of a split waited for a core (eval_<split>.json
+// "decode_waiting_share", base/thread_times.h), or null where it records none (an older pillars,
+// or an OS without the record).
+json decode_waiting_share(const RunData* r, const std::string& split) {
+  if (!r || !r->eval.count(split)) return json();
+  const json& e = r->eval.at(split);
+  return e.contains("decode_waiting_share") && e["decode_waiting_share"].is_number() ? e["decode_waiting_share"]
+                                                                                     : json();
+}
+bool measured_alone(const json& waiting) { return waiting.is_number() && waiting.get<double>() <= kMaxWaitingShare; }
+
 } // namespace
 
 json study_table(const StudySpec& s, const std::string& study_dir, int64_t bootstrap_samples) {
@@ -358,8 +375,16 @@ json study_table(const StudySpec& s, const std::string& study_dir, int64_t boots
       auto value = [&](const RunData* r) -> std::optional<double> {
         if (!r || !r->eval.count(sp) || !r->eval.at(sp).contains(m.name) || !r->eval.at(sp)[m.name].is_number())
           return std::nullopt;
+        if (m.a_speed && !measured_alone(decode_waiting_share(r, sp))) return std::nullopt;
         return r->eval.at(sp)[m.name].get<double>();
       };
+      // Speeds only: the runs whose evaluation did not have the cores to itself, left out above.
+      json under_load = json::array();
+      if (m.a_speed)
+        for (const RunData& r : runs)
+          if (r.eval.count(sp) && r.eval.at(sp).contains(m.name) && !measured_alone(decode_waiting_share(&r, sp)))
+            under_load.push_back(
+                {{"system", r.system->name}, {"seed", r.seed}, {"waiting_share", decode_waiting_share(&r, sp)}});
       json rows = json::array();
       for (const SystemSpec& sys : s.systems) {
         json row = {{"system", sys.name}};
@@ -402,7 +427,9 @@ json study_table(const StudySpec& s, const std::string& study_dir, int64_t boots
         }
         rows.push_back(row);
       }
-      metrics_json.push_back({{"metric", m.name}, {"higher_is_better", m.higher_better}, {"systems", rows}});
+      json metric = {{"metric", m.name}, {"higher_is_better", m.higher_better}, {"systems", rows}};
+      if (m.a_speed) metric["left_out_under_load"] = under_load, metric["max_waiting_share"] = kMaxWaitingShare;
+      metrics_json.push_back(metric);
     }
     split_tables.push_back({{"split", sp}, {"metrics", metrics_json}});
   }
@@ -488,6 +515,19 @@ std::string table_markdown(const json& t) {
             "Not compared with the baseline's speed (evaluated on another CPU model, thread count or device, or "
             "with no record of it): " +
             unpaired + ".\n\n";
+      if (m.contains("left_out_under_load") && !m["left_out_under_load"].empty()) {
+        std::string names;
+        for (const auto& r : m["left_out_under_load"])
+          names +=
+              str_cat(names.empty() ? "" : ", ", r["system"].get<std::string>(), " s", r["seed"].get<int64_t>(), " (",
+                      r["waiting_share"].is_number() ? fixed(100 * r["waiting_share"].get<double>(), 0) + " % waiting"
+                                                     : std::string("not recorded"),
+                      ")");
+        out += str_cat("Left out of the speeds (the decoding waited for a core another process held more than ",
+                       fixed(100 * m["max_waiting_share"].get<double>(), 0),
+                       " % of its threads' time, or recorded no such share: the speed measured the load): ", names,
+                       ".\n\n");
+      }
     }
   }
   if (t.contains("compactness")) out += compactness_markdown(t["compactness"]);

@@ -19,9 +19,11 @@
 //                  resamples): Δ, its 95 % interval and p, for BLEU and ROUGE (from the
 //                  hypotheses and references), and for the loss where the run wrote per-sentence
 //                  losses (eval_<split>.nll)
-//   and the decoding speed (sentences per second), compared with the baseline's only for the seeds
-//   whose two evaluations record the same machine (CPU model, instruction set, threads, device):
-//   the others are named under the table.
+//   and the decoding speed (sentences per second), counted only where the evaluation had the cores
+//   to itself (its threads waited for a core another process held at most 5 % of their time,
+//   eval_<split>.json "decode_waiting_share"; the others are named under the table), and compared
+//   with the baseline's only for the seeds whose two evaluations record the same machine (CPU
+//   model, instruction set, threads, device): the others are named under the table too.
 #pragma once
 #include <string>
 

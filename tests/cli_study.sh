@@ -65,7 +65,28 @@ m = [m for m in t["splits"][0]["metrics"] if m["metric"] == "sentences_per_secon
 v = [r for r in m["systems"] if r["system"] == "gct"][0]["vs_baseline"]
 print(v["seeds"], v["not_paired_other_machine"])' "$1"
 }
+# Each evaluation records how much of its decoding's thread time went to waiting for a core
+# (another process held it). This test runs beside others, so the measured shares vary: set them
+# to 0 (decoded alone) for the pairing, and to 0.5 for one run to see a speed measured under load
+# left out.
+set_waiting() { # SHARE EVAL.json...: set each evaluation's decode_waiting_share
+  python3 -c 'import json, sys
+for path in sys.argv[2:]:
+    e = json.load(open(path))
+    assert 0 <= e["decode_waiting_share"] <= 1, path + ": decode_waiting_share " + str(e["decode_waiting_share"])
+    e["decode_waiting_share"] = float(sys.argv[1]); json.dump(e, open(path, "w"))' "$@"
+}
+evals="tiny/vanilla/s1/eval_test_2017_mscoco.json tiny/vanilla/s2/eval_test_2017_mscoco.json
+  tiny/gct/s1/eval_test_2017_mscoco.json tiny/gct/s2/eval_test_2017_mscoco.json"
+set_waiting 0 $evals || fail "an evaluation has no decode_waiting_share in [0, 1]"
+"$P" study tiny.json --out tiny --table > /dev/null || fail "--table failed"
 [ "$(speed_pairs tiny/table.json)" = "[1, 2] []" ] || fail "speeds measured on one machine were not paired: $(speed_pairs tiny/table.json)"
+set_waiting 0.5 tiny/gct/s1/eval_test_2017_mscoco.json
+"$P" study tiny.json --out tiny --table > table-load.md || fail "--table with a speed measured under load failed"
+[ "$(speed_pairs tiny/table.json)" = "[2] []" ] || fail "a speed measured under load was paired: $(speed_pairs tiny/table.json)"
+grep -q "^Left out of the speeds .*: gct s1 (50 % waiting)\.$" table-load.md || fail "the speed under load is not named: $(cat table-load.md)"
+grep -q '^| gct | 2 |' table-load.md || fail "a speed under load changed the BLEU rows: $(cat table-load.md)"
+set_waiting 0 tiny/gct/s1/eval_test_2017_mscoco.json
 cp tiny/vanilla/s2/eval_test_2017_mscoco.json eval-s2.json
 python3 -c 'import json, sys
 e = json.load(open(sys.argv[1])); e["machine"]["cpu"] = "another CPU"; json.dump(e, open(sys.argv[1], "w"))' \

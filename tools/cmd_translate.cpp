@@ -105,9 +105,9 @@ Command add_translate_command(CLI::App& app) {
                        t.truncated.size(), t.truncated.size() == 1 ? "" : "s", t.truncated.front() + 1,
                        static_cast<long long>(e.data.max_source_len), t.truncated.size() == 1 ? "was" : "were",
                        static_cast<long long>(e.data.max_source_len - 1));
-        std::fprintf(stderr, "translated %zu sentences in %.2fs: %.1f sentences/s (%s, beam %lld, %s, %d threads)\n",
+        std::fprintf(stderr, "translated %zu sentences in %.2fs: %.1f sentences/s (%s, beam %lld, %s, %d threads)%s\n",
                      lines.size(), t.seconds, t.sentences_per_second(), path.c_str(), static_cast<long long>(so.beam),
-                     device_name(device), omp_get_max_threads());
+                     device_name(device), omp_get_max_threads(), train::load_note(t).c_str());
         return 0;
       }};
 }

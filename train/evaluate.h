@@ -24,9 +24,16 @@ struct Translations {
   std::vector<std::vector<int32_t>> ids; // the best hypothesis' ids (eos last)
   double seconds = 0;                    // decoding time (encode + search)
   double sentences_per_second() const { return seconds > 0 ? static_cast<double>(text.size()) / seconds : 0; }
+  // The share of those seconds' thread time spent waiting for a core that another process held
+  // (base/thread_times.h): near 0 where the speed is the code's; unset where the OS keeps no record.
+  std::optional<double> waiting_share;
   int64_t generated_tokens = 0;
   std::vector<size_t> truncated; // the sources cut to max_source_len (input order)
 };
+
+// "" where the decoding had the cores to itself (or no record says), else a clause for the speed's
+// message: "; the threads waited for a core 62 % of the time (another process held it), …".
+std::string load_note(const Translations& t);
 
 // batch_sentences is capped so that a batch has at most 2048 decoder rows (sentences × beam).
 // progress: print "decoded n/N sentences" to stderr (rewritten in place on a terminal; elsewhere a
