@@ -111,6 +111,24 @@ for r in vanilla/s1 vanilla/s2 gct/s1 gct/s2; do mv "tiny/$r/eval.orig" "tiny/$r
 grep -q '5 charts' report.out || fail "the study page should draw validation, Fig. 2 and Fig. 4 (5 charts): $(cat report.out)"
 grep -q 'Study tiny' study.html || fail "the study page has no study section"
 grep -q "Spearman's ρ [+-][0-9.]*, p [0-9.&ltna/;]* (exact) over 4 runs of 2 systems" study.html || fail "the study page does not test Fig. 2"
+# The finished runs evaluated again (tools/evaluate_again.sh: speeds measured on a quiet machine),
+# seed by seed: the same scores and hypotheses, a new waiting share.
+for r in vanilla/s1 vanilla/s2 gct/s1 gct/s2; do cp "tiny/$r/eval_test_2017_mscoco.hyp" "tiny/$r/hyp.before"; done
+cp tiny/gct/s2/eval_test_2017_mscoco.json eval-before.json
+set_waiting 0.5 tiny/gct/s2/eval_test_2017_mscoco.json
+sh "$ROOT/tools/evaluate_again.sh" "$P" tiny > evaluate-again.out 2>&1 || { cat evaluate-again.out; fail "evaluate_again failed"; }
+grep -q '^evaluate_again: \[1/4\] PILLARS_ISA=avx2 pillars eval tiny/gct/s1/* --split test_2017_mscoco' evaluate-again.out &&
+  grep -q '^evaluate_again: \[4/4\] PILLARS_ISA=avx2 pillars eval tiny/vanilla/s2/* --split test_2017_mscoco' evaluate-again.out ||
+  fail "evaluate_again did not evaluate the four runs seed by seed: $(cat evaluate-again.out)"
+for r in vanilla/s1 vanilla/s2 gct/s1 gct/s2; do
+  cmp -s "tiny/$r/eval_test_2017_mscoco.hyp" "tiny/$r/hyp.before" || fail "$r: evaluated again, other hypotheses"
+done
+python3 -c 'import json, sys
+a, b = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+assert a["bleu"] == b["bleu"] and a["loss"] == b["loss"], ("other scores", a, b)
+assert a["decode_waiting_share"] != 0.5, "the waiting share was not measured again"' \
+  tiny/gct/s2/eval_test_2017_mscoco.json eval-before.json || fail "gct s2 evaluated again: not the same scores, or the old share"
+set_waiting 0 $evals
 
 # 1b. A study that shares a system with the first ("copy_from"): the finished runs are copied, not
 #     trained again; a system whose settings differ from those runs' trains here.
