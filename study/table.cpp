@@ -218,11 +218,6 @@ json eval_machine(const RunData* r, const std::string& split) {
 }
 bool same_machine(const json& a, const json& b) { return a.is_object() && a == b; }
 
-// A decoding speed is the code's only where its threads had the cores: an evaluation that waited
-// for a core (another process held it) more than kLoadedWaitingShare of its threads' time measured
-// the load as much as the decoder.
-constexpr double kMaxWaitingShare = kLoadedWaitingShare;
-
 // The share a run's evaluation of a split waited for a core (eval_<split>.json
 // "decode_waiting_share", base/thread_times.h), or null where it records none (an older pillars,
 // or an OS without the record).
@@ -232,7 +227,10 @@ json decode_waiting_share(const RunData* r, const std::string& split) {
   return e.contains("decode_waiting_share") && e["decode_waiting_share"].is_number() ? e["decode_waiting_share"]
                                                                                      : json();
 }
-bool measured_alone(const json& waiting) { return waiting.is_number() && waiting.get<double>() <= kMaxWaitingShare; }
+// A decoding speed is the code's only where its threads had the cores: an evaluation that waited
+// for a core (another process held it) more than kLoadedWaitingShare of its threads' time measured
+// the load as much as the decoder.
+bool measured_alone(const json& waiting) { return waiting.is_number() && waiting.get<double>() <= kLoadedWaitingShare; }
 
 } // namespace
 
@@ -428,7 +426,7 @@ json study_table(const StudySpec& s, const std::string& study_dir, int64_t boots
         rows.push_back(row);
       }
       json metric = {{"metric", m.name}, {"higher_is_better", m.higher_better}, {"systems", rows}};
-      if (m.a_speed) metric["left_out_under_load"] = under_load, metric["max_waiting_share"] = kMaxWaitingShare;
+      if (m.a_speed) metric["left_out_under_load"] = under_load, metric["max_waiting_share"] = kLoadedWaitingShare;
       metrics_json.push_back(metric);
     }
     split_tables.push_back({{"split", sp}, {"metrics", metrics_json}});
