@@ -521,7 +521,7 @@ std::string table_markdown(const json& t) {
                       r["waiting_share"].is_number() ? fixed(100 * r["waiting_share"].get<double>(), 0) + " % waiting"
                                                      : std::string("not recorded"),
                       ")");
-        out += str_cat("Left out of the speeds (the decoding waited for a core another process held more than ",
+        out += str_cat("Speeds left out (the decoding waited for a core another process held more than ",
                        fixed(100 * m["max_waiting_share"].get<double>(), 0),
                        " % of its threads' time, or recorded no such share: the speed measured the load): ", names,
                        ".\n\n");

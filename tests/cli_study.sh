@@ -84,7 +84,7 @@ set_waiting 0 $evals || fail "an evaluation has no decode_waiting_share in [0, 1
 set_waiting 0.5 tiny/gct/s1/eval_test_2017_mscoco.json
 "$P" study tiny.json --out tiny --table > table-load.md || fail "--table with a speed measured under load failed"
 [ "$(speed_pairs tiny/table.json)" = "[2] []" ] || fail "a speed measured under load was paired: $(speed_pairs tiny/table.json)"
-grep -q "^Left out of the speeds .*: gct s1 (50 % waiting)\.$" table-load.md || fail "the speed under load is not named: $(cat table-load.md)"
+grep -q "^Speeds left out .*: gct s1 (50 % waiting)\.$" table-load.md || fail "the speed under load is not named: $(cat table-load.md)"
 grep -q '^| gct | 2 |' table-load.md || fail "a speed under load changed the BLEU rows: $(cat table-load.md)"
 set_waiting 0 tiny/gct/s1/eval_test_2017_mscoco.json
 cp tiny/vanilla/s2/eval_test_2017_mscoco.json eval-s2.json
